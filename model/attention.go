@@ -1,0 +1,148 @@
+package model
+
+import (
+	"math"
+
+	"github.com/smallinit/smallinit/kernel"
+)
+
+// Causal multi-head attention (SPEC §1), one (sequence, head) pair per task. With Q, K, V of one head ([T, d_h],
+// rows strided through the fused qkvg buffer) and scale s = 1/sqrt(d_h):
+//
+//	S = s·Q·Kᵀ, P = softmax_row(S masked to j ≤ i), Y = P·V
+//	dP = dY·Vᵀ, dS = P ⊙ (dP − rowsum(dP ⊙ P)), dQ = s·dS·K, dK = s·dSᵀ·Q, dV = Pᵀ·dY
+//
+// Queries go in blocks of attnBlock rows; block [i0, i1) only touches keys [0, i1), which skips the masked upper
+// triangle outside the diagonal blocks (about half the FLOPs of the full square at T = 256).
+
+// headViews returns the (rotated) q, k, v of head h of sequence b inside a qkvg-shaped buffer, each a strided
+// matrix with row stride qkvgWidth, and the head's slice of a [N, H·d_h] buffer.
+func (m *Model) headViews(qkvg, ya []float32, b, h int) (q, k, v, y []float32) {
+	c := m.Config
+	T, dh, a := c.SeqLen, c.HeadSize(), c.AttnDim()
+	base := b*T*m.qkvgWidth() + h*dh
+	return qkvg[base:], qkvg[base+a:], qkvg[base+2*a:], ya[b*T*a+h*dh:]
+}
+
+// attentionForward computes P and Y for (sequence, head) pairs [lo, hi).
+func (m *Model) attentionForward(l, w, lo, hi int) {
+	c := m.Config
+	T, H, dh, a := c.SeqLen, c.Heads, c.HeadSize(), c.AttnDim()
+	wq := m.qkvgWidth()
+	A := &m.acts.layers[l]
+	scale := float32(1 / math.Sqrt(float64(dh)))
+	for bh := lo; bh < hi; bh++ {
+		q, k, v, y := m.headViews(A.qkvg, A.y, bh/H, bh%H)
+		att := A.att[bh*T*T : (bh+1)*T*T]
+		for i0 := 0; i0 < T; i0 += m.attnBlock {
+			i1 := min(i0+m.attnBlock, T)
+			m.pool.GemmOn(w, false, true, i1-i0, i1, dh, q[i0*wq:], wq, k, wq, att[i0*T:], T, false)
+			for i := i0; i < i1; i++ {
+				softmaxCausal(att[i*T:i*T+i1], i, scale)
+			}
+			m.pool.GemmOn(w, false, false, i1-i0, dh, i1, att[i0*T:], T, v, wq, y[i0*a:], a, false)
+		}
+	}
+}
+
+// softmaxCausal turns scores row[0..i] into probabilities softmax(scale·row[0..i]) and zeroes row[i+1:].
+func softmaxCausal(row []float32, i int, scale float32) {
+	s := row[:i+1]
+	mx := kernel.MaxF(s)
+	for j, v := range s {
+		s[j] = (v - mx) * scale
+	}
+	kernel.Exp(s, s)
+	var sum float32
+	for _, v := range s {
+		sum += v
+	}
+	kernel.Scale(1/sum, s)
+	clear(row[i+1:])
+}
+
+// attentionBackward computes dQ, dK, dV (into the fused dqkvg buffer) from dY for pairs [lo, hi). Query blocks
+// run last to first: the last block reaches every key, so it writes dK and dV rows [0, T) and the earlier blocks
+// accumulate into them.
+func (m *Model) attentionBackward(l, w, lo, hi int) {
+	c := m.Config
+	T, H, dh, a := c.SeqLen, c.Heads, c.HeadSize(), c.AttnDim()
+	wq := m.qkvgWidth()
+	A := &m.acts.layers[l]
+	scale := float32(1 / math.Sqrt(float64(dh)))
+	dS := m.acts.dp[w]
+	last := (T - 1) / m.attnBlock * m.attnBlock
+	for bh := lo; bh < hi; bh++ {
+		b, h := bh/H, bh%H
+		q, k, v, _ := m.headViews(A.qkvg, A.y, b, h)
+		dq, dk, dv, dy := m.headViews(m.acts.dqkvg, m.acts.dy, b, h)
+		att := A.att[bh*T*T : (bh+1)*T*T]
+		for i0 := last; i0 >= 0; i0 -= m.attnBlock {
+			i1 := min(i0+m.attnBlock, T)
+			r, acc := i1-i0, i0 != last
+			p := att[i0*T:]
+			m.pool.GemmOn(w, true, false, i1, dh, r, p, T, dy[i0*a:], a, dv, wq, acc)
+			m.pool.GemmOn(w, false, true, r, i1, dh, dy[i0*a:], a, v, wq, dS, T, false)
+			for i := 0; i < r; i++ {
+				pr, ds := p[i*T:i*T+i1], dS[i*T:i*T+i1]
+				dot := kernel.Dot(pr, ds)
+				for j := range ds {
+					ds[j] = scale * pr[j] * (ds[j] - dot)
+				}
+			}
+			m.pool.GemmOn(w, false, false, r, dh, i1, dS, T, k, wq, dq[i0*wq:], wq, false)
+			m.pool.GemmOn(w, true, false, i1, dh, r, dS, T, q[i0*wq:], wq, dk, wq, acc)
+		}
+	}
+}
+
+// gateForward applies the attention output gate (Qiu et al. 2025, G1): yg = y ⊙ G, G = σ(Norm(x)·W_gateᵀ)
+// already computed in the gate columns of qkvg; headwise gates scale all d_h channels of a head.
+func (m *Model) gateForward(l, _, lo, hi int) {
+	c := m.Config
+	a, dh := c.AttnDim(), c.HeadSize()
+	wq := m.qkvgWidth()
+	A := &m.acts.layers[l]
+	for n := lo; n < hi; n++ {
+		g := A.qkvg[n*wq+3*a : (n+1)*wq]
+		y, yg := A.y[n*a:(n+1)*a], A.yg[n*a:(n+1)*a]
+		if c.AttnGate == GateElementwise {
+			for j := range y {
+				yg[j] = y[j] * g[j]
+			}
+			continue
+		}
+		for j := range y {
+			yg[j] = y[j] * g[j/dh]
+		}
+	}
+}
+
+// gateBackward splits dyg into dy = dyg ⊙ G and the gate pre-activation gradient dG·σ'(·) = dG·G·(1 − G), with
+// dG = dyg ⊙ y (summed over the head's channels for headwise gates), written to dqkvg's gate columns.
+func (m *Model) gateBackward(l, _, lo, hi int) {
+	c := m.Config
+	a, dh := c.AttnDim(), c.HeadSize()
+	wq := m.qkvgWidth()
+	A := &m.acts.layers[l]
+	for n := lo; n < hi; n++ {
+		g := A.qkvg[n*wq+3*a : (n+1)*wq]
+		dg := m.acts.dqkvg[n*wq+3*a : (n+1)*wq]
+		y, dyg, dy := A.y[n*a:(n+1)*a], m.acts.dyg[n*a:(n+1)*a], m.acts.dy[n*a:(n+1)*a]
+		if c.AttnGate == GateElementwise {
+			for j := range y {
+				dy[j] = dyg[j] * g[j]
+				dg[j] = dyg[j] * y[j] * g[j] * (1 - g[j])
+			}
+			continue
+		}
+		for h := range g {
+			var s float32
+			for j := h * dh; j < (h+1)*dh; j++ {
+				dy[j] = dyg[j] * g[h]
+				s += dyg[j] * y[j]
+			}
+			dg[h] = s * g[h] * (1 - g[h])
+		}
+	}
+}

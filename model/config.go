@@ -1,0 +1,181 @@
+// Package model is smallinit's decoder-only Transformer: its configuration, its parameters laid out in one flat
+// buffer, and a forward and backward pass over preallocated activations (SPEC section 1). It reads like llm.c's
+// train_gpt2.c: every layer's forward and backward sit side by side, all activations live in one explicit struct
+// allocated once, and a training step allocates nothing.
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Norm kinds (config key norm).
+const (
+	NormRMS   = "rmsnorm"   // RMSNorm(x) = g ⊙ x / sqrt(mean(x²) + ε)
+	NormLayer = "layernorm" // LayerNorm(x) = g ⊙ (x − mean) / sqrt(var + ε) + b
+)
+
+// Attention gate kinds (config key attn_gate; SPEC §1, Qiu et al. 2025 "G1").
+const (
+	GateNone        = "none"        // no gate
+	GateHeadwise    = "headwise"    // one sigmoid gate per head: W_gate is [H, d]
+	GateElementwise = "elementwise" // one sigmoid gate per channel: W_gate is [H·d_h, d]
+)
+
+// Config is the shape and the architecture switches of a model. Its JSON form is the Hugging Face Llama
+// config.json (see file.go); its field names in TOML run configs are the snake_case tags below.
+type Config struct {
+	Vocab     int     `toml:"vocab_size"`              // V
+	Dim       int     `toml:"hidden_size"`             // d
+	FFN       int     `toml:"intermediate_size"`       // d_ff of the SwiGLU MLP
+	Layers    int     `toml:"num_hidden_layers"`       // L
+	Heads     int     `toml:"num_attention_heads"`     // H
+	HeadDim   int     `toml:"head_dim"`                // d_h; 0 means d/H
+	SeqLen    int     `toml:"max_position_embeddings"` // T, the context length
+	NormEps   float64 `toml:"norm_eps"`                // ε inside the square root of every norm
+	Norm      string  `toml:"norm"`                    // NormRMS or NormLayer
+	AttnGate  string  `toml:"attn_gate"`               // GateNone, GateHeadwise or GateElementwise
+	RopeTheta float64 `toml:"rope_theta"`              // RoPE base
+	Tied      bool    `toml:"tie_word_embeddings"`     // LM head shares the embedding matrix
+}
+
+// DefaultFFN is SPEC §1's SwiGLU width: 8d/3 rounded up to a multiple of 64 (384 at d=128, 704 at 256, 1408 at 512).
+func DefaultFFN(d int) int { return (8*d/3 + 63) / 64 * 64 }
+
+// HeadSize returns d_h, defaulting to d/H.
+func (c Config) HeadSize() int {
+	if c.HeadDim > 0 {
+		return c.HeadDim
+	}
+	if c.Heads == 0 {
+		return 0
+	}
+	return c.Dim / c.Heads
+}
+
+// AttnDim returns H·d_h, the width of the concatenated heads.
+func (c Config) AttnDim() int { return c.Heads * c.HeadSize() }
+
+// GateRows returns the number of rows of W_gate: H·d_h (elementwise), H (headwise) or 0.
+func (c Config) GateRows() int {
+	switch c.AttnGate {
+	case GateElementwise:
+		return c.AttnDim()
+	case GateHeadwise:
+		return c.Heads
+	}
+	return 0
+}
+
+// Validate reports the first field that is missing or out of range, naming its config key.
+func (c Config) Validate() error {
+	pos := []struct {
+		key string
+		v   int
+	}{
+		{"vocab_size", c.Vocab}, {"hidden_size", c.Dim}, {"intermediate_size", c.FFN},
+		{"num_hidden_layers", c.Layers}, {"num_attention_heads", c.Heads}, {"max_position_embeddings", c.SeqLen},
+	}
+	for _, p := range pos {
+		if p.v <= 0 {
+			return fmt.Errorf("%s = %d: must be positive", p.key, p.v)
+		}
+		if p.v > 1<<24 {
+			return fmt.Errorf("%s = %d: too large (limit %d)", p.key, p.v, 1<<24)
+		}
+	}
+	if c.HeadDim < 0 {
+		return fmt.Errorf("head_dim = %d: must be positive (or 0 for hidden_size/num_attention_heads)", c.HeadDim)
+	}
+	if c.HeadDim == 0 && c.Dim%c.Heads != 0 {
+		return fmt.Errorf("hidden_size %d is not a multiple of num_attention_heads %d (set head_dim)", c.Dim, c.Heads)
+	}
+	if hs := c.HeadSize(); hs%2 != 0 {
+		return fmt.Errorf("head_dim = %d: RoPE needs an even head size", hs)
+	}
+	if c.Vocab > math.MaxInt32 {
+		return errors.New("vocab_size does not fit in int32 token ids")
+	}
+	if !(c.NormEps > 0) || c.NormEps > 1 || math.IsInf(c.NormEps, 0) {
+		return fmt.Errorf("norm_eps = %g: must be in (0, 1]", c.NormEps)
+	}
+	if float32(c.NormEps) == 0 {
+		return fmt.Errorf("norm_eps = %g: underflows float32 (smallest normal is 1.2e-38)", c.NormEps)
+	}
+	if !(c.RopeTheta > 1) || math.IsInf(c.RopeTheta, 0) {
+		return fmt.Errorf("rope_theta = %g: must be > 1", c.RopeTheta)
+	}
+	switch c.Norm {
+	case NormRMS, NormLayer:
+	default:
+		return fmt.Errorf("norm = %q: want %q or %q", c.Norm, NormRMS, NormLayer)
+	}
+	switch c.AttnGate {
+	case GateNone, GateHeadwise, GateElementwise:
+	default:
+		return fmt.Errorf("attn_gate = %q: want %q, %q or %q", c.AttnGate, GateNone, GateHeadwise, GateElementwise)
+	}
+	if n := c.NumParams(); n > 1<<34 {
+		return fmt.Errorf("model has %d parameters: too large for this engine", n)
+	}
+	return nil
+}
+
+// Preset is a named model shape with the batch size used to train and benchmark it. Presets are the project's
+// shared yardstick: tests, benchmarks and python/torchref.py use the same ones.
+type Preset struct {
+	Name   string
+	Config Config
+	Batch  int // sequences per step (B)
+}
+
+// Presets returns the built-in presets tiny, small and medium (engine issue): rmsnorm, ε = 1e-5, no gate, untied.
+func Presets() []Preset {
+	mk := func(name string, d, l, h, t, b int) Preset {
+		return Preset{Name: name, Batch: b, Config: Config{
+			Vocab: 4096, Dim: d, FFN: DefaultFFN(d), Layers: l, Heads: h, SeqLen: t,
+			NormEps: 1e-5, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000,
+		}}
+	}
+	return []Preset{
+		mk("tiny", 128, 4, 4, 256, 16),
+		mk("small", 256, 6, 8, 256, 16),
+		mk("medium", 512, 8, 8, 512, 8),
+	}
+}
+
+// LookupPreset returns the preset with the given name.
+func LookupPreset(name string) (Preset, error) {
+	var names []string
+	for _, p := range Presets() {
+		if p.Name == name {
+			return p, nil
+		}
+		names = append(names, p.Name)
+	}
+	return Preset{}, fmt.Errorf("unknown preset %q (have %v)", name, names)
+}
+
+// NumParams returns the number of scalar parameters (the length of the flat parameter buffer).
+func (c Config) NumParams() int64 {
+	var n int64
+	for _, t := range c.layout() {
+		n += int64(t.Size())
+	}
+	return n
+}
+
+// MatmulParams returns N_matmul: every weight that goes through a matrix multiply, the LM head included
+// (tied or not), the count used by FLOPs per token = 6·N_matmul + 12·L·T·d.
+func (c Config) MatmulParams() int64 {
+	d, a, f := int64(c.Dim), int64(c.AttnDim()), int64(c.FFN)
+	perLayer := d*3*a + d*int64(c.GateRows()) + a*d + 3*d*f
+	return int64(c.Layers)*perLayer + int64(c.Vocab)*d
+}
+
+// FLOPsPerToken is the training FLOPs per token used by bench: 6·N_matmul + 12·L·T·d (PaLM appendix B; the
+// attention term counts the full T×T square even though the engine skips the masked half).
+func (c Config) FLOPsPerToken() float64 {
+	return 6*float64(c.MatmulParams()) + 12*float64(c.Layers)*float64(c.SeqLen)*float64(c.Dim)
+}

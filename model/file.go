@@ -1,0 +1,241 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/safetensors"
+)
+
+// A model directory holds config.json (Hugging Face Llama fields plus smallinit's attn_gate, norm and
+// smallinit_init) and model.safetensors (float32 tensors with Hugging Face Llama names). A model with
+// attn_gate "none" and norm "rmsnorm" loads as a plain LlamaForCausalLM.
+const (
+	ConfigFile  = "config.json"
+	WeightsFile = "model.safetensors"
+)
+
+// fileConfig is config.json. The norm ε is stored in rms_norm_eps for LayerNorm too (one ε for every norm).
+type fileConfig struct {
+	Architectures         []string        `json:"architectures"`
+	ModelType             string          `json:"model_type"`
+	VocabSize             int             `json:"vocab_size"`
+	HiddenSize            int             `json:"hidden_size"`
+	IntermediateSize      int             `json:"intermediate_size"`
+	NumHiddenLayers       int             `json:"num_hidden_layers"`
+	NumAttentionHeads     int             `json:"num_attention_heads"`
+	NumKeyValueHeads      int             `json:"num_key_value_heads"`
+	HeadDim               int             `json:"head_dim"`
+	MaxPositionEmbeddings int             `json:"max_position_embeddings"`
+	RMSNormEps            float64         `json:"rms_norm_eps"`
+	RopeTheta             float64         `json:"rope_theta"`
+	RopeScaling           json.RawMessage `json:"rope_scaling,omitempty"`
+	TieWordEmbeddings     bool            `json:"tie_word_embeddings"`
+	HiddenAct             string          `json:"hidden_act"`
+	AttentionBias         bool            `json:"attention_bias"`
+	MLPBias               bool            `json:"mlp_bias"`
+	TorchDtype            string          `json:"torch_dtype"`
+	AttnGate              string          `json:"attn_gate,omitempty"`
+	Norm                  string          `json:"norm,omitempty"`
+	Init                  json.RawMessage `json:"smallinit_init,omitempty"`
+}
+
+// ReadConfig reads and validates dir/config.json, returning the model config and the raw init recipe
+// (smallinit_init, nil when absent).
+func ReadConfig(dir string) (Config, json.RawMessage, error) {
+	path := filepath.Join(dir, ConfigFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, nil, fmt.Errorf("read model config: %w", err)
+	}
+	var fc fileConfig
+	if err := json.Unmarshal(b, &fc); err != nil {
+		return Config{}, nil, fmt.Errorf("model config %s: %w", path, err)
+	}
+	bad := func(format string, a ...any) (Config, json.RawMessage, error) {
+		return Config{}, nil, fmt.Errorf("model config %s: %s", path, fmt.Sprintf(format, a...))
+	}
+	if fc.ModelType != "" && fc.ModelType != "llama" {
+		return bad("model_type %q is not supported (supported: llama)", fc.ModelType)
+	}
+	if fc.NumKeyValueHeads != 0 && fc.NumKeyValueHeads != fc.NumAttentionHeads {
+		return bad("num_key_value_heads %d != num_attention_heads %d: grouped-query attention is not supported", fc.NumKeyValueHeads, fc.NumAttentionHeads)
+	}
+	if fc.HiddenAct != "" && fc.HiddenAct != "silu" {
+		return bad("hidden_act %q is not supported (supported: silu)", fc.HiddenAct)
+	}
+	if fc.AttentionBias || fc.MLPBias {
+		return bad("attention_bias and mlp_bias are not supported")
+	}
+	if len(fc.RopeScaling) > 0 && string(fc.RopeScaling) != "null" {
+		return bad("rope_scaling is not supported")
+	}
+	c := Config{
+		Vocab: fc.VocabSize, Dim: fc.HiddenSize, FFN: fc.IntermediateSize, Layers: fc.NumHiddenLayers,
+		Heads: fc.NumAttentionHeads, HeadDim: fc.HeadDim, SeqLen: fc.MaxPositionEmbeddings,
+		NormEps: fc.RMSNormEps, Norm: fc.Norm, AttnGate: fc.AttnGate, RopeTheta: fc.RopeTheta,
+		Tied: fc.TieWordEmbeddings,
+	}
+	if c.Norm == "" {
+		c.Norm = NormRMS
+	}
+	if c.AttnGate == "" {
+		c.AttnGate = GateNone
+	}
+	if c.RopeTheta == 0 {
+		c.RopeTheta = 10000
+	}
+	if c.HeadDim == c.Dim/max(c.Heads, 1) {
+		c.HeadDim = 0
+	}
+	if err := c.Validate(); err != nil {
+		return bad("%v", err)
+	}
+	return c, fc.Init, nil
+}
+
+// writeConfig writes dir/config.json atomically.
+func writeConfig(dir string, c Config, init any) error {
+	fc := fileConfig{
+		Architectures: []string{"LlamaForCausalLM"}, ModelType: "llama",
+		VocabSize: c.Vocab, HiddenSize: c.Dim, IntermediateSize: c.FFN, NumHiddenLayers: c.Layers,
+		NumAttentionHeads: c.Heads, NumKeyValueHeads: c.Heads, HeadDim: c.HeadSize(),
+		MaxPositionEmbeddings: c.SeqLen, RMSNormEps: c.NormEps, RopeTheta: c.RopeTheta,
+		TieWordEmbeddings: c.Tied, HiddenAct: "silu", TorchDtype: "float32",
+		AttnGate: c.AttnGate, Norm: c.Norm,
+	}
+	if init != nil {
+		raw, err := json.Marshal(init)
+		if err != nil {
+			return fmt.Errorf("encode init recipe: %w", err)
+		}
+		fc.Init = raw
+	}
+	b, err := json.MarshalIndent(fc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, ConfigFile), append(b, '\n'))
+}
+
+// WriteFileAtomic writes data to a temporary file beside path, syncs it and renames it over path, so that a
+// crash leaves either the old file or the new one, never a mix.
+func WriteFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Save writes the model's config and parameters to dir (created if needed). init, if non-nil, is recorded as
+// the init recipe (config.json field smallinit_init). Both files are written atomically.
+func (m *Model) Save(dir string, init any) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	w := safetensors.Create(filepath.Join(dir, WeightsFile), map[string]string{"format": "pt"})
+	for _, t := range m.Specs {
+		if err := w.AddFloat32(t.Name, t.Shape, m.Params.Flat[t.Offset:t.Offset+t.Size()]); err != nil {
+			w.Abort()
+			return fmt.Errorf("save model %s: %w", dir, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("save model %s: %w", dir, err)
+	}
+	return writeConfig(dir, m.Config, init)
+}
+
+// Load reads a model directory into a new model with activations for batch sequences. Every tensor the config
+// implies must be present with the right shape, no other tensor may be present, and no weight may be NaN or
+// infinite; errors name the file and the tensor.
+func Load(dir string, batch int, pool *kernel.Pool) (*Model, json.RawMessage, error) {
+	c, init, err := ReadConfig(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := New(c, batch, pool)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load %s: %w", dir, err)
+	}
+	if err := m.LoadWeights(filepath.Join(dir, WeightsFile)); err != nil {
+		return nil, nil, err
+	}
+	return m, init, nil
+}
+
+// LoadWeights reads the parameters from a safetensors file (see Load for the checks).
+func (m *Model) LoadWeights(path string) error {
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return fmt.Errorf("load weights: %w", err)
+	}
+	defer f.Close()
+	want := make(map[string]bool, len(m.Specs))
+	for _, t := range m.Specs {
+		want[t.Name] = true
+		info, ok := f.Info(t.Name)
+		if !ok {
+			return fmt.Errorf("load weights %s: tensor %s is missing", path, t.Name)
+		}
+		if !equalShape(info.Shape, t.Shape) {
+			return fmt.Errorf("load weights %s: tensor %s has shape %v, the config implies %v", path, t.Name, info.Shape, t.Shape)
+		}
+		dst := m.Params.Flat[t.Offset : t.Offset+t.Size()]
+		if err := f.ReadFloat32(t.Name, dst); err != nil {
+			return fmt.Errorf("load weights: %w", err)
+		}
+		for i, v := range dst {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("load weights %s: tensor %s element %d is %v", path, t.Name, i, v)
+			}
+		}
+	}
+	var extra []string
+	for _, info := range f.Tensors() {
+		if !want[info.Name] {
+			extra = append(extra, info.Name)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		if len(extra) > 5 {
+			extra = append(extra[:5], "...")
+		}
+		return fmt.Errorf("load weights %s: unexpected tensors %v (tie_word_embeddings, attn_gate or norm in config.json may not match the file)", path, extra)
+	}
+	return nil
+}
+
+func equalShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,344 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/smallinit/smallinit/kernel"
+)
+
+// defaultAttnBlock is the query-block size of the causal attention: a block of rows [i0, i0+attnBlock) only
+// multiplies against keys [0, i0+attnBlock), so the masked upper triangle is skipped except inside diagonal
+// blocks. 64 rows of scores at T ≤ 512 stay within L2.
+const defaultAttnBlock = 64
+
+// Model is a decoder-only Transformer with its parameters, gradients and the activations of one batch of B
+// sequences of length T, all allocated once by New.
+type Model struct {
+	Config Config
+	Specs  []TensorSpec // every parameter tensor in buffer order
+	Params Weights      // parameter views into one flat buffer
+	Grads  Weights      // gradient views with the same layout; Backward accumulates into them
+
+	pool  *kernel.Pool
+	batch int // B, the most sequences one Forward can take
+	n     int // rows (b·T) of the current Forward
+	rope  ropeTable
+	acts  activations
+
+	attnBlock int // query rows per attention block (defaultAttnBlock; tests shrink it to exercise blocking)
+
+	// Parallel dispatch without per-step closures: parallel stores the op and layer here, then hands the pool the
+	// method value runOp created once in New.
+	op      rangeOp
+	opLayer int
+	runOp   func(w, lo, hi int)
+	norm    normArgs // operands of the norm being run
+}
+
+// rangeOp is a piece of work over rows (or heads) [lo, hi) of layer l, run on worker w.
+type rangeOp func(m *Model, l, w, lo, hi int)
+
+// activations holds everything the forward pass keeps for the backward pass (and for diagnostics), plus the
+// backward pass's scratch. N = B·T rows; sizes in comments.
+type activations struct {
+	x      []float32 // residual stream entering each block, (L+1)·N·d; slot L is the final residual
+	layers []layerActs
+	nf     []float32 // final norm output [N, d]
+	sf     normStats
+	logits []float32 // [N, V]; turned into dlogits by Backward
+	lse    []float32 // [N] log-sum-exp of each logits row
+	loss   []float32 // [N] per-token cross-entropy (nats)
+	inputs []int32   // [N]
+	target []int32   // [N]
+
+	dx    []float32 // [N, d] gradient of the residual stream
+	dn    []float32 // [N, d] gradient of a norm's output
+	dqkvg []float32 // [N, qkvg width]
+	dyg   []float32 // [N, H·d_h] gradient of the (gated) attention output
+	dy    []float32 // [N, H·d_h] gradient of the attention output before the gate (aliases dyg without gate)
+	dgu   []float32 // [N, 2·d_ff]
+	dact  []float32 // [N, d_ff]
+
+	// per-worker scratch
+	rowTmp  [][]float32 // max(V, d_ff, T) floats
+	dp      [][]float32 // T·T floats: one query block of dP, turned into dS
+	normAcc [][]float32 // 2·d floats: this worker's share of a norm's gain (and bias) gradient
+}
+
+// layerActs are one block's saved activations.
+type layerActs struct {
+	n1   []float32 // input norm output [N, d]
+	s1   normStats
+	qkvg []float32 // [N, 3·H·d_h + gate rows]: q, k after RoPE; v; gate after the sigmoid
+	att  []float32 // [B, H, T, T] attention probabilities (upper triangle zero)
+	y    []float32 // [N, H·d_h] attention output before the gate
+	yg   []float32 // [N, H·d_h] gated attention output (aliases y without gate)
+	h    []float32 // [N, d] residual after attention
+	n2   []float32 // post-attention norm output [N, d]
+	s2   normStats
+	gu   []float32 // [N, 2·d_ff] FFN gate and up pre-activations
+	act  []float32 // [N, d_ff] silu(gate) ⊙ up
+}
+
+// normStats are per-row statistics a norm's backward needs: the mean (LayerNorm only) and 1/sqrt(var + ε).
+type normStats struct{ mean, rstd []float32 }
+
+// New allocates a model for c with zero parameters and activations for up to batch sequences of length
+// c.SeqLen. The pool runs its parallel work; it may be shared by several models used one at a time.
+func New(c Config, batch int, pool *kernel.Pool) (*Model, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("model config: %w", err)
+	}
+	if batch <= 0 {
+		return nil, fmt.Errorf("batch size %d: must be positive", batch)
+	}
+	m := &Model{Config: c, Specs: c.layout(), pool: pool, batch: batch, attnBlock: defaultAttnBlock}
+	np := int(c.NumParams())
+	m.Params = newWeights(c, make([]float32, np))
+	m.Grads = newWeights(c, make([]float32, np))
+	m.rope = newRopeTable(c.SeqLen, c.HeadSize(), c.RopeTheta)
+	m.allocActivations()
+	m.runOp = func(w, lo, hi int) { m.op(m, m.opLayer, w, lo, hi) }
+	return m, nil
+}
+
+// Batch is the most sequences one Forward accepts.
+func (m *Model) Batch() int { return m.batch }
+
+// Pool is the worker pool the model runs on.
+func (m *Model) Pool() *kernel.Pool { return m.pool }
+
+// qkvgWidth is the row width of the fused q|k|v|gate projection.
+func (m *Model) qkvgWidth() int { return 3*m.Config.AttnDim() + m.Config.GateRows() }
+
+func (m *Model) allocActivations() {
+	c := m.Config
+	N, d, a, f, T, V := m.batch*c.SeqLen, c.Dim, c.AttnDim(), c.FFN, c.SeqLen, c.Vocab
+	wq := m.qkvgWidth()
+	stats := func() normStats { return normStats{mean: make([]float32, N), rstd: make([]float32, N)} }
+	A := &m.acts
+	A.x = make([]float32, (c.Layers+1)*N*d)
+	A.layers = make([]layerActs, c.Layers)
+	for l := range A.layers {
+		la := &A.layers[l]
+		la.n1, la.s1 = make([]float32, N*d), stats()
+		la.qkvg = make([]float32, N*wq)
+		la.att = make([]float32, m.batch*c.Heads*T*T)
+		la.y = make([]float32, N*a)
+		la.yg = la.y
+		if c.AttnGate != GateNone {
+			la.yg = make([]float32, N*a)
+		}
+		la.h = make([]float32, N*d)
+		la.n2, la.s2 = make([]float32, N*d), stats()
+		la.gu = make([]float32, N*2*f)
+		la.act = make([]float32, N*f)
+	}
+	A.nf, A.sf = make([]float32, N*d), stats()
+	A.logits = make([]float32, N*V)
+	A.lse = make([]float32, N)
+	A.loss = make([]float32, N)
+	A.inputs = make([]int32, N)
+	A.target = make([]int32, N)
+	A.dx = make([]float32, N*d)
+	A.dn = make([]float32, N*d)
+	A.dqkvg = make([]float32, N*wq)
+	A.dyg = make([]float32, N*a)
+	A.dy = A.dyg
+	if c.AttnGate != GateNone {
+		A.dy = make([]float32, N*a)
+	}
+	A.dgu = make([]float32, N*2*f)
+	A.dact = make([]float32, N*f)
+	W := m.pool.Workers()
+	A.rowTmp = make([][]float32, W)
+	A.dp = make([][]float32, W)
+	A.normAcc = make([][]float32, W)
+	for w := 0; w < W; w++ {
+		A.rowTmp[w] = make([]float32, max(V, f, T, a))
+		A.dp[w] = make([]float32, T*T) // one query block of dS; T·T so that tests may change attnBlock
+		A.normAcc[w] = make([]float32, 2*d)
+	}
+}
+
+// parallel runs op over [0, n) on the pool in chunks of at least grain.
+func (m *Model) parallel(op rangeOp, l, n, grain int) {
+	m.op, m.opLayer = op, l
+	m.pool.For(n, grain, m.runOp)
+	m.op = nil
+}
+
+// residual returns the residual stream entering block l (l = L: the final residual) for the current rows.
+func (m *Model) residual(l int) []float32 {
+	nd := m.batch * m.Config.SeqLen * m.Config.Dim
+	return m.acts.x[l*nd : l*nd+m.n*m.Config.Dim]
+}
+
+// Forward runs the model on b = len(inputs)/T sequences (b ≤ Batch) and returns the mean next-token
+// cross-entropy against targets (SPEC §1 "Loss"). inputs and targets are row-major [b, T]; every id must be in
+// [0, V). The activations stay in the model for Backward, Logits, TokenLoss and diagnostics.
+func (m *Model) Forward(inputs, targets []int32) (float64, error) {
+	c := m.Config
+	T, d := c.SeqLen, c.Dim
+	if len(inputs) == 0 || len(inputs)%T != 0 || len(inputs)/T > m.batch {
+		return 0, fmt.Errorf("forward: %d input tokens: want a positive multiple of T=%d, at most %d sequences", len(inputs), T, m.batch)
+	}
+	if len(targets) != len(inputs) {
+		return 0, fmt.Errorf("forward: %d targets for %d inputs", len(targets), len(inputs))
+	}
+	for i := range inputs {
+		if uint32(inputs[i]) >= uint32(c.Vocab) || uint32(targets[i]) >= uint32(c.Vocab) {
+			return 0, fmt.Errorf("forward: token %d (input %d, target %d) outside the vocabulary [0, %d)", i, inputs[i], targets[i], c.Vocab)
+		}
+	}
+	m.n = len(inputs)
+	N := m.n
+	copy(m.acts.inputs, inputs)
+	copy(m.acts.target, targets)
+
+	m.parallel((*Model).embedForward, 0, N, 256)
+	for l := 0; l < c.Layers; l++ {
+		m.blockForward(l)
+	}
+	m.normForward(m.residual(c.Layers), m.acts.nf, m.acts.sf, m.Params.NormF, m.Params.NormFB)
+	m.pool.Gemm(false, true, N, c.Vocab, d, m.acts.nf, d, m.Params.Head, d, m.acts.logits, c.Vocab, false)
+	m.parallel((*Model).lossForward, 0, N, 16)
+	var sum float64
+	for _, v := range m.acts.loss[:N] {
+		sum += float64(v)
+	}
+	return sum / float64(N), nil
+}
+
+// blockForward is one pre-norm block: h = x + Attn(Norm(x)); x' = h + FFN(Norm(h)).
+func (m *Model) blockForward(l int) {
+	c := m.Config
+	N, d, a, f := m.n, c.Dim, c.AttnDim(), c.FFN
+	wq := m.qkvgWidth()
+	W, A := &m.Params.Layers[l], &m.acts.layers[l]
+	x, out := m.residual(l), m.residual(l+1)
+
+	m.normForward(x, A.n1, A.s1, W.Norm1, W.Norm1B)
+	m.pool.Gemm(false, true, N, wq, d, A.n1, d, W.QKVG, d, A.qkvg, wq, false)
+	m.parallel((*Model).ropeGateForward, l, N, 64)
+	m.parallel((*Model).attentionForward, l, (N/c.SeqLen)*c.Heads, 1)
+	if c.AttnGate != GateNone {
+		m.parallel((*Model).gateForward, l, N, 64)
+	}
+	copy(A.h[:N*d], x)
+	m.pool.Gemm(false, true, N, d, a, A.yg, a, W.O, a, A.h, d, true)
+
+	m.normForward(A.h[:N*d], A.n2, A.s2, W.Norm2, W.Norm2B)
+	m.pool.Gemm(false, true, N, 2*f, d, A.n2, d, W.GateUp, d, A.gu, 2*f, false)
+	m.parallel((*Model).swigluForward, l, N, 32)
+	copy(out, A.h[:N*d])
+	m.pool.Gemm(false, true, N, d, f, A.act, f, W.Down, f, out, d, true)
+}
+
+// Backward accumulates the gradient of the last Forward's mean loss into Grads (call ZeroGrads first unless
+// accumulating over micro-batches). It overwrites the logits with their gradient.
+func (m *Model) Backward() {
+	c := m.Config
+	N, d, a, f, V := m.n, c.Dim, c.AttnDim(), c.FFN, c.Vocab
+	wq := m.qkvgWidth()
+	A := &m.acts
+
+	// Head: logits = nf · W_headᵀ.
+	m.parallel((*Model).lossBackward, 0, N, 16)
+	m.pool.Gemm(false, false, N, d, V, A.logits, V, m.Params.Head, d, A.dn, d, false)
+	m.pool.Gemm(true, false, V, d, N, A.logits, V, A.nf, d, m.Grads.Head, d, true)
+	clear(A.dx[:N*d])
+	m.normBackward(m.residual(c.Layers), A.sf, m.Params.NormF, m.Grads.NormF, m.Grads.NormFB)
+
+	for l := c.Layers - 1; l >= 0; l-- {
+		W, G, L := &m.Params.Layers[l], &m.Grads.Layers[l], &A.layers[l]
+		// FFN: x' = h + act · W_downᵀ.
+		m.pool.Gemm(false, false, N, f, d, A.dx, d, W.Down, f, A.dact, f, false)
+		m.pool.Gemm(true, false, d, f, N, A.dx, d, L.act, f, G.Down, f, true)
+		m.parallel((*Model).swigluBackward, l, N, 32)
+		m.pool.Gemm(false, false, N, d, 2*f, A.dgu, 2*f, W.GateUp, d, A.dn, d, false)
+		m.pool.Gemm(true, false, 2*f, d, N, A.dgu, 2*f, L.n2, d, G.GateUp, d, true)
+		m.normBackward(L.h[:N*d], L.s2, W.Norm2, G.Norm2, G.Norm2B)
+
+		// Attention: h = x + yg · W_oᵀ.
+		m.pool.Gemm(false, false, N, a, d, A.dx, d, W.O, a, A.dyg, a, false)
+		m.pool.Gemm(true, false, d, a, N, A.dx, d, L.yg, a, G.O, a, true)
+		if c.AttnGate != GateNone {
+			m.parallel((*Model).gateBackward, l, N, 64)
+		}
+		m.parallel((*Model).attentionBackward, l, (N/c.SeqLen)*c.Heads, 1)
+		m.parallel((*Model).ropeBackward, l, N, 64)
+		m.pool.Gemm(false, false, N, d, wq, A.dqkvg, wq, W.QKVG, d, A.dn, d, false)
+		m.pool.Gemm(true, false, wq, d, N, A.dqkvg, wq, L.n1, d, G.QKVG, d, true)
+		m.normBackward(m.residual(l), L.s1, W.Norm1, G.Norm1, G.Norm1B)
+	}
+	m.parallel((*Model).embedBackward, 0, d, 8)
+}
+
+// ZeroGrads sets every gradient to zero.
+func (m *Model) ZeroGrads() { clear(m.Grads.Flat) }
+
+// embedForward copies embedding rows: x0[n] = E[inputs[n]].
+func (m *Model) embedForward(_, _, lo, hi int) {
+	d := m.Config.Dim
+	x := m.residual(0)
+	for n := lo; n < hi; n++ {
+		t := int(m.acts.inputs[n])
+		copy(x[n*d:(n+1)*d], m.Params.Embed[t*d:(t+1)*d])
+	}
+}
+
+// embedBackward adds dx[n] into dE[inputs[n]] for columns [lo, hi): splitting by column keeps workers from
+// writing the same row when a token repeats.
+func (m *Model) embedBackward(_, _, lo, hi int) {
+	d := m.Config.Dim
+	dE := m.Grads.Embed
+	for n := 0; n < m.n; n++ {
+		t := int(m.acts.inputs[n])
+		kernel.Add(dE[t*d+lo:t*d+hi], m.acts.dx[n*d+lo:n*d+hi])
+	}
+}
+
+// Logits returns the [b·T, V] logits of the last Forward (valid until Backward, which overwrites them).
+func (m *Model) Logits() []float32 { return m.acts.logits[:m.n*m.Config.Vocab] }
+
+// TokenLoss returns the per-token cross-entropy of the last Forward, [b·T] in nats.
+func (m *Model) TokenLoss() []float32 { return m.acts.loss[:m.n] }
+
+// lossForward computes, per row, the log-sum-exp of the logits and the cross-entropy lse − z[target].
+func (m *Model) lossForward(_, w, lo, hi int) {
+	V := m.Config.Vocab
+	tmp := m.acts.rowTmp[w][:V]
+	for n := lo; n < hi; n++ {
+		z := m.acts.logits[n*V : (n+1)*V]
+		mx := kernel.MaxF(z)
+		for j, v := range z {
+			tmp[j] = v - mx
+		}
+		kernel.Exp(tmp, tmp)
+		var s float32
+		for _, v := range tmp {
+			s += v
+		}
+		lse := mx + float32(math.Log(float64(s)))
+		m.acts.lse[n] = lse
+		m.acts.loss[n] = lse - z[m.acts.target[n]]
+	}
+}
+
+// lossBackward turns each logits row into dL/dz = (softmax(z) − onehot(target)) / N in place.
+func (m *Model) lossBackward(_, _, lo, hi int) {
+	V := m.Config.Vocab
+	inv := 1 / float32(m.n)
+	for n := lo; n < hi; n++ {
+		z := m.acts.logits[n*V : (n+1)*V]
+		lse := m.acts.lse[n]
+		for j := range z {
+			z[j] -= lse
+		}
+		kernel.Exp(z, z)
+		kernel.Scale(inv, z)
+		z[m.acts.target[n]] -= inv
+	}
+}

@@ -1,0 +1,197 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/smallinit/smallinit/kernel"
+)
+
+// testConfig is a model small enough for finite differences over every parameter.
+func testConfig(norm, gate string, eps float64, tied bool) Config {
+	return Config{Vocab: 16, Dim: 8, FFN: 16, Layers: 2, Heads: 2, SeqLen: 6, NormEps: eps, Norm: norm,
+		AttnGate: gate, RopeTheta: 10000, Tied: tied}
+}
+
+// switchCases covers every architecture switch of SPEC §1.
+var switchCases = []struct {
+	name string
+	cfg  Config
+}{
+	{"rms_eps1e-5_none", testConfig(NormRMS, GateNone, 1e-5, false)},
+	{"rms_eps1e-12_elementwise", testConfig(NormRMS, GateElementwise, 1e-12, false)},
+	{"rms_eps1e-5_headwise", testConfig(NormRMS, GateHeadwise, 1e-5, false)},
+	{"layernorm_elementwise", testConfig(NormLayer, GateElementwise, 1e-5, false)},
+	{"rms_tied_headwise", testConfig(NormRMS, GateHeadwise, 1e-5, true)},
+}
+
+// fillRandom draws matrices with std = fan_in^(−γ), norm gains 1 + 0.1·N(0,1) and biases 0.1·N(0,1), so
+// that every parameter has a non-trivial gradient.
+func fillRandom(m *Model, seed uint64, gamma float64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for _, t := range m.Specs {
+		v := m.Params.Flat[t.Offset : t.Offset+t.Size()]
+		for i := range v {
+			switch t.Class {
+			case ClassNorm:
+				v[i] = float32(1 + 0.1*rng.NormFloat64())
+			case ClassNormBias:
+				v[i] = float32(0.1 * rng.NormFloat64())
+			default:
+				v[i] = float32(rng.NormFloat64() * math.Pow(float64(t.FanIn()), -gamma))
+			}
+		}
+	}
+}
+
+func randomTokens(rng *rand.Rand, n, vocab int) (inputs, targets []int32) {
+	inputs, targets = make([]int32, n), make([]int32, n)
+	for i := range inputs {
+		inputs[i], targets[i] = int32(rng.IntN(vocab)), int32(rng.IntN(vocab))
+	}
+	return inputs, targets
+}
+
+func newTestModel(t *testing.T, c Config, batch int, pool *kernel.Pool) *Model {
+	t.Helper()
+	m, err := New(c, batch, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// relErr is ‖a − b‖ / ‖b‖ (with a floor on ‖b‖ so that all-zero references compare absolutely).
+func relErr(a []float32, b []float64) float64 {
+	var num, den float64
+	for i := range b {
+		num += (float64(a[i]) - b[i]) * (float64(a[i]) - b[i])
+		den += b[i] * b[i]
+	}
+	return math.Sqrt(num) / math.Max(math.Sqrt(den), 1e-30)
+}
+
+func TestForwardMatchesFloat64Reference(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	for _, tc := range switchCases {
+		for _, block := range []int{4, defaultAttnBlock} {
+			t.Run(fmt.Sprintf("%s/block%d", tc.name, block), func(t *testing.T) {
+				c := tc.cfg
+				c.SeqLen = 20
+				m := newTestModel(t, c, 3, pool)
+				m.attnBlock = block
+				fillRandom(m, 1, 0.5)
+				in, tg := randomTokens(rand.New(rand.NewPCG(2, 2)), 3*c.SeqLen, c.Vocab)
+				loss, err := m.Forward(in, tg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, wantTok, wantLogits := newRef(m).forward(in, tg)
+				if e := math.Abs(loss-want) / want; e > 1e-6 {
+					t.Errorf("loss %.8f, reference %.8f (rel err %.2e)", loss, want, e)
+				}
+				if e := relErr(m.Logits(), wantLogits); e > 1e-5 {
+					t.Errorf("logits rel err %.2e", e)
+				}
+				if e := relErr(m.TokenLoss(), wantTok); e > 1e-5 {
+					t.Errorf("token losses rel err %.2e", e)
+				}
+			})
+		}
+	}
+}
+
+// TestGradientsMatchFiniteDifferences checks every parameter's gradient, for every switch, against central
+// differences of the float64 reference forward: (L(θ+h) − L(θ−h)) / 2h with h = 1e-6.
+func TestGradientsMatchFiniteDifferences(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	for _, tc := range switchCases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.cfg
+			m := newTestModel(t, c, 2, pool)
+			m.attnBlock = 4 // two query blocks at T = 6
+			fillRandom(m, 3, 0.5)
+			in, tg := randomTokens(rand.New(rand.NewPCG(4, 4)), 2*c.SeqLen, c.Vocab)
+			if _, err := m.Forward(in, tg); err != nil {
+				t.Fatal(err)
+			}
+			m.ZeroGrads()
+			m.Backward()
+			ref := newRef(m)
+			const h = 1e-6
+			var worst float64
+			for _, ts := range m.Specs {
+				w := ref.w[ts.Name]
+				fd := make([]float64, len(w))
+				for i := range w {
+					orig := w[i]
+					w[i] = orig + h
+					lp, _, _ := ref.forward(in, tg)
+					w[i] = orig - h
+					lm, _, _ := ref.forward(in, tg)
+					w[i] = orig
+					fd[i] = (lp - lm) / (2 * h)
+				}
+				// With a tied head the reference's embedding feeds the head too, so fd holds both contributions.
+				got := m.Grads.Flat[ts.Offset : ts.Offset+ts.Size()]
+				e := relErr(got, fd)
+				if e > 1e-5 {
+					t.Errorf("%s: gradient rel err %.2e vs finite differences", ts.Name, e)
+				}
+				worst = math.Max(worst, e)
+			}
+			t.Logf("worst gradient rel err over %d tensors: %.2e", len(m.Specs), worst)
+		})
+	}
+}
+
+func TestTrainingStepAllocatesNothing(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	c := testConfig(NormLayer, GateHeadwise, 1e-5, false)
+	c.SeqLen = 16
+	m := newTestModel(t, c, 2, pool)
+	fillRandom(m, 5, 1)
+	in, tg := randomTokens(rand.New(rand.NewPCG(6, 6)), 2*c.SeqLen, c.Vocab)
+	step := func() {
+		if _, err := m.Forward(in, tg); err != nil {
+			t.Fatal(err)
+		}
+		m.ZeroGrads()
+		m.Backward()
+	}
+	step()
+	if a := testing.AllocsPerRun(5, step); a != 0 {
+		t.Errorf("training step allocates %v times", a)
+	}
+}
+
+func TestForwardRejectsBadTokens(t *testing.T) {
+	pool := kernel.NewPool(1)
+	defer pool.Close()
+	c := testConfig(NormRMS, GateNone, 1e-5, false)
+	m := newTestModel(t, c, 1, pool)
+	good := make([]int32, c.SeqLen)
+	bad := make([]int32, c.SeqLen)
+	bad[3] = int32(c.Vocab)
+	neg := make([]int32, c.SeqLen)
+	neg[0] = -1
+	for _, tc := range []struct {
+		name            string
+		inputs, targets []int32
+	}{
+		{"id equal to vocab", bad, good},
+		{"negative target", good, neg},
+		{"not a multiple of T", good[:5], good[:5]},
+		{"more sequences than the batch", append(good, good...), append(good, good...)},
+		{"length mismatch", good, good[:4]},
+	} {
+		if _, err := m.Forward(tc.inputs, tc.targets); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+}

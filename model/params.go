@@ -1,0 +1,154 @@
+package model
+
+import "fmt"
+
+// Tensor classes, used by initialisation rules, weight decay and diagnostics.
+const (
+	ClassEmbed    = "embed"
+	ClassQ        = "q"
+	ClassK        = "k"
+	ClassV        = "v"
+	ClassGate     = "gate" // attention output gate W_gate
+	ClassO        = "o"
+	ClassFFNGate  = "ffn_gate"
+	ClassFFNUp    = "ffn_up"
+	ClassFFNDown  = "ffn_down"
+	ClassHead     = "head"
+	ClassNorm     = "norm"      // norm gains
+	ClassNormBias = "norm_bias" // LayerNorm biases
+)
+
+// TensorSpec describes one named tensor inside the flat parameter buffer.
+type TensorSpec struct {
+	Name   string // Hugging Face Llama name, e.g. model.layers.0.self_attn.q_proj.weight
+	Class  string // one of the Class constants
+	Layer  int    // block index, or -1 for embedding, final norm and head
+	Shape  []int  // [d_out, d_in] for matrices, [d] for norm vectors
+	Offset int    // first element in the flat buffer
+}
+
+// Size is the number of elements.
+func (t TensorSpec) Size() int {
+	n := 1
+	for _, s := range t.Shape {
+		n *= s
+	}
+	return n
+}
+
+// IsMatrix reports whether the tensor is a weight matrix (γ-initialised, weight-decayed).
+func (t TensorSpec) IsMatrix() bool { return len(t.Shape) == 2 }
+
+// FanIn is d_in of a matrix stored [d_out, d_in] (SPEC §2: the embedding's d_in is d, its second dimension).
+func (t TensorSpec) FanIn() int {
+	if len(t.Shape) != 2 {
+		return 0
+	}
+	return t.Shape[1]
+}
+
+// layout lists every tensor in buffer order. Within a block, q, k, v and the attention gate are adjacent rows
+// of one [3·H·d_h + gate rows, d] matrix so that a single matrix multiply computes all four projections, and
+// the FFN gate and up projections are adjacent rows of one [2·d_ff, d] matrix, for the same reason.
+func (c Config) layout() []TensorSpec {
+	d, a, f := c.Dim, c.AttnDim(), c.FFN
+	var ts []TensorSpec
+	off := 0
+	add := func(name, class string, layer int, shape ...int) {
+		t := TensorSpec{Name: name, Class: class, Layer: layer, Shape: shape, Offset: off}
+		ts = append(ts, t)
+		off += t.Size()
+	}
+	norm := func(prefix string, layer int) {
+		add(prefix+".weight", ClassNorm, layer, d)
+		if c.Norm == NormLayer {
+			add(prefix+".bias", ClassNormBias, layer, d)
+		}
+	}
+	add("model.embed_tokens.weight", ClassEmbed, -1, c.Vocab, d)
+	for l := 0; l < c.Layers; l++ {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		norm(p+"input_layernorm", l)
+		add(p+"self_attn.q_proj.weight", ClassQ, l, a, d)
+		add(p+"self_attn.k_proj.weight", ClassK, l, a, d)
+		add(p+"self_attn.v_proj.weight", ClassV, l, a, d)
+		if g := c.GateRows(); g > 0 {
+			add(p+"self_attn.g_proj.weight", ClassGate, l, g, d)
+		}
+		add(p+"self_attn.o_proj.weight", ClassO, l, d, a)
+		norm(p+"post_attention_layernorm", l)
+		add(p+"mlp.gate_proj.weight", ClassFFNGate, l, f, d)
+		add(p+"mlp.up_proj.weight", ClassFFNUp, l, f, d)
+		add(p+"mlp.down_proj.weight", ClassFFNDown, l, d, f)
+	}
+	norm("model.norm", -1)
+	if !c.Tied {
+		add("lm_head.weight", ClassHead, -1, c.Vocab, d)
+	}
+	return ts
+}
+
+// Weights are named views into one flat buffer: the parameters, or their gradients, which share the layout.
+type Weights struct {
+	Flat   []float32
+	Embed  []float32 // [V, d]
+	Layers []LayerWeights
+	NormF  []float32 // final norm gain [d]
+	NormFB []float32 // final norm bias [d] (LayerNorm only)
+	Head   []float32 // [V, d]; aliases Embed when tied
+}
+
+// LayerWeights are one block's views.
+type LayerWeights struct {
+	Norm1, Norm1B []float32 // input_layernorm gain (and bias)
+	QKVG          []float32 // [3·H·d_h + gate rows, d]: q_proj, k_proj, v_proj, g_proj rows in that order
+	O             []float32 // [d, H·d_h]
+	Norm2, Norm2B []float32 // post_attention_layernorm gain (and bias)
+	GateUp        []float32 // [2·d_ff, d]: mlp.gate_proj rows then mlp.up_proj rows
+	Down          []float32 // [d, d_ff]
+}
+
+// newWeights slices flat (of length c.NumParams()) into named views.
+func newWeights(c Config, flat []float32) Weights {
+	w := Weights{Flat: flat, Layers: make([]LayerWeights, c.Layers)}
+	view := func(t TensorSpec) []float32 { return flat[t.Offset : t.Offset+t.Size() : t.Offset+t.Size()] }
+	// span returns the contiguous run from the first to the last of a group of adjacent tensors.
+	span := func(first, last TensorSpec) []float32 {
+		end := last.Offset + last.Size()
+		return flat[first.Offset:end:end]
+	}
+	ts := c.layout()
+	byName := make(map[string]TensorSpec, len(ts))
+	for _, t := range ts {
+		byName[t.Name] = t
+	}
+	w.Embed = view(byName["model.embed_tokens.weight"])
+	for l := range w.Layers {
+		p := fmt.Sprintf("model.layers.%d.", l)
+		lw := &w.Layers[l]
+		lw.Norm1 = view(byName[p+"input_layernorm.weight"])
+		lastQKVG := byName[p+"self_attn.v_proj.weight"]
+		if c.GateRows() > 0 {
+			lastQKVG = byName[p+"self_attn.g_proj.weight"]
+		}
+		lw.QKVG = span(byName[p+"self_attn.q_proj.weight"], lastQKVG)
+		lw.O = view(byName[p+"self_attn.o_proj.weight"])
+		lw.Norm2 = view(byName[p+"post_attention_layernorm.weight"])
+		lw.GateUp = span(byName[p+"mlp.gate_proj.weight"], byName[p+"mlp.up_proj.weight"])
+		lw.Down = view(byName[p+"mlp.down_proj.weight"])
+		if c.Norm == NormLayer {
+			lw.Norm1B = view(byName[p+"input_layernorm.bias"])
+			lw.Norm2B = view(byName[p+"post_attention_layernorm.bias"])
+		}
+	}
+	w.NormF = view(byName["model.norm.weight"])
+	if c.Norm == NormLayer {
+		w.NormFB = view(byName["model.norm.bias"])
+	}
+	if c.Tied {
+		w.Head = w.Embed
+	} else {
+		w.Head = view(byName["lm_head.weight"])
+	}
+	return w
+}

@@ -1,0 +1,84 @@
+package model
+
+import "math"
+
+// ropeTable holds cos and sin of the rotary angles t·θ_i for positions t < T and frequencies
+// θ_i = base^(−2i/d_h), i < d_h/2, in the Hugging Face Llama "rotate-half" convention: channel i pairs with
+// channel i + d_h/2 (not with its neighbour as in the original RoFormer).
+type ropeTable struct {
+	half     int
+	cos, sin []float32 // [T, d_h/2]
+}
+
+// newRopeTable builds the table the way Hugging Face does in float32 — inv_freq = 1/base^(2i/d_h) and the angle
+// t·inv_freq are float32 products — so that positions far from 0 agree with PyTorch to the last bit of the angle;
+// only cos and sin themselves are evaluated in float64 and rounded.
+func newRopeTable(T, dh int, base float64) ropeTable {
+	half := dh / 2
+	r := ropeTable{half: half, cos: make([]float32, T*half), sin: make([]float32, T*half)}
+	for i := 0; i < half; i++ {
+		invFreq := float32(1 / math.Pow(base, float64(float32(2*i)/float32(dh))))
+		for t := 0; t < T; t++ {
+			ang := float64(float32(t) * invFreq)
+			r.cos[t*half+i] = float32(math.Cos(ang))
+			r.sin[t*half+i] = float32(math.Sin(ang))
+		}
+	}
+	return r
+}
+
+// rotate applies the rotation of position t to one head vector x in place:
+// x[i], x[i+h] = x[i]·cos − x[i+h]·sin, x[i+h]·cos + x[i]·sin.
+func (r *ropeTable) rotate(x []float32, t int) {
+	h := r.half
+	c, s := r.cos[t*h:(t+1)*h], r.sin[t*h:(t+1)*h]
+	x1, x2 := x[:h], x[h:2*h]
+	for i := range c {
+		a, b := x1[i], x2[i]
+		x1[i] = a*c[i] - b*s[i]
+		x2[i] = b*c[i] + a*s[i]
+	}
+}
+
+// unrotate applies the transpose (inverse) rotation, which is the backward pass of rotate:
+// dx[i], dx[i+h] = dy[i]·cos + dy[i+h]·sin, dy[i+h]·cos − dy[i]·sin.
+func (r *ropeTable) unrotate(x []float32, t int) {
+	h := r.half
+	c, s := r.cos[t*h:(t+1)*h], r.sin[t*h:(t+1)*h]
+	x1, x2 := x[:h], x[h:2*h]
+	for i := range c {
+		a, b := x1[i], x2[i]
+		x1[i] = a*c[i] + b*s[i]
+		x2[i] = b*c[i] - a*s[i]
+	}
+}
+
+// ropeGateForward rotates q and k of rows [lo, hi) and applies the sigmoid to the gate pre-activations.
+func (m *Model) ropeGateForward(l, w, lo, hi int) {
+	c := m.Config
+	T, H, dh, a := c.SeqLen, c.Heads, c.HeadSize(), c.AttnDim()
+	wq := m.qkvgWidth()
+	qkvg := m.acts.layers[l].qkvg
+	for n := lo; n < hi; n++ {
+		row, t := qkvg[n*wq:(n+1)*wq], n%T
+		for h := 0; h < 2*H; h++ { // H query heads then H key heads
+			m.rope.rotate(row[h*dh:(h+1)*dh], t)
+		}
+		if g := row[3*a:]; len(g) > 0 {
+			sigmoid(g, g, m.acts.rowTmp[w])
+		}
+	}
+}
+
+// ropeBackward takes dq and dk (gradients with respect to the rotated q and k) back through the rotation.
+func (m *Model) ropeBackward(_, _, lo, hi int) {
+	c := m.Config
+	T, H, dh := c.SeqLen, c.Heads, c.HeadSize()
+	wq := m.qkvgWidth()
+	for n := lo; n < hi; n++ {
+		row, t := m.acts.dqkvg[n*wq:(n+1)*wq], n%T
+		for h := 0; h < 2*H; h++ {
+			m.rope.unrotate(row[h*dh:(h+1)*dh], t)
+		}
+	}
+}
