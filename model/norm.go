@@ -69,10 +69,10 @@ func normRowBackward(dx, dy, x, g, dg, db []float32, mean, rstd float32, layer b
 
 // normArgs are the operands of the norm being run by normForwardRows or normBackwardRows.
 type normArgs struct {
-	x, out  []float32 // input rows and (forward) output rows
-	st      normStats
-	g, b    []float32 // gain and bias (bias nil for RMSNorm)
-	dg, db  []float32 // gain and bias gradients (backward)
+	x, out []float32 // input rows and (forward) output rows
+	st     normStats
+	g, b   []float32 // gain and bias (bias nil for RMSNorm)
+	dg, db []float32 // gain and bias gradients (backward)
 }
 
 // normForward normalises the rows of x into out, saving the statistics in st.
