@@ -1,0 +1,196 @@
+// Package gammainit initialises a model's weights by the γ rule of SPEC §2, W_ij ~ N(0, σ²) with
+// σ = d_in^(−γ), and by the baselines beside it (fixed std, Xavier, Kaiming). Every tensor draws from its own
+// random stream derived from the seed and the tensor's name, so adding a tensor or a layer leaves the draws of
+// all the others unchanged.
+package gammainit
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/smallinit/smallinit/model"
+)
+
+// Rules for a tensor class.
+const (
+	RuleGamma   = "gamma"   // σ = d_in^(−γ)
+	RuleFixed   = "fixed"   // σ = Std (GPT-2/Megatron style 0.02)
+	RuleXavier  = "xavier"  // σ = sqrt(2 / (d_in + d_out)) (Glorot normal)
+	RuleKaiming = "kaiming" // σ = sqrt(2 / d_in) (He normal, PyTorch's kaiming_normal_ default gain)
+)
+
+// Override changes the rule of one tensor class. Zero fields inherit the recipe's.
+type Override struct {
+	Rule  string   `toml:"rule" json:"rule,omitempty"`
+	Gamma *float64 `toml:"gamma" json:"gamma,omitempty"`
+	Std   *float64 `toml:"std" json:"std,omitempty"`
+}
+
+// Recipe is an initialisation: a default rule for every matrix and optional per-class overrides (keys are
+// model.Class* names: embed, q, k, v, gate, o, ffn_gate, ffn_up, ffn_down, head). Norm gains start at 1 and
+// biases at 0 whatever the recipe.
+type Recipe struct {
+	Rule       string              `toml:"rule" json:"rule"`
+	Gamma      float64             `toml:"gamma" json:"gamma"`
+	Std        float64             `toml:"std" json:"std,omitempty"`
+	DepthScale bool                `toml:"depth_scale" json:"depth_scale,omitempty"` // × 1/sqrt(2L) on o and ffn_down
+	Classes    map[string]Override `toml:"classes" json:"classes,omitempty"`
+}
+
+// Default is the study's small init: the γ rule with γ = 1.
+func Default() Recipe { return Recipe{Rule: RuleGamma, Gamma: 1} }
+
+var matrixClasses = []string{model.ClassEmbed, model.ClassQ, model.ClassK, model.ClassV, model.ClassGate,
+	model.ClassO, model.ClassFFNGate, model.ClassFFNUp, model.ClassFFNDown, model.ClassHead}
+
+// Validate reports a bad rule, γ, std or class name.
+func (r Recipe) Validate() error {
+	check := func(where, rule string, gamma, std float64) error {
+		switch rule {
+		case RuleGamma:
+			if math.IsNaN(gamma) || gamma < 0 || gamma > 4 {
+				return fmt.Errorf("%sgamma = %g: must be in [0, 4]", where, gamma)
+			}
+		case RuleFixed:
+			if !(std > 0) || std > 10 {
+				return fmt.Errorf("%sstd = %g: must be in (0, 10]", where, std)
+			}
+		case RuleXavier, RuleKaiming:
+		default:
+			return fmt.Errorf("%srule = %q: want %s, %s, %s or %s", where, rule, RuleGamma, RuleFixed, RuleXavier, RuleKaiming)
+		}
+		return nil
+	}
+	if err := check("init.", r.Rule, r.Gamma, r.Std); err != nil {
+		return err
+	}
+	for class := range r.Classes {
+		if !contains(matrixClasses, class) {
+			return fmt.Errorf("init.classes.%s: unknown tensor class (have %s)", class, strings.Join(matrixClasses, ", "))
+		}
+		rule, gamma, std := r.resolve(class)
+		if err := check("init.classes."+class+".", rule, gamma, std); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve returns the rule, γ and std in force for a class. An override that only sets std implies the fixed
+// rule; one that only sets gamma implies the γ rule.
+func (r Recipe) resolve(class string) (rule string, gamma, std float64) {
+	rule, gamma, std = r.Rule, r.Gamma, r.Std
+	o, ok := r.Classes[class]
+	if !ok {
+		return
+	}
+	switch {
+	case o.Rule != "":
+		rule = o.Rule
+	case o.Std != nil:
+		rule = RuleFixed
+	case o.Gamma != nil:
+		rule = RuleGamma
+	}
+	if o.Gamma != nil {
+		gamma = *o.Gamma
+	}
+	if o.Std != nil {
+		std = *o.Std
+	}
+	return
+}
+
+// StdFor returns the σ the recipe gives tensor t of a model with L layers.
+func (r Recipe) StdFor(t model.TensorSpec, layers int) float64 {
+	rule, gamma, std := r.resolve(t.Class)
+	dIn, dOut := float64(t.Shape[1]), float64(t.Shape[0])
+	var s float64
+	switch rule {
+	case RuleGamma:
+		s = math.Pow(dIn, -gamma) // SPEC §2: σ = d_in^(−γ)
+	case RuleFixed:
+		s = std
+	case RuleXavier:
+		s = math.Sqrt(2 / (dIn + dOut))
+	case RuleKaiming:
+		s = math.Sqrt(2 / dIn)
+	}
+	if r.DepthScale && (t.Class == model.ClassO || t.Class == model.ClassFFNDown) {
+		s /= math.Sqrt(2 * float64(layers))
+	}
+	return s
+}
+
+// GammaEff is the γ a fixed std implies at fan-in d_in: ln(1/std)/ln(d_in) (SPEC §2).
+func GammaEff(std float64, dIn int) float64 { return math.Log(1/std) / math.Log(float64(dIn)) }
+
+// TensorStd is the initialisation record of one tensor: the σ the recipe asked for and the std of the draw.
+type TensorStd struct {
+	Name     string  `json:"name"`
+	Class    string  `json:"class"`
+	FanIn    int     `json:"d_in"`
+	Intended float64 `json:"intended_std"`
+	Drawn    float64 `json:"drawn_std"`
+	GammaEff float64 `json:"gamma_eff"` // ln(1/intended)/ln(d_in)
+}
+
+// Stream returns the random stream of one tensor: PCG seeded by (seed, FNV-1a hash of the name).
+func Stream(seed uint64, name string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return rand.New(rand.NewPCG(seed, h.Sum64()))
+}
+
+// Apply initialises every parameter of m (norm gains 1, biases 0, matrices by the recipe) and returns, per
+// matrix, the intended and drawn std in buffer order.
+func Apply(m *model.Model, r Recipe, seed uint64) ([]TensorStd, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	var out []TensorStd
+	for _, t := range m.Specs {
+		v := m.Params.Flat[t.Offset : t.Offset+t.Size()]
+		switch t.Class {
+		case model.ClassNorm:
+			for i := range v {
+				v[i] = 1
+			}
+			continue
+		case model.ClassNormBias:
+			clear(v)
+			continue
+		}
+		std := r.StdFor(t, m.Config.Layers)
+		rng := Stream(seed, t.Name)
+		var ss float64
+		for i := range v {
+			x := float32(rng.NormFloat64() * std)
+			v[i] = x
+			ss += float64(x) * float64(x)
+		}
+		out = append(out, TensorStd{Name: t.Name, Class: t.Class, FanIn: t.FanIn(), Intended: std,
+			Drawn: math.Sqrt(ss / float64(len(v))), GammaEff: GammaEff(std, t.FanIn())})
+	}
+	return out, nil
+}
+
+// ClassNames lists the tensor classes a recipe may override, sorted.
+func ClassNames() []string {
+	c := append([]string(nil), matrixClasses...)
+	sort.Strings(c)
+	return c
+}

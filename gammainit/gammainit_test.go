@@ -1,0 +1,135 @@
+package gammainit
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+)
+
+func newModel(t *testing.T, c model.Config) *model.Model {
+	t.Helper()
+	pool := kernel.NewPool(1)
+	t.Cleanup(pool.Close)
+	m, err := model.New(c, 1, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func cfg(d, layers int) model.Config {
+	return model.Config{Vocab: 512, Dim: d, FFN: model.DefaultFFN(d), Layers: layers, Heads: 4, SeqLen: 8,
+		NormEps: 1e-5, Norm: model.NormLayer, AttnGate: model.GateElementwise, RopeTheta: 10000}
+}
+
+// TestDrawnStdMatchesGammaRule is SPEC §6: drawn stds match d_in^(−γ) within sampling error for every tensor.
+func TestDrawnStdMatchesGammaRule(t *testing.T) {
+	for _, gamma := range []float64{0.5, 1} {
+		m := newModel(t, cfg(128, 2))
+		stds, err := Apply(m, Recipe{Rule: RuleGamma, Gamma: gamma}, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range stds {
+			want := math.Pow(float64(s.FanIn), -gamma)
+			if s.Intended != want {
+				t.Errorf("γ=%g %s: intended %g, want %g", gamma, s.Name, s.Intended, want)
+			}
+			n := 0
+			for _, ts := range m.Specs {
+				if ts.Name == s.Name {
+					n = ts.Size()
+				}
+			}
+			// The sample std of n normal draws has relative standard error ≈ 1/sqrt(2n); allow 5 of them.
+			if tol := 5 / math.Sqrt(2*float64(n)); math.Abs(s.Drawn/want-1) > tol {
+				t.Errorf("γ=%g %s: drawn std %g, want %g ± %.1f%%", gamma, s.Name, s.Drawn, want, 100*tol)
+			}
+		}
+	}
+	// SPEC §2's reference values.
+	for _, tc := range []struct{ d, gamma, want float64 }{{128, 0.5, 0.0884}, {128, 1, 0.00781}, {256, 1, 0.00391}, {512, 0.5, 0.0442}} {
+		if got := math.Pow(tc.d, -tc.gamma); math.Abs(got-tc.want) > 5e-5 {
+			t.Errorf("d=%g γ=%g: σ=%g, SPEC says %g", tc.d, tc.gamma, got, tc.want)
+		}
+	}
+}
+
+func TestFanInPerClass(t *testing.T) {
+	m := newModel(t, cfg(64, 1))
+	stds, _ := Apply(m, Default(), 1)
+	want := map[string]int{model.ClassEmbed: 64, model.ClassQ: 64, model.ClassO: 64, model.ClassFFNDown: model.DefaultFFN(64), model.ClassHead: 64, model.ClassGate: 64}
+	for _, s := range stds {
+		if w, ok := want[s.Class]; ok && s.FanIn != w {
+			t.Errorf("%s: d_in %d, want %d", s.Name, s.FanIn, w)
+		}
+	}
+	for _, ts := range m.Specs {
+		v := m.Params.Flat[ts.Offset : ts.Offset+ts.Size()]
+		switch ts.Class {
+		case model.ClassNorm:
+			if v[0] != 1 || v[len(v)-1] != 1 {
+				t.Errorf("%s: gain not 1", ts.Name)
+			}
+		case model.ClassNormBias:
+			if v[0] != 0 {
+				t.Errorf("%s: bias not 0", ts.Name)
+			}
+		}
+	}
+}
+
+// TestStreamsAreIndependentOfOtherTensors: adding layers does not change the draws of existing tensors.
+func TestStreamsAreIndependentOfOtherTensors(t *testing.T) {
+	a, b := newModel(t, cfg(32, 1)), newModel(t, cfg(32, 3))
+	Apply(a, Default(), 42)
+	Apply(b, Default(), 42)
+	for _, ta := range a.Specs {
+		for _, tb := range b.Specs {
+			if ta.Name == tb.Name && ta.Name != "model.norm.weight" {
+				va, vb := a.Params.Flat[ta.Offset:ta.Offset+ta.Size()], b.Params.Flat[tb.Offset:tb.Offset+tb.Size()]
+				for i := range va {
+					if va[i] != vb[i] {
+						t.Fatalf("%s differs at %d when layers are added", ta.Name, i)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestRulesAndOverrides(t *testing.T) {
+	half, std := 0.5, 0.02
+	r := Recipe{Rule: RuleGamma, Gamma: 1, DepthScale: true, Classes: map[string]Override{
+		model.ClassEmbed: {Std: &std}, model.ClassHead: {Gamma: &half}, model.ClassQ: {Rule: RuleXavier}, model.ClassK: {Rule: RuleKaiming},
+	}}
+	L := 4
+	for _, tc := range []struct {
+		class string
+		shape []int
+		want  float64
+	}{
+		{model.ClassEmbed, []int{1000, 100}, 0.02},
+		{model.ClassHead, []int{1000, 100}, 0.1},
+		{model.ClassQ, []int{100, 300}, math.Sqrt(2.0 / 400)},
+		{model.ClassK, []int{100, 50}, math.Sqrt(2.0 / 50)},
+		{model.ClassV, []int{100, 50}, 1.0 / 50},
+		{model.ClassO, []int{100, 50}, 1.0 / 50 / math.Sqrt(8)},
+	} {
+		got := r.StdFor(model.TensorSpec{Class: tc.class, Shape: tc.shape}, L)
+		if math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: std %g, want %g", tc.class, got, tc.want)
+		}
+	}
+	if g := GammaEff(0.02, 512); math.Abs(g-0.6272) > 1e-3 {
+		t.Errorf("γ_eff(0.02, 512) = %g", g)
+	}
+	for _, bad := range []Recipe{{Rule: "uniform"}, {Rule: RuleGamma, Gamma: -1}, {Rule: RuleFixed}, {Rule: RuleGamma, Classes: map[string]Override{"qq": {}}}} {
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "init.") {
+			t.Errorf("%+v: error %v, want one naming the init key", bad, err)
+		}
+	}
+}
