@@ -1,0 +1,149 @@
+// Package optim holds the optimizer (AdamW), gradient clipping and learning-rate schedules (SPEC §3).
+package optim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+)
+
+// AdamWConfig are AdamW's hyper-parameters (SPEC §3 defaults: β = (0.9, 0.95), ε = 1e-8, weight decay 0.1).
+// With γ = 1 the early gradients are tiny, so ε is logged: it is a third hidden "ε" of the study.
+type AdamWConfig struct {
+	Beta1       float64 `toml:"beta1" json:"beta1"`
+	Beta2       float64 `toml:"beta2" json:"beta2"`
+	Eps         float64 `toml:"eps" json:"eps"`
+	WeightDecay float64 `toml:"weight_decay" json:"weight_decay"`
+}
+
+// DefaultAdamW returns SPEC §3's defaults.
+func DefaultAdamW() AdamWConfig { return AdamWConfig{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1} }
+
+// Validate names the first out-of-range field.
+func (c AdamWConfig) Validate() error {
+	switch {
+	case !(c.Beta1 >= 0 && c.Beta1 < 1):
+		return fmt.Errorf("optimizer.beta1 = %g: must be in [0, 1)", c.Beta1)
+	case !(c.Beta2 >= 0 && c.Beta2 < 1):
+		return fmt.Errorf("optimizer.beta2 = %g: must be in [0, 1)", c.Beta2)
+	case !(c.Eps > 0 && c.Eps < 1):
+		return fmt.Errorf("optimizer.eps = %g: must be in (0, 1)", c.Eps)
+	case !(c.WeightDecay >= 0 && c.WeightDecay < 10):
+		return fmt.Errorf("optimizer.weight_decay = %g: must be in [0, 10)", c.WeightDecay)
+	}
+	return nil
+}
+
+// segment is a run of the flat parameter buffer with one weight-decay setting.
+type segment struct {
+	lo, hi int
+	decay  bool
+}
+
+// AdamW is decoupled-weight-decay Adam (Loshchilov & Hutter 2019) over a model's flat parameter buffer, in one
+// fused pass per step that also applies the gradient-clipping scale. Weight decay applies to matrices and
+// embeddings, not to norm gains and biases.
+type AdamW struct {
+	Config AdamWConfig
+	M, V   []float32 // first and second moments, same layout as the parameters
+	Step   int       // updates applied so far
+
+	segs []segment
+	pool *kernel.Pool
+	norm []float64 // per-worker partial sums of squared gradients
+
+	// operands of the running pass (set before pool.For; run is created once so that steps allocate nothing)
+	params, grads []float32
+	lr, b1c, b2c  float64
+	scale         float32
+	update, sumSq func(w, lo, hi int)
+}
+
+// NewAdamW allocates the optimizer state for a model with the given tensors.
+func NewAdamW(c AdamWConfig, specs []model.TensorSpec, pool *kernel.Pool) (*AdamW, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	o := &AdamW{Config: c, pool: pool, norm: make([]float64, pool.Workers())}
+	n := 0
+	for _, t := range specs {
+		o.segs = append(o.segs, segment{lo: t.Offset, hi: t.Offset + t.Size(), decay: t.IsMatrix()})
+		n = max(n, t.Offset+t.Size())
+	}
+	o.M, o.V = make([]float32, n), make([]float32, n)
+	o.update = o.updateRange
+	o.sumSq = o.sumSqRange
+	return o, nil
+}
+
+// GradNorm returns the global L2 norm of grads, summed in float64 per worker.
+func (o *AdamW) GradNorm(grads []float32) float64 {
+	clear(o.norm)
+	o.grads = grads
+	o.pool.For(len(grads), 1<<14, o.sumSq)
+	var s float64
+	for _, v := range o.norm {
+		s += v
+	}
+	return math.Sqrt(s)
+}
+
+func (o *AdamW) sumSqRange(w, lo, hi int) {
+	var s float64
+	for _, g := range o.grads[lo:hi] {
+		s += float64(g) * float64(g)
+	}
+	o.norm[w] += s
+}
+
+// ClipScale is the factor that brings a gradient of norm n down to maxNorm (1 when n ≤ maxNorm or maxNorm ≤ 0).
+func ClipScale(n, maxNorm float64) float32 {
+	if maxNorm <= 0 || n <= maxNorm || n == 0 {
+		return 1
+	}
+	return float32(maxNorm / n)
+}
+
+// Update applies one AdamW step with learning rate lr to params, using grads multiplied by scale (the
+// clipping factor):
+//
+//	g ← scale·g;  m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²
+//	p ← p − lr·λ·p (decayed tensors only);  p ← p − lr · (m / (1−β1^t)) / (sqrt(v / (1−β2^t)) + ε)
+//
+// which is PyTorch's AdamW update.
+func (o *AdamW) Update(params, grads []float32, lr float64, scale float32) {
+	o.Step++
+	o.params, o.grads, o.lr, o.scale = params, grads, lr, scale
+	o.b1c = 1 - math.Pow(o.Config.Beta1, float64(o.Step))
+	o.b2c = 1 - math.Pow(o.Config.Beta2, float64(o.Step))
+	o.pool.For(len(params), 1<<14, o.update)
+}
+
+func (o *AdamW) updateRange(_, lo, hi int) {
+	c := o.Config
+	b1, b2 := float32(c.Beta1), float32(c.Beta2)
+	stepSize := float32(o.lr / o.b1c)
+	bc2 := float32(math.Sqrt(o.b2c))
+	eps := float32(c.Eps)
+	for _, s := range o.segs {
+		a, b := max(lo, s.lo), min(hi, s.hi)
+		if a >= b {
+			continue
+		}
+		decay := float32(1)
+		if s.decay {
+			decay = float32(1 - o.lr*c.WeightDecay)
+		}
+		p, g, m, v := o.params[a:b], o.grads[a:b], o.M[a:b], o.V[a:b]
+		for i := range p {
+			gi := g[i] * o.scale
+			mi := b1*m[i] + (1-b1)*gi
+			vi := b2*v[i] + (1-b2)*gi*gi
+			m[i], v[i] = mi, vi
+			// PyTorch: denom = sqrt(v)/sqrt(bias_correction2) + eps; p -= (lr/bias_correction1)·m/denom.
+			p[i] = p[i]*decay - stepSize*mi/(float32(math.Sqrt(float64(vi)))/bc2+eps)
+		}
+	}
+}
