@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"strconv"
+	"strings"
 )
 
 // Norm kinds (config key norm).
@@ -178,4 +181,43 @@ func (c Config) MatmulParams() int64 {
 // attention term counts the full T×T square even though the engine skips the masked half).
 func (c Config) FLOPsPerToken() float64 {
 	return 6*float64(c.MatmulParams()) + 12*float64(c.Layers)*float64(c.SeqLen)*float64(c.Dim)
+}
+
+// Set assigns one field by its config key (the toml tag, e.g. "norm_eps" or "attn_gate"), parsing value as
+// the field's type. It is how --set overrides reach a Config; Validate still has to be called afterwards.
+func (c *Config) Set(key, value string) error {
+	v := reflect.ValueOf(c).Elem()
+	var keys []string
+	for i := 0; i < v.NumField(); i++ {
+		tag := v.Type().Field(i).Tag.Get("toml")
+		keys = append(keys, tag)
+		if tag != key {
+			continue
+		}
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Int:
+			n, err := strconv.Atoi(value)
+			if err != nil {
+				return fmt.Errorf("%s = %q: want an integer", key, value)
+			}
+			f.SetInt(int64(n))
+		case reflect.Float64:
+			x, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				return fmt.Errorf("%s = %q: want a number", key, value)
+			}
+			f.SetFloat(x)
+		case reflect.Bool:
+			b, err := strconv.ParseBool(value)
+			if err != nil {
+				return fmt.Errorf("%s = %q: want true or false", key, value)
+			}
+			f.SetBool(b)
+		case reflect.String:
+			f.SetString(value)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown model key %q (have %s)", key, strings.Join(keys, ", "))
 }

@@ -1,0 +1,30 @@
+// Command smallinit trains and measures decoder-only Transformers whose initialisation scale γ
+// (σ = d_in^(−γ)) is a first-class knob. Run `smallinit --help` for the subcommands.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/alecthomas/kong"
+)
+
+// cli lists the subcommands; each lives in its own file.
+type cli struct {
+	Init  initCmd  `cmd:"" help:"Write a freshly initialised model directory (config.json + model.safetensors)."`
+	Eval  evalCmd  `cmd:"" help:"Mean next-token loss of a model on a .tok token file."`
+	Bench benchCmd `cmd:"" help:"Training throughput (tokens/s, model FLOP/s) on a preset; --kernels for matmul GFLOP/s."`
+}
+
+func main() {
+	var c cli
+	ctx := kong.Parse(&c,
+		kong.Name("smallinit"),
+		kong.Description("smallinit: initialization scale as a measurable knob of language-model pretraining."),
+		kong.UsageOnError(),
+	)
+	if err := ctx.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "smallinit:", err)
+		os.Exit(1)
+	}
+}

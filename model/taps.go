@@ -1,0 +1,35 @@
+package model
+
+// Taps: read-only views of the activations the last Forward saved, for diagnostics (SPEC §4). They are the
+// same buffers the backward pass uses, so diagnostics never need a second implementation of the model.
+
+// Rows is the number of token rows (b·T) of the last Forward.
+func (m *Model) Rows() int { return m.n }
+
+// Residual returns the residual stream entering block l, [b·T, d]; l = L gives the final residual.
+func (m *Model) Residual(l int) []float32 { return m.residual(l) }
+
+// AttnResidual returns block l's residual after the attention sub-layer, h = x + Attn(Norm(x)), [b·T, d].
+func (m *Model) AttnResidual(l int) []float32 { return m.acts.layers[l].h[:m.n*m.Config.Dim] }
+
+// AttentionProbs returns block l's attention probabilities, [b, H, T, T] (row i holds query i's weights over
+// keys 0..i; the masked upper triangle is zero).
+func (m *Model) AttentionProbs(l int) []float32 {
+	T := m.Config.SeqLen
+	return m.acts.layers[l].att[:m.n/T*m.Config.Heads*T*T]
+}
+
+// GateValues copies block l's attention gate values σ(Norm(x)·W_gateᵀ) into dst, [b·T, gate rows], and returns
+// it (nil when the model has no gate).
+func (m *Model) GateValues(l int, dst []float32) []float32 {
+	g := m.Config.GateRows()
+	if g == 0 {
+		return nil
+	}
+	wq, off := m.qkvgWidth(), 3*m.Config.AttnDim()
+	dst = dst[:0]
+	for n := 0; n < m.n; n++ {
+		dst = append(dst, m.acts.layers[l].qkvg[n*wq+off:n*wq+off+g]...)
+	}
+	return dst
+}
