@@ -12,6 +12,10 @@ import (
 // blocks. 64 rows of scores at T ≤ 512 stay within L2.
 const defaultAttnBlock = 64
 
+// normBlocks is the number of row blocks a norm's backward pass is cut into; each sums its share of the gain
+// gradient in its own buffer. Fixed (not the worker count) so that results do not depend on the machine.
+const normBlocks = 16
+
 // Model is a decoder-only Transformer with its parameters, gradients and the activations of one batch of B
 // sequences of length T, all allocated once by New.
 type Model struct {
@@ -63,7 +67,7 @@ type activations struct {
 	// per-worker scratch
 	rowTmp  [][]float32 // max(V, d_ff, T) floats
 	dp      [][]float32 // T·T floats: one query block of dP, turned into dS
-	normAcc [][]float32 // 2·d floats: this worker's share of a norm's gain (and bias) gradient
+	normAcc [][]float32 // normBlocks × 2·d floats: one row block's share of a norm's gain (and bias) gradient
 }
 
 // layerActs are one block's saved activations.
@@ -154,11 +158,13 @@ func (m *Model) allocActivations() {
 	W := m.pool.Workers()
 	A.rowTmp = make([][]float32, W)
 	A.dp = make([][]float32, W)
-	A.normAcc = make([][]float32, W)
 	for w := 0; w < W; w++ {
 		A.rowTmp[w] = make([]float32, max(V, f, T, a))
 		A.dp[w] = make([]float32, T*T) // one query block of dS; T·T so that tests may change attnBlock
-		A.normAcc[w] = make([]float32, 2*d)
+	}
+	A.normAcc = make([][]float32, normBlocks)
+	for i := range A.normAcc {
+		A.normAcc[i] = make([]float32, 2*d)
 	}
 }
 

@@ -95,16 +95,16 @@ func (m *Model) normForwardRows(_, _, lo, hi int) {
 }
 
 // normBackward adds the input gradient of a norm (whose output gradient is acts.dn and whose input was x) to
-// acts.dx, and its gain (and bias) gradients to dg (and db). Each worker sums its rows' parameter gradients in its
-// own buffer; the buffers are added up afterwards, so the result does not depend on scheduling order beyond
-// float32 rounding of that final sum, which runs in worker order.
+// acts.dx, and its gain (and bias) gradients to dg (and db). The rows are cut into a fixed number of blocks,
+// each summing its parameter gradients into its own buffer, and the buffers are added in block order: the
+// result is bit-for-bit the same whichever worker runs which block.
 func (m *Model) normBackward(x []float32, st normStats, g, dg, db []float32) {
 	d := m.Config.Dim
 	for _, acc := range m.acts.normAcc {
 		clear(acc)
 	}
 	m.norm = normArgs{x: x, st: st, g: g, dg: dg, db: db}
-	m.parallel((*Model).normBackwardRows, 0, m.n, 64)
+	m.parallel((*Model).normBackwardBlocks, 0, len(m.acts.normAcc), 1)
 	for _, acc := range m.acts.normAcc {
 		kernel.Add(dg, acc[:d])
 		if db != nil {
@@ -113,19 +113,23 @@ func (m *Model) normBackward(x []float32, st normStats, g, dg, db []float32) {
 	}
 }
 
-func (m *Model) normBackwardRows(_, w, lo, hi int) {
+// normBackwardBlocks runs row blocks [lo, hi) of normBackward.
+func (m *Model) normBackwardBlocks(_, _, lo, hi int) {
 	d, a := m.Config.Dim, &m.norm
 	layer := m.Config.Norm == NormLayer
-	acc := m.acts.normAcc[w]
-	dg, db := acc[:d], []float32(nil)
-	if layer {
-		db = acc[d:]
-	}
-	for n := lo; n < hi; n++ {
-		var mean float32
+	nb := len(m.acts.normAcc)
+	for blk := lo; blk < hi; blk++ {
+		acc := m.acts.normAcc[blk]
+		dg, db := acc[:d], []float32(nil)
 		if layer {
-			mean = a.st.mean[n]
+			db = acc[d:]
 		}
-		normRowBackward(m.acts.dx[n*d:(n+1)*d], m.acts.dn[n*d:(n+1)*d], a.x[n*d:(n+1)*d], a.g, dg, db, mean, a.st.rstd[n], layer)
+		for n := blk * m.n / nb; n < (blk+1)*m.n/nb; n++ {
+			var mean float32
+			if layer {
+				mean = a.st.mean[n]
+			}
+			normRowBackward(m.acts.dx[n*d:(n+1)*d], m.acts.dn[n*d:(n+1)*d], a.x[n*d:(n+1)*d], a.g, dg, db, mean, a.st.rstd[n], layer)
+		}
 	}
 }

@@ -52,7 +52,7 @@ type AdamW struct {
 
 	segs []segment
 	pool *kernel.Pool
-	norm []float64 // per-worker partial sums of squared gradients
+	norm []float64 // partial sums of squared gradients, one per fixed block of the buffer
 
 	// operands of the running pass (set before pool.For; run is created once so that steps allocate nothing)
 	params, grads []float32
@@ -66,7 +66,7 @@ func NewAdamW(c AdamWConfig, specs []model.TensorSpec, pool *kernel.Pool) (*Adam
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	o := &AdamW{Config: c, pool: pool, norm: make([]float64, pool.Workers())}
+	o := &AdamW{Config: c, pool: pool, norm: make([]float64, normBlocks)}
 	n := 0
 	for _, t := range specs {
 		o.segs = append(o.segs, segment{lo: t.Offset, hi: t.Offset + t.Size(), decay: t.IsMatrix()})
@@ -78,11 +78,14 @@ func NewAdamW(c AdamWConfig, specs []model.TensorSpec, pool *kernel.Pool) (*Adam
 	return o, nil
 }
 
-// GradNorm returns the global L2 norm of grads, summed in float64 per worker.
+// normBlocks is the number of fixed blocks GradNorm sums separately before adding them in order, so that the
+// norm is bit-for-bit reproducible whatever the number of workers.
+const normBlocks = 32
+
+// GradNorm returns the global L2 norm of grads, summed in float64.
 func (o *AdamW) GradNorm(grads []float32) float64 {
-	clear(o.norm)
 	o.grads = grads
-	o.pool.For(len(grads), 1<<14, o.sumSq)
+	o.pool.For(normBlocks, 1, o.sumSq)
 	var s float64
 	for _, v := range o.norm {
 		s += v
@@ -90,12 +93,16 @@ func (o *AdamW) GradNorm(grads []float32) float64 {
 	return math.Sqrt(s)
 }
 
-func (o *AdamW) sumSqRange(w, lo, hi int) {
-	var s float64
-	for _, g := range o.grads[lo:hi] {
-		s += float64(g) * float64(g)
+// sumSqRange sums the squares of blocks [lo, hi) of o.grads.
+func (o *AdamW) sumSqRange(_, lo, hi int) {
+	n := len(o.grads)
+	for b := lo; b < hi; b++ {
+		var s float64
+		for _, g := range o.grads[b*n/normBlocks : (b+1)*n/normBlocks] {
+			s += float64(g) * float64(g)
+		}
+		o.norm[b] = s
 	}
-	o.norm[w] += s
 }
 
 // ClipScale is the factor that brings a gradient of norm n down to maxNorm (1 when n ≤ maxNorm or maxNorm ≤ 0).

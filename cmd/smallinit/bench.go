@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ type benchCmd struct {
 	Peak    float64  `default:"225" help:"Peak fp32 GFLOP/s the model FLOP/s are compared to."`
 	Kernels bool     `help:"Also measure matmul GFLOP/s on the training shapes."`
 	JSON    bool     `name:"json" help:"Print one JSON object."`
+	Profile string   `name:"cpuprofile" type:"path" help:"Write a CPU profile of the timed steps (go tool pprof)."`
 }
 
 // benchResult is what bench reports; times are medians over the timed steps.
@@ -99,6 +101,17 @@ func (cmd *benchCmd) Run() error {
 	var fwd, bwd, opt_, step []float64
 	var loss float64
 	for s := 0; s < cmd.Warmup+cmd.Steps; s++ {
+		if s == cmd.Warmup && cmd.Profile != "" {
+			f, err := os.Create(cmd.Profile)
+			if err != nil {
+				return fmt.Errorf("cpu profile: %w", err)
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return fmt.Errorf("cpu profile %s: %w", cmd.Profile, err)
+			}
+			defer pprof.StopCPUProfile()
+		}
 		t0 := time.Now()
 		loss, err = m.Forward(in, tg)
 		if err != nil {
