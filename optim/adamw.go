@@ -19,7 +19,9 @@ type AdamWConfig struct {
 }
 
 // DefaultAdamW returns SPEC §3's defaults.
-func DefaultAdamW() AdamWConfig { return AdamWConfig{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1} }
+func DefaultAdamW() AdamWConfig {
+	return AdamWConfig{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}
+}
 
 // Validate names the first out-of-range field.
 func (c AdamWConfig) Validate() error {
