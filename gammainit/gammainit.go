@@ -25,7 +25,7 @@ const (
 
 // Override changes the rule of one tensor class. Zero fields inherit the recipe's.
 type Override struct {
-	Rule  string   `toml:"rule" json:"rule,omitempty"`
+	Rule  string   `toml:"rule,omitempty" json:"rule,omitempty"`
 	Gamma *float64 `toml:"gamma" json:"gamma,omitempty"`
 	Std   *float64 `toml:"std" json:"std,omitempty"`
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/train"
 )
 
 type evalCmd struct {
@@ -42,7 +43,7 @@ func (cmd *evalCmd) Run() error {
 	if err != nil {
 		return err
 	}
-	loss, windows, err := evalLoss(m, toks)
+	loss, windows, err := train.EvalLoss(m, toks, 0)
 	if err != nil {
 		return fmt.Errorf("eval %s on %s: %w", cmd.Model, cmd.Tokens, err)
 	}
@@ -53,27 +54,4 @@ func (cmd *evalCmd) Run() error {
 	}
 	fmt.Printf("loss %.6f nats (perplexity %.3f) over %d windows, %d predicted tokens\n", r.Loss, r.PPL, r.Windows, r.Scored)
 	return nil
-}
-
-// evalLoss is the mean next-token loss over all windows of toks (data.Window), in batches of m.Batch().
-func evalLoss(m *model.Model, toks []int32) (float64, int, error) {
-	T := m.Config.SeqLen
-	nw := data.NumWindows(len(toks), T)
-	if nw == 0 {
-		return 0, 0, fmt.Errorf("%d tokens: need at least %d for one window of T=%d", len(toks), T+1, T)
-	}
-	in, tg := make([]int32, m.Batch()*T), make([]int32, m.Batch()*T)
-	var sum float64
-	for k := 0; k < nw; k += m.Batch() {
-		b := min(m.Batch(), nw-k)
-		for i := 0; i < b; i++ {
-			data.Window(toks, k+i, in[i*T:(i+1)*T], tg[i*T:(i+1)*T])
-		}
-		loss, err := m.Forward(in[:b*T], tg[:b*T])
-		if err != nil {
-			return 0, 0, err
-		}
-		sum += loss * float64(b)
-	}
-	return sum / float64(nw), nw, nil
 }

@@ -14,6 +14,7 @@ type cli struct {
 	Init  initCmd  `cmd:"" help:"Write a freshly initialised model directory (config.json + model.safetensors)."`
 	Eval  evalCmd  `cmd:"" help:"Mean next-token loss of a model on a .tok token file."`
 	Bench benchCmd `cmd:"" help:"Training throughput (tokens/s, model FLOP/s) on a preset; --kernels for matmul GFLOP/s."`
+	Train trainCmd `cmd:"" help:"Train a model from a TOML run config (--config, --set, --out) or continue one (--resume)."`
 }
 
 func main() {

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/smallinit/smallinit/train"
+)
+
+type trainCmd struct {
+	Config string   `type:"existingfile" help:"Run config (TOML); every key has a default, see the README."`
+	Set    []string `placeholder:"KEY=VALUE" help:"Override a config key, e.g. init.gamma=0.5 or model.attn_gate=elementwise; repeatable."`
+	Out    string   `type:"path" help:"Run directory to create."`
+	Resume string   `type:"existingdir" help:"Continue the run in this directory from its newest checkpoint."`
+}
+
+func (cmd *trainCmd) Run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts := train.Options{Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd()))}
+	var res train.Result
+	var err error
+	switch {
+	case cmd.Resume != "" && (cmd.Out != "" || cmd.Config != "" || len(cmd.Set) > 0):
+		return errors.New("--resume takes no --config, --set or --out: the run's config.toml is used as written")
+	case cmd.Resume != "":
+		res, err = train.Resume(ctx, cmd.Resume, opts)
+	case cmd.Out == "":
+		return errors.New("--out DIR is required (or --resume DIR)")
+	default:
+		c, lerr := train.Load(cmd.Config, cmd.Set)
+		if lerr != nil {
+			return lerr
+		}
+		fmt.Fprintf(os.Stderr, "run %s: %s, %d steps of %d×%d tokens, init %s γ=%g, seed %d\n", cmd.Out,
+			describe(c.Model.Config), c.TotalSteps(), c.Train.BatchSize, c.Model.SeqLen, c.Init.Rule, c.Init.Gamma, c.Seed)
+		res, err = train.Start(ctx, c, cmd.Out, opts)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("done: %d steps, train loss %.4f", res.Steps, res.Loss)
+	if !math.IsNaN(res.ValLoss) {
+		fmt.Printf(", val loss %.4f", res.ValLoss)
+	}
+	fmt.Printf(", %.0f tokens/s; final model in %s/%s\n", res.TokensPerS, res.Dir, train.FinalDir)
+	return nil
+}

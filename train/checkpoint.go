@@ -1,0 +1,171 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/safetensors"
+)
+
+// A checkpoint is a directory DIR/checkpoints/step-NNNNNN/ holding the model (model.safetensors + config.json,
+// the engine's format), optimizer.safetensors (AdamW moments as exp_avg.<name> and exp_avg_sq.<name>, PyTorch's
+// names) and state.json. It is written under a temporary name, synced, and renamed into place, so a crash at
+// any moment leaves the previous checkpoint intact.
+const (
+	checkpointsDir = "checkpoints"
+	stateFile      = "state.json"
+	optimizerFile  = "optimizer.safetensors"
+)
+
+// State is everything besides weights and moments that a resumed run needs to continue bit for bit.
+type State struct {
+	Step         int     `json:"step"`          // optimizer steps completed
+	Tokens       int64   `json:"tokens"`        // training tokens consumed
+	Epoch        int     `json:"epoch"`         // sampler epoch
+	Pos          int     `json:"pos"`           // sampler position in the epoch's permutation
+	AdamStep     int     `json:"adam_step"`     // AdamW updates applied (differs from Step when batches were skipped)
+	Skipped      int     `json:"skipped"`       // batches skipped for a non-finite loss or gradient
+	LossSum      float64 `json:"loss_sum"`      // training loss summed since the last metrics line
+	LossCount    int     `json:"loss_count"`    // steps in LossSum
+	MetricsBytes int64   `json:"metrics_bytes"` // length of metrics.jsonl when the checkpoint was taken
+	Seed         uint64  `json:"seed"`
+}
+
+func checkpointName(step int) string { return fmt.Sprintf("step-%06d", step) }
+
+// saveCheckpoint writes a checkpoint of step st.Step under dir and prunes all but the newest keep.
+func saveCheckpoint(dir string, m *model.Model, opt *optim.AdamW, st State, init any, keep int) (string, error) {
+	root := filepath.Join(dir, checkpointsDir)
+	final := filepath.Join(root, checkpointName(st.Step))
+	tmp := filepath.Join(root, ".tmp-"+checkpointName(st.Step))
+	os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	fail := func(err error) (string, error) {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("checkpoint step %d: %w", st.Step, err)
+	}
+	if err := m.Save(tmp, init); err != nil {
+		return fail(err)
+	}
+	w := safetensors.Create(filepath.Join(tmp, optimizerFile), map[string]string{"adam_step": fmt.Sprint(opt.Step)})
+	for _, t := range m.Specs {
+		if err := w.AddFloat32("exp_avg."+t.Name, t.Shape, opt.M[t.Offset:t.Offset+t.Size()]); err != nil {
+			w.Abort()
+			return fail(err)
+		}
+		if err := w.AddFloat32("exp_avg_sq."+t.Name, t.Shape, opt.V[t.Offset:t.Offset+t.Size()]); err != nil {
+			w.Abort()
+			return fail(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return fail(err)
+	}
+	b, _ := json.MarshalIndent(st, "", "  ")
+	if err := model.WriteFileAtomic(filepath.Join(tmp, stateFile), append(b, '\n')); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(tmp); err != nil {
+		return fail(err)
+	}
+	os.RemoveAll(final) // a checkpoint of the same step from a run that was killed after writing it
+	if err := os.Rename(tmp, final); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(root); err != nil {
+		return fail(err)
+	}
+	steps, _ := listCheckpoints(dir)
+	for i := 0; i+keep < len(steps); i++ {
+		os.RemoveAll(filepath.Join(root, checkpointName(steps[i])))
+	}
+	return final, nil
+}
+
+// syncDir fsyncs a directory so that renames inside it are durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// listCheckpoints returns the steps of the complete checkpoints under dir, ascending.
+func listCheckpoints(dir string) ([]int, error) {
+	entries, err := os.ReadDir(filepath.Join(dir, checkpointsDir))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var steps []int
+	for _, e := range entries {
+		var s int
+		if e.IsDir() && strings.HasPrefix(e.Name(), "step-") {
+			if _, err := fmt.Sscanf(e.Name(), "step-%d", &s); err == nil {
+				steps = append(steps, s)
+			}
+		}
+	}
+	sort.Ints(steps)
+	return steps, nil
+}
+
+// loadCheckpoint restores weights, optimizer moments and state from checkpoint directory ck into m and opt.
+func loadCheckpoint(ck string, m *model.Model, opt *optim.AdamW) (State, error) {
+	var st State
+	b, err := os.ReadFile(filepath.Join(ck, stateFile))
+	if err != nil {
+		return st, fmt.Errorf("resume: %w", err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("resume %s: %w", filepath.Join(ck, stateFile), err)
+	}
+	if st.Step < 0 || st.Tokens < 0 || st.Epoch < 0 || st.Pos < 0 || st.AdamStep < 0 || st.MetricsBytes < 0 || st.Skipped < 0 || st.LossCount < 0 {
+		return st, fmt.Errorf("resume %s: negative counter in state", filepath.Join(ck, stateFile))
+	}
+	c, _, err := model.ReadConfig(ck)
+	if err != nil {
+		return st, fmt.Errorf("resume: %w", err)
+	}
+	if c != m.Config {
+		return st, fmt.Errorf("resume %s: checkpoint model config differs from the run's config.toml", ck)
+	}
+	if err := m.LoadWeights(filepath.Join(ck, model.WeightsFile)); err != nil {
+		return st, fmt.Errorf("resume: %w", err)
+	}
+	path := filepath.Join(ck, optimizerFile)
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return st, fmt.Errorf("resume: %w", err)
+	}
+	defer f.Close()
+	for _, t := range m.Specs {
+		for _, mv := range []struct {
+			prefix string
+			dst    []float32
+		}{{"exp_avg.", opt.M}, {"exp_avg_sq.", opt.V}} {
+			name := mv.prefix + t.Name
+			info, ok := f.Info(name)
+			if !ok || info.NumElements() != t.Size() {
+				return st, fmt.Errorf("resume %s: tensor %s missing or of the wrong size", path, name)
+			}
+			if err := f.ReadFloat32(name, mv.dst[t.Offset:t.Offset+t.Size()]); err != nil {
+				return st, fmt.Errorf("resume: %w", err)
+			}
+		}
+	}
+	opt.Step = st.AdamStep
+	return st, nil
+}

@@ -1,0 +1,207 @@
+// Package train runs the training loop: a TOML run config, batches from token files, AdamW with a schedule,
+// JSON-lines metrics, atomic checkpoints and exact resume (SPEC §3).
+package train
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/optim"
+)
+
+// Config is a whole run, as read from run.toml (every key documented in the README).
+type Config struct {
+	Seed      uint64            `toml:"seed"`
+	Model     ModelConfig       `toml:"model"`
+	Init      gammainit.Recipe  `toml:"init"`
+	Optimizer optim.AdamWConfig `toml:"optimizer"`
+	Schedule  optim.Schedule    `toml:"schedule"`
+	Data      DataConfig        `toml:"data"`
+	Train     LoopConfig        `toml:"train"`
+}
+
+// ModelConfig is a preset plus any model key overriding it.
+type ModelConfig struct {
+	Preset string `toml:"preset"`
+	model.Config
+}
+
+// DataConfig names the token files.
+type DataConfig struct {
+	Train string `toml:"train"` // .tok file of training tokens
+	Val   string `toml:"val"`   // .tok file of validation tokens (optional)
+}
+
+// LoopConfig sets the batch, the budget and the intervals.
+type LoopConfig struct {
+	BatchSize        int     `toml:"batch_size"`
+	Steps            int     `toml:"steps"`  // number of optimizer steps; or
+	Tokens           int64   `toml:"tokens"` // a token budget (steps = tokens / (batch_size·T)) when steps = 0
+	GradClip         float64 `toml:"grad_clip"`
+	LogInterval      int     `toml:"log_interval"`
+	EvalInterval     int     `toml:"eval_interval"` // 0: only at the end
+	EvalWindows      int     `toml:"eval_windows"`  // validation windows per evaluation (0: all)
+	CheckpointEvery  int     `toml:"checkpoint_interval"`
+	KeepCheckpoints  int     `toml:"keep_checkpoints"`
+	SkipNonFinite    bool    `toml:"skip_nonfinite"` // skip a batch with a non-finite loss or gradient instead of stopping
+	Threads          int     `toml:"threads"`        // worker threads (0: all cores)
+	DiagnosticsEvery int     `toml:"diagnostics_interval"`
+}
+
+// Default returns the defaults of every key: the tiny preset, γ = 1, SPEC §3's AdamW and cosine schedule.
+func Default() Config {
+	p, _ := model.LookupPreset("tiny")
+	return Config{
+		Model:     ModelConfig{Preset: p.Name, Config: p.Config},
+		Init:      gammainit.Default(),
+		Optimizer: optim.DefaultAdamW(),
+		Schedule:  optim.Schedule{Kind: optim.ScheduleCosine, PeakLR: 3e-3, Warmup: 50, MinRatio: 0.1},
+		Train: LoopConfig{BatchSize: p.Batch, Steps: 500, GradClip: 1, LogInterval: 10, EvalInterval: 100,
+			EvalWindows: 64, CheckpointEvery: 100, KeepCheckpoints: 2},
+	}
+}
+
+// Load reads a run config file (path may be empty for all defaults) and applies --set overrides of the form
+// dotted.key=value (value in TOML syntax; bare words are taken as strings). The model preset is resolved first,
+// then the file's and the overrides' model keys are applied on top of it. Unknown keys are errors naming them.
+func Load(path string, sets []string) (Config, error) {
+	var file []byte
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("run config: %w", err)
+		}
+		file = b
+	}
+	over, err := setsDocument(sets)
+	if err != nil {
+		return Config{}, err
+	}
+	where := func(doc string) string {
+		if doc == "file" {
+			return path
+		}
+		return "--set"
+	}
+	// Pass 1 finds the preset; pass 2 decodes everything over the preset's defaults.
+	c := Default()
+	for _, doc := range []struct{ name, text string }{{"file", string(file)}, {"set", over}} {
+		if _, err := toml.Decode(doc.text, &c); err != nil {
+			return Config{}, fmt.Errorf("run config %s: %w", where(doc.name), err)
+		}
+	}
+	p, err := model.LookupPreset(c.Model.Preset)
+	if err != nil {
+		return Config{}, fmt.Errorf("run config: model.preset: %w", err)
+	}
+	c = Default()
+	c.Model = ModelConfig{Preset: p.Name, Config: p.Config}
+	c.Train.BatchSize = p.Batch
+	ffnSet, dimSet := false, false
+	for _, doc := range []struct{ name, text string }{{"file", string(file)}, {"set", over}} {
+		md, err := toml.Decode(doc.text, &c)
+		if err != nil {
+			return Config{}, fmt.Errorf("run config %s: %w", where(doc.name), err)
+		}
+		if und := md.Undecoded(); len(und) > 0 {
+			keys := make([]string, len(und))
+			for i, k := range und {
+				keys[i] = k.String()
+			}
+			sort.Strings(keys)
+			return Config{}, fmt.Errorf("run config %s: unknown key %s", where(doc.name), strings.Join(keys, ", "))
+		}
+		ffnSet = ffnSet || md.IsDefined("model", "intermediate_size")
+		dimSet = dimSet || md.IsDefined("model", "hidden_size")
+	}
+	if dimSet && !ffnSet {
+		c.Model.FFN = model.DefaultFFN(c.Model.Dim)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("run config: %w", err)
+	}
+	return c, nil
+}
+
+// setsDocument turns --set lines into a TOML document of dotted keys.
+func setsDocument(sets []string) (string, error) {
+	var b strings.Builder
+	for _, kv := range sets {
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" {
+			return "", fmt.Errorf("--set %q: want key=value", kv)
+		}
+		var probe map[string]any
+		if _, err := toml.Decode("x = "+v, &probe); err != nil {
+			v = fmt.Sprintf("%q", v) // a bare word: a string
+		}
+		fmt.Fprintf(&b, "%s = %s\n", k, v)
+	}
+	return b.String(), nil
+}
+
+// Validate checks every section and names the first bad key.
+func (c Config) Validate() error {
+	if err := c.Model.Config.Validate(); err != nil {
+		return fmt.Errorf("model.%w", err)
+	}
+	if err := c.Init.Validate(); err != nil {
+		return err
+	}
+	if err := c.Optimizer.Validate(); err != nil {
+		return err
+	}
+	if err := c.Schedule.Validate(); err != nil {
+		return err
+	}
+	t := c.Train
+	switch {
+	case t.BatchSize < 1 || t.BatchSize > 1<<16:
+		return fmt.Errorf("train.batch_size = %d: must be in [1, 65536]", t.BatchSize)
+	case t.Steps < 0 || t.Tokens < 0:
+		return fmt.Errorf("train.steps and train.tokens must be ≥ 0")
+	case t.Steps == 0 && t.Tokens == 0:
+		return fmt.Errorf("train.steps = 0 and train.tokens = 0: set a budget")
+	case t.GradClip < 0:
+		return fmt.Errorf("train.grad_clip = %g: must be ≥ 0 (0 disables clipping)", t.GradClip)
+	case t.LogInterval < 1:
+		return fmt.Errorf("train.log_interval = %d: must be ≥ 1", t.LogInterval)
+	case t.EvalInterval < 0 || t.EvalWindows < 0 || t.CheckpointEvery < 0 || t.DiagnosticsEvery < 0:
+		return fmt.Errorf("train intervals must be ≥ 0")
+	case t.KeepCheckpoints < 1:
+		return fmt.Errorf("train.keep_checkpoints = %d: must be ≥ 1", t.KeepCheckpoints)
+	case t.Threads < 0:
+		return fmt.Errorf("train.threads = %d: must be ≥ 0", t.Threads)
+	case c.Schedule.Kind == optim.ScheduleWSD && c.Schedule.DecaySteps > c.TotalSteps():
+		return fmt.Errorf("schedule.decay_steps = %d exceeds the run's %d steps", c.Schedule.DecaySteps, c.TotalSteps())
+	}
+	if c.Data.Train == "" {
+		return fmt.Errorf("data.train: no training token file given")
+	}
+	return nil
+}
+
+// TotalSteps is the number of optimizer steps: train.steps, or train.tokens / (batch_size · T).
+func (c Config) TotalSteps() int {
+	if c.Train.Steps > 0 {
+		return c.Train.Steps
+	}
+	return int(c.Train.Tokens / int64(c.Train.BatchSize*c.Model.SeqLen))
+}
+
+// Encode returns the resolved config as TOML (written to DIR/config.toml).
+func (c Config) Encode() ([]byte, error) {
+	var b bytes.Buffer
+	if err := toml.NewEncoder(&b).Encode(c); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

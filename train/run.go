@@ -1,0 +1,350 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/optim"
+)
+
+// Files of a run directory besides checkpoints/.
+const (
+	ConfigFile  = "config.toml"   // the resolved run config
+	MetricsFile = "metrics.jsonl" // one JSON object per logged step
+	InitFile    = "init.json"     // per-tensor intended and drawn std at step 0
+	FinalDir    = "final"         // the final model (engine format)
+)
+
+// Metrics is one line of metrics.jsonl. Loss is the mean training loss over the steps since the previous line.
+type Metrics struct {
+	Step       int      `json:"step"`
+	Tokens     int64    `json:"tokens"`
+	Loss       float64  `json:"loss,omitempty"`
+	LR         float64  `json:"lr,omitempty"`
+	GradNorm   float64  `json:"grad_norm,omitempty"`
+	ValLoss    *float64 `json:"val_loss,omitempty"`
+	Skipped    int      `json:"skipped,omitempty"`
+	TokensPerS float64  `json:"tokens_per_s,omitempty"` // wall-clock: the only field that differs between identical runs
+}
+
+// Options control a run's console output.
+type Options struct {
+	Log       io.Writer      // plain progress lines (nil: silent)
+	Progress  bool           // draw a progress bar on Log instead of lines (for terminals)
+	AfterStep func(step int) // called after each completed step (tests use it to interrupt a run)
+}
+
+// Result summarises a finished run.
+type Result struct {
+	Dir        string
+	Steps      int
+	Loss       float64 // mean training loss over the last logging interval
+	ValLoss    float64 // NaN when there is no validation file
+	TokensPerS float64 // over the whole run, evaluation and checkpoints included
+}
+
+// ErrInterrupted is returned when the context is cancelled: the run stopped after a step and saved a checkpoint.
+var ErrInterrupted = errors.New("interrupted")
+
+// Start begins a new run of c in dir, which must not hold a run already.
+func Start(ctx context.Context, c Config, dir string, o Options) (Result, error) {
+	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
+		return Result{}, fmt.Errorf("%s already holds a run: resume it with --resume %s or choose another --out", dir, dir)
+	}
+	if err := c.Validate(); err != nil {
+		return Result{}, fmt.Errorf("run config: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Result{}, fmt.Errorf("run directory: %w", err)
+	}
+	b, err := c.Encode()
+	if err != nil {
+		return Result{}, err
+	}
+	r, err := newRunner(c, dir, o)
+	if err != nil {
+		return Result{}, err
+	}
+	defer r.pool.Close()
+	if err := r.initialise(); err != nil {
+		return Result{}, err
+	}
+	if err := model.WriteFileAtomic(filepath.Join(dir, ConfigFile), b); err != nil {
+		return Result{}, err
+	}
+	return r.loop(ctx)
+}
+
+// Resume continues the run in dir from its newest checkpoint (or from the start if it has none), producing
+// exactly what the uninterrupted run would have.
+func Resume(ctx context.Context, dir string, o Options) (Result, error) {
+	c, err := Load(filepath.Join(dir, ConfigFile), nil)
+	if err != nil {
+		return Result{}, fmt.Errorf("resume %s: %w", dir, err)
+	}
+	r, err := newRunner(c, dir, o)
+	if err != nil {
+		return Result{}, err
+	}
+	defer r.pool.Close()
+	steps, err := listCheckpoints(dir)
+	if err != nil {
+		return Result{}, fmt.Errorf("resume %s: %w", dir, err)
+	}
+	if len(steps) == 0 {
+		if err := r.initialise(); err != nil {
+			return Result{}, err
+		}
+	} else {
+		ck := filepath.Join(dir, checkpointsDir, checkpointName(steps[len(steps)-1]))
+		st, err := loadCheckpoint(ck, r.m, r.opt)
+		if err != nil {
+			return Result{}, err
+		}
+		r.st = st
+		r.lastCk = ck
+		if err := r.sampler(st.Epoch, st.Pos); err != nil {
+			return Result{}, err
+		}
+		r.logf("resuming %s from %s\n", dir, ck)
+	}
+	if err := truncateMetrics(filepath.Join(dir, MetricsFile), r.st.MetricsBytes); err != nil {
+		return Result{}, err
+	}
+	return r.loop(ctx)
+}
+
+// truncateMetrics drops metrics lines written after the checkpoint being resumed.
+func truncateMetrics(path string, n int64) error {
+	if err := os.Truncate(path, n); err != nil && !(os.IsNotExist(err) && n == 0) {
+		return fmt.Errorf("resume: metrics: %w", err)
+	}
+	return nil
+}
+
+// runner holds a run's state.
+type runner struct {
+	c      Config
+	dir    string
+	o      Options
+	pool   *kernel.Pool
+	m      *model.Model
+	opt    *optim.AdamW
+	sched  optim.Schedule
+	train  []int32
+	val    []int32
+	samp   *Sampler
+	st     State
+	lastCk string
+}
+
+func newRunner(c Config, dir string, o Options) (*runner, error) {
+	r := &runner{c: c, dir: dir, o: o}
+	mc := c.Model.Config
+	var err error
+	if r.train, err = data.ReadTokens(c.Data.Train, mc.Vocab); err != nil {
+		return nil, fmt.Errorf("data.train: %w", err)
+	}
+	if c.Data.Val != "" {
+		if r.val, err = data.ReadTokens(c.Data.Val, mc.Vocab); err != nil {
+			return nil, fmt.Errorf("data.val: %w", err)
+		}
+		if data.NumWindows(len(r.val), mc.SeqLen) == 0 {
+			return nil, fmt.Errorf("data.val %s: %d tokens, need at least %d for one window", c.Data.Val, len(r.val), mc.SeqLen+1)
+		}
+	}
+	r.pool = kernel.NewPool(c.Train.Threads)
+	if r.m, err = model.New(mc, c.Train.BatchSize, r.pool); err != nil {
+		r.pool.Close()
+		return nil, err
+	}
+	if r.opt, err = optim.NewAdamW(c.Optimizer, r.m.Specs, r.pool); err != nil {
+		r.pool.Close()
+		return nil, err
+	}
+	r.sched = c.Schedule
+	r.sched.Total = c.TotalSteps()
+	r.st.Seed = c.Seed
+	if err := r.sampler(0, 0); err != nil {
+		r.pool.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *runner) sampler(epoch, pos int) error {
+	s, err := NewSampler(r.train, r.c.Model.SeqLen, r.c.Seed, epoch, pos)
+	if err != nil {
+		return fmt.Errorf("data.train %s: %w", r.c.Data.Train, err)
+	}
+	r.samp = s
+	return nil
+}
+
+// initialise draws the initial weights and records their stds (SPEC §2: log the std actually drawn).
+func (r *runner) initialise() error {
+	stds, err := gammainit.Apply(r.m, r.c.Init, r.c.Seed)
+	if err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(map[string]any{"recipe": r.c.Init, "seed": r.c.Seed, "optimizer": r.c.Optimizer, "tensors": stds}, "", "  ")
+	if err := model.WriteFileAtomic(filepath.Join(r.dir, InitFile), append(b, '\n')); err != nil {
+		return err
+	}
+	return truncateMetrics(filepath.Join(r.dir, MetricsFile), 0)
+}
+
+func (r *runner) logf(format string, a ...any) {
+	if r.o.Log != nil && !r.o.Progress {
+		fmt.Fprintf(r.o.Log, format, a...)
+	}
+}
+
+// evalVal is the validation loss (NaN without a validation file).
+func (r *runner) evalVal() (float64, error) {
+	if r.val == nil {
+		return math.NaN(), nil
+	}
+	l, _, err := EvalLoss(r.m, r.val, r.c.Train.EvalWindows)
+	return l, err
+}
+
+// loop runs steps r.st.Step .. total.
+func (r *runner) loop(ctx context.Context) (Result, error) {
+	c := r.c
+	total := c.TotalSteps()
+	T, B := c.Model.SeqLen, c.Train.BatchSize
+	in, tg := make([]int32, B*T), make([]int32, B*T)
+	mf, err := os.OpenFile(filepath.Join(r.dir, MetricsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return Result{}, fmt.Errorf("metrics: %w", err)
+	}
+	defer mf.Close()
+	enc := json.NewEncoder(mf)
+	var bar *progressbar.ProgressBar
+	if r.o.Progress && r.o.Log != nil {
+		bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(r.o.Log), progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(30), progressbar.OptionSetDescription("train"),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(r.o.Log) }))
+		bar.Set(r.st.Step)
+	}
+	write := func(m Metrics) error {
+		if err := enc.Encode(m); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		pos, err := mf.Seek(0, io.SeekCurrent)
+		r.st.MetricsBytes = pos
+		return err
+	}
+	startStep, start := r.st.Step, time.Now()
+	if r.st.Step == 0 && c.Train.EvalInterval > 0 && r.val != nil {
+		v, err := r.evalVal()
+		if err != nil {
+			return Result{}, err
+		}
+		if err := write(Metrics{Step: 0, ValLoss: &v}); err != nil {
+			return Result{}, err
+		}
+		r.logf("step %6d  val loss %.4f\n", 0, v)
+	}
+	intervalStart, intervalTokens := time.Now(), int64(0)
+	var lastLoss, lastVal float64 = math.NaN(), math.NaN()
+	for r.st.Step < total {
+		step := r.st.Step
+		lr := r.sched.LR(step)
+		r.samp.Next(in, tg)
+		loss, err := r.m.Forward(in, tg)
+		if err != nil {
+			return Result{}, fmt.Errorf("step %d: %w", step, err)
+		}
+		r.m.ZeroGrads()
+		r.m.Backward()
+		gn := r.opt.GradNorm(r.m.Grads.Flat)
+		if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(gn) || math.IsInf(gn, 0) {
+			if !c.Train.SkipNonFinite {
+				last := r.lastCk
+				if last == "" {
+					last = "none (set train.skip_nonfinite = true to skip such batches)"
+				}
+				return Result{}, fmt.Errorf("step %d: non-finite loss %v or gradient norm %v; last good checkpoint: %s", step, loss, gn, last)
+			}
+			r.st.Skipped++
+		} else {
+			r.opt.Update(r.m.Params.Flat, r.m.Grads.Flat, lr, optim.ClipScale(gn, c.Train.GradClip))
+			r.st.LossSum += loss
+			r.st.LossCount++
+		}
+		r.st.Step++
+		r.st.Tokens += int64(B * T)
+		r.st.Epoch, r.st.Pos = r.samp.Epoch, r.samp.Pos
+		r.st.AdamStep = r.opt.Step
+		intervalTokens += int64(B * T)
+		if bar != nil {
+			bar.Describe(fmt.Sprintf("loss %.4f", loss))
+			bar.Add(1)
+		}
+
+		done := r.st.Step == total
+		evalNow := r.val != nil && ((c.Train.EvalInterval > 0 && r.st.Step%c.Train.EvalInterval == 0) || done)
+		if r.st.Step%c.Train.LogInterval == 0 || done || evalNow {
+			mt := Metrics{Step: r.st.Step, Tokens: r.st.Tokens, LR: lr, GradNorm: gn, Skipped: r.st.Skipped}
+			if r.st.LossCount > 0 {
+				mt.Loss = r.st.LossSum / float64(r.st.LossCount)
+				lastLoss = mt.Loss
+			}
+			mt.TokensPerS = float64(intervalTokens) / time.Since(intervalStart).Seconds()
+			if evalNow {
+				v, err := r.evalVal()
+				if err != nil {
+					return Result{}, err
+				}
+				mt.ValLoss, lastVal = &v, v
+			}
+			if err := write(mt); err != nil {
+				return Result{}, err
+			}
+			line := fmt.Sprintf("step %6d/%d  loss %.4f  lr %.2e  grad norm %.3f  %.0f tok/s", mt.Step, total, mt.Loss, lr, gn, mt.TokensPerS)
+			if mt.ValLoss != nil {
+				line += fmt.Sprintf("  val loss %.4f", *mt.ValLoss)
+			}
+			r.logf("%s\n", line)
+			r.st.LossSum, r.st.LossCount = 0, 0
+			intervalStart, intervalTokens = time.Now(), 0
+		}
+		if r.o.AfterStep != nil {
+			r.o.AfterStep(r.st.Step)
+		}
+		interrupted := ctx.Err() != nil
+		if done || interrupted || (c.Train.CheckpointEvery > 0 && r.st.Step%c.Train.CheckpointEvery == 0) {
+			ck, err := saveCheckpoint(r.dir, r.m, r.opt, r.st, initRecord(c), c.Train.KeepCheckpoints)
+			if err != nil {
+				return Result{}, err
+			}
+			r.lastCk = ck
+		}
+		if interrupted && !done {
+			return Result{}, fmt.Errorf("%w at step %d: checkpoint %s written; continue with: smallinit train --resume %s", ErrInterrupted, r.st.Step, r.lastCk, r.dir)
+		}
+	}
+	if err := r.m.Save(filepath.Join(r.dir, FinalDir), initRecord(c)); err != nil {
+		return Result{}, err
+	}
+	tps := float64(r.st.Tokens-int64(startStep*B*T)) / time.Since(start).Seconds()
+	return Result{Dir: r.dir, Steps: r.st.Step, Loss: lastLoss, ValLoss: lastVal, TokensPerS: tps}, nil
+}
+
+// initRecord is what a saved model's config.json records as its init recipe.
+func initRecord(c Config) any { return map[string]any{"recipe": c.Init, "seed": c.Seed} }

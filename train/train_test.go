@@ -1,0 +1,242 @@
+package train
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/smallinit/smallinit/data"
+)
+
+// writeTokens writes n random tokens below vocab to a .tok file in dir.
+func writeTokens(t *testing.T, dir, name string, n, vocab int, seed uint64) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed))
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = int32(rng.IntN(vocab))
+	}
+	path := filepath.Join(dir, name)
+	if err := data.WriteTokens(path, ids); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// smallRun is a run small enough to train in well under a second.
+func smallRun(t *testing.T, dir string, steps int, extra ...string) Config {
+	t.Helper()
+	tr := writeTokens(t, dir, "train.tok", 5000, 64, 1)
+	va := writeTokens(t, dir, "val.tok", 600, 64, 2)
+	sets := append([]string{
+		"model.vocab_size=64", "model.hidden_size=32", "model.num_hidden_layers=2", "model.num_attention_heads=2",
+		"model.max_position_embeddings=16", "model.attn_gate=elementwise", "train.batch_size=4",
+		fmt.Sprintf("train.steps=%d", steps), "train.log_interval=2", "train.eval_interval=3", "train.checkpoint_interval=2",
+		"train.keep_checkpoints=2", "schedule.warmup_steps=2", "data.train=" + tr, "data.val=" + va, "seed=7",
+	}, extra...)
+	c, err := Load("", sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// metricsWithoutTiming reads metrics.jsonl and drops the wall-clock field.
+func metricsWithoutTiming(t *testing.T, dir string) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("metrics line %q: %v", sc.Text(), err)
+		}
+		delete(m, "tokens_per_s")
+		b, _ := json.Marshal(m)
+		out = append(out, string(b))
+	}
+	return out
+}
+
+func sameRun(t *testing.T, a, b string) {
+	t.Helper()
+	wa, _ := os.ReadFile(filepath.Join(a, FinalDir, "model.safetensors"))
+	wb, _ := os.ReadFile(filepath.Join(b, FinalDir, "model.safetensors"))
+	if len(wa) == 0 || !bytes.Equal(wa, wb) {
+		t.Errorf("final model.safetensors differ (%d and %d bytes)", len(wa), len(wb))
+	}
+	ma, mb := metricsWithoutTiming(t, a), metricsWithoutTiming(t, b)
+	if strings.Join(ma, "\n") != strings.Join(mb, "\n") {
+		t.Errorf("metrics differ:\n%s\nvs\n%s", strings.Join(ma, "\n"), strings.Join(mb, "\n"))
+	}
+}
+
+func TestResumeIsExact(t *testing.T) {
+	root := t.TempDir()
+	c := smallRun(t, root, 11)
+	straight := filepath.Join(root, "straight")
+	if _, err := Start(context.Background(), c, straight, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	split := filepath.Join(root, "split")
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := Start(ctx, c, split, Options{AfterStep: func(s int) {
+		if s == 5 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("interrupted run returned %v, want ErrInterrupted with a resume hint", err)
+	}
+	if _, err := Resume(context.Background(), split, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sameRun(t, straight, split)
+	if _, err := Start(context.Background(), c, split, Options{}); err == nil || !strings.Contains(err.Error(), "already holds a run") {
+		t.Errorf("starting over an existing run: %v", err)
+	}
+}
+
+// TestMain lets the kill -9 test run training in a child process.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("SMALLINIT_TEST_TRAIN_CHILD"); dir != "" {
+		c, err := Load(filepath.Join(dir, "child.toml"), nil)
+		if err == nil {
+			_, err = Start(context.Background(), c, filepath.Join(dir, "run"), Options{AfterStep: func(int) { time.Sleep(50 * time.Millisecond) }})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestResumeAfterKill9IsExact(t *testing.T) {
+	root := t.TempDir()
+	c := smallRun(t, root, 30)
+	straight := filepath.Join(root, "straight")
+	if _, err := Start(context.Background(), c, straight, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := c.Encode()
+	os.WriteFile(filepath.Join(root, "child.toml"), b, 0o644)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SMALLINIT_TEST_TRAIN_CHILD="+root)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(root, "run")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if steps, _ := listCheckpoints(run); len(steps) > 0 && steps[len(steps)-1] >= 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("child never wrote a checkpoint at step 6")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Kill() // SIGKILL: no chance to clean up
+	cmd.Wait()
+	if _, err := Resume(context.Background(), run, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sameRun(t, straight, run)
+}
+
+// TestOverfitsOneBatch: a tiny model trained on a single window drives the loss below 0.1.
+func TestOverfitsOneBatch(t *testing.T) {
+	root := t.TempDir()
+	tr := writeTokens(t, root, "one.tok", 17, 64, 3) // exactly one window of T+1 = 17 tokens
+	c, err := Load("", []string{"model.vocab_size=64", "model.hidden_size=32", "model.num_hidden_layers=2",
+		"model.num_attention_heads=2", "model.max_position_embeddings=16", "train.batch_size=1", "train.steps=150",
+		"train.eval_interval=0", "train.checkpoint_interval=0", "train.log_interval=50", "schedule.kind=constant",
+		"schedule.lr=1e-2", "schedule.warmup_steps=5", "init.gamma=1", "data.train=" + tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Start(context.Background(), c, filepath.Join(root, "run"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Loss >= 0.1 {
+		t.Errorf("loss after overfitting one batch: %.4f, want < 0.1", res.Loss)
+	}
+}
+
+func TestBadInputsGiveClearErrors(t *testing.T) {
+	root := t.TempDir()
+	good := smallRun(t, root, 4)
+	if _, err := Start(context.Background(), good, filepath.Join(root, "ok"), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(root, "ok", checkpointsDir, checkpointName(4))
+	for _, tc := range []struct {
+		name, want string
+		run        func() error
+	}{
+		{"unknown key", "unknown key model.hidden_sise", func() error {
+			_, err := Load("", []string{"model.hidden_sise=3", "data.train=x"})
+			return err
+		}},
+		{"out of range", "train.batch_size", func() error {
+			_, err := Load("", []string{"train.batch_size=0", "data.train=x"})
+			return err
+		}},
+		{"bad gate", "attn_gate", func() error {
+			_, err := Load("", []string{"model.attn_gate=sometimes", "data.train=x"})
+			return err
+		}},
+		{"missing data", "nope.tok", func() error {
+			c := good
+			c.Data.Train = filepath.Join(root, "nope.tok")
+			_, err := Start(context.Background(), c, filepath.Join(root, "r1"), Options{})
+			return err
+		}},
+		{"token beyond vocab", "outside the vocabulary", func() error {
+			c := good
+			c.Data.Train = writeTokens(t, root, "big.tok", 100, 100, 4)
+			_, err := Start(context.Background(), c, filepath.Join(root, "r2"), Options{})
+			return err
+		}},
+		{"truncated optimizer state", "optimizer.safetensors", func() error {
+			p := filepath.Join(ck, optimizerFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)/2], 0o644)
+			_, err := Resume(context.Background(), filepath.Join(root, "ok"), Options{})
+			return err
+		}},
+		{"corrupt state", "state.json", func() error {
+			os.WriteFile(filepath.Join(ck, stateFile), []byte("{"), 0o644)
+			_, err := Resume(context.Background(), filepath.Join(root, "ok"), Options{})
+			return err
+		}},
+	} {
+		err := tc.run()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+	// The failed resumes left the final model untouched.
+	if _, err := os.Stat(filepath.Join(root, "ok", FinalDir, "model.safetensors")); err != nil {
+		t.Error(err)
+	}
+}
