@@ -2,6 +2,9 @@ package model
 
 import "github.com/smallinit/smallinit/kernel"
 
+// SwiGLU feed-forward (SPEC §1): FFN(x) = W_down · (silu(W_gate·x) ⊙ (W_up·x)), silu(a) = a·σ(a). The same
+// code runs the dense FFN, every MoE expert (on its gathered rows) and the MoE shared expert.
+
 // sigmoid writes σ(x) = 1/(1 + e^(−x)) into dst, using tmp (len ≥ len(x)) for the vectorised exponential.
 func sigmoid(dst, x, tmp []float32) {
 	tmp = tmp[:len(x)]
@@ -14,36 +17,71 @@ func sigmoid(dst, x, tmp []float32) {
 	}
 }
 
-// swigluForward computes act = silu(a) ⊙ u for rows [lo, hi), where a and u are the FFN gate and up
-// pre-activations (SPEC §1: FFN = W_down · (silu(W_gate·x) ⊙ (W_up·x)), silu(a) = a·σ(a)).
-func (m *Model) swigluForward(l, w, lo, hi int) {
-	f := m.Config.FFN
-	A := &m.acts.layers[l]
+// gluArgs are the operands of the SwiGLU rows being run.
+type gluArgs struct {
+	gu, act   []float32 // [rows, 2f] gate|up pre-activations, [rows, f] activations
+	dact, dgu []float32 // their gradients (backward)
+	f         int
+}
+
+// ffnWeights are one SwiGLU's weights (or gradients): GateUp [2f, d] (gate rows then up rows), Down [d, f].
+type ffnWeights struct {
+	GateUp, Down []float32
+	f            int
+}
+
+// ffnForward computes out = FFN(x) (or out += FFN(x) when accumulate) for rows of x [rows, d], keeping the
+// pre-activations in gu [rows, 2f] and the activations in act [rows, f] for the backward pass.
+func (m *Model) ffnForward(x []float32, rows int, w ffnWeights, gu, act, out []float32, accumulate bool) {
+	d, f := m.Config.Dim, w.f
+	m.pool.Gemm(false, true, rows, 2*f, d, x, d, w.GateUp, d, gu, 2*f, false)
+	m.glu = gluArgs{gu: gu, act: act, f: f}
+	m.parallel((*Model).swigluForwardRows, 0, rows, 32)
+	m.pool.Gemm(false, true, rows, d, f, act, f, w.Down, f, out, d, accumulate)
+}
+
+// ffnBackward takes dOut [rows, d] back through an FFN whose forward saved gu and act: it accumulates the
+// weight gradients into g and writes (or, when accumulate, adds) the input gradient into dx. dact [rows, f]
+// and dgu [rows, 2f] are scratch.
+func (m *Model) ffnBackward(x, dOut []float32, rows int, w, g ffnWeights, gu, act, dact, dgu, dx []float32, accumulate bool) {
+	d, f := m.Config.Dim, w.f
+	m.pool.Gemm(false, false, rows, f, d, dOut, d, w.Down, f, dact, f, false)
+	m.pool.Gemm(true, false, d, f, rows, dOut, d, act, f, g.Down, f, true)
+	m.glu = gluArgs{gu: gu, dact: dact, dgu: dgu, f: f}
+	m.parallel((*Model).swigluBackwardRows, 0, rows, 32)
+	m.pool.Gemm(false, false, rows, d, 2*f, dgu, 2*f, w.GateUp, d, dx, d, accumulate)
+	m.pool.Gemm(true, false, 2*f, d, rows, dgu, 2*f, x, d, g.GateUp, d, true)
+}
+
+// swigluForwardRows computes act = silu(a) ⊙ u for rows [lo, hi).
+func (m *Model) swigluForwardRows(_, w, lo, hi int) {
+	a := &m.glu
+	f := a.f
 	sig := m.acts.rowTmp[w][:f]
 	for n := lo; n < hi; n++ {
-		a, u := A.gu[n*2*f:n*2*f+f], A.gu[n*2*f+f:(n+1)*2*f]
-		act := A.act[n*f : (n+1)*f]
-		sigmoid(sig, a, sig)
+		g, u := a.gu[n*2*f:n*2*f+f], a.gu[n*2*f+f:(n+1)*2*f]
+		act := a.act[n*f : (n+1)*f]
+		sigmoid(sig, g, sig)
 		for j := range act {
-			act[j] = a[j] * sig[j] * u[j]
+			act[j] = g[j] * sig[j] * u[j]
 		}
 	}
 }
 
-// swigluBackward turns dact into the gradients of the gate and up pre-activations:
+// swigluBackwardRows turns dact into the gradients of the gate and up pre-activations for rows [lo, hi):
 // du = dact · silu(a), da = dact · u · σ(a)·(1 + a·(1 − σ(a))).
-func (m *Model) swigluBackward(l, w, lo, hi int) {
-	f := m.Config.FFN
-	A := &m.acts.layers[l]
+func (m *Model) swigluBackwardRows(_, w, lo, hi int) {
+	a := &m.glu
+	f := a.f
 	sig := m.acts.rowTmp[w][:f]
 	for n := lo; n < hi; n++ {
-		a, u := A.gu[n*2*f:n*2*f+f], A.gu[n*2*f+f:(n+1)*2*f]
-		da, du := m.acts.dgu[n*2*f:n*2*f+f], m.acts.dgu[n*2*f+f:(n+1)*2*f]
-		dact := m.acts.dact[n*f : (n+1)*f]
-		sigmoid(sig, a, sig)
+		g, u := a.gu[n*2*f:n*2*f+f], a.gu[n*2*f+f:(n+1)*2*f]
+		dg, du := a.dgu[n*2*f:n*2*f+f], a.dgu[n*2*f+f:(n+1)*2*f]
+		dact := a.dact[n*f : (n+1)*f]
+		sigmoid(sig, g, sig)
 		for j, s := range sig {
-			du[j] = dact[j] * a[j] * s
-			da[j] = dact[j] * u[j] * s * (1 + a[j]*(1-s))
+			du[j] = dact[j] * g[j] * s
+			dg[j] = dact[j] * u[j] * s * (1 + g[j]*(1-s))
 		}
 	}
 }

@@ -38,6 +38,7 @@ type Model struct {
 	opLayer int
 	runOp   func(w, lo, hi int)
 	norm    normArgs // operands of the norm being run
+	glu     gluArgs  // operands of the SwiGLU rows being run
 }
 
 // rangeOp is a piece of work over rows (or heads) [lo, hi) of layer l, run on worker w.
@@ -236,10 +237,8 @@ func (m *Model) blockForward(l int) {
 	m.pool.Gemm(false, true, N, d, a, A.yg, a, W.O, a, A.h, d, true)
 
 	m.normForward(A.h[:N*d], A.n2, A.s2, W.Norm2, W.Norm2B)
-	m.pool.Gemm(false, true, N, 2*f, d, A.n2, d, W.GateUp, d, A.gu, 2*f, false)
-	m.parallel((*Model).swigluForward, l, N, 32)
 	copy(out, A.h[:N*d])
-	m.pool.Gemm(false, true, N, d, f, A.act, f, W.Down, f, out, d, true)
+	m.ffnForward(A.n2, N, W.ffn(f), A.gu, A.act, out, true)
 }
 
 // Backward accumulates the gradient of the last Forward's mean loss into Grads (call ZeroGrads first unless
@@ -260,11 +259,7 @@ func (m *Model) Backward() {
 	for l := c.Layers - 1; l >= 0; l-- {
 		W, G, L := &m.Params.Layers[l], &m.Grads.Layers[l], &A.layers[l]
 		// FFN: x' = h + act · W_downᵀ.
-		m.pool.Gemm(false, false, N, f, d, A.dx, d, W.Down, f, A.dact, f, false)
-		m.pool.Gemm(true, false, d, f, N, A.dx, d, L.act, f, G.Down, f, true)
-		m.parallel((*Model).swigluBackward, l, N, 32)
-		m.pool.Gemm(false, false, N, d, 2*f, A.dgu, 2*f, W.GateUp, d, A.dn, d, false)
-		m.pool.Gemm(true, false, 2*f, d, N, A.dgu, 2*f, L.n2, d, G.GateUp, d, true)
+		m.ffnBackward(L.n2, A.dx, N, W.ffn(f), G.ffn(f), L.gu, L.act, A.dact, A.dgu, A.dn, false)
 		m.normBackward(L.h[:N*d], L.s2, W.Norm2, G.Norm2, G.Norm2B)
 
 		// Attention: h = x + yg · W_oᵀ.

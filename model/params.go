@@ -108,6 +108,9 @@ type LayerWeights struct {
 	Down          []float32 // [d, d_ff]
 }
 
+// ffn returns the layer's dense SwiGLU weights.
+func (lw *LayerWeights) ffn(f int) ffnWeights { return ffnWeights{GateUp: lw.GateUp, Down: lw.Down, f: f} }
+
 // newWeights slices flat (of length c.NumParams()) into named views.
 func newWeights(c Config, flat []float32) Weights {
 	w := Weights{Flat: flat, Layers: make([]LayerWeights, c.Layers)}
