@@ -41,6 +41,29 @@ type Config struct {
 	AttnGate  string  `toml:"attn_gate"`               // GateNone, GateHeadwise or GateElementwise
 	RopeTheta float64 `toml:"rope_theta"`              // RoPE base
 	Tied      bool    `toml:"tie_word_embeddings"`     // LM head shares the embedding matrix
+
+	// Mixture of experts (SPEC §1 "MoE FFN"; Hugging Face Qwen-MoE field names). Used when FFNKind is "moe".
+	FFNKind    string  `toml:"ffn"`                             // FFNDense or FFNMoE
+	Experts    int     `toml:"num_experts"`                     // E
+	TopK       int     `toml:"num_experts_per_tok"`             // k
+	ExpertFFN  int     `toml:"moe_intermediate_size"`           // width of each routed expert's SwiGLU
+	SharedFFN  int     `toml:"shared_expert_intermediate_size"` // width of the always-on shared expert (0: none)
+	NormTopK   bool    `toml:"norm_topk_prob"`                  // renormalise the top-k weights to sum to 1
+	AuxCoef    float64 `toml:"router_aux_loss_coef"`            // α of the load-balancing loss α·E·Σ_e f_e·P_e
+	ZLossCoef  float64 `toml:"router_z_loss_coef"`              // coefficient of the router z-loss mean(lse²) (0: off)
+	SparseStep int     `toml:"decoder_sparse_step"`             // layer l is MoE when (l+1) % step == 0
+	Capacity   float64 `toml:"capacity_factor"`                 // per-expert capacity ceil(c·N·k/E); 0: no dropping
+}
+
+// FFN kinds (config key ffn).
+const (
+	FFNDense = "dense" // SwiGLU MLP in every block
+	FFNMoE   = "moe"   // routed SwiGLU experts (in the blocks decoder_sparse_step selects)
+)
+
+// IsMoE reports whether block l's FFN is a mixture of experts.
+func (c Config) IsMoE(l int) bool {
+	return c.FFNKind == FFNMoE && c.SparseStep > 0 && (l+1)%c.SparseStep == 0
 }
 
 // DefaultFFN is SPEC §1's SwiGLU width: 8d/3 rounded up to a multiple of 64 (384 at d=128, 704 at 256, 1408 at 512).
@@ -119,6 +142,30 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("attn_gate = %q: want %q, %q or %q", c.AttnGate, GateNone, GateHeadwise, GateElementwise)
 	}
+	switch c.FFNKind {
+	case "", FFNDense: // "" is dense, so that a Config literal without MoE fields is a dense model
+	case FFNMoE:
+		switch {
+		case c.Experts < 1 || c.Experts > 1024:
+			return fmt.Errorf("num_experts = %d: must be in [1, 1024]", c.Experts)
+		case c.TopK < 1 || c.TopK > c.Experts:
+			return fmt.Errorf("num_experts_per_tok = %d: must be in [1, num_experts = %d]", c.TopK, c.Experts)
+		case c.ExpertFFN < 1 || c.ExpertFFN > 1<<20:
+			return fmt.Errorf("moe_intermediate_size = %d: must be positive", c.ExpertFFN)
+		case c.SharedFFN < 0 || c.SharedFFN > 1<<20:
+			return fmt.Errorf("shared_expert_intermediate_size = %d: must be ≥ 0", c.SharedFFN)
+		case !(c.AuxCoef >= 0 && c.AuxCoef < 100):
+			return fmt.Errorf("router_aux_loss_coef = %g: must be in [0, 100)", c.AuxCoef)
+		case !(c.ZLossCoef >= 0 && c.ZLossCoef < 100):
+			return fmt.Errorf("router_z_loss_coef = %g: must be in [0, 100)", c.ZLossCoef)
+		case c.SparseStep < 1:
+			return fmt.Errorf("decoder_sparse_step = %d: must be ≥ 1", c.SparseStep)
+		case !(c.Capacity == 0 || c.Capacity >= 1.0/float64(c.TopK)) || c.Capacity > 1e6:
+			return fmt.Errorf("capacity_factor = %g: must be 0 (no dropping) or a positive factor", c.Capacity)
+		}
+	default:
+		return fmt.Errorf("ffn = %q: want %q or %q", c.FFNKind, FFNDense, FFNMoE)
+	}
 	if n := c.NumParams(); n > 1<<34 {
 		return fmt.Errorf("model has %d parameters: too large for this engine", n)
 	}
@@ -133,19 +180,25 @@ type Preset struct {
 	Batch  int // sequences per step (B)
 }
 
-// Presets returns the built-in presets tiny, small and medium (engine issue): rmsnorm, ε = 1e-5, no gate, untied.
+// Presets returns the built-in presets (engine and MoE issues): tiny, small and medium are dense (rmsnorm,
+// ε = 1e-5, no gate, untied); tiny-moe and small-moe replace every FFN by E = 8 experts with top-2 routing and
+// expert width d_ff/2, so that their active FFN parameters per token equal the dense preset's.
 func Presets() []Preset {
 	mk := func(name string, d, l, h, t, b int) Preset {
 		return Preset{Name: name, Batch: b, Config: Config{
 			Vocab: 4096, Dim: d, FFN: DefaultFFN(d), Layers: l, Heads: h, SeqLen: t,
-			NormEps: 1e-5, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000,
+			NormEps: 1e-5, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, FFNKind: FFNDense,
 		}}
 	}
-	return []Preset{
-		mk("tiny", 128, 4, 4, 256, 16),
-		mk("small", 256, 6, 8, 256, 16),
-		mk("medium", 512, 8, 8, 512, 8),
+	moe := func(p Preset) Preset {
+		p.Name += "-moe"
+		c := &p.Config
+		c.FFNKind, c.Experts, c.TopK, c.ExpertFFN = FFNMoE, 8, 2, c.FFN/2
+		c.NormTopK, c.AuxCoef, c.SparseStep = true, 0.01, 1
+		return p
 	}
+	tiny, small := mk("tiny", 128, 4, 4, 256, 16), mk("small", 256, 6, 8, 256, 16)
+	return []Preset{tiny, small, mk("medium", 512, 8, 8, 512, 8), moe(tiny), moe(small)}
 }
 
 // LookupPreset returns the preset with the given name.
@@ -169,12 +222,25 @@ func (c Config) NumParams() int64 {
 	return n
 }
 
-// MatmulParams returns N_matmul: every weight that goes through a matrix multiply, the LM head included
-// (tied or not), the count used by FLOPs per token = 6·N_matmul + 12·L·T·d.
+// MatmulParams returns N_matmul: every weight that goes through a matrix multiply per token, the LM head
+// included (tied or not), the count used by FLOPs per token = 6·N_matmul + 12·L·T·d. For MoE blocks it counts
+// the active parameters: the router, k routed experts and the shared expert.
 func (c Config) MatmulParams() int64 {
 	d, a, f := int64(c.Dim), int64(c.AttnDim()), int64(c.FFN)
-	perLayer := d*3*a + d*int64(c.GateRows()) + a*d + 3*d*f
-	return int64(c.Layers)*perLayer + int64(c.Vocab)*d
+	attn := d*3*a + d*int64(c.GateRows()) + a*d
+	var n int64
+	for l := 0; l < c.Layers; l++ {
+		n += attn
+		if c.IsMoE(l) {
+			n += d*int64(c.Experts) + int64(c.TopK)*3*d*int64(c.ExpertFFN) + 3*d*int64(c.SharedFFN)
+			if c.SharedFFN > 0 {
+				n += d
+			}
+		} else {
+			n += 3 * d * f
+		}
+	}
+	return n + int64(c.Vocab)*d
 }
 
 // FLOPsPerToken is the training FLOPs per token used by bench: 6·N_matmul + 12·L·T·d (PaLM appendix B; the

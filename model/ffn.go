@@ -24,16 +24,17 @@ type gluArgs struct {
 	f         int
 }
 
-// ffnWeights are one SwiGLU's weights (or gradients): GateUp [2f, d] (gate rows then up rows), Down [d, f].
-type ffnWeights struct {
+// FFNWeights are one SwiGLU's weights (or gradients): GateUp [2f, d] (gate_proj rows then up_proj rows, one
+// matrix so that one matrix multiply computes both) and Down [d, f].
+type FFNWeights struct {
 	GateUp, Down []float32
-	f            int
+	Width        int // f
 }
 
 // ffnForward computes out = FFN(x) (or out += FFN(x) when accumulate) for rows of x [rows, d], keeping the
 // pre-activations in gu [rows, 2f] and the activations in act [rows, f] for the backward pass.
-func (m *Model) ffnForward(x []float32, rows int, w ffnWeights, gu, act, out []float32, accumulate bool) {
-	d, f := m.Config.Dim, w.f
+func (m *Model) ffnForward(x []float32, rows int, w FFNWeights, gu, act, out []float32, accumulate bool) {
+	d, f := m.Config.Dim, w.Width
 	m.pool.Gemm(false, true, rows, 2*f, d, x, d, w.GateUp, d, gu, 2*f, false)
 	m.glu = gluArgs{gu: gu, act: act, f: f}
 	m.parallel((*Model).swigluForwardRows, 0, rows, 32)
@@ -43,8 +44,8 @@ func (m *Model) ffnForward(x []float32, rows int, w ffnWeights, gu, act, out []f
 // ffnBackward takes dOut [rows, d] back through an FFN whose forward saved gu and act: it accumulates the
 // weight gradients into g and writes (or, when accumulate, adds) the input gradient into dx. dact [rows, f]
 // and dgu [rows, 2f] are scratch.
-func (m *Model) ffnBackward(x, dOut []float32, rows int, w, g ffnWeights, gu, act, dact, dgu, dx []float32, accumulate bool) {
-	d, f := m.Config.Dim, w.f
+func (m *Model) ffnBackward(x, dOut []float32, rows int, w, g FFNWeights, gu, act, dact, dgu, dx []float32, accumulate bool) {
+	d, f := m.Config.Dim, w.Width
 	m.pool.Gemm(false, false, rows, f, d, dOut, d, w.Down, f, dact, f, false)
 	m.pool.Gemm(true, false, d, f, rows, dOut, d, act, f, g.Down, f, true)
 	m.glu = gluArgs{gu: gu, dact: dact, dgu: dgu, f: f}

@@ -40,6 +40,16 @@ type fileConfig struct {
 	AttentionBias         bool            `json:"attention_bias"`
 	MLPBias               bool            `json:"mlp_bias"`
 	TorchDtype            string          `json:"torch_dtype"`
+	NumExperts            int             `json:"num_experts,omitempty"`
+	NumExpertsPerTok      int             `json:"num_experts_per_tok,omitempty"`
+	MoEIntermediateSize   int             `json:"moe_intermediate_size,omitempty"`
+	SharedExpertSize      int             `json:"shared_expert_intermediate_size,omitempty"`
+	NormTopKProb          bool            `json:"norm_topk_prob,omitempty"`
+	RouterAuxLossCoef     float64         `json:"router_aux_loss_coef,omitempty"`
+	RouterZLossCoef       float64         `json:"router_z_loss_coef,omitempty"`
+	DecoderSparseStep     int             `json:"decoder_sparse_step,omitempty"`
+	MLPOnlyLayers         []int           `json:"mlp_only_layers,omitempty"`
+	CapacityFactor        float64         `json:"capacity_factor,omitempty"`
 	AttnGate              string          `json:"attn_gate,omitempty"`
 	Norm                  string          `json:"norm,omitempty"`
 	Init                  json.RawMessage `json:"smallinit_init,omitempty"`
@@ -60,8 +70,13 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 	bad := func(format string, a ...any) (Config, json.RawMessage, error) {
 		return Config{}, nil, fmt.Errorf("model config %s: %s", path, fmt.Sprintf(format, a...))
 	}
-	if fc.ModelType != "" && fc.ModelType != "llama" {
-		return bad("model_type %q is not supported (supported: llama)", fc.ModelType)
+	switch fc.ModelType {
+	case "", "llama", "qwen2_moe":
+	default:
+		return bad("model_type %q is not supported (supported: llama, qwen2_moe)", fc.ModelType)
+	}
+	if len(fc.MLPOnlyLayers) > 0 {
+		return bad("mlp_only_layers is not supported (use decoder_sparse_step)")
 	}
 	if fc.NumKeyValueHeads != 0 && fc.NumKeyValueHeads != fc.NumAttentionHeads {
 		return bad("num_key_value_heads %d != num_attention_heads %d: grouped-query attention is not supported", fc.NumKeyValueHeads, fc.NumAttentionHeads)
@@ -79,7 +94,12 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 		Vocab: fc.VocabSize, Dim: fc.HiddenSize, FFN: fc.IntermediateSize, Layers: fc.NumHiddenLayers,
 		Heads: fc.NumAttentionHeads, HeadDim: fc.HeadDim, SeqLen: fc.MaxPositionEmbeddings,
 		NormEps: fc.RMSNormEps, Norm: fc.Norm, AttnGate: fc.AttnGate, RopeTheta: fc.RopeTheta,
-		Tied: fc.TieWordEmbeddings,
+		Tied: fc.TieWordEmbeddings, FFNKind: FFNDense,
+	}
+	if fc.ModelType == "qwen2_moe" || fc.NumExperts > 0 {
+		c.FFNKind, c.Experts, c.TopK, c.ExpertFFN = FFNMoE, fc.NumExperts, fc.NumExpertsPerTok, fc.MoEIntermediateSize
+		c.SharedFFN, c.NormTopK, c.AuxCoef, c.ZLossCoef = fc.SharedExpertSize, fc.NormTopKProb, fc.RouterAuxLossCoef, fc.RouterZLossCoef
+		c.SparseStep, c.Capacity = max(fc.DecoderSparseStep, 1), fc.CapacityFactor
 	}
 	if c.Norm == "" {
 		c.Norm = NormRMS
@@ -108,6 +128,12 @@ func writeConfig(dir string, c Config, init any) error {
 		MaxPositionEmbeddings: c.SeqLen, RMSNormEps: c.NormEps, RopeTheta: c.RopeTheta,
 		TieWordEmbeddings: c.Tied, HiddenAct: "silu", TorchDtype: "float32",
 		AttnGate: c.AttnGate, Norm: c.Norm,
+	}
+	if c.FFNKind == FFNMoE {
+		fc.Architectures, fc.ModelType = []string{"Qwen2MoeForCausalLM"}, "qwen2_moe"
+		fc.NumExperts, fc.NumExpertsPerTok, fc.MoEIntermediateSize = c.Experts, c.TopK, c.ExpertFFN
+		fc.SharedExpertSize, fc.NormTopKProb, fc.RouterAuxLossCoef = c.SharedFFN, c.NormTopK, c.AuxCoef
+		fc.RouterZLossCoef, fc.DecoderSparseStep, fc.CapacityFactor = c.ZLossCoef, c.SparseStep, c.Capacity
 	}
 	if init != nil {
 		raw, err := json.Marshal(init)

@@ -37,8 +37,10 @@ type Model struct {
 	op      rangeOp
 	opLayer int
 	runOp   func(w, lo, hi int)
-	norm    normArgs // operands of the norm being run
-	glu     gluArgs  // operands of the SwiGLU rows being run
+	norm    normArgs  // operands of the norm being run
+	glu     gluArgs   // operands of the SwiGLU rows being run
+	moeOut  []float32 // output rows the MoE combine adds to
+	aux     float64   // auxiliary (load-balancing + z) loss of the last Forward
 }
 
 // rangeOp is a piece of work over rows (or heads) [lo, hi) of layer l, run on worker w.
@@ -69,6 +71,8 @@ type activations struct {
 	rowTmp  [][]float32 // max(V, d_ff, T) floats
 	dp      [][]float32 // T·T floats: one query block of dP, turned into dS
 	normAcc [][]float32 // normBlocks × 2·d floats: one row block's share of a norm's gain (and bias) gradient
+
+	moe moeScratch // MoE backward scratch
 }
 
 // layerActs are one block's saved activations.
@@ -82,8 +86,9 @@ type layerActs struct {
 	h    []float32 // [N, d] residual after attention
 	n2   []float32 // post-attention norm output [N, d]
 	s2   normStats
-	gu   []float32 // [N, 2·d_ff] FFN gate and up pre-activations
-	act  []float32 // [N, d_ff] silu(gate) ⊙ up
+	gu   []float32 // [N, 2·d_ff] FFN gate and up pre-activations (dense blocks)
+	act  []float32 // [N, d_ff] silu(gate) ⊙ up (dense blocks)
+	moe  *moeActs  // MoE blocks
 }
 
 // normStats are per-row statistics a norm's backward needs: the mean (LayerNorm only) and 1/sqrt(var + ε).
@@ -97,6 +102,9 @@ func New(c Config, batch int, pool *kernel.Pool) (*Model, error) {
 	}
 	if batch <= 0 {
 		return nil, fmt.Errorf("batch size %d: must be positive", batch)
+	}
+	if c.FFNKind == "" {
+		c.FFNKind = FFNDense
 	}
 	m := &Model{Config: c, Specs: c.layout(), pool: pool, batch: batch, attnBlock: defaultAttnBlock}
 	np := int(c.NumParams())
@@ -137,8 +145,10 @@ func (m *Model) allocActivations() {
 		}
 		la.h = make([]float32, N*d)
 		la.n2, la.s2 = make([]float32, N*d), stats()
-		la.gu = make([]float32, N*2*f)
-		la.act = make([]float32, N*f)
+		if !c.IsMoE(l) {
+			la.gu = make([]float32, N*2*f)
+			la.act = make([]float32, N*f)
+		}
 	}
 	A.nf, A.sf = make([]float32, N*d), stats()
 	A.logits = make([]float32, N*V)
@@ -160,13 +170,14 @@ func (m *Model) allocActivations() {
 	A.rowTmp = make([][]float32, W)
 	A.dp = make([][]float32, W)
 	for w := 0; w < W; w++ {
-		A.rowTmp[w] = make([]float32, max(V, f, T, a))
+		A.rowTmp[w] = make([]float32, max(V, f, T, a, c.ExpertFFN, c.SharedFFN, c.Experts))
 		A.dp[w] = make([]float32, T*T) // one query block of dS; T·T so that tests may change attnBlock
 	}
 	A.normAcc = make([][]float32, normBlocks)
 	for i := range A.normAcc {
 		A.normAcc[i] = make([]float32, 2*d)
 	}
+	m.allocMoE()
 }
 
 // parallel runs op over [0, n) on the pool in chunks of at least grain.
@@ -183,7 +194,7 @@ func (m *Model) residual(l int) []float32 {
 }
 
 // Forward runs the model on b = len(inputs)/T sequences (b ≤ Batch) and returns the mean next-token
-// cross-entropy against targets (SPEC §1 "Loss"). inputs and targets are row-major [b, T]; every id must be in
+// cross-entropy against targets plus the MoE auxiliary loss, if any (SPEC §1 "Loss"). inputs and targets are row-major [b, T]; every id must be in
 // [0, V). The activations stay in the model for Backward, Logits, TokenLoss and diagnostics.
 func (m *Model) Forward(inputs, targets []int32) (float64, error) {
 	c := m.Config
@@ -215,8 +226,20 @@ func (m *Model) Forward(inputs, targets []int32) (float64, error) {
 	for _, v := range m.acts.loss[:N] {
 		sum += float64(v)
 	}
-	return sum / float64(N), nil
+	m.aux = 0
+	if nm := c.numMoE(); nm > 0 {
+		for l := range m.acts.layers {
+			if mo := m.acts.layers[l].moe; mo != nil {
+				m.aux += (c.AuxCoef*mo.aux + c.ZLossCoef*mo.z) / float64(nm)
+			}
+		}
+	}
+	return sum/float64(N) + m.aux, nil
 }
+
+// AuxLoss is the auxiliary part of the last Forward's loss (MoE load-balancing and z-loss; 0 for dense
+// models). The cross-entropy is the returned loss minus this.
+func (m *Model) AuxLoss() float64 { return m.aux }
 
 // blockForward is one pre-norm block: h = x + Attn(Norm(x)); x' = h + FFN(Norm(h)).
 func (m *Model) blockForward(l int) {
@@ -238,7 +261,11 @@ func (m *Model) blockForward(l int) {
 
 	m.normForward(A.h[:N*d], A.n2, A.s2, W.Norm2, W.Norm2B)
 	copy(out, A.h[:N*d])
-	m.ffnForward(A.n2, N, W.ffn(f), A.gu, A.act, out, true)
+	if c.IsMoE(l) {
+		m.moeForward(l, A.n2, out)
+	} else {
+		m.ffnForward(A.n2, N, W.ffn(f), A.gu, A.act, out, true)
+	}
 }
 
 // Backward accumulates the gradient of the last Forward's mean loss into Grads (call ZeroGrads first unless
@@ -259,7 +286,11 @@ func (m *Model) Backward() {
 	for l := c.Layers - 1; l >= 0; l-- {
 		W, G, L := &m.Params.Layers[l], &m.Grads.Layers[l], &A.layers[l]
 		// FFN: x' = h + act · W_downᵀ.
-		m.ffnBackward(L.n2, A.dx, N, W.ffn(f), G.ffn(f), L.gu, L.act, A.dact, A.dgu, A.dn, false)
+		if c.IsMoE(l) {
+			m.moeBackward(l)
+		} else {
+			m.ffnBackward(L.n2, A.dx, N, W.ffn(f), G.ffn(f), L.gu, L.act, A.dact, A.dgu, A.dn, false)
+		}
 		m.normBackward(L.h[:N*d], L.s2, W.Norm2, G.Norm2, G.Norm2B)
 
 		// Attention: h = x + yg · W_oᵀ.

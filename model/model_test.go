@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/smallinit/smallinit/kernel"
@@ -25,6 +26,17 @@ var switchCases = []struct {
 	{"rms_eps1e-5_headwise", testConfig(NormRMS, GateHeadwise, 1e-5, false)},
 	{"layernorm_elementwise", testConfig(NormLayer, GateElementwise, 1e-5, false)},
 	{"rms_tied_headwise", testConfig(NormRMS, GateHeadwise, 1e-5, true)},
+	{"moe_top2_norm_shared_aux_z", moeConfig(4, 2, true, 6, 0, 1)},
+	{"moe_top1_capacity_sparse2", moeConfig(3, 1, false, 0, 1.0, 2)},
+}
+
+// moeConfig is testConfig with MoE blocks: E experts, top k, an optional shared expert of width shared,
+// a capacity factor (0: none) and a sparse step.
+func moeConfig(E, k int, normTopK bool, shared int, capacity float64, step int) Config {
+	c := testConfig(NormRMS, GateElementwise, 1e-5, false)
+	c.FFNKind, c.Experts, c.TopK, c.ExpertFFN, c.SharedFFN = FFNMoE, E, k, 6, shared
+	c.NormTopK, c.AuxCoef, c.ZLossCoef, c.Capacity, c.SparseStep = normTopK, 0.3, 0.05, capacity, step
+	return c
 }
 
 // fillRandom draws matrices with std = fan_in^(−γ), norm gains 1 + 0.1·N(0,1) and biases 0.1·N(0,1), so
@@ -119,6 +131,17 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			if _, err := m.Forward(in, tg); err != nil {
 				t.Fatal(err)
 			}
+			if c.Capacity > 0 {
+				dropped := 0
+				for _, la := range m.acts.layers {
+					if la.moe != nil {
+						dropped += la.moe.dropped
+					}
+				}
+				if dropped == 0 {
+					t.Fatal("capacity case dropped no assignments: it does not test dropping")
+				}
+			}
 			m.ZeroGrads()
 			m.Backward()
 			ref := newRef(m)
@@ -193,5 +216,59 @@ func TestForwardRejectsBadTokens(t *testing.T) {
 		if _, err := m.Forward(tc.inputs, tc.targets); err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
+	}
+}
+
+// TestMoEWithOneExpertEqualsDense: with E = 1 and k = 1 the MoE block computes exactly the dense SwiGLU (the
+// single expert gets weight 1, its rows are the tokens in order).
+func TestMoEWithOneExpertEqualsDense(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	dc := testConfig(NormRMS, GateNone, 1e-5, false)
+	mc := dc
+	mc.FFNKind, mc.Experts, mc.TopK, mc.ExpertFFN, mc.SparseStep, mc.NormTopK = FFNMoE, 1, 1, dc.FFN, 1, true
+	dense, moe := newTestModel(t, dc, 2, pool), newTestModel(t, mc, 2, pool)
+	fillRandom(dense, 8, 0.5)
+	fillRandom(moe, 9, 0.5) // router weights: any values give p = 1 for the only expert
+	for _, t1 := range dense.Specs {
+		src := dense.Params.Flat[t1.Offset : t1.Offset+t1.Size()]
+		name := strings.Replace(t1.Name, ".mlp.", ".mlp.experts.0.", 1)
+		for _, t2 := range moe.Specs {
+			if t2.Name == name {
+				copy(moe.Params.Flat[t2.Offset:t2.Offset+t2.Size()], src)
+			}
+		}
+	}
+	in, tg := randomTokens(rand.New(rand.NewPCG(5, 5)), 2*dc.SeqLen, dc.Vocab)
+	ld, _ := dense.Forward(in, tg)
+	lm, _ := moe.Forward(in, tg)
+	if ce := lm - moe.AuxLoss(); ce != ld {
+		t.Errorf("MoE(E=1,k=1) cross-entropy %.9g, dense %.9g", ce, ld)
+	}
+	for i, v := range dense.Logits() {
+		if moe.Logits()[i] != v {
+			t.Fatalf("logit %d: MoE %g, dense %g", i, moe.Logits()[i], v)
+		}
+	}
+}
+
+// TestLoadBalancingLossIsAlphaWhenRoutingIsUniform: with a zero router every P_e = 1/E, so
+// E·Σ_e f_e·P_e = Σ_e f_e = 1 and the auxiliary loss is exactly α.
+func TestLoadBalancingLossIsAlphaWhenRoutingIsUniform(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	c := moeConfig(8, 2, true, 0, 0, 1)
+	c.ZLossCoef = 0
+	m := newTestModel(t, c, 2, pool)
+	fillRandom(m, 10, 0.5)
+	for _, l := range m.Params.Layers {
+		clear(l.Router)
+	}
+	in, tg := randomTokens(rand.New(rand.NewPCG(6, 6)), 2*c.SeqLen, c.Vocab)
+	if _, err := m.Forward(in, tg); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.AuxLoss(); math.Abs(got-c.AuxCoef) > 1e-6 {
+		t.Errorf("aux loss %.7f with uniform routing, want α = %g", got, c.AuxCoef)
 	}
 }

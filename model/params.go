@@ -14,8 +14,10 @@ const (
 	ClassFFNUp    = "ffn_up"
 	ClassFFNDown  = "ffn_down"
 	ClassHead     = "head"
-	ClassNorm     = "norm"      // norm gains
-	ClassNormBias = "norm_bias" // LayerNorm biases
+	ClassRouter   = "router"      // MoE router W_r [E, d]
+	ClassShGate   = "shared_gate" // MoE shared-expert gate [1, d]
+	ClassNorm     = "norm"        // norm gains
+	ClassNormBias = "norm_bias"   // LayerNorm biases
 )
 
 // TensorSpec describes one named tensor inside the flat parameter buffer.
@@ -77,9 +79,25 @@ func (c Config) layout() []TensorSpec {
 		}
 		add(p+"self_attn.o_proj.weight", ClassO, l, d, a)
 		norm(p+"post_attention_layernorm", l)
-		add(p+"mlp.gate_proj.weight", ClassFFNGate, l, f, d)
-		add(p+"mlp.up_proj.weight", ClassFFNUp, l, f, d)
-		add(p+"mlp.down_proj.weight", ClassFFNDown, l, d, f)
+		if !c.IsMoE(l) {
+			add(p+"mlp.gate_proj.weight", ClassFFNGate, l, f, d)
+			add(p+"mlp.up_proj.weight", ClassFFNUp, l, f, d)
+			add(p+"mlp.down_proj.weight", ClassFFNDown, l, d, f)
+			continue
+		}
+		add(p+"mlp.gate.weight", ClassRouter, l, c.Experts, d)
+		expert := func(prefix string, f int) {
+			add(prefix+"gate_proj.weight", ClassFFNGate, l, f, d)
+			add(prefix+"up_proj.weight", ClassFFNUp, l, f, d)
+			add(prefix+"down_proj.weight", ClassFFNDown, l, d, f)
+		}
+		for e := 0; e < c.Experts; e++ {
+			expert(fmt.Sprintf("%smlp.experts.%d.", p, e), c.ExpertFFN)
+		}
+		if c.SharedFFN > 0 {
+			expert(p+"mlp.shared_expert.", c.SharedFFN)
+			add(p+"mlp.shared_expert_gate.weight", ClassShGate, l, 1, d)
+		}
 	}
 	norm("model.norm", -1)
 	if !c.Tied {
@@ -104,12 +122,20 @@ type LayerWeights struct {
 	QKVG          []float32 // [3·H·d_h + gate rows, d]: q_proj, k_proj, v_proj, g_proj rows in that order
 	O             []float32 // [d, H·d_h]
 	Norm2, Norm2B []float32 // post_attention_layernorm gain (and bias)
-	GateUp        []float32 // [2·d_ff, d]: mlp.gate_proj rows then mlp.up_proj rows
-	Down          []float32 // [d, d_ff]
+	GateUp        []float32 // [2·d_ff, d]: mlp.gate_proj rows then mlp.up_proj rows (dense blocks)
+	Down          []float32 // [d, d_ff] (dense blocks)
+
+	// MoE blocks
+	Router     []float32    // [E, d]
+	Experts    []FFNWeights // E routed experts
+	Shared     FFNWeights   // shared expert (nil slices when absent)
+	SharedGate []float32    // [1, d]
 }
 
 // ffn returns the layer's dense SwiGLU weights.
-func (lw *LayerWeights) ffn(f int) ffnWeights { return ffnWeights{GateUp: lw.GateUp, Down: lw.Down, f: f} }
+func (lw *LayerWeights) ffn(f int) FFNWeights {
+	return FFNWeights{GateUp: lw.GateUp, Down: lw.Down, Width: f}
+}
 
 // newWeights slices flat (of length c.NumParams()) into named views.
 func newWeights(c Config, flat []float32) Weights {
@@ -137,8 +163,23 @@ func newWeights(c Config, flat []float32) Weights {
 		lw.QKVG = span(byName[p+"self_attn.q_proj.weight"], lastQKVG)
 		lw.O = view(byName[p+"self_attn.o_proj.weight"])
 		lw.Norm2 = view(byName[p+"post_attention_layernorm.weight"])
-		lw.GateUp = span(byName[p+"mlp.gate_proj.weight"], byName[p+"mlp.up_proj.weight"])
-		lw.Down = view(byName[p+"mlp.down_proj.weight"])
+		ffn := func(prefix string, f int) FFNWeights {
+			return FFNWeights{GateUp: span(byName[prefix+"gate_proj.weight"], byName[prefix+"up_proj.weight"]),
+				Down: view(byName[prefix+"down_proj.weight"]), Width: f}
+		}
+		if !c.IsMoE(l) {
+			dense := ffn(p+"mlp.", c.FFN)
+			lw.GateUp, lw.Down = dense.GateUp, dense.Down
+		} else {
+			lw.Router = view(byName[p+"mlp.gate.weight"])
+			for e := 0; e < c.Experts; e++ {
+				lw.Experts = append(lw.Experts, ffn(fmt.Sprintf("%smlp.experts.%d.", p, e), c.ExpertFFN))
+			}
+			if c.SharedFFN > 0 {
+				lw.Shared = ffn(p+"mlp.shared_expert.", c.SharedFFN)
+				lw.SharedGate = view(byName[p+"mlp.shared_expert_gate.weight"])
+			}
+		}
 		if c.Norm == NormLayer {
 			lw.Norm1B = view(byName[p+"input_layernorm.bias"])
 			lw.Norm2B = view(byName[p+"post_attention_layernorm.bias"])

@@ -86,6 +86,7 @@ func (r *refModel) forward(inputs, targets []int32) (float64, []float64, []float
 	c := r.c
 	T, d, H, dh, a, V := c.SeqLen, c.Dim, c.Heads, c.HeadSize(), c.AttnDim(), c.Vocab
 	N := len(inputs)
+	var auxLoss float64
 	x := make([][]float64, N)
 	for n, t := range inputs {
 		x[n] = append([]float64(nil), r.w["model.embed_tokens.weight"][int(t)*d:int(t+1)*d]...)
@@ -141,14 +142,12 @@ func (r *refModel) forward(inputs, targets []int32) (float64, []float64, []float
 				x[n][e] += o[e]
 			}
 		}
+		if c.IsMoE(l) {
+			auxLoss += r.moe(x, p, l) / float64(c.numMoE())
+			continue
+		}
 		for n := range x {
-			h := r.norm(x[n], p+"post_attention_layernorm")
-			gt := matvec(r.w[p+"mlp.gate_proj.weight"], h, c.FFN)
-			up := matvec(r.w[p+"mlp.up_proj.weight"], h, c.FFN)
-			for j := range gt {
-				gt[j] = gt[j] * sigmoid64(gt[j]) * up[j]
-			}
-			o := matvec(r.w[p+"mlp.down_proj.weight"], gt, d)
+			o := r.swiglu(r.norm(x[n], p+"post_attention_layernorm"), p+"mlp.", c.FFN)
 			for e := range o {
 				x[n][e] += o[e]
 			}
@@ -175,5 +174,104 @@ func (r *refModel) forward(inputs, targets []int32) (float64, []float64, []float
 		loss += losses[n] / float64(N)
 		logits = append(logits, z...)
 	}
-	return loss, losses, logits
+	return loss + auxLoss, losses, logits
+}
+
+// swiglu returns W_down·(silu(W_gate·h) ⊙ W_up·h) for the FFN whose tensors start with prefix.
+func (r *refModel) swiglu(h []float64, prefix string, f int) []float64 {
+	gt := matvec(r.w[prefix+"gate_proj.weight"], h, f)
+	up := matvec(r.w[prefix+"up_proj.weight"], h, f)
+	for j := range gt {
+		gt[j] = gt[j] * sigmoid64(gt[j]) * up[j]
+	}
+	return matvec(r.w[prefix+"down_proj.weight"], gt, len(h))
+}
+
+// moe adds block p's MoE FFN to every row of x, one token at a time in token order (which is the order the
+// capacity limit drops in), and returns the block's auxiliary loss α·E·Σ f_e·P_e + z_coef·mean lse².
+func (r *refModel) moe(x [][]float64, p string, l int) float64 {
+	c := r.c
+	E, k, N := c.Experts, c.TopK, len(x)
+	limit := N * k
+	if c.Capacity > 0 {
+		limit = int(math.Ceil(c.Capacity * float64(N*k) / float64(E)))
+	}
+	counts, routed := make([]int, E), make([]int, E)
+	P := make([]float64, E)
+	var z float64
+	outs := make([][]float64, N)
+	for n := range x {
+		h := r.norm(x[n], p+"post_attention_layernorm")
+		logits := matvec(r.w[p+"mlp.gate.weight"], h, E)
+		mx := math.Inf(-1)
+		for _, v := range logits {
+			mx = math.Max(mx, v)
+		}
+		var s float64
+		for _, v := range logits {
+			s += math.Exp(v - mx)
+		}
+		lse := mx + math.Log(s)
+		z += lse * lse / float64(N)
+		probs := make([]float64, E)
+		for e, v := range logits {
+			probs[e] = math.Exp(v - lse)
+			P[e] += probs[e] / float64(N)
+		}
+		var sel []int
+		var sum float64
+		for j := 0; j < k; j++ {
+			best := -1
+			for e := range probs {
+				if !containsInt(sel, e) && (best < 0 || probs[e] > probs[best]) {
+					best = e
+				}
+			}
+			sel = append(sel, best)
+			sum += probs[best]
+		}
+		out := make([]float64, len(h))
+		for _, e := range sel {
+			routed[e]++
+			if counts[e] >= limit {
+				continue
+			}
+			counts[e]++
+			w := probs[e]
+			if c.NormTopK {
+				w /= sum
+			}
+			y := r.swiglu(h, fmt.Sprintf("%smlp.experts.%d.", p, e), c.ExpertFFN)
+			for i := range out {
+				out[i] += w * y[i]
+			}
+		}
+		if c.SharedFFN > 0 {
+			g := sigmoid64(matvec(r.w[p+"mlp.shared_expert_gate.weight"], h, 1)[0])
+			y := r.swiglu(h, p+"mlp.shared_expert.", c.SharedFFN)
+			for i := range out {
+				out[i] += g * y[i]
+			}
+		}
+		outs[n] = out
+	}
+	for n := range x {
+		for i := range x[n] {
+			x[n][i] += outs[n][i]
+		}
+	}
+	var aux float64
+	for e := range P {
+		aux += float64(E) * float64(routed[e]) / float64(N*k) * P[e]
+	}
+	return c.AuxCoef*aux + c.ZLossCoef*z
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,337 @@
+package model
+
+import (
+	"math"
+
+	"github.com/smallinit/smallinit/kernel"
+)
+
+// Mixture-of-experts FFN (SPEC §1 "MoE FFN", Hugging Face Qwen-MoE layout). For a token with normalised
+// input x:
+//
+//	p = softmax(W_r·x)                      router probabilities over E experts
+//	S = top-k of p (ties: the lower expert index wins), w_j = p_j (/ Σ_S p when norm_topk_prob)
+//	y = Σ_{j∈S} w_j·Expert_j(x) + σ(w_sg·x)·Shared(x)      (shared expert optional)
+//
+// Tokens are grouped by expert (in token order) and each expert runs as dense matrix multiplies over its rows.
+// The load-balancing loss of a block is E·Σ_e f_e·P_e (Switch Transformer form) with f_e the fraction of the
+// N·k assignments routed to e and P_e the mean router probability of e: it is 1 when routing is uniform.
+// (Hugging Face's load_balancing_loss_func counts f_e per token instead of per assignment, so its value is k
+// times this one.) The model's auxiliary loss is α times the mean over MoE blocks, plus, when enabled, the
+// router z-loss coefficient times the mean over blocks of mean_n lse(W_r·x_n)². With capacity_factor c > 0 an
+// expert takes at most ceil(c·N·k/E) assignments, in token order; the rest are dropped (contribute nothing) and
+// counted.
+
+// moeActs are one MoE block's saved activations; R = N·k rows of the expert-sorted buffers.
+type moeActs struct {
+	probs            []float32 // [N, E] router probabilities
+	lse              []float32 // [N] router log-sum-exp
+	sel              []int32   // [N, k] chosen experts, most probable first
+	w                []float32 // [N, k] combine weights
+	slot             []int32   // [N, k] row of each assignment in the sorted buffers, −1 when dropped
+	start            []int     // [E+1] first sorted row of each expert
+	xg, hg, actg, yg []float32 // [R, d], [R, 2f], [R, f], [R, d]: gathered inputs, pre-activations, activations, outputs
+	sgu, sact, sy    []float32 // shared expert [N, 2f_s], [N, f_s], [N, d] (before its gate)
+	sg               []float32 // [N] shared-expert gate σ(w_sg·x)
+	load             []float64 // [E] f_e: fraction of assignments routed to e (before dropping)
+	importance       []float64 // [E] P_e: mean router probability of e
+	aux, z           float64   // E·Σ f_e·P_e and mean lse² of this block
+	dropped          int       // assignments dropped by the capacity limit
+}
+
+// moeScratch is the backward pass's scratch for MoE blocks, shared by all of them.
+type moeScratch struct {
+	dyg, dactg, dhg, dxg []float32 // [R, d], [R, f], [R, 2f], [R, d]
+	dw                   []float32 // [N, k]
+	dlogits              []float32 // [N, E]
+	dsy, dsact, dsgu     []float32 // shared expert [N, d], [N, f_s], [N, 2f_s]
+	dsg                  []float32 // [N]
+	counts               []int     // [E]
+}
+
+func (m *Model) allocMoE() {
+	c := m.Config
+	N, d, E, k, f, fs := m.batch*c.SeqLen, c.Dim, c.Experts, c.TopK, c.ExpertFFN, c.SharedFFN
+	R := N * k
+	hasMoE := false
+	for l := range m.acts.layers {
+		if !c.IsMoE(l) {
+			continue
+		}
+		hasMoE = true
+		m.acts.layers[l].moe = &moeActs{
+			probs: make([]float32, N*E), lse: make([]float32, N), sel: make([]int32, N*k), w: make([]float32, N*k),
+			slot: make([]int32, N*k), start: make([]int, E+1),
+			xg: make([]float32, R*d), hg: make([]float32, R*2*f), actg: make([]float32, R*f), yg: make([]float32, R*d),
+			sgu: make([]float32, N*2*fs), sact: make([]float32, N*fs), sy: make([]float32, N*d*min(fs, 1)),
+			sg: make([]float32, N*min(fs, 1)), load: make([]float64, E), importance: make([]float64, E),
+		}
+	}
+	if hasMoE {
+		m.acts.moe = moeScratch{
+			dyg: make([]float32, R*d), dactg: make([]float32, R*f), dhg: make([]float32, R*2*f), dxg: make([]float32, R*d),
+			dw: make([]float32, N*k), dlogits: make([]float32, N*E),
+			dsy: make([]float32, N*d*min(fs, 1)), dsact: make([]float32, N*fs), dsgu: make([]float32, N*2*fs),
+			dsg: make([]float32, N*min(fs, 1)), counts: make([]int, E),
+		}
+	}
+}
+
+// numMoE is the number of MoE blocks.
+func (c Config) numMoE() int {
+	n := 0
+	for l := 0; l < c.Layers; l++ {
+		if c.IsMoE(l) {
+			n++
+		}
+	}
+	return n
+}
+
+// moeForward adds block l's MoE FFN of x = n2 [N, d] to out.
+func (m *Model) moeForward(l int, x, out []float32) {
+	c := m.Config
+	N, d, E, k := m.n, c.Dim, c.Experts, c.TopK
+	W, mo := &m.Params.Layers[l], m.acts.layers[l].moe
+	f := c.ExpertFFN
+
+	m.pool.Gemm(false, true, N, E, d, x, d, W.Router, d, mo.probs, E, false)
+	m.parallel((*Model).moeRouteRows, l, N, 64)
+
+	// Assign sorted rows in token order; the capacity limit drops the latest assignments of a full expert.
+	counts := m.acts.moe.counts
+	clear(counts)
+	for _, e := range mo.sel[:N*k] {
+		counts[e]++
+	}
+	limit := N * k
+	if c.Capacity > 0 {
+		limit = int(math.Ceil(c.Capacity * float64(N*k) / float64(E)))
+	}
+	mo.start[0] = 0
+	for e := 0; e < E; e++ {
+		mo.load[e] = float64(counts[e]) / float64(N*k)
+		mo.start[e+1] = mo.start[e] + min(counts[e], limit)
+	}
+	clear(counts)
+	mo.dropped = 0
+	for i, e := range mo.sel[:N*k] {
+		if counts[e] >= limit {
+			mo.slot[i] = -1
+			mo.dropped++
+			continue
+		}
+		mo.slot[i] = int32(mo.start[e] + counts[e])
+		counts[e]++
+	}
+	mo.aux, mo.z = 0, 0
+	for e := 0; e < E; e++ {
+		var s float64
+		for n := 0; n < N; n++ {
+			s += float64(mo.probs[n*E+e])
+		}
+		mo.importance[e] = s / float64(N)
+		mo.aux += float64(E) * mo.load[e] * mo.importance[e]
+	}
+	for _, v := range mo.lse[:N] {
+		mo.z += float64(v) * float64(v) / float64(N)
+	}
+
+	m.parallel((*Model).moeGatherRows, l, N, 64)
+	for e := 0; e < E; e++ {
+		r0, r1 := mo.start[e], mo.start[e+1]
+		if r1 > r0 {
+			m.ffnForward(mo.xg[r0*d:r1*d], r1-r0, W.Experts[e], mo.hg[r0*2*f:r1*2*f], mo.actg[r0*f:r1*f], mo.yg[r0*d:r1*d], false)
+		}
+	}
+	if c.SharedFFN > 0 {
+		m.ffnForward(x, N, W.Shared, mo.sgu, mo.sact, mo.sy, false)
+		m.pool.Gemm(false, true, N, 1, d, x, d, W.SharedGate, d, mo.sg, 1, false)
+		for n, v := range mo.sg[:N] {
+			mo.sg[n] = float32(1 / (1 + math.Exp(-float64(v))))
+		}
+	}
+	m.moeOut = out
+	m.parallel((*Model).moeCombineRows, l, N, 64)
+}
+
+// moeRouteRows turns router logits into probabilities and picks each token's top k.
+func (m *Model) moeRouteRows(l, _, lo, hi int) {
+	c := m.Config
+	E, k := c.Experts, c.TopK
+	mo := m.acts.layers[l].moe
+	for n := lo; n < hi; n++ {
+		p := mo.probs[n*E : (n+1)*E]
+		mx := kernel.MaxF(p)
+		var s float32
+		for e, v := range p {
+			p[e] = float32(math.Exp(float64(v - mx)))
+			s += p[e]
+		}
+		mo.lse[n] = mx + float32(math.Log(float64(s)))
+		kernel.Scale(1/s, p)
+		sel, w := mo.sel[n*k:(n+1)*k], mo.w[n*k:(n+1)*k]
+		var sum float32
+		for j := range sel {
+			best := -1
+			for e, v := range p {
+				if taken(sel[:j], e) {
+					continue
+				}
+				if best < 0 || v > p[best] { // strict: on a tie the lower index stays
+					best = e
+				}
+			}
+			sel[j], w[j] = int32(best), p[best]
+			sum += p[best]
+		}
+		if c.NormTopK {
+			kernel.Scale(1/sum, w)
+		}
+	}
+}
+
+func taken(sel []int32, e int) bool {
+	for _, s := range sel {
+		if int(s) == e {
+			return true
+		}
+	}
+	return false
+}
+
+// moeGatherRows copies each token's input to the sorted rows of its experts.
+func (m *Model) moeGatherRows(l, _, lo, hi int) {
+	d, k := m.Config.Dim, m.Config.TopK
+	mo := m.acts.layers[l].moe
+	x := m.acts.layers[l].n2
+	for n := lo; n < hi; n++ {
+		for _, s := range mo.slot[n*k : (n+1)*k] {
+			if s >= 0 {
+				copy(mo.xg[int(s)*d:int(s+1)*d], x[n*d:(n+1)*d])
+			}
+		}
+	}
+}
+
+// moeCombineRows adds Σ_j w_j·y_j (+ σ_shared·shared) to each token's output row.
+func (m *Model) moeCombineRows(l, _, lo, hi int) {
+	c := m.Config
+	d, k := c.Dim, c.TopK
+	mo := m.acts.layers[l].moe
+	for n := lo; n < hi; n++ {
+		out := m.moeOut[n*d : (n+1)*d]
+		for j, s := range mo.slot[n*k : (n+1)*k] {
+			if s >= 0 {
+				kernel.Axpy(mo.w[n*k+j], mo.yg[int(s)*d:int(s+1)*d], out)
+			}
+		}
+		if c.SharedFFN > 0 {
+			kernel.Axpy(mo.sg[n], mo.sy[n*d:(n+1)*d], out)
+		}
+	}
+}
+
+// moeBackward takes acts.dx (the gradient of block l's output) back through the MoE FFN, writing the gradient
+// of its input n2 into acts.dn and accumulating the weight gradients.
+func (m *Model) moeBackward(l int) {
+	c := m.Config
+	N, d, E, f := m.n, c.Dim, c.Experts, c.ExpertFFN
+	W, G, mo, S := &m.Params.Layers[l], &m.Grads.Layers[l], m.acts.layers[l].moe, &m.acts.moe
+	x := m.acts.layers[l].n2
+
+	m.parallel((*Model).moeScatterGradRows, l, N, 64)
+	for e := 0; e < E; e++ {
+		r0, r1 := mo.start[e], mo.start[e+1]
+		if r1 > r0 {
+			m.ffnBackward(mo.xg[r0*d:r1*d], S.dyg[r0*d:r1*d], r1-r0, W.Experts[e], G.Experts[e], mo.hg[r0*2*f:r1*2*f],
+				mo.actg[r0*f:r1*f], S.dactg[r0*f:r1*f], S.dhg[r0*2*f:r1*2*f], S.dxg[r0*d:r1*d], false)
+		}
+	}
+	m.parallel((*Model).moeRouterGradRows, l, N, 64)
+	m.pool.Gemm(true, false, E, d, N, S.dlogits, E, x, d, G.Router, d, true)
+	m.pool.Gemm(false, false, N, d, E, S.dlogits, E, W.Router, d, m.acts.dn, d, true)
+	if c.SharedFFN > 0 {
+		m.ffnBackward(x, S.dsy, N, W.Shared, G.Shared, mo.sgu, mo.sact, S.dsact, S.dsgu, m.acts.dn, true)
+		m.pool.Gemm(true, false, 1, d, N, S.dsg, 1, x, d, G.SharedGate, d, true)
+		m.pool.Gemm(false, false, N, d, 1, S.dsg, 1, W.SharedGate, d, m.acts.dn, d, true)
+	}
+}
+
+// moeScatterGradRows: dy_j = w_j·dOut to each assignment's sorted row, dw_j = dOut·y_j, and the shared
+// expert's dS = σ·dOut and gate pre-activation gradient (dOut·S)·σ·(1 − σ).
+func (m *Model) moeScatterGradRows(l, _, lo, hi int) {
+	c := m.Config
+	d, k := c.Dim, c.TopK
+	mo, S := m.acts.layers[l].moe, &m.acts.moe
+	for n := lo; n < hi; n++ {
+		dOut := m.acts.dx[n*d : (n+1)*d]
+		for j, s := range mo.slot[n*k : (n+1)*k] {
+			if s < 0 {
+				S.dw[n*k+j] = 0
+				continue
+			}
+			dy, y := S.dyg[int(s)*d:int(s+1)*d], mo.yg[int(s)*d:int(s+1)*d]
+			w := mo.w[n*k+j]
+			for i, g := range dOut {
+				dy[i] = w * g
+			}
+			S.dw[n*k+j] = kernel.Dot(dOut, y)
+		}
+		if c.SharedFFN > 0 {
+			g := mo.sg[n]
+			dsy := S.dsy[n*d : (n+1)*d]
+			for i, v := range dOut {
+				dsy[i] = g * v
+			}
+			S.dsg[n] = kernel.Dot(dOut, mo.sy[n*d:(n+1)*d]) * g * (1 - g)
+		}
+	}
+}
+
+// moeRouterGradRows gathers each token's input gradient from its experts' rows and computes the router logits'
+// gradient: from the combine weights (through the top-k renormalisation), from the load-balancing loss
+// (∂/∂p_ne = α·E·f_e / (N·L_moe)) and from the z-loss (∂/∂z_ne = 2·coef·lse_n·p_ne / (N·L_moe)), then through
+// the softmax: dz = p ⊙ (dp − p·dp).
+func (m *Model) moeRouterGradRows(l, _, lo, hi int) {
+	c := m.Config
+	N, d, E, k := m.n, c.Dim, c.Experts, c.TopK
+	mo, S := m.acts.layers[l].moe, &m.acts.moe
+	nMoE := float64(c.numMoE())
+	auxScale := float32(c.AuxCoef * float64(E) / (float64(N) * nMoE))
+	zScale := float32(2 * c.ZLossCoef / (float64(N) * nMoE))
+	for n := lo; n < hi; n++ {
+		dn := m.acts.dn[n*d : (n+1)*d]
+		clear(dn)
+		for _, s := range mo.slot[n*k : (n+1)*k] {
+			if s >= 0 {
+				kernel.Add(dn, S.dxg[int(s)*d:int(s+1)*d])
+			}
+		}
+		p, dz := mo.probs[n*E:(n+1)*E], S.dlogits[n*E:(n+1)*E]
+		for e := range dz {
+			dz[e] = auxScale * float32(mo.load[e])
+		}
+		sel, w, dw := mo.sel[n*k:(n+1)*k], mo.w[n*k:(n+1)*k], S.dw[n*k:(n+1)*k]
+		if c.NormTopK {
+			// w_j = p_j / Σ_i p_i  ⇒  ∂L/∂p_j = (dw_j − Σ_i dw_i·w_i) / Σ_i p_i
+			var sum, dot float32
+			for j, e := range sel {
+				sum += p[e]
+				dot += dw[j] * w[j]
+			}
+			for j, e := range sel {
+				dz[e] += (dw[j] - dot) / sum
+			}
+		} else {
+			for j, e := range sel {
+				dz[e] += dw[j]
+			}
+		}
+		dot := kernel.Dot(p, dz)
+		zs := zScale * mo.lse[n]
+		for e := range dz {
+			dz[e] = p[e]*(dz[e]-dot) + zs*p[e]
+		}
+	}
+}
