@@ -31,7 +31,7 @@ type Override struct {
 }
 
 // Recipe is an initialisation: a default rule for every matrix and optional per-class overrides (keys are
-// model.Class* names: embed, q, k, v, gate, o, ffn_gate, ffn_up, ffn_down, head). Norm gains start at 1 and
+// model.Class* names: embed, q, k, v, gate, o, ffn_gate, ffn_up, ffn_down, head, router, shared_gate). Norm gains start at 1 and
 // biases at 0 whatever the recipe.
 type Recipe struct {
 	Rule       string              `toml:"rule" json:"rule"`
@@ -45,7 +45,8 @@ type Recipe struct {
 func Default() Recipe { return Recipe{Rule: RuleGamma, Gamma: 1} }
 
 var matrixClasses = []string{model.ClassEmbed, model.ClassQ, model.ClassK, model.ClassV, model.ClassGate,
-	model.ClassO, model.ClassFFNGate, model.ClassFFNUp, model.ClassFFNDown, model.ClassHead}
+	model.ClassO, model.ClassFFNGate, model.ClassFFNUp, model.ClassFFNDown, model.ClassHead, model.ClassRouter,
+	model.ClassShGate}
 
 // Validate reports a bad rule, γ, std or class name.
 func (r Recipe) Validate() error {
