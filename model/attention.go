@@ -19,7 +19,7 @@ import (
 // matrix with row stride qkvgWidth, and the head's slice of a [N, H·d_h] buffer.
 func (m *Model) headViews(qkvg, ya []float32, b, h int) (q, k, v, y []float32) {
 	c := m.Config
-	T, dh, a := c.SeqLen, c.HeadSize(), c.AttnDim()
+	T, dh, a := m.t, c.HeadSize(), c.AttnDim()
 	base := b*T*m.qkvgWidth() + h*dh
 	return qkvg[base:], qkvg[base+a:], qkvg[base+2*a:], ya[b*T*a+h*dh:]
 }
@@ -27,7 +27,7 @@ func (m *Model) headViews(qkvg, ya []float32, b, h int) (q, k, v, y []float32) {
 // attentionForward computes P and Y for (sequence, head) pairs [lo, hi).
 func (m *Model) attentionForward(l, w, lo, hi int) {
 	c := m.Config
-	T, H, dh, a := c.SeqLen, c.Heads, c.HeadSize(), c.AttnDim()
+	T, H, dh, a := m.t, c.Heads, c.HeadSize(), c.AttnDim()
 	wq := m.qkvgWidth()
 	A := &m.acts.layers[l]
 	scale := float32(1 / math.Sqrt(float64(dh)))
@@ -66,7 +66,7 @@ func softmaxCausal(row []float32, i int, scale float32) {
 // accumulate into them.
 func (m *Model) attentionBackward(l, w, lo, hi int) {
 	c := m.Config
-	T, H, dh, a := c.SeqLen, c.Heads, c.HeadSize(), c.AttnDim()
+	T, H, dh, a := m.t, c.Heads, c.HeadSize(), c.AttnDim()
 	wq := m.qkvgWidth()
 	A := &m.acts.layers[l]
 	scale := float32(1 / math.Sqrt(float64(dh)))

@@ -27,6 +27,7 @@ type Model struct {
 	pool  *kernel.Pool
 	batch int // B, the most sequences one Forward can take
 	n     int // rows (b·T) of the current Forward
+	t     int // sequence length T of the current Forward
 	rope  ropeTable
 	acts  activations
 
@@ -193,14 +194,24 @@ func (m *Model) residual(l int) []float32 {
 	return m.acts.x[l*nd : l*nd+m.n*m.Config.Dim]
 }
 
-// Forward runs the model on b = len(inputs)/T sequences (b ≤ Batch) and returns the mean next-token
-// cross-entropy against targets plus the MoE auxiliary loss, if any (SPEC §1 "Loss"). inputs and targets are row-major [b, T]; every id must be in
-// [0, V). The activations stay in the model for Backward, Logits, TokenLoss and diagnostics.
+// Forward runs the model on b = len(inputs)/T sequences of length T = SeqLen (b ≤ Batch) and returns the
+// mean next-token cross-entropy against targets plus the MoE auxiliary loss, if any (SPEC §1 "Loss").
+// inputs and targets are row-major [b, T]; every id must be in [0, V). The activations stay in the model for
+// Backward, Logits, TokenLoss and diagnostics.
 func (m *Model) Forward(inputs, targets []int32) (float64, error) {
+	return m.ForwardSeq(inputs, targets, m.Config.SeqLen)
+}
+
+// ForwardSeq is Forward on sequences of length T ≤ SeqLen (for example the 64-token probes of the
+// attention-sink diagnostic); it may take up to Batch·SeqLen/T sequences.
+func (m *Model) ForwardSeq(inputs, targets []int32, T int) (float64, error) {
 	c := m.Config
-	T, d := c.SeqLen, c.Dim
-	if len(inputs) == 0 || len(inputs)%T != 0 || len(inputs)/T > m.batch {
-		return 0, fmt.Errorf("forward: %d input tokens: want a positive multiple of T=%d, at most %d sequences", len(inputs), T, m.batch)
+	d := c.Dim
+	if T < 1 || T > c.SeqLen {
+		return 0, fmt.Errorf("forward: sequence length %d outside [1, %d]", T, c.SeqLen)
+	}
+	if len(inputs) == 0 || len(inputs)%T != 0 || len(inputs) > m.batch*c.SeqLen {
+		return 0, fmt.Errorf("forward: %d input tokens: want a positive multiple of T=%d, at most %d tokens", len(inputs), T, m.batch*c.SeqLen)
 	}
 	if len(targets) != len(inputs) {
 		return 0, fmt.Errorf("forward: %d targets for %d inputs", len(targets), len(inputs))
@@ -210,6 +221,7 @@ func (m *Model) Forward(inputs, targets []int32) (float64, error) {
 			return 0, fmt.Errorf("forward: token %d (input %d, target %d) outside the vocabulary [0, %d)", i, inputs[i], targets[i], c.Vocab)
 		}
 	}
+	m.t = T
 	m.n = len(inputs)
 	N := m.n
 	copy(m.acts.inputs, inputs)
@@ -252,7 +264,7 @@ func (m *Model) blockForward(l int) {
 	m.normForward(x, A.n1, A.s1, W.Norm1, W.Norm1B)
 	m.pool.Gemm(false, true, N, wq, d, A.n1, d, W.QKVG, d, A.qkvg, wq, false)
 	m.parallel((*Model).ropeGateForward, l, N, 64)
-	m.parallel((*Model).attentionForward, l, (N/c.SeqLen)*c.Heads, 1)
+	m.parallel((*Model).attentionForward, l, (N/m.t)*c.Heads, 1)
 	if c.AttnGate != GateNone {
 		m.parallel((*Model).gateForward, l, N, 64)
 	}
@@ -299,7 +311,7 @@ func (m *Model) Backward() {
 		if c.AttnGate != GateNone {
 			m.parallel((*Model).gateBackward, l, N, 64)
 		}
-		m.parallel((*Model).attentionBackward, l, (N/c.SeqLen)*c.Heads, 1)
+		m.parallel((*Model).attentionBackward, l, (N/m.t)*c.Heads, 1)
 		m.parallel((*Model).ropeBackward, l, N, 64)
 		m.pool.Gemm(false, false, N, d, wq, A.dqkvg, wq, W.QKVG, d, A.dn, d, false)
 		m.pool.Gemm(true, false, wq, d, N, A.dqkvg, wq, L.n1, d, G.QKVG, d, true)

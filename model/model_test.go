@@ -272,3 +272,39 @@ func TestLoadBalancingLossIsAlphaWhenRoutingIsUniform(t *testing.T) {
 		t.Errorf("aux loss %.7f with uniform routing, want α = %g", got, c.AuxCoef)
 	}
 }
+
+// TestShortSequencesMatchReference: ForwardSeq on T < SeqLen equals the reference model built with SeqLen = T,
+// and its gradients equal those of a model allocated for T.
+func TestShortSequencesMatchReference(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	c := testConfig(NormRMS, GateHeadwise, 1e-5, false)
+	c.SeqLen = 12
+	m := newTestModel(t, c, 2, pool)
+	fillRandom(m, 21, 0.5)
+	short := c
+	short.SeqLen = 5
+	ms := newTestModel(t, short, 4, pool)
+	copy(ms.Params.Flat, m.Params.Flat)
+	in, tg := randomTokens(rand.New(rand.NewPCG(7, 7)), 4*5, c.Vocab)
+	loss, err := m.ForwardSeq(in, tg, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := ms.Forward(in, tg)
+	if loss != want {
+		t.Errorf("ForwardSeq loss %.9g, model with SeqLen 5: %.9g", loss, want)
+	}
+	m.ZeroGrads()
+	m.Backward()
+	ms.ZeroGrads()
+	ms.Backward()
+	for i, g := range ms.Grads.Flat {
+		if m.Grads.Flat[i] != g {
+			t.Fatalf("gradient %d differs: %g vs %g", i, m.Grads.Flat[i], g)
+		}
+	}
+	if _, err := m.ForwardSeq(in, tg, 13); err == nil {
+		t.Error("ForwardSeq accepted T > SeqLen")
+	}
+}

@@ -56,7 +56,7 @@ func (r *ropeTable) unrotate(x []float32, t int) {
 // ropeGateForward rotates q and k of rows [lo, hi) and applies the sigmoid to the gate pre-activations.
 func (m *Model) ropeGateForward(l, w, lo, hi int) {
 	c := m.Config
-	T, H, dh, a := c.SeqLen, c.Heads, c.HeadSize(), c.AttnDim()
+	T, H, dh, a := m.t, c.Heads, c.HeadSize(), c.AttnDim()
 	wq := m.qkvgWidth()
 	qkvg := m.acts.layers[l].qkvg
 	for n := lo; n < hi; n++ {
@@ -73,7 +73,7 @@ func (m *Model) ropeGateForward(l, w, lo, hi int) {
 // ropeBackward takes dq and dk (gradients with respect to the rotated q and k) back through the rotation.
 func (m *Model) ropeBackward(_, _, lo, hi int) {
 	c := m.Config
-	T, H, dh := c.SeqLen, c.Heads, c.HeadSize()
+	T, H, dh := m.t, c.Heads, c.HeadSize()
 	wq := m.qkvgWidth()
 	for n := lo; n < hi; n++ {
 		row, t := m.acts.dqkvg[n*wq:(n+1)*wq], n%T

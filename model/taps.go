@@ -6,16 +6,19 @@ package model
 // Rows is the number of token rows (b·T) of the last Forward.
 func (m *Model) Rows() int { return m.n }
 
+// SeqLen is the sequence length T of the last Forward.
+func (m *Model) SeqLen() int { return m.t }
+
 // Residual returns the residual stream entering block l, [b·T, d]; l = L gives the final residual.
 func (m *Model) Residual(l int) []float32 { return m.residual(l) }
 
 // AttnResidual returns block l's residual after the attention sub-layer, h = x + Attn(Norm(x)), [b·T, d].
 func (m *Model) AttnResidual(l int) []float32 { return m.acts.layers[l].h[:m.n*m.Config.Dim] }
 
-// AttentionProbs returns block l's attention probabilities, [b, H, T, T] (row i holds query i's weights over
+// AttentionProbs returns block l's attention probabilities, [b, H, T, T] with T = SeqLen() (row i holds query i's weights over
 // keys 0..i; the masked upper triangle is zero).
 func (m *Model) AttentionProbs(l int) []float32 {
-	T := m.Config.SeqLen
+	T := m.t
 	return m.acts.layers[l].att[:m.n/T*m.Config.Heads*T*T]
 }
 
