@@ -36,3 +36,20 @@ func (m *Model) GateValues(l int, dst []float32) []float32 {
 	}
 	return dst
 }
+
+// RouterProbs returns MoE block l's router probabilities [b·T, E] (nil for a dense block).
+func (m *Model) RouterProbs(l int) []float32 {
+	if mo := m.acts.layers[l].moe; mo != nil {
+		return mo.probs[:m.n*m.Config.Experts]
+	}
+	return nil
+}
+
+// ExpertLoad returns MoE block l's fraction of assignments routed to each expert (before capacity dropping)
+// and the number of assignments dropped, for the last Forward (nil, 0 for a dense block).
+func (m *Model) ExpertLoad(l int) ([]float64, int) {
+	if mo := m.acts.layers[l].moe; mo != nil {
+		return mo.load, mo.dropped
+	}
+	return nil, 0
+}
