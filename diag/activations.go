@@ -1,0 +1,178 @@
+package diag
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/model"
+)
+
+// NormStat is SPEC §4's norm saturation of one norm, averaged over probe tokens: s = ε/(m + ε) (0: ε
+// negligible, 1: ε dominates) and the output RMS r = sqrt(m/(m + ε)), where m is the statistic under the square
+// root (mean(x²) for RMSNorm, the variance for LayerNorm).
+type NormStat struct {
+	Saturation float64 `json:"saturation"`
+	OutputRMS  float64 `json:"output_rms"`
+}
+
+// LayerActivations are one block's activation metrics on the probe set.
+type LayerActivations struct {
+	Layer             int       `json:"layer"`
+	HiddenRMS         float64   `json:"hidden_rms"`          // RMS of the residual stream entering the block
+	AttnNorm          NormStat  `json:"attn_norm"`           // input_layernorm
+	FFNNorm           NormStat  `json:"ffn_norm"`            // post_attention_layernorm
+	AttnResidualRatio float64   `json:"attn_residual_ratio"` // RMS(Attn(Norm(x))) / RMS(x)
+	FFNResidualRatio  float64   `json:"ffn_residual_ratio"`  // RMS(FFN(Norm(h))) / RMS(h)
+	FirstTokenMass    []float64 `json:"first_token_mass"`    // per head: mean over queries i ≥ 1 of A[i, 0]
+	SinkAlpha         []float64 `json:"sink_alpha"`          // per head: mean over all queries (all see key 0) of A[i, 0]
+	GateMean          []float64 `json:"gate_mean,omitempty"` // per head: mean attention-gate value
+	ExpertLoad        []float64 `json:"expert_load,omitempty"`
+	RouterEntropy     float64   `json:"router_entropy,omitempty"` // mean over tokens of −Σ p log p (nats)
+	Dropped           int       `json:"dropped_assignments,omitempty"`
+}
+
+// ActivationStats are SPEC §4's activation metrics of a model on a fixed probe set of validation windows.
+type ActivationStats struct {
+	ProbeWindows   int                `json:"probe_windows"`
+	ProbeLen       int                `json:"probe_len"`
+	ProbeLoss      float64            `json:"probe_loss"`
+	Layers         []LayerActivations `json:"layers"`
+	FinalHiddenRMS float64            `json:"final_hidden_rms"`
+	FinalNorm      NormStat           `json:"final_norm"`
+	FirstTokenMass float64            `json:"first_token_mass"` // mean over layers and heads
+	SinkRate       float64            `json:"sink_rate"`        // % of (layer, head) pairs with α > SinkThreshold
+}
+
+// SinkThreshold is the α above which a head counts as a sink (Gu et al. 2024).
+const SinkThreshold = 0.3
+
+// Activations runs m on the first probes windows of probeLen tokens of toks (window k holds tokens
+// [k·probeLen, (k+1)·probeLen], as data.Window) and measures every block. Probes beyond what one forward pass
+// holds (Batch·SeqLen/probeLen) are not used; ProbeWindows says how many were.
+func Activations(m *model.Model, toks []int32, probes, probeLen int) (ActivationStats, error) {
+	c := m.Config
+	if probeLen < 2 || probeLen > c.SeqLen {
+		return ActivationStats{}, fmt.Errorf("probe length %d: must be in [2, %d]", probeLen, c.SeqLen)
+	}
+	probes = min(probes, data.NumWindows(len(toks), probeLen), m.Batch()*c.SeqLen/probeLen)
+	if probes < 1 {
+		return ActivationStats{}, fmt.Errorf("%d tokens: too few for one %d-token probe", len(toks), probeLen)
+	}
+	in, tg := make([]int32, probes*probeLen), make([]int32, probes*probeLen)
+	for k := 0; k < probes; k++ {
+		data.Window(toks, k, in[k*probeLen:(k+1)*probeLen], tg[k*probeLen:(k+1)*probeLen])
+	}
+	loss, err := m.ForwardSeq(in, tg, probeLen)
+	if err != nil {
+		return ActivationStats{}, err
+	}
+	st := ActivationStats{ProbeWindows: probes, ProbeLen: probeLen, ProbeLoss: loss}
+	eps, layerNorm := c.NormEps, c.Norm == model.NormLayer
+	d := c.Dim
+	var sinks, heads int
+	var massSum float64
+	for l := 0; l < c.Layers; l++ {
+		x, h, out := m.Residual(l), m.AttnResidual(l), m.Residual(l+1)
+		la := LayerActivations{Layer: l, HiddenRMS: rms(x), AttnNorm: normStat(x, d, eps, layerNorm),
+			FFNNorm: normStat(h, d, eps, layerNorm), AttnResidualRatio: rmsDiff(h, x) / rms(x),
+			FFNResidualRatio: rmsDiff(out, h) / rms(h)}
+		la.FirstTokenMass, la.SinkAlpha = firstTokenMass(m.AttentionProbs(l), c.Heads, probeLen)
+		for hd := range la.SinkAlpha {
+			massSum += la.FirstTokenMass[hd]
+			heads++
+			if la.SinkAlpha[hd] > SinkThreshold {
+				sinks++
+			}
+		}
+		if g := m.GateValues(l, nil); g != nil {
+			per := len(g) / m.Rows() / c.Heads // gate values per head per token: d_h or 1
+			la.GateMean = make([]float64, c.Heads)
+			for i, v := range g {
+				la.GateMean[(i%(per*c.Heads))/per] += float64(v)
+			}
+			for hd := range la.GateMean {
+				la.GateMean[hd] /= float64(m.Rows() * per)
+			}
+		}
+		if p := m.RouterProbs(l); p != nil {
+			la.ExpertLoad, la.Dropped = m.ExpertLoad(l)
+			la.ExpertLoad = append([]float64(nil), la.ExpertLoad...)
+			E := c.Experts
+			var ent float64
+			for _, v := range p {
+				if v > 0 {
+					ent -= float64(v) * math.Log(float64(v))
+				}
+			}
+			la.RouterEntropy = ent / float64(len(p)/E)
+		}
+		st.Layers = append(st.Layers, la)
+	}
+	final := m.Residual(c.Layers)
+	st.FinalHiddenRMS, st.FinalNorm = rms(final), normStat(final, d, eps, layerNorm)
+	st.FirstTokenMass = massSum / float64(heads)
+	st.SinkRate = 100 * float64(sinks) / float64(heads)
+	return st, nil
+}
+
+// rms is sqrt(mean(x²)) over all elements.
+func rms(x []float32) float64 {
+	var s float64
+	for _, v := range x {
+		s += float64(v) * float64(v)
+	}
+	return math.Sqrt(s / float64(len(x)))
+}
+
+// rmsDiff is rms(a − b): the RMS of a sub-layer's contribution to the residual stream.
+func rmsDiff(a, b []float32) float64 {
+	var s float64
+	for i, v := range a {
+		e := float64(v) - float64(b[i])
+		s += e * e
+	}
+	return math.Sqrt(s / float64(len(a)))
+}
+
+// normStat averages s and r over the rows of x [rows, d].
+func normStat(x []float32, d int, eps float64, layerNorm bool) NormStat {
+	rows := len(x) / d
+	var st NormStat
+	for r := 0; r < rows; r++ {
+		row := x[r*d : (r+1)*d]
+		var mean, ms float64
+		if layerNorm {
+			for _, v := range row {
+				mean += float64(v) / float64(d)
+			}
+		}
+		for _, v := range row {
+			e := float64(v) - mean
+			ms += e * e / float64(d)
+		}
+		st.Saturation += eps / (ms + eps)
+		st.OutputRMS += math.Sqrt(ms / (ms + eps))
+	}
+	st.Saturation /= float64(rows)
+	st.OutputRMS /= float64(rows)
+	return st
+}
+
+// firstTokenMass returns, per head, the mean over queries i ≥ 1 of A[i, 0] and the sink α: the mean over all
+// queries (each of which sees key 0) of A[i, 0]. att is [b, H, T, T].
+func firstTokenMass(att []float32, H, T int) (mass, alpha []float64) {
+	mass, alpha = make([]float64, H), make([]float64, H)
+	b := len(att) / (H * T * T)
+	for bh := 0; bh < b*H; bh++ {
+		h := bh % H
+		for i := 0; i < T; i++ {
+			a0 := float64(att[bh*T*T+i*T])
+			alpha[h] += a0 / float64(b*T)
+			if i > 0 {
+				mass[h] += a0 / float64(b*(T-1))
+			}
+		}
+	}
+	return mass, alpha
+}
