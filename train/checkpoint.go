@@ -25,15 +25,16 @@ const (
 
 // State is everything besides weights and moments that a resumed run needs to continue bit for bit.
 type State struct {
-	Step         int     `json:"step"`          // optimizer steps completed
-	Tokens       int64   `json:"tokens"`        // training tokens consumed
-	Epoch        int     `json:"epoch"`         // sampler epoch
-	Pos          int     `json:"pos"`           // sampler position in the epoch's permutation
-	AdamStep     int     `json:"adam_step"`     // AdamW updates applied (differs from Step when batches were skipped)
-	Skipped      int     `json:"skipped"`       // batches skipped for a non-finite loss or gradient
-	LossSum      float64 `json:"loss_sum"`      // training loss summed since the last metrics line
-	LossCount    int     `json:"loss_count"`    // steps in LossSum
-	MetricsBytes int64   `json:"metrics_bytes"` // length of metrics.jsonl when the checkpoint was taken
+	Step         int     `json:"step"`              // optimizer steps completed
+	Tokens       int64   `json:"tokens"`            // training tokens consumed
+	Epoch        int     `json:"epoch"`             // sampler epoch
+	Pos          int     `json:"pos"`               // sampler position in the epoch's permutation
+	AdamStep     int     `json:"adam_step"`         // AdamW updates applied (differs from Step when batches were skipped)
+	Skipped      int     `json:"skipped"`           // batches skipped for a non-finite loss or gradient
+	LossSum      float64 `json:"loss_sum"`          // training loss summed since the last metrics line
+	LossCount    int     `json:"loss_count"`        // steps in LossSum
+	MetricsBytes int64   `json:"metrics_bytes"`     // length of metrics.jsonl when the checkpoint was taken
+	DiagBytes    int64   `json:"diagnostics_bytes"` // length of diagnostics.jsonl when the checkpoint was taken
 	Seed         uint64  `json:"seed"`
 }
 
@@ -132,7 +133,7 @@ func loadCheckpoint(ck string, m *model.Model, opt *optim.AdamW) (State, error) 
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, fmt.Errorf("resume %s: %w", filepath.Join(ck, stateFile), err)
 	}
-	if st.Step < 0 || st.Tokens < 0 || st.Epoch < 0 || st.Pos < 0 || st.AdamStep < 0 || st.MetricsBytes < 0 || st.Skipped < 0 || st.LossCount < 0 {
+	if st.Step < 0 || st.Tokens < 0 || st.Epoch < 0 || st.Pos < 0 || st.AdamStep < 0 || st.MetricsBytes < 0 || st.DiagBytes < 0 || st.Skipped < 0 || st.LossCount < 0 {
 		return st, fmt.Errorf("resume %s: negative counter in state", filepath.Join(ck, stateFile))
 	}
 	c, _, err := model.ReadConfig(ck)

@@ -25,7 +25,8 @@ const (
 	ConfigFile  = "config.toml"   // the resolved run config
 	MetricsFile = "metrics.jsonl" // one JSON object per logged step
 	InitFile    = "init.json"     // per-tensor intended and drawn std at step 0
-	FinalDir    = "final"         // the final model (engine format)
+	DiagFile    = "diagnostics.jsonl"
+	FinalDir    = "final" // the final model (engine format)
 )
 
 // Metrics is one line of metrics.jsonl. Loss is the mean training loss over the steps since the previous line.
@@ -45,6 +46,12 @@ type Options struct {
 	Log       io.Writer      // plain progress lines (nil: silent)
 	Progress  bool           // draw a progress bar on Log instead of lines (for terminals)
 	AfterStep func(step int) // called after each completed step (tests use it to interrupt a run)
+
+	// Diagnostics, when set and train.diagnostics_interval > 0, is called at step 0 and every interval with the
+	// model and probe tokens (the validation tokens, else the training tokens); its result is appended to
+	// diagnostics.jsonl as {"step": N, "diagnostics": ...}. It lives outside this package so that train does not
+	// depend on diag.
+	Diagnostics func(step int, m *model.Model, probe []int32) (any, error)
 }
 
 // Result summarises a finished run.
@@ -122,6 +129,9 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 		r.logf("resuming %s from %s\n", dir, ck)
 	}
 	if err := truncateMetrics(filepath.Join(dir, MetricsFile), r.st.MetricsBytes); err != nil {
+		return Result{}, err
+	}
+	if err := truncateMetrics(filepath.Join(dir, DiagFile), r.st.DiagBytes); err != nil {
 		return Result{}, err
 	}
 	return r.loop(ctx)
@@ -204,7 +214,42 @@ func (r *runner) initialise() error {
 	if err := model.WriteFileAtomic(filepath.Join(r.dir, InitFile), append(b, '\n')); err != nil {
 		return err
 	}
+	if err := truncateMetrics(filepath.Join(r.dir, DiagFile), 0); err != nil {
+		return err
+	}
 	return truncateMetrics(filepath.Join(r.dir, MetricsFile), 0)
+}
+
+// diagnose appends one diagnostics line when diagnostics are on and due at the current step.
+func (r *runner) diagnose() error {
+	every := r.c.Train.DiagnosticsEvery
+	if r.o.Diagnostics == nil || every == 0 || r.st.Step%every != 0 {
+		return nil
+	}
+	probe := r.val
+	if probe == nil {
+		probe = r.train
+	}
+	v, err := r.o.Diagnostics(r.st.Step, r.m, probe)
+	if err != nil {
+		return fmt.Errorf("diagnostics at step %d: %w", r.st.Step, err)
+	}
+	b, err := json.Marshal(map[string]any{"step": r.st.Step, "diagnostics": v})
+	if err != nil {
+		return fmt.Errorf("diagnostics at step %d: %w", r.st.Step, err)
+	}
+	path := filepath.Join(r.dir, DiagFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("diagnostics: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("diagnostics: %w", err)
+	}
+	pos, err := f.Seek(0, io.SeekCurrent)
+	r.st.DiagBytes = pos
+	return err
 }
 
 func (r *runner) logf(format string, a ...any) {
@@ -250,6 +295,11 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		return err
 	}
 	startStep, start := r.st.Step, time.Now()
+	if r.st.Step == 0 {
+		if err := r.diagnose(); err != nil {
+			return Result{}, err
+		}
+	}
 	if r.st.Step == 0 && c.Train.EvalInterval > 0 && r.val != nil {
 		v, err := r.evalVal()
 		if err != nil {
@@ -323,6 +373,9 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 			r.logf("%s\n", line)
 			r.st.LossSum, r.st.LossCount = 0, 0
 			intervalStart, intervalTokens = time.Now(), 0
+		}
+		if err := r.diagnose(); err != nil {
+			return Result{}, err
 		}
 		if r.o.AfterStep != nil {
 			r.o.AfterStep(r.st.Step)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/model"
 )
 
 // writeTokens writes n random tokens below vocab to a .tok file in dir.
@@ -86,16 +87,22 @@ func sameRun(t *testing.T, a, b string) {
 	}
 }
 
+// probeLoss is a stand-in diagnostics hook: the loss on the first probe window.
+func probeLoss(_ int, m *model.Model, probe []int32) (any, error) {
+	T := m.Config.SeqLen
+	return m.Forward(probe[:T], probe[1:T+1])
+}
+
 func TestResumeIsExact(t *testing.T) {
 	root := t.TempDir()
-	c := smallRun(t, root, 11)
+	c := smallRun(t, root, 11, "train.diagnostics_interval=4")
 	straight := filepath.Join(root, "straight")
-	if _, err := Start(context.Background(), c, straight, Options{}); err != nil {
+	if _, err := Start(context.Background(), c, straight, Options{Diagnostics: probeLoss}); err != nil {
 		t.Fatal(err)
 	}
 	split := filepath.Join(root, "split")
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err := Start(ctx, c, split, Options{AfterStep: func(s int) {
+	_, err := Start(ctx, c, split, Options{Diagnostics: probeLoss, AfterStep: func(s int) {
 		if s == 5 {
 			cancel()
 		}
@@ -103,10 +110,15 @@ func TestResumeIsExact(t *testing.T) {
 	if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "--resume") {
 		t.Fatalf("interrupted run returned %v, want ErrInterrupted with a resume hint", err)
 	}
-	if _, err := Resume(context.Background(), split, Options{}); err != nil {
+	if _, err := Resume(context.Background(), split, Options{Diagnostics: probeLoss}); err != nil {
 		t.Fatal(err)
 	}
 	sameRun(t, straight, split)
+	da, _ := os.ReadFile(filepath.Join(straight, DiagFile))
+	db, _ := os.ReadFile(filepath.Join(split, DiagFile))
+	if len(da) == 0 || !bytes.Equal(da, db) || bytes.Count(da, []byte("\n")) != 3 {
+		t.Errorf("diagnostics.jsonl differ or do not hold steps 0, 4, 8:\n%s\nvs\n%s", da, db)
+	}
 	if _, err := Start(context.Background(), c, split, Options{}); err == nil || !strings.Contains(err.Error(), "already holds a run") {
 		t.Errorf("starting over an existing run: %v", err)
 	}
