@@ -130,7 +130,7 @@ func TestFirstTokenMassOnKnownPatterns(t *testing.T) {
 // TestResidualRatioScalesAsWidthToOneMinusGamma checks the coordinate-check exponent of the attention
 // sub-layer at init (no gate, H fixed): RMS(Attn(Norm(x)))/RMS(x) ∝ d^(1−γ), fitted over widths 64..512.
 func TestResidualRatioScalesAsWidthToOneMinusGamma(t *testing.T) {
-	for _, gamma := range []float64{0.5, 1} {
+	for _, gamma := range []float64{0.5, 0.75, 1} {
 		var xs, ys []float64
 		for _, d := range []int{64, 128, 256, 512} {
 			c := widthConfig(d, model.GateNone)

@@ -11,12 +11,13 @@ import (
 
 // cli lists the subcommands; each lives in its own file.
 type cli struct {
-	Init    initCmd    `cmd:"" help:"Write a freshly initialised model directory (config.json + model.safetensors)."`
-	Eval    evalCmd    `cmd:"" help:"Mean next-token loss of a model on a .tok token file."`
-	Bench   benchCmd   `cmd:"" help:"Training throughput (tokens/s, model FLOP/s) on a preset; --kernels for matmul GFLOP/s."`
-	Train   trainCmd   `cmd:"" help:"Train a model from a TOML run config (--config, --set, --out) or continue one (--resume)."`
-	Analyze analyzeCmd `cmd:"" help:"Weight metrics (stable rank, row cosine) and activation metrics (sink, saturation, residual ratio) of a model."`
-	Compare compareCmd `cmd:"" help:"Per-token probability gaps between two models, binned by token difficulty."`
+	Init       initCmd       `cmd:"" help:"Write a freshly initialised model directory (config.json + model.safetensors)."`
+	Eval       evalCmd       `cmd:"" help:"Mean next-token loss of a model on a .tok token file."`
+	Bench      benchCmd      `cmd:"" help:"Training throughput (tokens/s, model FLOP/s) on a preset; --kernels for matmul GFLOP/s."`
+	Train      trainCmd      `cmd:"" help:"Train a model from a TOML run config (--config, --set, --out) or continue one (--resume)."`
+	Analyze    analyzeCmd    `cmd:"" help:"Weight metrics (stable rank, row cosine) and activation metrics (sink, saturation, residual ratio) of a model."`
+	Compare    compareCmd    `cmd:"" help:"Per-token probability gaps between two models, binned by token difficulty."`
+	Coordcheck coordcheckCmd `cmd:"" help:"Residual ratio against width at init and after a few steps (μP-style coordinate check)."`
 }
 
 func main() {
