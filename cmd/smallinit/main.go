@@ -11,6 +11,7 @@ import (
 
 // cli lists the subcommands; each lives in its own file.
 type cli struct {
+	Demo       demoCmd       `cmd:"" help:"The main job: prepare the embedded corpus and train the study's four corners (γ 0.5/1 × default/fixed ε and gate)."`
 	Init       initCmd       `cmd:"" help:"Write a freshly initialised model directory (config.json + model.safetensors)."`
 	Eval       evalCmd       `cmd:"" help:"Mean next-token loss of a model on a .tok token file."`
 	Bench      benchCmd      `cmd:"" help:"Training throughput (tokens/s, model FLOP/s) on a preset; --kernels for matmul GFLOP/s."`

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/train"
+)
+
+type demoCmd struct {
+	Out     string  `default:"smallinit-demo" type:"path" help:"Directory for the prepared data, the four runs and summary.json."`
+	Minutes float64 `default:"5" help:"Training budget for all four runs together (the step count is set from a throughput probe)."`
+	Steps   int     `help:"Steps per run (overrides --minutes)."`
+	Seed    uint64  `default:"0" help:"Seed shared by the four runs (init, data order)."`
+}
+
+// demoCorner is one of the study's four corners.
+type demoCorner struct {
+	Name  string
+	Gamma float64
+	Eps   float64
+	Gate  string
+}
+
+var demoCorners = []demoCorner{
+	{"gamma0.5-default", 0.5, 1e-5, model.GateNone},
+	{"gamma1-default", 1, 1e-5, model.GateNone},
+	{"gamma0.5-fixed", 0.5, 1e-12, model.GateElementwise},
+	{"gamma1-fixed", 1, 1e-12, model.GateElementwise},
+}
+
+// demoRow is one line of the demo's table and of summary.json.
+type demoRow struct {
+	Run        string             `json:"run"`
+	Gamma      float64            `json:"gamma"`
+	NormEps    float64            `json:"norm_eps"`
+	AttnGate   string             `json:"attn_gate"`
+	Steps      int                `json:"steps"`
+	TrainLoss  float64            `json:"train_loss"`
+	ValLoss    float64            `json:"val_loss"`
+	ValBPB     float64            `json:"val_bits_per_byte"`
+	LangLoss   map[string]float64 `json:"val_loss_by_lang"`
+	LangBPB    map[string]float64 `json:"val_bits_per_byte_by_lang"`
+	TokensPerS float64            `json:"tokens_per_s"`
+	Dir        string             `json:"dir"`
+}
+
+// demoBase is the demo's model and schedule: the tiny preset's width and depth with a 128-token context.
+func demoBase(dataDir string, vocab, steps int, seed uint64) []string {
+	return []string{
+		"model.preset=tiny", fmt.Sprintf("model.vocab_size=%d", vocab), "model.max_position_embeddings=128",
+		"train.batch_size=16", fmt.Sprintf("train.steps=%d", steps), "train.log_interval=25",
+		fmt.Sprintf("train.eval_interval=%d", max(steps/4, 1)), "train.eval_windows=64",
+		fmt.Sprintf("train.checkpoint_interval=%d", max(steps/4, 1)), "train.keep_checkpoints=1",
+		"schedule.kind=cosine", "schedule.lr=2e-3", fmt.Sprintf("schedule.warmup_steps=%d", max(steps/20, 1)),
+		fmt.Sprintf("seed=%d", seed),
+		"data.train=" + filepath.Join(dataDir, data.TrainFile), "data.val=" + filepath.Join(dataDir, data.ValFile),
+	}
+}
+
+func (cmd *demoCmd) Run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	_, err := runDemo(ctx, cmd, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+	return err
+}
+
+// runDemo prepares the embedded corpus (once), trains the four corners on the same data, budget and seed,
+// evaluates them overall and per language, prints the table and writes summary.json.
+func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress bool) ([]demoRow, error) {
+	if cmd.Minutes <= 0 && cmd.Steps <= 0 {
+		return nil, errors.New("--minutes or --steps must be positive")
+	}
+	dataDir := filepath.Join(cmd.Out, "data")
+	st, err := data.ReadStats(dataDir)
+	if err != nil {
+		fmt.Fprintf(log, "preparing the embedded corpus in %s (byte-level BPE, 4096 tokens)...\n", dataDir)
+		t0 := time.Now()
+		if st, err = data.PrepareEmbedded(dataDir, 4096, nil); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(log, "prepared %d training and %d validation tokens (%.2f bytes/token) in %.1fs\n",
+			st.Train.Tokens, st.Val.Tokens, st.BytesPerToken, time.Since(t0).Seconds())
+	} else {
+		fmt.Fprintf(log, "reusing the prepared corpus in %s\n", dataDir)
+	}
+	steps := cmd.Steps
+	if steps <= 0 {
+		tps, err := demoThroughput(st.VocabSize)
+		if err != nil {
+			return nil, err
+		}
+		steps = max(10, int(cmd.Minutes*60/float64(len(demoCorners))*tps*0.85/(16*128)))
+		fmt.Fprintf(log, "throughput probe: %.0f tokens/s, so %d steps of 16×128 tokens per run fit %.1f minutes\n", tps, steps, cmd.Minutes)
+	}
+	var rows []demoRow
+	for i, c := range demoCorners {
+		sets := append(demoBase(dataDir, st.VocabSize, steps, cmd.Seed), fmt.Sprintf("init.gamma=%g", c.Gamma),
+			fmt.Sprintf("model.norm_eps=%g", c.Eps), "model.attn_gate="+c.Gate)
+		cfg, err := train.Load("", sets)
+		if err != nil {
+			return nil, err
+		}
+		dir := filepath.Join(cmd.Out, "runs", fmt.Sprintf("%s-%dsteps-seed%d", c.Name, steps, cmd.Seed))
+		fmt.Fprintf(log, "\n[%d/%d] %s: γ = %g, ε = %g, gate %s, %d steps -> %s\n", i+1, len(demoCorners), c.Name, c.Gamma, c.Eps, c.Gate, steps, dir)
+		opts := train.Options{Log: log, Progress: progress}
+		var res train.Result
+		if _, err := os.Stat(filepath.Join(dir, train.ConfigFile)); err == nil {
+			res, err = train.Resume(ctx, dir, opts)
+			if err != nil {
+				return nil, err
+			}
+		} else if res, err = train.Start(ctx, cfg, dir, opts); err != nil {
+			return nil, err
+		}
+		row, err := demoEvaluate(dir, dataDir, st, res)
+		if err != nil {
+			return nil, err
+		}
+		row.Run, row.Gamma, row.NormEps, row.AttnGate, row.Steps = c.Name, c.Gamma, c.Eps, c.Gate, steps
+		rows = append(rows, row)
+	}
+	b, _ := json.MarshalIndent(map[string]any{"steps": steps, "seed": cmd.Seed, "data": st, "runs": rows}, "", "  ")
+	if err := model.WriteFileAtomic(filepath.Join(cmd.Out, "summary.json"), append(b, '\n')); err != nil {
+		return nil, err
+	}
+	printDemoTable(stdout, rows)
+	fmt.Fprintf(stdout, "\neverything is under %s (summary.json, data/, runs/)\n", cmd.Out)
+	return rows, nil
+}
+
+// demoThroughput measures training tokens/s of the demo's model over a few steps.
+func demoThroughput(vocab int) (float64, error) {
+	c, err := train.Load("", []string{"model.preset=tiny", fmt.Sprintf("model.vocab_size=%d", vocab), "model.max_position_embeddings=128", "data.train=x"})
+	if err != nil {
+		return 0, err
+	}
+	pool := kernel.NewPool(0)
+	defer pool.Close()
+	m, err := model.New(c.Model.Config, 16, pool)
+	if err != nil {
+		return 0, err
+	}
+	gammainit.Apply(m, gammainit.Default(), 0)
+	rng := rand.New(rand.NewPCG(1, 1))
+	in, tg := make([]int32, 16*128), make([]int32, 16*128)
+	for i := range in {
+		in[i], tg[i] = int32(rng.IntN(vocab)), int32(rng.IntN(vocab))
+	}
+	var t0 time.Time
+	for s := 0; s < 4; s++ {
+		if s == 1 {
+			t0 = time.Now()
+		}
+		if _, err := m.Forward(in, tg); err != nil {
+			return 0, err
+		}
+		m.ZeroGrads()
+		m.Backward()
+	}
+	return 3 * float64(len(in)) / time.Since(t0).Seconds(), nil
+}
+
+// demoEvaluate scores a finished run's final model on the whole validation split and on each language.
+func demoEvaluate(dir, dataDir string, st *data.Stats, res train.Result) (demoRow, error) {
+	pool := kernel.NewPool(0)
+	defer pool.Close()
+	m, _, err := model.Load(filepath.Join(dir, train.FinalDir), 16, pool)
+	if err != nil {
+		return demoRow{}, err
+	}
+	row := demoRow{TrainLoss: res.Loss, TokensPerS: res.TokensPerS, Dir: dir, LangLoss: map[string]float64{}, LangBPB: map[string]float64{}}
+	score := func(file string) (float64, error) {
+		toks, err := data.ReadTokens(file, m.Config.Vocab)
+		if err != nil {
+			return 0, err
+		}
+		loss, _, err := train.EvalLoss(m, toks, 0)
+		return loss, err
+	}
+	if row.ValLoss, err = score(filepath.Join(dataDir, data.ValFile)); err != nil {
+		return row, err
+	}
+	row.ValBPB = st.Val.BitsPerByte(row.ValLoss)
+	for lang, ls := range st.ValByLang {
+		l, err := score(filepath.Join(dataDir, data.ValLangFile(lang)))
+		if err != nil {
+			return row, err
+		}
+		row.LangLoss[lang], row.LangBPB[lang] = l, ls.BitsPerByte(l)
+	}
+	if math.IsNaN(row.ValLoss) || math.IsInf(row.ValLoss, 0) {
+		return row, fmt.Errorf("run %s: validation loss is %v", dir, row.ValLoss)
+	}
+	return row, nil
+}
+
+func printDemoTable(w io.Writer, rows []demoRow) {
+	fmt.Fprintf(w, "\nvalidation loss (nats/token) and bits per byte on the held-out 5%% of each corpus file\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\tγ\tε\tgate\tval loss\tval bpb\ten loss\ten bpb\tzh loss\tzh bpb\ttrain loss\ttokens/s\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%g\t%g\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.0f\t\n", r.Run, r.Gamma, r.NormEps, r.AttnGate,
+			r.ValLoss, r.ValBPB, r.LangLoss["en"], r.LangBPB["en"], r.LangLoss["zh"], r.LangBPB["zh"], r.TrainLoss, r.TokensPerS)
+	}
+	tw.Flush()
+}

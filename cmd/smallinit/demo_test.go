@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestDemoEndToEnd runs the demo with a budget of a few steps: all four corners must finish with finite
+// losses and summary.json must hold them; a second run reuses the data and the finished runs.
+func TestDemoEndToEnd(t *testing.T) {
+	out := t.TempDir()
+	cmd := &demoCmd{Out: out, Steps: 3}
+	rows, err := runDemo(context.Background(), cmd, io.Discard, io.Discard, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d runs, want 4", len(rows))
+	}
+	for _, r := range rows {
+		for _, v := range []float64{r.ValLoss, r.ValBPB, r.TrainLoss, r.LangLoss["en"], r.LangLoss["zh"], r.LangBPB["en"], r.LangBPB["zh"]} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+				t.Errorf("%s: non-finite or non-positive metric in %+v", r.Run, r)
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Steps int       `json:"steps"`
+		Runs  []demoRow `json:"runs"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil || s.Steps != 3 || len(s.Runs) != 4 {
+		t.Fatalf("summary.json: %v, %+v", err, s)
+	}
+	again, err := runDemo(context.Background(), cmd, io.Discard, io.Discard, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[3].ValLoss != rows[3].ValLoss {
+		t.Errorf("second run: val loss %g, first %g", again[3].ValLoss, rows[3].ValLoss)
+	}
+}

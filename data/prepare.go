@@ -1,0 +1,194 @@
+package data
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/smallinit/smallinit/corpus"
+	"github.com/smallinit/smallinit/tokenizer"
+)
+
+// Files of a prepared data directory.
+const (
+	TokenizerFile = "tokenizer.json"
+	TrainFile     = "train.tok"
+	ValFile       = "val.tok"
+	StatsFile     = "stats.json"
+)
+
+// SplitStats counts one part (train or val) of one input.
+type SplitStats struct {
+	Documents int   `json:"documents"`
+	Bytes     int64 `json:"bytes"`
+	Tokens    int64 `json:"tokens"` // including one <|endoftext|> per document
+}
+
+// InputStats are the counts of one input (a file, or one file of the embedded corpus).
+type InputStats struct {
+	Name  string     `json:"name"`
+	Lang  string     `json:"lang,omitempty"`
+	Train SplitStats `json:"train"`
+	Val   SplitStats `json:"val"`
+}
+
+// Stats is stats.json: what a prepared directory holds.
+type Stats struct {
+	Source        string       `json:"source"` // "embedded" or the inputs given
+	VocabSize     int          `json:"vocab_size"`
+	Train         SplitStats   `json:"train"`
+	Val           SplitStats   `json:"val"`
+	BytesPerToken float64      `json:"bytes_per_token"` // over train and val (documents only)
+	Inputs        []InputStats `json:"inputs"`
+	// ValByLang names, for the embedded corpus, the per-language validation token files
+	// (val.<lang>.tok) and their byte counts, so that losses convert to bits per byte.
+	ValByLang map[string]SplitStats `json:"val_by_lang,omitempty"`
+}
+
+// BitsPerByte converts a mean loss in nats per token over split s into bits per byte.
+func (s SplitStats) BitsPerByte(loss float64) float64 {
+	if s.Bytes == 0 {
+		return 0
+	}
+	return loss * float64(s.Tokens) / float64(s.Bytes) / ln2
+}
+
+const ln2 = 0.6931471805599453
+
+// ValLangFile is the per-language validation file name of the embedded corpus.
+func ValLangFile(lang string) string { return "val." + lang + ".tok" }
+
+// PrepareEmbedded tokenizes the embedded default corpus into dir: it trains a byte-level BPE of vocab tokens
+// on the training parts of all five files (or uses tok when non-nil), and writes tokenizer.json, train.tok,
+// val.tok, one val.<lang>.tok per language and stats.json. Documents are separated by <|endoftext|>; every
+// file's fixed held-out tail (corpus.Split) is validation.
+func PrepareEmbedded(dir string, vocab int, tok *tokenizer.Tokenizer) (*Stats, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	docs := map[string]map[string][]string{} // file -> part -> documents
+	var trainTexts []string
+	for _, f := range corpus.Files() {
+		docs[f.Name] = map[string][]string{}
+		for _, part := range []string{corpus.Train, corpus.Val} {
+			d, err := corpus.Documents(f.Name, part)
+			if err != nil {
+				return nil, fmt.Errorf("prepare embedded corpus: %w", err)
+			}
+			docs[f.Name][part] = d
+			if part == corpus.Train {
+				trainTexts = append(trainTexts, d...)
+			}
+		}
+	}
+	if tok == nil {
+		var err error
+		if tok, err = tokenizer.Train(trainTexts, vocab); err != nil {
+			return nil, fmt.Errorf("prepare embedded corpus: train tokenizer: %w", err)
+		}
+	}
+	if tok.EOT() < 0 {
+		return nil, fmt.Errorf("prepare: tokenizer has no %s token", tokenizer.EndOfText)
+	}
+	st := &Stats{Source: "embedded", VocabSize: tok.VocabSize(), ValByLang: map[string]SplitStats{}}
+	var train, val []int32
+	valLang := map[string][]int32{}
+	encode := func(dst []int32, ds []string, s *SplitStats) []int32 {
+		for _, d := range ds {
+			n := len(dst)
+			dst = tok.AppendEncode(dst, d)
+			dst = append(dst, tok.EOT())
+			s.Documents++
+			s.Bytes += int64(len(d))
+			s.Tokens += int64(len(dst) - n)
+		}
+		return dst
+	}
+	for _, f := range corpus.Files() {
+		in := InputStats{Name: f.Name, Lang: f.Lang}
+		train = encode(train, docs[f.Name][corpus.Train], &in.Train)
+		val = encode(val, docs[f.Name][corpus.Val], &in.Val)
+		valLang[f.Lang] = encode(valLang[f.Lang], docs[f.Name][corpus.Val], new(SplitStats))
+		ls := st.ValByLang[f.Lang]
+		ls.Documents, ls.Bytes, ls.Tokens = ls.Documents+in.Val.Documents, ls.Bytes+in.Val.Bytes, ls.Tokens+in.Val.Tokens
+		st.ValByLang[f.Lang] = ls
+		st.Inputs = append(st.Inputs, in)
+		st.Train.add(in.Train)
+		st.Val.add(in.Val)
+	}
+	st.BytesPerToken = float64(st.Train.Bytes+st.Val.Bytes) / float64(st.Train.Tokens+st.Val.Tokens)
+	if err := tok.Save(filepath.Join(dir, TokenizerFile)); err != nil {
+		return nil, err
+	}
+	if err := WriteTokens(filepath.Join(dir, TrainFile), train); err != nil {
+		return nil, err
+	}
+	if err := WriteTokens(filepath.Join(dir, ValFile), val); err != nil {
+		return nil, err
+	}
+	langs := make([]string, 0, len(valLang))
+	for l := range valLang {
+		langs = append(langs, l)
+	}
+	sort.Strings(langs)
+	for _, l := range langs {
+		if err := WriteTokens(filepath.Join(dir, ValLangFile(l)), valLang[l]); err != nil {
+			return nil, err
+		}
+	}
+	return st, WriteStats(dir, st)
+}
+
+func (s *SplitStats) add(o SplitStats) {
+	s.Documents += o.Documents
+	s.Bytes += o.Bytes
+	s.Tokens += o.Tokens
+}
+
+// WriteStats writes dir/stats.json atomically (it is written last, so its presence marks a complete directory).
+func WriteStats(dir string, st *Stats) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, StatsFile), append(b, '\n'))
+}
+
+// ReadStats reads dir/stats.json.
+func ReadStats(dir string) (*Stats, error) {
+	path := filepath.Join(dir, StatsFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read data stats: %w", err)
+	}
+	var st Stats
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("read data stats %s: %w", path, err)
+	}
+	return &st, nil
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames it over path.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
