@@ -22,7 +22,8 @@ type TokenGap struct {
 
 // GapBin summarises the tokens of one difficulty quantile.
 type GapBin struct {
-	Lo, Hi        float64 `json:"lo,omitempty"` // difficulty range [Lo, Hi]
+	Lo            float64 `json:"difficulty_lo"` // difficulty range [Lo, Hi] (bins only)
+	Hi            float64 `json:"difficulty_hi"`
 	Count         int     `json:"count"`
 	MeanDeltaSym  float64 `json:"mean_delta_sym"`
 	MeanLogGap    float64 `json:"mean_log_gap"`

@@ -1,6 +1,8 @@
 package diag
 
 import (
+	"encoding/json"
+	"math"
 	"sort"
 
 	"github.com/smallinit/smallinit/model"
@@ -8,10 +10,28 @@ import (
 
 // TensorWeights are the weight metrics of one named matrix.
 type TensorWeights struct {
-	Name  string `json:"name"`
-	Class string `json:"class"`
-	Layer int    `json:"layer"` // −1 for embedding and head
+	Name  string
+	Class string
+	Layer int // −1 for embedding and head
 	WeightStats
+}
+
+// MarshalJSON writes the stable snake_case keys documented in the README; a metric that was not computed
+// (effective rank of a large matrix) or is not finite (a diverged model) is null.
+func (t TensorWeights) MarshalJSON() ([]byte, error) {
+	num := func(v float64) any {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return v
+	}
+	return json.Marshal(map[string]any{
+		"name": t.Name, "class": t.Class, "layer": t.Layer, "rows": t.Rows, "cols": t.Cols,
+		"frobenius_sq": num(t.FrobSq), "sigma_max": num(t.SigmaMax), "stable_rank": num(t.StableRank),
+		"stable_rank_exact": t.StableRankExact, "effective_rank": num(t.EffectiveRank),
+		"mean_abs_cos": num(t.MeanAbsCos), "random_baseline": num(t.RandomBaseline), "cos_ratio": num(t.CosRatio),
+		"frac_abs_cos_above_0_9": num(t.FracAbove09), "cos_rows_used": t.CosRowsUsed, "zero_rows": t.ZeroRows,
+	})
 }
 
 // WeightReport measures every matrix of m. For the embedding and an untied head, whose rows are tokens, the
@@ -27,7 +47,11 @@ func WeightReport(m *model.Model, o WeightOptions, frequent []int) []TensorWeigh
 		rows, cols := t.Shape[0], t.Shape[1]
 		st := Weights(w, rows, cols, o)
 		if (t.Class == model.ClassEmbed || t.Class == model.ClassHead) && len(frequent) > 0 {
-			ids := frequent[:min(len(frequent), max(o.MaxCosRows, 2))]
+			limit := o.MaxCosRows
+			if limit <= 0 {
+				limit = DefaultMaxCosRows
+			}
+			ids := frequent[:min(len(frequent), limit)]
 			sub := Weights(SelectRows(w, cols, ids), len(ids), cols, o)
 			st.MeanAbsCos, st.CosRatio, st.FracAbove09, st.CosRowsUsed, st.ZeroRows = sub.MeanAbsCos, sub.CosRatio, sub.FracAbove09, sub.CosRowsUsed, sub.ZeroRows
 		}

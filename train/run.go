@@ -235,8 +235,8 @@ func (r *runner) diagnose() error {
 		return fmt.Errorf("diagnostics at step %d: %w", r.st.Step, err)
 	}
 	b, err := json.Marshal(map[string]any{"step": r.st.Step, "diagnostics": v})
-	if err != nil {
-		return fmt.Errorf("diagnostics at step %d: %w", r.st.Step, err)
+	if err != nil { // e.g. a non-finite metric of a diverging model: record it rather than stop the run
+		b, _ = json.Marshal(map[string]any{"step": r.st.Step, "error": err.Error()})
 	}
 	path := filepath.Join(r.dir, DiagFile)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
