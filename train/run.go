@@ -395,9 +395,28 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	if err := r.m.Save(filepath.Join(r.dir, FinalDir), initRecord(c)); err != nil {
 		return Result{}, err
 	}
+	if err := copyTokenizer(c.Data.Train, filepath.Join(r.dir, FinalDir)); err != nil {
+		return Result{}, err
+	}
 	tps := float64(r.st.Tokens-int64(startStep*B*T)) / time.Since(start).Seconds()
 	return Result{Dir: r.dir, Steps: r.st.Step, Loss: lastLoss, ValLoss: lastVal, TokensPerS: tps}, nil
 }
 
 // initRecord is what a saved model's config.json records as its init recipe.
 func initRecord(c Config) any { return map[string]any{"recipe": c.Init, "seed": c.Seed} }
+
+// TokenizerFile is the tokenizer a prepared data directory holds beside its token files; a run copies it into
+// its final model directory so that text-level tools (eval-tasks, generate) find it there.
+const TokenizerFile = "tokenizer.json"
+
+// copyTokenizer copies tokenizer.json from the training file's directory into dir, if there is one.
+func copyTokenizer(trainFile, dir string) error {
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(trainFile), TokenizerFile))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("copy tokenizer: %w", err)
+	}
+	return model.WriteFileAtomic(filepath.Join(dir, TokenizerFile), b)
+}
