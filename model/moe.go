@@ -162,32 +162,42 @@ func (m *Model) moeRouteRows(l, _, lo, hi int) {
 	mo := m.acts.layers[l].moe
 	for n := lo; n < hi; n++ {
 		p := mo.probs[n*E : (n+1)*E]
-		mx := kernel.MaxF(p)
-		var s float32
+		mo.lse[n] = softmaxInPlace(p)
+		topK(p, mo.sel[n*k:(n+1)*k], mo.w[n*k:(n+1)*k], c.NormTopK)
+	}
+}
+
+// softmaxInPlace turns logits into probabilities and returns their log-sum-exp.
+func softmaxInPlace(p []float32) float32 {
+	mx := kernel.MaxF(p)
+	var s float32
+	for e, v := range p {
+		p[e] = float32(math.Exp(float64(v - mx)))
+		s += p[e]
+	}
+	kernel.Scale(1/s, p)
+	return mx + float32(math.Log(float64(s)))
+}
+
+// topK writes the len(sel) most probable experts of p into sel, best first (on a tie the lower index wins),
+// and their combine weights into w, renormalised to sum to 1 when norm is set.
+func topK(p []float32, sel []int32, w []float32, norm bool) {
+	var sum float32
+	for j := range sel {
+		best := -1
 		for e, v := range p {
-			p[e] = float32(math.Exp(float64(v - mx)))
-			s += p[e]
-		}
-		mo.lse[n] = mx + float32(math.Log(float64(s)))
-		kernel.Scale(1/s, p)
-		sel, w := mo.sel[n*k:(n+1)*k], mo.w[n*k:(n+1)*k]
-		var sum float32
-		for j := range sel {
-			best := -1
-			for e, v := range p {
-				if taken(sel[:j], e) {
-					continue
-				}
-				if best < 0 || v > p[best] { // strict: on a tie the lower index stays
-					best = e
-				}
+			if taken(sel[:j], e) {
+				continue
 			}
-			sel[j], w[j] = int32(best), p[best]
-			sum += p[best]
+			if best < 0 || v > p[best] { // strict: on a tie the lower index stays
+				best = e
+			}
 		}
-		if c.NormTopK {
-			kernel.Scale(1/sum, w)
-		}
+		sel[j], w[j] = int32(best), p[best]
+		sum += p[best]
+	}
+	if norm {
+		kernel.Scale(1/sum, w)
 	}
 }
 
