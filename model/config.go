@@ -41,6 +41,7 @@ type Config struct {
 	AttnGate  string  `toml:"attn_gate"`               // GateNone, GateHeadwise or GateElementwise
 	RopeTheta float64 `toml:"rope_theta"`              // RoPE base
 	Tied      bool    `toml:"tie_word_embeddings"`     // LM head shares the embedding matrix
+	QKNorm    bool    `toml:"qk_norm"`                 // RMSNorm (gain [d_h], ε = norm_eps) on each head of q and k before RoPE (Qwen3)
 
 	// Mixture of experts (SPEC §1 "MoE FFN"; Hugging Face Qwen-MoE field names). Used when FFNKind is "moe".
 	FFNKind    string  `toml:"ffn"`                             // FFNDense or FFNMoE

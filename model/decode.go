@@ -96,7 +96,16 @@ func (d *Decoder) step(tok int32) {
 		d.norm(d.n, d.x, W.Norm1, W.Norm1B)
 		m.pool.GemmOn(0, false, true, 1, wq, D, d.n, D, W.QKVG, D, d.qkvg, wq, false)
 		for h := 0; h < 2*H; h++ {
-			m.rope.rotate(d.qkvg[h*dh:(h+1)*dh], t)
+			head := d.qkvg[h*dh : (h+1)*dh]
+			if c.QKNorm {
+				g := W.QNorm
+				if h >= H {
+					g = W.KNorm
+				}
+				copy(d.tmp, head)
+				rmsNormRow(head, d.tmp[:dh], g, float32(c.NormEps))
+			}
+			m.rope.rotate(head, t)
 		}
 		if g := d.qkvg[3*a:]; len(g) > 0 {
 			sigmoid(g, g, d.tmp)

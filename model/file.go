@@ -50,6 +50,7 @@ type fileConfig struct {
 	DecoderSparseStep     int             `json:"decoder_sparse_step,omitempty"`
 	MLPOnlyLayers         []int           `json:"mlp_only_layers,omitempty"`
 	CapacityFactor        float64         `json:"capacity_factor,omitempty"`
+	QKNorm                bool            `json:"qk_norm,omitempty"`
 	AttnGate              string          `json:"attn_gate,omitempty"`
 	Norm                  string          `json:"norm,omitempty"`
 	Init                  json.RawMessage `json:"smallinit_init,omitempty"`
@@ -71,9 +72,9 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 		return Config{}, nil, fmt.Errorf("model config %s: %s", path, fmt.Sprintf(format, a...))
 	}
 	switch fc.ModelType {
-	case "", "llama", "qwen2_moe":
+	case "", "llama", "qwen2_moe", "qwen3":
 	default:
-		return bad("model_type %q is not supported (supported: llama, qwen2_moe)", fc.ModelType)
+		return bad("model_type %q is not supported (supported: llama, qwen3, qwen2_moe)", fc.ModelType)
 	}
 	if len(fc.MLPOnlyLayers) > 0 {
 		return bad("mlp_only_layers is not supported (use decoder_sparse_step)")
@@ -94,7 +95,7 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 		Vocab: fc.VocabSize, Dim: fc.HiddenSize, FFN: fc.IntermediateSize, Layers: fc.NumHiddenLayers,
 		Heads: fc.NumAttentionHeads, HeadDim: fc.HeadDim, SeqLen: fc.MaxPositionEmbeddings,
 		NormEps: fc.RMSNormEps, Norm: fc.Norm, AttnGate: fc.AttnGate, RopeTheta: fc.RopeTheta,
-		Tied: fc.TieWordEmbeddings, FFNKind: FFNDense,
+		Tied: fc.TieWordEmbeddings, FFNKind: FFNDense, QKNorm: fc.QKNorm || fc.ModelType == "qwen3",
 	}
 	if fc.ModelType == "qwen2_moe" || fc.NumExperts > 0 {
 		c.FFNKind, c.Experts, c.TopK, c.ExpertFFN = FFNMoE, fc.NumExperts, fc.NumExpertsPerTok, fc.MoEIntermediateSize
@@ -128,6 +129,9 @@ func writeConfig(dir string, c Config, init any) error {
 		MaxPositionEmbeddings: c.SeqLen, RMSNormEps: c.NormEps, RopeTheta: c.RopeTheta,
 		TieWordEmbeddings: c.Tied, HiddenAct: "silu", TorchDtype: "float32",
 		AttnGate: c.AttnGate, Norm: c.Norm,
+	}
+	if c.QKNorm {
+		fc.Architectures, fc.ModelType, fc.QKNorm = []string{"Qwen3ForCausalLM"}, "qwen3", true
 	}
 	if c.FFNKind == FFNMoE {
 		fc.Architectures, fc.ModelType = []string{"Qwen2MoeForCausalLM"}, "qwen2_moe"

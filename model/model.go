@@ -81,6 +81,8 @@ type layerActs struct {
 	n1   []float32 // input norm output [N, d]
 	s1   normStats
 	qkvg []float32 // [N, 3·H·d_h + gate rows]: q, k after RoPE; v; gate after the sigmoid
+	qkIn []float32 // [N, 2·H·d_h] q and k before their per-head norm (QKNorm only)
+	qkR  []float32 // [N, 2·H] their per-head 1/rms (QKNorm only)
 	att  []float32 // [B, H, T, T] attention probabilities (upper triangle zero)
 	y    []float32 // [N, H·d_h] attention output before the gate
 	yg   []float32 // [N, H·d_h] gated attention output (aliases y without gate)
@@ -138,6 +140,9 @@ func (m *Model) allocActivations() {
 		la := &A.layers[l]
 		la.n1, la.s1 = make([]float32, N*d), stats()
 		la.qkvg = make([]float32, N*wq)
+		if c.QKNorm {
+			la.qkIn, la.qkR = make([]float32, N*2*a), make([]float32, N*2*c.Heads)
+		}
 		la.att = make([]float32, m.batch*c.Heads*T*T)
 		la.y = make([]float32, N*a)
 		la.yg = la.y
@@ -312,7 +317,7 @@ func (m *Model) Backward() {
 			m.parallel((*Model).gateBackward, l, N, 64)
 		}
 		m.parallel((*Model).attentionBackward, l, (N/m.t)*c.Heads, 1)
-		m.parallel((*Model).ropeBackward, l, N, 64)
+		m.ropeQKNormBackward(l)
 		m.pool.Gemm(false, false, N, d, wq, A.dqkvg, wq, W.QKVG, d, A.dn, d, false)
 		m.pool.Gemm(true, false, wq, d, N, A.dqkvg, wq, L.n1, d, G.QKVG, d, true)
 		m.normBackward(m.residual(l), L.s1, W.Norm1, G.Norm1, G.Norm1B)

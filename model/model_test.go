@@ -27,6 +27,11 @@ var switchCases = []struct {
 	{"layernorm_elementwise", testConfig(NormLayer, GateElementwise, 1e-5, false)},
 	{"rms_tied_headwise", testConfig(NormRMS, GateHeadwise, 1e-5, true)},
 	{"moe_top2_norm_shared_aux_z", moeConfig(4, 2, true, 6, 0, 1)},
+	{"qknorm_layernorm_tied", func() Config {
+		c := testConfig(NormLayer, GateElementwise, 1e-5, true)
+		c.QKNorm = true
+		return c
+	}()},
 	{"moe_top1_capacity_sparse2", moeConfig(3, 1, false, 0, 1.0, 2)},
 }
 

@@ -49,6 +49,10 @@ func (t TensorSpec) FanIn() int {
 	return t.Shape[1]
 }
 
+// Tensors lists every parameter tensor of a model with this config, in buffer order, without allocating
+// the model (for writing or reading checkpoints tensor by tensor).
+func (c Config) Tensors() []TensorSpec { return c.layout() }
+
 // layout lists every tensor in buffer order. Within a block, q, k, v and the attention gate are adjacent rows
 // of one [3·H·d_h + gate rows, d] matrix so that a single matrix multiply computes all four projections, and
 // the FFN gate and up projections are adjacent rows of one [2·d_ff, d] matrix, for the same reason.
@@ -78,6 +82,10 @@ func (c Config) layout() []TensorSpec {
 			add(p+"self_attn.g_proj.weight", ClassGate, l, g, d)
 		}
 		add(p+"self_attn.o_proj.weight", ClassO, l, d, a)
+		if c.QKNorm {
+			add(p+"self_attn.q_norm.weight", ClassNorm, l, c.HeadSize())
+			add(p+"self_attn.k_norm.weight", ClassNorm, l, c.HeadSize())
+		}
 		norm(p+"post_attention_layernorm", l)
 		if !c.IsMoE(l) {
 			add(p+"mlp.gate_proj.weight", ClassFFNGate, l, f, d)
@@ -121,6 +129,7 @@ type LayerWeights struct {
 	Norm1, Norm1B []float32 // input_layernorm gain (and bias)
 	QKVG          []float32 // [3·H·d_h + gate rows, d]: q_proj, k_proj, v_proj, g_proj rows in that order
 	O             []float32 // [d, H·d_h]
+	QNorm, KNorm  []float32 // per-head RMSNorm gains [d_h] of q and k (QKNorm only)
 	Norm2, Norm2B []float32 // post_attention_layernorm gain (and bias)
 	GateUp        []float32 // [2·d_ff, d]: mlp.gate_proj rows then mlp.up_proj rows (dense blocks)
 	Down          []float32 // [d, d_ff] (dense blocks)
@@ -162,6 +171,9 @@ func newWeights(c Config, flat []float32) Weights {
 		}
 		lw.QKVG = span(byName[p+"self_attn.q_proj.weight"], lastQKVG)
 		lw.O = view(byName[p+"self_attn.o_proj.weight"])
+		if c.QKNorm {
+			lw.QNorm, lw.KNorm = view(byName[p+"self_attn.q_norm.weight"]), view(byName[p+"self_attn.k_norm.weight"])
+		}
 		lw.Norm2 = view(byName[p+"post_attention_layernorm.weight"])
 		ffn := func(prefix string, f int) FFNWeights {
 			return FFNWeights{GateUp: span(byName[prefix+"gate_proj.weight"], byName[prefix+"up_proj.weight"]),

@@ -65,6 +65,19 @@ func (r *refModel) norm(x []float64, name string) []float64 {
 	return out
 }
 
+// rmsHead is RMSNorm of one head vector with gain g (QK-norm).
+func (r *refModel) rmsHead(x, g []float64) []float64 {
+	var ms float64
+	for _, v := range x {
+		ms += v * v / float64(len(x))
+	}
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = g[i] * v / math.Sqrt(ms+r.c.NormEps)
+	}
+	return out
+}
+
 // rope rotates each head of x (rotate-half convention) for position t.
 func (r *refModel) rope(x []float64, t int) {
 	dh := r.c.HeadSize()
@@ -99,6 +112,12 @@ func (r *refModel) forward(inputs, targets []int32) (float64, []float64, []float
 			q[n] = matvec(r.w[p+"self_attn.q_proj.weight"], h, a)
 			k[n] = matvec(r.w[p+"self_attn.k_proj.weight"], h, a)
 			v[n] = matvec(r.w[p+"self_attn.v_proj.weight"], h, a)
+			if c.QKNorm {
+				for h := 0; h < H; h++ {
+					copy(q[n][h*dh:], r.rmsHead(q[n][h*dh:(h+1)*dh], r.w[p+"self_attn.q_norm.weight"]))
+					copy(k[n][h*dh:], r.rmsHead(k[n][h*dh:(h+1)*dh], r.w[p+"self_attn.k_norm.weight"]))
+				}
+			}
 			r.rope(q[n], n%T)
 			r.rope(k[n], n%T)
 			if c.AttnGate != GateNone {

@@ -1,6 +1,10 @@
 package model
 
-import "math"
+import (
+	"math"
+
+	"github.com/smallinit/smallinit/kernel"
+)
 
 // ropeTable holds cos and sin of the rotary angles t·θ_i for positions t < T and frequencies
 // θ_i = base^(−2i/d_h), i < d_h/2, in the Hugging Face Llama "rotate-half" convention: channel i pairs with
@@ -53,16 +57,28 @@ func (r *ropeTable) unrotate(x []float32, t int) {
 	}
 }
 
-// ropeGateForward rotates q and k of rows [lo, hi) and applies the sigmoid to the gate pre-activations.
+// ropeGateForward normalises each head of q and k (QKNorm), rotates them, and applies the sigmoid to the
+// gate pre-activations, for rows [lo, hi).
 func (m *Model) ropeGateForward(l, w, lo, hi int) {
 	c := m.Config
 	T, H, dh, a := m.t, c.Heads, c.HeadSize(), c.AttnDim()
 	wq := m.qkvgWidth()
-	qkvg := m.acts.layers[l].qkvg
+	A, W := &m.acts.layers[l], &m.Params.Layers[l]
+	qkvg := A.qkvg
+	eps := float32(c.NormEps)
 	for n := lo; n < hi; n++ {
 		row, t := qkvg[n*wq:(n+1)*wq], n%T
 		for h := 0; h < 2*H; h++ { // H query heads then H key heads
-			m.rope.rotate(row[h*dh:(h+1)*dh], t)
+			head := row[h*dh : (h+1)*dh]
+			if c.QKNorm {
+				g := W.QNorm
+				if h >= H {
+					g = W.KNorm
+				}
+				copy(A.qkIn[n*2*a+h*dh:], head)
+				A.qkR[n*2*H+h] = rmsNormRow(head, A.qkIn[n*2*a+h*dh:n*2*a+(h+1)*dh], g, eps)
+			}
+			m.rope.rotate(head, t)
 		}
 		if g := row[3*a:]; len(g) > 0 {
 			sigmoid(g, g, m.acts.rowTmp[w])
@@ -70,15 +86,52 @@ func (m *Model) ropeGateForward(l, w, lo, hi int) {
 	}
 }
 
-// ropeBackward takes dq and dk (gradients with respect to the rotated q and k) back through the rotation.
-func (m *Model) ropeBackward(_, _, lo, hi int) {
+// ropeQKNormBackward takes dq and dk (gradients with respect to the rotated q and k) back through the
+// rotation and, with QKNorm, through the per-head norms, whose gain gradients are summed per fixed row block
+// (as normBackward does) and added in block order.
+func (m *Model) ropeQKNormBackward(l int) {
 	c := m.Config
-	T, H, dh := m.t, c.Heads, c.HeadSize()
+	if !c.QKNorm {
+		m.parallel((*Model).ropeBackwardRows, l, len(m.acts.normAcc), 1)
+		return
+	}
+	for _, acc := range m.acts.normAcc {
+		clear(acc)
+	}
+	m.parallel((*Model).ropeBackwardRows, l, len(m.acts.normAcc), 1)
+	dh, G := c.HeadSize(), &m.Grads.Layers[l]
+	for _, acc := range m.acts.normAcc {
+		kernel.Add(G.QNorm, acc[:dh])
+		kernel.Add(G.KNorm, acc[dh:2*dh])
+	}
+}
+
+// ropeBackwardRows handles row blocks [lo, hi) of ropeQKNormBackward.
+func (m *Model) ropeBackwardRows(l, w, lo, hi int) {
+	c := m.Config
+	T, H, dh, a := m.t, c.Heads, c.HeadSize(), c.AttnDim()
 	wq := m.qkvgWidth()
-	for n := lo; n < hi; n++ {
-		row, t := m.acts.dqkvg[n*wq:(n+1)*wq], n%T
-		for h := 0; h < 2*H; h++ {
-			m.rope.unrotate(row[h*dh:(h+1)*dh], t)
+	A, W := &m.acts.layers[l], &m.Params.Layers[l]
+	nb := len(m.acts.normAcc)
+	tmp := m.acts.rowTmp[w][:dh]
+	for blk := lo; blk < hi; blk++ {
+		acc := m.acts.normAcc[blk]
+		for n := blk * m.n / nb; n < (blk+1)*m.n/nb; n++ {
+			row, t := m.acts.dqkvg[n*wq:(n+1)*wq], n%T
+			for h := 0; h < 2*H; h++ {
+				head := row[h*dh : (h+1)*dh]
+				m.rope.unrotate(head, t)
+				if !c.QKNorm {
+					continue
+				}
+				g, dg := W.QNorm, acc[:dh]
+				if h >= H {
+					g, dg = W.KNorm, acc[dh:2*dh]
+				}
+				copy(tmp, head)
+				clear(head)
+				normRowBackward(head, tmp, A.qkIn[n*2*a+h*dh:n*2*a+(h+1)*dh], g, dg, nil, 0, A.qkR[n*2*H+h], false)
+			}
 		}
 	}
 }
