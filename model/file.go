@@ -72,9 +72,9 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 		return Config{}, nil, fmt.Errorf("model config %s: %s", path, fmt.Sprintf(format, a...))
 	}
 	switch fc.ModelType {
-	case "", "llama", "qwen2_moe", "qwen3":
+	case "", "llama", "qwen2_moe", "qwen3", "qwen3_moe":
 	default:
-		return bad("model_type %q is not supported (supported: llama, qwen3, qwen2_moe)", fc.ModelType)
+		return bad("model_type %q is not supported (supported: llama, qwen3, qwen3_moe, qwen2_moe)", fc.ModelType)
 	}
 	if len(fc.MLPOnlyLayers) > 0 {
 		return bad("mlp_only_layers is not supported (use decoder_sparse_step)")
@@ -95,9 +95,9 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 		Vocab: fc.VocabSize, Dim: fc.HiddenSize, FFN: fc.IntermediateSize, Layers: fc.NumHiddenLayers,
 		Heads: fc.NumAttentionHeads, HeadDim: fc.HeadDim, SeqLen: fc.MaxPositionEmbeddings,
 		NormEps: fc.RMSNormEps, Norm: fc.Norm, AttnGate: fc.AttnGate, RopeTheta: fc.RopeTheta,
-		Tied: fc.TieWordEmbeddings, FFNKind: FFNDense, QKNorm: fc.QKNorm || fc.ModelType == "qwen3",
+		Tied: fc.TieWordEmbeddings, FFNKind: FFNDense, QKNorm: fc.QKNorm || fc.ModelType == "qwen3" || fc.ModelType == "qwen3_moe",
 	}
-	if fc.ModelType == "qwen2_moe" || fc.NumExperts > 0 {
+	if fc.ModelType == "qwen2_moe" || fc.ModelType == "qwen3_moe" || fc.NumExperts > 0 {
 		c.FFNKind, c.Experts, c.TopK, c.ExpertFFN = FFNMoE, fc.NumExperts, fc.NumExpertsPerTok, fc.MoEIntermediateSize
 		c.SharedFFN, c.NormTopK, c.AuxCoef, c.ZLossCoef = fc.SharedExpertSize, fc.NormTopKProb, fc.RouterAuxLossCoef, fc.RouterZLossCoef
 		c.SparseStep, c.Capacity = max(fc.DecoderSparseStep, 1), fc.CapacityFactor
@@ -209,19 +209,22 @@ func Load(dir string, batch int, pool *kernel.Pool) (*Model, json.RawMessage, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("load %s: %w", dir, err)
 	}
-	if err := m.LoadWeights(filepath.Join(dir, WeightsFile)); err != nil {
+	if err := m.LoadWeights(dir); err != nil {
 		return nil, nil, err
 	}
 	return m, init, nil
 }
 
-// LoadWeights reads the parameters from a safetensors file (see Load for the checks).
+// LoadWeights reads the parameters from a safetensors file, or from a directory holding model.safetensors or
+// a sharded model.safetensors.index.json (float32, float16 or bfloat16, converted on load); see Load for the
+// checks.
 func (m *Model) LoadWeights(path string) error {
-	f, err := safetensors.Open(path)
+	f, err := safetensors.OpenModel(path)
 	if err != nil {
 		return fmt.Errorf("load weights: %w", err)
 	}
 	defer f.Close()
+	path = f.Path()
 	want := make(map[string]bool, len(m.Specs))
 	for _, t := range m.Specs {
 		want[t.Name] = true

@@ -3,12 +3,15 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/safetensors"
 )
 
 func TestSaveLoadRoundTrip(t *testing.T) {
@@ -88,6 +91,51 @@ func TestLoadRefusesBadModels(t *testing.T) {
 		_, _, err := Load(dir, 1, pool)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestLoadShardedBFloat16: a checkpoint split into two bfloat16 shards with a model.safetensors.index.json
+// (the Hugging Face layout of large models) loads, with every weight rounded to bfloat16.
+func TestLoadShardedBFloat16(t *testing.T) {
+	pool := kernel.NewPool(1)
+	defer pool.Close()
+	c := testConfig(NormRMS, GateHeadwise, 1e-5, false)
+	m := newTestModel(t, c, 1, pool)
+	fillRandom(m, 4, 0.5)
+	dir := t.TempDir()
+	if err := m.Save(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, WeightsFile))
+	weightMap := map[string]string{}
+	shards := []*safetensors.Writer{
+		safetensors.Create(filepath.Join(dir, "model-00001-of-00002.safetensors"), nil),
+		safetensors.Create(filepath.Join(dir, "model-00002-of-00002.safetensors"), nil),
+	}
+	for i, ts := range m.Specs {
+		s := i % 2
+		if err := shards[s].AddFloat32As(ts.Name, safetensors.DType("BF16"), ts.Shape, m.Params.Flat[ts.Offset:ts.Offset+ts.Size()]); err != nil {
+			t.Fatal(err)
+		}
+		weightMap[ts.Name] = fmt.Sprintf("model-0000%d-of-00002.safetensors", s+1)
+	}
+	for _, w := range shards {
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx, _ := json.Marshal(map[string]any{"metadata": map[string]any{"total_size": 0}, "weight_map": weightMap})
+	os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), idx, 0o644)
+	got, _, err := Load(dir, 1, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range m.Params.Flat {
+		bf := math.Float32frombits(math.Float32bits(v) + 0x7FFF + (math.Float32bits(v)>>16)&1) // round to nearest even
+		bf = math.Float32frombits(math.Float32bits(bf) &^ 0xFFFF)
+		if got.Params.Flat[i] != bf {
+			t.Fatalf("parameter %d: loaded %g, bfloat16 of %g is %g", i, got.Params.Flat[i], v, bf)
 		}
 	}
 }
