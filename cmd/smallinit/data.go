@@ -1,0 +1,170 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/tokenizer"
+)
+
+// dataCmd groups the subcommands that make training data.
+type dataCmd struct {
+	Prepare dataPrepareCmd `cmd:"" help:"Tokenize a corpus (your .txt/.jsonl/.parquet files and directories, or the embedded corpus) into tokenizer.json, train.tok, val.tok and stats.json."`
+}
+
+// dataPrepareCmd is `smallinit data prepare`: PrepareFiles over --in, or PrepareEmbedded without it.
+type dataPrepareCmd struct {
+	In          []string `name:"in" sep:"none" placeholder:"PATH" help:"Input file or directory; repeat for several. Formats: .txt, .txt.gz, .jsonl, .jsonl.gz (one JSON object per line, text in --text-column), .parquet (text in --text-column). Directories are read recursively in sorted order, skipping hidden files. Without --in, prepares the embedded corpus."`
+	Out         string   `required:"" placeholder:"DIR" help:"Output directory (created if needed)."`
+	Tokenizer   string   `type:"existingfile" placeholder:"FILE" help:"Encode with this tokenizer.json (copied to --out) instead of training one."`
+	Vocab       int      `placeholder:"N" help:"Vocabulary size of the tokenizer to train (default 4096)."`
+	ValFraction float64  `default:"0.01" help:"Share of documents held out for validation, in [0, 0.5]; a document is held out by a hash of (file name, document index), so the split is the same on every run."`
+	TextColumn  string   `default:"text" help:"JSON field or Parquet column holding the text."`
+	DocSep      string   `default:"file" enum:"file,blank,line" help:"How .txt files split into documents: file (the whole file is one document), blank (at blank lines), line (every non-blank line)."`
+	SkipBad     bool     `help:"Skip malformed records (invalid JSON lines, a missing, null or non-string text) and count them per input in stats.json, instead of failing."`
+	SampleMB    int      `name:"tokenizer-sample-mb" default:"50" help:"Train the tokenizer on this many megabytes (2^20 bytes) of training text, the first in input order."`
+	Workers     int      `default:"0" help:"Encoder goroutines (0: one per CPU)."`
+}
+
+// Run prepares the data directory, with a progress bar on a terminal and periodic lines otherwise.
+func (cmd *dataPrepareCmd) Run() error {
+	return cmd.run(os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+}
+
+// run is Run with its outputs given: the summary goes to stdout, messages and progress to log.
+func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
+	if cmd.Tokenizer != "" && cmd.Vocab != 0 {
+		return errors.New("--tokenizer and --vocab: give one (--vocab sizes a tokenizer to train)")
+	}
+	if len(cmd.In) == 0 {
+		return cmd.runEmbedded(stdout, log)
+	}
+	if cmd.SampleMB < 1 {
+		return fmt.Errorf("--tokenizer-sample-mb %d: must be positive", cmd.SampleMB)
+	}
+	p := &dataProgress{log: log, tty: tty}
+	st, err := data.PrepareFiles(cmd.Out, data.PrepareOptions{
+		Inputs: cmd.In, TokenizerFile: cmd.Tokenizer, Vocab: cmd.Vocab, ValFraction: cmd.ValFraction,
+		TextColumn: cmd.TextColumn, DocSep: cmd.DocSep, SkipBad: cmd.SkipBad,
+		TokenizerSample: int64(cmd.SampleMB) << 20, Workers: cmd.Workers, Log: log, Progress: p.update,
+	})
+	p.finish()
+	if err != nil {
+		return err
+	}
+	printDataSummary(stdout, cmd.Out, &st.Stats)
+	for _, in := range st.Inputs {
+		if in.BadRecords > 0 {
+			fmt.Fprintf(stdout, "  %s: %d bad records skipped\n", in.Name, in.BadRecords)
+		}
+	}
+	return nil
+}
+
+// runEmbedded prepares the embedded corpus, whose documents and split are fixed: the options about documents
+// and the split apply to --in only, and are refused rather than ignored.
+func (cmd *dataPrepareCmd) runEmbedded(stdout, log io.Writer) error {
+	var only []string
+	if cmd.ValFraction != data.DefaultValFraction {
+		only = append(only, "--val-fraction")
+	}
+	if cmd.TextColumn != data.DefaultTextColumn {
+		only = append(only, "--text-column")
+	}
+	if cmd.DocSep != data.DocSepFile {
+		only = append(only, "--doc-sep")
+	}
+	if cmd.SkipBad {
+		only = append(only, "--skip-bad")
+	}
+	if int64(cmd.SampleMB)<<20 != data.DefaultTokenizerSample {
+		only = append(only, "--tokenizer-sample-mb")
+	}
+	if len(only) > 0 {
+		return fmt.Errorf("%s: only for --in inputs (the embedded corpus has fixed documents and a fixed split)", strings.Join(only, ", "))
+	}
+	vocab := cmd.Vocab
+	if vocab == 0 {
+		vocab = tokenizer.DefaultVocabSize
+	}
+	var tok *tokenizer.Tokenizer
+	if cmd.Tokenizer != "" {
+		var err error
+		if tok, err = tokenizer.Load(cmd.Tokenizer); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "preparing the embedded corpus in %s with the tokenizer %s...\n", cmd.Out, cmd.Tokenizer)
+	} else {
+		fmt.Fprintf(log, "preparing the embedded corpus in %s (byte-level BPE, %d tokens)...\n", cmd.Out, vocab)
+	}
+	t0 := time.Now()
+	st, err := data.PrepareEmbedded(cmd.Out, vocab, tok)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "prepared in %.1fs\n", time.Since(t0).Seconds())
+	printDataSummary(stdout, cmd.Out, st)
+	return nil
+}
+
+// printDataSummary prints what a prepared directory holds.
+func printDataSummary(w io.Writer, dir string, st *data.Stats) {
+	fmt.Fprintf(w, "%s: %d training documents (%d tokens), %d validation documents (%d tokens), %.3f bytes/token, vocabulary %d\n",
+		dir, st.Train.Documents, st.Train.Tokens, st.Val.Documents, st.Val.Tokens, st.BytesPerToken, st.VocabSize)
+}
+
+// dataProgressMin is the input size from which progress is shown: smaller inputs are done in moments.
+const dataProgressMin = 32 << 20
+
+// dataProgressEvery is the interval of the plain progress lines written when stderr is not a terminal.
+const dataProgressEvery = 10 * time.Second
+
+// dataProgress shows encoding progress in bytes of input read: a progress bar on a terminal, else a line every
+// dataProgressEvery. It is updated from one goroutine (PrepareFiles' reader) and finished after PrepareFiles.
+type dataProgress struct {
+	log   io.Writer
+	tty   bool
+	bar   *progressbar.ProgressBar
+	start time.Time
+	last  time.Time
+}
+
+func (p *dataProgress) update(done, total int64) {
+	if total < dataProgressMin {
+		return
+	}
+	if p.start.IsZero() {
+		p.start = time.Now()
+		p.last = p.start
+	}
+	if p.tty {
+		if p.bar == nil {
+			p.bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(p.log), progressbar.OptionSetDescription("encoding"),
+				progressbar.OptionShowBytes(true), progressbar.OptionShowCount(), progressbar.OptionSetWidth(30),
+				progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionOnCompletion(func() { fmt.Fprintln(p.log) }))
+		}
+		p.bar.Set64(done)
+		return
+	}
+	if now := time.Now(); now.Sub(p.last) >= dataProgressEvery || done == total {
+		p.last = now
+		fmt.Fprintf(p.log, "encoding: %.1f of %.1f MB read (%.0f%%), %.0fs\n", float64(done)/(1<<20), float64(total)/(1<<20),
+			100*float64(done)/float64(total), now.Sub(p.start).Seconds())
+	}
+}
+
+// finish ends an unfinished progress bar's line (after an error), so that the next message starts a line.
+func (p *dataProgress) finish() {
+	if p.bar != nil && !p.bar.IsFinished() {
+		fmt.Fprintln(p.log)
+	}
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/tokenizer"
+)
+
+type evalTasksCmd struct {
+	Model         string   `required:"" type:"existingdir" help:"Model directory (config.json + model.safetensors)."`
+	Tokenizer     string   `type:"path" help:"tokenizer.json of the model (default: MODEL/tokenizer.json)."`
+	Task          []string `required:"" sep:"none" placeholder:"NAME=FILE" help:"A task to run, repeatable. NAME gives the record format: hellaswag, arc_easy, arc_challenge, piqa (mc), winogrande, lambada, gsm8k, math, mgsm_*, cmath, probe*, lm (plain text); or NAME:KIND=FILE."`
+	Fewshot       []string `sep:"none" placeholder:"NAME=FILE" help:"Few-shot examples for task NAME, in its record format (the first --shots records are used; a record is never its own example)."`
+	Shots         int      `default:"5" help:"Few-shot examples per record for tasks given a --fewshot file."`
+	Limit         int      `help:"Score at most this many records per task (0: all)."`
+	MaxNewTokens  int      `default:"256" help:"Most tokens generated per record in generative tasks (greedy)."`
+	StrictRecords bool     `help:"Stop at the first malformed record instead of skipping and counting it."`
+	Batch         int      `default:"8" help:"Forward capacity in context-length rows; short requests are packed several to a row's worth."`
+	NoCache       bool     `help:"Generate by recomputing the prefix each step (the reference) instead of with the KV-cache decoder."`
+	JSON          bool     `name:"json" help:"Print the report as JSON on stdout."`
+}
+
+// evalTasksReport is the JSON report of eval-tasks.
+type evalTasksReport struct {
+	Model     string             `json:"model"`
+	Tokenizer string             `json:"tokenizer"`
+	Params    int64              `json:"params"`
+	Tasks     []*eval.TaskResult `json:"tasks"`
+}
+
+func (cmd *evalTasksCmd) Run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // the run stops after the chunk in progress; a second interrupt kills at once
+	}()
+	_, err := cmd.run(ctx, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+	return err
+}
+
+// loadTokenizer loads --tokenizer, defaulting to MODEL_DIR/tokenizer.json, and checks that its ids fit the
+// model's vocabulary.
+func loadTokenizer(modelDir, path string, vocab int) (*tokenizer.Tokenizer, string, error) {
+	if path == "" {
+		path = filepath.Join(modelDir, "tokenizer.json")
+		if _, err := os.Stat(path); err != nil {
+			return nil, "", fmt.Errorf("no tokenizer: %s does not exist; pass --tokenizer FILE", path)
+		}
+	}
+	tok, err := tokenizer.Load(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if tok.VocabSize() > vocab {
+		return nil, "", fmt.Errorf("tokenizer %s has %d tokens, more than the model's vocabulary of %d", path, tok.VocabSize(), vocab)
+	}
+	return tok, path, nil
+}
+
+// parseTaskFlags turns --task and --fewshot values into task specs.
+func parseTaskFlags(tasks, fewshot []string) ([]eval.TaskSpec, error) {
+	var specs []eval.TaskSpec
+	names := map[string]int{}
+	for _, a := range tasks {
+		s, err := eval.ParseTaskArg(a)
+		if err != nil {
+			return nil, fmt.Errorf("--task: %w", err)
+		}
+		if _, dup := names[s.Name]; dup {
+			return nil, fmt.Errorf("--task: %s given twice", s.Name)
+		}
+		names[s.Name] = len(specs)
+		specs = append(specs, s)
+	}
+	for _, a := range fewshot {
+		name, file, ok := strings.Cut(a, "=")
+		if !ok || name == "" || file == "" {
+			return nil, fmt.Errorf("--fewshot %q: want NAME=FILE", a)
+		}
+		i, ok := names[name]
+		if !ok {
+			return nil, fmt.Errorf("--fewshot %s: no --task named %s", a, name)
+		}
+		if specs[i].Kind == eval.KindLM {
+			return nil, fmt.Errorf("--fewshot %s: lm tasks take no few-shot examples", a)
+		}
+		specs[i].Fewshot = file
+	}
+	return specs, nil
+}
+
+// run loads the model and runs every task, printing a summary (or JSON) to stdout and warnings and progress to
+// log.
+func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, progress bool) (*evalTasksReport, error) {
+	switch {
+	case cmd.Batch < 1:
+		return nil, fmt.Errorf("--batch %d: must be positive", cmd.Batch)
+	case cmd.Shots < 0 || cmd.Limit < 0 || cmd.MaxNewTokens < 1:
+		return nil, errors.New("--shots and --limit must be ≥ 0 and --max-new-tokens positive")
+	}
+	specs, err := parseTaskFlags(cmd.Task, cmd.Fewshot)
+	if err != nil {
+		return nil, err
+	}
+	pool := kernel.NewPool(0)
+	defer pool.Close()
+	m, _, err := model.Load(cmd.Model, cmd.Batch, pool)
+	if err != nil {
+		return nil, err
+	}
+	tok, tokPath, err := loadTokenizer(cmd.Model, cmd.Tokenizer, m.Config.Vocab)
+	if err != nil {
+		return nil, err
+	}
+	var gen eval.Stepper = m.NewDecoder()
+	if cmd.NoCache {
+		gen = eval.NewPrefixStepper(m)
+	}
+	be := eval.NewLM(m, tok, gen)
+	rep := &evalTasksReport{Model: cmd.Model, Tokenizer: tokPath, Params: m.Config.NumParams()}
+	for _, s := range specs {
+		o := eval.Options{Limit: cmd.Limit, Shots: cmd.Shots, MaxNewTokens: cmd.MaxNewTokens, StrictRecords: cmd.StrictRecords}
+		o.Malformed = func(e *eval.RecordError) { fmt.Fprintf(log, "warning: skipping malformed record %v\n", e) }
+		var bar *progressbar.ProgressBar
+		if progress {
+			o.Progress = func(done, total int64) {
+				if bar == nil {
+					bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(log), progressbar.OptionShowBytes(true),
+						progressbar.OptionSetDescription(s.Name), progressbar.OptionSetWidth(30),
+						progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+				}
+				bar.Set64(done)
+			}
+		}
+		res, err := eval.RunTask(ctx, s, be, o)
+		if bar != nil {
+			bar.Finish()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if res.Skipped > 0 {
+			fmt.Fprintf(log, "%s: skipped %d malformed records\n", s.Name, res.Skipped)
+		}
+		rep.Tasks = append(rep.Tasks, res)
+		if !cmd.JSON {
+			printTaskResult(stdout, res)
+		}
+	}
+	if cmd.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return rep, enc.Encode(rep)
+	}
+	return rep, nil
+}
+
+// formatPlain formats a metric without a standard error: counts as integers, large values with 4 significant
+// digits.
+func formatPlain(v float64) string {
+	switch {
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) >= 1e4:
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 4, 64)
+}
+
+// printTaskResult prints one task's metrics with their standard errors.
+func printTaskResult(w io.Writer, r *eval.TaskResult) {
+	unit := "records"
+	if r.Kind == eval.KindLM {
+		unit = "windows"
+	}
+	fmt.Fprintf(w, "%s (%s, %s): %d %s", r.Task, r.Kind, r.File, r.Docs, unit)
+	if r.Shots > 0 {
+		fmt.Fprintf(w, ", %d-shot", r.Shots)
+	}
+	if r.Skipped > 0 {
+		fmt.Fprintf(w, ", %d malformed skipped", r.Skipped)
+	}
+	if r.Truncated > 0 {
+		fmt.Fprintf(w, ", %d scorings truncated to the context length", r.Truncated)
+	}
+	fmt.Fprintf(w, ", %.1fs\n", r.Seconds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, m := range r.Metrics {
+		if m.HasStdErr() {
+			fmt.Fprintf(tw, "  %s\t%.4f\t± %.4f\t\n", m.Name, m.Value, m.StdErr)
+		} else {
+			fmt.Fprintf(tw, "  %s\t%s\t\t\n", m.Name, formatPlain(m.Value))
+		}
+	}
+	tw.Flush()
+	switch r.Kind {
+	case eval.KindHellaSwag, eval.KindMultipleChoice, eval.KindWinoGrande:
+		fmt.Fprintln(w, "  (acc_norm_bytes: log-likelihood divided by the choice's length in bytes; ll_margin: log p(gold) − max log p(other), nats)")
+	case eval.KindProbe:
+		fmt.Fprintln(w, "  (memorisation kinds on held-out prompts are at chance by design; on recall prompts they measure memorisation)")
+	}
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/tokenizer"
+)
+
+// evalSamples is the directory of the benchmark samples (with their SOURCES.md licence notice).
+const evalSamples = "../../eval/testdata"
+
+// writeTinyModel writes a randomly initialised two-layer model with a 64-token context and, unless noTok, a
+// tokenizer trained on a few sentences beside it; it returns the model directory.
+func writeTinyModel(t *testing.T, noTok bool) string {
+	t.Helper()
+	tok, err := tokenizer.Train([]string{
+		"Question: Natalia sold 48 clips in April and half as many in May. How many clips did she sell? Answer: 72",
+		"A man is sitting on a roof. He starts pulling up roofing on a roof.",
+		"add: 4 8 2 + 9 3 7 = 1 4 1 9\nrev: a b c = c b a\n",
+		"Problem: What is $1+1$?\nSolution: It is $\\boxed{2}$.",
+		"芳芳买了一本书有99页，看了90页，她还剩多少页没有看？",
+	}, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := model.Config{Vocab: tok.VocabSize(), Dim: 32, FFN: 64, Layers: 2, Heads: 2, SeqLen: 64, NormEps: 1e-5,
+		Norm: model.NormRMS, AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	pool := kernel.NewPool(1)
+	defer pool.Close()
+	m, err := model.New(c, 1, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, s := range m.Specs {
+		v := m.Params.Flat[s.Offset : s.Offset+s.Size()]
+		for i := range v {
+			switch s.Class {
+			case model.ClassNorm:
+				v[i] = 1
+			case model.ClassNormBias:
+				v[i] = 0
+			default:
+				v[i] = float32(rng.NormFloat64() / math.Sqrt(float64(s.FanIn())))
+			}
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "model")
+	if err := m.Save(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !noTok {
+		if err := tok.Save(filepath.Join(dir, "tokenizer.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestEvalTasksEndToEnd runs eval-tasks on every benchmark sample, a text file for lm, and GSM8K with few-shot
+// examples, on a tiny random model: every metric is finite and the JSON report holds every task.
+func TestEvalTasksEndToEnd(t *testing.T) {
+	dir := writeTinyModel(t, false)
+	s := func(f string) string { return filepath.Join(evalSamples, f) }
+	text := filepath.Join(t.TempDir(), "held-out.txt")
+	if err := os.WriteFile(text, []byte(strings.Repeat("The quick brown fox jumps over the lazy dog.\n", 40)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := &evalTasksCmd{Model: dir, Batch: 4, Shots: 2, Limit: 6, MaxNewTokens: 12, JSON: true, Task: []string{
+		"hellaswag=" + s("hellaswag_val_first20.jsonl"), "arc_easy=" + s("arc_easy_test_first20.jsonl"),
+		"arc_challenge=" + s("arc_challenge_test_first20.jsonl"), "piqa=" + s("piqa_val_first20.jsonl"),
+		"winogrande=" + s("winogrande_dev_first20.jsonl"), "lambada_openai=" + s("lambada_openai_test_first20.jsonl"),
+		"gsm8k=" + s("gsm8k_train_sample20.jsonl"), "math=" + s("math_test_not500_sample20.jsonl"),
+		"mgsm_en=" + s("mgsm_en_first5.tsv"), "mgsm_zh=" + s("mgsm_zh_first5.tsv"), "cmath=" + s("cmath_dev_first20.jsonl"),
+		"wiki:lm=" + text,
+	}, Fewshot: []string{"gsm8k=" + s("gsm8k_train_sample20.jsonl")}}
+	var out, log bytes.Buffer
+	rep, err := cmd.run(context.Background(), &out, &log, false)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	var js struct {
+		Tasks []struct {
+			Task    string `json:"task"`
+			Docs    int    `json:"docs"`
+			Shots   int    `json:"shots"`
+			Metrics map[string]struct {
+				Value  *float64 `json:"value"`
+				StdErr *float64 `json:"stderr"`
+			} `json:"metrics"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &js); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, out.String())
+	}
+	if len(js.Tasks) != len(cmd.Task) || len(rep.Tasks) != len(cmd.Task) {
+		t.Fatalf("%d tasks in the report, want %d", len(js.Tasks), len(cmd.Task))
+	}
+	want := map[string][]string{
+		"hellaswag": {"acc", "acc_norm_bytes", "gold_loss_per_token", "ll_margin"}, "winogrande": {"acc", "ll_margin"},
+		"lambada_openai": {"acc", "loss", "gold_loss_per_token"}, "gsm8k": {"exact_match_strict", "exact_match_flexible", "gold_loss_per_token"},
+		"math": {"exact_match", "boxed_rate"}, "mgsm_zh": {"exact_match_flexible"}, "cmath": {"exact_match_strict"},
+		"wiki": {"loss", "bits_per_byte"},
+	}
+	for _, task := range js.Tasks {
+		wantDocs := 6 // --limit
+		if strings.HasPrefix(task.Task, "mgsm") {
+			wantDocs = 5 // the whole file
+		}
+		if task.Task != "wiki" && task.Docs != wantDocs {
+			t.Errorf("%s: %d records scored", task.Task, task.Docs)
+		}
+		for name, m := range task.Metrics {
+			if m.Value == nil || math.IsNaN(*m.Value) || math.IsInf(*m.Value, 0) {
+				t.Errorf("%s: %s is not finite", task.Task, name)
+			}
+		}
+		for _, name := range want[task.Task] {
+			m, ok := task.Metrics[name]
+			if !ok || m.StdErr == nil {
+				t.Errorf("%s: no %s with a standard error in %v", task.Task, name, task.Metrics)
+			}
+		}
+		if loss, ok := task.Metrics["gold_loss_per_token"]; ok && (*loss.Value <= 0 || *loss.Value > 20) {
+			t.Errorf("%s: gold loss per token %v for a random model", task.Task, *loss.Value)
+		}
+	}
+	if js.Tasks[6].Shots != 2 {
+		t.Errorf("gsm8k: %d shots", js.Tasks[6].Shots)
+	}
+	// The text summary names every metric.
+	cmd.JSON = false
+	out.Reset()
+	if _, err := cmd.run(context.Background(), &out, io.Discard, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"hellaswag (hellaswag,", "acc_norm_bytes", "bits_per_byte", "exact_match_flexible", "±"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("summary lacks %q:\n%s", w, out.String())
+		}
+	}
+}
+
+// TestEvalTasksErrors: a missing tokenizer, an unknown task name, a few-shot file for no task and a malformed
+// record under --strict-records are errors that say what to do or where.
+func TestEvalTasksErrors(t *testing.T) {
+	noTok := writeTinyModel(t, true)
+	arc := filepath.Join(evalSamples, "arc_easy_test_first20.jsonl")
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(`{"query": "q", "choices": ["a", "b"], "gold": 0}`+"\nnot json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withTok := writeTinyModel(t, false)
+	for _, tc := range []struct {
+		cmd  evalTasksCmd
+		want string
+	}{
+		{evalTasksCmd{Model: noTok, Task: []string{"arc=" + arc}}, "--tokenizer"},
+		{evalTasksCmd{Model: withTok, Task: []string{"mmlu=" + arc}}, "cannot tell its kind"},
+		{evalTasksCmd{Model: withTok, Task: []string{"arc=" + arc}, Fewshot: []string{"gsm8k=" + arc}}, "no --task named gsm8k"},
+		{evalTasksCmd{Model: withTok, Task: []string{"arc=" + bad}, StrictRecords: true}, bad + ":2:"},
+	} {
+		c := tc.cmd
+		c.Batch, c.MaxNewTokens = 2, 4
+		var log bytes.Buffer
+		_, err := c.run(context.Background(), io.Discard, &log, false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one containing %q", tc.cmd.Task, err, tc.want)
+		}
+	}
+	// Without --strict-records the malformed line is reported with its file and line and skipped.
+	c := evalTasksCmd{Model: withTok, Task: []string{"arc=" + bad}, Batch: 2, MaxNewTokens: 4}
+	var log bytes.Buffer
+	rep, err := c.run(context.Background(), io.Discard, &log, false)
+	if err != nil || rep.Tasks[0].Docs != 1 || rep.Tasks[0].Skipped != 1 || !strings.Contains(log.String(), bad+":2:") {
+		t.Errorf("skipping: %v, %+v, log %q", err, rep, log.String())
+	}
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/model"
+)
+
+type probesCmd struct {
+	Make probesMakeCmd `cmd:"" help:"Write reasoning and memorisation probes: training text and held-out and recall test sets."`
+}
+
+type probesMakeCmd struct {
+	Out   string `required:"" type:"path" help:"Directory to write train.txt, train.jsonl, test.jsonl, recall.jsonl and probes.json."`
+	Seed  uint64 `default:"0" help:"Seed; the same seed and sizes give the same files."`
+	N     int    `name:"n" default:"2000" help:"Training examples per kind."`
+	Test  int    `default:"200" help:"Test (and recall) probes per kind."`
+	Table int    `default:"256" help:"Distinct prompts in each memorisation kind's table (each occurs about n/table times in training)."`
+}
+
+// probesManifest is probes.json: how the files were made and what they hold.
+type probesManifest struct {
+	Seed   uint64            `json:"seed"`
+	Train  int               `json:"train_per_kind"`
+	Test   int               `json:"test_per_kind"`
+	Table  int               `json:"table"`
+	Kinds  []string          `json:"kinds"`
+	Files  map[string]string `json:"files"`
+	Counts map[string]int    `json:"counts"`
+}
+
+func (cmd *probesMakeCmd) Run() error { return cmd.run(os.Stdout) }
+
+func (cmd *probesMakeCmd) run(stdout io.Writer) error {
+	ps, err := eval.MakeProbes(eval.ProbeConfig{Seed: cmd.Seed, Train: cmd.N, Test: cmd.Test, Table: cmd.Table})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cmd.Out, 0o755); err != nil {
+		return fmt.Errorf("probes: %w", err)
+	}
+	var text bytes.Buffer
+	for _, p := range ps.Train {
+		text.WriteString(p.Text())
+		text.WriteByte('\n')
+	}
+	files := map[string][]byte{"train.txt": text.Bytes()}
+	for name, set := range map[string][]eval.Probe{"train.jsonl": ps.Train, "test.jsonl": ps.Test, "recall.jsonl": ps.Recall} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		for _, p := range set {
+			if err := enc.Encode(p); err != nil {
+				return err
+			}
+		}
+		files[name] = b.Bytes()
+	}
+	man := probesManifest{Seed: cmd.Seed, Train: cmd.N, Test: cmd.Test, Table: cmd.Table, Kinds: eval.ProbeKinds(),
+		Counts: map[string]int{"train": len(ps.Train), "test": len(ps.Test), "recall": len(ps.Recall)},
+		Files: map[string]string{
+			"train.txt":    "training text, one probe per line (prompt, space, answer); mix it into a training corpus",
+			"train.jsonl":  "the same probes as records {prompt, answer, kind}",
+			"test.jsonl":   "held-out prompts that occur nowhere in training: reasoning kinds measure generalisation, memorisation kinds are at chance by design",
+			"recall.jsonl": "prompts taken from training: memorisation kinds measure memorisation, reasoning kinds give the training accuracy",
+		}}
+	mb, err := json.MarshalIndent(man, "", "  ")
+	if err != nil {
+		return err
+	}
+	files["probes.json"] = append(mb, '\n')
+	for _, name := range []string{"train.txt", "train.jsonl", "test.jsonl", "recall.jsonl", "probes.json"} {
+		if err := model.WriteFileAtomic(filepath.Join(cmd.Out, name), files[name]); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "wrote %d training, %d test and %d recall probes of %d kinds (%s) to %s\n",
+		len(ps.Train), len(ps.Test), len(ps.Recall), len(man.Kinds), strings.Join(man.Kinds, ", "), cmd.Out)
+	fmt.Fprintf(stdout, "score them with: smallinit eval-tasks --model DIR --task probe_test=%s --task probe_recall=%s\n",
+		filepath.Join(cmd.Out, "test.jsonl"), filepath.Join(cmd.Out, "recall.jsonl"))
+	return nil
+}

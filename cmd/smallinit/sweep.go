@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/sweep"
+)
+
+// sweepCmd is `smallinit sweep`: expand, run, watch and collect a grid of runs (package sweep).
+type sweepCmd struct {
+	Plan    sweepPlanCmd    `cmd:"" help:"Expand a grid file (base run config + [axes]) into numbered runs, validate every run's config and print them."`
+	Run     sweepRunCmd     `cmd:"" help:"Run a grid's runs in --out (all with --jobs in parallel, or one with --index for job arrays); finished runs are skipped, interrupted ones resumed."`
+	Status  sweepStatusCmd  `cmd:"" help:"Show each run of a sweep directory as done, running, failed or pending."`
+	Collect sweepCollectCmd `cmd:"" help:"Write one table (CSV and JSON) of every run's axis values, N, tokens and final losses."`
+}
+
+// sweepPlanCmd is `smallinit sweep plan GRID`.
+type sweepPlanCmd struct {
+	Grid  string `arg:"" type:"existingfile" help:"Grid file (TOML): base = \"run.toml\" or a [base] table, and [axes] of dotted config keys to lists."`
+	Count bool   `help:"Print only the number of runs (for sbatch --array=0-<count−1> or an Indexed Job's completions)."`
+}
+
+func (c *sweepPlanCmd) Run() error { return c.run(os.Stdout) }
+
+func (c *sweepPlanCmd) run(w io.Writer) error {
+	g, err := sweep.ParseGrid(c.Grid)
+	if err != nil {
+		return err
+	}
+	p, err := g.Expand()
+	if err != nil {
+		return err
+	}
+	if c.Count {
+		_, err := fmt.Fprintln(w, len(p.Runs))
+		return err
+	}
+	return p.WriteTable(w)
+}
+
+// sweepRunCmd is `smallinit sweep run GRID --out DIR`.
+type sweepRunCmd struct {
+	Grid       string        `arg:"" type:"existingfile" help:"Grid file (TOML)."`
+	Out        string        `required:"" type:"path" placeholder:"DIR" help:"Sweep directory: DIR/grid.toml, DIR/plan.json and one run directory per run in DIR/runs/<id>/. A directory holding another grid's sweep is refused."`
+	Jobs       int           `default:"1" help:"Runs trained at once; each gets train.threads = cores/jobs unless the grid sets train.threads."`
+	Index      int           `default:"-1" placeholder:"I" help:"Run only run I (0-based), e.g. --index $SLURM_ARRAY_TASK_ID or --index $JOB_COMPLETION_INDEX; waits if another task holds its lock. -1: every run."`
+	Cores      int           `help:"Cores shared by the jobs (default: all of this machine's)."`
+	StaleAfter time.Duration `default:"5m" help:"A run lock whose heartbeat is older than this is taken to be abandoned (its holder was killed) and the run is taken over."`
+}
+
+func (c *sweepRunCmd) Run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return c.run(ctx, os.Stdout, os.Stderr)
+}
+
+func (c *sweepRunCmd) run(ctx context.Context, stdout, log io.Writer) error {
+	g, err := sweep.ParseGrid(c.Grid)
+	if err != nil {
+		return err
+	}
+	reps, err := sweep.Execute(ctx, g, c.Out, sweep.Options{Jobs: c.Jobs, Index: c.Index, Cores: c.Cores, StaleAfter: c.StaleAfter, Log: log})
+	if len(reps) > 0 {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "index\tid\toutcome\ttime\tval loss")
+		for _, r := range reps {
+			t, loss := "", ""
+			if r.Elapsed > 0 {
+				t = r.Elapsed.Round(time.Millisecond).String()
+			}
+			if r.Outcome == sweep.Finished {
+				loss = fmt.Sprintf("%.4f", r.Result.ValLoss)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", r.Run.Index, r.Run.ID, r.Outcome, t, loss)
+		}
+		tw.Flush()
+	}
+	return err
+}
+
+// sweepStatusCmd is `smallinit sweep status DIR`.
+type sweepStatusCmd struct {
+	Dir        string        `arg:"" type:"existingdir" help:"Sweep directory."`
+	StaleAfter time.Duration `default:"5m" help:"Lock heartbeat age after which a run counts as no longer running."`
+}
+
+func (c *sweepStatusCmd) Run() error { return c.run(os.Stdout) }
+
+func (c *sweepStatusCmd) run(w io.Writer) error {
+	_, sts, err := sweep.Status(c.Dir, c.StaleAfter)
+	if err != nil {
+		return err
+	}
+	return sweep.WriteStatus(w, sts)
+}
+
+// sweepCollectCmd is `smallinit sweep collect DIR`.
+type sweepCollectCmd struct {
+	Dir string `arg:"" type:"existingdir" help:"Sweep directory."`
+	Out string `type:"path" placeholder:"FILE" help:"Write FILE.csv and FILE.json (an extension .csv or .json is dropped first); default DIR/results."`
+}
+
+func (c *sweepCollectCmd) Run() error { return c.run(os.Stdout) }
+
+func (c *sweepCollectCmd) run(w io.Writer) error {
+	t, err := sweep.Collect(c.Dir)
+	if err != nil {
+		return err
+	}
+	stem := c.Out
+	if stem == "" {
+		stem = filepath.Join(c.Dir, "results")
+	}
+	if ext := strings.ToLower(filepath.Ext(stem)); ext == ".csv" || ext == ".json" {
+		stem = strings.TrimSuffix(stem, filepath.Ext(stem))
+	}
+	for _, f := range []struct {
+		ext   string
+		write func(io.Writer) error
+	}{{".csv", t.WriteCSV}, {".json", t.WriteJSON}} {
+		var b strings.Builder
+		if err := f.write(&b); err != nil {
+			return err
+		}
+		if err := model.WriteFileAtomic(stem+f.ext, []byte(b.String())); err != nil {
+			return err
+		}
+	}
+	if err := t.WriteText(w); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "wrote %s.csv and %s.json (%s)\n", stem, stem, sweep.NDefinition)
+	return err
+}
