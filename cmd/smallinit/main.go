@@ -15,6 +15,7 @@ type cli struct {
 	Init       initCmd       `cmd:"" help:"Write a freshly initialised model directory (config.json + model.safetensors)."`
 	Eval       evalCmd       `cmd:"" help:"Mean next-token loss of a model on a .tok token file."`
 	Bench      benchCmd      `cmd:"" help:"Training throughput (tokens/s, model FLOP/s) on a preset; --kernels for matmul GFLOP/s."`
+	Data       dataCmd       `cmd:"" help:"Prepare training data: tokenize your corpus (or the embedded one) into .tok files."`
 	Train      trainCmd      `cmd:"" help:"Train a model from a TOML run config (--config, --set, --out) or continue one (--resume)."`
 	Analyze    analyzeCmd    `cmd:"" help:"Weight metrics (stable rank, row cosine) and activation metrics (sink, saturation, residual ratio) of a model."`
 	Compare    compareCmd    `cmd:"" help:"Per-token probability gaps between two models, binned by token difficulty."`
