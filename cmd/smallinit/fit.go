@@ -24,6 +24,7 @@ type fitCmd struct {
 	JSON      bool     `name:"json" help:"Print the report as JSON."`
 }
 
+// Run prints the fit report; refusals are returned as errors after it.
 func (c *fitCmd) Run() error { return c.run(os.Stdout) }
 
 func (c *fitCmd) run(w io.Writer) error {

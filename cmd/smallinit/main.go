@@ -19,6 +19,9 @@ type cli struct {
 	Train      trainCmd      `cmd:"" help:"Train a model from a TOML run config (--config, --set, --out) or continue one (--resume)."`
 	Analyze    analyzeCmd    `cmd:"" help:"Weight metrics (stable rank, row cosine) and activation metrics (sink, saturation, residual ratio) of a model."`
 	Compare    compareCmd    `cmd:"" help:"Per-token probability gaps between two models, binned by token difficulty."`
+	EvalTasks  evalTasksCmd  `cmd:"" help:"Benchmark tasks and probes: accuracies and smooth losses with standard errors."`
+	Probes     probesCmd     `cmd:"" help:"Reasoning and memorisation probes (probes make)."`
+	Generate   generateCmd   `cmd:"" help:"Sample a completion from a model, streamed to stdout."`
 	Coordcheck coordcheckCmd `cmd:"" help:"Residual ratio against width at init and after a few steps (μP-style coordinate check)."`
 }
 

@@ -30,6 +30,7 @@ type sweepPlanCmd struct {
 	Count bool   `help:"Print only the number of runs (for sbatch --array=0-<count−1> or an Indexed Job's completions)."`
 }
 
+// Run prints the plan (or its run count).
 func (c *sweepPlanCmd) Run() error { return c.run(os.Stdout) }
 
 func (c *sweepPlanCmd) run(w io.Writer) error {
@@ -58,6 +59,7 @@ type sweepRunCmd struct {
 	StaleAfter time.Duration `default:"5m" help:"A run lock whose heartbeat is older than this is taken to be abandoned (its holder was killed) and the run is taken over."`
 }
 
+// Run executes the sweep until done or SIGINT/SIGTERM (runs then stop at a checkpoint).
 func (c *sweepRunCmd) Run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -94,6 +96,7 @@ type sweepStatusCmd struct {
 	StaleAfter time.Duration `default:"5m" help:"Lock heartbeat age after which a run counts as no longer running."`
 }
 
+// Run prints the runs' states.
 func (c *sweepStatusCmd) Run() error { return c.run(os.Stdout) }
 
 func (c *sweepStatusCmd) run(w io.Writer) error {
@@ -110,6 +113,7 @@ type sweepCollectCmd struct {
 	Out string `type:"path" placeholder:"FILE" help:"Write FILE.csv and FILE.json (an extension .csv or .json is dropped first); default DIR/results."`
 }
 
+// Run writes the table files and prints the table.
 func (c *sweepCollectCmd) Run() error { return c.run(os.Stdout) }
 
 func (c *sweepCollectCmd) run(w io.Writer) error {

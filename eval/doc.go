@@ -1,0 +1,33 @@
+// Package eval scores language models on benchmark tasks, generates text, and makes the reasoning probes
+// (SPEC §5 "Evaluation").
+//
+// # Scoring
+//
+// Task logic and the model meet at two small interfaces, so that the metrics can be checked against a fake
+// whose log-likelihoods are known: a Scorer returns the log-likelihood of a continuation given a context
+// (multiple choice, cloze, the gold answers of generative tasks), a Generator completes prompts greedily. LM is
+// the implementation on a model.Model: it tokenises each request, left-truncates contexts to the model's
+// context length, and packs many requests into one ForwardSeq, one request per row. Rows are right-padded to
+// the longest request of the forward; causal attention means a request's positions never see the padding after
+// them, so packing does not change any score (requests are sorted by length so that little is padded). The one
+// exception is an MoE model with a capacity factor, whose expert capacity is shared by every row of a forward.
+//
+// # Tasks
+//
+// A task is a file in one of the record formats of Kind (HellaSwag, ARC and PIQA, WinoGrande, LAMBADA, GSM8K,
+// MATH, MGSM, CMATH, probes, plain text). RunTask streams it record by record, scores records in chunks, and
+// returns accuracies with binomial standard errors sqrt(p(1−p)/n) and mean losses with the standard error of
+// the mean. Tiny models sit at chance on hard benchmarks, so every multiple-choice task also reports smooth
+// metrics: the gold continuation's mean loss per token and its log-likelihood margin over the best distractor
+// (ll_margin, nats). acc_norm_bytes divides each choice's log-likelihood by the length in bytes of the choice
+// text without its leading space (lm-evaluation-harness's acc_norm divides by characters: the same for ASCII).
+// Malformed records are reported with file and line and skipped (counted), or are fatal in strict mode.
+//
+// # Generation
+//
+// A Stepper holds one sequence and returns the next-token logits after appending tokens; PrefixStepper
+// recomputes the whole prefix with ForwardSeq, model.Decoder is a key/value-cache implementation of the same
+// interface. Generate samples from any Stepper (greedy, temperature, top-k, top-p) and streams the text, holding
+// back bytes that could still become a stop string or that end in the middle of a UTF-8 character.
+// CompareSteppers checks one Stepper against another token for token.
+package eval

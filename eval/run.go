@@ -1,0 +1,477 @@
+package eval
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+)
+
+// Options control RunTask.
+type Options struct {
+	Limit         int                     // score at most this many records, or windows of an lm task (0: all)
+	Shots         int                     // few-shot examples before each record, when the task has a Fewshot file
+	MaxNewTokens  int                     // most tokens generated per record (0: 256, the harness's default)
+	StrictRecords bool                    // a malformed record is an error instead of being skipped and counted
+	Chunk         int                     // records scored together (0: 64); larger chunks pack forwards better
+	Progress      func(done, total int64) // bytes of the task file read so far (nil: no progress)
+	Malformed     func(*RecordError)      // called for every skipped record (nil: only counted and listed)
+}
+
+// RecordError is a malformed record: its file, its 1-based line and what is wrong with it.
+type RecordError struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Err  string `json:"error"`
+}
+
+// Error formats the record error as FILE:LINE: problem, the form editors and compilers use.
+func (e *RecordError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Err) }
+
+// maxListed is how many malformed records a TaskResult lists (all are counted).
+const maxListed = 100
+
+// Example is one scored generative record, kept so that a report shows what the model wrote.
+type Example struct {
+	Line    int    `json:"line"`
+	Output  string `json:"output"`
+	Gold    string `json:"gold"`
+	Correct bool   `json:"correct"`
+}
+
+// TaskResult is one task's summary.
+type TaskResult struct {
+	Task      string        `json:"task"`
+	Kind      Kind          `json:"kind"`
+	File      string        `json:"file"`
+	Fewshot   string        `json:"fewshot,omitempty"`
+	Shots     int           `json:"shots"`
+	Docs      int           `json:"docs"`              // records scored (windows for lm tasks)
+	Skipped   int           `json:"malformed_records"` // malformed records skipped (task and few-shot files)
+	Malformed []RecordError `json:"malformed,omitempty"`
+	Truncated int           `json:"truncated_requests"` // scorings whose context was cut to the context length
+	Metrics   Metrics       `json:"metrics"`
+	Examples  []Example     `json:"examples,omitempty"` // the first few generative records
+	Seconds   float64       `json:"seconds"`
+}
+
+// recordReader reads the non-blank lines of a record file with their line numbers, lines of any length.
+type recordReader struct {
+	br   *bufio.Reader
+	file string
+	line int
+}
+
+func newRecordReader(r io.Reader, file string) *recordReader {
+	return &recordReader{br: bufio.NewReaderSize(r, 1<<16), file: file}
+}
+
+// next returns the next non-blank line (without its line ending) and its number, or io.EOF.
+func (rr *recordReader) next() ([]byte, int, error) {
+	for {
+		b, err := rr.br.ReadBytes('\n')
+		if len(b) == 0 && err != nil {
+			if err != io.EOF {
+				err = fmt.Errorf("read %s after line %d: %w", rr.file, rr.line, err)
+			}
+			return nil, 0, err
+		}
+		rr.line++
+		if err != nil && err != io.EOF {
+			return nil, 0, fmt.Errorf("read %s line %d: %w", rr.file, rr.line, err)
+		}
+		b = bytes.TrimRight(b, "\r\n")
+		if len(bytes.TrimSpace(b)) > 0 {
+			return b, rr.line, nil
+		}
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+// Read reads from the underlying reader and counts the bytes.
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// RunTask streams spec.File, scores its records with be in chunks and returns the task's metrics. Malformed
+// records are skipped, counted and reported through o.Malformed (or returned as a *RecordError with
+// o.StrictRecords); errors name the file and line. lm tasks need a backend that implements TextScorer.
+func RunTask(ctx context.Context, spec TaskSpec, be Backend, o Options) (*TaskResult, error) {
+	t0 := time.Now()
+	if o.MaxNewTokens <= 0 {
+		o.MaxNewTokens = 256
+	}
+	if o.Chunk <= 0 {
+		o.Chunk = 64
+	}
+	res := &TaskResult{Task: spec.Name, Kind: spec.Kind, File: spec.File, Metrics: Metrics{}}
+	f, err := os.Open(spec.File)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", spec.Name, err)
+	}
+	defer f.Close()
+	var total int64
+	if st, err := f.Stat(); err == nil {
+		total = st.Size()
+	}
+	cr := &countingReader{r: f}
+	progress := func() {
+		if o.Progress != nil {
+			o.Progress(cr.n, total)
+		}
+	}
+	if spec.Kind == KindLM {
+		ts, ok := be.(TextScorer)
+		if !ok {
+			return nil, fmt.Errorf("task %s: this backend cannot score plain text", spec.Name)
+		}
+		s, err := ts.ScoreText(ctx, cr, o.Limit, func(int64) { progress() })
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %s: %w", spec.Name, spec.File, err)
+		}
+		res.Docs, res.Metrics = s.Windows, s.metrics()
+		res.Seconds = time.Since(t0).Seconds()
+		return res, nil
+	}
+	ks, ok := kindSpecs[spec.Kind]
+	if !ok {
+		return nil, fmt.Errorf("task %s: unknown kind %q", spec.Name, spec.Kind)
+	}
+	r := &runner{spec: spec, ks: ks, be: be, o: o, res: res, agg: newAggregate(spec.Kind)}
+	if spec.Fewshot != "" && o.Shots > 0 {
+		if err := r.readShots(); err != nil {
+			return nil, err
+		}
+		res.Fewshot, res.Shots = spec.Fewshot, o.Shots
+	}
+	rr := newRecordReader(cr, spec.File)
+	var chunk []doc
+	for o.Limit <= 0 || res.Docs+len(chunk) < o.Limit {
+		line, n, err := rr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", spec.Name, err)
+		}
+		d, perr := ks.parse(line)
+		if perr != nil {
+			if err := r.malformed(&RecordError{File: spec.File, Line: n, Err: perr.Error()}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		d.line = n
+		chunk = append(chunk, d)
+		if len(chunk) == o.Chunk {
+			if err := r.score(chunk); err != nil {
+				return nil, err
+			}
+			chunk = chunk[:0]
+			progress()
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("task %s: %w", spec.Name, err)
+			}
+		}
+	}
+	if err := r.score(chunk); err != nil {
+		return nil, err
+	}
+	progress()
+	if res.Docs == 0 {
+		return nil, fmt.Errorf("task %s: %s has no valid records (%d malformed)", spec.Name, spec.File, res.Skipped)
+	}
+	res.Metrics = r.agg.metrics()
+	res.Seconds = time.Since(t0).Seconds()
+	return res, nil
+}
+
+// runner holds one task's state.
+type runner struct {
+	spec  TaskSpec
+	ks    kindSpec
+	be    Backend
+	o     Options
+	res   *TaskResult
+	agg   *aggregate
+	shots []doc
+}
+
+func (r *runner) malformed(e *RecordError) error {
+	if r.o.StrictRecords {
+		return fmt.Errorf("task %s: malformed record (--strict-records): %w", r.spec.Name, e)
+	}
+	r.res.Skipped++
+	if len(r.res.Malformed) < maxListed {
+		r.res.Malformed = append(r.res.Malformed, *e)
+	}
+	if r.o.Malformed != nil {
+		r.o.Malformed(e)
+	}
+	return nil
+}
+
+// readShots reads the first Shots+1 valid records of the few-shot file (one spare, for when a record is
+// its own few-shot example).
+func (r *runner) readShots() error {
+	f, err := os.Open(r.spec.Fewshot)
+	if err != nil {
+		return fmt.Errorf("task %s: few-shot file: %w", r.spec.Name, err)
+	}
+	defer f.Close()
+	rr := newRecordReader(f, r.spec.Fewshot)
+	for len(r.shots) < r.o.Shots+1 {
+		line, n, err := rr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("task %s: %w", r.spec.Name, err)
+		}
+		d, perr := r.ks.parse(line)
+		if perr != nil {
+			if err := r.malformed(&RecordError{File: r.spec.Fewshot, Line: n, Err: perr.Error()}); err != nil {
+				return err
+			}
+			continue
+		}
+		r.shots = append(r.shots, d)
+	}
+	if len(r.shots) < r.o.Shots {
+		return fmt.Errorf("task %s: few-shot file %s has %d valid records, %d shots wanted", r.spec.Name, r.spec.Fewshot, len(r.shots), r.o.Shots)
+	}
+	return nil
+}
+
+// prefix is the few-shot context before d: the first Shots examples other than d itself, each followed by the
+// kind's separator (lm-evaluation-harness's fewshot_delimiter).
+func (r *runner) prefix(d *doc) string {
+	if len(r.shots) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	k := 0
+	for i := range r.shots {
+		if k == r.o.Shots {
+			break
+		}
+		if r.shots[i].shot == d.shot {
+			continue
+		}
+		b.WriteString(r.shots[i].shot)
+		b.WriteString(r.ks.shotSep)
+		k++
+	}
+	return b.String()
+}
+
+// score runs one chunk of records through the backend and adds them to the aggregate.
+func (r *runner) score(chunk []doc) error {
+	if len(chunk) == 0 {
+		return nil
+	}
+	var reqs []Request
+	var gens []GenRequest
+	for i := range chunk {
+		d := &chunk[i]
+		p := r.prefix(d)
+		if r.ks.generative {
+			reqs = append(reqs, Request{Context: p + d.prompt, Continuation: d.target})
+			budget := r.o.MaxNewTokens
+			if r.spec.Kind == KindProbe {
+				// The answer, its space and a line break take at most len(answer)+2 tokens; one more shows
+				// whether the line ends there.
+				budget = min(budget, len(d.answer)+3)
+			}
+			gens = append(gens, GenRequest{Prompt: p + d.prompt, MaxTokens: budget, Stop: r.ks.stop})
+			continue
+		}
+		for j := range d.conts {
+			reqs = append(reqs, Request{Context: p + d.contexts[j], Continuation: d.conts[j]})
+		}
+	}
+	scores, err := r.be.Score(reqs)
+	if err == nil && len(scores) != len(reqs) {
+		err = fmt.Errorf("%d scores for %d requests", len(scores), len(reqs))
+	}
+	if err != nil {
+		return fmt.Errorf("task %s: %s lines %d-%d: %w", r.spec.Name, r.spec.File, chunk[0].line, chunk[len(chunk)-1].line, err)
+	}
+	for _, s := range scores {
+		if s.Truncated {
+			r.res.Truncated++
+		}
+	}
+	var outs []string
+	if len(gens) > 0 {
+		outs, err = r.be.Generate(gens)
+		if err == nil && len(outs) != len(gens) {
+			err = fmt.Errorf("%d completions for %d prompts", len(outs), len(gens))
+		}
+		if err != nil {
+			return fmt.Errorf("task %s: %s lines %d-%d: %w", r.spec.Name, r.spec.File, chunk[0].line, chunk[len(chunk)-1].line, err)
+		}
+	}
+	k := 0
+	for i := range chunk {
+		d := &chunk[i]
+		if r.ks.generative {
+			ok := r.agg.addGenerative(d, scores[i], outs[i])
+			if len(r.res.Examples) < 3 {
+				r.res.Examples = append(r.res.Examples, Example{Line: d.line, Output: outs[i], Gold: d.answer, Correct: ok})
+			}
+		} else {
+			r.agg.addChoices(d, scores[k:k+len(d.conts)])
+			k += len(d.conts)
+		}
+		r.res.Docs++
+	}
+	return nil
+}
+
+// aggregate accumulates a task's metrics.
+type aggregate struct {
+	kind Kind
+	// multiple choice and cloze
+	acc, accNorm accuracy
+	goldLoss     mean // gold continuation's mean loss per token (nats)
+	margin       mean // log p(gold) − max log p(distractor) (nats)
+	chance       mean
+	clozeLoss    mean // LAMBADA: −log p(continuation) (nats)
+	strict, flex accuracy
+	boxed        accuracy
+	byKind       map[string]*accuracy
+	lossByClass  map[string]*mean
+	accByClass   map[string]*accuracy
+}
+
+func newAggregate(k Kind) *aggregate {
+	return &aggregate{kind: k, byKind: map[string]*accuracy{}, lossByClass: map[string]*mean{}, accByClass: map[string]*accuracy{}}
+}
+
+// addChoices scores one multiple-choice or cloze record.
+func (a *aggregate) addChoices(d *doc, s []Score) {
+	if a.kind == KindLambada {
+		a.acc.add(s[0].Greedy)
+		a.clozeLoss.add(-s[0].LogProb)
+		if s[0].Tokens > 0 {
+			a.goldLoss.add(-s[0].LogProb / float64(s[0].Tokens))
+		}
+		return
+	}
+	best, bestNorm := 0, 0
+	norm := func(j int) float64 { return s[j].LogProb / float64(max(len(d.choices[j]), 1)) }
+	for j := range s {
+		if s[j].LogProb > s[best].LogProb {
+			best = j
+		}
+		if norm(j) > norm(bestNorm) {
+			bestNorm = j
+		}
+	}
+	a.acc.add(best == d.gold)
+	a.accNorm.add(bestNorm == d.gold)
+	if s[d.gold].Tokens > 0 {
+		a.goldLoss.add(-s[d.gold].LogProb / float64(s[d.gold].Tokens))
+	}
+	other := math.Inf(-1)
+	for j := range s {
+		if j != d.gold {
+			other = math.Max(other, s[j].LogProb)
+		}
+	}
+	a.margin.add(s[d.gold].LogProb - other)
+	a.chance.add(1 / float64(len(s)))
+}
+
+// addGenerative checks one completion and returns whether it is correct (flexible for numeric tasks).
+func (a *aggregate) addGenerative(d *doc, gold Score, out string) bool {
+	if gold.Tokens > 0 {
+		a.goldLoss.add(-gold.LogProb / float64(gold.Tokens))
+	}
+	switch a.kind {
+	case KindGSM8K, KindMGSM, KindCMATH:
+		var s, f bool
+		if a.kind == KindGSM8K {
+			s, f = gradeGSM8K(out, d.answer)
+		} else {
+			s, f = gradeNumeric(out, d.answer)
+		}
+		a.strict.add(s)
+		a.flex.add(f)
+		return f
+	case KindMATH:
+		_, has := LastBoxed(out)
+		a.boxed.add(has)
+		ok := MathEqual(MathAnswer(out), d.answer)
+		a.acc.add(ok)
+		return ok
+	case KindProbe:
+		ok := probeCorrect(out, d.answer)
+		a.acc.add(ok)
+		acc := a.byKind[d.probeKind]
+		if acc == nil {
+			acc = &accuracy{}
+			a.byKind[d.probeKind] = acc
+		}
+		acc.add(ok)
+		class := ProbeClass(d.probeKind)
+		if a.accByClass[class] == nil {
+			a.accByClass[class], a.lossByClass[class] = &accuracy{}, &mean{}
+		}
+		a.accByClass[class].add(ok)
+		if gold.Tokens > 0 {
+			a.lossByClass[class].add(-gold.LogProb / float64(gold.Tokens))
+		}
+		return ok
+	}
+	return false
+}
+
+// metrics lists the task's metrics in report order.
+func (a *aggregate) metrics() Metrics {
+	switch a.kind {
+	case KindLambada:
+		l := a.clozeLoss.metric("loss")
+		return Metrics{a.acc.metric("acc"), l, plain("perplexity", math.Exp(l.Value), l.N), a.goldLoss.metric("gold_loss_per_token")}
+	case KindGSM8K, KindMGSM, KindCMATH:
+		return Metrics{a.strict.metric("exact_match_strict"), a.flex.metric("exact_match_flexible"), a.goldLoss.metric("gold_loss_per_token")}
+	case KindMATH:
+		return Metrics{a.acc.metric("exact_match"), a.boxed.metric("boxed_rate"), a.goldLoss.metric("gold_loss_per_token")}
+	case KindProbe:
+		ms := Metrics{a.acc.metric("acc")}
+		for _, c := range []string{ProbeReasoning, ProbeMemorisation} {
+			if acc := a.accByClass[c]; acc != nil {
+				ms = append(ms, acc.metric("acc_"+c))
+			}
+		}
+		ms = append(ms, a.goldLoss.metric("gold_loss_per_token"))
+		for _, c := range []string{ProbeReasoning, ProbeMemorisation} {
+			if l := a.lossByClass[c]; l != nil {
+				ms = append(ms, l.metric("gold_loss_per_token_"+c))
+			}
+		}
+		for _, k := range sortedKeys(a.byKind) {
+			ms = append(ms, a.byKind[k].metric("acc_"+k))
+		}
+		return ms
+	}
+	return Metrics{a.acc.metric("acc"), a.accNorm.metric("acc_norm_bytes"), plain("chance", a.chance.mu, a.chance.n),
+		a.goldLoss.metric("gold_loss_per_token"), a.margin.metric("ll_margin")}
+}
+
+// errNoText is returned by ScoreText for input without a single scorable token.
+var errNoText = errors.New("no tokens to score")

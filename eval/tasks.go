@@ -1,0 +1,486 @@
+package eval
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Kind is a task's record format and scoring rule.
+type Kind string
+
+// Task kinds. Multiple-choice kinds score every choice's continuation by its log-likelihood; LAMBADA is a cloze
+// (greedy completion of the last word); the generative kinds complete a prompt greedily and check the answer.
+const (
+	// KindHellaSwag: {ind, activity_label, ctx, endings[4], label} (or ctx_a and ctx_b instead of ctx). Query
+	// preprocess(activity_label + ": " + ctx), continuations " " + preprocess(ending), with the harness's
+	// preprocess (strip, " [title]" → ". ", drop "[...]", "  " → " ").
+	KindHellaSwag Kind = "hellaswag"
+	// KindMultipleChoice (ARC, PIQA): {query, choices[], gold}. Context query (trailing whitespace removed) +
+	// "\nAnswer:", continuations " " + choice: the harness's "Question: ...\nAnswer: choice" for the files'
+	// "Question: ..." queries.
+	KindMultipleChoice Kind = "mc"
+	// KindWinoGrande: {context_options[2], continuation, gold}. The shared continuation " " + continuation is
+	// scored under each context (the harness's partial scoring).
+	KindWinoGrande Kind = "winogrande"
+	// KindLambada: {context, continuation}. Greedy accuracy and loss of " " + continuation (the last word).
+	KindLambada Kind = "lambada"
+	// KindGSM8K: {question, answer}, gold after "#### " (commas removed). Prompt "Question: q\nAnswer:", few-shot
+	// targets " " + answer; strict-match and flexible-extract exact match as in the harness.
+	KindGSM8K Kind = "gsm8k"
+	// KindMATH: {problem, solution, answer}. Prompt "Problem: p\nSolution:", few-shot targets " " + solution;
+	// exact match of NormalizeMath(final \boxed{} answer) against the answer field (or the solution's boxed
+	// answer when the record has none).
+	KindMATH Kind = "math"
+	// KindMGSM: TSV lines question<TAB>answer_number, no header. Prompt "Question: q\nAnswer:", few-shot targets
+	// " " + number; strict = the first line of the completion is the number, flexible = the last number in it.
+	KindMGSM Kind = "mgsm"
+	// KindCMATH: {input, golden}. Prompt "问题：q\n答案：", few-shot targets the answer; strict and flexible as MGSM.
+	KindCMATH Kind = "cmath"
+	// KindProbe: {prompt, answer, kind} from MakeProbes. The prompt is used verbatim; the completion's first
+	// line, trimmed, must equal the answer. Accuracies are reported overall, per probe kind, and separately for
+	// reasoning kinds and memorisation kinds (names ending in "_mem").
+	KindProbe Kind = "probe"
+	// KindLM: plain text. Loss per token and bits per byte over rolling windows of the context length.
+	KindLM Kind = "lm"
+)
+
+// kindAliases maps task names (and the part of a name before the first "_", "-" or ".") to kinds.
+var kindAliases = map[string]Kind{
+	"hellaswag": KindHellaSwag, "mc": KindMultipleChoice, "arc": KindMultipleChoice, "arc_easy": KindMultipleChoice,
+	"arc_challenge": KindMultipleChoice, "piqa": KindMultipleChoice, "winogrande": KindWinoGrande,
+	"lambada": KindLambada, "lambada_openai": KindLambada, "gsm8k": KindGSM8K, "math": KindMATH,
+	"hendrycks_math": KindMATH, "minerva_math": KindMATH, "mgsm": KindMGSM, "cmath": KindCMATH,
+	"probe": KindProbe, "probes": KindProbe, "lm": KindLM, "text": KindLM,
+}
+
+// KindNames lists the accepted task names and kinds, sorted.
+func KindNames() []string {
+	var names []string
+	for n := range kindAliases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// KindOf returns the kind of a task name: the name itself if it is a known name (arc_easy, lambada_openai,
+// ...), else its part before the first "_", "-" or "." (mgsm_zh → mgsm, probe-test → probe). "NAME:KIND" names
+// the kind explicitly.
+func KindOf(name string) (Kind, error) {
+	if n, k, ok := strings.Cut(name, ":"); ok {
+		if kind, ok := kindAliases[strings.ToLower(k)]; ok && n != "" {
+			return kind, nil
+		}
+		return "", fmt.Errorf("task %q: unknown kind %q (known: %s)", name, k, strings.Join(KindNames(), ", "))
+	}
+	low := strings.ToLower(name)
+	if k, ok := kindAliases[low]; ok {
+		return k, nil
+	}
+	if i := strings.IndexAny(low, "_-."); i > 0 {
+		if k, ok := kindAliases[low[:i]]; ok {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("task %q: cannot tell its kind from the name (name it after one of %s, or write NAME:KIND)", name, strings.Join(KindNames(), ", "))
+}
+
+// TaskSpec is one task to run: a name (reported), its kind, the record file, and optionally a file of few-shot
+// examples in the same format.
+type TaskSpec struct {
+	Name    string
+	Kind    Kind
+	File    string
+	Fewshot string
+}
+
+// ParseTaskArg parses "NAME=FILE" (or "NAME:KIND=FILE").
+func ParseTaskArg(arg string) (TaskSpec, error) {
+	name, file, ok := strings.Cut(arg, "=")
+	if !ok || name == "" || file == "" {
+		return TaskSpec{}, fmt.Errorf("task %q: want NAME=FILE", arg)
+	}
+	kind, err := KindOf(name)
+	if err != nil {
+		return TaskSpec{}, err
+	}
+	if n, _, ok := strings.Cut(name, ":"); ok {
+		name = n
+	}
+	return TaskSpec{Name: name, Kind: kind, File: file}, nil
+}
+
+// doc is one parsed record: what to score and how to check it.
+type doc struct {
+	line int
+	// Multiple choice and cloze: each choice j scores conts[j] given contexts[j].
+	contexts []string
+	conts    []string
+	choices  []string // the choice texts (delimiter excluded) whose byte lengths normalise acc_norm_bytes
+	gold     int
+	// Generative: the prompt, the gold target scored teacher-forced (and shown in few-shot examples), and the
+	// gold answer checked against the completion.
+	prompt, target, answer string
+	probeKind              string
+	shot                   string // this record as a few-shot example
+}
+
+// kindSpec is how one kind reads, prompts and checks records.
+type kindSpec struct {
+	parse      func(line []byte) (doc, error)
+	generative bool
+	stop       []string // generation stops before these (generative kinds)
+	shotSep    string   // between few-shot examples and before the record
+}
+
+var kindSpecs = map[Kind]kindSpec{
+	KindHellaSwag:      {parse: parseHellaSwag, shotSep: "\n\n"},
+	KindMultipleChoice: {parse: parseMC, shotSep: "\n\n"},
+	KindWinoGrande:     {parse: parseWinoGrande, shotSep: "\n\n"},
+	KindLambada:        {parse: parseLambada, shotSep: "\n\n"},
+	KindGSM8K:          {parse: parseGSM8K, generative: true, stop: []string{"Question:", "</s>", "<|im_end|>"}, shotSep: "\n\n"},
+	KindMATH:           {parse: parseMATH, generative: true, stop: []string{"Problem:"}, shotSep: "\n\n"},
+	KindMGSM:           {parse: parseMGSM, generative: true, stop: []string{"Question:", "</s>", "<|im_end|>", "\n\n"}, shotSep: "\n\n"},
+	KindCMATH:          {parse: parseCMATH, generative: true, stop: []string{"问题：", "\n\n"}, shotSep: "\n\n"},
+	KindProbe:          {parse: parseProbe, generative: true, stop: []string{"\n"}, shotSep: "\n"},
+}
+
+// strictJSON decodes one JSON record into v and rejects trailing data.
+func strictJSON(line []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid JSON: %v", err)
+	}
+	if dec.More() {
+		return errors.New("invalid JSON: data after the record")
+	}
+	return nil
+}
+
+// parseIndex reads a gold index given as a number or a numeric string (Hugging Face HellaSwag's "3").
+func parseIndex(raw json.RawMessage, n int, field string) (int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, fmt.Errorf("missing %q", field)
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		raw = json.RawMessage(s)
+	}
+	i, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return 0, fmt.Errorf("%q is %s, want an integer index", field, raw)
+	}
+	if i < 0 || i >= n {
+		return 0, fmt.Errorf("%q is %d, outside [0, %d)", field, i, n)
+	}
+	return i, nil
+}
+
+func required(field string, v *string) error {
+	if v == nil {
+		return fmt.Errorf("missing %q", field)
+	}
+	return nil
+}
+
+var hellaswagBrackets = regexp.MustCompile(`\[.*?\]`)
+
+// hellaswagPreprocess is the harness's HellaSwag preprocess.
+func hellaswagPreprocess(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.ReplaceAll(s, " [title]", ". ")
+	s = hellaswagBrackets.ReplaceAllString(s, "")
+	return strings.ReplaceAll(s, "  ", " ")
+}
+
+// capitalize is Python's str.capitalize: the first character upper case, the rest lower case.
+func capitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + strings.ToLower(s[n:])
+}
+
+// mcDoc builds a multiple-choice doc whose choices share one context.
+func mcDoc(ctx string, choices []string, gold int) doc {
+	d := doc{choices: choices, gold: gold}
+	for _, c := range choices {
+		d.contexts = append(d.contexts, ctx)
+		d.conts = append(d.conts, " "+c)
+	}
+	d.shot = ctx + " " + choices[gold]
+	return d
+}
+
+func parseHellaSwag(line []byte) (doc, error) {
+	var r struct {
+		ActivityLabel *string         `json:"activity_label"`
+		Ctx           *string         `json:"ctx"`
+		CtxA          *string         `json:"ctx_a"`
+		CtxB          *string         `json:"ctx_b"`
+		Endings       []string        `json:"endings"`
+		Label         json.RawMessage `json:"label"`
+	}
+	if err := strictJSON(line, &r); err != nil {
+		return doc{}, err
+	}
+	if err := required("activity_label", r.ActivityLabel); err != nil {
+		return doc{}, err
+	}
+	ctx := ""
+	switch {
+	case r.Ctx != nil:
+		ctx = *r.Ctx
+	case r.CtxA != nil && r.CtxB != nil:
+		ctx = *r.CtxA + " " + capitalize(*r.CtxB) // the harness capitalises ctx_b
+	default:
+		return doc{}, errors.New(`missing "ctx" (or "ctx_a" and "ctx_b")`)
+	}
+	if len(r.Endings) < 2 {
+		return doc{}, fmt.Errorf("%d endings, want at least 2", len(r.Endings))
+	}
+	gold, err := parseIndex(r.Label, len(r.Endings), "label")
+	if err != nil {
+		return doc{}, err
+	}
+	choices := make([]string, len(r.Endings))
+	for i, e := range r.Endings {
+		choices[i] = hellaswagPreprocess(e)
+	}
+	return mcDoc(hellaswagPreprocess(*r.ActivityLabel+": "+ctx), choices, gold), nil
+}
+
+func parseMC(line []byte) (doc, error) {
+	var r struct {
+		Query   *string         `json:"query"`
+		Choices []string        `json:"choices"`
+		Gold    json.RawMessage `json:"gold"`
+	}
+	if err := strictJSON(line, &r); err != nil {
+		return doc{}, err
+	}
+	if err := required("query", r.Query); err != nil {
+		return doc{}, err
+	}
+	if len(r.Choices) < 2 {
+		return doc{}, fmt.Errorf("%d choices, want at least 2", len(r.Choices))
+	}
+	gold, err := parseIndex(r.Gold, len(r.Choices), "gold")
+	if err != nil {
+		return doc{}, err
+	}
+	return mcDoc(strings.TrimRightFunc(*r.Query, unicode.IsSpace)+"\nAnswer:", r.Choices, gold), nil
+}
+
+func parseWinoGrande(line []byte) (doc, error) {
+	var r struct {
+		Options      []string        `json:"context_options"`
+		Continuation *string         `json:"continuation"`
+		Gold         json.RawMessage `json:"gold"`
+	}
+	if err := strictJSON(line, &r); err != nil {
+		return doc{}, err
+	}
+	if err := required("continuation", r.Continuation); err != nil {
+		return doc{}, err
+	}
+	if len(r.Options) != 2 {
+		return doc{}, fmt.Errorf("%d context_options, want 2", len(r.Options))
+	}
+	gold, err := parseIndex(r.Gold, 2, "gold")
+	if err != nil {
+		return doc{}, err
+	}
+	cont := strings.TrimSpace(*r.Continuation)
+	d := doc{gold: gold}
+	for _, o := range r.Options {
+		d.contexts = append(d.contexts, o)
+		d.conts = append(d.conts, " "+cont)
+		d.choices = append(d.choices, cont)
+	}
+	d.shot = r.Options[gold] + " " + cont
+	return d, nil
+}
+
+func parseLambada(line []byte) (doc, error) {
+	var r struct {
+		Context      *string `json:"context"`
+		Continuation *string `json:"continuation"`
+	}
+	if err := strictJSON(line, &r); err != nil {
+		return doc{}, err
+	}
+	if err := required("context", r.Context); err != nil {
+		return doc{}, err
+	}
+	if err := required("continuation", r.Continuation); err != nil {
+		return doc{}, err
+	}
+	ctx, cont := strings.TrimRightFunc(*r.Context, unicode.IsSpace), strings.TrimSpace(*r.Continuation)
+	if cont == "" {
+		return doc{}, errors.New(`empty "continuation"`)
+	}
+	return doc{contexts: []string{ctx}, conts: []string{" " + cont}, choices: []string{cont}, shot: ctx + " " + cont}, nil
+}
+
+func genDoc(prompt, target, answer string) doc {
+	return doc{prompt: prompt, target: target, answer: answer, shot: prompt + target}
+}
+
+func parseGSM8K(line []byte) (doc, error) {
+	var r struct {
+		Question *string `json:"question"`
+		Answer   *string `json:"answer"`
+	}
+	if err := strictJSON(line, &r); err != nil {
+		return doc{}, err
+	}
+	if err := required("question", r.Question); err != nil {
+		return doc{}, err
+	}
+	if err := required("answer", r.Answer); err != nil {
+		return doc{}, err
+	}
+	if !strings.Contains(*r.Answer, "#### ") {
+		return doc{}, errors.New(`"answer" has no "#### " before the final number`)
+	}
+	gold := CleanNumber(*r.Answer)
+	if gold == "" {
+		return doc{}, errors.New(`"answer" has nothing after "#### "`)
+	}
+	return genDoc("Question: "+*r.Question+"\nAnswer:", " "+*r.Answer, gold), nil
+}
+
+func parseMATH(line []byte) (doc, error) {
+	var r struct {
+		Problem  *string `json:"problem"`
+		Solution *string `json:"solution"`
+		Answer   *string `json:"answer"`
+	}
+	if err := strictJSON(line, &r); err != nil {
+		return doc{}, err
+	}
+	if err := required("problem", r.Problem); err != nil {
+		return doc{}, err
+	}
+	if err := required("solution", r.Solution); err != nil {
+		return doc{}, err
+	}
+	var gold string
+	if r.Answer != nil && strings.TrimSpace(*r.Answer) != "" {
+		gold = *r.Answer
+	} else if b, ok := LastBoxed(*r.Solution); ok {
+		gold = b
+	} else {
+		return doc{}, errors.New(`no "answer" and no \boxed{} answer in "solution"`)
+	}
+	return genDoc("Problem: "+*r.Problem+"\nSolution:", " "+*r.Solution, gold), nil
+}
+
+func parseMGSM(line []byte) (doc, error) {
+	f := strings.Split(string(line), "\t")
+	if len(f) != 2 {
+		return doc{}, fmt.Errorf("%d tab-separated fields, want question<TAB>answer_number", len(f))
+	}
+	q, a := strings.TrimSpace(f[0]), CleanNumber(strings.TrimSpace(f[1]))
+	if q == "" {
+		return doc{}, errors.New("empty question")
+	}
+	if _, err := strconv.ParseFloat(a, 64); err != nil {
+		return doc{}, fmt.Errorf("answer_number %q is not a number", f[1])
+	}
+	return genDoc("Question: "+q+"\nAnswer:", " "+a, a), nil
+}
+
+func parseCMATH(line []byte) (doc, error) {
+	var r struct {
+		Input  *string `json:"input"`
+		Golden *string `json:"golden"`
+	}
+	if err := strictJSON(line, &r); err != nil {
+		return doc{}, err
+	}
+	if err := required("input", r.Input); err != nil {
+		return doc{}, err
+	}
+	if err := required("golden", r.Golden); err != nil {
+		return doc{}, err
+	}
+	a := CleanNumber(strings.TrimSpace(*r.Golden))
+	if a == "" {
+		return doc{}, errors.New(`empty "golden"`)
+	}
+	return genDoc("问题："+*r.Input+"\n答案：", a, a), nil
+}
+
+func parseProbe(line []byte) (doc, error) {
+	var p Probe
+	if err := strictJSON(line, &p); err != nil {
+		return doc{}, err
+	}
+	switch {
+	case p.Prompt == "":
+		return doc{}, errors.New(`missing "prompt"`)
+	case strings.TrimSpace(p.Answer) == "" || strings.Contains(p.Answer, "\n"):
+		return doc{}, errors.New(`"answer" must be one non-empty line`)
+	case p.Kind == "":
+		return doc{}, errors.New(`missing "kind"`)
+	}
+	d := genDoc(p.Prompt, " "+p.Answer, strings.TrimSpace(p.Answer))
+	d.probeKind = p.Kind
+	return d, nil
+}
+
+// gradeNumeric is the strict and flexible check of MGSM and CMATH completions: strict = the first non-empty
+// line, cleaned, is the answer; flexible = the last number, cleaned, is the answer (numbers compared as
+// strings or values).
+func gradeNumeric(out, gold string) (strict, flexible bool) {
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			strict = numbersEqual(CleanNumber(l), gold)
+			break
+		}
+	}
+	if n, ok := ExtractFlexible(out); ok {
+		flexible = numbersEqual(CleanNumber(n), gold)
+	}
+	return strict, flexible
+}
+
+// gradeGSM8K is the harness's GSM8K check: strict-match and flexible-extract, cleaned, equal to the gold
+// string.
+func gradeGSM8K(out, gold string) (strict, flexible bool) {
+	if n, ok := ExtractStrict(out); ok {
+		strict = CleanNumber(n) == gold
+	}
+	if n, ok := ExtractFlexible(out); ok {
+		flexible = CleanNumber(n) == gold
+	}
+	return strict, flexible
+}
+
+// probeCorrect: the completion's first line, trimmed, is the answer.
+func probeCorrect(out, answer string) bool {
+	line, _, _ := strings.Cut(out, "\n")
+	return strings.TrimSpace(line) == answer
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
