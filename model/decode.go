@@ -69,7 +69,9 @@ func (d *Decoder) Append(tokens []int32) ([]float32, error) {
 		if uint32(t) >= uint32(c.Vocab) {
 			return nil, fmt.Errorf("decode: token %d outside the vocabulary [0, %d)", t, c.Vocab)
 		}
-		d.step(t)
+	}
+	for i, t := range tokens {
+		d.step(t, i == len(tokens)-1) // the head runs only for the last position: a prompt costs its blocks only
 	}
 	return d.logits, nil
 }
@@ -84,8 +86,9 @@ func (d *Decoder) norm(out, x, g, b []float32) {
 	}
 }
 
-// step runs one token through every block at position d.pos.
-func (d *Decoder) step(tok int32) {
+// step runs one token through every block at position d.pos, and through the final norm and head when
+// logits are wanted.
+func (d *Decoder) step(tok int32, logits bool) {
 	m, c := d.m, d.m.Config
 	D, a, dh, H, t := c.Dim, c.AttnDim(), c.HeadSize(), c.Heads, d.pos
 	wq := m.qkvgWidth()
@@ -156,9 +159,11 @@ func (d *Decoder) step(tok int32) {
 			kernel.Axpy(g, d.ffnOut, d.x)
 		}
 	}
-	d.norm(d.n, d.x, m.Params.NormF, m.Params.NormFB)
-	m.pool.GemmOn(0, false, true, 1, c.Vocab, D, d.n, D, m.Params.Head, D, d.logits, c.Vocab, false)
 	d.pos++
+	if logits {
+		d.norm(d.n, d.x, m.Params.NormF, m.Params.NormFB)
+		m.pool.GemmOn(0, false, true, 1, c.Vocab, D, d.n, D, m.Params.Head, D, d.logits, c.Vocab, false)
+	}
 }
 
 // ffn writes (or adds, when accumulate) the SwiGLU w of d.n into out.
