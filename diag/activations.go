@@ -176,3 +176,19 @@ func firstTokenMass(att []float32, H, T int) (mass, alpha []float64) {
 	}
 	return mass, alpha
 }
+
+// Slope is the least-squares slope of y against x: with x = log width and y = log of a metric, the measured
+// exponent of a coordinate check (SPEC §4, residual ratio ∝ d^(1−γ)).
+func Slope(x, y []float64) float64 {
+	var mx, my float64
+	for i := range x {
+		mx += x[i] / float64(len(x))
+		my += y[i] / float64(len(x))
+	}
+	var sxy, sxx float64
+	for i := range x {
+		sxy += (x[i] - mx) * (y[i] - my)
+		sxx += (x[i] - mx) * (x[i] - mx)
+	}
+	return sxy / sxx
+}

@@ -142,24 +142,9 @@ func TestResidualRatioScalesAsWidthToOneMinusGamma(t *testing.T) {
 			}
 			xs, ys = append(xs, math.Log(float64(d))), append(ys, math.Log(st.Layers[0].AttnResidualRatio))
 		}
-		slope := fitSlope(xs, ys)
+		slope := Slope(xs, ys)
 		if math.Abs(slope-(1-gamma)) > 0.1 {
 			t.Errorf("γ=%g: attention residual ratio scales as d^%.3f, SPEC predicts d^%.2f", gamma, slope, 1-gamma)
 		}
 	}
-}
-
-// fitSlope is the least-squares slope of y against x.
-func fitSlope(x, y []float64) float64 {
-	var mx, my float64
-	for i := range x {
-		mx += x[i] / float64(len(x))
-		my += y[i] / float64(len(x))
-	}
-	var sxy, sxx float64
-	for i := range x {
-		sxy += (x[i] - mx) * (y[i] - my)
-		sxx += (x[i] - mx) * (x[i] - mx)
-	}
-	return sxy / sxx
 }

@@ -137,7 +137,7 @@ func (cmd *coordcheckCmd) Run() error {
 					ya, yf, yh = append(ya, math.Log(p.AttnRatio)), append(yf, math.Log(p.FFNRatio)), append(yh, math.Log(p.HiddenRMS))
 				}
 			}
-			fits = append(fits, coordFit{Step: s, Layer: l, AttnExp: slope(x, ya), FFNExp: slope(x, yf), HiddenEx: slope(x, yh)})
+			fits = append(fits, coordFit{Step: s, Layer: l, AttnExp: diag.Slope(x, ya), FFNExp: diag.Slope(x, yf), HiddenEx: diag.Slope(x, yh)})
 		}
 	}
 	if cmd.JSON {
@@ -157,19 +157,4 @@ func (cmd *coordcheckCmd) Run() error {
 		fmt.Fprintf(tw, "%d\t%d\t%+.3f\t%+.3f\t%+.3f\t\n", f.Step, f.Layer, f.AttnExp, f.FFNExp, f.HiddenEx)
 	}
 	return tw.Flush()
-}
-
-// slope is the least-squares slope of y against x.
-func slope(x, y []float64) float64 {
-	var mx, my float64
-	for i := range x {
-		mx += x[i] / float64(len(x))
-		my += y[i] / float64(len(x))
-	}
-	var sxy, sxx float64
-	for i := range x {
-		sxy += (x[i] - mx) * (y[i] - my)
-		sxx += (x[i] - mx) * (x[i] - mx)
-	}
-	return sxy / sxx
 }
