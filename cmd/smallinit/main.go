@@ -22,6 +22,8 @@ type cli struct {
 	EvalTasks  evalTasksCmd  `cmd:"" help:"Benchmark tasks and probes: accuracies and smooth losses with standard errors."`
 	Probes     probesCmd     `cmd:"" help:"Reasoning and memorisation probes (probes make)."`
 	Generate   generateCmd   `cmd:"" help:"Sample a completion from a model, streamed to stdout."`
+	Sweep      sweepCmd      `cmd:"" help:"Expand, run (locally or one --index per job-array task), watch and collect a grid of runs."`
+	Fit        fitCmd        `cmd:"" help:"Fit L(N) = E + A·N^(−α) on a baseline and report the treated runs' effective-size gain N_eff/N − 1 (SPEC §4)."`
 	Coordcheck coordcheckCmd `cmd:"" help:"Residual ratio against width at init and after a few steps (μP-style coordinate check)."`
 }
 

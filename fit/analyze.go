@@ -1,0 +1,528 @@
+package fit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Options say which rows and columns of a table Analyze uses.
+type Options struct {
+	Baseline  Selector // the baseline arm (empty: every row)
+	Treated   Selector // the treated arm (nil: none; only the baseline's law is fitted)
+	SizeKey   string   // column of the model size N (default "N", non-embedding parameters)
+	DataKey   string   // column of the token budget D (default "tokens"; a table without it has one budget)
+	LossKey   string   // column of the loss (default "val_loss")
+	SeedKeys  []string // columns that tell the seeds of one configuration apart (default ["seed"])
+	Bootstrap int      // bootstrap resamples over seeds (0: no intervals)
+	Seed      uint64   // the bootstrap's random seed
+}
+
+// Report is Analyze's result: the laws it fitted and the treated arm's gains.
+type Report struct {
+	LossKey  string   `json:"loss_key"`
+	SizeKey  string   `json:"size_key"`
+	DataKey  string   `json:"data_key,omitempty"`
+	Baseline string   `json:"baseline"`
+	Treated  string   `json:"treated,omitempty"`
+	Skipped  int      `json:"skipped_unfinished"` // rows whose state column is not "done"
+	Laws     []LawFit `json:"laws"`
+}
+
+// LawFit is one law fitted on the baseline: L(N) at one token budget ("size"), or L(D) at one size ("data").
+type LawFit struct {
+	Kind      string        `json:"kind"`       // "size" (x = N) or "data" (x = D)
+	XKey      string        `json:"x_key"`      // the column of x
+	FixedKey  string        `json:"fixed_key"`  // the column held fixed
+	Fixed     float64       `json:"fixed"`      // its value
+	Baseline  []Cell        `json:"baseline"`   // the baseline's mean losses, one per x
+	Law       *Law          `json:"law"`        // nil when the fit was refused
+	Params    []Interval    `json:"params_ci"`  // bootstrap intervals of E, A, α
+	Treated   []Gain        `json:"treated"`    // the treated arm's points at the same fixed value
+	Bootstrap *Bootstrapped `json:"bootstrap"`  // nil without --bootstrap or a fit
+	Error     string        `json:"error"`      // why the law was not fitted
+	BootError string        `json:"boot_error"` // why the bootstrap failed
+}
+
+// Cell is the mean loss of one configuration over its seeds.
+type Cell struct {
+	X        float64   `json:"x"`
+	Loss     float64   `json:"loss"`   // mean over seeds
+	Losses   []float64 `json:"losses"` // per seed
+	IDs      []string  `json:"ids"`
+	Fitted   float64   `json:"fitted"`   // the law at X (0 without a law)
+	Residual float64   `json:"residual"` // Loss − Fitted
+}
+
+// Gain is a treated point read through the baseline's law (SPEC §4): x_eff = (A/(L − E))^(1/α) and
+// gain = x_eff/x − 1, for its mean loss over seeds and for each of its runs.
+type Gain struct {
+	Cell
+	Eff   float64   `json:"eff"`  // N_eff (size law) or D_eff (data law)
+	Gain  float64   `json:"gain"` // Eff/X − 1
+	CI    *Interval `json:"gain_ci"`
+	Runs  []RunGain `json:"runs"`
+	Error string    `json:"error"` // the refusal (L ≤ E)
+}
+
+// RunGain is one treated run's effective size and gain.
+type RunGain struct {
+	ID   string  `json:"id"`
+	Loss float64 `json:"loss"`
+	Eff  float64 `json:"eff"`
+	Gain float64 `json:"gain"`
+}
+
+// MarshalJSON writes non-finite numbers (an unbounded or undefined N_eff) as null.
+func (g Gain) MarshalJSON() ([]byte, error) {
+	type run struct {
+		ID   string   `json:"id"`
+		Loss float64  `json:"loss"`
+		Eff  *float64 `json:"eff"`
+		Gain *float64 `json:"gain"`
+	}
+	out := struct {
+		Cell
+		Eff   *float64  `json:"eff"`
+		Gain  *float64  `json:"gain"`
+		CI    *Interval `json:"gain_ci"`
+		Runs  []run     `json:"runs"`
+		Error string    `json:"error"`
+	}{Cell: g.Cell, Eff: finite(g.Eff), Gain: finite(g.Gain), CI: g.CI, Error: g.Error}
+	for _, r := range g.Runs {
+		out.Runs = append(out.Runs, run{r.ID, r.Loss, finite(r.Eff), finite(r.Gain)})
+	}
+	return json.Marshal(out)
+}
+
+// finite is &x, or nil (JSON null) for NaN and ±Inf, which encoding/json rejects.
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// MarshalJSON writes non-finite bounds (an interval reaching an unbounded N_eff) as null.
+func (iv Interval) MarshalJSON() ([]byte, error) {
+	f := func(x float64) string {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return "null"
+		}
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return []byte(`{"lo":` + f(iv.Lo) + `,"hi":` + f(iv.Hi) + `}`), nil
+}
+
+func (o *Options) defaults() {
+	if o.SizeKey == "" {
+		o.SizeKey = "N"
+	}
+	if o.DataKey == "" {
+		o.DataKey = "tokens"
+	}
+	if o.LossKey == "" {
+		o.LossKey = "val_loss"
+	}
+	if o.SeedKeys == nil {
+		o.SeedKeys = []string{"seed"}
+	}
+}
+
+// Analyze fits SPEC §4's laws on the table's baseline rows and reads the treated rows through them.
+//
+// Rows with a "state" column other than "done" are skipped. Rows of one arm with the same size and budget are
+// the seeds of one configuration: they must agree on every axis column but the seed columns (else the arm is
+// ambiguous and Analyze asks for a narrower selector), and the law is fitted to their mean loss. For each token
+// budget D at which the baseline has more than one size (or the only budget), L(N) = E + A·N^(−α) is fitted
+// and each treated configuration at that D gets N_eff and gain = N_eff/N − 1; for each size at which the
+// baseline has more than one budget, L(D) = E + B·D^(−β) likewise gives D_eff and D_eff/D − 1. With
+// Options.Bootstrap > 0, seeds are resampled within every configuration of both arms (Bootstrap), the law is
+// refitted, and the gains recomputed, giving 95% percentile intervals.
+//
+// A law that cannot be fitted (fewer than 4 sizes, losses that do not fall, α at its bound) carries its
+// refusal in LawFit.Error, a treated point at or below E in Gain.Error. The error is non-nil, with the
+// report still filled in, when no law could be fitted or some treated point was refused.
+func Analyze(t *Table, o Options) (*Report, error) {
+	o.defaults()
+	rep := &Report{LossKey: o.LossKey, SizeKey: o.SizeKey, Baseline: o.Baseline.String()}
+	if o.Treated != nil {
+		rep.Treated = o.Treated.String()
+	}
+	has := map[string]bool{}
+	for _, c := range t.Columns {
+		has[c] = true
+	}
+	for _, k := range []string{o.SizeKey, o.LossKey} {
+		if !has[k] {
+			return nil, fmt.Errorf("the table has no column %q (columns: %s)", k, strings.Join(t.Columns, ", "))
+		}
+	}
+	if has[o.DataKey] {
+		rep.DataKey = o.DataKey
+	}
+	if err := o.Baseline.check(t); err != nil {
+		return nil, fmt.Errorf("--baseline: %w", err)
+	}
+	if err := o.Treated.check(t); err != nil {
+		return nil, fmt.Errorf("--treated: %w", err)
+	}
+	var base, treated []map[string]string
+	for i, r := range t.Rows {
+		if s, ok := r["state"]; ok && has["state"] && s != "done" {
+			rep.Skipped++
+			continue
+		}
+		inBase, inTreated := o.Baseline.Match(r), o.Treated != nil && o.Treated.Match(r)
+		if inBase && inTreated {
+			return nil, fmt.Errorf("row %s matches both --baseline %s and --treated %s", rowName(r, i), o.Baseline, o.Treated)
+		}
+		if inBase {
+			base = append(base, r)
+		} else if inTreated {
+			treated = append(treated, r)
+		}
+	}
+	if len(base) == 0 {
+		return nil, fmt.Errorf("no finished run matches --baseline %s", o.Baseline)
+	}
+	if o.Treated != nil && len(treated) == 0 {
+		return nil, fmt.Errorf("no finished run matches --treated %s", o.Treated)
+	}
+	baseCells, err := cells(base, t.Axes, o, rep.DataKey, "baseline")
+	if err != nil {
+		return nil, err
+	}
+	treatedCells, err := cells(treated, t.Axes, o, rep.DataKey, "treated")
+	if err != nil {
+		return nil, err
+	}
+
+	// One size law per budget, one data law per size.
+	byD, byN := map[float64][]cellKey{}, map[float64][]cellKey{}
+	for k := range baseCells {
+		byD[k.D] = append(byD[k.D], k)
+		byN[k.N] = append(byN[k.N], k)
+	}
+	for _, d := range sortedKeys(byD) {
+		if len(byD[d]) > 1 || len(byD) == 1 {
+			rep.Laws = append(rep.Laws, fitLaw("size", o, rep.DataKey, d, byD[d], baseCells, treatedCells))
+		}
+	}
+	if rep.DataKey != "" {
+		for _, n := range sortedKeys(byN) {
+			if len(byN[n]) > 1 {
+				rep.Laws = append(rep.Laws, fitLaw("data", o, rep.DataKey, n, byN[n], baseCells, treatedCells))
+			}
+		}
+	}
+	var problems []string
+	fitted := 0
+	for _, l := range rep.Laws {
+		if l.Law != nil {
+			fitted++
+		}
+		for _, g := range l.Treated {
+			if g.Error != "" {
+				problems = append(problems, fmt.Sprintf("treated point %s = %.4g: %s", l.XKey, g.X, g.Error))
+			}
+		}
+	}
+	if fitted == 0 {
+		var why []string
+		for _, l := range rep.Laws {
+			why = append(why, fmt.Sprintf("%s law at %s = %.4g: %s", l.Kind, l.FixedKey, l.Fixed, l.Error))
+		}
+		if len(why) == 0 {
+			why = append(why, "the baseline has one configuration per size and budget: nothing varies")
+		}
+		return rep, fmt.Errorf("no law could be fitted: %s", strings.Join(why, "; "))
+	}
+	if len(problems) > 0 {
+		return rep, errors.New(strings.Join(problems, "; "))
+	}
+	return rep, nil
+}
+
+// cellKey identifies a configuration by size and budget.
+type cellKey struct{ N, D float64 }
+
+func rowName(r map[string]string, i int) string {
+	if id := r["id"]; id != "" {
+		return id
+	}
+	return fmt.Sprintf("%d", i+1)
+}
+
+// cells groups an arm's rows by (N, D), checking that rows of a group differ only in seed columns.
+func cells(rows []map[string]string, axes []string, o Options, dataKey, arm string) (map[cellKey]*Cell, error) {
+	out := map[cellKey]*Cell{}
+	first := map[cellKey]map[string]string{}
+	num := func(r map[string]string, i int, key string) (float64, error) {
+		x, err := strconv.ParseFloat(r[key], 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, fmt.Errorf("%s row %s: %s = %q is not a number", arm, rowName(r, i), key, r[key])
+		}
+		return x, nil
+	}
+	ignore := map[string]bool{o.SizeKey: true, dataKey: true}
+	for _, k := range o.SeedKeys {
+		ignore[k] = true
+	}
+	for i, r := range rows {
+		var k cellKey
+		var err error
+		if k.N, err = num(r, i, o.SizeKey); err != nil {
+			return nil, err
+		}
+		if dataKey != "" {
+			if k.D, err = num(r, i, dataKey); err != nil {
+				return nil, err
+			}
+		}
+		loss, err := num(r, i, o.LossKey)
+		if err != nil {
+			return nil, err
+		}
+		c := out[k]
+		if c == nil {
+			c = &Cell{X: k.N}
+			out[k], first[k] = c, r
+		} else {
+			for _, a := range axes {
+				if !ignore[a] && !sameValue(r[a], first[k][a]) {
+					return nil, fmt.Errorf("%s rows %s and %s have the same %s and %s but differ in %s (%s vs %s), not only in %s: narrow the selector (e.g. add ,%s=%s)",
+						arm, rowName(first[k], 0), rowName(r, i), o.SizeKey, orNone(dataKey), a, first[k][a], r[a], strings.Join(o.SeedKeys, "/"), a, first[k][a])
+				}
+			}
+		}
+		c.Losses = append(c.Losses, loss)
+		c.IDs = append(c.IDs, rowName(r, i))
+	}
+	for _, c := range out {
+		c.Loss = mean(c.Losses)
+	}
+	return out, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "budget"
+	}
+	return s
+}
+
+func mean(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+func sortedKeys(m map[float64][]cellKey) []float64 {
+	out := make([]float64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Float64s(out)
+	return out
+}
+
+// fitLaw fits one law on the baseline cells keys and reads the matching treated cells through it.
+func fitLaw(kind string, o Options, dataKey string, fixed float64, keys []cellKey, base, treated map[cellKey]*Cell) LawFit {
+	lf := LawFit{Kind: kind, XKey: o.SizeKey, FixedKey: dataKey, Fixed: fixed}
+	x := func(k cellKey) float64 { return k.N }
+	onLaw := func(k cellKey) bool { return k.D == fixed }
+	if kind == "data" {
+		lf.XKey, lf.FixedKey = dataKey, o.SizeKey
+		x = func(k cellKey) float64 { return k.D }
+		onLaw = func(k cellKey) bool { return k.N == fixed }
+	}
+	sort.Slice(keys, func(i, j int) bool { return x(keys[i]) < x(keys[j]) })
+	pts := make([]Point, len(keys))
+	var groups [][]float64
+	for i, k := range keys {
+		c := *base[k]
+		c.X = x(k)
+		lf.Baseline = append(lf.Baseline, c)
+		pts[i] = Point{X: c.X, Y: c.Loss}
+		groups = append(groups, c.Losses)
+	}
+	var tkeys []cellKey
+	for k := range treated {
+		if onLaw(k) {
+			tkeys = append(tkeys, k)
+		}
+	}
+	sort.Slice(tkeys, func(i, j int) bool { return x(tkeys[i]) < x(tkeys[j]) })
+	for _, k := range tkeys {
+		c := *treated[k]
+		c.X = x(k)
+		lf.Treated = append(lf.Treated, Gain{Cell: c})
+		groups = append(groups, c.Losses)
+	}
+	law, err := Fit(pts)
+	if err != nil {
+		lf.Error = err.Error()
+		for i := range lf.Treated {
+			lf.Treated[i].Eff, lf.Treated[i].Gain = math.NaN(), math.NaN()
+		}
+		return lf
+	}
+	lf.Law = &law
+	for i := range lf.Baseline {
+		c := &lf.Baseline[i]
+		c.Fitted = law.Eval(c.X)
+		c.Residual = c.Loss - c.Fitted
+	}
+	gain := func(p PowerLaw, xv, loss float64) (eff, g float64, err error) {
+		eff, err = p.EffectiveSize(loss)
+		return eff, eff/xv - 1, err
+	}
+	for i := range lf.Treated {
+		g := &lf.Treated[i]
+		g.Fitted = law.Eval(g.X)
+		g.Residual = g.Loss - g.Fitted
+		var err error
+		if g.Eff, g.Gain, err = gain(law.PowerLaw, g.X, g.Loss); err != nil {
+			g.Error = err.Error()
+		}
+		for j, id := range g.IDs {
+			eff, gn, _ := gain(law.PowerLaw, g.X, g.Losses[j])
+			g.Runs = append(g.Runs, RunGain{ID: id, Loss: g.Losses[j], Eff: eff, Gain: gn})
+		}
+	}
+	if o.Bootstrap <= 0 {
+		return lf
+	}
+	nb := len(keys)
+	bs, err := Bootstrap(groups, o.Bootstrap, o.Seed, Level95, func(means []float64) ([]float64, error) {
+		p := make([]Point, nb)
+		for i := range p {
+			p[i] = Point{X: pts[i].X, Y: means[i]}
+		}
+		l, err := Fit(p)
+		if err != nil {
+			return nil, err
+		}
+		out := []float64{l.E, l.A, l.Alpha}
+		for i, g := range lf.Treated {
+			_, gn, _ := gain(l.PowerLaw, g.X, means[nb+i]) // +Inf beyond the asymptote: kept
+			out = append(out, gn)
+		}
+		return out, nil
+	})
+	if err != nil {
+		lf.BootError = err.Error()
+		return lf
+	}
+	lf.Bootstrap = &bs
+	if len(bs.Intervals) >= 3 {
+		lf.Params = bs.Intervals[:3]
+		for i := range lf.Treated {
+			iv := bs.Intervals[3+i]
+			lf.Treated[i].CI = &iv
+		}
+	}
+	return lf
+}
+
+// WriteText prints the report: per law, its parameters with their intervals, the baseline's points and
+// residuals, and the treated points' effective sizes and gains.
+func (r *Report) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "loss %s; baseline %s", r.LossKey, r.Baseline)
+	if r.Treated != "" {
+		fmt.Fprintf(w, "; treated %s", r.Treated)
+	}
+	if r.Skipped > 0 {
+		fmt.Fprintf(w, "; %d unfinished runs skipped", r.Skipped)
+	}
+	fmt.Fprintln(w)
+	for _, l := range r.Laws {
+		x, eff, sym, what := "N", "N_eff", "α", "sizes"
+		if l.Kind == "data" {
+			x, eff, sym, what = "D", "D_eff", "β", "budgets"
+		}
+		fmt.Fprintf(w, "\n%s law L(%s) = E + A·%s^(−%s) on %d baseline %s (column %s)", l.Kind, x, x, sym, len(l.Baseline), what, l.XKey)
+		if l.FixedKey != "" {
+			fmt.Fprintf(w, " at %s = %.6g", l.FixedKey, l.Fixed)
+		}
+		fmt.Fprintln(w, ":")
+		if l.Law == nil {
+			fmt.Fprintf(w, "  not fitted: %s\n", l.Error)
+		} else {
+			ci := func(i int) string {
+				if len(l.Params) <= i {
+					return ""
+				}
+				return fmt.Sprintf(" [%s, %s]", num(l.Params[i].Lo), num(l.Params[i].Hi))
+			}
+			fmt.Fprintf(w, "  E = %.4f%s   A = %.4g%s   %s = %.4f%s   R² = %.5f   RMSE = %.2g\n",
+				l.Law.E, ci(0), l.Law.A, ci(1), sym, l.Law.Alpha, ci(2), l.Law.R2, l.Law.RMSE)
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "  baseline %s\tseeds\tloss\tfit\tresidual\t\n", x)
+		for _, c := range l.Baseline {
+			fmt.Fprintf(tw, "  %.6g\t%d\t%.4f\t%s\t%s\t\n", c.X, len(c.Losses), c.Loss, fitted(l, "%.4f", c.Fitted), fitted(l, "%+.4f", c.Residual))
+		}
+		tw.Flush()
+		if len(l.Treated) > 0 {
+			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintf(tw, "  treated %s\tseeds\tloss\t%s\tgain\t95%% interval\t\n", x, eff)
+			for _, g := range l.Treated {
+				iv := ""
+				if g.CI != nil {
+					iv = fmt.Sprintf("[%s, %s]", pct(g.CI.Lo), pct(g.CI.Hi))
+				}
+				fmt.Fprintf(tw, "  %.6g\t%d\t%.4f\t%s\t%s\t%s\t\n", g.X, len(g.Losses), g.Loss, num(g.Eff), pct(g.Gain), iv)
+			}
+			tw.Flush()
+			for _, g := range l.Treated {
+				if g.Error != "" {
+					fmt.Fprintf(w, "  refused at %s = %.6g: %s\n", x, g.X, g.Error)
+				}
+			}
+		}
+		if l.Bootstrap != nil {
+			fmt.Fprintf(w, "  intervals: %d%% percentile, %d bootstrap resamples of seeds within each configuration (%d refits refused)\n",
+				int(math.Round(100*l.Bootstrap.Level)), l.Bootstrap.Reps, l.Bootstrap.Failed)
+		}
+		if l.BootError != "" {
+			fmt.Fprintf(w, "  no intervals: %s\n", l.BootError)
+		}
+	}
+	return nil
+}
+
+func fitted(l LawFit, format string, v float64) string {
+	if l.Law == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+func num(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "-"
+	case math.IsInf(x, 1):
+		return "inf"
+	case math.IsInf(x, -1):
+		return "-inf"
+	}
+	return fmt.Sprintf("%.4g", x)
+}
+
+func pct(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return num(x)
+	}
+	return fmt.Sprintf("%+.1f%%", 100*x)
+}

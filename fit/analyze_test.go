@@ -1,0 +1,202 @@
+package fit
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// syntheticTable is a sweep-like table: γ ∈ {0.5, 1} × sizes × budgets × 3 seeds, done, with losses from
+// the law truth (in N at every budget, plus a data term) and Gaussian noise sd (PCG seed 3). The γ = 1 arm's
+// loss at N is the baseline's at gainN·N: an effective-size gain of gainN − 1.
+func syntheticTable(sizes, budgets []float64, gainN, sd float64) *Table {
+	truth := PowerLaw{E: 1.7, A: 400, Alpha: 0.3}
+	dataTerm := PowerLaw{E: 0, A: 30, Alpha: 0.25}
+	rng := rand.New(rand.NewPCG(3, 3))
+	t := &Table{Columns: []string{"id", "state", "init.gamma", "seed", "N", "tokens", "val_loss"}, Axes: []string{"init.gamma", "seed"}}
+	for _, g := range []float64{0.5, 1} {
+		for _, n := range sizes {
+			for _, d := range budgets {
+				for s := range 3 {
+					eff := n
+					if g == 1 {
+						eff = gainN * n
+					}
+					loss := truth.Eval(eff) + dataTerm.Eval(d) + sd*rng.NormFloat64()
+					t.Rows = append(t.Rows, map[string]string{
+						"id": fmt.Sprintf("%03d", len(t.Rows)), "state": "done", "init.gamma": fmt.Sprint(g), "seed": fmt.Sprint(s),
+						"N": fmt.Sprint(n), "tokens": fmt.Sprint(d), "val_loss": strconv.FormatFloat(loss, 'g', -1, 64),
+					})
+				}
+			}
+		}
+	}
+	return t
+}
+
+func mustSelector(t *testing.T, s string) Selector {
+	t.Helper()
+	sel, err := ParseSelector(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel
+}
+
+// TestFitAnalyzeGain checks the whole analysis on a table built with a 44% effective-size gain: one size law,
+// its parameters, N_eff/N = 1.44 per treated size, and a bootstrap interval over seeds that covers 0.44.
+func TestFitAnalyzeGain(t *testing.T) {
+	tab := syntheticTable([]float64{1e5, 3e5, 1e6, 3e6, 1e7}, []float64{1e9}, 1.44, 0.001)
+	rep, err := Analyze(tab, Options{Baseline: mustSelector(t, "init.gamma=0.5"), Treated: mustSelector(t, "init.gamma=1.0"), Bootstrap: 200, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Laws) != 1 || rep.Laws[0].Kind != "size" || rep.Laws[0].Law == nil {
+		t.Fatalf("laws: %+v", rep.Laws)
+	}
+	l := rep.Laws[0]
+	if math.Abs(l.Law.Alpha/0.3-1) > 0.02 || len(l.Treated) != 5 || len(l.Params) != 3 {
+		t.Errorf("law %v, %d treated points, %d parameter intervals", l.Law.PowerLaw, len(l.Treated), len(l.Params))
+	}
+	for _, g := range l.Treated {
+		if math.Abs(g.Gain-0.44) > 0.03 || g.CI == nil || !(g.CI.Lo < 0.44 && 0.44 < g.CI.Hi) || len(g.Runs) != 3 {
+			t.Errorf("N = %g: gain %.4f, interval %+v, %d runs; want 0.44 inside", g.X, g.Gain, g.CI, len(g.Runs))
+		}
+	}
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	for _, want := range []string{"size law L(N)", "N_eff", "+44.", "95% percentile, 200 bootstrap"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+	if _, err := json.Marshal(rep); err != nil {
+		t.Errorf("JSON: %v", err)
+	}
+}
+
+// TestFitAnalyzeDataLaw checks that a table varying the token budget gets a data law L(D) per size and a
+// size law per budget.
+func TestFitAnalyzeDataLaw(t *testing.T) {
+	tab := syntheticTable([]float64{1e5, 1e6, 1e7, 1e8}, []float64{1e7, 1e8, 1e9, 1e10}, 1.44, 0)
+	rep, err := Analyze(tab, Options{Baseline: mustSelector(t, "init.gamma=0.5")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, l := range rep.Laws {
+		kinds[l.Kind]++
+		if l.Law == nil {
+			t.Errorf("%s law at %g: %s", l.Kind, l.Fixed, l.Error)
+			continue
+		}
+		want := 0.3
+		if l.Kind == "data" {
+			want = 0.25
+		}
+		if math.Abs(l.Law.Alpha/want-1) > 1e-4 {
+			t.Errorf("%s law at %g: exponent %g, want %g", l.Kind, l.Fixed, l.Law.Alpha, want)
+		}
+	}
+	if kinds["size"] != 4 || kinds["data"] != 4 {
+		t.Errorf("laws by kind: %v", kinds)
+	}
+}
+
+// TestFitAnalyzeRefusals checks Analyze's refusals: 3 sizes, flat losses, an ambiguous baseline, a treated
+// point below E, and an unknown column.
+func TestFitAnalyzeRefusals(t *testing.T) {
+	three := syntheticTable([]float64{1e5, 1e6, 1e7}, []float64{1e9}, 1.44, 0.001)
+	_, err := Analyze(three, Options{Baseline: mustSelector(t, "init.gamma=0.5")})
+	if err == nil || !strings.Contains(err.Error(), "3 distinct sizes, need at least 4") {
+		t.Errorf("3 sizes: %v", err)
+	}
+	flat := syntheticTable([]float64{1e5, 1e6, 1e7, 1e8}, []float64{1e9}, 1, 0)
+	for _, r := range flat.Rows {
+		r["val_loss"] = "3.5"
+	}
+	if _, err := Analyze(flat, Options{Baseline: mustSelector(t, "init.gamma=0.5")}); err == nil || !strings.Contains(err.Error(), "does not decrease") {
+		t.Errorf("flat: %v", err)
+	}
+	both := syntheticTable([]float64{1e5, 1e6, 1e7, 1e8}, []float64{1e9}, 1.44, 0)
+	if _, err := Analyze(both, Options{}); err == nil || !strings.Contains(err.Error(), "differ in init.gamma") {
+		t.Errorf("ambiguous baseline: %v", err)
+	}
+	below := syntheticTable([]float64{1e5, 1e6, 1e7, 1e8}, []float64{1e9}, 1.44, 0)
+	for _, r := range below.Rows {
+		if r["init.gamma"] == "1" && r["N"] == "1e+08" {
+			r["val_loss"] = "1.5"
+		}
+	}
+	rep, err := Analyze(below, Options{Baseline: mustSelector(t, "init.gamma=0.5"), Treated: mustSelector(t, "init.gamma=1"), Bootstrap: 50})
+	if err == nil || !strings.Contains(err.Error(), "≤ E") || rep == nil || rep.Laws[0].Treated[3].Error == "" {
+		t.Errorf("treated point below E: %v", err)
+	} else if _, err := json.Marshal(rep); err != nil {
+		t.Errorf("JSON of a report with an unbounded N_eff: %v", err)
+	}
+	if _, err := Analyze(both, Options{Baseline: mustSelector(t, "init.gama=0.5")}); err == nil || !strings.Contains(err.Error(), `no column "init.gama"`) {
+		t.Errorf("unknown column: %v", err)
+	}
+}
+
+// TestFitReadTable checks that CSV and JSON tables (sweep collect's shape) read to the same rows, unfinished
+// rows are skipped, and CSV axes are what the caller says.
+func TestFitReadTable(t *testing.T) {
+	tab := syntheticTable([]float64{1e5, 3e5, 1e6, 3e6}, []float64{1e9}, 1.44, 0.001)
+	tab.Rows[0]["state"] = "running"
+	dir := t.TempDir()
+	var cb bytes.Buffer
+	w := csv.NewWriter(&cb)
+	w.Write(tab.Columns)
+	for _, r := range tab.Rows {
+		rec := make([]string, len(tab.Columns))
+		for i, c := range tab.Columns {
+			rec[i] = r[c]
+		}
+		w.Write(rec)
+	}
+	w.Flush()
+	os.WriteFile(filepath.Join(dir, "t.csv"), cb.Bytes(), 0o644)
+	rows := make([]map[string]any, len(tab.Rows))
+	for i, r := range tab.Rows {
+		rows[i] = map[string]any{}
+		for k, v := range r {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				rows[i][k] = f
+			} else {
+				rows[i][k] = v
+			}
+		}
+	}
+	jb, _ := json.Marshal(map[string]any{"axes": tab.Axes, "columns": tab.Columns, "rows": rows})
+	os.WriteFile(filepath.Join(dir, "t.json"), jb, 0o644)
+	var reps []*Report
+	for _, name := range []string{"t.csv", "t.json"} {
+		rt, err := ReadTable(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rt.Axes == nil {
+			rt.Axes = tab.Axes
+		}
+		rep, err := Analyze(rt, Options{Baseline: mustSelector(t, "init.gamma=0.5"), Treated: mustSelector(t, "init.gamma=1")})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if rep.Skipped != 1 {
+			t.Errorf("%s: %d skipped, want 1", name, rep.Skipped)
+		}
+		reps = append(reps, rep)
+	}
+	if a, b := reps[0].Laws[0].Law.PowerLaw, reps[1].Laws[0].Law.PowerLaw; a != b {
+		t.Errorf("CSV law %v, JSON law %v", a, b)
+	}
+}

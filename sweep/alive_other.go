@@ -1,0 +1,6 @@
+//go:build !unix
+
+package sweep
+
+// processAlive cannot probe processes here: a lock is only stale once its heartbeat stops (StaleAfter).
+func processAlive(pid int) bool { return true }

@@ -1,0 +1,195 @@
+package sweep
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// A run's lock is the file DIR/runs/<id>/lock, created with O_CREATE|O_EXCL (atomic on local file systems
+// and on NFSv3+), holding JSON {pid, host, token, started}. While it holds the lock, the process touches the
+// file's mtime every StaleAfter/5 (the heartbeat). Another process treats the lock as stale, removes it and
+// takes the run over (resuming from its checkpoint) when
+//
+//   - the holder is on the same host and its pid no longer exists (a crashed or killed local process), or
+//   - the lock's mtime is older than StaleAfter (a holder on another host that was killed, or whose node went
+//     away: the case of a preempted Slurm task or a deleted Kubernetes pod). Hosts' clocks must agree to well
+//     within StaleAfter.
+//
+// Removal renames the stale file to a unique name and checks that the renamed file is the one judged stale; if
+// another process took the lock in between, the fresh lock is put back. A holder whose lock file disappears or
+// changes owner stops its run at the next heartbeat. A process frozen (SIGSTOP) for longer than StaleAfter can
+// still lose its lock while running: keep StaleAfter above any expected stall.
+
+// DefaultStaleAfter is the heartbeat age after which another host's lock is taken to be abandoned.
+const DefaultStaleAfter = 5 * time.Minute
+
+// lockInfo is the lock file's content.
+type lockInfo struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Token   string    `json:"token"`
+	Started time.Time `json:"started"`
+}
+
+func (l lockInfo) String() string {
+	return fmt.Sprintf("pid %d on %s since %s", l.PID, l.Host, l.Started.Format(time.RFC3339))
+}
+
+// busyError is returned by acquireLock when a live process holds the run.
+type busyError struct{ holder string }
+
+func (e *busyError) Error() string { return "locked by " + e.holder }
+
+// runLock is a held lock.
+type runLock struct {
+	path string
+	me   []byte
+	stop chan struct{}
+	done chan struct{}
+}
+
+// acquireLock takes the lock at path, or returns a *busyError naming the live holder. lost is called (once, from
+// the heartbeat goroutine) if the lock is taken away while held.
+func acquireLock(path string, staleAfter time.Duration, lost func()) (*runLock, error) {
+	host, _ := os.Hostname()
+	tok := make([]byte, 8)
+	rand.Read(tok)
+	me, _ := json.Marshal(lockInfo{PID: os.Getpid(), Host: host, Token: hex.EncodeToString(tok), Started: time.Now().UTC().Truncate(time.Second)})
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			_, err = f.Write(me)
+			if err == nil {
+				err = f.Sync()
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				os.Remove(path)
+				return nil, fmt.Errorf("lock %s: %w", path, err)
+			}
+			l := &runLock{path: path, me: me, stop: make(chan struct{}), done: make(chan struct{})}
+			go l.heartbeat(staleAfter/5, lost)
+			return l, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		old, info, stale := inspectLock(path, host, staleAfter)
+		if !stale || attempt > 0 {
+			return nil, &busyError{holder: info}
+		}
+		if err := removeStale(path, old); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// inspectLock reads a lock file and decides whether it is stale (see the comment at the top of the file).
+func inspectLock(path, host string, staleAfter time.Duration) (content []byte, holder string, stale bool) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, "a process that just released it", errors.Is(err, fs.ErrNotExist)
+	}
+	b, _ := os.ReadFile(path)
+	var li lockInfo
+	holder = "an unreadable lock"
+	if json.Unmarshal(b, &li) == nil {
+		holder = li.String()
+	}
+	age := time.Since(st.ModTime())
+	if age > staleAfter {
+		return b, holder + fmt.Sprintf(" (no heartbeat for %s)", age.Round(time.Second)), true
+	}
+	if li.Host == host && li.PID > 0 && li.PID != os.Getpid() && !processAlive(li.PID) {
+		return b, holder + " (process gone)", true
+	}
+	return b, holder, false
+}
+
+// removeStale removes the stale lock whose content was judged, restoring a fresh lock taken in the meantime.
+func removeStale(path string, judged []byte) error {
+	tok := make([]byte, 6)
+	rand.Read(tok)
+	aside := path + ".stale-" + hex.EncodeToString(tok)
+	if err := os.Rename(path, aside); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // someone else removed it first
+		}
+		return fmt.Errorf("remove stale lock %s: %w", path, err)
+	}
+	b, err := os.ReadFile(aside)
+	if err == nil && string(b) != string(judged) {
+		os.Link(aside, path) // we moved a fresh lock: put it back (fails harmlessly if a third process holds it)
+	}
+	os.Remove(aside)
+	return nil
+}
+
+// heartbeat touches the lock until release, and calls lost if the file stops being ours.
+func (l *runLock) heartbeat(every time.Duration, lost func()) {
+	defer close(l.done)
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			b, err := os.ReadFile(l.path)
+			if err != nil || string(b) != string(l.me) {
+				if lost != nil {
+					lost()
+				}
+				return
+			}
+			now := time.Now()
+			os.Chtimes(l.path, now, now)
+		}
+	}
+}
+
+// release stops the heartbeat and removes the lock if it is still ours.
+func (l *runLock) release() {
+	close(l.stop)
+	<-l.done
+	if b, err := os.ReadFile(l.path); err == nil && string(b) == string(l.me) {
+		os.Remove(l.path)
+	}
+}
+
+// waitLock is acquireLock retried every poll until it succeeds, isDone reports the run finished (nil lock, nil
+// error), or ctx ends. It is how a --index task waits for a run that another task still holds.
+func waitLock(ctx context.Context, path string, staleAfter, poll time.Duration, lost func(), isDone func() bool, waiting func(holder string)) (*runLock, error) {
+	told := false
+	for {
+		l, err := acquireLock(path, staleAfter, lost)
+		var busy *busyError
+		if !errors.As(err, &busy) {
+			return l, err
+		}
+		if isDone() {
+			return nil, nil
+		}
+		if !told && waiting != nil {
+			waiting(busy.holder)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}

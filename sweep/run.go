@@ -1,0 +1,288 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/train"
+)
+
+// Options control Execute.
+type Options struct {
+	Jobs       int           // runs trained at once (≤ 1: one at a time)
+	Index      int           // run only the run with this index (a job array task); −1: every run
+	Cores      int           // cores shared by the jobs (0: runtime.NumCPU())
+	StaleAfter time.Duration // lock heartbeat age after which another host's lock is stale (0: DefaultStaleAfter)
+	Poll       time.Duration // how often an --index task retries a held lock (0: StaleAfter/10, at most 10 s)
+	Log        io.Writer     // one line per run event (nil: silent); training logs go to each run's train.log
+
+	// AfterStep, when set, is called after every training step of every run (tests interrupt sweeps with it).
+	AfterStep func(r Run, step int)
+}
+
+// Outcome is what Execute did with one run.
+type Outcome string
+
+// Outcomes of Execute.
+const (
+	Finished    Outcome = "finished"     // trained to the end by this call (started or resumed)
+	AlreadyDone Outcome = "already done" // its final model was there: skipped
+	Failed      Outcome = "failed"       // stopped with an error, recorded in its error.txt
+	Interrupted Outcome = "interrupted"  // the context ended (or the lock was lost): stopped at a checkpoint
+	Busy        Outcome = "busy"         // another live process holds its lock: left to it
+	NotStarted  Outcome = "not started"  // the context ended before its turn
+)
+
+// Report is one run's outcome.
+type Report struct {
+	Run     Run
+	Outcome Outcome
+	Resumed bool          // continued from an earlier attempt's config.toml (and its newest checkpoint)
+	Threads int           // train.threads it ran with
+	Result  train.Result  // for Finished
+	Err     error         // for Failed and Interrupted
+	Elapsed time.Duration // wall-clock time of this call's attempt
+}
+
+var errLockLost = errors.New("lock lost: another process took the run over")
+
+// Execute runs the grid's runs in sweep directory dir: every run with o.Jobs in parallel, or only run o.Index.
+// Each run's train.threads, when the grid leaves it 0, becomes max(1, cores / jobs) (cores / 1 for a single
+// --index run). A run whose final model exists is skipped; one with a config.toml is resumed from its newest
+// checkpoint (train.Resume); others start (train.Start). A run that fails gets DIR/runs/<id>/error.txt and
+// the others go on; a failed run is retried by the next Execute. A run locked by a live process is left to it
+// (with o.Index ≥ 0 Execute waits for the lock instead, so that a rescheduled array task takes over from an
+// abandoned one). The error is non-nil when any run failed or was interrupted; the reports say which.
+func Execute(ctx context.Context, g *Grid, dir string, o Options) ([]Report, error) {
+	p, err := g.Expand()
+	if err != nil {
+		return nil, err
+	}
+	sel, err := p.Select(o.Index)
+	if err != nil {
+		return nil, err
+	}
+	if err := Prepare(dir, g, p); err != nil {
+		return nil, err
+	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = DefaultStaleAfter
+	}
+	if o.Poll <= 0 {
+		o.Poll = min(o.StaleAfter/10, 10*time.Second)
+	}
+	cores := o.Cores
+	if cores <= 0 {
+		cores = runtime.NumCPU()
+	}
+	jobs := max(1, min(o.Jobs, len(sel)))
+	threads := max(1, cores/jobs)
+
+	var logMu sync.Mutex
+	logf := func(format string, a ...any) {
+		if o.Log == nil {
+			return
+		}
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(o.Log, format, a...)
+	}
+	logf("sweep %s: %d runs, running %d with %d in parallel, %d threads each\n", dir, len(p.Runs), len(sel), jobs, threads)
+
+	reports := make([]Report, len(sel))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				reports[i] = runOne(ctx, sel[i], dir, o, threads, logf)
+			}
+		}()
+	}
+dispatch:
+	for i := range sel {
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			for j := i; j < len(sel); j++ {
+				reports[j] = Report{Run: sel[j], Outcome: NotStarted}
+			}
+			break dispatch
+		}
+	}
+	close(work)
+	wg.Wait()
+	return reports, summarise(dir, reports)
+}
+
+// summarise is Execute's error: the failed and interrupted runs, or nil.
+func summarise(dir string, reports []Report) error {
+	var failed []string
+	interrupted, notStarted := 0, 0
+	for _, r := range reports {
+		switch r.Outcome {
+		case Failed:
+			failed = append(failed, r.Run.ID)
+		case Interrupted:
+			interrupted++
+		case NotStarted:
+			notStarted++
+		}
+	}
+	var msgs []string
+	if len(failed) > 0 {
+		msgs = append(msgs, fmt.Sprintf("%d of %d runs failed: %s (see %s)", len(failed), len(reports),
+			strings.Join(failed, ", "), filepath.Join(dir, RunsDir, "<id>", ErrorFile)))
+	}
+	if interrupted+notStarted > 0 {
+		msgs = append(msgs, fmt.Sprintf("interrupted: %d runs stopped at a checkpoint and %d not started; run the same command again to continue", interrupted, notStarted))
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// isDone reports whether the run in rd has its final model: model.Save writes final/config.json last.
+func isDone(rd string) bool {
+	_, err := os.Stat(filepath.Join(rd, train.FinalDir, doneFile))
+	return err == nil
+}
+
+// runOne takes run r's lock and trains it (start or resume), recording a failure in error.txt.
+func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf func(string, ...any)) Report {
+	rep := Report{Run: r}
+	rd := RunDir(dir, r)
+	if isDone(rd) {
+		rep.Outcome = AlreadyDone
+		logf("%s: already done\n", r.ID)
+		return rep
+	}
+	fail := func(err error) Report {
+		rep.Outcome, rep.Err = Failed, err
+		host, _ := os.Hostname()
+		msg := fmt.Sprintf("%s\nrun %s failed at %s on %s (pid %d)\n", err, r.ID, time.Now().UTC().Format(time.RFC3339), host, os.Getpid())
+		if werr := model.WriteFileAtomic(filepath.Join(rd, ErrorFile), []byte(msg)); werr != nil {
+			logf("%s: cannot record the error: %v\n", r.ID, werr)
+		}
+		logf("%s: failed: %v\n", r.ID, err)
+		return rep
+	}
+	if err := os.MkdirAll(rd, 0o755); err != nil {
+		rep.Outcome, rep.Err = Failed, err
+		logf("%s: failed: %v\n", r.ID, err)
+		return rep
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	lost := func() { cancel(errLockLost) }
+	lockPath := filepath.Join(rd, LockFile)
+	var lock *runLock
+	var err error
+	if o.Index >= 0 {
+		lock, err = waitLock(ctx, lockPath, o.StaleAfter, o.Poll, lost, func() bool { return isDone(rd) },
+			func(holder string) { logf("%s: waiting for the lock (%s)\n", r.ID, holder) })
+	} else {
+		lock, err = acquireLock(lockPath, o.StaleAfter, lost)
+	}
+	var busy *busyError
+	switch {
+	case errors.As(err, &busy):
+		rep.Outcome = Busy
+		logf("%s: running elsewhere (%s)\n", r.ID, busy.holder)
+		return rep
+	case err != nil && ctx.Err() != nil:
+		rep.Outcome = NotStarted
+		return rep
+	case err != nil:
+		return fail(err)
+	case lock == nil:
+		rep.Outcome = AlreadyDone
+		logf("%s: finished by another process\n", r.ID)
+		return rep
+	}
+	defer lock.release()
+	if isDone(rd) { // finished by another process between the first check and the lock
+		rep.Outcome = AlreadyDone
+		return rep
+	}
+	if err := os.Remove(filepath.Join(rd, ErrorFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(err)
+	}
+	lf, err := os.OpenFile(filepath.Join(rd, LogFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fail(err)
+	}
+	defer lf.Close()
+	topts := train.Options{Log: lf}
+	if o.AfterStep != nil {
+		topts.AfterStep = func(step int) { o.AfterStep(r, step) }
+	}
+	start := time.Now()
+	if _, serr := os.Stat(filepath.Join(rd, train.ConfigFile)); serr == nil {
+		rep.Resumed = true
+		if rep.Threads, err = sameConfig(rd, r.Config); err != nil {
+			return fail(err)
+		}
+		logf("%s: resuming\n", r.ID)
+		rep.Result, err = train.Resume(runCtx, rd, topts)
+	} else {
+		c := r.Config
+		if c.Train.Threads == 0 {
+			c.Train.Threads = threads
+		}
+		rep.Threads = c.Train.Threads
+		logf("%s: started (%d threads)\n", r.ID, c.Train.Threads)
+		rep.Result, err = train.Start(runCtx, c, rd, topts)
+	}
+	rep.Elapsed = time.Since(start)
+	switch {
+	case err == nil:
+		rep.Outcome = Finished
+		logf("%s: finished in %s: train loss %.4f, val loss %.4f\n", r.ID, rep.Elapsed.Round(time.Second), rep.Result.Loss, rep.Result.ValLoss)
+	case errors.Is(err, train.ErrInterrupted) || runCtx.Err() != nil:
+		rep.Outcome, rep.Err = Interrupted, err
+		if errors.Is(context.Cause(runCtx), errLockLost) {
+			rep.Err = errLockLost
+		}
+		logf("%s: %v\n", r.ID, rep.Err)
+	default:
+		return fail(err)
+	}
+	return rep
+}
+
+// sameConfig checks that an earlier attempt's config.toml is the plan's config for the run (train.threads
+// aside), so that a resumed run is the run the plan describes; it returns the threads the run uses.
+func sameConfig(rd string, want train.Config) (threads int, err error) {
+	have, err := train.Load(filepath.Join(rd, train.ConfigFile), nil)
+	if err != nil {
+		return 0, err
+	}
+	threads = have.Train.Threads
+	have.Train.Threads, want.Train.Threads = 0, 0
+	a, err := have.Encode()
+	if err != nil {
+		return 0, err
+	}
+	b, err := want.Encode()
+	if err != nil {
+		return 0, err
+	}
+	if string(a) != string(b) {
+		return 0, fmt.Errorf("%s differs from the plan's config for this run (edited by hand?): move the run directory away to start it afresh", filepath.Join(rd, train.ConfigFile))
+	}
+	return threads, nil
+}

@@ -1,0 +1,165 @@
+package sweep
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/smallinit/smallinit/train"
+)
+
+// State is a run's state as seen from the sweep directory.
+type State string
+
+// States of a run, checked in this order.
+const (
+	StateDone    State = "done"    // final/config.json exists
+	StateRunning State = "running" // its lock is held and not stale
+	StateFailed  State = "failed"  // error.txt exists (its last attempt failed)
+	StatePending State = "pending" // none of the above: not started, or stopped at a checkpoint
+)
+
+// RunStatus is one run's state and progress.
+type RunStatus struct {
+	Run   Run
+	State State
+	Step  int    // last step in metrics.jsonl (0 when it has none)
+	Note  string // the lock's holder, the error's first line, or a resumable checkpoint
+}
+
+// Status reads the state of every run of the sweep in dir. Locks older than staleAfter (0: DefaultStaleAfter)
+// or held by a dead process on this host count as stale: their runs are pending (or failed), not running.
+func Status(dir string, staleAfter time.Duration) (*Plan, []RunStatus, error) {
+	p, err := ReadPlan(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if staleAfter <= 0 {
+		staleAfter = DefaultStaleAfter
+	}
+	host, _ := os.Hostname()
+	out := make([]RunStatus, len(p.Runs))
+	for i, r := range p.Runs {
+		rd := RunDir(dir, r)
+		st := RunStatus{Run: r, State: StatePending}
+		if m, err := readMetrics(filepath.Join(rd, train.MetricsFile)); err == nil {
+			st.Step = m.Step
+		}
+		_, lockErr := os.Stat(filepath.Join(rd, LockFile))
+		errText, errErr := os.ReadFile(filepath.Join(rd, ErrorFile))
+		switch {
+		case isDone(rd):
+			st.State = StateDone
+		case lockErr == nil:
+			_, holder, stale := inspectLock(filepath.Join(rd, LockFile), host, staleAfter)
+			if stale {
+				st.Note = "stale lock: " + holder
+				if errErr == nil {
+					st.State = StateFailed
+				}
+			} else {
+				st.State, st.Note = StateRunning, holder
+			}
+		case errErr == nil:
+			st.State = StateFailed
+			st.Note, _, _ = strings.Cut(strings.TrimSpace(string(errText)), "\n")
+		default:
+			if _, err := os.Stat(filepath.Join(rd, train.ConfigFile)); err == nil {
+				st.Note = fmt.Sprintf("stopped at step %d; resumes from its checkpoint", st.Step)
+			}
+		}
+		out[i] = st
+	}
+	return p, out, nil
+}
+
+// WriteStatus prints one line per run (index, id, state, step/steps, note) and a summary line.
+func WriteStatus(w io.Writer, sts []RunStatus) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "index\tid\tstate\tstep\tnote")
+	count := map[State]int{}
+	for _, s := range sts {
+		count[s.State]++
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%s\n", s.Run.Index, s.Run.ID, s.State, s.Step, s.Run.Steps, s.Note)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d runs: %d done, %d running, %d failed, %d pending\n", len(sts),
+		count[StateDone], count[StateRunning], count[StateFailed], count[StatePending])
+	return err
+}
+
+// metricsSummary is what collect and status read from a run's metrics.jsonl.
+type metricsSummary struct {
+	Step        int     // last logged step
+	Tokens      int64   // training tokens seen at that step
+	TrainLoss   float64 // the last logged training loss (mean over the last logging interval); NaN if none
+	ValLoss     float64 // the last validation loss; NaN if none
+	BestValLoss float64 // the smallest validation loss; NaN if none
+	TokensPerS  float64 // logged tokens over the time the logged intervals took (evaluation excluded); NaN if none
+}
+
+// readMetrics summarises a metrics.jsonl file.
+func readMetrics(path string) (metricsSummary, error) {
+	nan := math.NaN()
+	s := metricsSummary{TrainLoss: nan, ValLoss: nan, BestValLoss: nan, TokensPerS: nan}
+	f, err := os.Open(path)
+	if err != nil {
+		return s, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var prevTokens int64
+	var tok, secs float64
+	var bad error // a line that does not parse: an error unless it is the last (a line being written)
+	for line := 1; sc.Scan(); line++ {
+		if len(strings.TrimSpace(sc.Text())) == 0 {
+			continue
+		}
+		if bad != nil {
+			return s, bad
+		}
+		var m train.Metrics
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			bad = fmt.Errorf("%s line %d: %w", path, line, err)
+			continue
+		}
+		s.Step = m.Step
+		if m.Tokens > 0 {
+			s.Tokens = m.Tokens
+		}
+		if m.Loss != 0 {
+			s.TrainLoss = m.Loss
+		}
+		if m.ValLoss != nil {
+			s.ValLoss = *m.ValLoss
+			if math.IsNaN(s.BestValLoss) || *m.ValLoss < s.BestValLoss {
+				s.BestValLoss = *m.ValLoss
+			}
+		}
+		if m.TokensPerS > 0 && m.Tokens > prevTokens {
+			dt := float64(m.Tokens - prevTokens)
+			tok += dt
+			secs += dt / m.TokensPerS
+		}
+		if m.Tokens > 0 {
+			prevTokens = m.Tokens
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
+	}
+	if secs > 0 {
+		s.TokensPerS = tok / secs
+	}
+	return s, nil
+}
