@@ -29,6 +29,7 @@ type demoCmd struct {
 	Minutes float64 `default:"5" help:"Training budget for all four runs together (the step count is set from a throughput probe)."`
 	Steps   int     `help:"Steps per run (overrides --minutes)."`
 	Seed    uint64  `default:"0" help:"Seed shared by the four runs (init, data order)."`
+	Windows int     `help:"Score at most this many validation windows per file in the final table (0: all)."`
 }
 
 // demoCorner is one of the study's four corners.
@@ -130,7 +131,7 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 		} else if res, err = train.Start(ctx, cfg, dir, opts); err != nil {
 			return nil, err
 		}
-		row, err := demoEvaluate(dir, dataDir, st, res)
+		row, err := demoEvaluate(dir, dataDir, st, res, cmd.Windows)
 		if err != nil {
 			return nil, err
 		}
@@ -179,7 +180,7 @@ func demoThroughput(vocab int) (float64, error) {
 }
 
 // demoEvaluate scores a finished run's final model on the whole validation split and on each language.
-func demoEvaluate(dir, dataDir string, st *data.Stats, res train.Result) (demoRow, error) {
+func demoEvaluate(dir, dataDir string, st *data.Stats, res train.Result, windows int) (demoRow, error) {
 	pool := kernel.NewPool(0)
 	defer pool.Close()
 	m, _, err := model.Load(filepath.Join(dir, train.FinalDir), 16, pool)
@@ -192,7 +193,7 @@ func demoEvaluate(dir, dataDir string, st *data.Stats, res train.Result) (demoRo
 		if err != nil {
 			return 0, err
 		}
-		loss, _, err := train.EvalLoss(m, toks, 0)
+		loss, _, err := train.EvalLoss(m, toks, windows)
 		return loss, err
 	}
 	if row.ValLoss, err = score(filepath.Join(dataDir, data.ValFile)); err != nil {

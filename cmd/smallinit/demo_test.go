@@ -14,7 +14,7 @@ import (
 // losses and summary.json must hold them; a second run reuses the data and the finished runs.
 func TestDemoEndToEnd(t *testing.T) {
 	out := t.TempDir()
-	cmd := &demoCmd{Out: out, Steps: 3}
+	cmd := &demoCmd{Out: out, Steps: 3, Windows: 8}
 	rows, err := runDemo(context.Background(), cmd, io.Discard, io.Discard, false)
 	if err != nil {
 		t.Fatal(err)

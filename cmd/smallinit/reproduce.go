@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/smallinit/smallinit/reproduce"
+)
+
+type reproduceCmd struct {
+	Budget time.Duration `default:"30m" help:"Wall-clock budget for all runs (e.g. 30m, 2h, 8h); sets the steps per run."`
+	Out    string        `default:"smallinit-reproduce" type:"path" help:"Directory for data, sweeps, claims.json."`
+	Seeds  int           `help:"Seeds per configuration (default 2, 3 from 4h)."`
+	Steps  int           `help:"Steps per run (overrides --budget)."`
+}
+
+// Run runs the study's experiments scaled to this machine and prints, for each claim of SPEC's
+// introduction, whether this run supports it, with the numbers.
+func (cmd *reproduceCmd) Run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := reproduce.Run(ctx, reproduce.Options{Out: cmd.Out, Budget: cmd.Budget, Seeds: cmd.Seeds, Steps: cmd.Steps, Log: os.Stderr})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("reproduction in %s: %d runs of %d steps (%d tokens each), %d seeds per configuration\n\n", res.Out, res.Runs, res.Steps, res.Tokens, res.Seeds)
+	for _, c := range res.Claims {
+		fmt.Printf("claim %d: %s\n  %s: %s\n\n", c.N, c.Text, c.Verdict, c.Evidence)
+	}
+	fmt.Printf("details in %s/claims.json\n", res.Out)
+	return nil
+}
