@@ -40,6 +40,9 @@ type Result struct {
 	Tokens int64   `json:"tokens_per_run"`
 	Runs   int     `json:"runs"`
 	Claims []Claim `json:"claims"`
+	// CompareA and CompareB are the run directories of claim 4's comparison (γ = 1 and γ = 0.5).
+	CompareA string `json:"compare_a,omitempty"`
+	CompareB string `json:"compare_b,omitempty"`
 	// ValLoss is the mean validation loss (and its standard error over seeds) per configuration label.
 	ValLoss map[string][2]float64 `json:"val_loss"`
 }
@@ -190,7 +193,9 @@ func (res *Result) evaluate(out, dataDir string, windows int) error {
 		Verdict: v3, Evidence: fmt.Sprintf("val loss by γ: %s; best γ = %g", strings.Join(parts, ", "), best)})
 
 	// Claim 4: the gains concentrate on medium-to-hard tokens.
-	res.Claims = append(res.Claims, tokenClaim(rows, dataDir, windows))
+	c4, a, b := tokenClaim(rows, dataDir, windows)
+	res.Claims = append(res.Claims, c4)
+	res.CompareA, res.CompareB = a, b
 
 	// Claim 5: condensation then expansion.
 	res.Claims = append(res.Claims, condensationClaim(rows))
@@ -244,9 +249,8 @@ func effectiveSize(rows []row) (*[3]float64, string) {
 }
 
 // tokenClaim compares γ = 1 (A) with γ = 0.5 (B), width 128, both fixes, seed 0, on the validation tokens.
-func tokenClaim(rows []row, dataDir string, windows int) Claim {
-	c := Claim{N: 4, Text: "gains concentrate on medium-to-hard tokens, not on easy ones", Verdict: Inconclusive}
-	var a, b string
+func tokenClaim(rows []row, dataDir string, windows int) (c Claim, a, b string) {
+	c = Claim{N: 4, Text: "gains concentrate on medium-to-hard tokens, not on easy ones", Verdict: Inconclusive}
 	for _, r := range rows {
 		if r.exp == ExpGamma && r.str("seed") == "0" {
 			switch r.num("init.gamma") {
@@ -259,29 +263,29 @@ func tokenClaim(rows []row, dataDir string, windows int) Claim {
 	}
 	if a == "" || b == "" {
 		c.Evidence = "runs missing"
-		return c
+		return c, a, b
 	}
 	pool := kernel.NewPool(0)
 	defer pool.Close()
 	ma, _, err := model.Load(filepath.Join(a, train.FinalDir), 8, pool)
 	if err != nil {
 		c.Evidence = err.Error()
-		return c
+		return c, a, b
 	}
 	mb, _, err := model.Load(filepath.Join(b, train.FinalDir), 8, pool)
 	if err != nil {
 		c.Evidence = err.Error()
-		return c
+		return c, a, b
 	}
 	toks, err := data.ReadTokens(filepath.Join(dataDir, data.ValFile), ma.Config.Vocab)
 	if err != nil {
 		c.Evidence = err.Error()
-		return c
+		return c, a, b
 	}
 	cmp, err := diag.Compare(ma, mb, toks, 10, windows, nil)
 	if err != nil {
 		c.Evidence = err.Error()
-		return c
+		return c, a, b
 	}
 	// Easy: the 3 easiest deciles; medium-to-hard: deciles 4-9; the hardest decile holds the rare and noisy tokens.
 	var easy, mid []float64
@@ -307,7 +311,7 @@ func tokenClaim(rows []row, dataDir string, windows int) Claim {
 	case mm <= me:
 		c.Verdict = NotSupported
 	}
-	return c
+	return c, a, b
 }
 
 // condensationClaim reads the γ = 1 and γ = 0.5 runs' diagnostics (width 128, fixes, seed 0): the mean stable

@@ -21,6 +21,7 @@ import (
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/report"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -70,6 +71,7 @@ func demoBase(dataDir string, vocab, steps int, seed uint64) []string {
 		"train.batch_size=16", fmt.Sprintf("train.steps=%d", steps), "train.log_interval=25",
 		fmt.Sprintf("train.eval_interval=%d", max(steps/4, 1)), "train.eval_windows=64",
 		fmt.Sprintf("train.checkpoint_interval=%d", max(steps/4, 1)), "train.keep_checkpoints=1",
+		fmt.Sprintf("train.diagnostics_interval=%d", max(steps/10, 1)),
 		"schedule.kind=cosine", "schedule.lr=2e-3", fmt.Sprintf("schedule.warmup_steps=%d", max(steps/20, 1)),
 		fmt.Sprintf("seed=%d", seed),
 		"data.train=" + filepath.Join(dataDir, data.TrainFile), "data.val=" + filepath.Join(dataDir, data.ValFile),
@@ -121,7 +123,7 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 		}
 		dir := filepath.Join(cmd.Out, "runs", fmt.Sprintf("%s-%dsteps-seed%d", c.Name, steps, cmd.Seed))
 		fmt.Fprintf(log, "\n[%d/%d] %s: γ = %g, ε = %g, gate %s, %d steps -> %s\n", i+1, len(demoCorners), c.Name, c.Gamma, c.Eps, c.Gate, steps, dir)
-		opts := train.Options{Log: log, Progress: progress}
+		opts := train.Options{Log: log, Progress: progress, Diagnostics: trainingDiagnostics}
 		var res train.Result
 		if _, err := os.Stat(filepath.Join(dir, train.ConfigFile)); err == nil {
 			res, err = train.Resume(ctx, dir, opts)
@@ -143,7 +145,12 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 		return nil, err
 	}
 	printDemoTable(stdout, rows)
-	fmt.Fprintf(stdout, "\neverything is under %s (summary.json, data/, runs/)\n", cmd.Out)
+	reportPath := filepath.Join(cmd.Out, "report.html")
+	cmpA, cmpB := rows[3].Dir, rows[2].Dir // γ = 1 against γ = 0.5, both with the fixes
+	if err := writeReport([]string{filepath.Join(cmd.Out, "runs")}, reportPath, "smallinit demo", cmpA, cmpB, max(cmd.Windows, 64)); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "\neverything is under %s (report.html, summary.json, data/, runs/)\n", cmd.Out)
 	return rows, nil
 }
 
@@ -222,4 +229,25 @@ func printDemoTable(w io.Writer, rows []demoRow) {
 			r.ValLoss, r.ValBPB, r.LangLoss["en"], r.LangBPB["en"], r.LangLoss["zh"], r.LangBPB["zh"], r.TrainLoss, r.TokensPerS)
 	}
 	tw.Flush()
+}
+
+// writeReport renders the HTML report of the runs under dirs, with the token-difficulty comparison of the
+// final models of runs a and b (scored on at most windows validation windows).
+func writeReport(dirs []string, out, title, a, b string, windows int) error {
+	d, err := report.Gather(dirs)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	o := report.Options{Title: title, Generated: time.Now().UTC().Format(time.RFC3339)}
+	o.Heatmaps, o.Notes = report.Heatmaps(d, "", 4)
+	if cmp, err := report.CompareModels(a, b, windows, 10); err == nil {
+		o.Compare = cmp
+	} else {
+		o.Notes = append(o.Notes, "token-difficulty comparison: "+err.Error())
+	}
+	html, err := report.Render(d, o)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return report.WriteFile(out, html)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -31,6 +32,10 @@ func (cmd *reproduceCmd) Run() error {
 	for _, c := range res.Claims {
 		fmt.Printf("claim %d: %s\n  %s: %s\n\n", c.N, c.Text, c.Verdict, c.Evidence)
 	}
-	fmt.Printf("details in %s/claims.json\n", res.Out)
+	reportPath := filepath.Join(res.Out, "report.html")
+	if err := writeReport([]string{res.Out}, reportPath, "smallinit reproduce", res.CompareA, res.CompareB, 0); err != nil {
+		return err
+	}
+	fmt.Printf("details in %s/claims.json, figures in %s\n", res.Out, reportPath)
 	return nil
 }

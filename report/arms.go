@@ -1,0 +1,437 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/smallinit/smallinit/model"
+)
+
+// Arm is a group of runs whose configs differ only in the seed and in bookkeeping keys.
+type Arm struct {
+	Key    string            // the identity: the varying keys and values, sorted
+	Label  string            // display form of the varying keys, e.g. "γ=1 · ε=1e-12 · gate=elementwise"
+	Values map[string]string // varying key → value (seed excluded)
+	Runs   []*Run            // one per seed, sorted by seed
+
+	Gamma   float64 // init.gamma of its runs
+	NormEps float64 // model.norm_eps
+	Gate    string  // model.attn_gate
+	Preset  string  // model.preset
+	N       int64   // non-embedding parameters
+	baseN   int64   // N without the attention gate's weights: the size arms are sorted by
+}
+
+// ignoredKeys change what a run logs or where it reads from, not what it computes: they do not split arms.
+var ignoredKeys = map[string]bool{
+	"seed": true, "train.threads": true, "train.log_interval": true, "train.eval_interval": true,
+	"train.checkpoint_interval": true, "train.keep_checkpoints": true, "train.diagnostics_interval": true,
+	"train.skip_nonfinite": true, "data.train": true, "data.val": true,
+}
+
+// keyOrder is the display order of the keys that usually vary; others follow alphabetically.
+var keyOrder = []string{"init.gamma", "model.norm_eps", "model.attn_gate", "model.preset", "model.hidden_size",
+	"model.num_hidden_layers", "model.num_attention_heads", "model.intermediate_size", "model.head_dim",
+	"train.steps", "train.tokens", "train.batch_size", "schedule.lr", "init.rule", "init.std"}
+
+// shortNames are the labels of well-known keys.
+var shortNames = map[string]string{
+	"init.gamma": "γ", "model.norm_eps": "ε", "model.attn_gate": "gate", "model.preset": "preset",
+	"model.hidden_size": "d", "model.num_hidden_layers": "L", "model.num_attention_heads": "H",
+	"model.intermediate_size": "d_ff", "model.head_dim": "d_h", "model.max_position_embeddings": "T",
+	"train.steps": "steps", "train.tokens": "tokens", "train.batch_size": "B", "schedule.lr": "lr",
+	"init.rule": "init", "init.std": "σ", "seed": "seed",
+}
+
+// sizeKeys are the keys that set the model's size (the x of loss against N).
+var sizeKeys = map[string]bool{"model.preset": true, "model.hidden_size": true, "model.num_hidden_layers": true,
+	"model.num_attention_heads": true, "model.intermediate_size": true, "model.head_dim": true,
+	"model.moe_intermediate_size": true, "model.num_experts": true, "train.batch_size": true}
+
+// ShortName is the display name of a config key (γ for init.gamma, ε for model.norm_eps, ...).
+func ShortName(key string) string {
+	if s, ok := shortNames[key]; ok {
+		return s
+	}
+	return key
+}
+
+func keyRank(k string) int {
+	for i, o := range keyOrder {
+		if o == k {
+			return i
+		}
+	}
+	return len(keyOrder)
+}
+
+func sortKeys(keys []string) {
+	sort.Slice(keys, func(i, j int) bool {
+		ri, rj := keyRank(keys[i]), keyRank(keys[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return keys[i] < keys[j]
+	})
+}
+
+// groupArms finds the keys that vary between runs and groups the runs with a config by them.
+func (d *Data) groupArms() {
+	var withCfg []*Run
+	for _, r := range d.Runs {
+		if r.HasConfig {
+			withCfg = append(withCfg, r)
+		}
+	}
+	all := map[string]bool{}
+	for _, r := range withCfg {
+		for k := range r.Flat {
+			all[k] = true
+		}
+	}
+	for k := range all {
+		vals := map[string]bool{}
+		for _, r := range withCfg {
+			vals[r.Flat[k]] = true
+		}
+		if len(vals) < 2 {
+			continue
+		}
+		if ignoredKeys[k] {
+			if k != "seed" {
+				d.Ignored = append(d.Ignored, k)
+			}
+			continue
+		}
+		d.Varying = append(d.Varying, k)
+	}
+	sortKeys(d.Varying)
+	sort.Strings(d.Ignored)
+	shown := d.shownKeys(withCfg)
+	arms := map[string]*Arm{}
+	for _, r := range withCfg {
+		var parts []string
+		for _, k := range d.Varying {
+			parts = append(parts, k+"="+r.Flat[k])
+		}
+		key := strings.Join(parts, ",")
+		a, ok := arms[key]
+		if !ok {
+			a = &Arm{Key: key, Values: map[string]string{}, Gamma: r.Config.Init.Gamma, NormEps: r.Config.Model.NormEps,
+				Gate: r.Config.Model.AttnGate, Preset: r.Config.Model.Preset, N: r.N(), baseN: r.baseN()}
+			var lab []string
+			for _, k := range d.Varying {
+				a.Values[k] = r.Flat[k]
+				if shown[k] {
+					lab = append(lab, ShortName(k)+"="+r.Flat[k])
+				}
+			}
+			a.Label = strings.Join(lab, " · ")
+			if a.Label == "" {
+				a.Label = "all runs"
+			}
+			arms[key] = a
+			d.Arms = append(d.Arms, a)
+		}
+		a.Runs = append(a.Runs, r)
+		r.Arm = a
+	}
+	for _, a := range d.Arms {
+		sort.SliceStable(a.Runs, func(i, j int) bool { return a.Runs[i].Seed() < a.Runs[j].Seed() })
+	}
+	sort.SliceStable(d.Arms, func(i, j int) bool {
+		a, b := d.Arms[i], d.Arms[j]
+		switch {
+		case a.baseN != b.baseN:
+			return a.baseN < b.baseN
+		case a.Gamma != b.Gamma:
+			return a.Gamma < b.Gamma
+		case a.NormEps != b.NormEps:
+			return a.NormEps > b.NormEps
+		case a.Gate != b.Gate:
+			return gateRank(a.Gate) < gateRank(b.Gate)
+		}
+		return a.Key < b.Key
+	})
+}
+
+func gateRank(g string) int {
+	switch g {
+	case model.GateNone:
+		return 0
+	case model.GateHeadwise:
+		return 1
+	}
+	return 2
+}
+
+// shownKeys are the varying keys an arm label shows: when the preset varies, the shape keys it determines
+// (hidden size, layers, ...) are left out.
+func (d *Data) shownKeys(runs []*Run) map[string]bool {
+	shown := map[string]bool{}
+	presetVaries := false
+	for _, k := range d.Varying {
+		shown[k] = true
+		presetVaries = presetVaries || k == "model.preset"
+	}
+	if !presetVaries {
+		return shown
+	}
+	for _, k := range d.Varying {
+		if !sizeKeys[k] || k == "model.preset" {
+			continue
+		}
+		byPreset := map[string]string{}
+		determined := true
+		for _, r := range runs {
+			p := r.Flat["model.preset"]
+			if v, ok := byPreset[p]; ok && v != r.Flat[k] {
+				determined = false
+				break
+			}
+			byPreset[p] = r.Flat[k]
+		}
+		if determined {
+			shown[k] = false
+		}
+	}
+	return shown
+}
+
+// labelWithout is the arm's label without the given keys ("all runs" when nothing is left).
+func (d *Data) labelWithout(a *Arm, drop func(string) bool) (key, label string) {
+	var ks, ls []string
+	presetVaries := false
+	for _, k := range d.Varying {
+		presetVaries = presetVaries || (k == "model.preset" && !drop(k))
+	}
+	for _, k := range d.Varying {
+		if drop(k) {
+			continue
+		}
+		ks = append(ks, k+"="+a.Values[k])
+		if presetVaries && sizeKeys[k] && k != "model.preset" {
+			continue
+		}
+		ls = append(ls, ShortName(k)+"="+a.Values[k])
+	}
+	label = strings.Join(ls, " · ")
+	if label == "" {
+		label = "all runs"
+	}
+	return strings.Join(ks, ","), label
+}
+
+// Complete returns the arm's complete runs.
+func (a *Arm) Complete() []*Run {
+	var out []*Run
+	for _, r := range a.Runs {
+		if r.Complete {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// FinalVal is the mean and standard error over seeds of the complete runs' final validation loss (SE is NaN
+// with one seed); n counts the runs with a finite loss.
+func (a *Arm) FinalVal() (mean, se float64, n int) {
+	var xs []float64
+	for _, r := range a.Complete() {
+		if v := r.ValLoss(); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			xs = append(xs, v)
+		}
+	}
+	mean, se = meanSE(xs)
+	return mean, se, len(xs)
+}
+
+// Seeds lists the seeds of the arm's runs.
+func (a *Arm) Seeds() []uint64 {
+	var s []uint64
+	for _, r := range a.Runs {
+		s = append(s, r.Seed())
+	}
+	return s
+}
+
+// meanSE is the mean and the standard error of the mean (NaN for fewer than two values).
+func meanSE(xs []float64) (mean, se float64) {
+	if len(xs) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, math.NaN()
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss/float64(len(xs)-1)) / math.Sqrt(float64(len(xs)))
+}
+
+// fixKind classifies an arm for the 2×2 of fixes: 0 default (ε ≥ 1e-8, no gate), 1 ε fixed only, 2 gate
+// only, 3 both fixes (ε < 1e-8 with a gate).
+func fixKind(a *Arm) int {
+	k := 0
+	if a.NormEps < 1e-8 {
+		k |= 1
+	}
+	if a.Gate != model.GateNone && a.Gate != "" {
+		k |= 2
+	}
+	return k
+}
+
+var fixNames = []string{"default (ε=1e-5, no gate)", "ε=1e-12 only", "gate only", "fixed (ε=1e-12 + gate)"}
+
+// describe says what a set of runs is: how many, over which arms and seeds, what differs and what is shared.
+func (d *Data) describe(runs []*Run) string {
+	var cfg []*Run
+	for _, r := range runs {
+		if r.HasConfig {
+			cfg = append(cfg, r)
+		}
+	}
+	if len(cfg) == 0 {
+		return ""
+	}
+	arms := map[*Arm]bool{}
+	seeds := map[uint64]bool{}
+	for _, r := range cfg {
+		arms[r.Arm] = true
+		seeds[r.Seed()] = true
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d run%s in %d arm%s", len(cfg), plural(len(cfg)), len(arms), plural(len(arms)))
+	var vary []string
+	for _, k := range d.Varying {
+		vals := map[string]bool{}
+		for _, r := range cfg {
+			vals[r.Flat[k]] = true
+		}
+		if len(vals) > 1 {
+			vary = append(vary, ShortName(k)+" ∈ {"+strings.Join(sortedValues(vals), ", ")+"}")
+		}
+	}
+	if len(vary) > 0 {
+		fmt.Fprintf(&b, "; varying %s", strings.Join(vary, ", "))
+	}
+	var ss []string
+	for s := range seeds {
+		ss = append(ss, strconv.FormatUint(s, 10))
+	}
+	fmt.Fprintf(&b, "; seed%s {%s}", plural(len(seeds)), strings.Join(sortedValues(toSet(ss)), ", "))
+	// what the runs share
+	same := func(k string) (string, bool) {
+		v := cfg[0].Flat[k]
+		for _, r := range cfg[1:] {
+			if r.Flat[k] != v {
+				return "", false
+			}
+		}
+		return v, true
+	}
+	var shared []string
+	if p, ok := same("model.preset"); ok {
+		s := "preset " + p
+		var shape []string
+		for _, k := range []string{"model.hidden_size", "model.num_hidden_layers", "model.num_attention_heads", "model.max_position_embeddings", "model.vocab_size"} {
+			if v, ok := same(k); ok {
+				name := ShortName(k)
+				if k == "model.vocab_size" {
+					name = "V"
+				}
+				shape = append(shape, name+"="+v)
+			}
+		}
+		if len(shape) > 0 {
+			s += " (" + strings.Join(shape, ", ") + ")"
+		}
+		shared = append(shared, s)
+	}
+	for _, k := range []string{"init.gamma", "model.norm_eps", "model.attn_gate"} {
+		if v, ok := same(k); ok {
+			shared = append(shared, ShortName(k)+"="+v)
+		}
+	}
+	steps, B, T := cfg[0].TotalSteps, cfg[0].Config.Train.BatchSize, cfg[0].Config.Model.SeqLen
+	sameBudget := true
+	for _, r := range cfg[1:] {
+		if r.TotalSteps != steps || r.Config.Train.BatchSize != B || r.Config.Model.SeqLen != T {
+			sameBudget = false
+		}
+	}
+	if sameBudget {
+		shared = append(shared, fmt.Sprintf("%d steps × %d×%d = %s tokens per run", steps, B, T, groupDigits(int64(steps*B*T))))
+	}
+	if v, ok := same("schedule.lr"); ok {
+		k, _ := same("schedule.kind")
+		shared = append(shared, fmt.Sprintf("lr %s %s", v, k))
+	}
+	if len(shared) > 0 {
+		fmt.Fprintf(&b, "; shared: %s", strings.Join(shared, ", "))
+	}
+	inc := 0
+	for _, r := range runs {
+		if !r.Complete {
+			inc++
+		}
+	}
+	if inc > 0 {
+		fmt.Fprintf(&b, "; %d incomplete", inc)
+	}
+	return b.String() + "."
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func toSet(xs []string) map[string]bool {
+	m := map[string]bool{}
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// sortedValues sorts numbers numerically and the rest as strings.
+func sortedValues(set map[string]bool) []string {
+	var out []string
+	for v := range set {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, ea := strconv.ParseFloat(out[i], 64)
+		b, eb := strconv.ParseFloat(out[j], 64)
+		if ea == nil && eb == nil {
+			return a < b
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// groupDigits writes n with commas between groups of three digits.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 && c != '-' {
+			b.WriteString(",")
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

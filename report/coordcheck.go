@@ -1,0 +1,143 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Coordcheck is the output of `smallinit coordcheck --json`.
+type Coordcheck struct {
+	Source    string       `json:"-"` // the file it was read from
+	Gamma     float64      `json:"gamma"`
+	Predicted *float64     `json:"predicted_attn_exponent"`
+	Points    []CoordPoint `json:"points"`
+	Fits      []CoordFit   `json:"fits"`
+}
+
+// CoordPoint is one (width, step, layer) measurement of a coordinate check.
+type CoordPoint struct {
+	Width     int     `json:"width"`
+	Step      int     `json:"step"`
+	Layer     int     `json:"layer"`
+	HiddenRMS float64 `json:"hidden_rms"`
+	AttnRatio float64 `json:"attn_residual_ratio"`
+	FFNRatio  float64 `json:"ffn_residual_ratio"`
+}
+
+// CoordFit is the fitted exponent of the residual ratios against width at one step and layer.
+type CoordFit struct {
+	Step    int     `json:"step"`
+	Layer   int     `json:"layer"`
+	AttnExp float64 `json:"attn_exponent"`
+	FFNExp  float64 `json:"ffn_exponent"`
+}
+
+// ReadCoordcheck reads a coordinate check saved from `smallinit coordcheck --json`.
+func ReadCoordcheck(path string) (*Coordcheck, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--coordcheck: %w", err)
+	}
+	var c Coordcheck
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("--coordcheck %s: %w", path, err)
+	}
+	if len(c.Points) == 0 {
+		return nil, fmt.Errorf("--coordcheck %s: no points (want coordcheck --json output)", path)
+	}
+	c.Source = filepath.Base(path)
+	return &c, nil
+}
+
+// figCoordcheck draws, for each check, layer 0's attention and FFN residual ratio against width on log-log
+// axes, one line per step, with the predicted slope 1 − γ for reference.
+func figCoordcheck(ccs []*Coordcheck) (*Figure, string) {
+	if len(ccs) == 0 {
+		return nil, "no --coordcheck given"
+	}
+	f := &Figure{ID: FigCoordcheck, Title: "Coordinate check: residual ratio against width"}
+	var rows [][]*plot.Plot
+	var notes []string
+	stepIdx := map[int]int{}
+	var stepsSeen []int
+	for _, cc := range ccs {
+		attn := newPlot(fmt.Sprintf("attention, layer 0 — γ = %g", cc.Gamma), "width d", "RMS(Attn(Norm x)) / RMS(x)")
+		ffn := newPlot(fmt.Sprintf("FFN, layer 0 — γ = %g", cc.Gamma), "width d", "RMS(FFN(Norm h)) / RMS(h)")
+		for _, p := range []*plot.Plot{attn, ffn} {
+			useLogX(p)
+			useLogY(p)
+		}
+		steps := map[int]bool{}
+		for _, p := range cc.Points {
+			steps[p.Step] = true
+		}
+		var ss []int
+		for s := range steps {
+			ss = append(ss, s)
+		}
+		sort.Ints(ss)
+		for _, s := range ss {
+			if _, ok := stepIdx[s]; !ok {
+				stepIdx[s] = len(stepsSeen)
+				stepsSeen = append(stepsSeen, s)
+			}
+			var xs, ya, yf []float64
+			for _, p := range cc.Points {
+				if p.Step == s && p.Layer == 0 {
+					xs, ya, yf = append(xs, float64(p.Width)), append(ya, p.AttnRatio), append(yf, p.FFNRatio)
+				}
+			}
+			f.Points += addLine(attn, finiteXYs(xs, ya, true, true), lineStyle(stepIdx[s]), true)
+			f.Points += addLine(ffn, finiteXYs(xs, yf, true, true), lineStyle(stepIdx[s]), true)
+			f.Series += 2
+			if s == ss[0] && len(xs) >= 2 { // the prediction 1 − γ through the first point at the first step
+				slope := 1 - cc.Gamma
+				if cc.Predicted != nil {
+					slope = *cc.Predicted
+				}
+				lo, hi := xs[0], xs[len(xs)-1]
+				rx := []float64{lo, hi}
+				ry := []float64{ya[0], ya[0] * math.Pow(hi/lo, slope)}
+				ref := draw.LineStyle{Color: color.RGBA{0, 0, 0, 0xff}, Width: vg.Points(0.8), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}}
+				addLine(attn, finiteXYs(rx, ry, true, true), ref, false)
+			}
+		}
+		var fits []string
+		for _, ft := range cc.Fits {
+			if ft.Layer == 0 {
+				fits = append(fits, fmt.Sprintf("step %d: attention %+.2f, FFN %+.2f", ft.Step, ft.AttnExp, ft.FFNExp))
+			}
+		}
+		note := fmt.Sprintf("%s (γ = %g, predicted attention exponent %+.2f at init)", cc.Source, cc.Gamma, 1-cc.Gamma)
+		if len(fits) > 0 {
+			note += ": fitted layer-0 exponents " + strings.Join(fits, "; ")
+		}
+		notes = append(notes, note)
+		rows = append(rows, []*plot.Plot{attn, ffn})
+	}
+	for _, s := range stepsSeen {
+		label := fmt.Sprintf("after %d step%s", s, plural(s))
+		if s == 0 {
+			label = "at init"
+		}
+		f.Legend = append(f.Legend, LegendEntry{Label: label, Color: colorAt(stepIdx[s])})
+	}
+	f.Legend = append(f.Legend, LegendEntry{Label: "predicted slope 1 − γ", Color: color.RGBA{0, 0, 0, 0xff}, Dashed: true})
+	var err error
+	if f.SVG, err = renderPlots(rows, vg.Points(780), vg.Points(float64(260*len(rows))), f.Title); err != nil {
+		return nil, err.Error()
+	}
+	f.Caption = "μP-style coordinate check from smallinit coordcheck --json: the residual ratio of layer 0 against width at init and " +
+		"after a few AdamW steps on random tokens (tiny preset shape, T = 64, ε = 1e-12). " + strings.Join(notes, ". ") + "."
+	return f, ""
+}

@@ -1,0 +1,563 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/train"
+)
+
+// Run is one run directory as read from disk. Anything that could not be read is recorded in Problems rather
+// than returned as an error, so that a report can list broken and unfinished runs beside finished ones.
+type Run struct {
+	Dir         string       // the run directory
+	ID          string       // short name: the directory's base name (longer when two runs share it)
+	Config      train.Config // the resolved config (meaningful only when HasConfig)
+	HasConfig   bool
+	Metrics     []train.Metrics // metrics.jsonl, in file order
+	Diagnostics []DiagPoint     // diagnostics.jsonl, in file order
+	Checkpoints []Checkpoint    // checkpoints/step-*/ holding a model, by step
+	FinalDir    string          // final/ when it holds a model, else ""
+	TotalSteps  int             // the steps the config asks for (0 without a config)
+	Complete    bool            // config, metrics up to TotalSteps and a final model are all there
+	Reason      string          // why the run is incomplete ("" when complete)
+	Problems    []string        // everything that could not be read
+	Flat        map[string]string
+	Summary     *SummaryRow // the demo's summary.json row naming this run, if any
+	Arm         *Arm        // nil for a run without a readable config
+}
+
+// Checkpoint is one retained checkpoint of a run.
+type Checkpoint struct {
+	Step int
+	Dir  string
+}
+
+// SummaryRow is what a demo's summary.json says about one of its runs (evaluated on the whole validation split).
+type SummaryRow struct {
+	Run      string             `json:"run"`
+	Dir      string             `json:"dir"`
+	ValLoss  float64            `json:"val_loss"`
+	ValBPB   float64            `json:"val_bits_per_byte"`
+	LangLoss map[string]float64 `json:"val_loss_by_lang"`
+}
+
+// DiagPoint is one line of diagnostics.jsonl: the weight metrics per tensor class and the activation metrics.
+type DiagPoint struct {
+	Step        int
+	Classes     []ClassStat
+	Activations *Activations // nil when the line has none
+	Err         string       // a line recorded as {"step", "error"} (e.g. a diverged model)
+}
+
+// ClassStat is the mean weight metrics of one tensor class (diag.ClassSummary); NaN where unknown.
+type ClassStat struct {
+	Class      string  `json:"class"`
+	Tensors    int     `json:"tensors"`
+	StableRank float64 `json:"stable_rank"`
+	MeanAbsCos float64 `json:"mean_abs_cos"`
+	CosRatio   float64 `json:"cos_ratio"`
+	FracAbove  float64 `json:"frac_above_0_9"`
+}
+
+// Activations are the activation metrics of one diagnostics line (diag.ActivationStats, the fields drawn here).
+type Activations struct {
+	ProbeLoss      float64     `json:"probe_loss"`
+	Layers         []LayerStat `json:"layers"`
+	FirstTokenMass float64     `json:"first_token_mass"`
+	SinkRate       float64     `json:"sink_rate"`
+}
+
+// LayerStat is one block's activation metrics (diag.LayerActivations, the fields drawn here).
+type LayerStat struct {
+	Layer             int       `json:"layer"`
+	HiddenRMS         float64   `json:"hidden_rms"`
+	AttnNorm          NormStat  `json:"attn_norm"`
+	FFNNorm           NormStat  `json:"ffn_norm"`
+	AttnResidualRatio float64   `json:"attn_residual_ratio"`
+	FFNResidualRatio  float64   `json:"ffn_residual_ratio"`
+	FirstTokenMass    []float64 `json:"first_token_mass"`
+	SinkAlpha         []float64 `json:"sink_alpha"`
+	GateMean          []float64 `json:"gate_mean"`
+}
+
+// NormStat is a norm's saturation s = ε/(m+ε) and output RMS r = sqrt(m/(m+ε)).
+type NormStat struct {
+	Saturation float64 `json:"saturation"`
+	OutputRMS  float64 `json:"output_rms"`
+}
+
+// SinkThreshold is the sink weight α above which a head counts as a sink (diag.SinkThreshold).
+const SinkThreshold = 0.3
+
+// Skipped is an input path that yielded no run.
+type Skipped struct {
+	Path   string
+	Reason string
+}
+
+// Data is everything a report draws: the runs found and their arms.
+type Data struct {
+	Inputs  []string  // the paths given to Gather
+	Runs    []*Run    // every run found, in discovery order (sorted by directory)
+	Arms    []*Arm    // runs grouped by config, sorted by size, γ, ε and gate
+	Varying []string  // config keys that tell arms apart (seed excluded), in display order
+	Ignored []string  // bookkeeping keys that differ between runs but do not split arms
+	Skipped []Skipped // input paths with no run under them
+}
+
+// Gather finds the runs in paths (each a run directory or a directory with runs somewhere below it, such as a
+// demo's or a sweep's output), reads them and groups them into arms. Unreadable or unfinished runs are kept and
+// marked; a path with no run under it is recorded in Skipped. It returns an error only for an I/O failure
+// while walking.
+func Gather(paths []string) (*Data, error) {
+	d := &Data{Inputs: append([]string(nil), paths...)}
+	seen := map[string]bool{}
+	roots := map[*Run]string{}
+	var summaries []summaryFile
+	for _, root := range paths {
+		info, err := os.Stat(root)
+		if err != nil {
+			d.Skipped = append(d.Skipped, Skipped{root, err.Error()})
+			continue
+		}
+		if !info.IsDir() {
+			d.Skipped = append(d.Skipped, Skipped{root, "not a directory"})
+			continue
+		}
+		found := 0
+		err = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				if p == root {
+					return err
+				}
+				return nil // an unreadable subdirectory: skip it
+			}
+			if !e.IsDir() {
+				return nil
+			}
+			if p != root && (strings.HasPrefix(e.Name(), ".") || e.Name() == "checkpoints" || e.Name() == train.FinalDir) {
+				return fs.SkipDir
+			}
+			if s, ok := readSummary(p); ok {
+				summaries = append(summaries, s)
+			}
+			if !isFile(filepath.Join(p, train.ConfigFile)) && !isFile(filepath.Join(p, train.MetricsFile)) {
+				return nil
+			}
+			abs, _ := filepath.Abs(p)
+			if !seen[abs] {
+				seen[abs] = true
+				r := readRun(p)
+				roots[r] = root
+				d.Runs = append(d.Runs, r)
+			}
+			found++
+			return fs.SkipDir
+		})
+		if err != nil {
+			return nil, fmt.Errorf("report: walk %s: %w", root, err)
+		}
+		if found == 0 {
+			d.Skipped = append(d.Skipped, Skipped{root, "no run directory (config.toml or metrics.jsonl) under it"})
+		}
+	}
+	sort.SliceStable(d.Runs, func(i, j int) bool { return d.Runs[i].Dir < d.Runs[j].Dir })
+	nameRuns(d.Runs, roots)
+	attachSummaries(d.Runs, summaries)
+	d.groupArms()
+	return d, nil
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// nameRuns gives each run a short unique ID: its base name, else its path below the input it was found under.
+func nameRuns(runs []*Run, roots map[*Run]string) {
+	count := map[string]int{}
+	for _, r := range runs {
+		count[filepath.Base(r.Dir)]++
+	}
+	used := map[string]int{}
+	for _, r := range runs {
+		id := filepath.Base(r.Dir)
+		if count[id] > 1 {
+			if rel, err := filepath.Rel(filepath.Dir(roots[r]), r.Dir); err == nil {
+				id = filepath.ToSlash(rel)
+			} else {
+				id = r.Dir
+			}
+		}
+		if used[id]++; used[id] > 1 {
+			id = fmt.Sprintf("%s#%d", id, used[id])
+		}
+		r.ID = id
+	}
+}
+
+// readRun reads one run directory, recording every problem in the run.
+func readRun(dir string) *Run {
+	r := &Run{Dir: dir}
+	bad := func(format string, a ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, a...)) }
+	cfgPath := filepath.Join(dir, train.ConfigFile)
+	if !isFile(cfgPath) {
+		bad("no %s", train.ConfigFile)
+	} else if c, err := train.Load(cfgPath, nil); err != nil {
+		bad("%v", err)
+	} else {
+		r.Config, r.HasConfig, r.TotalSteps = c, true, c.TotalSteps()
+		if r.Flat, err = flatten(c); err != nil {
+			bad("config: %v", err)
+			r.HasConfig = false
+		}
+	}
+	if err := readLines(filepath.Join(dir, train.MetricsFile), func(b []byte) error {
+		var m train.Metrics
+		if err := json.Unmarshal(b, &m); err != nil {
+			return err
+		}
+		r.Metrics = append(r.Metrics, m)
+		return nil
+	}); err != nil {
+		bad("%v", err)
+	}
+	if isFile(filepath.Join(dir, train.DiagFile)) {
+		if err := readLines(filepath.Join(dir, train.DiagFile), func(b []byte) error {
+			p, err := parseDiag(b)
+			if err == nil {
+				r.Diagnostics = append(r.Diagnostics, p)
+			}
+			return err
+		}); err != nil {
+			bad("%v", err)
+		}
+	}
+	r.Checkpoints = listCheckpoints(dir)
+	if isFile(filepath.Join(dir, train.FinalDir, model.ConfigFile)) && isFile(filepath.Join(dir, train.FinalDir, model.WeightsFile)) {
+		r.FinalDir = filepath.Join(dir, train.FinalDir)
+	}
+	last := r.LastStep()
+	switch {
+	case !r.HasConfig:
+		r.Reason = r.Problems[0]
+	case len(r.Metrics) == 0:
+		r.Reason = "no metrics logged"
+	case last < r.TotalSteps:
+		r.Reason = fmt.Sprintf("stopped at step %d of %d", last, r.TotalSteps)
+	case r.FinalDir == "":
+		r.Reason = fmt.Sprintf("no final model (%s/)", train.FinalDir)
+	default:
+		r.Complete = true
+	}
+	return r
+}
+
+// readLines calls fn on every non-empty line of a JSON-lines file. A malformed last line (a run killed while
+// writing it) is ignored; any other malformed line is reported after the rest are read.
+func readLines(path string, fn func([]byte) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("no %s", filepath.Base(path))
+		}
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), 256<<20)
+	var bad []int
+	n, lastBad := 0, false
+	for sc.Scan() {
+		n++
+		line := sc.Bytes()
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		lastBad = fn(line) != nil
+		if lastBad {
+			bad = append(bad, n)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	if lastBad {
+		bad = bad[:len(bad)-1]
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s: %d unreadable line(s), first at line %d", filepath.Base(path), len(bad), bad[0])
+	}
+	return nil
+}
+
+// diagLine is the JSON of one diagnostics line; weight metrics may be null (not computed or not finite).
+type diagLine struct {
+	Step        *int   `json:"step"`
+	Error       string `json:"error"`
+	Diagnostics *struct {
+		Weights []struct {
+			Class      string   `json:"class"`
+			StableRank *float64 `json:"stable_rank"`
+			MeanAbsCos *float64 `json:"mean_abs_cos"`
+			CosRatio   *float64 `json:"cos_ratio"`
+			FracAbove  *float64 `json:"frac_abs_cos_above_0_9"`
+		} `json:"weights"`
+		Classes     []ClassStat  `json:"classes"`
+		Activations *Activations `json:"activations"`
+	} `json:"diagnostics"`
+}
+
+func parseDiag(b []byte) (DiagPoint, error) {
+	var l diagLine
+	if err := json.Unmarshal(b, &l); err != nil {
+		return DiagPoint{}, err
+	}
+	if l.Step == nil {
+		return DiagPoint{}, errors.New("no step")
+	}
+	p := DiagPoint{Step: *l.Step, Err: l.Error}
+	if l.Diagnostics == nil {
+		return p, nil
+	}
+	p.Activations = l.Diagnostics.Activations
+	p.Classes = l.Diagnostics.Classes
+	if len(p.Classes) == 0 && len(l.Diagnostics.Weights) > 0 { // average the tensors ourselves
+		idx := map[string]int{}
+		type acc struct{ sr, cos, ratio, frac [2]float64 }
+		var accs []acc
+		add := func(a *[2]float64, v *float64) {
+			if v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) {
+				a[0] += *v
+				a[1]++
+			}
+		}
+		for _, w := range l.Diagnostics.Weights {
+			i, ok := idx[w.Class]
+			if !ok {
+				i = len(p.Classes)
+				idx[w.Class] = i
+				p.Classes = append(p.Classes, ClassStat{Class: w.Class})
+				accs = append(accs, acc{})
+			}
+			p.Classes[i].Tensors++
+			add(&accs[i].sr, w.StableRank)
+			add(&accs[i].cos, w.MeanAbsCos)
+			add(&accs[i].ratio, w.CosRatio)
+			add(&accs[i].frac, w.FracAbove)
+		}
+		mean := func(a [2]float64) float64 {
+			if a[1] == 0 {
+				return math.NaN()
+			}
+			return a[0] / a[1]
+		}
+		for i := range p.Classes {
+			p.Classes[i].StableRank, p.Classes[i].MeanAbsCos = mean(accs[i].sr), mean(accs[i].cos)
+			p.Classes[i].CosRatio, p.Classes[i].FracAbove = mean(accs[i].ratio), mean(accs[i].frac)
+		}
+	}
+	return p, nil
+}
+
+// listCheckpoints returns the retained checkpoints of a run that hold a model, by step.
+func listCheckpoints(dir string) []Checkpoint {
+	es, err := os.ReadDir(filepath.Join(dir, "checkpoints"))
+	if err != nil {
+		return nil
+	}
+	var out []Checkpoint
+	for _, e := range es {
+		s, ok := strings.CutPrefix(e.Name(), "step-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		step, err := strconv.Atoi(s)
+		ck := filepath.Join(dir, "checkpoints", e.Name())
+		if err != nil || !isFile(filepath.Join(ck, model.ConfigFile)) || !isFile(filepath.Join(ck, model.WeightsFile)) {
+			continue
+		}
+		out = append(out, Checkpoint{Step: step, Dir: ck})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Step < out[j].Step })
+	return out
+}
+
+// summaryFile is a demo's summary.json.
+type summaryFile struct {
+	dir  string
+	rows []SummaryRow
+}
+
+func readSummary(dir string) (summaryFile, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return summaryFile{}, false
+	}
+	var s struct {
+		Runs []SummaryRow `json:"runs"`
+	}
+	if json.Unmarshal(b, &s) != nil || len(s.Runs) == 0 {
+		return summaryFile{}, false
+	}
+	return summaryFile{dir: dir, rows: s.Runs}, true
+}
+
+// attachSummaries gives each run the summary row that names its directory (by base name, below the summary).
+func attachSummaries(runs []*Run, sums []summaryFile) {
+	for _, s := range sums {
+		sabs, _ := filepath.Abs(s.dir)
+		for i := range s.rows {
+			row := &s.rows[i]
+			for _, r := range runs {
+				rabs, _ := filepath.Abs(r.Dir)
+				if filepath.Base(rabs) == filepath.Base(row.Dir) && strings.HasPrefix(rabs, sabs+string(filepath.Separator)) {
+					r.Summary = row
+				}
+			}
+		}
+	}
+}
+
+// flatten turns a config into dotted keys (as in --set) and their values, formatted for display.
+func flatten(c train.Config) (map[string]string, error) {
+	b, err := c.Encode()
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if _, err := toml.Decode(string(b), &m); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, vv := range x {
+				if prefix == "" {
+					walk(k, vv)
+				} else {
+					walk(prefix+"."+k, vv)
+				}
+			}
+		case float64:
+			out[prefix] = strconv.FormatFloat(x, 'g', -1, 64)
+		default:
+			out[prefix] = fmt.Sprint(x)
+		}
+	}
+	walk("", m)
+	return out, nil
+}
+
+// LastStep is the step of the last metrics line (0 without metrics).
+func (r *Run) LastStep() int {
+	if len(r.Metrics) == 0 {
+		return 0
+	}
+	return r.Metrics[len(r.Metrics)-1].Step
+}
+
+// Tokens is the number of training tokens consumed, from the last metrics line.
+func (r *Run) Tokens() int64 {
+	if len(r.Metrics) == 0 {
+		return 0
+	}
+	return r.Metrics[len(r.Metrics)-1].Tokens
+}
+
+// TrainLoss is the last logged training loss (NaN if none).
+func (r *Run) TrainLoss() float64 {
+	for i := len(r.Metrics) - 1; i >= 0; i-- {
+		if r.Metrics[i].Loss != 0 {
+			return r.Metrics[i].Loss
+		}
+	}
+	return math.NaN()
+}
+
+// ValLoss is the last logged validation loss (NaN if none): at the end of a complete run, the final one.
+func (r *Run) ValLoss() float64 {
+	for i := len(r.Metrics) - 1; i >= 0; i-- {
+		if v := r.Metrics[i].ValLoss; v != nil {
+			return *v
+		}
+	}
+	return math.NaN()
+}
+
+// TokensPerS is the training throughput over the logged intervals: tokens divided by the summed interval
+// times (NaN if no line has a throughput).
+func (r *Run) TokensPerS() float64 {
+	var toks, secs float64
+	prev := int64(0)
+	for _, m := range r.Metrics {
+		if m.Tokens > prev && m.TokensPerS > 0 {
+			dt := float64(m.Tokens - prev)
+			toks += dt
+			secs += dt / m.TokensPerS
+		}
+		if m.Tokens > 0 {
+			prev = m.Tokens
+		}
+	}
+	if secs == 0 {
+		return math.NaN()
+	}
+	return toks / secs
+}
+
+// N is the model's non-embedding parameter count: every parameter minus the token embedding and an untied LM
+// head (the N of the sweep tables and of L(N)).
+func (r *Run) N() int64 { return nonEmbedding(r.Config.Model.Config) }
+
+// baseN is N of the same model without an attention gate.
+func (r *Run) baseN() int64 {
+	c := r.Config.Model.Config
+	c.AttnGate = model.GateNone
+	return nonEmbedding(c)
+}
+
+// nonEmbedding is the parameter count less the token embedding and an untied LM head.
+func nonEmbedding(c model.Config) int64 {
+	n := c.NumParams() - int64(c.Vocab)*int64(c.Dim)
+	if !c.Tied {
+		n -= int64(c.Vocab) * int64(c.Dim)
+	}
+	return n
+}
+
+// Seed is the run's seed.
+func (r *Run) Seed() uint64 { return r.Config.Seed }
+
+// LastDiag is the last diagnostics line with activation metrics, or nil.
+func (r *Run) LastDiag() *DiagPoint {
+	for i := len(r.Diagnostics) - 1; i >= 0; i-- {
+		if r.Diagnostics[i].Activations != nil {
+			return &r.Diagnostics[i]
+		}
+	}
+	return nil
+}
+
+// State is "complete" or "incomplete: " and the reason.
+func (r *Run) State() string {
+	if r.Complete {
+		return "complete"
+	}
+	return "incomplete: " + r.Reason
+}

@@ -1,0 +1,254 @@
+package report
+
+import (
+	"fmt"
+	"image"
+	"image/color"
+	"math"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+)
+
+// DefaultHeatmapTensor is the matrix whose row cosines the heatmaps show unless told otherwise: layer 0's
+// query projection.
+const DefaultHeatmapTensor = "model.layers.0.self_attn.q_proj.weight"
+
+// MaxHeatmapRows caps the rows of a heatmap (the first rows are used): the cosine matrix is rows² cells.
+const MaxHeatmapRows = 256
+
+// HeatmapPanel is the row-cosine matrix of one matrix at one step, rows reordered by diag.CosineMatrix's
+// clustering so that aligned rows form blocks.
+type HeatmapPanel struct {
+	Label string    // e.g. "step 0 (init)"
+	Step  int       // training step
+	Rows  int       // the matrix is Rows × Rows
+	C     []float32 // cosines, row-major
+}
+
+// HeatmapSet is one run's heatmaps of one tensor, early to late.
+type HeatmapSet struct {
+	Run       *Run
+	Tensor    string // the tensor's full name
+	Shape     [2]int // its rows and columns
+	UsedRows  int    // rows used (at most MaxHeatmapRows)
+	Panels    []HeatmapPanel
+	Problems  []string // panels that could not be made
+	FromSteps string   // where each panel came from
+}
+
+// Heatmaps computes, for the first run with a final model of each arm (at most maxArms arms), the row-cosine
+// matrix of tensor (a full name, or a part of one: the first matching matrix is used) at initialisation
+// (redrawn from the run's init recipe and seed), at the first retained checkpoint before the end and in the
+// final model. Problems are returned rather than stopping the report.
+func Heatmaps(d *Data, tensor string, maxArms int) ([]HeatmapSet, []string) {
+	if tensor == "" {
+		tensor = DefaultHeatmapTensor
+	}
+	var sets []HeatmapSet
+	var problems []string
+	pool := kernel.NewPool(1)
+	defer pool.Close()
+	for _, a := range d.Arms {
+		if len(sets) == maxArms {
+			break
+		}
+		var run *Run
+		for _, r := range a.Runs {
+			if r.FinalDir != "" || len(r.Checkpoints) > 0 {
+				run = r
+				break
+			}
+		}
+		if run == nil {
+			continue
+		}
+		s, err := heatmapSet(run, tensor, pool)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", run.ID, err))
+			continue
+		}
+		sets = append(sets, s)
+	}
+	return sets, problems
+}
+
+// findTensor returns the matrix named name, else the first matrix whose name contains it.
+func findTensor(specs []model.TensorSpec, name string) (model.TensorSpec, bool) {
+	for _, t := range specs {
+		if t.Name == name && t.IsMatrix() {
+			return t, true
+		}
+	}
+	for _, t := range specs {
+		if strings.Contains(t.Name, name) && t.IsMatrix() {
+			return t, true
+		}
+	}
+	return model.TensorSpec{}, false
+}
+
+func heatmapSet(r *Run, tensor string, pool *kernel.Pool) (HeatmapSet, error) {
+	s := HeatmapSet{Run: r}
+	panel := func(m *model.Model, label string, step int) error {
+		t, ok := findTensor(m.Specs, tensor)
+		if !ok {
+			var names []string
+			for _, t := range m.Specs {
+				if t.IsMatrix() && len(names) < 6 {
+					names = append(names, t.Name)
+				}
+			}
+			return fmt.Errorf("no matrix named %q (matrices include %s, ...)", tensor, strings.Join(names, ", "))
+		}
+		rows, cols := t.Shape[0], t.Shape[1]
+		w := m.Params.Flat[t.Offset : t.Offset+t.Size()]
+		used := min(rows, MaxHeatmapRows)
+		if used < rows {
+			ids := make([]int, used)
+			for i := range ids {
+				ids[i] = i
+			}
+			w = diag.SelectRows(w, cols, ids)
+		}
+		c, _ := diag.CosineMatrix(w, used, cols)
+		s.Tensor, s.Shape, s.UsedRows = t.Name, [2]int{rows, cols}, used
+		s.Panels = append(s.Panels, HeatmapPanel{Label: label, Step: step, Rows: used, C: c})
+		return nil
+	}
+	load := func(dir string) (*model.Model, error) {
+		m, _, err := model.Load(dir, 1, pool)
+		return m, err
+	}
+	if r.HasConfig {
+		m, err := model.New(r.Config.Model.Config, 1, pool)
+		if err == nil {
+			_, err = gammainit.Apply(m, r.Config.Init, r.Config.Seed)
+		}
+		if err == nil {
+			err = panel(m, "step 0 (init)", 0)
+		}
+		if err != nil {
+			s.Problems = append(s.Problems, "init: "+err.Error())
+		}
+	}
+	end := r.LastStep()
+	if r.FinalDir == "" && len(r.Checkpoints) > 0 {
+		end = r.Checkpoints[len(r.Checkpoints)-1].Step
+	}
+	if len(r.Checkpoints) > 0 && r.Checkpoints[0].Step > 0 && r.Checkpoints[0].Step < end {
+		ck := r.Checkpoints[0]
+		m, err := load(ck.Dir)
+		if err == nil {
+			err = panel(m, fmt.Sprintf("step %d (first checkpoint)", ck.Step), ck.Step)
+		}
+		if err != nil {
+			s.Problems = append(s.Problems, fmt.Sprintf("checkpoint %d: %v", ck.Step, err))
+		}
+	}
+	lateDir, lateLabel := r.FinalDir, fmt.Sprintf("step %d (final)", end)
+	if lateDir == "" {
+		lateDir, lateLabel = r.Checkpoints[len(r.Checkpoints)-1].Dir, fmt.Sprintf("step %d (last checkpoint)", end)
+	}
+	m, err := load(lateDir)
+	if err == nil {
+		err = panel(m, lateLabel, end)
+	}
+	if err != nil {
+		s.Problems = append(s.Problems, "late: "+err.Error())
+	}
+	if len(s.Panels) == 0 {
+		return s, fmt.Errorf("%s", strings.Join(s.Problems, "; "))
+	}
+	return s, nil
+}
+
+// cosColor maps a cosine in [−1, 1] to a diverging blue–white–red colour (grey for NaN).
+func cosColor(v float32) color.RGBA {
+	x := float64(v)
+	if math.IsNaN(x) {
+		return color.RGBA{0x80, 0x80, 0x80, 0xff}
+	}
+	x = math.Max(-1, math.Min(1, x))
+	end := [3]float64{0xb2, 0x18, 0x2b} // red for +1
+	if x < 0 {
+		end, x = [3]float64{0x21, 0x66, 0xac}, -x // blue for −1
+	}
+	mix := func(e float64) uint8 { return uint8(math.Round(255 + (e-255)*x)) }
+	return color.RGBA{mix(end[0]), mix(end[1]), mix(end[2]), 0xff}
+}
+
+// cosImage is the panel as an image, row 0 at the top.
+func cosImage(p HeatmapPanel) image.Image {
+	img := image.NewRGBA(image.Rect(0, 0, p.Rows, p.Rows))
+	for i := 0; i < p.Rows; i++ {
+		for j := 0; j < p.Rows; j++ {
+			img.SetRGBA(j, i, cosColor(p.C[i*p.Rows+j]))
+		}
+	}
+	return img
+}
+
+// ColorBarHTML is an inline-CSS colour bar for the heatmaps' scale.
+const ColorBarHTML = `<div class="colorbar"><span>cos = −1</span><span class="grad"></span><span>+1</span></div>`
+
+// figHeatmaps draws each set as a row of panels (init, early, final), the matrices as embedded PNG images
+// (crisp: the page styles SVG images as pixelated).
+func (d *Data) figHeatmaps(sets []HeatmapSet, tensor string) (*Figure, string) {
+	if len(sets) == 0 {
+		return nil, "needs a run with a final model or a checkpoint (heatmaps of " + tensor + ")"
+	}
+	f := &Figure{ID: FigHeatmaps, Title: "Row-cosine heatmaps of " + sets[0].Tensor + ", early and late", Extra: ColorBarHTML}
+	cols := 0
+	for _, s := range sets {
+		cols = max(cols, len(s.Panels))
+	}
+	var rows [][]*plot.Plot
+	var runs []*Run
+	var notes []string
+	for _, s := range sets {
+		var row []*plot.Plot
+		for _, p := range s.Panels {
+			pl := plot.New()
+			pl.Title.Text = s.Run.ID + "\n" + p.Label
+			if s.Run.Arm != nil {
+				pl.Title.Text = s.Run.Arm.Label + "\n" + p.Label
+			}
+			pl.Title.TextStyle.Font.Typeface, pl.Title.TextStyle.Font.Variant = sansFont.Typeface, sansFont.Variant
+			pl.Title.TextStyle.Font.Size = vg.Points(8)
+			pl.Add(plotter.NewImage(cosImage(p), 0, 0, float64(p.Rows), float64(p.Rows)))
+			pl.HideAxes()
+			row = append(row, pl)
+			f.Points += p.Rows * p.Rows
+			f.Series++
+		}
+		rows = append(rows, row)
+		runs = append(runs, s.Run)
+		note := fmt.Sprintf("%s is %d×%d", s.Tensor, s.Shape[0], s.Shape[1])
+		if s.UsedRows < s.Shape[0] {
+			note += fmt.Sprintf(" (first %d rows shown)", s.UsedRows)
+		}
+		if len(s.Problems) > 0 {
+			note = s.Run.ID + ": " + note + " (missing: " + strings.Join(s.Problems, "; ") + ")"
+		}
+		if !slices.Contains(notes, note) {
+			notes = append(notes, note)
+		}
+	}
+	var err error
+	if f.SVG, err = renderPlots(rows, vg.Points(float64(min(260*cols, 780))), vg.Points(float64(250*len(rows))), f.Title); err != nil {
+		return nil, err.Error()
+	}
+	f.Caption = d.describe(runs) + " Cosine between every pair of rows of the matrix, rows reordered in each panel by hierarchical " +
+		"clustering so that aligned rows show as red blocks; one run (the first seed) per arm. Early is step 0 redrawn from the " +
+		"run's init recipe and seed and the first retained checkpoint before the end, late is the final model. " + strings.Join(notes, "; ") + "."
+	return f, ""
+}

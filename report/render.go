@@ -1,0 +1,371 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Options say what to draw beyond the runs themselves.
+type Options struct {
+	Title       string        // page title (default "smallinit report")
+	Law         *Law          // a size law to draw on the loss-against-N figure (ReadLaw), besides any fitted here
+	Heatmaps    []HeatmapSet  // row-cosine heatmaps (from Heatmaps); none: the figure is listed as not drawn
+	HeatTensor  string        // the tensor asked for, named when there are no heatmaps
+	Compare     *CompareData  // a token-difficulty comparison (CompareModels or ReadCompare)
+	Coordchecks []*Coordcheck // coordinate checks (ReadCoordcheck)
+	MaxArms     int           // arms drawn in the per-arm small multiples (default 8)
+	Generated   string        // a line for the header, e.g. the time and command (empty: none)
+	Notes       []string      // extra notes listed at the end (e.g. what could not be computed)
+}
+
+// Page is a rendered report.
+type Page struct {
+	HTML     []byte
+	Figures  []Figure  // the figures drawn, in page order
+	Omitted  []Omitted // the figures not drawn, and why
+	HeightPx int       // an estimate of the page's height at 1200 px wide (for screenshots)
+}
+
+// Render draws the report of d as one self-contained HTML page.
+func Render(d *Data, o Options) ([]byte, error) {
+	p, err := Build(d, o)
+	if err != nil {
+		return nil, err
+	}
+	return p.HTML, nil
+}
+
+// figureTitles names every figure, for the list of those not drawn.
+var figureTitles = map[string]string{
+	FigLossCurves: "Loss curves", FigValGamma: "Validation loss against γ", FigFixes: "The 2×2 of fixes",
+	FigLossSize: "Loss against model size N", FigTrajectories: "Weight trajectories", FigHeatmaps: "Row-cosine heatmaps",
+	FigSink: "Attention sink", FigNorm: "Norm saturation", FigCompare: "A against B by token difficulty",
+	FigCoordcheck: "Coordinate check",
+}
+
+// Build draws every figure whose data exists and lays out the page.
+func Build(d *Data, o Options) (*Page, error) {
+	if o.Title == "" {
+		o.Title = "smallinit report"
+	}
+	if o.MaxArms <= 0 {
+		o.MaxArms = 8
+	}
+	if o.HeatTensor == "" {
+		o.HeatTensor = DefaultHeatmapTensor
+	}
+	pg := &Page{}
+	add := func(id string, f *Figure, reason string) {
+		if f != nil {
+			pg.Figures = append(pg.Figures, *f)
+		} else {
+			pg.Omitted = append(pg.Omitted, Omitted{ID: id, Title: figureTitles[id], Reason: reason})
+		}
+	}
+	f, why := d.figLossCurves()
+	add(FigLossCurves, f, why)
+	f, why = d.figValGamma()
+	add(FigValGamma, f, why)
+	f, why = d.figFixes()
+	add(FigFixes, f, why)
+	f, why = d.figLossSize(o.Law)
+	add(FigLossSize, f, why)
+	f, why = d.figTrajectories(o.MaxArms)
+	add(FigTrajectories, f, why)
+	f, why = d.figHeatmaps(o.Heatmaps, o.HeatTensor)
+	add(FigHeatmaps, f, why)
+	f, why = d.figSink()
+	add(FigSink, f, why)
+	f, why = d.figNorm()
+	add(FigNorm, f, why)
+	f, why = figCompare(o.Compare)
+	add(FigCompare, f, why)
+	f, why = figCoordcheck(o.Coordchecks)
+	add(FigCoordcheck, f, why)
+
+	v := d.view(o, pg)
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, v); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	pg.HTML = buf.Bytes()
+	pg.HeightPx = 260 + 34*len(v.Runs) + 34*len(v.Arms) + 30*(len(pg.Omitted)+len(v.Notes))
+	for _, f := range pg.Figures {
+		pg.HeightPx += svgHeightPx(f.SVG) + 170
+	}
+	return pg, nil
+}
+
+var svgSize = regexp.MustCompile(`^<svg[^>]*?width="([0-9.]+)pt" height="([0-9.]+)pt"`)
+
+// svgHeightPx is the displayed height of an inline SVG in a page column 1100 px wide.
+func svgHeightPx(svg string) int {
+	m := svgSize.FindStringSubmatch(svg)
+	if m == nil {
+		return 400
+	}
+	w, _ := strconv.ParseFloat(m[1], 64)
+	h, _ := strconv.ParseFloat(m[2], 64)
+	px := h * 4 / 3
+	if w*4/3 > 1100 {
+		px *= 1100 / (w * 4 / 3)
+	}
+	return int(px)
+}
+
+// view is what the template shows.
+type view struct {
+	Title     string
+	Generated string
+	Summary   string
+	Figures   []figView
+	Omitted   []Omitted
+	Arms      []armView
+	Runs      []runView
+	HasBPB    bool
+	Notes     []string
+}
+
+type figView struct {
+	Figure
+	SVGHTML template.HTML
+	Extra   template.HTML
+	Legend  []legendView
+}
+
+type legendView struct {
+	Label string
+	Style template.CSS
+	Class string
+}
+
+type armView struct {
+	Label, Runs, Seeds, Complete, Val, N string
+	Color                                template.CSS
+}
+
+type runView struct {
+	ID, Arm, Seed, State, Steps, Tokens, Train, Val, BPB, TokS, N string
+	Complete                                                      bool
+}
+
+func fmtLoss(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return strconv.FormatFloat(v, 'f', 4, 64)
+}
+
+func cssColor(c interface{ RGBA() (r, g, b, a uint32) }) string {
+	r, g, b, _ := c.RGBA()
+	return fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
+}
+
+func (d *Data) view(o Options, pg *Page) view {
+	v := view{Title: o.Title, Generated: o.Generated, Omitted: pg.Omitted}
+	complete := 0
+	for _, r := range d.Runs {
+		if r.Complete {
+			complete++
+		}
+	}
+	v.Summary = fmt.Sprintf("%d run%s (%d complete) in %d arm%s, from %s.", len(d.Runs), plural(len(d.Runs)), complete,
+		len(d.Arms), plural(len(d.Arms)), strings.Join(d.Inputs, ", "))
+	if len(d.Varying) > 0 {
+		var ks []string
+		for _, k := range d.Varying {
+			ks = append(ks, ShortName(k))
+		}
+		v.Summary += " Arms differ in " + strings.Join(ks, ", ") + "."
+	}
+	for _, f := range pg.Figures {
+		fv := figView{Figure: f, SVGHTML: template.HTML(f.SVG), Extra: template.HTML(f.Extra)}
+		for _, l := range f.Legend {
+			lv := legendView{Label: l.Label, Class: "line"}
+			switch {
+			case l.Swatch:
+				lv.Class = "box"
+				lv.Style = template.CSS("background:" + cssColor(l.Color))
+			case l.Dashed:
+				lv.Style = template.CSS("border-top:2px dashed " + cssColor(l.Color))
+			default:
+				lv.Style = template.CSS("border-top:3px solid " + cssColor(l.Color))
+			}
+			fv.Legend = append(fv.Legend, lv)
+		}
+		v.Figures = append(v.Figures, fv)
+	}
+	for _, a := range d.Arms {
+		mean, se, n := a.FinalVal()
+		val := fmtLoss(mean)
+		if n > 1 {
+			val += " ± " + strconv.FormatFloat(se, 'f', 4, 64)
+		}
+		var seeds []string
+		for _, s := range a.Seeds() {
+			seeds = append(seeds, strconv.FormatUint(s, 10))
+		}
+		v.Arms = append(v.Arms, armView{Label: a.Label, Runs: strconv.Itoa(len(a.Runs)), Seeds: strings.Join(seeds, ", "),
+			Complete: strconv.Itoa(len(a.Complete())), Val: val, N: groupDigits(a.N), Color: template.CSS("background:" + cssColor(d.armColor(a)))})
+	}
+	for _, r := range d.Runs {
+		rv := runView{ID: r.ID, State: r.State(), Complete: r.Complete, Tokens: groupDigits(r.Tokens()),
+			Train: fmtLoss(r.TrainLoss()), Val: fmtLoss(r.ValLoss()), BPB: "—", TokS: "—", Arm: "—", Seed: "—", N: "—"}
+		if r.HasConfig {
+			rv.Steps = fmt.Sprintf("%d / %d", r.LastStep(), r.TotalSteps)
+			rv.Seed = strconv.FormatUint(r.Seed(), 10)
+			rv.N = groupDigits(r.N())
+		} else {
+			rv.Steps = strconv.Itoa(r.LastStep())
+		}
+		if r.Arm != nil {
+			rv.Arm = r.Arm.Label
+		}
+		if t := r.TokensPerS(); !math.IsNaN(t) {
+			rv.TokS = strconv.FormatFloat(t, 'f', 0, 64)
+		}
+		if r.Summary != nil {
+			v.HasBPB = true
+			rv.BPB = strconv.FormatFloat(r.Summary.ValBPB, 'f', 4, 64)
+		}
+		v.Runs = append(v.Runs, rv)
+		for _, p := range r.Problems {
+			if !strings.Contains(r.Reason, p) && p != r.Reason {
+				v.Notes = append(v.Notes, r.ID+": "+p)
+			}
+		}
+	}
+	for _, s := range d.Skipped {
+		v.Notes = append(v.Notes, "input "+s.Path+": "+s.Reason)
+	}
+	if len(d.Ignored) > 0 {
+		v.Notes = append(v.Notes, "runs also differ in "+strings.Join(d.Ignored, ", ")+" (logging, intervals or data paths), which do not split arms")
+	}
+	for _, s := range o.Heatmaps {
+		for _, p := range s.Problems {
+			v.Notes = append(v.Notes, "heatmap "+s.Run.ID+": "+p)
+		}
+	}
+	v.Notes = append(v.Notes, o.Notes...)
+	return v
+}
+
+var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+body{margin:0;background:#fafafa;color:#222;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif}
+main{max-width:1100px;margin:0 auto;padding:24px 28px 48px;background:#fff}
+h1{font-size:26px;margin:0 0 6px}
+h2{font-size:19px;margin:34px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.meta{color:#555;margin:2px 0}
+nav ol{columns:2;margin:8px 0 0;padding-left:22px}
+figure{margin:18px 0 30px}
+figure svg{display:block;max-width:100%;height:auto;margin:0 auto}
+svg image{image-rendering:pixelated;image-rendering:crisp-edges}
+figcaption{color:#333;font-size:13.5px;margin-top:6px}
+.legend{display:flex;flex-wrap:wrap;gap:4px 16px;font-size:13px;margin:8px 0 4px;padding:0;list-style:none}
+.legend li{display:flex;align-items:center;gap:6px}
+.legend .line{display:inline-block;width:26px;height:0}
+.legend .box{display:inline-block;width:14px;height:12px;border:1px solid #444}
+.colorbar{display:flex;align-items:center;gap:8px;font-size:13px;margin:6px 0}
+.colorbar .grad{display:inline-block;width:220px;height:12px;border:1px solid #999;background:linear-gradient(to right,#2166ac,#ffffff,#b2182b)}
+table{border-collapse:collapse;font-size:13px;margin:8px 0 16px;width:100%}
+th,td{border-bottom:1px solid #e4e4e4;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f2f2f2}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr.incomplete td{color:#8a5a00;background:#fff8e6}
+.sw{display:inline-block;width:12px;height:12px;border:1px solid #555;margin-right:6px;vertical-align:-1px}
+.omitted li,.notes li{margin:2px 0}
+</style>
+</head>
+<body>
+<main>
+<h1>{{.Title}}</h1>
+<p class="meta">{{.Summary}}</p>
+{{if .Generated}}<p class="meta">{{.Generated}}</p>{{end}}
+<nav><ol>
+{{range .Figures}}<li><a href="#{{.ID}}">{{.Title}}</a></li>
+{{end}}<li><a href="#runs">Runs</a></li>
+{{if .Omitted}}<li><a href="#not-drawn">Figures not drawn</a></li>{{end}}
+</ol></nav>
+{{range .Figures}}
+<section id="{{.ID}}">
+<h2>{{.Title}}</h2>
+<figure class="figure" data-figure="{{.ID}}" data-points="{{.Points}}" data-series="{{.Series}}">
+{{.SVGHTML}}
+{{if .Legend}}<ul class="legend">{{range .Legend}}<li><span class="{{.Class}}" style="{{.Style}}"></span>{{.Label}}</li>{{end}}</ul>{{end}}
+{{.Extra}}
+<figcaption>{{.Caption}}</figcaption>
+</figure>
+</section>
+{{end}}
+<section id="runs">
+<h2>Runs</h2>
+{{if .Arms}}<table class="arms">
+<thead><tr><th>arm</th><th>N</th><th>runs</th><th>complete</th><th>seeds</th><th>final val loss (mean ± SE)</th></tr></thead>
+<tbody>
+{{range .Arms}}<tr><td><span class="sw" style="{{.Color}}"></span>{{.Label}}</td><td class="num">{{.N}}</td><td class="num">{{.Runs}}</td><td class="num">{{.Complete}}</td><td>{{.Seeds}}</td><td class="num">{{.Val}}</td></tr>
+{{end}}</tbody>
+</table>{{end}}
+<table class="runs">
+<thead><tr><th>run</th><th>arm</th><th>seed</th><th>state</th><th>steps</th><th>tokens</th><th>train loss</th><th>val loss</th>{{if .HasBPB}}<th>val bits/byte (demo, whole split)</th>{{end}}<th>tokens/s</th></tr></thead>
+<tbody>
+{{range .Runs}}<tr{{if not .Complete}} class="incomplete"{{end}}><td>{{.ID}}</td><td>{{.Arm}}</td><td class="num">{{.Seed}}</td><td>{{.State}}</td><td class="num">{{.Steps}}</td><td class="num">{{.Tokens}}</td><td class="num">{{.Train}}</td><td class="num">{{.Val}}</td>{{if $.HasBPB}}<td class="num">{{.BPB}}</td>{{end}}<td class="num">{{.TokS}}</td></tr>
+{{end}}</tbody>
+</table>
+<p class="meta">Train loss is the last logged value (mean over the last logging interval); val loss the last logged validation loss; tokens/s is the throughput over the logged intervals. Incomplete runs are listed but left out of the final-loss figures.</p>
+</section>
+{{if .Omitted}}<section id="not-drawn">
+<h2>Figures not drawn</h2>
+<ul class="omitted">{{range .Omitted}}<li><b>{{.Title}}</b>: {{.Reason}}</li>{{end}}</ul>
+</section>{{end}}
+{{if .Notes}}<section id="notes">
+<h2>Notes</h2>
+<ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
+</section>{{end}}
+</main>
+</body>
+</html>
+`))
+
+// WriteFile writes the page to path atomically: a temporary file in the same directory, synced and renamed
+// into place, readable by everyone (0644) like any web page.
+func WriteFile(path string, html []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".report-*.html")
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(html)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("report: write %s: %w", path, err)
+	}
+	return nil
+}
