@@ -1,0 +1,175 @@
+package kernel
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// FMA peak of the development machine (Intel Xeon, family 6 model 207,
+// Emerald Rapids class, KVM guest with 2 vCPUs, 2.1 GHz nominal), measured
+// before anything else was written with a stand-alone loop of 24 independent
+// VFMADD231PS chains (the same loop as BenchmarkFMAPeak), 12 runs on a
+// mostly idle machine:
+//
+//	zmm, 1 thread:  119-172 GFLOP/s, median 153 (64 flop/cycle: two 512-bit FMA ports at ~2.6 GHz)
+//	zmm, 2 threads: 154-326 GFLOP/s, median 271
+//	ymm, 1 thread:   55-85 GFLOP/s, median 78 (32 flop/cycle)
+//	ymm, 2 threads:  91-160 GFLOP/s, median 120
+//
+// The machine is shared: while other jobs ran, the same loop gave as little
+// as 30-100 GFLOP/s on 2 threads. Compare GEMM numbers with BenchmarkFMAPeak
+// run at the same time, and read GFLOP/cpu-s (flops per CPU-second actually
+// received, times the workers) as the steadier figure.
+
+// BenchmarkFMAPeak measures the FMA throughput of one core.
+func BenchmarkFMAPeak(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		ok    bool
+		f     func(int)
+		flops float64 // per iteration
+	}{
+		{"zmm", hasImpl("avx512"), fmaPeakAVX512Wrapper, 96 * 32},
+		{"ymm", hasImpl("avx2"), fmaPeakAVX2Wrapper, 48 * 16},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			if !tc.ok {
+				b.Skip("not supported")
+			}
+			const iters = 1 << 20
+			for b.Loop() {
+				tc.f(iters)
+			}
+			b.ReportMetric(tc.flops*iters*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+		// All workers at once: the ceiling for the parallel GEMM benchmarks
+		// run at the same time on the same (shared) machine.
+		b.Run(tc.name+"/all", func(b *testing.B) {
+			if !tc.ok {
+				b.Skip("not supported")
+			}
+			const iters = 1 << 18
+			threads := runtime.GOMAXPROCS(0)
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for range threads {
+					wg.Go(func() { tc.f(iters) })
+				}
+				wg.Wait()
+			}
+			b.ReportMetric(tc.flops*iters*float64(threads)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+func hasImpl(name string) bool {
+	for _, im := range available() {
+		if im.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// benchGemm runs one shape on pool p and reports GFLOP/s.
+func benchGemm(b *testing.B, p *Pool, s Shape, on bool) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	a := randSlice(rng, s.M*s.K)
+	bm := randSlice(rng, s.K*s.N)
+	c := make([]float32, s.M*s.N)
+	lda, ldb := s.K, s.N
+	if s.TransA {
+		lda = s.M
+	}
+	if s.TransB {
+		ldb = s.K
+	}
+	f := func() { p.Gemm(s.TransA, s.TransB, s.M, s.N, s.K, a, lda, bm, ldb, c, s.N, false) }
+	if on {
+		f = func() { p.GemmOn(0, s.TransA, s.TransB, s.M, s.N, s.K, a, lda, bm, ldb, c, s.N, false) }
+	}
+	f()
+	cpu0 := processCPUSeconds()
+	for b.Loop() {
+		f()
+	}
+	b.ReportMetric(s.Flops()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	if cpu := processCPUSeconds() - cpu0; cpu > 0 {
+		// What the workers achieve per second of CPU they actually got.
+		workers := p.Workers()
+		if on {
+			workers = 1
+		}
+		b.ReportMetric(s.Flops()*float64(b.N)/cpu*float64(workers)/1e9, "GFLOP/cpu-s")
+	}
+}
+
+// attentionShapes are per-head products of a 256-token sequence with head
+// dimension 32 (and a 64-query block), run single-threaded with GemmOn.
+var attentionShapes = []Shape{
+	{Name: "256x32x256_NT", TransB: true, M: 256, K: 32, N: 256},
+	{Name: "256x256x32_NN", M: 256, K: 256, N: 32},
+	{Name: "64x256x32_NN", M: 64, K: 256, N: 32},
+	{Name: "256x256x32_TN", TransA: true, M: 256, K: 256, N: 32},
+}
+
+// BenchmarkGemm measures the six training shapes on all workers with the
+// implementation chosen at init, and the attention shapes on one thread.
+func BenchmarkGemm(b *testing.B) {
+	p := NewPool(0)
+	defer p.Close()
+	for _, s := range BenchShapes() {
+		b.Run(s.Name, func(b *testing.B) { benchGemm(b, p, s, false) })
+	}
+	for _, s := range attentionShapes {
+		b.Run("on1/"+s.Name, func(b *testing.B) { benchGemm(b, p, s, true) })
+	}
+}
+
+// BenchmarkGemmImpl measures the training shapes with every implementation
+// this CPU runs (the generic one is slow: use -benchtime=1x).
+func BenchmarkGemmImpl(b *testing.B) {
+	for _, im := range available() {
+		p := newPoolImpl(0, im)
+		for _, s := range BenchShapes() {
+			b.Run(im.name+"/"+s.Name, func(b *testing.B) { benchGemm(b, p, s, false) })
+		}
+		p.Close()
+	}
+}
+
+func BenchmarkVector(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, n := range []int{256, 4096} {
+		x, y := randSlice(rng, n), randSlice(rng, n)
+		for _, im := range available() {
+			b.Run(fmt.Sprintf("Dot/%s/%d", im.name, n), func(b *testing.B) {
+				b.SetBytes(int64(8 * n))
+				for b.Loop() {
+					im.dot(x, y)
+				}
+			})
+			b.Run(fmt.Sprintf("Axpy/%s/%d", im.name, n), func(b *testing.B) {
+				b.SetBytes(int64(8 * n))
+				for b.Loop() {
+					im.axpy(1e-3, x, y)
+				}
+			})
+			b.Run(fmt.Sprintf("Exp/%s/%d", im.name, n), func(b *testing.B) {
+				b.SetBytes(int64(8 * n))
+				for b.Loop() {
+					im.exp(y, x)
+				}
+			})
+			b.Run(fmt.Sprintf("MaxF/%s/%d", im.name, n), func(b *testing.B) {
+				b.SetBytes(int64(4 * n))
+				for b.Loop() {
+					im.max(x)
+				}
+			})
+		}
+	}
+}

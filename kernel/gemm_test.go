@@ -1,0 +1,303 @@
+package kernel
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// gemmCase is one GEMM problem with its stride padding.
+type gemmCase struct {
+	m, n, k    int
+	padA, padB int // extra elements per row beyond the minimum stride
+	padC       int
+}
+
+// gemmOperands holds the inputs and the float64 reference of one case and layout.
+type gemmOperands struct {
+	gemmCase
+	transA, transB bool
+	lda, ldb, ldc  int
+	a, b           []float32
+	ref            []float64 // op(A)·op(B), m×n
+	bound          []float64 // Σ_k |op(A)_ik|·|op(B)_kj|
+}
+
+func newOperands(rng *rand.Rand, gc gemmCase, transA, transB bool) *gemmOperands {
+	o := &gemmOperands{gemmCase: gc, transA: transA, transB: transB}
+	ra, ca := gc.m, gc.k
+	if transA {
+		ra, ca = gc.k, gc.m
+	}
+	rb, cb := gc.k, gc.n
+	if transB {
+		rb, cb = gc.n, gc.k
+	}
+	o.lda, o.ldb, o.ldc = ca+gc.padA, cb+gc.padB, gc.n+gc.padC
+	o.a = randSlice(rng, ra*o.lda)
+	o.b = randSlice(rng, rb*o.ldb)
+	o.ref = make([]float64, gc.m*gc.n)
+	o.bound = make([]float64, gc.m*gc.n)
+	// Dense float64 copies of op(A) (m×k) and op(B) (k×n), then an i-p-j loop.
+	opA := make([]float64, gc.m*gc.k)
+	for i := 0; i < gc.m; i++ {
+		for p := 0; p < gc.k; p++ {
+			if transA {
+				opA[i*gc.k+p] = float64(o.a[p*o.lda+i])
+			} else {
+				opA[i*gc.k+p] = float64(o.a[i*o.lda+p])
+			}
+		}
+	}
+	opB := make([]float64, gc.k*gc.n)
+	for p := 0; p < gc.k; p++ {
+		for j := 0; j < gc.n; j++ {
+			if transB {
+				opB[p*gc.n+j] = float64(o.b[j*o.ldb+p])
+			} else {
+				opB[p*gc.n+j] = float64(o.b[p*o.ldb+j])
+			}
+		}
+	}
+	for i := 0; i < gc.m; i++ {
+		ref, bound := o.ref[i*gc.n:(i+1)*gc.n], o.bound[i*gc.n:(i+1)*gc.n]
+		for p := 0; p < gc.k; p++ {
+			x := opA[i*gc.k+p]
+			ax := math.Abs(x)
+			row := opB[p*gc.n : (p+1)*gc.n]
+			for j, y := range row {
+				ref[j] += x * y
+				bound[j] += ax * math.Abs(y)
+			}
+		}
+	}
+	return o
+}
+
+func randSlice(rng *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(rng.NormFloat64())
+	}
+	return s
+}
+
+// check runs gemm on fresh C (random, so that accumulate matters) and
+// verifies the m×n window against the reference and everything else in C
+// (stride padding, trailing elements) against its old contents.
+func (o *gemmOperands) check(t *testing.T, rng *rand.Rand, name string, accumulate bool,
+	gemm func(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool)) []float32 {
+	t.Helper()
+	size := 0
+	if o.m > 0 {
+		size = (o.m-1)*o.ldc + o.n
+	}
+	c := randSlice(rng, size+7) // 7 trailing sentinels
+	c0 := append([]float32(nil), c...)
+	gemm(o.transA, o.transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, c[:size], o.ldc, accumulate)
+	bad := 0
+	for idx := range c {
+		i, j := idx/o.ldc, idx%o.ldc
+		if i >= o.m || j >= o.n {
+			if math.Float32bits(c[idx]) != math.Float32bits(c0[idx]) {
+				t.Fatalf("%s: C[%d] outside the %d×%d window changed: %v -> %v", name, idx, o.m, o.n, c0[idx], c[idx])
+			}
+			continue
+		}
+		want, bound := o.ref[i*o.n+j], o.bound[i*o.n+j]
+		if accumulate {
+			want += float64(c0[idx])
+			bound += math.Abs(float64(c0[idx]))
+		}
+		if d := math.Abs(float64(c[idx]) - want); !(d <= 1e-5*bound+1e-6) {
+			if bad++; bad < 5 {
+				t.Errorf("%s: C[%d,%d] = %v, want %v (bound %v)", name, i, j, c[idx], want, bound)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%s: %d wrong elements", name, bad)
+	}
+	return c
+}
+
+func gemmCases() []gemmCase {
+	var cases []gemmCase
+	dims := []int{1, 3, 17, 33, 70}
+	for _, m := range dims {
+		for _, n := range dims {
+			for _, k := range dims {
+				cases = append(cases, gemmCase{m: m, n: n, k: k, padA: (m + k) % 3, padB: (n + k) % 2 * 5, padC: (m + n) % 4})
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := 0; i < 6; i++ {
+		cases = append(cases, gemmCase{m: 1 + rng.IntN(300), n: 1 + rng.IntN(300), k: 1 + rng.IntN(300), padA: rng.IntN(9), padB: rng.IntN(9), padC: rng.IntN(9)})
+	}
+	// Sizes crossing the MC, KC and NC blocks of every implementation.
+	return append(cases,
+		gemmCase{m: 257, n: 257, k: 257, padA: 1, padB: 2, padC: 3},
+		gemmCase{m: 257, n: 33, k: 600, padC: 1},
+		gemmCase{m: 1000, n: 70, k: 300, padA: 4},
+		gemmCase{m: 40, n: 2100, k: 270, padB: 3, padC: 5},
+		gemmCase{m: 480, n: 130, k: 520},
+		gemmCase{m: 60, n: 1100, k: 1000, padB: 1}, // several jc blocks in parallel Gemm
+	)
+}
+
+// TestGemm checks every layout, accumulate on and off, Gemm (two workers) and
+// GemmOn, on every implementation this CPU runs, against a float64
+// reference; it also checks that the implementations agree with each other.
+func TestGemm(t *testing.T) {
+	impls := available()
+	pools := make([]*Pool, len(impls))
+	for i, im := range impls {
+		pools[i] = newPoolImpl(2, im)
+		defer pools[i].Close()
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	cases := gemmCases()
+	if testing.Short() {
+		cases = cases[:len(cases)-6]
+	}
+	for _, gc := range cases {
+		for layout := 0; layout < 4; layout++ {
+			transA, transB := layout&2 != 0, layout&1 != 0
+			o := newOperands(rng, gc, transA, transB)
+			for _, accumulate := range []bool{false, true} {
+				for i, im := range impls {
+					p := pools[i]
+					name := fmt.Sprintf("%s %dx%dx%d tA=%v tB=%v acc=%v", im.name, gc.m, gc.n, gc.k, transA, transB, accumulate)
+					o.check(t, rng, name+" Gemm", accumulate, p.Gemm)
+					o.check(t, rng, name+" GemmOn", accumulate, func(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
+						p.GemmOn(1, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate)
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestGemmImplsAgree compares the assembly paths with the pure-Go fallback
+// element by element on one larger problem.
+func TestGemmImplsAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	m, n, k := 300, 200, 700
+	a, b := randSlice(rng, m*k), randSlice(rng, n*k)
+	var want []float32
+	for _, im := range available() {
+		p := newPoolImpl(2, im)
+		c := make([]float32, m*n)
+		p.Gemm(false, true, m, n, k, a, k, b, k, c, n, false)
+		p.Close()
+		if want == nil {
+			want = c
+			continue
+		}
+		for i := range c {
+			if d := math.Abs(float64(c[i] - want[i])); d > 1e-4*math.Sqrt(float64(k)) {
+				t.Fatalf("%s and %s differ at %d: %v vs %v", available()[0].name, im.name, i, want[i], c[i])
+			}
+		}
+	}
+}
+
+func TestGemmDegenerate(t *testing.T) {
+	for _, im := range available() {
+		p := newPoolImpl(2, im)
+		c := []float32{1, 2, 3, 4, 5, 6, 7}
+		p.Gemm(false, false, 2, 3, 0, nil, 1, nil, 3, c, 3, true)
+		if c[0] != 1 || c[5] != 6 {
+			t.Fatalf("%s: k=0 accumulate changed C: %v", im.name, c)
+		}
+		p.Gemm(false, false, 2, 2, 0, nil, 1, nil, 2, c, 3, false)
+		if want := []float32{0, 0, 3, 0, 0, 6, 7}; fmt.Sprint(c) != fmt.Sprint(want) {
+			t.Fatalf("%s: k=0 gives %v, want %v", im.name, c, want)
+		}
+		p.Gemm(true, true, 0, 5, 3, nil, 1, make([]float32, 15), 3, nil, 5, false)
+		p.GemmOn(0, false, false, 4, 0, 3, make([]float32, 12), 3, nil, 1, nil, 1, false)
+		p.Close()
+	}
+	p := NewPool(1)
+	defer p.Close()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("short C did not panic")
+		}
+	}()
+	p.Gemm(false, false, 2, 2, 2, make([]float32, 4), 2, make([]float32, 4), 2, make([]float32, 3), 2, false)
+}
+
+// TestGemmNoAlloc checks that Gemm (parallel and serial sizes) and GemmOn
+// allocate nothing once warmed up.
+func TestGemmNoAlloc(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	rng := rand.New(rand.NewPCG(5, 6))
+	m, n, k := 300, 300, 300
+	a, b, c := randSlice(rng, m*k), randSlice(rng, k*n), make([]float32, m*n)
+	for _, tc := range []struct {
+		name string
+		f    func()
+	}{
+		{"Gemm", func() { p.Gemm(false, true, m, n, k, a, k, b, k, c, n, false) }},
+		{"GemmSmall", func() { p.Gemm(true, false, 20, 30, 40, a, 20, b, 30, c, 30, true) }},
+		{"GemmOn", func() { p.GemmOn(1, false, false, 64, 32, 256, a, 256, b, 32, c, 32, false) }},
+	} {
+		tc.f()
+		if allocs := testing.AllocsPerRun(20, tc.f); allocs != 0 {
+			t.Errorf("%s: %v allocations per call", tc.name, allocs)
+		}
+	}
+}
+
+// TestGemmOnInsideFor runs per-head products concurrently on all workers,
+// the way attention uses GemmOn, and checks them against the reference.
+func TestGemmOnInsideFor(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	const heads, seq, dh = 6, 70, 32
+	var ops []*gemmOperands
+	for h := 0; h < heads; h++ {
+		ops = append(ops, newOperands(rng, gemmCase{m: seq, n: seq, k: dh}, false, true))
+	}
+	for _, im := range available() {
+		p := newPoolImpl(3, im)
+		out := make([][]float32, heads)
+		for h := range out {
+			out[h] = make([]float32, seq*seq)
+		}
+		body := func(w, lo, hi int) {
+			for h := lo; h < hi; h++ {
+				o := ops[h]
+				p.GemmOn(w, false, true, seq, seq, dh, o.a, o.lda, o.b, o.ldb, out[h], seq, false)
+			}
+		}
+		for rep := 0; rep < 3; rep++ {
+			p.For(heads, 1, body)
+			for h, o := range ops {
+				for i, v := range out[h] {
+					if d := math.Abs(float64(v) - o.ref[i]); d > 1e-5*o.bound[i]+1e-6 {
+						t.Fatalf("%s head %d element %d: %v, want %v", im.name, h, i, v, o.ref[i])
+					}
+				}
+			}
+		}
+		p.Close()
+	}
+}
+
+// TestGemmWorkerCounts runs parallel Gemm with more workers than processors
+// (the barrier-free scheduling must not depend on all workers running at once).
+func TestGemmWorkerCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	o := newOperands(rng, gemmCase{m: 301, n: 250, k: 1100, padA: 3}, false, true)
+	for _, workers := range []int{1, 3, 5} {
+		p := newPoolImpl(workers, available()[0])
+		for _, acc := range []bool{false, true} {
+			o.check(t, rng, fmt.Sprintf("workers=%d", workers), acc, p.Gemm)
+		}
+		p.Close()
+	}
+}

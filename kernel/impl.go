@@ -1,0 +1,66 @@
+package kernel
+
+// gemmKernel computes an mr×nr tile of C from a packed A micro-panel (k steps
+// of mr values) and a packed B micro-panel (k steps of nr values):
+// C = A·B when accum == 0, C += A·B otherwise. ldc is in elements.
+type gemmKernel func(k int, a, b, c *float32, ldc int, accum int)
+
+// gemmKernelInPlace is a gemmKernel reading A from the matrix itself: a
+// points at the tile's first element and lda is A's row stride.
+type gemmKernelInPlace func(k int, a *float32, lda int, b, c *float32, ldc int, accum int)
+
+// gemmImpl is one micro-kernel with its register tile and cache blocking.
+type gemmImpl struct {
+	mr, nr     int // register tile
+	mc, kc, nc int // cache blocks (mc multiple of mr, nc multiple of nr)
+	kern       gemmKernel
+	// kernRowA, if not nil, is kern reading row-major A in place (no
+	// packing). It is used when A is not transposed and each A block meets at
+	// most rowAMaxPanels B panels, so that packing A would not pay for itself.
+	// (A transposed variant, reading a row of Aᵀ per k step, was slower than
+	// packing: each step starts a new cache line the stride prefetcher misses.)
+	kernRowA gemmKernelInPlace
+	packA    packFunc // nil: packAGeneric
+	packB    packFunc // nil: packBGeneric
+}
+
+// packFunc packs a block of op(A) (rows i0.., columns p0..) or op(B) (rows
+// p0.., columns i0..) into panels; see packAGeneric and packBGeneric.
+type packFunc func(im *gemmImpl, a *gemmArgs, dst []float32, i0, ni, p0, kc int)
+
+// impl is one complete set of kernels. The package uses the one chosen at
+// init (active); tests run every entry of available().
+type impl struct {
+	name  string
+	gemm  gemmImpl
+	dot   func(x, y []float32) float32
+	axpy  func(alpha float32, x, y []float32)
+	scale func(alpha float32, x []float32)
+	add   func(dst, x []float32)
+	exp   func(dst, src []float32)
+	max   func(x []float32) float32
+}
+
+// genericImpl is the pure-Go implementation, available everywhere.
+var genericImpl = &impl{
+	name: "generic",
+	gemm: gemmImpl{
+		mr: 4, nr: 4,
+		mc: 128, kc: 256, nc: 1024,
+		kern: gemmKernGeneric4x4, packA: packAGeneric, packB: packBGeneric,
+	},
+	dot:   dotGeneric,
+	axpy:  axpyGeneric,
+	scale: scaleGeneric,
+	add:   addGeneric,
+	exp:   expGeneric,
+	max:   maxGeneric,
+}
+
+// active is the implementation used by the exported functions and new pools.
+// It is set once, at init, from the CPU features.
+var active = available()[0]
+
+// Impl names the implementation chosen for this CPU at init: "avx512",
+// "avx2" or "generic".
+func Impl() string { return active.name }

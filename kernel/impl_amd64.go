@@ -1,0 +1,156 @@
+package kernel
+
+import "golang.org/x/sys/cpu"
+
+//go:generate go run -C _asm . -out ../kernels_amd64.s -stubs ../kernels_amd64_stubs.go -pkg kernel
+
+// avx512Impl uses a 14×32 zmm micro-kernel: 28 accumulators + 2 B vectors
+// (+2 for the next step's B), i.e. all 32 zmm registers; per k step 2 loads
+// of B and 28 FMAs with an embedded broadcast of the A element: 30 loads per
+// 14 cycles at 2 FMAs/cycle, which the three load ports sustain.
+//
+// Blocking for Sapphire/Emerald Rapids (48 KiB L1d, 2 MiB L2 per core):
+// KC=256 makes the 256×32 B micro-panel 32 KiB, which stays in L1 while the
+// 14×256 A micro-panels (14 KiB) stream past it from the packed A block;
+// MC=448 makes that block 448 KiB, well inside L2. NC=2048 (2 MiB of packed
+// B) only applies to the single-threaded path; Pool.Gemm packs whole-K B
+// blocks of up to maxSharedB (4 MiB) instead. Measured on the development
+// machine (single thread, alternating configurations): KC=192 is 2-5% slower,
+// KC=320 and MC=224 or 896 are within ±2%.
+var avx512Impl = &impl{
+	name: "avx512",
+	gemm: gemmImpl{
+		mr: 14, nr: 32,
+		mc: 448, kc: 256, nc: 2048,
+		kern: gemmKernAVX512_14x32, kernRowA: gemmKernAVX512_14x32_rowA,
+		packA: packAAVX512, packB: packBAVX512,
+	},
+	dot:   dotAVX512,
+	axpy:  axpyAVX512,
+	scale: scaleAVX512,
+	add:   addAVX512,
+	exp:   expAVX512,
+	max:   maxAVX512,
+}
+
+// avx2Impl uses a 6×16 ymm micro-kernel (12 accumulators, Haswell..Zen 3).
+var avx2Impl = &impl{
+	name: "avx2",
+	gemm: gemmImpl{
+		mr: 6, nr: 16,
+		mc: 192, kc: 256, nc: 2048,
+		kern: gemmKernAVX2_6x16, packA: packAGeneric, packB: packBGeneric,
+	},
+	dot:   dotAVX2,
+	axpy:  axpyAVX2,
+	scale: scaleAVX2,
+	add:   addAVX2,
+	exp:   expAVX2Tail,
+	max:   maxAVX2,
+}
+
+// expAVX2Tail runs expAVX2 on the multiple-of-8 prefix and the rest through
+// an 8-element stack buffer.
+func expAVX2Tail(dst, src []float32) {
+	n8 := len(src) &^ 7
+	expAVX2(dst[:n8], src[:n8])
+	if r := len(src) - n8; r > 0 {
+		var buf [8]float32
+		copy(buf[:], src[n8:])
+		expAVX2(buf[:], buf[:])
+		copy(dst[n8:len(src)], buf[:r])
+	}
+}
+
+// available lists the implementations this CPU can run, best first.
+func available() []*impl {
+	var l []*impl
+	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512BW {
+		l = append(l, avx512Impl)
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		l = append(l, avx2Impl)
+	}
+	return append(l, genericImpl)
+}
+
+// zeroRow is the source of the missing rows of edge panels in the
+// transposing packer; it must be at least KC long.
+var zeroRow [1024]float32
+
+// packAAVX512 is packAGeneric with the AVX-512 packers: 16×16 register
+// transposes for row-major A, masked row copies for transposed A.
+func packAAVX512(im *gemmImpl, a *gemmArgs, dst []float32, ic, mc, pc, kc int) {
+	mr := im.mr
+	if a.transA {
+		panels := ceilDiv(mc, mr)
+		last := mc - (panels-1)*mr
+		copyPackAVX512(&a.a[pc*a.lda+ic], a.lda, kc, panels, &dst[0], mr, 1<<mr-1, 1<<last-1)
+		return
+	}
+	for q0 := 0; q0 < mc; q0 += mr {
+		rows := min(mr, mc-q0)
+		d := dst[q0*kc : q0*kc+mr*kc]
+		i0 := ic + q0
+		var ptrs [16]*float32
+		for r := range ptrs {
+			if r < rows {
+				ptrs[r] = &a.a[(i0+r)*a.lda+pc]
+			} else {
+				ptrs[r] = &zeroRow[0]
+			}
+		}
+		nblk := kc / 16
+		if nblk > 0 {
+			transPackAVX512(&ptrs, nblk, &d[0], mr, 1<<mr-1)
+		}
+		for kk := 16 * nblk; kk < kc; kk++ {
+			for r := 0; r < mr; r++ {
+				v := float32(0)
+				if r < rows {
+					v = a.a[(i0+r)*a.lda+pc+kk]
+				}
+				d[kk*mr+r] = v
+			}
+		}
+	}
+}
+
+// packBAVX512 is packBGeneric with the AVX-512 packers (NR = 32).
+func packBAVX512(im *gemmImpl, a *gemmArgs, dst []float32, j0, nc, pc, kc int) {
+	const nr = 32
+	if !a.transB {
+		panels := ceilDiv(nc, nr)
+		last := nc - (panels-1)*nr
+		copyPackAVX512(&a.b[pc*a.ldb+j0], a.ldb, kc, panels, &dst[0], nr, 1<<nr-1, 1<<last-1)
+		return
+	}
+	for q0 := 0; q0 < nc; q0 += nr {
+		cols := min(nr, nc-q0)
+		d := dst[q0*kc : q0*kc+nr*kc]
+		j := j0 + q0
+		nblk := kc / 16
+		for h := 0; h < nr; h += 16 {
+			var ptrs [16]*float32
+			for r := range ptrs {
+				if h+r < cols {
+					ptrs[r] = &a.b[(j+h+r)*a.ldb+pc]
+				} else {
+					ptrs[r] = &zeroRow[0]
+				}
+			}
+			if nblk > 0 {
+				transPackAVX512(&ptrs, nblk, &d[h], nr, 0xFFFF)
+			}
+		}
+		for kk := 16 * nblk; kk < kc; kk++ {
+			for c := 0; c < nr; c++ {
+				v := float32(0)
+				if c < cols {
+					v = a.b[(j+c)*a.ldb+pc+kk]
+				}
+				d[kk*nr+c] = v
+			}
+		}
+	}
+}
