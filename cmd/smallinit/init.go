@@ -1,31 +1,44 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/gammainit"
-	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/safetensors"
+	"github.com/smallinit/smallinit/scale"
 )
 
+// initCmd is `smallinit init`: a freshly initialised model directory, written by the streaming scale.Init.
 type initCmd struct {
-	Preset string   `default:"tiny" help:"Model preset: tiny, small or medium."`
-	Set    []string `placeholder:"KEY=VALUE" help:"Override a model config key (e.g. attn_gate=elementwise, norm_eps=1e-12); repeatable."`
-	Rule   string   `default:"gamma" enum:"gamma,fixed,xavier,kaiming" help:"Initialisation rule for every matrix: ${enum}."`
-	Gamma  float64  `default:"1" help:"γ of the gamma rule: σ = d_in^(-γ)."`
-	Std    float64  `default:"0.02" help:"σ of the fixed rule."`
-	Seed   uint64   `default:"0" help:"Seed of the per-tensor random streams."`
-	Out    string   `required:"" type:"path" help:"Model directory to write."`
-	JSON   bool     `name:"json" help:"Print the per-tensor std record as JSON."`
+	Preset     string   `default:"tiny" help:"Model preset: tiny, small, medium, tiny-moe, small-moe, or one of the study's scales 0.1b, 0.3b, 0.7b, 1.5b (V=32000, T=2048; see package scale)."`
+	Set        []string `placeholder:"KEY=VALUE" help:"Override a model config key (e.g. attn_gate=elementwise, norm_eps=1e-12, hidden_size=3072); repeatable."`
+	Rule       string   `default:"gamma" enum:"gamma,fixed,xavier,kaiming" help:"Initialisation rule for every matrix: ${enum}."`
+	Gamma      float64  `default:"1" help:"γ of the gamma rule: σ = d_in^(-γ)."`
+	Std        float64  `default:"0.02" help:"σ of the fixed rule."`
+	DepthScale bool     `help:"Divide the std of o_proj and down_proj by sqrt(2L)."`
+	Seed       uint64   `default:"0" help:"Seed of the per-tensor random streams."`
+	Out        string   `required:"" type:"path" help:"Model directory to write (replaced atomically if it holds only checkpoint files)."`
+	DType      string   `name:"dtype" default:"f32" enum:"f32,bf16" help:"Stored dtype: ${enum} (bf16 rounds the float32 draws to nearest even)."`
+	ShardSize  string   `default:"2GB" help:"Largest tensor payload of one safetensors shard (e.g. 2GB, 500MB, 1GiB); a model that fits is one model.safetensors."`
+	JSON       bool     `name:"json" help:"Print the per-tensor std record as JSON."`
 }
 
-// configFromPreset returns a preset's config with --set overrides applied and validated.
+// configFromPreset returns a preset's config (model.Presets or scale.Presets) with --set overrides applied and
+// validated.
 func configFromPreset(name string, sets []string) (model.Config, model.Preset, error) {
-	p, err := model.LookupPreset(name)
+	p, err := scale.LookupPreset(name)
 	if err != nil {
 		return model.Config{}, p, err
 	}
@@ -51,32 +64,59 @@ func configFromPreset(name string, sets []string) (model.Config, model.Preset, e
 	return c, p, nil
 }
 
+// Run writes the model directory, with a progress bar on a terminal; Ctrl-C stops it and leaves nothing behind.
 func (cmd *initCmd) Run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return cmd.run(ctx, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+}
+
+// initRecord is what --json prints.
+type initRecord struct {
+	Out     string                `json:"out"`
+	Params  int64                 `json:"params"`
+	DType   string                `json:"dtype"`
+	Files   []string              `json:"files"`
+	Bytes   int64                 `json:"bytes"`
+	Seconds float64               `json:"seconds"`
+	Tensors []gammainit.TensorStd `json:"tensors"`
+}
+
+// run is Run with its outputs given: the report goes to stdout, progress to log.
+func (cmd *initCmd) run(ctx context.Context, stdout, log io.Writer, tty bool) error {
 	c, _, err := configFromPreset(cmd.Preset, cmd.Set)
 	if err != nil {
 		return err
 	}
-	recipe := gammainit.Recipe{Rule: cmd.Rule, Gamma: cmd.Gamma, Std: cmd.Std}
-	pool := kernel.NewPool(0)
-	defer pool.Close()
-	m, err := model.New(c, 1, pool)
+	shard, err := scale.ParseSize(cmd.ShardSize)
+	if err != nil {
+		return fmt.Errorf("--shard-size: %w", err)
+	}
+	dtype := safetensors.F32
+	if cmd.DType == "bf16" {
+		dtype = safetensors.BF16
+	}
+	recipe := gammainit.Recipe{Rule: cmd.Rule, Gamma: cmd.Gamma, Std: cmd.Std, DepthScale: cmd.DepthScale}
+	p := newByteProgress(log, tty, "init "+cmd.Out)
+	start := time.Now()
+	res, err := scale.Init(cmd.Out, c, recipe, cmd.Seed, scale.InitOptions{
+		DType: dtype, ShardSize: shard, Progress: p.update, Context: ctx,
+		Record: map[string]any{"recipe": recipe, "seed": cmd.Seed},
+	})
+	p.finish()
 	if err != nil {
 		return err
 	}
-	stds, err := gammainit.Apply(m, recipe, cmd.Seed)
-	if err != nil {
-		return err
-	}
-	if err := m.Save(cmd.Out, map[string]any{"recipe": recipe, "seed": cmd.Seed}); err != nil {
-		return err
-	}
+	secs := time.Since(start).Seconds()
 	if cmd.JSON {
-		return json.NewEncoder(os.Stdout).Encode(map[string]any{"out": cmd.Out, "params": c.NumParams(), "tensors": stds})
+		return json.NewEncoder(stdout).Encode(initRecord{Out: cmd.Out, Params: c.NumParams(), DType: string(dtype),
+			Files: res.Files, Bytes: res.Bytes, Seconds: secs, Tensors: res.Stds})
 	}
-	fmt.Printf("wrote %s: %d parameters, %s\n", cmd.Out, c.NumParams(), describe(c))
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(stdout, "wrote %s: %d parameters, %s\n", cmd.Out, c.NumParams(), describe(c))
+	fmt.Fprintf(stdout, "%s in %s, %.2f GB of tensors in %.1fs\n", dtype, strings.Join(res.Files, " "), float64(res.Bytes)/1e9, secs)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "tensor\td_in\tintended std\tdrawn std\tγ_eff\t")
-	for _, s := range stds {
+	for _, s := range res.Stds {
 		fmt.Fprintf(tw, "%s\t%d\t%.5f\t%.5f\t%.3f\t\n", s.Name, s.FanIn, s.Intended, s.Drawn, s.GammaEff)
 	}
 	return tw.Flush()
@@ -86,4 +126,57 @@ func (cmd *initCmd) Run() error {
 func describe(c model.Config) string {
 	return fmt.Sprintf("V=%d d=%d L=%d H=%d d_ff=%d T=%d %s ε=%g gate=%s tied=%v",
 		c.Vocab, c.Dim, c.Layers, c.Heads, c.FFN, c.SeqLen, c.Norm, c.NormEps, c.AttnGate, c.Tied)
+}
+
+// byteProgressMin is the smallest job (in bytes) worth a progress display.
+const byteProgressMin = 64 << 20
+
+// byteProgressEvery is the interval of the plain progress lines written when the log is not a terminal.
+const byteProgressEvery = 15 * time.Second
+
+// byteProgress shows the progress of a job counted in bytes (tensor data written or read): a progress bar on a
+// terminal, else a line every byteProgressEvery. Its update method has the signature of the scale package's
+// Progress callbacks, which are serialised.
+type byteProgress struct {
+	log   io.Writer
+	tty   bool
+	desc  string
+	bar   *progressbar.ProgressBar
+	start time.Time
+	last  time.Time
+}
+
+func newByteProgress(log io.Writer, tty bool, desc string) *byteProgress {
+	return &byteProgress{log: log, tty: tty, desc: desc}
+}
+
+func (p *byteProgress) update(done, total int64) {
+	if total < byteProgressMin {
+		return
+	}
+	now := time.Now()
+	if p.start.IsZero() {
+		p.start, p.last = now, now
+	}
+	if p.tty {
+		if p.bar == nil {
+			p.bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(p.log), progressbar.OptionSetDescription(p.desc),
+				progressbar.OptionShowBytes(true), progressbar.OptionSetWidth(30), progressbar.OptionSetPredictTime(true),
+				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(p.log) }))
+		}
+		p.bar.Set64(done)
+		return
+	}
+	if now.Sub(p.last) >= byteProgressEvery {
+		p.last = now
+		fmt.Fprintf(p.log, "%s: %.2f of %.2f GB (%.0f%%), %.0fs\n", p.desc, float64(done)/1e9, float64(total)/1e9,
+			100*float64(done)/float64(total), now.Sub(p.start).Seconds())
+	}
+}
+
+// finish ends an unfinished progress bar's line (after an error), so that the next message starts a line.
+func (p *byteProgress) finish() {
+	if p.bar != nil && !p.bar.IsFinished() {
+		fmt.Fprintln(p.log)
+	}
 }

@@ -12,7 +12,7 @@ import (
 // cli lists the subcommands; each lives in its own file.
 type cli struct {
 	Demo       demoCmd       `cmd:"" help:"The main job: prepare the embedded corpus and train the study's four corners (γ 0.5/1 × default/fixed ε and gate)."`
-	Init       initCmd       `cmd:"" help:"Write a freshly initialised model directory (config.json + model.safetensors)."`
+	Init       initCmd       `cmd:"" help:"Write a freshly initialised model directory (config.json + safetensors, sharded for large presets, float32 or bfloat16)."`
 	Eval       evalCmd       `cmd:"" help:"Mean next-token loss of a model on a .tok token file."`
 	Bench      benchCmd      `cmd:"" help:"Training throughput (tokens/s, model FLOP/s) on a preset; --kernels for matmul GFLOP/s."`
 	Data       dataCmd       `cmd:"" help:"Prepare training data: tokenize your corpus (or the embedded one) into .tok files."`
@@ -26,6 +26,7 @@ type cli struct {
 	Fit        fitCmd        `cmd:"" help:"Fit L(N) = E + A·N^(−α) on a baseline and report the treated runs' effective-size gain N_eff/N − 1 (SPEC §4)."`
 	Reproduce  reproduceCmd  `cmd:"" help:"The study's experiments scaled to this machine under a --budget, with a verdict per claim."`
 	Report     reportCmd     `cmd:"" help:"One self-contained HTML report (inline SVG) of run directories: loss curves, loss against γ and N, the 2×2 of fixes, weight trajectories, heatmaps, sink and saturation, compare, coordinate check."`
+	Audit      auditCmd      `cmd:"" help:"How a checkpoint was initialised (γ-rule/fixed/Xavier/Kaiming, depth scaling, norm gains), or where its weights are now."`
 	Coordcheck coordcheckCmd `cmd:"" help:"Residual ratio against width at init and after a few steps (μP-style coordinate check)."`
 }
 
