@@ -532,6 +532,13 @@ func openParquet(r *InputReader, name string) (ps *parquetSource, err error) {
 			err = fmt.Errorf("read %s: corrupt Parquet file: %v", r.path, p)
 		}
 	}()
+	footerLen, err := checkParquetFrame(r.f, r.size)
+	if err == nil {
+		err = checkParquetFooter(r.f, r.size, footerLen)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.path, err)
+	}
 	pf, err := parquet.OpenFile(countingReaderAt{r.f, &r.read}, r.size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", r.path, err)
@@ -549,6 +556,9 @@ func openParquet(r *InputReader, name string) (ps *parquetSource, err error) {
 	}
 	if k := leaf.Node.Type().Kind(); k != parquet.ByteArray {
 		return nil, fmt.Errorf("read %s: column %q holds %s values, want strings", r.path, name, k)
+	}
+	if err := checkParquet(r.f, r.size, footerLen, pf, leaf.ColumnIndex); err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.path, err)
 	}
 	return &parquetSource{path: r.path, col: leaf.ColumnIndex, name: name, groups: pf.RowGroups(),
 		vals: make([]parquet.Value, 256)}, nil

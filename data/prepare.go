@@ -65,6 +65,15 @@ func ValLangFile(lang string) string { return "val." + lang + ".tok" }
 // val.tok, one val.<lang>.tok per language and stats.json. Documents are separated by <|endoftext|>; every
 // file's fixed held-out tail (corpus.Split) is validation.
 func PrepareEmbedded(dir string, vocab int, tok *tokenizer.Tokenizer) (*Stats, error) {
+	created := !exists(dir)
+	st, err := prepareEmbedded(dir, vocab, tok)
+	if err != nil && created {
+		os.Remove(dir) // the directory this call created, if it is still empty: a failure leaves nothing behind
+	}
+	return st, err
+}
+
+func prepareEmbedded(dir string, vocab int, tok *tokenizer.Tokenizer) (*Stats, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}

@@ -140,6 +140,24 @@ func IsValidation(key string, index int64, fraction float64) bool {
 // opt.SkipBad, which skips malformed records and counts them; a file that cannot be read at all (or a Parquet
 // file without the text column) fails either way, and so does a corpus with no text.
 func PrepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
+	created := !exists(dir)
+	st, err := prepareFiles(dir, opt)
+	if err != nil && created {
+		os.Remove(dir) // the directory this call created, if it is still empty: a failure leaves nothing behind
+	}
+	return st, err
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// MaxVocab is the largest vocabulary PrepareFiles trains: the largest a model takes (model.Config.Validate).
+const MaxVocab = 1 << 24
+
+func prepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 	start := time.Now()
 	logf := func(format string, args ...any) {
 		if opt.Log != nil {
@@ -157,6 +175,9 @@ func PrepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 	}
 	if opt.TokenizerFile == "" && opt.Vocab < 257 {
 		return nil, fmt.Errorf("prepare: vocabulary size %d: need at least 257 (256 bytes and %s)", opt.Vocab, tokenizer.EndOfText)
+	}
+	if opt.Vocab > MaxVocab {
+		return nil, fmt.Errorf("prepare: vocabulary size %d: at most %d, the largest a model takes", opt.Vocab, MaxVocab)
 	}
 	if opt.TextColumn == "" {
 		opt.TextColumn = DefaultTextColumn
@@ -184,6 +205,7 @@ func PrepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 	if err := checkWritableDir(dir); err != nil {
 		return nil, err
 	}
+	removeStaleTemps(dir, logf)
 	var total int64
 	for _, f := range files {
 		total += f.Size
@@ -275,20 +297,44 @@ func PrepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 		logf("skipped %d bad record(s); stats.json counts them per input", st.BadRecords)
 	}
 
-	// Commit: from here on the directory is incomplete until stats.json is written.
+	// Stage: every output is written in full and synced under a temporary name first, so that a full disk or
+	// any other write error fails here and leaves the directory as it was.
 	statsPath := filepath.Join(dir, StatsFile)
+	tokStaged := filepath.Join(dir, "."+TokenizerFile+".tmp-staged")
+	statsStaged := filepath.Join(dir, "."+StatsFile+".tmp-staged")
+	defer os.Remove(tokStaged)
+	defer os.Remove(statsStaged)
+	if tokRaw != nil {
+		err = writeFileAtomic(tokStaged, tokRaw)
+		if err == nil {
+			err = os.Chmod(tokStaged, 0o644) // as tokenizer.Save leaves it
+		}
+	} else {
+		err = tok.Save(tokStaged)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %s: %w", filepath.Join(dir, TokenizerFile), err)
+	}
+	if err := train.Finish(); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	if err := val.Finish(); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	if err := writeFileAtomic(statsStaged, append(b, '\n')); err != nil {
+		return nil, fmt.Errorf("prepare: %s: %w", statsPath, err)
+	}
+	os.Chmod(statsStaged, 0o644) // readable like the other files; a failure here changes nothing else
+
+	// Commit, by renames only: from here on the directory is incomplete until stats.json is in place.
 	if err := os.Remove(statsPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	if tokRaw != nil {
-		err = writeFileAtomic(filepath.Join(dir, TokenizerFile), tokRaw)
-		if err == nil {
-			err = os.Chmod(filepath.Join(dir, TokenizerFile), 0o644) // as tokenizer.Save leaves it
-		}
-	} else {
-		err = tok.Save(filepath.Join(dir, TokenizerFile))
-	}
-	if err != nil {
+	if err := os.Rename(tokStaged, filepath.Join(dir, TokenizerFile)); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
 	if err := train.Close(); err != nil {
@@ -297,14 +343,9 @@ func PrepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 	if err := val.Close(); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
+	if err := os.Rename(statsStaged, statsPath); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	if err := writeFileAtomic(statsPath, append(b, '\n')); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
-	os.Chmod(statsPath, 0o644) // readable like the other files; a failure here changes nothing else
 	logf("prepared %s in %.1fs", dir, time.Since(start).Seconds())
 	return st, nil
 }
@@ -322,6 +363,27 @@ func checkWritableDir(dir string) error {
 	f.Close()
 	os.Remove(f.Name())
 	return nil
+}
+
+// removeStaleTemps removes the temporary files an earlier run in dir left behind when it was killed (a
+// process killed with SIGKILL cannot remove them): the outputs' ".NAME.tmp*" (tokenizer.json's "NAME.tmp*")
+// and the writability probe. Two runs must not prepare the same directory at once anyway.
+func removeStaleTemps(dir string, logf func(string, ...any)) {
+	patterns := []string{".write-test*", TokenizerFile + ".tmp*"}
+	for _, name := range []string{TrainFile, ValFile, StatsFile, TokenizerFile} {
+		patterns = append(patterns, "."+name+".tmp*")
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		for _, pat := range patterns {
+			if ok, _ := filepath.Match(pat, e.Name()); ok && e.Type().IsRegular() {
+				if p := filepath.Join(dir, e.Name()); os.Remove(p) == nil {
+					logf("removed %s, left behind by an interrupted run", p)
+				}
+				break
+			}
+		}
+	}
 }
 
 // trainingSample reads training documents in input order until it has opt.TokenizerSample bytes (the last

@@ -26,6 +26,7 @@ type TokWriter struct {
 	n         uint64
 	scratch   []byte
 	err       error // the first write error; sticky
+	finished  bool  // Finish has run: the file is complete under its temporary name
 	done      bool  // Close or Abort has run
 }
 
@@ -71,6 +72,9 @@ func (tw *TokWriter) Write(ids []int32) error {
 	if tw.err != nil {
 		return tw.err
 	}
+	if tw.finished {
+		return fmt.Errorf("write tokens %s: writer is finished", tw.path)
+	}
 	need := len(ids) * tw.width
 	if cap(tw.scratch) < need {
 		tw.scratch = make([]byte, need)
@@ -95,32 +99,40 @@ func (tw *TokWriter) Write(ids []int32) error {
 	return nil
 }
 
-// Close finishes the file: it flushes the buffer, writes the token count into the header, syncs the file and
-// renames it over the final path. On any error the temporary file is removed and the final path is untouched.
-// Calling Close again, or after Abort, is an error.
+// Finish writes the file out under its temporary name: it flushes the buffer, writes the token count into
+// the header and syncs the file, so that Close has only the rename left, which does not fail for lack of
+// space. Writing after Finish is an error; Finish is optional (Close calls it) and may be called once.
+func (tw *TokWriter) Finish() error {
+	if tw.done {
+		return fmt.Errorf("write tokens %s: writer is already closed", tw.path)
+	}
+	if tw.finished || tw.err != nil {
+		return tw.err
+	}
+	tw.finished = true
+	if err := tw.w.Flush(); err != nil {
+		tw.err = fmt.Errorf("write tokens %s: %w", tw.path, err)
+		return tw.err
+	}
+	var cnt [8]byte
+	binary.LittleEndian.PutUint64(cnt[:], tw.n)
+	if _, err := tw.f.WriteAt(cnt[:], 16); err != nil {
+		tw.err = fmt.Errorf("write tokens %s: header: %w", tw.path, err)
+		return tw.err
+	}
+	if err := errors.Join(tw.f.Chmod(0o644), tw.f.Sync()); err != nil {
+		tw.err = fmt.Errorf("write tokens %s: %w", tw.path, err)
+	}
+	return tw.err
+}
+
+// Close finishes the file (see Finish) and renames it over the final path. On any error the temporary file is
+// removed and the final path is untouched. Calling Close again, or after Abort, is an error.
 func (tw *TokWriter) Close() error {
 	if tw.done {
 		return fmt.Errorf("write tokens %s: writer is already closed", tw.path)
 	}
-	err := tw.err
-	if err == nil {
-		if err = tw.w.Flush(); err != nil {
-			err = fmt.Errorf("write tokens %s: %w", tw.path, err)
-		}
-	}
-	if err == nil {
-		var cnt [8]byte
-		binary.LittleEndian.PutUint64(cnt[:], tw.n)
-		if _, werr := tw.f.WriteAt(cnt[:], 16); werr != nil {
-			err = fmt.Errorf("write tokens %s: header: %w", tw.path, werr)
-		}
-	}
-	if err == nil {
-		err = errors.Join(tw.f.Chmod(0o644), tw.f.Sync())
-		if err != nil {
-			err = fmt.Errorf("write tokens %s: %w", tw.path, err)
-		}
-	}
+	err := tw.Finish()
 	if cerr := tw.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("write tokens %s: %w", tw.path, cerr)
 	}

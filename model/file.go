@@ -6,7 +6,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strings"
 
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/safetensors"
@@ -122,12 +124,24 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 
 // writeConfig writes dir/config.json atomically.
 func writeConfig(dir string, c Config, init any) error {
+	b, err := ConfigJSON(c, init, "float32")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, ConfigFile), b)
+}
+
+// ConfigJSON renders config.json for c: a Hugging Face Llama (Qwen3 with QK-norm, Qwen2-MoE for MoE models)
+// config plus smallinit's fields, with torch_dtype naming the stored dtype and init, if non-nil, recorded as
+// smallinit_init. It is the one definition of the file, used by Save and by the streaming writer of large
+// checkpoints.
+func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
 	fc := fileConfig{
 		Architectures: []string{"LlamaForCausalLM"}, ModelType: "llama",
 		VocabSize: c.Vocab, HiddenSize: c.Dim, IntermediateSize: c.FFN, NumHiddenLayers: c.Layers,
 		NumAttentionHeads: c.Heads, NumKeyValueHeads: c.Heads, HeadDim: c.HeadSize(),
 		MaxPositionEmbeddings: c.SeqLen, RMSNormEps: c.NormEps, RopeTheta: c.RopeTheta,
-		TieWordEmbeddings: c.Tied, HiddenAct: "silu", TorchDtype: "float32",
+		TieWordEmbeddings: c.Tied, HiddenAct: "silu", TorchDtype: torchDtype,
 		AttnGate: c.AttnGate, Norm: c.Norm,
 	}
 	if c.QKNorm {
@@ -142,15 +156,15 @@ func writeConfig(dir string, c Config, init any) error {
 	if init != nil {
 		raw, err := json.Marshal(init)
 		if err != nil {
-			return fmt.Errorf("encode init recipe: %w", err)
+			return nil, fmt.Errorf("encode init recipe: %w", err)
 		}
 		fc.Init = raw
 	}
 	b, err := json.MarshalIndent(fc, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return WriteFileAtomic(filepath.Join(dir, ConfigFile), append(b, '\n'))
+	return append(b, '\n'), nil
 }
 
 // WriteFileAtomic writes data to a temporary file beside path, syncs it and renames it over path, so that a
@@ -199,17 +213,30 @@ func (m *Model) Save(dir string, init any) error {
 
 // Load reads a model directory into a new model with activations for batch sequences. Every tensor the config
 // implies must be present with the right shape, no other tensor may be present, and no weight may be NaN or
-// infinite; errors name the file and the tensor.
+// infinite; errors name the file and the tensor. The tensors are checked against the config, and the memory
+// the model needs against the machine's, before anything is allocated: a config.json claiming a model larger
+// than its weights file, or a context length whose activations cannot fit, is an error, not a crash.
 func Load(dir string, batch int, pool *kernel.Pool) (*Model, json.RawMessage, error) {
 	c, init, err := ReadConfig(dir)
 	if err != nil {
 		return nil, nil, err
 	}
+	f, err := safetensors.OpenModel(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load weights: %w", err)
+	}
+	defer f.Close()
+	if err := checkTensors(f, c.Tensors()); err != nil {
+		return nil, nil, err
+	}
+	if err := CheckMemory(c, batch, 0); err != nil {
+		return nil, nil, fmt.Errorf("load %s: %w", dir, err)
+	}
 	m, err := New(c, batch, pool)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load %s: %w", dir, err)
 	}
-	if err := m.LoadWeights(dir); err != nil {
+	if err := m.readWeights(f); err != nil {
 		return nil, nil, err
 	}
 	return m, init, nil
@@ -224,9 +251,17 @@ func (m *Model) LoadWeights(path string) error {
 		return fmt.Errorf("load weights: %w", err)
 	}
 	defer f.Close()
-	path = f.Path()
-	want := make(map[string]bool, len(m.Specs))
-	for _, t := range m.Specs {
+	if err := checkTensors(f, m.Specs); err != nil {
+		return err
+	}
+	return m.readWeights(f)
+}
+
+// checkTensors checks that f holds exactly the tensors specs describe, with their shapes.
+func checkTensors(f safetensors.Reader, specs []TensorSpec) error {
+	path := f.Path()
+	want := make(map[string]bool, len(specs))
+	for _, t := range specs {
 		want[t.Name] = true
 		info, ok := f.Info(t.Name)
 		if !ok {
@@ -234,15 +269,6 @@ func (m *Model) LoadWeights(path string) error {
 		}
 		if !equalShape(info.Shape, t.Shape) {
 			return fmt.Errorf("load weights %s: tensor %s has shape %v, the config implies %v", path, t.Name, info.Shape, t.Shape)
-		}
-		dst := m.Params.Flat[t.Offset : t.Offset+t.Size()]
-		if err := f.ReadFloat32(t.Name, dst); err != nil {
-			return fmt.Errorf("load weights: %w", err)
-		}
-		for i, v := range dst {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return fmt.Errorf("load weights %s: tensor %s element %d is %v", path, t.Name, i, v)
-			}
 		}
 	}
 	var extra []string
@@ -259,6 +285,75 @@ func (m *Model) LoadWeights(path string) error {
 		return fmt.Errorf("load weights %s: unexpected tensors %v (tie_word_embeddings, attn_gate or norm in config.json may not match the file)", path, extra)
 	}
 	return nil
+}
+
+// readWeights reads every parameter from f (checked by checkTensors) and refuses NaN and infinite weights.
+func (m *Model) readWeights(f safetensors.Reader) error {
+	path := f.Path()
+	for _, t := range m.Specs {
+		dst := m.Params.Flat[t.Offset : t.Offset+t.Size()]
+		if err := f.ReadFloat32(t.Name, dst); err != nil {
+			return fmt.Errorf("load weights: %w", err)
+		}
+		for i, v := range dst {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("load weights %s: tensor %s element %d is %v", path, t.Name, i, v)
+			}
+		}
+	}
+	return nil
+}
+
+// MemoryBytes estimates the bytes New allocates for a model of config c with activations for batch sequences:
+// parameters and gradients, the activations of every layer (the attention probabilities, batch·heads·T² per
+// layer, dominate at long contexts) and the per-worker scratch of workers workers. It is computed in floating
+// point, so absurd configs give a huge number rather than an overflow.
+func MemoryBytes(c Config, batch, workers int) float64 {
+	B, T, L, H := float64(batch), float64(c.SeqLen), float64(c.Layers), float64(c.Heads)
+	N, d, a, f, V := B*T, float64(c.Dim), float64(c.AttnDim()), float64(c.FFN), float64(c.Vocab)
+	wq := 3*a + float64(c.GateRows())
+	perLayer := N*(4*d+2*wq+3*a+3*f+4+4*a) + B*H*T*T
+	if c.FFNKind == FFNMoE {
+		k, e, fe, fs := float64(c.TopK), float64(c.Experts), float64(c.ExpertFFN), float64(c.SharedFFN)
+		perLayer += N * (2*e + 4*k + k*(2*d+3*fe) + 3*fs + d)
+	}
+	floats := 2*float64(c.NumParams()) + L*perLayer + N*((L+1)*d+4*d+V+2*wq+2*a+3*f+4) +
+		float64(max(workers, 1))*(T*T+max(V, f, T)) + T*float64(c.HeadSize())
+	return 4 * floats
+}
+
+// CheckMemory refuses a model whose estimated memory (MemoryBytes, plus extra bytes, e.g. an optimizer's
+// state) exceeds the machine's physical memory (or, where that is unknown, 2^47 bytes): allocating it would
+// end in an out-of-memory kill or a crash instead of an error. The error names the context length and the
+// batch, which are what usually make it too large.
+func CheckMemory(c Config, batch int, extra float64) error {
+	need := MemoryBytes(c, batch, runtime.GOMAXPROCS(0)) + extra
+	limit, where := float64(int64(1)<<47), "the 128 TB an allocation can have"
+	if mem := physicalMemory(); mem > 0 {
+		limit, where = float64(mem), fmt.Sprintf("this machine's %.1f GB", float64(mem)/1e9)
+	}
+	if need > limit {
+		return fmt.Errorf("model of %d parameters with max_position_embeddings = %d and batch %d needs about %.3g GB (attention probabilities alone %.3g GB), more than %s of memory",
+			c.NumParams(), c.SeqLen, batch, need/1e9, 4*float64(batch)*float64(c.Heads)*float64(c.SeqLen)*float64(c.SeqLen)*float64(c.Layers)/1e9, where)
+	}
+	return nil
+}
+
+// physicalMemory returns the machine's memory in bytes from /proc/meminfo, or 0 where it cannot be read.
+func physicalMemory() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil && kb > 0 {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 func equalShape(a, b []int) bool {

@@ -2,6 +2,7 @@ package train
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,6 +37,24 @@ type State struct {
 	MetricsBytes int64   `json:"metrics_bytes"`     // length of metrics.jsonl when the checkpoint was taken
 	DiagBytes    int64   `json:"diagnostics_bytes"` // length of diagnostics.jsonl when the checkpoint was taken
 	Seed         uint64  `json:"seed"`
+}
+
+// check verifies the invariants of a checkpoint's state taken after step steps of batchTokens tokens each:
+// every step consumed one batch and was either an AdamW update or skipped.
+func (st State) check(step int, batchTokens int64) error {
+	switch {
+	case st.Step < 0 || st.Tokens < 0 || st.Epoch < 0 || st.Pos < 0 || st.AdamStep < 0 || st.MetricsBytes < 0 || st.DiagBytes < 0 || st.Skipped < 0 || st.LossCount < 0:
+		return errors.New("negative counter in state")
+	case st.Step != step:
+		return fmt.Errorf("state of step %d in the checkpoint of step %d", st.Step, step)
+	case st.Tokens/batchTokens != int64(st.Step) || st.Tokens%batchTokens != 0:
+		return fmt.Errorf("%d tokens after %d steps of %d tokens", st.Tokens, st.Step, batchTokens)
+	case st.AdamStep+st.Skipped != st.Step:
+		return fmt.Errorf("%d updates and %d skipped batches after %d steps", st.AdamStep, st.Skipped, st.Step)
+	case st.LossCount > st.Step:
+		return fmt.Errorf("%d losses pending after %d steps", st.LossCount, st.Step)
+	}
+	return nil
 }
 
 func checkpointName(step int) string { return fmt.Sprintf("step-%06d", step) }
@@ -123,8 +142,9 @@ func listCheckpoints(dir string) ([]int, error) {
 	return steps, nil
 }
 
-// loadCheckpoint restores weights, optimizer moments and state from checkpoint directory ck into m and opt.
-func loadCheckpoint(ck string, m *model.Model, opt *optim.AdamW) (State, error) {
+// loadCheckpoint restores weights, optimizer moments and state from checkpoint directory ck, the checkpoint of
+// the given step, into m and opt.
+func loadCheckpoint(ck string, step int, m *model.Model, opt *optim.AdamW) (State, error) {
 	var st State
 	b, err := os.ReadFile(filepath.Join(ck, stateFile))
 	if err != nil {
@@ -133,8 +153,8 @@ func loadCheckpoint(ck string, m *model.Model, opt *optim.AdamW) (State, error) 
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, fmt.Errorf("resume %s: %w", filepath.Join(ck, stateFile), err)
 	}
-	if st.Step < 0 || st.Tokens < 0 || st.Epoch < 0 || st.Pos < 0 || st.AdamStep < 0 || st.MetricsBytes < 0 || st.DiagBytes < 0 || st.Skipped < 0 || st.LossCount < 0 {
-		return st, fmt.Errorf("resume %s: negative counter in state", filepath.Join(ck, stateFile))
+	if err := st.check(step, int64(m.Batch())*int64(m.Config.SeqLen)); err != nil {
+		return st, fmt.Errorf("resume %s: %w", filepath.Join(ck, stateFile), err)
 	}
 	c, _, err := model.ReadConfig(ck)
 	if err != nil {

@@ -74,18 +74,19 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 	if err := c.Validate(); err != nil {
 		return Result{}, fmt.Errorf("run config: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Result{}, fmt.Errorf("run directory: %w", err)
-	}
 	b, err := c.Encode()
 	if err != nil {
 		return Result{}, err
 	}
+	// The data are read and checked before the run directory is created, so that bad data leave nothing behind.
 	r, err := newRunner(c, dir, o)
 	if err != nil {
 		return Result{}, err
 	}
 	defer r.pool.Close()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Result{}, fmt.Errorf("run directory: %w", err)
+	}
 	if err := r.initialise(); err != nil {
 		return Result{}, err
 	}
@@ -116,17 +117,24 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 			return Result{}, err
 		}
 	} else {
-		ck := filepath.Join(dir, checkpointsDir, checkpointName(steps[len(steps)-1]))
-		st, err := loadCheckpoint(ck, r.m, r.opt)
+		step := steps[len(steps)-1]
+		ck := filepath.Join(dir, checkpointsDir, checkpointName(step))
+		st, err := loadCheckpoint(ck, step, r.m, r.opt)
 		if err != nil {
 			return Result{}, err
 		}
 		r.st = st
 		r.lastCk = ck
 		if err := r.sampler(st.Epoch, st.Pos); err != nil {
-			return Result{}, err
+			return Result{}, fmt.Errorf("resume %s: %w", filepath.Join(ck, stateFile), err)
 		}
 		r.logf("resuming %s from %s\n", dir, ck)
+	}
+	if err := r.checkLength(MetricsFile, r.st.MetricsBytes); err != nil {
+		return Result{}, err
+	}
+	if err := r.checkLength(DiagFile, r.st.DiagBytes); err != nil {
+		return Result{}, err
 	}
 	if err := truncateMetrics(filepath.Join(dir, MetricsFile), r.st.MetricsBytes); err != nil {
 		return Result{}, err
@@ -135,6 +143,41 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 		return Result{}, err
 	}
 	return r.loop(ctx)
+}
+
+// checkLength checks the length the resumed checkpoint's state.json records for the run's file name: the file
+// may only have grown since (it is cut back to that length), and the length must end a line. A state.json
+// that does not belong to the run is refused before anything is changed; before, a length beyond the file's
+// end padded it with zero bytes.
+func (r *runner) checkLength(name string, n int64) error {
+	if r.lastCk == "" {
+		return nil
+	}
+	path := filepath.Join(r.dir, name)
+	state := filepath.Join(r.lastCk, stateFile)
+	st, err := os.Stat(path)
+	if err != nil {
+		if os.IsNotExist(err) && n == 0 {
+			return nil
+		}
+		return fmt.Errorf("resume %s: %s: %w", state, name, err)
+	}
+	if n > st.Size() {
+		return fmt.Errorf("resume %s: says %s had %d bytes, it has %d", state, name, n, st.Size())
+	}
+	if n > 0 {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("resume %s: %w", state, err)
+		}
+		var last [1]byte
+		_, err = f.ReadAt(last[:], n-1)
+		f.Close()
+		if err != nil || last[0] != '\n' {
+			return fmt.Errorf("resume %s: its length of %s, %d bytes, is not at a line end", state, name, n)
+		}
+	}
+	return nil
 }
 
 // truncateMetrics drops metrics lines written after the checkpoint being resumed.
@@ -175,6 +218,11 @@ func newRunner(c Config, dir string, o Options) (*runner, error) {
 		if data.NumWindows(len(r.val), mc.SeqLen) == 0 {
 			return nil, fmt.Errorf("data.val %s: %d tokens, need at least %d for one window", c.Data.Val, len(r.val), mc.SeqLen+1)
 		}
+	}
+	// Model, gradients, activations and AdamW's two moments must fit in memory: a context length or width that
+	// cannot is an error naming them, not an out-of-memory crash.
+	if err := model.CheckMemory(mc, c.Train.BatchSize, 8*float64(mc.NumParams())); err != nil {
+		return nil, fmt.Errorf("run config: %w", err)
 	}
 	r.pool = kernel.NewPool(c.Train.Threads)
 	if r.m, err = model.New(mc, c.Train.BatchSize, r.pool); err != nil {

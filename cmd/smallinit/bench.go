@@ -79,6 +79,11 @@ func (cmd *benchCmd) Run() error {
 	if cmd.Batch < 1 || cmd.Steps < 1 || cmd.Warmup < 0 {
 		return fmt.Errorf("--batch, --steps must be positive and --warmup non-negative")
 	}
+	// Model, gradients, activations and AdamW's moments must fit: a preset too large for this machine (the
+	// study's 1.5b) is an error, not an out-of-memory kill.
+	if err := model.CheckMemory(c, cmd.Batch, 8*float64(c.NumParams())); err != nil {
+		return fmt.Errorf("bench %s: %w", cmd.Preset, err)
+	}
 	pool := kernel.NewPool(cmd.Threads)
 	defer pool.Close()
 	m, err := model.New(c, cmd.Batch, pool)

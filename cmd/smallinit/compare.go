@@ -46,11 +46,26 @@ func (cmd *compareCmd) Run() error {
 	var keep func(diag.TokenGap)
 	var finish func() error
 	if cmd.Dump != "" {
-		tmp, err := os.CreateTemp(filepath.Dir(cmd.Dump), ".dump*")
+		// A regular file is written under a temporary name and renamed into place, so that a failure leaves no
+		// partial dump; anything else (/dev/stdout, a pipe) is written directly: renaming over it would
+		// replace the device or pipe with a file.
+		var tmp *os.File
+		var err error
+		st, serr := os.Stat(cmd.Dump)
+		direct := serr == nil && !st.Mode().IsRegular()
+		if direct {
+			tmp, err = os.OpenFile(cmd.Dump, os.O_WRONLY, 0)
+		} else {
+			tmp, err = os.CreateTemp(filepath.Dir(cmd.Dump), ".dump*")
+		}
 		if err != nil {
 			return fmt.Errorf("--dump: %w", err)
 		}
-		defer os.Remove(tmp.Name())
+		if direct {
+			defer tmp.Close()
+		} else {
+			defer os.Remove(tmp.Name())
+		}
 		w := bufio.NewWriter(tmp)
 		csv := strings.HasSuffix(strings.ToLower(cmd.Dump), ".csv")
 		if csv {
@@ -66,6 +81,12 @@ func (cmd *compareCmd) Run() error {
 		}
 		finish = func() error {
 			err := w.Flush()
+			if direct {
+				if err != nil {
+					return fmt.Errorf("--dump %s: %w", cmd.Dump, err)
+				}
+				return nil
+			}
 			if cerr := tmp.Close(); err == nil {
 				err = cerr
 			}

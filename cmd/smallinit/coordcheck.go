@@ -86,6 +86,9 @@ func (cmd *coordcheckCmd) Run() error {
 			return err
 		}
 		const batch = 8
+		if err := model.CheckMemory(c, batch, 8*float64(c.NumParams())); err != nil {
+			return fmt.Errorf("--widths %d: %w", d, err)
+		}
 		m, err := model.New(c, batch, pool)
 		if err != nil {
 			return err

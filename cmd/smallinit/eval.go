@@ -50,8 +50,13 @@ func (cmd *evalCmd) Run() error {
 	r := evalResult{Model: cmd.Model, Tokens: cmd.Tokens, Loss: loss, PPL: math.Exp(loss), Windows: windows,
 		Scored: windows * m.Config.SeqLen}
 	if cmd.JSON {
-		return json.NewEncoder(os.Stdout).Encode(r)
+		if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+			return fmt.Errorf("write result: %w", err)
+		}
+		return nil
 	}
-	fmt.Printf("loss %.6f nats (perplexity %.3f) over %d windows, %d predicted tokens\n", r.Loss, r.PPL, r.Windows, r.Scored)
+	if _, err := fmt.Printf("loss %.6f nats (perplexity %.3f) over %d windows, %d predicted tokens\n", r.Loss, r.PPL, r.Windows, r.Scored); err != nil {
+		return fmt.Errorf("write result: %w", err) // e.g. stdout on a full disk: the result is lost, say so
+	}
 	return nil
 }

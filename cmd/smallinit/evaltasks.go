@@ -54,8 +54,27 @@ func (cmd *evalTasksCmd) Run() error {
 		<-ctx.Done()
 		stop() // the run stops after the chunk in progress; a second interrupt kills at once
 	}()
-	_, err := cmd.run(ctx, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+	out := &errWriter{w: os.Stdout}
+	_, err := cmd.run(ctx, out, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+	if err == nil && out.err != nil {
+		err = fmt.Errorf("write results: %w", out.err) // e.g. stdout on a full disk: the results are lost, say so
+	}
 	return err
+}
+
+// errWriter remembers the first write error of w, so that a command whose printing ignores errors can still
+// report that its output was lost.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // loadTokenizer loads --tokenizer, defaulting to MODEL_DIR/tokenizer.json, and checks that its ids fit the

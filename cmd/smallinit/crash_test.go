@@ -1,0 +1,220 @@
+//go:build linux || darwin
+
+package main
+
+// Crash tests: `data prepare` and `sweep run` killed with SIGKILL mid-way (no chance to clean up) leave no
+// partial output, and the next run succeeds. They run the binary TestMain builds (badinput_test.go).
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/smallinit/smallinit/data"
+)
+
+// bigCorpus writes a JSON-lines corpus of about mb megabytes of random words.
+func bigCorpus(t *testing.T, path string, mb int, seed uint64) {
+	t.Helper()
+	words := strings.Fields("the quick brown fox jumps over lazy dog it was best of times worst age wisdom foolishness " +
+		"epoch belief incredulity season light darkness spring hope winter despair 天地 玄黄 宇宙 洪荒 12 345 6789")
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var b bytes.Buffer
+	for b.Len() < mb<<20 {
+		var doc strings.Builder
+		for range 150 + rng.IntN(100) {
+			doc.WriteString(words[rng.IntN(len(words))])
+			doc.WriteByte(' ')
+		}
+		line, _ := json.Marshal(map[string]string{"text": doc.String()})
+		b.Write(append(line, '\n'))
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// outputs snapshots the four outputs of a prepared directory.
+func outputs(dir string) map[string]string {
+	m := map[string]string{}
+	for _, f := range []string{data.TokenizerFile, data.TrainFile, data.ValFile, data.StatsFile} {
+		m[f] = snapshot(filepath.Join(dir, f))
+	}
+	return m
+}
+
+// killWhen starts cmd and kills it with SIGKILL as soon as ready reports true; it fails the test if the
+// command ends first.
+func killWhen(t *testing.T, cmd *exec.Cmd, ready func() bool) {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(2 * time.Minute)
+	for {
+		select {
+		case err := <-exited:
+			t.Fatalf("%v ended (%v) before it could be killed mid-way: make its work larger\n%s", cmd.Args, err, stderr.String())
+		case <-deadline:
+			cmd.Process.Kill()
+			t.Fatalf("%v: never reached the point to kill it\n%s", cmd.Args, stderr.String())
+		default:
+		}
+		if ready() {
+			cmd.Process.Kill()
+			<-exited
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// encoding reports whether dir holds a temporary train.tok of at least 1 MB: encoding is under way.
+func encoding(dir string) func() bool {
+	return func() bool {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "."+data.TrainFile+".tmp") {
+				if info, err := e.Info(); err == nil && info.Size() >= 1<<20 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+}
+
+// checkPrepared checks that dir is a complete prepared directory without temporary files.
+func checkPreparedDir(t *testing.T, dir string) {
+	t.Helper()
+	st, err := data.ReadStats(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := data.ReadTokens(filepath.Join(dir, data.TrainFile), st.VocabSize)
+	if err != nil || int64(len(toks)) != st.Train.Tokens {
+		t.Fatalf("train.tok: %d tokens (%v), stats.json says %d", len(toks), err, st.Train.Tokens)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp") || strings.HasPrefix(e.Name(), ".write-test") {
+			t.Errorf("temporary file %s left in %s", e.Name(), dir)
+		}
+	}
+}
+
+// TestDataPrepareKilled kills `data prepare` with SIGKILL while it encodes: into a fresh directory it leaves
+// none of the outputs, over a complete directory it leaves the old outputs intact, and each time the next run
+// succeeds and removes the killed run's temporary files.
+func TestDataPrepareKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and encodes a 24 MB corpus")
+	}
+	cd := t.TempDir()
+	big := filepath.Join(cd, "big.jsonl")
+	bigCorpus(t, big, 24, 1)
+	out := filepath.Join(cd, "prepared")
+	prepare := func(in string) *exec.Cmd {
+		return exec.Command(badBin, "data", "prepare", "--in", in, "--out", out, "--tokenizer", fix("model/tokenizer.json"), "--workers", "1")
+	}
+
+	killWhen(t, prepare(big), encoding(out))
+	for f, s := range outputs(out) {
+		if s != "" {
+			t.Errorf("killed run into a fresh directory left %s", f)
+		}
+	}
+	if b, err := prepare(fix("corpus.jsonl")).CombinedOutput(); err != nil {
+		t.Fatalf("next run: %v\n%s", err, b)
+	}
+	checkPreparedDir(t, out)
+
+	before := outputs(out)
+	killWhen(t, prepare(big), encoding(out))
+	if after := outputs(out); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("killed run over a complete directory changed its outputs")
+	}
+	if b, err := prepare(big).CombinedOutput(); err != nil {
+		t.Fatalf("next run: %v\n%s", err, b)
+	}
+	checkPreparedDir(t, out)
+}
+
+// TestSweepRunKilled kills `sweep run` with SIGKILL in the middle of its first run: the next `sweep run`
+// takes over the dead process's lock, resumes the run from its checkpoint and finishes the sweep with the
+// final weights of a sweep that was never interrupted.
+func TestSweepRunKilled(t *testing.T) {
+	cd := t.TempDir()
+	grid := fmt.Sprintf(`[base]
+model.vocab_size = %d
+model.hidden_size = 16
+model.num_hidden_layers = 2
+model.num_attention_heads = 2
+model.max_position_embeddings = 16
+train.batch_size = 2
+train.steps = 400
+train.log_interval = 10
+train.eval_interval = 0
+train.checkpoint_interval = 10
+train.keep_checkpoints = 2
+train.threads = 1
+data.train = %q
+
+[axes]
+seed = [0, 1]
+`, badVocab, fix("tokens.tok"))
+	gridPath := write(t, cd, "grid.toml", []byte(grid))
+	sweep := func(dir string) *exec.Cmd { return exec.Command(badBin, "sweep", "run", gridPath, "--out", dir) }
+
+	straight := filepath.Join(cd, "straight")
+	if b, err := sweep(straight).CombinedOutput(); err != nil {
+		t.Fatalf("uninterrupted sweep: %v\n%s", err, b)
+	}
+	runs, _ := filepath.Glob(filepath.Join(straight, "runs", "*"))
+	if len(runs) != 2 {
+		t.Fatalf("runs: %v", runs)
+	}
+	first := filepath.Base(runs[0])
+
+	dir := filepath.Join(cd, "killed")
+	killWhen(t, sweep(dir), func() bool {
+		_, err := os.Stat(filepath.Join(dir, "runs", first, "checkpoints", "step-000020"))
+		return err == nil
+	})
+	if _, err := os.Stat(filepath.Join(dir, "runs", first, "final")); err == nil {
+		t.Fatal("the first run had finished when the sweep was killed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs", first, "lock")); err != nil {
+		t.Errorf("the killed sweep left no lock to take over: %v", err)
+	}
+	b, err := sweep(dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sweep after the kill: %v\n%s", err, b)
+	}
+	for _, r := range runs {
+		id := filepath.Base(r)
+		want, _ := os.ReadFile(filepath.Join(r, "final", "model.safetensors"))
+		got, _ := os.ReadFile(filepath.Join(dir, "runs", id, "final", "model.safetensors"))
+		if len(want) == 0 || !bytes.Equal(got, want) {
+			t.Errorf("run %s: final weights differ from the uninterrupted sweep's (%d and %d bytes)\n%s", id, len(got), len(want), b)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "runs", id, "lock")); err == nil {
+			t.Errorf("run %s: lock left behind", id)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "runs", first, "train.log"))
+	if !strings.Contains(string(log), "resuming") {
+		t.Errorf("the first run was not resumed from its checkpoint:\n%s", log)
+	}
+}
