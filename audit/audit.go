@@ -220,6 +220,11 @@ func Run(dir string, o Options) (Report, error) {
 	}
 	err = scale.Stream(r, specs, scale.StreamOptions{Workers: workers, Concurrent: true, Progress: o.Progress},
 		func(t model.TensorSpec, w []float32) error {
+			for i, v := range w {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					return fmt.Errorf("audit %s: tensor %s element %d is %v", r.Path(), t.Name, i, v)
+				}
+			}
 			tensors[idx[t.Name]].Moments = Measure(w, t.Class == model.ClassNorm)
 			return nil
 		})

@@ -107,12 +107,17 @@ func (o *AdamW) sumSqRange(_, lo, hi int) {
 	}
 }
 
-// ClipScale is the factor that brings a gradient of norm n down to maxNorm (1 when n ≤ maxNorm or maxNorm ≤ 0).
+// ClipScale is the factor that brings a gradient of norm n down to maxNorm: PyTorch's clip_grad_norm_
+// coefficient maxNorm/(n + 1e-6), clamped to 1 (1 also when maxNorm ≤ 0).
 func ClipScale(n, maxNorm float64) float32 {
-	if maxNorm <= 0 || n <= maxNorm || n == 0 {
+	if maxNorm <= 0 || n == 0 {
 		return 1
 	}
-	return float32(maxNorm / n)
+	c := maxNorm / (n + 1e-6)
+	if c >= 1 {
+		return 1
+	}
+	return float32(c)
 }
 
 // Update applies one AdamW step with learning rate lr to params, using grads multiplied by scale (the
@@ -133,6 +138,7 @@ func (o *AdamW) Update(params, grads []float32, lr float64, scale float32) {
 func (o *AdamW) updateRange(_, lo, hi int) {
 	c := o.Config
 	b1, b2 := float32(c.Beta1), float32(c.Beta2)
+	omb1, omb2 := float32(1-c.Beta1), float32(1-c.Beta2) // 1 − β in float64, rounded once, as PyTorch passes it
 	stepSize := float32(o.lr / o.b1c)
 	bc2 := float32(math.Sqrt(o.b2c))
 	eps := float32(c.Eps)
@@ -148,8 +154,8 @@ func (o *AdamW) updateRange(_, lo, hi int) {
 		p, g, m, v := o.params[a:b], o.grads[a:b], o.M[a:b], o.V[a:b]
 		for i := range p {
 			gi := g[i] * o.scale
-			mi := b1*m[i] + (1-b1)*gi
-			vi := b2*v[i] + (1-b2)*gi*gi
+			mi := b1*m[i] + omb1*gi
+			vi := b2*v[i] + omb2*gi*gi
 			m[i], v[i] = mi, vi
 			// PyTorch: denom = sqrt(v)/sqrt(bias_correction2) + eps; p -= (lr/bias_correction1)·m/denom.
 			p[i] = p[i]*decay - stepSize*mi/(float32(math.Sqrt(float64(vi)))/bc2+eps)

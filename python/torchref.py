@@ -10,19 +10,28 @@ The model is the engine's pre-norm, decoder-only Llama layout (Hugging Face tens
     logits = norm(x) @ lm_head^T (lm_head = E when tie_word_embeddings); loss = mean next-token CE (nats)
 norm is "rmsnorm" or "layernorm" (config `norm`), attention gate "none" | "headwise" | "elementwise"
 (config `attn_gate`, tensor `self_attn.g_proj.weight`).
+Mixture of experts (config `model_type: "qwen2_moe"` or `num_experts > 0`, Qwen-MoE tensor names): the FFN of every
+block with (l+1) % decoder_sparse_step == 0 is model/moe.go's routed SwiGLU experts: top-k router with lower-index
+tie-break, optional norm_topk_prob renormalisation, optional gated shared expert, capacity_factor dropping in
+token order; loss = mean CE + (1/L_moe) sum_blocks [alpha E sum_e f_e P_e + z_coef mean lse^2] (see class MoE).
 
 Subcommands (run with /usr/bin/python3 python/torchref.py SUBCOMMAND ...):
   golden   --model DIR --inputs INPUTS.safetensors --out GOLDEN.safetensors
            Load DIR/{config.json,model.safetensors}, upcast to float64, read `tokens` (I32 [B,T+1]) and
-           write `loss` (F64 [1]), `logits` (F32 [B,T,V]) and `grad.<name>` (F32) for every parameter.
+           write `loss` (F64 [1], MoE: including the auxiliary loss, also written alone as `aux_loss`),
+           `logits` (F32 [B,T,V]) and `grad.<name>` (F32) for every parameter.
   fixtures [--out testdata/parity]
            Regenerate the committed parity fixtures (one directory per case in CASES below, each with
            config.json, model.safetensors, inputs.safetensors, golden.safetensors) and their README.md.
   selfcheck [--dir testdata/parity]
-           Check the fixtures independently: a naive loop-per-head float64 re-implementation (logits, loss
-           and central finite differences vs the stored gradients), torch.autograd.gradcheck on micro
-           models, float32 vs float64 loss, loss ~ ln(V) at gamma=1, and the bench kernels vs the reference.
-  bench    --preset tiny|small|medium [--steps 20] [--warmup 3] [--threads 2] [--default-settings]
+           Check the fixtures independently: a naive loop-per-head (MoE: loop-per-token) float64
+           re-implementation (logits, loss and central finite differences vs the stored gradients),
+           torch.autograd.gradcheck on micro models (MoE included), float32 vs float64 loss and routing,
+           loss ~ ln(V) at gamma=1, the top-k tie rule, and the bench kernels vs the reference.
+  adamw    [--out testdata/adamw]
+           Write adamw.safetensors: 20 float32 steps of torch.optim.AdamW with clip_grad_norm_(1.0) and the
+           engine's cosine schedule on pseudo-random gradients (inputs, lr, params after every step, moments).
+  bench    --preset tiny|small|medium|tiny-moe|small-moe [--steps 20] [--warmup 3] [--threads 2] [--default-settings]
            [--gate none|headwise|elementwise] [--norm rmsnorm|layernorm] [--tied] [--matmul blas|onednn] [--json]
            Train on random tokens in float32 (AdamW lr 3e-4, betas (0.9,0.95), eps 1e-8, wd 0.1, clip 1.0)
            and print median tokens/s, step/forward/backward/optimizer seconds and model FLOP/s
@@ -33,6 +42,8 @@ Subcommands (run with /usr/bin/python3 python/torchref.py SUBCOMMAND ...):
            --matmul onednn runs every GEMM (linear layers and attention) as oneDNN 1x1 convolutions
            instead of BLAS: same math, but Debian's torch uses the generic libblas.so.3, which is the
            slow netlib reference BLAS unless OpenBLAS is installed (the bench reports which one it loaded).
+           The -moe presets (E=8, top-2, expert width d_ff/2, norm_topk_prob, alpha 0.01) group each expert's
+           tokens with one index_select and one index_add; FLOPs count the active parameters only.
 """
 import os
 import sys
@@ -107,6 +118,24 @@ class Config:
         self.attn_gate, self.norm = d.get("attn_gate") or "none", d.get("norm") or "rmsnorm"
         assert self.attn_gate in ("none", "headwise", "elementwise") and self.norm in ("rmsnorm", "layernorm")
         assert d.get("hidden_act", "silu") == "silu" and self.head_dim % 2 == 0
+        # Mixture of experts (Qwen-MoE field names, model/file.go): on for model_type qwen2_moe or num_experts > 0.
+        self.moe = d.get("model_type") == "qwen2_moe" or (d.get("num_experts") or 0) > 0
+        assert not d.get("mlp_only_layers"), "mlp_only_layers is not supported (use decoder_sparse_step)"
+        self.num_experts, self.top_k = d.get("num_experts") or 0, d.get("num_experts_per_tok") or 0
+        self.expert_ffn = d.get("moe_intermediate_size") or 0
+        self.shared_ffn = d.get("shared_expert_intermediate_size") or 0
+        self.norm_topk = bool(d.get("norm_topk_prob", False))
+        self.aux_coef, self.z_coef = d.get("router_aux_loss_coef") or 0.0, d.get("router_z_loss_coef") or 0.0
+        self.sparse_step = max(d.get("decoder_sparse_step") or 0, 1)
+        self.capacity = d.get("capacity_factor") or 0.0
+        if self.moe:
+            assert 1 <= self.top_k <= self.num_experts and self.expert_ffn > 0 and self.shared_ffn >= 0
+
+    def is_moe(self, l):  # block l's FFN is a mixture of experts
+        return self.moe and (l + 1) % self.sparse_step == 0
+
+    def num_moe(self):
+        return sum(self.is_moe(l) for l in range(self.num_hidden_layers))
 
 
 # Kernels: the bench may swap these for faster ones computing the same math.
@@ -171,14 +200,81 @@ class Attention(nn.Module):
         return self.o_proj(y)
 
 
-class MLP(nn.Module):
-    def __init__(self, c):
+class MLP(nn.Module):  # SwiGLU: the dense FFN, and each routed or shared expert of an MoE block
+    def __init__(self, d, f):
         super().__init__()
-        self.gate_proj, self.up_proj = Linear(c.hidden_size, c.intermediate_size), Linear(c.hidden_size, c.intermediate_size)
-        self.down_proj = Linear(c.intermediate_size, c.hidden_size)
+        self.gate_proj, self.up_proj = Linear(d, f), Linear(d, f)
+        self.down_proj = Linear(f, d)
 
     def forward(self, m):
         return self.down_proj(F.silu(self.gate_proj(m)) * self.up_proj(m))
+
+
+def top_k_route(p, k):
+    """Indices [N, k] of the k largest entries of each row of p, largest first; on a tie the lower index wins
+    (torch.argmax returns the first maximum), as in the Go engine's topK. Not differentiable (discrete)."""
+    p = p.detach().clone()
+    sel = []
+    for _ in range(k):
+        i = p.argmax(-1)
+        sel.append(i)
+        p.scatter_(-1, i[:, None], float("-inf"))
+    return torch.stack(sel, -1)
+
+
+def moe_capacity(c, N):  # per-expert capacity ceil(c·N·k/E) (N·k: no dropping), evaluated as model/moe.go does
+    return math.ceil(c.capacity * float(N * c.top_k) / c.num_experts) if c.capacity > 0 else N * c.top_k
+
+
+class MoE(nn.Module):
+    """Mixture-of-experts FFN, exactly model/moe.go. Per token x (rows in batch-major token order):
+    p = softmax(W_r x); S = top-k of p (ties: lower expert index); w_j = p_j (/ sum_S p when norm_topk_prob);
+    y = sum_j w_j Expert_j(x) + sigmoid(w_sg x) Shared(x). Capacity c > 0: an expert accepts at most
+    ceil(c N k / E) assignments in assignment order (token n, then slot j); later ones are dropped (no output,
+    weights not renormalised). Returns (y, aux) with aux = alpha E sum_e f_e P_e + z_coef mean_n lse_n^2,
+    f_e = assignments routed to e before dropping / (N k) (a constant), P_e = mean_n p_ne.
+    Assignments are grouped by expert with one index_select and one index_add, so each expert is a dense
+    SwiGLU over its own rows: the same work as the Go engine."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.gate = Linear(c.hidden_size, c.num_experts)
+        self.experts = nn.ModuleList(MLP(c.hidden_size, c.expert_ffn) for _ in range(c.num_experts))
+        if c.shared_ffn > 0:
+            self.shared_expert = MLP(c.hidden_size, c.shared_ffn)
+            self.shared_expert_gate = Linear(c.hidden_size, 1)
+        self.stats = {}
+
+    def forward(self, m):
+        c, shape = self.c, m.shape
+        x = m.reshape(-1, shape[-1])
+        N, E, k = x.shape[0], c.num_experts, c.top_k
+        logits = self.gate(x)  # [N, E]
+        lse = torch.logsumexp(logits, -1)
+        p = torch.exp(logits - lse[:, None])
+        sel = top_k_route(p, k)  # [N, k]
+        w = p.gather(1, sel)
+        if c.norm_topk:
+            w = w / w.sum(-1, keepdim=True)
+        flat = sel.reshape(-1)  # assignment i = n*k + j
+        onehot = F.one_hot(flat, E)  # [N*k, E]
+        routed = onehot.sum(0)  # assignments per expert before dropping
+        rank = (onehot.cumsum(0) - 1).gather(1, flat[:, None])[:, 0]  # earlier assignments to the same expert
+        keep = rank < moe_capacity(c, N)
+        kept = int(keep.sum())
+        order = torch.sort(torch.where(keep, flat, torch.full_like(flat, E)), stable=True).indices[:kept]
+        rows = torch.div(order, k, rounding_mode="floor")  # token of each sorted assignment
+        counts = torch.bincount(flat[keep], minlength=E).tolist()
+        xg = x.index_select(0, rows)
+        yg = torch.cat([self.experts[e](xe) for e, xe in enumerate(xg.split(counts)) if counts[e] > 0])
+        y = x.new_zeros(x.shape).index_add(0, rows, yg * w.reshape(-1).index_select(0, order)[:, None])
+        if c.shared_ffn > 0:
+            y = y + torch.sigmoid(self.shared_expert_gate(x)) * self.shared_expert(x)
+        f = routed.to(x.dtype) / (N * k)
+        aux = c.aux_coef * E * (f * p.mean(0)).sum() + c.z_coef * (lse * lse).mean()
+        self.stats = {"dropped": N * k - kept, "routed": routed.tolist(), "sel": sel, "p": p.detach()}
+        return y.reshape(shape), aux
 
 
 def make_norm(c):
@@ -186,14 +282,17 @@ def make_norm(c):
 
 
 class Block(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, l):
         super().__init__()
         self.input_layernorm, self.self_attn = make_norm(c), Attention(c)
-        self.post_attention_layernorm, self.mlp = make_norm(c), MLP(c)
+        self.post_attention_layernorm = make_norm(c)
+        self.mlp = MoE(c) if c.is_moe(l) else MLP(c.hidden_size, c.intermediate_size)
 
-    def forward(self, x, cos, sin):
+    def forward(self, x, cos, sin):  # returns (x, auxiliary loss of an MoE block or None)
         x = x + self.self_attn(self.input_layernorm(x), cos, sin)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        y = self.mlp(self.post_attention_layernorm(x))
+        y, aux = y if isinstance(y, tuple) else (y, None)
+        return x + y, aux
 
 
 class Llama(nn.Module):  # parameter names == the safetensors tensor names
@@ -201,7 +300,7 @@ class Llama(nn.Module):  # parameter names == the safetensors tensor names
         super().__init__()
         self.c, self.model = c, nn.Module()
         self.model.embed_tokens = nn.Embedding(c.vocab_size, c.hidden_size)
-        self.model.layers = nn.ModuleList(Block(c) for _ in range(c.num_hidden_layers))
+        self.model.layers = nn.ModuleList(Block(c, l) for l in range(c.num_hidden_layers))
         self.model.norm = make_norm(c)
         if not c.tie_word_embeddings:
             self.lm_head = Linear(c.hidden_size, c.vocab_size)
@@ -215,12 +314,19 @@ class Llama(nn.Module):  # parameter names == the safetensors tensor names
         if key not in self.rope:
             self.rope[key] = rope_cos_sin(T, self.c.head_dim, self.c.rope_theta, x.dtype)
         cos, sin = self.rope[key]
+        auxes = []
         for block in self.model.layers:
-            x = block(x, cos, sin)
+            x, aux = block(x, cos, sin)
+            if aux is not None:
+                auxes.append(aux)
         x = self.model.norm(x)
         head = self.model.embed_tokens.weight if self.c.tie_word_embeddings else self.lm_head.weight
         logits = KERNELS["linear"](x, head)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        self.aux = None
+        if auxes:  # MoE: loss = mean CE + (1/L_moe) sum over MoE blocks of the auxiliary loss
+            self.aux = sum(auxes) / len(auxes)
+            loss = loss + self.aux
         return logits, loss
 
 
@@ -248,20 +354,38 @@ def load_model(model_dir, dtype):
 # ----------------------------------------------------------------------------- golden / fixtures
 
 
-def golden(model_dir, inputs_path, out_path=None):
+def golden(model_dir, inputs_path, out_path=None, with_stats=False):
     torch.set_num_threads(1)  # fixed reduction order: deterministic output
     c, model = load_model(model_dir, torch.float64)
     tokens = read_safetensors(inputs_path)["tokens"].long()
     logits, loss = model(tokens[:, :-1], tokens[:, 1:])
     loss.backward()
     out = {"loss": loss.detach().reshape(1), "logits": logits.detach().float()}
-    out.update({"grad." + n: p.grad.float() for n, p in model.named_parameters()})
+    if model.aux is not None:  # MoE: the auxiliary part of loss (already included in it)
+        out["aux_loss"] = model.aux.detach().reshape(1)
+    # an expert that receives no token has no gradient: zero
+    out.update({"grad." + n: (p.grad if p.grad is not None else torch.zeros_like(p)).float() for n, p in model.named_parameters()})
     if out_path:
         write_safetensors(out_path, out, {"format": "pt"})
+    return (out, moe_stats(model)) if with_stats else out
+
+
+def moe_stats(model):
+    """Per MoE block: dropped assignments, assignments per expert, and the smallest gap between a token's k-th
+    and (k+1)-th router probability (the Go engine routes on float32 probabilities, so the gap must be large
+    compared with float32 rounding for both to pick the same experts)."""
+    out = []
+    for l, block in enumerate(model.model.layers):
+        if isinstance(block.mlp, MoE):
+            st, k = block.mlp.stats, block.mlp.c.top_k
+            ps = st["p"].sort(-1, descending=True).values
+            gap = (ps[:, k - 1] - ps[:, k]).min().item() if k < ps.shape[1] else float("inf")
+            out.append({"layer": l, "dropped": st["dropped"], "routed": st["routed"], "min_gap": gap})
     return out
 
 
 BATCH = 2
+MOE_CAPACITY_SEED = 30  # routes [13, 5, 14] tokens, capacity 11: experts 0 and 2 drop 2 + 3 assignments
 # name: (seed, gamma, config overrides)
 CASES = {
     "base": (1, 0.5, {}),
@@ -270,6 +394,15 @@ CASES = {
     "layernorm_elementwise": (4, 0.5, {"norm": "layernorm", "attn_gate": "elementwise"}),
     "tied": (5, 0.75, {"tie_word_embeddings": True}),
     "rope_theta500_gamma1": (6, 1.0, {"attn_gate": "headwise", "rope_theta": 500.0}),
+    "moe_top2_shared": (7, 0.5, dict(architectures=["Qwen2MoeForCausalLM"], model_type="qwen2_moe", attn_gate="elementwise",
+                                     num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24,
+                                     shared_expert_intermediate_size=32, norm_topk_prob=True, router_aux_loss_coef=0.3,
+                                     router_z_loss_coef=0.05, decoder_sparse_step=1, capacity_factor=0.0)),
+    # seed chosen so that the capacity limit drops assignments (checked by `fixtures` and `selfcheck`)
+    "moe_top1_capacity_sparse2": (MOE_CAPACITY_SEED, 0.5, dict(
+        architectures=["Qwen2MoeForCausalLM"], model_type="qwen2_moe", num_experts=3, num_experts_per_tok=1,
+        moe_intermediate_size=16, shared_expert_intermediate_size=0, norm_topk_prob=False, router_aux_loss_coef=0.1,
+        router_z_loss_coef=0.0, decoder_sparse_step=2, capacity_factor=1.0)),
 }
 
 
@@ -289,53 +422,103 @@ Generated by `python/torchref.py` (PyTorch {torch}) with
     /usr/bin/python3 python/torchref.py fixtures --out testdata/parity
 
 and checked with `/usr/bin/python3 python/torchref.py selfcheck --dir testdata/parity`.
-Do not edit by hand: change `CASES` in the script and regenerate.
+Do not edit by hand: change `CASES` in the script and regenerate (the command is deterministic: regenerating
+reproduces every file byte for byte).
 
 Sizes: V={vocab_size}, d={hidden_size}, H={num_attention_heads} (dh={head_dim}), L={num_hidden_layers}, d_ff={intermediate_size},
 T={max_position_embeddings}, B={batch}.
 
 Each case directory holds:
 
-- `config.json`: Hugging Face Llama config plus `attn_gate` and `norm`.
+- `config.json`: Hugging Face Llama config plus `attn_gate` and `norm` (MoE cases: Qwen-MoE fields, below).
 - `model.safetensors`: float32 weights, Hugging Face names. Drawn with `torch.Generator().manual_seed(seed)`, in
   `named_parameters()` order: every matrix W[d_out, d_in] ~ N(0, d_in^(-2 gamma)) (embedding and lm_head:
   d_in = hidden_size), norm gains 1 + 0.1 N(0,1), layernorm biases 0.1 N(0,1).
 - `inputs.safetensors`: `tokens`, I32 [B, T+1], uniform in [0, V) (generator seeded with seed + 1000).
   Inputs are `tokens[:, :T]`, targets `tokens[:, 1:]`.
 - `golden.safetensors`: computed in float64 from the float32 weights (`torchref.py golden`):
-  `loss` (F64 [1], mean cross-entropy over the B*T positions, nats), `logits` (F32 [B,T,V]) and
-  `grad.<tensor name>` (F32, the parameter's shape) for every parameter (tied: the embedding gradient
-  includes the head's contribution).
+  `loss` (F64 [1], mean cross-entropy over the B*T positions, nats, plus the MoE auxiliary loss), `logits`
+  (F32 [B,T,V]) and `grad.<tensor name>` (F32, the parameter's shape) for every parameter (tied: the embedding
+  gradient includes the head's contribution). MoE cases also hold `aux_loss` (F64 [1], the auxiliary part of `loss`).
 
 | case | seed | gamma | norm | eps | attn_gate | tied | rope_theta | loss |
 |---|---|---|---|---|---|---|---|---|
 {rows}
+
+## Mixture-of-experts cases
+
+`config.json` has `model_type: "qwen2_moe"` and the fields `num_experts` (E), `num_experts_per_tok` (k),
+`moe_intermediate_size` (expert width), `shared_expert_intermediate_size` (0: no shared expert), `norm_topk_prob`,
+`router_aux_loss_coef` (alpha), `router_z_loss_coef`, `decoder_sparse_step` (block l is MoE iff (l+1) % step == 0;
+other blocks keep the dense `intermediate_size` MLP) and `capacity_factor` (0: no dropping). Extra tensors per MoE
+block: `mlp.gate.weight` [E, d] (router), `mlp.experts.{{e}}.{{gate,up,down}}_proj.weight`, and with a shared expert
+`mlp.shared_expert.{{gate,up,down}}_proj.weight` and `mlp.shared_expert_gate.weight` [1, d]. The semantics are
+model/moe.go's: p = softmax(W_r x); top-k by probability (ties: lower expert index); w_j = p_j, renormalised
+when `norm_topk_prob`; y = sum_j w_j Expert_j(x) + sigmoid(w_sg x) Shared(x); with capacity c an expert takes at most
+ceil(c N k / E) assignments in token order (N = B T tokens, row-major over batch and position, then slot j) and
+drops the rest; loss = mean CE + (1/L_moe) sum over MoE blocks of [alpha E sum_e f_e P_e + z_coef mean_n lse_n^2]
+(f_e: fraction of the N k assignments routed to e before dropping, a constant; P_e: mean router probability).
+
+"dropped" counts the assignments the capacity limit drops (per MoE block); "min gap" is the smallest difference,
+over tokens, between the k-th and (k+1)-th router probability: it is far above float32 rounding, so the float32
+Go engine routes every token to the same experts as this float64 reference. The seed of the capacity case was
+picked (seeds 8 to 39 scanned) so that the capacity limit drops assignments while every expert still receives
+tokens: with N = 32 tokens, k = 1 and E = 3 the limit is ceil(1.0 * 32 / 3) = 11, and experts 0 and 2 (13 and 14
+tokens routed) drop 2 + 3 assignments. `fixtures` asserts, for every capacity case, that something is dropped, and
+for every MoE case, that every expert gets a token and that the min gap exceeds 1e-4.
+
+| case | seed | gamma | attn_gate | E | k | width | shared | norm_topk | alpha | z | sparse step | capacity | routed per expert | dropped | min gap | aux loss | loss |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+{moe_rows}
 """
 
 
+def make_case(out_dir, name):
+    """Write case `name` of CASES (config, weights, inputs, golden) and return (config dict, golden, model stats)."""
+    seed, gamma, over = CASES[name]
+    d = os.path.join(out_dir, name)
+    os.makedirs(d, exist_ok=True)
+    cfg = hf_config(**over)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+        f.write("\n")
+    model = Llama(Config(cfg))
+    init_weights(model, gamma, torch.Generator().manual_seed(seed))
+    write_safetensors(os.path.join(d, "model.safetensors"), model.state_dict(),
+                      {"format": "pt", "seed": seed, "init_gamma": gamma})
+    gen = torch.Generator().manual_seed(seed + 1000)
+    tokens = torch.randint(0, cfg["vocab_size"], (BATCH, cfg["max_position_embeddings"] + 1), generator=gen)
+    write_safetensors(os.path.join(d, "inputs.safetensors"), {"tokens": tokens.to(torch.int32)}, {"format": "pt"})
+    g, stats = golden(d, os.path.join(d, "inputs.safetensors"), os.path.join(d, "golden.safetensors"), with_stats=True)
+    return cfg, g, stats
+
+
 def fixtures(out_dir):
-    rows = []
+    rows, moe_rows = [], []
     for name, (seed, gamma, over) in CASES.items():
-        d = os.path.join(out_dir, name)
-        os.makedirs(d, exist_ok=True)
-        cfg = hf_config(**over)
-        with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(cfg, f, indent=2)
-            f.write("\n")
-        model = Llama(Config(cfg))
-        init_weights(model, gamma, torch.Generator().manual_seed(seed))
-        write_safetensors(os.path.join(d, "model.safetensors"), model.state_dict(),
-                          {"format": "pt", "seed": seed, "init_gamma": gamma})
-        gen = torch.Generator().manual_seed(seed + 1000)
-        tokens = torch.randint(0, cfg["vocab_size"], (BATCH, cfg["max_position_embeddings"] + 1), generator=gen)
-        write_safetensors(os.path.join(d, "inputs.safetensors"), {"tokens": tokens.to(torch.int32)}, {"format": "pt"})
-        g = golden(d, os.path.join(d, "inputs.safetensors"), os.path.join(d, "golden.safetensors"))
+        cfg, g, stats = make_case(out_dir, name)
         loss = g["loss"].item()
-        rows.append(f"| `{name}` | {seed} | {gamma} | {cfg['norm']} | {cfg['rms_norm_eps']:g} | {cfg['attn_gate']} | "
-                    f"{str(cfg['tie_word_embeddings']).lower()} | {cfg['rope_theta']:g} | {loss:.6f} |")
-        print(f"{name:30s} loss {loss:.10f}")
+        if not cfg.get("num_experts"):
+            rows.append(f"| `{name}` | {seed} | {gamma} | {cfg['norm']} | {cfg['rms_norm_eps']:g} | {cfg['attn_gate']} | "
+                        f"{str(cfg['tie_word_embeddings']).lower()} | {cfg['rope_theta']:g} | {loss:.6f} |")
+            print(f"{name:30s} loss {loss:.10f}")
+            continue
+        if cfg.get("capacity_factor"):
+            assert sum(s["dropped"] for s in stats) > 0, f"{name}: no assignment dropped, pick another seed"
+        assert min(s["min_gap"] for s in stats) > 1e-4, f"{name}: a near-tie in routing, pick another seed"
+        assert all(min(s["routed"]) > 0 for s in stats), f"{name}: an expert receives no token, pick another seed"
+        moe_rows.append(
+            f"| `{name}` | {seed} | {gamma} | {cfg['attn_gate']} | {cfg['num_experts']} | {cfg['num_experts_per_tok']} | "
+            f"{cfg['moe_intermediate_size']} | {cfg['shared_expert_intermediate_size'] or 'none'} | "
+            f"{str(cfg['norm_topk_prob']).lower()} | {cfg['router_aux_loss_coef']:g} | {cfg['router_z_loss_coef']:g} | "
+            f"{cfg['decoder_sparse_step']} | "
+            f"{'%g (limit %d)' % (cfg['capacity_factor'], moe_capacity(Config(cfg), BATCH * cfg['max_position_embeddings'])) if cfg['capacity_factor'] else 'none'} | "
+            f"{'; '.join(str(s['routed']) for s in stats)} | {', '.join(str(s['dropped']) for s in stats)} | "
+            f"{min(s['min_gap'] for s in stats):.1e} | {g['aux_loss'].item():.6f} | {loss:.6f} |")
+        print(f"{name:30s} loss {loss:.10f} (aux {g['aux_loss'].item():.10f}), MoE blocks {stats}")
     with open(os.path.join(out_dir, "README.md"), "w") as f:
-        f.write(FIXTURE_README.format(torch=torch.__version__, batch=BATCH, rows="\n".join(rows), **hf_config()))
+        f.write(FIXTURE_README.format(torch=torch.__version__, batch=BATCH, rows="\n".join(rows),
+                                      moe_rows="\n".join(moe_rows), **hf_config()))
 
 # ----------------------------------------------------------------------------- selfcheck
 
@@ -361,6 +544,7 @@ def naive_loss(P, c, tokens):
 
     causal = torch.tril(torch.ones(T, T)) > 0
     x = P["model.embed_tokens.weight"][inp]
+    aux = 0.0
     for l in range(c.num_hidden_layers):
         pre = f"model.layers.{l}."
         n = norm(x, pre + "input_layernorm")
@@ -379,13 +563,61 @@ def naive_loss(P, c, tokens):
             y = y * g
         x = x + y @ P[pre + "self_attn.o_proj.weight"].T
         m = norm(x, pre + "post_attention_layernorm")
-        a = m @ P[pre + "mlp.gate_proj.weight"].T
-        x = x + (a / (1 + torch.exp(-a)) * (m @ P[pre + "mlp.up_proj.weight"].T)) @ P[pre + "mlp.down_proj.weight"].T
+        if c.is_moe(l):
+            y, a = naive_moe(P, c, pre, m.reshape(B * T, -1))
+            x = x + y.reshape(B, T, -1)
+            aux = aux + a / c.num_moe()
+            continue
+        x = x + naive_swiglu(P, pre + "mlp.", m)
     head = P["model.embed_tokens.weight"] if c.tie_word_embeddings else P["lm_head.weight"]
     logits = norm(x, "model.norm") @ head.T
     mx = logits.max(-1, keepdim=True).values
     lse = mx[..., 0] + torch.log(torch.exp(logits - mx).sum(-1))
-    return (lse - logits.gather(-1, tgt[..., None])[..., 0]).mean(), logits
+    return (lse - logits.gather(-1, tgt[..., None])[..., 0]).mean() + aux, logits
+
+
+def naive_swiglu(P, pre, m):
+    a = m @ P[pre + "gate_proj.weight"].T
+    return (a / (1 + torch.exp(-a)) * (m @ P[pre + "up_proj.weight"].T)) @ P[pre + "down_proj.weight"].T
+
+
+def naive_moe(P, c, pre, xs):
+    """MoE FFN one token at a time in token order (the capacity order), with Python-level top-k and counters.
+    Returns (outputs [N, d], alpha E sum_e f_e P_e + z_coef mean lse^2)."""
+    N, E, k = xs.shape[0], c.num_experts, c.top_k
+    limit = math.ceil(c.capacity * N * k / E) if c.capacity > 0 else N * k
+    accepted, routed, imp, z, outs = [0] * E, [0] * E, [0.0] * E, 0.0, []
+    for n in range(N):
+        h = xs[n]
+        zl = P[pre + "mlp.gate.weight"] @ h
+        mx = zl.max()
+        lse = mx + torch.log(torch.exp(zl - mx).sum())
+        z = z + lse * lse / N
+        probs = torch.exp(zl - lse)
+        pv = probs.tolist()
+        sel = []
+        for _ in range(k):
+            best = None
+            for e in range(E):
+                if e not in sel and (best is None or pv[e] > pv[best]):
+                    best = e
+            sel.append(best)
+        wsum = sum(probs[e] for e in sel)
+        out = torch.zeros_like(h)
+        for e in sel:
+            routed[e] += 1
+            if accepted[e] >= limit:
+                continue
+            accepted[e] += 1
+            w = probs[e] / wsum if c.norm_topk else probs[e]
+            out = out + w * naive_swiglu(P, f"{pre}mlp.experts.{e}.", h)
+        if c.shared_ffn > 0:
+            g = 1 / (1 + torch.exp(-(P[pre + "mlp.shared_expert_gate.weight"][0] @ h)))
+            out = out + g * naive_swiglu(P, pre + "mlp.shared_expert.", h)
+        outs.append(out)
+        imp = [imp[e] + probs[e] / N for e in range(E)]
+    lb = sum(E * routed[e] / (N * k) * imp[e] for e in range(E))
+    return torch.stack(outs), c.aux_coef * lb + c.z_coef * z
 
 
 def selfcheck(fixture_dir):
@@ -432,12 +664,28 @@ def selfcheck(fixture_dir):
             lg32, l32 = m32(tokens[:, :-1], tokens[:, 1:])
         check(abs(l32.item() - L) < 1e-5, f"{name}: float32 loss {l32.item():.8f} vs float64 {L:.8f} "
               f"(diff {abs(l32.item() - L):.1e}, logits max diff {(lg32 - stored['logits']).abs().max().item():.1e})")
+        if c.moe:  # routing: float32 picks the same experts, no near-ties, and capacity cases really drop
+            _, m64 = load_model(d, torch.float64)
+            with torch.no_grad():
+                m64(tokens[:, :-1], tokens[:, 1:])
+            stats = moe_stats(m64)
+            same = all(torch.equal(a.mlp.stats["sel"], b.mlp.stats["sel"]) and a.mlp.stats["dropped"] == b.mlp.stats["dropped"]
+                       for a, b in zip(m32.model.layers, m64.model.layers) if isinstance(a.mlp, MoE))
+            gap, dropped = min(st["min_gap"] for st in stats), [st["dropped"] for st in stats]
+            check(same and gap > 1e-4 and (sum(dropped) > 0) == (c.capacity > 0),
+                  f"{name}: float32 routing == float64 routing, min top-k gap {gap:.1e}, dropped per MoE block {dropped}, "
+                  f"routed {[st['routed'] for st in stats]}")
         if "gamma1" in name:
             check(abs(L - math.log(c.vocab_size)) < 0.1, f"{name}: gamma=1 loss {L:.4f} ~ ln(V) = {math.log(c.vocab_size):.4f}")
 
     # 2. torch.autograd.gradcheck on micro models covering every feature
+    moe = dict(model_type="qwen2_moe", num_experts=3, num_experts_per_tok=2, moe_intermediate_size=6,
+               shared_expert_intermediate_size=5, norm_topk_prob=True, router_aux_loss_coef=0.3, router_z_loss_coef=0.05,
+               decoder_sparse_step=1, capacity_factor=1.0)
     for over in ({}, {"attn_gate": "headwise", "rope_theta": 500.0}, {"attn_gate": "elementwise", "norm": "layernorm"},
-                 {"tie_word_embeddings": True, "rms_norm_eps": 1e-12}):
+                 {"tie_word_embeddings": True, "rms_norm_eps": 1e-12}, dict(moe, attn_gate="elementwise"),
+                 dict(moe, num_experts=4, num_experts_per_tok=1, shared_expert_intermediate_size=0, norm_topk_prob=False,
+                      router_z_loss_coef=0.02, decoder_sparse_step=2, capacity_factor=1.25)):
         cfg = hf_config(**over)
         cfg.update(vocab_size=11, hidden_size=8, intermediate_size=12, num_attention_heads=2, head_dim=4,
                    num_key_value_heads=2, max_position_embeddings=6)
@@ -449,12 +697,25 @@ def selfcheck(fixture_dir):
 
         def f(*ps):
             return torch.nn.utils.stateless.functional_call(model, dict(zip(names, ps)), (tokens[:, :-1], tokens[:, 1:]))[1]
-        check(torch.autograd.gradcheck(f, params, eps=1e-6, atol=1e-8, rtol=1e-6),
-              f"gradcheck micro model {over or 'base'} ({sum(p.numel() for p in params)} parameters)")
+        res = torch.autograd.gradcheck(f, params, eps=1e-6, atol=1e-8, rtol=1e-6)
+        label, note = over or "base", ""
+        if over.get("model_type") == "qwen2_moe":
+            c = model.c
+            label = (f"moe E={c.num_experts} k={c.top_k} shared={c.shared_ffn} norm_topk={c.norm_topk} "
+                     f"capacity={c.capacity} sparse_step={c.sparse_step}")
+            note = f", dropped per MoE block {[st['dropped'] for st in moe_stats(model)]}"
+        check(res, f"gradcheck micro model {label} ({sum(p.numel() for p in params)} parameters{note})")
+
+    # top-k routing: ties go to the lower expert index, and it agrees with torch.topk on distinct values
+    tie = top_k_route(torch.tensor([[0.25, 0.25, 0.25, 0.25], [0.1, 0.4, 0.1, 0.4], [0.3, 0.2, 0.3, 0.2]]), 2).tolist()
+    r = torch.rand(1000, 8, generator=torch.Generator().manual_seed(9), dtype=torch.float64).softmax(-1)
+    check(tie == [[0, 1], [1, 3], [0, 2]] and torch.equal(top_k_route(r, 3), r.topk(3, -1).indices),
+          f"top_k_route: ties go to the lower index {tie}, equals torch.topk on distinct values")
 
     # 3. bench kernels (fused attention, oneDNN GEMMs) give the same float32 results as the reference
-    d = os.path.join(fixture_dir, "layernorm_elementwise")
-    if os.path.isdir(d):
+    for d in (os.path.join(fixture_dir, "layernorm_elementwise"), os.path.join(fixture_dir, "moe_top2_shared")):
+        if not os.path.isdir(d):
+            continue
         torch.set_num_threads(2)  # oneDNN convolutions are only chosen with >1 thread for batch-1 inputs
         tokens = read_safetensors(os.path.join(d, "inputs.safetensors"))["tokens"].long()
         ref = None
@@ -469,8 +730,8 @@ def selfcheck(fixture_dir):
                 ref = res
             else:
                 err = max(((a - b).abs().max() / b.abs().max()).item() for a, b in zip(res, ref))
-                check(err < 1e-4, f"bench kernels {kernels['linear'].__name__}/{kernels['attention'].__name__}: "
-                      f"max rel. diff of logits and grads vs reference {err:.1e}")
+                check(err < 1e-4, f"{os.path.basename(d)}: bench kernels {kernels['linear'].__name__}/"
+                      f"{kernels['attention'].__name__}: max rel. diff of logits and grads vs reference {err:.1e}")
         KERNELS.update(linear=F.linear, attention=None)
     print("ALL OK" if ok else "SOME CHECKS FAILED")
     return ok
@@ -504,6 +765,26 @@ PRESETS = {  # identical to the Go engine
     "medium": dict(vocab_size=4096, hidden_size=512, num_hidden_layers=8, num_attention_heads=8, max_position_embeddings=512,
                    batch=8, intermediate_size=1408),
 }
+for _name in ("tiny", "small"):  # MoE presets: every FFN -> 8 experts, top-2, expert width d_ff/2 (as the Go engine)
+    _p = PRESETS[_name]
+    PRESETS[_name + "-moe"] = dict(_p, architectures=["Qwen2MoeForCausalLM"], model_type="qwen2_moe", num_experts=8,
+                                   num_experts_per_tok=2, moe_intermediate_size=_p["intermediate_size"] // 2,
+                                   norm_topk_prob=True, router_aux_loss_coef=0.01, decoder_sparse_step=1)
+
+
+def matmul_params(c):
+    """N_matmul as model.Config.MatmulParams: per-token active matrix parameters (MoE blocks: router, k routed
+    experts and the shared expert with its gate) plus the LM head."""
+    d, a = c.hidden_size, c.n_head * c.head_dim
+    gate_rows = {"none": 0, "headwise": c.n_head, "elementwise": a}[c.attn_gate]
+    n = 0
+    for l in range(c.num_hidden_layers):
+        n += 3 * d * a + d * gate_rows + a * d
+        if c.is_moe(l):
+            n += d * c.num_experts + c.top_k * 3 * d * c.expert_ffn + 3 * d * c.shared_ffn + (d if c.shared_ffn else 0)
+        else:
+            n += 3 * d * c.intermediate_size
+    return n + c.vocab_size * d
 PEAK_GFLOPS = 225.0
 
 
@@ -532,7 +813,7 @@ def bench(a):
     opt = torch.optim.AdamW([{"params": matrices, "weight_decay": 0.1}, {"params": others, "weight_decay": 0.0}],
                             lr=3e-4, betas=(0.9, 0.95), eps=1e-8, foreach=True if best else None)
     T, d, L = c.max_position_embeddings, c.hidden_size, c.num_hidden_layers
-    n_matmul = sum(q.numel() for n, q in model.named_parameters() if q.dim() == 2 and n.startswith("model.layers.")) + c.vocab_size * d
+    n_matmul = matmul_params(c)
     flops_per_token = 6 * n_matmul + 12 * L * T * d
     gen = torch.Generator().manual_seed(1)
     times = []
@@ -557,19 +838,96 @@ def bench(a):
     r = {"tool": "pytorch", "torch": torch.__version__, "preset": a.preset, "tokens_per_s": round(tps, 1),
          "step_s": step_s, "forward_s": fwd_s, "backward_s": bwd_s, "optimizer_s": opt_s, "model_gflops": round(gflops, 3),
          "threads": torch.get_num_threads(), "settings": "best" if best else "default", "matmul": a.matmul,
-         "gate": a.gate, "steps": a.steps, "blas": blas_library()}
+         "gate": a.gate, "steps": a.steps, "blas": blas_library(), "n_matmul": n_matmul}
+    if c.moe:
+        r.update(experts=c.num_experts, top_k=c.top_k, expert_ffn=c.expert_ffn)
     if a.json:
         print(json.dumps(r))
         return
     attn = (KERNELS["attention"] or attention_manual).__name__
+    moe = (f" MoE: E={c.num_experts} k={c.top_k} expert d_ff={c.expert_ffn} norm_topk={c.norm_topk} "
+           f"aux={c.aux_coef:g} (experts grouped with index_select/index_add)," if c.moe else "")
     print(f"pytorch {torch.__version__}, preset {a.preset}: V={c.vocab_size} d={d} L={L} H={c.n_head} T={T} B={B} "
-          f"d_ff={c.intermediate_size} gate={a.gate} norm={a.norm} tied={a.tied}, N_matmul={n_matmul:,}")
+          f"d_ff={c.intermediate_size} gate={a.gate} norm={a.norm} tied={a.tied},{moe} N_matmul={n_matmul:,} (active), "
+          f"{sum(q.numel() for q in model.parameters()):,} parameters")
     print(f"settings {r['settings']}: threads {r['threads']}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}, "
           f"attention {attn}, AdamW foreach={best or 'default'}, matmul {a.matmul} ({r['blas']})")
     print(f"median over {a.steps} steps: {tps:,.0f} tokens/s, step {step_s:.4f} s "
           f"(forward {fwd_s:.4f} s, backward {bwd_s:.4f} s, optimizer {opt_s:.4f} s)")
     print(f"model FLOP/s: {gflops:.2f} GFLOP/s = {100 * gflops / PEAK_GFLOPS:.1f}% of {PEAK_GFLOPS:g} GFLOP/s "
           f"({flops_per_token / 1e6:.2f} MFLOP/token)")
+
+# ----------------------------------------------------------------------------- adamw fixture
+
+ADAMW = dict(peak_lr=1e-2, warmup=5, min_ratio=0.1, total=20, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1, clip=1.0)
+# gradient norm targets per step: about half of the steps exceed the clip threshold 1.0
+ADAMW_NORMS = [0.5, 3.0, 0.9, 1.6, 0.2, 5.0, 1.2, 0.7, 2.2, 0.4, 1.4, 0.6, 8.0, 0.3, 1.8, 0.8, 2.6, 0.05, 1.1, 0.95]
+
+
+def cosine_lr(step, peak, warmup, min_ratio, total):
+    """optim/schedule.go Schedule.LR for kind "cosine", step 0-based: linear warmup, then cosine to min_ratio*peak."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    floor = min_ratio * peak
+    span = total - warmup
+    if span <= 1:
+        return peak
+    frac = min(1.0, (step - warmup) / (span - 1))
+    return floor + (peak - floor) * 0.5 * (1 + math.cos(math.pi * frac))
+
+
+def adamw_fixture(out_dir):
+    """Train three float32 tensors for ADAMW["total"] steps with torch.optim.AdamW (single-tensor path, as on CPU by
+    default), the cosine schedule and clip_grad_norm_, on pseudo-random gradients; write every input and state."""
+    torch.set_num_threads(1)
+    h = ADAMW
+    gen = torch.Generator().manual_seed(2024)
+    shapes = {"w": (37, 29), "b": (29,), "e": (64, 16)}  # w, e: matrices (decayed); b: a norm gain (not decayed)
+    init = {"w": 0.05 * torch.randn(shapes["w"], generator=gen), "b": 1 + 0.1 * torch.randn(shapes["b"], generator=gen),
+            "e": 0.05 * torch.randn(shapes["e"], generator=gen)}
+    params = {n: v.clone().requires_grad_() for n, v in init.items()}
+    opt = torch.optim.AdamW([{"params": [params["w"], params["e"]], "weight_decay": h["weight_decay"]},
+                             {"params": [params["b"]], "weight_decay": 0.0}],
+                            lr=h["peak_lr"], betas=(h["beta1"], h["beta2"]), eps=h["eps"], foreach=False)
+    out = {"init." + n: v for n, v in init.items()}
+    lrs, norms, coefs = [], [], []
+    n_total = sum(v.numel() for v in init.values())
+    for step in range(h["total"]):
+        sigma = ADAMW_NORMS[step] / math.sqrt(n_total)
+        grads = {"w": sigma * torch.randn(shapes["w"], generator=gen),
+                 # b: tiny gradients, so that sqrt(v) is comparable with eps and the eps placement matters
+                 "b": 2e-8 * torch.randn(shapes["b"], generator=gen),
+                 # e: an embedding: only the rows of "seen tokens" get a gradient (the others are exactly 0)
+                 "e": sigma * torch.randn(shapes["e"], generator=gen) * (torch.rand(64, 1, generator=gen) < 0.5)}
+        for n, g in grads.items():
+            out[f"grad.{step}.{n}"] = g.clone()
+            params[n].grad = g.clone()
+        total = torch.nn.utils.clip_grad_norm_(list(params.values()), h["clip"])  # float32, computed before clipping
+        norm = total.item()
+        assert abs(norm - h["clip"]) > 1e-2, f"step {step}: gradient norm {norm} too close to the clip threshold"
+        coef = torch.clamp(h["clip"] / (total + 1e-6), max=1.0)  # what clip_grad_norm_ multiplied the gradients by
+        assert all(torch.equal(params[n].grad, grads[n] * coef) for n in grads)
+        coefs.append(coef.item())
+        lr = cosine_lr(step, h["peak_lr"], h["warmup"], h["min_ratio"], h["total"])
+        for g in opt.param_groups:
+            g["lr"] = lr
+        opt.step()
+        lrs.append(lr)
+        norms.append(norm)
+        for n, p in params.items():
+            out[f"param.{step}.{n}"] = p.detach().clone()
+    for n, p in params.items():
+        out["exp_avg." + n] = opt.state[p]["exp_avg"].clone()
+        out["exp_avg_sq." + n] = opt.state[p]["exp_avg_sq"].clone()
+    out["lr"] = torch.tensor(lrs, dtype=torch.float64)
+    out["grad_norm"] = torch.tensor(norms, dtype=torch.float64)
+    out["clip_coef"] = torch.tensor(coefs, dtype=torch.float64)
+    os.makedirs(out_dir, exist_ok=True)
+    meta = dict(h, format="pt", torch=torch.__version__, adamw="torch.optim.AdamW(foreach=False)",
+                clip="torch.nn.utils.clip_grad_norm_", schedule="cosine")
+    write_safetensors(os.path.join(out_dir, "adamw.safetensors"), out, meta)
+    for step in range(h["total"]):
+        print(f"step {step:2d}: lr {lrs[step]:.6e}  grad norm {norms[step]:.4f}  clip coef {coefs[step]:.6f}")
 
 # ----------------------------------------------------------------------------- main
 
@@ -583,6 +941,7 @@ def main():
     g.add_argument("--out", required=True)
     sub.add_parser("fixtures").add_argument("--out", default="testdata/parity")
     sub.add_parser("selfcheck").add_argument("--dir", default="testdata/parity")
+    sub.add_parser("adamw").add_argument("--out", default="testdata/adamw")
     b = sub.add_parser("bench")
     b.add_argument("--preset", choices=PRESETS, required=True)
     b.add_argument("--steps", type=int, default=20)
@@ -601,6 +960,8 @@ def main():
         fixtures(a.out)
     elif a.cmd == "selfcheck":
         sys.exit(0 if selfcheck(a.dir) else 1)
+    elif a.cmd == "adamw":
+        adamw_fixture(a.out)
     else:
         bench(a)
 

@@ -46,7 +46,21 @@ func (cmd *analyzeCmd) Run() error {
 // larger than memory. The activation metrics need the whole model: only with --tokens is it loaded, with its
 // context shortened to the probe length (max_position_embeddings = --probe-len) and a batch of --probes
 // sequences, so that the activation buffers stay small.
-func (cmd *analyzeCmd) run(stdout, log io.Writer, tty bool) error {
+func (cmd *analyzeCmd) run(out, log io.Writer, tty bool) error {
+	if cmd.Probes < 1 || cmd.ProbeLen < 2 {
+		return fmt.Errorf("--probes %d and --probe-len %d: need at least 1 probe of at least 2 tokens", cmd.Probes, cmd.ProbeLen)
+	}
+	stdout := &errWriter{w: out}
+	if err := cmd.report(stdout, log, tty); err != nil {
+		return err
+	}
+	if stdout.err != nil {
+		return fmt.Errorf("write the analysis: %w", stdout.err)
+	}
+	return nil
+}
+
+func (cmd *analyzeCmd) report(stdout io.Writer, log io.Writer, tty bool) error {
 	c, _, err := model.ReadConfig(cmd.Model)
 	if err != nil {
 		return err
