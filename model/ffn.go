@@ -20,6 +20,7 @@ func sigmoid(dst, x, tmp []float32) {
 // gluArgs are the operands of the SwiGLU rows being run.
 type gluArgs struct {
 	gu, act   []float32 // [rows, 2f] gate|up pre-activations, [rows, f] activations
+	sig       []float32 // [rows, f] σ(gate pre-activation), kept by the forward for the backward
 	dact, dgu []float32 // their gradients (backward)
 	f         int
 }
@@ -32,36 +33,36 @@ type FFNWeights struct {
 }
 
 // ffnForward computes out = FFN(x) (or out += FFN(x) when accumulate) for rows of x [rows, d], keeping the
-// pre-activations in gu [rows, 2f] and the activations in act [rows, f] for the backward pass.
-func (m *Model) ffnForward(x []float32, rows int, w FFNWeights, gu, act, out []float32, accumulate bool) {
+// pre-activations in gu [rows, 2f], the activations in act [rows, f] and σ of the gate in sig [rows, f] for the
+// backward pass.
+func (m *Model) ffnForward(x []float32, rows int, w FFNWeights, gu, act, sig, out []float32, accumulate bool) {
 	d, f := m.Config.Dim, w.Width
 	m.pool.Gemm(false, true, rows, 2*f, d, x, d, w.GateUp, d, gu, 2*f, false)
-	m.glu = gluArgs{gu: gu, act: act, f: f}
+	m.glu = gluArgs{gu: gu, act: act, sig: sig, f: f}
 	m.parallel((*Model).swigluForwardRows, 0, rows, 32)
 	m.pool.Gemm(false, true, rows, d, f, act, f, w.Down, f, out, d, accumulate)
 }
 
-// ffnBackward takes dOut [rows, d] back through an FFN whose forward saved gu and act: it accumulates the
-// weight gradients into g and writes (or, when accumulate, adds) the input gradient into dx. dact [rows, f]
+// ffnBackward takes dOut [rows, d] back through an FFN whose forward saved gu, act and sig: it accumulates
+// the weight gradients into g and writes (or, when accumulate, adds) the input gradient into dx. dact [rows, f]
 // and dgu [rows, 2f] are scratch.
-func (m *Model) ffnBackward(x, dOut []float32, rows int, w, g FFNWeights, gu, act, dact, dgu, dx []float32, accumulate bool) {
+func (m *Model) ffnBackward(x, dOut []float32, rows int, w, g FFNWeights, gu, act, sig, dact, dgu, dx []float32, accumulate bool) {
 	d, f := m.Config.Dim, w.Width
 	m.pool.Gemm(false, false, rows, f, d, dOut, d, w.Down, f, dact, f, false)
 	m.pool.Gemm(true, false, d, f, rows, dOut, d, act, f, g.Down, f, true)
-	m.glu = gluArgs{gu: gu, dact: dact, dgu: dgu, f: f}
+	m.glu = gluArgs{gu: gu, sig: sig, dact: dact, dgu: dgu, f: f}
 	m.parallel((*Model).swigluBackwardRows, 0, rows, 32)
 	m.pool.Gemm(false, false, rows, d, 2*f, dgu, 2*f, w.GateUp, d, dx, d, accumulate)
 	m.pool.Gemm(true, false, 2*f, d, rows, dgu, 2*f, x, d, g.GateUp, d, true)
 }
 
-// swigluForwardRows computes act = silu(a) ⊙ u for rows [lo, hi).
+// swigluForwardRows computes σ(a) and act = silu(a) ⊙ u = a·σ(a)·u for rows [lo, hi).
 func (m *Model) swigluForwardRows(_, w, lo, hi int) {
 	a := &m.glu
 	f := a.f
-	sig := m.acts.rowTmp[w][:f]
 	for n := lo; n < hi; n++ {
 		g, u := a.gu[n*2*f:n*2*f+f], a.gu[n*2*f+f:(n+1)*2*f]
-		act := a.act[n*f : (n+1)*f]
+		act, sig := a.act[n*f:(n+1)*f], a.sig[n*f:(n+1)*f]
 		sigmoid(sig, g, sig)
 		for j := range act {
 			act[j] = g[j] * sig[j] * u[j]
@@ -71,18 +72,17 @@ func (m *Model) swigluForwardRows(_, w, lo, hi int) {
 
 // swigluBackwardRows turns dact into the gradients of the gate and up pre-activations for rows [lo, hi):
 // du = dact · silu(a), da = dact · u · σ(a)·(1 + a·(1 − σ(a))).
-func (m *Model) swigluBackwardRows(_, w, lo, hi int) {
+func (m *Model) swigluBackwardRows(_, _, lo, hi int) {
 	a := &m.glu
 	f := a.f
-	sig := m.acts.rowTmp[w][:f]
 	for n := lo; n < hi; n++ {
 		g, u := a.gu[n*2*f:n*2*f+f], a.gu[n*2*f+f:(n+1)*2*f]
 		dg, du := a.dgu[n*2*f:n*2*f+f], a.dgu[n*2*f+f:(n+1)*2*f]
-		dact := a.dact[n*f : (n+1)*f]
-		sigmoid(sig, g, sig)
+		dact, sig := a.dact[n*f:(n+1)*f], a.sig[n*f:(n+1)*f]
 		for j, s := range sig {
-			du[j] = dact[j] * g[j] * s
-			dg[j] = dact[j] * u[j] * s * (1 + g[j]*(1-s))
+			gs := g[j] * s // silu(a)
+			du[j] = dact[j] * gs
+			dg[j] = dact[j] * u[j] * (s + gs*(1-s)) // σ·(1 + a·(1 − σ))
 		}
 	}
 }

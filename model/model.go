@@ -91,6 +91,7 @@ type layerActs struct {
 	s2   normStats
 	gu   []float32 // [N, 2·d_ff] FFN gate and up pre-activations (dense blocks)
 	act  []float32 // [N, d_ff] silu(gate) ⊙ up (dense blocks)
+	sig  []float32 // [N, d_ff] σ(gate) (dense blocks)
 	moe  *moeActs  // MoE blocks
 }
 
@@ -154,6 +155,7 @@ func (m *Model) allocActivations() {
 		if !c.IsMoE(l) {
 			la.gu = make([]float32, N*2*f)
 			la.act = make([]float32, N*f)
+			la.sig = make([]float32, N*f)
 		}
 	}
 	A.nf, A.sf = make([]float32, N*d), stats()
@@ -281,7 +283,7 @@ func (m *Model) blockForward(l int) {
 	if c.IsMoE(l) {
 		m.moeForward(l, A.n2, out)
 	} else {
-		m.ffnForward(A.n2, N, W.ffn(f), A.gu, A.act, out, true)
+		m.ffnForward(A.n2, N, W.ffn(f), A.gu, A.act, A.sig, out, true)
 	}
 }
 
@@ -306,7 +308,7 @@ func (m *Model) Backward() {
 		if c.IsMoE(l) {
 			m.moeBackward(l)
 		} else {
-			m.ffnBackward(L.n2, A.dx, N, W.ffn(f), G.ffn(f), L.gu, L.act, A.dact, A.dgu, A.dn, false)
+			m.ffnBackward(L.n2, A.dx, N, W.ffn(f), G.ffn(f), L.gu, L.act, L.sig, A.dact, A.dgu, A.dn, false)
 		}
 		m.normBackward(L.h[:N*d], L.s2, W.Norm2, G.Norm2, G.Norm2B)
 

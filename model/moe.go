@@ -31,7 +31,9 @@ type moeActs struct {
 	slot             []int32   // [N, k] row of each assignment in the sorted buffers, −1 when dropped
 	start            []int     // [E+1] first sorted row of each expert
 	xg, hg, actg, yg []float32 // [R, d], [R, 2f], [R, f], [R, d]: gathered inputs, pre-activations, activations, outputs
+	sigg             []float32 // [R, f] σ of the experts' gate pre-activations
 	sgu, sact, sy    []float32 // shared expert [N, 2f_s], [N, f_s], [N, d] (before its gate)
+	ssig             []float32 // [N, f_s] σ of the shared expert's gate pre-activations
 	sg               []float32 // [N] shared-expert gate σ(w_sg·x)
 	load             []float64 // [E] f_e: fraction of assignments routed to e (before dropping)
 	importance       []float64 // [E] P_e: mean router probability of e
@@ -63,6 +65,7 @@ func (m *Model) allocMoE() {
 			probs: make([]float32, N*E), lse: make([]float32, N), sel: make([]int32, N*k), w: make([]float32, N*k),
 			slot: make([]int32, N*k), start: make([]int, E+1),
 			xg: make([]float32, R*d), hg: make([]float32, R*2*f), actg: make([]float32, R*f), yg: make([]float32, R*d),
+			sigg: make([]float32, R*f), ssig: make([]float32, N*fs),
 			sgu: make([]float32, N*2*fs), sact: make([]float32, N*fs), sy: make([]float32, N*d*min(fs, 1)),
 			sg: make([]float32, N*min(fs, 1)), load: make([]float64, E), importance: make([]float64, E),
 		}
@@ -141,11 +144,11 @@ func (m *Model) moeForward(l int, x, out []float32) {
 	for e := 0; e < E; e++ {
 		r0, r1 := mo.start[e], mo.start[e+1]
 		if r1 > r0 {
-			m.ffnForward(mo.xg[r0*d:r1*d], r1-r0, W.Experts[e], mo.hg[r0*2*f:r1*2*f], mo.actg[r0*f:r1*f], mo.yg[r0*d:r1*d], false)
+			m.ffnForward(mo.xg[r0*d:r1*d], r1-r0, W.Experts[e], mo.hg[r0*2*f:r1*2*f], mo.actg[r0*f:r1*f], mo.sigg[r0*f:r1*f], mo.yg[r0*d:r1*d], false)
 		}
 	}
 	if c.SharedFFN > 0 {
-		m.ffnForward(x, N, W.Shared, mo.sgu, mo.sact, mo.sy, false)
+		m.ffnForward(x, N, W.Shared, mo.sgu, mo.sact, mo.ssig, mo.sy, false)
 		m.pool.Gemm(false, true, N, 1, d, x, d, W.SharedGate, d, mo.sg, 1, false)
 		for n, v := range mo.sg[:N] {
 			mo.sg[n] = float32(1 / (1 + math.Exp(-float64(v))))
@@ -255,14 +258,14 @@ func (m *Model) moeBackward(l int) {
 		r0, r1 := mo.start[e], mo.start[e+1]
 		if r1 > r0 {
 			m.ffnBackward(mo.xg[r0*d:r1*d], S.dyg[r0*d:r1*d], r1-r0, W.Experts[e], G.Experts[e], mo.hg[r0*2*f:r1*2*f],
-				mo.actg[r0*f:r1*f], S.dactg[r0*f:r1*f], S.dhg[r0*2*f:r1*2*f], S.dxg[r0*d:r1*d], false)
+				mo.actg[r0*f:r1*f], mo.sigg[r0*f:r1*f], S.dactg[r0*f:r1*f], S.dhg[r0*2*f:r1*2*f], S.dxg[r0*d:r1*d], false)
 		}
 	}
 	m.parallel((*Model).moeRouterGradRows, l, N, 64)
 	m.pool.Gemm(true, false, E, d, N, S.dlogits, E, x, d, G.Router, d, true)
 	m.pool.Gemm(false, false, N, d, E, S.dlogits, E, W.Router, d, m.acts.dn, d, true)
 	if c.SharedFFN > 0 {
-		m.ffnBackward(x, S.dsy, N, W.Shared, G.Shared, mo.sgu, mo.sact, S.dsact, S.dsgu, m.acts.dn, true)
+		m.ffnBackward(x, S.dsy, N, W.Shared, G.Shared, mo.sgu, mo.sact, mo.ssig, S.dsact, S.dsgu, m.acts.dn, true)
 		m.pool.Gemm(true, false, 1, d, N, S.dsg, 1, x, d, G.SharedGate, d, true)
 		m.pool.Gemm(false, false, N, d, 1, S.dsg, 1, W.SharedGate, d, m.acts.dn, d, true)
 	}
