@@ -4,55 +4,18 @@ package data
 
 import (
 	"fmt"
+	"github.com/smallinit/smallinit/internal/fulldisk"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
-
-// fullDiskEnv tells a re-executed test binary to run a full-disk test's body under a file-size limit.
-const fullDiskEnv = "SMALLINIT_FULLDISK_DIR"
-
-// onFullDisk runs the test named name again in a child process whose writes past 64 kB fail (RLIMIT_FSIZE:
-// the writes return EFBIG, "file too large", as they would return ENOSPC on a full disk; Go ignores SIGXFSZ),
-// with the directory dir. In the child it returns dir and true: the caller runs the body. The limit is set in
-// a child rather than in this process so that it cannot touch the test framework's own files.
-func onFullDisk(t *testing.T, name string) (string, bool) {
-	if dir := os.Getenv(fullDiskEnv); dir != "" {
-		lim := syscall.Rlimit{Cur: 64 << 10, Max: 64 << 10}
-		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-			t.Fatal(err)
-		}
-		return dir, true
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.v")
-	cmd.Env = append(os.Environ(), fullDiskEnv+"="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
-		t.Errorf("on a full disk: %v\n%s", err, out)
-	}
-	return dir, false
-}
-
-// noTemps fails if dir holds a temporary file.
-func noTemps(t *testing.T, dir string) {
-	t.Helper()
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		if strings.Contains(e.Name(), ".tmp") {
-			t.Errorf("temporary file %s left behind", e.Name())
-		}
-	}
-}
 
 // TestWritersOnFullDisk: WriteTokens, TokWriter and PrepareFiles on a full disk fail with an error naming
 // the file, leave the previous files untouched and no temporary file behind.
 func TestWritersOnFullDisk(t *testing.T) {
-	dir, child := onFullDisk(t, "TestWritersOnFullDisk")
+	dir, child := fulldisk.Run(t, "TestWritersOnFullDisk")
 	if !child {
 		return
 	}
@@ -82,7 +45,7 @@ func TestWritersOnFullDisk(t *testing.T) {
 			t.Errorf("%s after a failed write: %v %v, want the old file", p, got, err)
 		}
 	}
-	noTemps(t, dir)
+	fulldisk.NoTemps(t, dir)
 
 	in := filepath.Join(t.TempDir(), "in.txt")
 	text := make([]byte, 300<<10) // random letters: many tokens, more than the limit

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
+	"github.com/smallinit/smallinit/internal/allocs"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,15 +29,6 @@ import (
 // the fuzzer reports as a failure too).
 //
 // Run one with, e.g.: go test -run='^$' -fuzz='^FuzzReadTokens$' -fuzztime=60s ./data/
-
-// allocated returns the bytes allocated while fn runs.
-func allocated(fn func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	fn()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 // tokHeader is a token file header with the given fields.
 func tokHeader(magic string, version, width uint32, count uint64) []byte {
@@ -79,7 +71,7 @@ func FuzzReadTokens(f *testing.F) {
 		v := int(vocab % (1 << 20))
 		var toks []int32
 		var err error
-		n := allocated(func() { toks, err = ReadTokens(path, v) })
+		n := allocs.Bytes(func() { toks, err = ReadTokens(path, v) })
 		if limit := uint64(2<<20 + 4*len(b)); n > limit {
 			t.Fatalf("ReadTokens of a %d-byte file allocated %d bytes (limit %d)", len(b), n, limit)
 		}
@@ -155,7 +147,7 @@ func FuzzInputReader(f *testing.F) {
 		}
 		var docs []Document
 		var fatal error
-		n := allocated(func() {
+		n := allocs.Bytes(func() {
 			r, err := OpenInput(path, InputOptions{DocSep: in.sep})
 			if err != nil {
 				fatal = err
@@ -279,7 +271,7 @@ func FuzzParquetInput(f *testing.F) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			n = allocated(func() { docs, fatal = readParquetDocs(path, col, len(b)) })
+			n = allocs.Bytes(func() { docs, fatal = readParquetDocs(path, col, len(b)) })
 		}()
 		select {
 		case <-done:

@@ -3,23 +3,13 @@ package eval
 import (
 	"bytes"
 	"context"
+	"github.com/smallinit/smallinit/internal/allocs"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
-
-// allocated returns the bytes allocated (growth of runtime.MemStats.TotalAlloc) while fn runs. A fuzz worker
-// runs one input at a time, so this is fn's allocation plus a little noise from the fuzzing engine.
-func allocated(fn func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	fn()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 // fuzzKinds are the task kinds FuzzTaskFile reads its bytes as (chosen by its second argument).
 var fuzzKinds = []Kind{KindHellaSwag, KindMultipleChoice, KindWinoGrande, KindLambada, KindGSM8K, KindMATH, KindMGSM,
@@ -63,7 +53,7 @@ func FuzzTaskFile(f *testing.F) {
 		}
 		var res *TaskResult
 		var err error
-		n := allocated(func() { res, err = RunTask(context.Background(), spec, lm, o) })
+		n := allocs.Bytes(func() { res, err = RunTask(context.Background(), spec, lm, o) })
 		if limit := uint64(16<<20 + 512*len(b)); n > limit {
 			t.Fatalf("%s task on %d bytes allocated %d bytes (limit %d)", spec.Kind, len(b), n, limit)
 		}

@@ -2,22 +2,12 @@ package fit
 
 import (
 	"encoding/json"
+	"github.com/smallinit/smallinit/internal/allocs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
-
-// allocated returns the bytes allocated (growth of runtime.MemStats.TotalAlloc) while fn runs. A fuzz worker
-// runs one input at a time, so this is fn's allocation plus a little noise from the fuzzing engine.
-func allocated(fn func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	fn()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 // FuzzReadTable reads arbitrary bytes as a table of runs (CSV or JSON, chosen by the second argument) and
 // analyses it with a treated arm and a few bootstrap resamples. Nothing may panic; reading errors must name the
@@ -45,7 +35,7 @@ func FuzzReadTable(f *testing.F) {
 		}
 		var tab *Table
 		var err error
-		n := allocated(func() { tab, err = ReadTable(path) })
+		n := allocs.Bytes(func() { tab, err = ReadTable(path) })
 		if limit := uint64(1<<20 + 256*len(b)); n > limit {
 			t.Fatalf("ReadTable of %d bytes allocated %d bytes (limit %d)", len(b), n, limit)
 		}

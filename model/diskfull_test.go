@@ -3,56 +3,19 @@
 package model
 
 import (
+	"github.com/smallinit/smallinit/internal/fulldisk"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/smallinit/smallinit/kernel"
 )
 
-// fullDiskEnv tells a re-executed test binary to run a full-disk test's body under a file-size limit.
-const fullDiskEnv = "SMALLINIT_FULLDISK_DIR"
-
-// onFullDisk runs the test named name again in a child process whose writes past 64 kB fail (RLIMIT_FSIZE:
-// the writes return EFBIG, "file too large", as they would return ENOSPC on a full disk; Go ignores SIGXFSZ),
-// with the directory dir. In the child it returns dir and true: the caller runs the body. The limit is set in
-// a child rather than in this process so that it cannot touch the test framework's own files.
-func onFullDisk(t *testing.T, name string) (string, bool) {
-	if dir := os.Getenv(fullDiskEnv); dir != "" {
-		lim := syscall.Rlimit{Cur: 64 << 10, Max: 64 << 10}
-		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-			t.Fatal(err)
-		}
-		return dir, true
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.v")
-	cmd.Env = append(os.Environ(), fullDiskEnv+"="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
-		t.Errorf("on a full disk: %v\n%s", err, out)
-	}
-	return dir, false
-}
-
-// noTemps fails if dir holds a temporary file.
-func noTemps(t *testing.T, dir string) {
-	t.Helper()
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		if strings.Contains(e.Name(), ".tmp") {
-			t.Errorf("temporary file %s left behind", e.Name())
-		}
-	}
-}
-
 // TestWritersOnFullDisk: WriteFileAtomic and Save on a full disk fail with an error naming the file, leave
 // the previous files untouched and no temporary file behind.
 func TestWritersOnFullDisk(t *testing.T) {
-	dir, child := onFullDisk(t, "TestWritersOnFullDisk")
+	dir, child := fulldisk.Run(t, "TestWritersOnFullDisk")
 	if !child {
 		return
 	}
@@ -66,7 +29,7 @@ func TestWritersOnFullDisk(t *testing.T) {
 	if b, _ := os.ReadFile(p); string(b) != "old" {
 		t.Errorf("%s changed by a failed write", p)
 	}
-	noTemps(t, dir)
+	fulldisk.NoTemps(t, dir)
 
 	pool := kernel.NewPool(1)
 	defer pool.Close()
@@ -89,5 +52,5 @@ func TestWritersOnFullDisk(t *testing.T) {
 	if c, _, err := ReadConfig(mdir); err != nil || c != small {
 		t.Errorf("the saved model's config after a failed Save: %+v %v", c, err)
 	}
-	noTemps(t, mdir)
+	fulldisk.NoTemps(t, mdir)
 }

@@ -1,24 +1,14 @@
 package model
 
 import (
+	"github.com/smallinit/smallinit/internal/allocs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/smallinit/smallinit/kernel"
 )
-
-// allocated returns the bytes allocated (growth of runtime.MemStats.TotalAlloc) while fn runs. A fuzz worker
-// runs one input at a time, so this is fn's allocation plus a little noise from the fuzzing engine.
-func allocated(fn func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	fn()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 // savedTestModel saves a randomly filled testConfig model into a new directory and returns its config.json
 // and model.safetensors bytes.
@@ -76,7 +66,7 @@ func FuzzReadConfig(f *testing.F) {
 		}
 		var c Config
 		var err error
-		n := allocated(func() { c, _, err = ReadConfig(dir) })
+		n := allocs.Bytes(func() { c, _, err = ReadConfig(dir) })
 		if limit := uint64(1<<20 + 64*len(b)); n > limit {
 			t.Fatalf("ReadConfig of %d bytes allocated %d bytes (limit %d)", len(b), n, limit)
 		}
@@ -126,7 +116,7 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 		var m *Model
-		n := allocated(func() { m, _, err = Load(dir, 1, pool) })
+		n := allocs.Bytes(func() { m, _, err = Load(dir, 1, pool) })
 		if limit := uint64(1.25*est) + 4<<20 + 64*uint64(len(b)+len(weights)); n > limit {
 			t.Fatalf("Load allocated %d bytes (limit %d, estimate %.0f)", n, limit, est)
 		}
@@ -158,7 +148,7 @@ func TestLoadChecksSizesFirst(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(strings.Replace(string(cfg), tc.from, tc.to, 1)), 0o644)
 		os.WriteFile(filepath.Join(dir, WeightsFile), weights, 0o644)
 		var err error
-		n := allocated(func() { _, _, err = Load(dir, 8, pool) })
+		n := allocs.Bytes(func() { _, _, err = Load(dir, 8, pool) })
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}

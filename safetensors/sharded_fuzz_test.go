@@ -1,22 +1,12 @@
 package safetensors
 
 import (
+	"github.com/smallinit/smallinit/internal/allocs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
-
-// allocated returns the bytes allocated (growth of runtime.MemStats.TotalAlloc) while fn runs. A fuzz worker
-// runs one input at a time, so this is fn's allocation plus a little noise from the fuzzing engine.
-func allocated(fn func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	fn()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 // FuzzOpenSharded opens a sharded checkpoint whose model.safetensors.index.json is arbitrary, beside two valid
 // shards (the ones of TestSharded, plus a subdirectory and a non-safetensors file the index may point at).
@@ -57,7 +47,7 @@ func FuzzOpenSharded(f *testing.F) {
 		}
 		var s *Sharded
 		var err error
-		n := allocated(func() { s, err = OpenSharded(dir) })
+		n := allocs.Bytes(func() { s, err = OpenSharded(dir) })
 		if limit := uint64(1<<20 + 64*len(b)); n > limit {
 			t.Fatalf("OpenSharded with a %d-byte index allocated %d bytes (limit %d)", len(b), n, limit)
 		}

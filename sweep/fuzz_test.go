@@ -1,23 +1,13 @@
 package sweep
 
 import (
+	"github.com/smallinit/smallinit/internal/allocs"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
-
-// allocated returns the bytes allocated (growth of runtime.MemStats.TotalAlloc) while fn runs. A fuzz worker
-// runs one input at a time, so this is fn's allocation plus a little noise from the fuzzing engine.
-func allocated(fn func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	fn()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 // FuzzParseGrid reads arbitrary bytes as a grid file. Errors must name the file; parsing may allocate at most
 // 1 MB plus 512 bytes per byte of the file; a grid of at most 64 runs is expanded too, and its runs must have
@@ -42,7 +32,7 @@ func FuzzParseGrid(f *testing.F) {
 		}
 		var g *Grid
 		var err error
-		n := allocated(func() { g, err = ParseGrid(path) })
+		n := allocs.Bytes(func() { g, err = ParseGrid(path) })
 		if limit := uint64(1<<20 + 512*len(b)); n > limit {
 			t.Fatalf("ParseGrid of %d bytes allocated %d bytes (limit %d)", len(b), n, limit)
 		}
@@ -97,7 +87,7 @@ func FuzzReadMetrics(f *testing.F) {
 		}
 		var s metricsSummary
 		var err error
-		n := allocated(func() { s, err = readMetrics(path) })
+		n := allocs.Bytes(func() { s, err = readMetrics(path) })
 		if limit := uint64(1<<20 + 64*len(b)); n > limit {
 			t.Fatalf("readMetrics of %d bytes allocated %d bytes (limit %d)", len(b), n, limit)
 		}

@@ -1,22 +1,12 @@
 package tokenizer
 
 import (
+	"github.com/smallinit/smallinit/internal/allocs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
-
-// allocated returns the bytes allocated (growth of runtime.MemStats.TotalAlloc) while fn runs. A fuzz worker
-// runs one input at a time, so this is fn's allocation plus a little noise from the fuzzing engine.
-func allocated(fn func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	fn()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 // FuzzLoad loads arbitrary bytes as a tokenizer.json file (FuzzParse checks the parser's round trips; this
 // target checks what the file readers rely on): errors name the file, a tokenizer that loads has every id
@@ -39,7 +29,7 @@ func FuzzLoad(f *testing.F) {
 		}
 		var tok *Tokenizer
 		var err error
-		n := allocated(func() { tok, err = Load(path) })
+		n := allocs.Bytes(func() { tok, err = Load(path) })
 		if limit := uint64(1<<20 + 512*len(b)); n > limit {
 			t.Fatalf("Load of %d bytes allocated %d bytes (limit %d)", len(b), n, limit)
 		}

@@ -4,25 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/smallinit/smallinit/internal/allocs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/smallinit/smallinit/data"
 )
-
-// allocated returns the bytes allocated (growth of runtime.MemStats.TotalAlloc) while fn runs. A fuzz worker
-// runs one input at a time, so this is fn's allocation plus a little noise from the fuzzing engine.
-func allocated(fn func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	fn()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 // splitSets turns the fuzzer's string into --set values, one per line.
 func splitSets(s string) []string {
@@ -59,7 +49,7 @@ func FuzzLoad(f *testing.F) {
 		sets := splitSets(setText)
 		var c Config
 		var err error
-		n := allocated(func() { c, err = Load(path, sets) })
+		n := allocs.Bytes(func() { c, err = Load(path, sets) })
 		if limit := uint64(1<<20 + 512*(len(file)+len(setText))); n > limit {
 			t.Fatalf("Load of %d+%d bytes allocated %d bytes (limit %d)", len(file), len(setText), n, limit)
 		}
@@ -191,7 +181,7 @@ func FuzzResumeState(f *testing.F) {
 		}
 		var res Result
 		var err error
-		n := allocated(func() { res, err = Resume(context.Background(), run, Options{}) })
+		n := allocs.Bytes(func() { res, err = Resume(context.Background(), run, Options{}) })
 		if limit := uint64(64<<20 + 64*len(b)); n > limit {
 			t.Fatalf("Resume allocated %d bytes (limit %d)", n, limit)
 		}
