@@ -27,8 +27,12 @@ func cfg(d, layers int) model.Config {
 
 // TestDrawnStdMatchesGammaRule is SPEC §6: drawn stds match d_in^(−γ) within sampling error for every tensor.
 func TestDrawnStdMatchesGammaRule(t *testing.T) {
-	for _, gamma := range []float64{0.5, 1} {
-		m := newModel(t, cfg(128, 2))
+	for _, tc := range []struct {
+		gamma float64
+		d     int
+	}{{0.5, 64}, {0.75, 128}, {1, 128}, {1.5, 256}, {1, 256}, {0.5, 128}} {
+		gamma := tc.gamma
+		m := newModel(t, cfg(tc.d, 2))
 		stds, err := Apply(m, Recipe{Rule: RuleGamma, Gamma: gamma}, 7)
 		if err != nil {
 			t.Fatal(err)
