@@ -58,7 +58,7 @@
 //
 // # Cost
 //
-// Measured with TestWeightsTiming (weights_test.go) on the 2-core development
+// Measured (go test -bench Weights ./diag/, and a timing run since removed) on the 2-core development
 // machine while it was shared (load average 4-6): Weights took about 15 ms on
 // a 512×512 matrix, 30-40 ms on a 1408×512 or 512×1408 FFN matrix, 60-120 ms
 // on a 4096×512 embedding (memory-bound matrix-free products) and 100-130 ms

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 )
 
 // orthonormalColumns returns k orthonormal vectors of length n (Gram-Schmidt
@@ -584,52 +583,6 @@ func TestShapePanics(t *testing.T) {
 			}()
 			f()
 		}()
-	}
-}
-
-// TestWeightsTiming logs the cost of Weights on the matrix shapes of a small
-// model, and of a full set for a ~25M-parameter model (d = 512, 6 layers,
-// V = 4096), plus CosineMatrix. It checks nothing (timings depend on the
-// machine's load); the package documentation quotes its output.
-func TestWeightsTiming(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing")
-	}
-	rng := rand.New(rand.NewPCG(13, 13))
-	o := DefaultWeightOptions()
-	shapes := []struct {
-		name       string
-		rows, cols int
-		count      int // per model
-	}{
-		{"attn 512x512", 512, 512, 6 * 5},
-		{"ffn up 1408x512", 1408, 512, 6 * 2},
-		{"ffn down 512x1408", 512, 1408, 6},
-		{"embed 4096x512", 4096, 512, 2},
-		{"embed 4096x256", 4096, 256, 0},
-		{"ffn 704x256", 704, 256, 0},
-	}
-	var total time.Duration
-	for _, sh := range shapes {
-		w := randGauss(rng, sh.rows, sh.cols, 1/float64(sh.cols))
-		Weights(w, sh.rows, sh.cols, o) // warm up
-		const reps = 3
-		t0 := time.Now()
-		var st WeightStats
-		for range reps {
-			st = Weights(w, sh.rows, sh.cols, o)
-		}
-		dt := time.Since(t0) / reps
-		total += dt * time.Duration(sh.count)
-		t.Logf("%-18s %7.1f ms  srank %.1f exact=%v iters=%d cosrows=%d", sh.name, float64(dt.Microseconds())/1e3,
-			st.StableRank, st.StableRankExact, st.PowerIters, st.CosRowsUsed)
-	}
-	t.Logf("full set (d=512, 6 layers, V=4096, 25M params): %.0f ms", float64(total.Microseconds())/1e3)
-	for _, m := range []int{256, 1024} {
-		w := clustered(rng, m, 512, 8, 0.5)
-		t0 := time.Now()
-		CosineMatrix(w, m, 512)
-		t.Logf("CosineMatrix %dx512: %.1f ms", m, float64(time.Since(t0).Microseconds())/1e3)
 	}
 }
 

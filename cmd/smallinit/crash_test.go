@@ -119,7 +119,7 @@ func checkPreparedDir(t *testing.T, dir string) {
 // succeeds and removes the killed run's temporary files.
 func TestDataPrepareKilled(t *testing.T) {
 	if testing.Short() {
-		t.Skip("writes and encodes a 24 MB corpus")
+		t.Skip("short mode: writes and encodes a 24 MB corpus")
 	}
 	cd := t.TempDir()
 	big := filepath.Join(cd, "big.jsonl")
