@@ -3,6 +3,7 @@ package data
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -162,7 +163,7 @@ func WriteStats(dir string, st *Stats) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, StatsFile), append(b, '\n'))
+	return atomicfile.Write(filepath.Join(dir, StatsFile), append(b, '\n'))
 }
 
 // ReadStats reads dir/stats.json.
@@ -177,27 +178,4 @@ func ReadStats(dir string) (*Stats, error) {
 		return nil, fmt.Errorf("read data stats %s: %w", path, err)
 	}
 	return &st, nil
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it over path.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"io"
 	"math"
 	"os"
@@ -305,7 +306,7 @@ func prepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 	defer os.Remove(tokStaged)
 	defer os.Remove(statsStaged)
 	if tokRaw != nil {
-		err = writeFileAtomic(tokStaged, tokRaw)
+		err = atomicfile.Write(tokStaged, tokRaw)
 		if err == nil {
 			err = os.Chmod(tokStaged, 0o644) // as tokenizer.Save leaves it
 		}
@@ -325,7 +326,7 @@ func prepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	if err := writeFileAtomic(statsStaged, append(b, '\n')); err != nil {
+	if err := atomicfile.Write(statsStaged, append(b, '\n')); err != nil {
 		return nil, fmt.Errorf("prepare: %s: %w", statsPath, err)
 	}
 	os.Chmod(statsStaged, 0o644) // readable like the other files; a failure here changes nothing else
@@ -369,7 +370,7 @@ func checkWritableDir(dir string) error {
 // process killed with SIGKILL cannot remove them): the outputs' ".NAME.tmp*" (tokenizer.json's "NAME.tmp*")
 // and the writability probe. Two runs must not prepare the same directory at once anyway.
 func removeStaleTemps(dir string, logf func(string, ...any)) {
-	patterns := []string{".write-test*", TokenizerFile + ".tmp*"}
+	patterns := []string{".write-test*", TokenizerFile + ".tmp*"} // the second: tokenizer temporaries of versions before internal/atomicfile
 	for _, name := range []string{TrainFile, ValFile, StatsFile, TokenizerFile} {
 		patterns = append(patterns, "."+name+".tmp*")
 	}

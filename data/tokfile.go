@@ -5,9 +5,9 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"io"
 	"os"
-	"path/filepath"
 )
 
 // Token file format (.tok), little-endian throughout:
@@ -91,11 +91,10 @@ func WriteTokens(path string, ids []int32) error {
 			width = 4
 		}
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := atomicfile.Create(path)
 	if err != nil {
-		return fmt.Errorf("write tokens %s: %w", path, err)
+		return fmt.Errorf("write tokens: %w", err)
 	}
-	tmp := f.Name()
 	w := bufio.NewWriterSize(f, 1<<20)
 	var hdr [tokHeaderSize]byte
 	copy(hdr[:], TokMagic)
@@ -112,19 +111,12 @@ func WriteTokens(path string, ids []int32) error {
 		}
 		w.Write(buf[:width])
 	}
-	err = w.Flush()
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := w.Flush(); err != nil {
+		f.Abort()
 		return fmt.Errorf("write tokens %s: %w", path, err)
+	}
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("write tokens: %w", err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"math"
 	"os"
 	"path/filepath"
@@ -169,28 +170,7 @@ func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
 
 // WriteFileAtomic writes data to a temporary file beside path, syncs it and renames it over path, so that a
 // crash leaves either the old file or the new one, never a mix.
-func WriteFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
+func WriteFileAtomic(path string, data []byte) error { return atomicfile.Write(path, data) }
 
 // Save writes the model's config and parameters to dir (created if needed). init, if non-nil, is recorded as
 // the init recipe (config.json field smallinit_init). Both files are written atomically.

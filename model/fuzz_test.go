@@ -112,7 +112,7 @@ func FuzzLoad(f *testing.F) {
 		est := 0.0
 		if err == nil {
 			if est = MemoryBytes(c, 1, pool.Workers()); est > 64<<20 {
-				t.Skip("estimated memory over 64 MB")
+				t.Skip("fuzz input out of scope: estimated memory over 64 MB")
 			}
 		}
 		var m *Model

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -50,27 +50,8 @@ func (t *Tokenizer) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("tokenizer: save %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("tokenizer: save %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("tokenizer: save %s: %w", path, err)
+	if err := atomicfile.Write(path, data); err != nil {
+		return fmt.Errorf("tokenizer: save: %w", err)
 	}
 	return nil
 }
