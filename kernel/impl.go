@@ -39,6 +39,11 @@ type impl struct {
 	add   func(dst, x []float32)
 	exp   func(dst, src []float32)
 	max   func(x []float32) float32
+	// Fused row kernels (rows.go); nil entries fall back to the generic ones.
+	expShiftSum func(dst, src []float32, shift, scale float32) float32
+	swiglu      func(act, sig, g, u []float32)
+	swigluBack  func(dg, du, dact, g, u, sig []float32)
+	rmsNormBack func(dx, dy, x, g, dg []float32, rstd, invN float32)
 }
 
 // genericImpl is the pure-Go implementation, available everywhere.
@@ -55,6 +60,11 @@ var genericImpl = &impl{
 	add:   addGeneric,
 	exp:   expGeneric,
 	max:   maxGeneric,
+
+	expShiftSum: expShiftSumGeneric,
+	swiglu:      swigluGeneric,
+	swigluBack:  swigluBackGeneric,
+	rmsNormBack: rmsNormBackGeneric,
 }
 
 // active is the implementation used by the exported functions and new pools.

@@ -31,6 +31,11 @@ var avx512Impl = &impl{
 	add:   addAVX512,
 	exp:   expAVX512,
 	max:   maxAVX512,
+
+	expShiftSum: expShiftSumAVX512,
+	swiglu:      swigluAVX512,
+	swigluBack:  swigluBackAVX512,
+	rmsNormBack: rmsNormBackAVX512,
 }
 
 // avx2Impl uses a 6×16 ymm micro-kernel (12 accumulators, Haswell..Zen 3).
@@ -47,6 +52,12 @@ var avx2Impl = &impl{
 	add:   addAVX2,
 	exp:   expAVX2Tail,
 	max:   maxAVX2,
+
+	// The fused row kernels have no AVX2 versions: the exponentials run through expAVX2, the rest in Go.
+	expShiftSum: expShiftSumWith(expAVX2Tail),
+	swiglu:      swigluWith(expAVX2Tail),
+	swigluBack:  swigluBackGeneric,
+	rmsNormBack: rmsNormBackGeneric,
 }
 
 // expAVX2Tail runs expAVX2 on the multiple-of-8 prefix and the rest through

@@ -1439,6 +1439,388 @@ done:
 	VZEROUPPER
 	RET
 
+// func expShiftSumAVX512(dst []float32, src []float32, shift float32, scale float32) float32
+// Requires: AVX, AVX512F, SSE
+TEXT ·expShiftSumAVX512(SB), NOSPLIT, $0-60
+	MOVQ         dst_base+0(FP), DI
+	MOVQ         src_base+24(FP), SI
+	MOVQ         src_len+32(FP), CX
+	MOVSS        shift+48(FP), X8
+	VBROADCASTSS X8, Z28
+	MOVSS        scale+52(FP), X9
+	VBROADCASTSS X9, Z29
+	VPXORD       Z30, Z30, Z30
+	MOVL         $0x43000000, AX
+	VPBROADCASTD AX, Z16
+	MOVL         $0xc3160000, AX
+	VPBROADCASTD AX, Z17
+	MOVL         $0x3fb8aa3b, AX
+	VPBROADCASTD AX, Z18
+	MOVL         $0x3f318000, AX
+	VPBROADCASTD AX, Z19
+	MOVL         $0xb95e8083, AX
+	VPBROADCASTD AX, Z20
+	MOVL         $0x39506967, AX
+	VPBROADCASTD AX, Z21
+	MOVL         $0x3ab743ce, AX
+	VPBROADCASTD AX, Z22
+	MOVL         $0x3c088908, AX
+	VPBROADCASTD AX, Z23
+	MOVL         $0x3d2aa9c1, AX
+	VPBROADCASTD AX, Z24
+	MOVL         $0x3e2aaaaa, AX
+	VPBROADCASTD AX, Z25
+	MOVL         $0x3f000000, AX
+	VPBROADCASTD AX, Z26
+	MOVL         $0x3f800000, AX
+	VPBROADCASTD AX, Z27
+
+loop:
+	CMPQ         CX, $0x10
+	JB           tail
+	VMOVUPS      (SI), Z0
+	VSUBPS       Z28, Z0, Z0
+	VMULPS       Z29, Z0, Z0
+	VMINPS       Z0, Z16, Z0
+	VMAXPS       Z0, Z17, Z0
+	VMULPS       Z18, Z0, Z1
+	VRNDSCALEPS  $0x08, Z1, Z1
+	VFNMADD231PS Z19, Z1, Z0
+	VFNMADD231PS Z20, Z1, Z0
+	VMOVAPS      Z21, Z2
+	VFMADD213PS  Z22, Z0, Z2
+	VFMADD213PS  Z23, Z0, Z2
+	VFMADD213PS  Z24, Z0, Z2
+	VFMADD213PS  Z25, Z0, Z2
+	VFMADD213PS  Z26, Z0, Z2
+	VMULPS       Z0, Z0, Z3
+	VFMADD213PS  Z0, Z3, Z2
+	VADDPS       Z27, Z2, Z2
+	VSCALEFPS    Z1, Z2, Z2
+	VADDPS       Z2, Z30, Z30
+	VMOVUPS      Z2, (DI)
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, SI
+	SUBQ         $0x10, CX
+	JMP          loop
+
+tail:
+	TESTQ        CX, CX
+	JZ           done
+	MOVL         $0x00000001, AX
+	SHLL         CL, AX
+	DECL         AX
+	KMOVW        AX, K1
+	VMOVUPS.Z    (SI), K1, Z0
+	VSUBPS       Z28, Z0, Z0
+	VMULPS       Z29, Z0, Z0
+	VMINPS       Z0, Z16, Z0
+	VMAXPS       Z0, Z17, Z0
+	VMULPS       Z18, Z0, Z1
+	VRNDSCALEPS  $0x08, Z1, Z1
+	VFNMADD231PS Z19, Z1, Z0
+	VFNMADD231PS Z20, Z1, Z0
+	VMOVAPS      Z21, Z2
+	VFMADD213PS  Z22, Z0, Z2
+	VFMADD213PS  Z23, Z0, Z2
+	VFMADD213PS  Z24, Z0, Z2
+	VFMADD213PS  Z25, Z0, Z2
+	VFMADD213PS  Z26, Z0, Z2
+	VMULPS       Z0, Z0, Z3
+	VFMADD213PS  Z0, Z3, Z2
+	VADDPS       Z27, Z2, Z2
+	VSCALEFPS    Z1, Z2, Z2
+	VADDPS       Z2, Z30, K1, Z30
+	VMOVUPS      Z2, K1, (DI)
+
+done:
+	VMOVAPS       Z30, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPS     $0xee, X0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPS     $0x01, X0, X1
+	VADDSS        X1, X0, X0
+	MOVSS         X0, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// func swigluAVX512(act []float32, sig []float32, g []float32, u []float32)
+// Requires: AVX, AVX512F
+TEXT ·swigluAVX512(SB), NOSPLIT, $0-96
+	MOVQ         act_base+0(FP), DI
+	MOVQ         sig_base+24(FP), SI
+	MOVQ         g_base+48(FP), DX
+	MOVQ         u_base+72(FP), R8
+	MOVQ         g_len+56(FP), CX
+	VPXORD       Z28, Z28, Z28
+	MOVL         $0x43000000, AX
+	VPBROADCASTD AX, Z16
+	MOVL         $0xc3160000, AX
+	VPBROADCASTD AX, Z17
+	MOVL         $0x3fb8aa3b, AX
+	VPBROADCASTD AX, Z18
+	MOVL         $0x3f318000, AX
+	VPBROADCASTD AX, Z19
+	MOVL         $0xb95e8083, AX
+	VPBROADCASTD AX, Z20
+	MOVL         $0x39506967, AX
+	VPBROADCASTD AX, Z21
+	MOVL         $0x3ab743ce, AX
+	VPBROADCASTD AX, Z22
+	MOVL         $0x3c088908, AX
+	VPBROADCASTD AX, Z23
+	MOVL         $0x3d2aa9c1, AX
+	VPBROADCASTD AX, Z24
+	MOVL         $0x3e2aaaaa, AX
+	VPBROADCASTD AX, Z25
+	MOVL         $0x3f000000, AX
+	VPBROADCASTD AX, Z26
+	MOVL         $0x3f800000, AX
+	VPBROADCASTD AX, Z27
+
+loop:
+	CMPQ         CX, $0x10
+	JB           tail
+	VMOVUPS      (DX), Z4
+	VSUBPS       Z4, Z28, Z0
+	VMINPS       Z0, Z16, Z0
+	VMAXPS       Z0, Z17, Z0
+	VMULPS       Z18, Z0, Z1
+	VRNDSCALEPS  $0x08, Z1, Z1
+	VFNMADD231PS Z19, Z1, Z0
+	VFNMADD231PS Z20, Z1, Z0
+	VMOVAPS      Z21, Z2
+	VFMADD213PS  Z22, Z0, Z2
+	VFMADD213PS  Z23, Z0, Z2
+	VFMADD213PS  Z24, Z0, Z2
+	VFMADD213PS  Z25, Z0, Z2
+	VFMADD213PS  Z26, Z0, Z2
+	VMULPS       Z0, Z0, Z3
+	VFMADD213PS  Z0, Z3, Z2
+	VADDPS       Z27, Z2, Z2
+	VSCALEFPS    Z1, Z2, Z2
+	VADDPS       Z27, Z2, Z2
+	VDIVPS       Z2, Z27, Z2
+	VMOVUPS      Z2, (SI)
+	VMOVUPS      (R8), Z5
+	VMULPS       Z2, Z4, Z4
+	VMULPS       Z5, Z4, Z4
+	VMOVUPS      Z4, (DI)
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, R8
+	SUBQ         $0x10, CX
+	JMP          loop
+
+tail:
+	TESTQ        CX, CX
+	JZ           done
+	MOVL         $0x00000001, AX
+	SHLL         CL, AX
+	DECL         AX
+	KMOVW        AX, K1
+	VMOVUPS.Z    (DX), K1, Z4
+	VSUBPS       Z4, Z28, Z0
+	VMINPS       Z0, Z16, Z0
+	VMAXPS       Z0, Z17, Z0
+	VMULPS       Z18, Z0, Z1
+	VRNDSCALEPS  $0x08, Z1, Z1
+	VFNMADD231PS Z19, Z1, Z0
+	VFNMADD231PS Z20, Z1, Z0
+	VMOVAPS      Z21, Z2
+	VFMADD213PS  Z22, Z0, Z2
+	VFMADD213PS  Z23, Z0, Z2
+	VFMADD213PS  Z24, Z0, Z2
+	VFMADD213PS  Z25, Z0, Z2
+	VFMADD213PS  Z26, Z0, Z2
+	VMULPS       Z0, Z0, Z3
+	VFMADD213PS  Z0, Z3, Z2
+	VADDPS       Z27, Z2, Z2
+	VSCALEFPS    Z1, Z2, Z2
+	VADDPS       Z27, Z2, Z2
+	VDIVPS       Z2, Z27, Z2
+	VMOVUPS      Z2, K1, (SI)
+	VMOVUPS.Z    (R8), K1, Z5
+	VMULPS       Z2, Z4, Z4
+	VMULPS       Z5, Z4, Z4
+	VMOVUPS      Z4, K1, (DI)
+
+done:
+	VZEROUPPER
+	RET
+
+// func swigluBackAVX512(dg []float32, du []float32, dact []float32, g []float32, u []float32, sig []float32)
+// Requires: AVX, AVX512F
+TEXT ·swigluBackAVX512(SB), NOSPLIT, $0-144
+	MOVQ         dg_base+0(FP), DI
+	MOVQ         du_base+24(FP), SI
+	MOVQ         dact_base+48(FP), DX
+	MOVQ         g_base+72(FP), R8
+	MOVQ         u_base+96(FP), R9
+	MOVQ         sig_base+120(FP), R10
+	MOVQ         g_len+80(FP), CX
+	MOVL         $0x3f800000, AX
+	VPBROADCASTD AX, Z31
+
+loop:
+	CMPQ        CX, $0x10
+	JB          tail
+	VMOVUPS     (R10), Z0
+	VMOVUPS     (R8), Z1
+	VMOVUPS     (DX), Z2
+	VMOVUPS     (R9), Z3
+	VMULPS      Z0, Z1, Z1
+	VMULPS      Z1, Z2, Z4
+	VMOVUPS     Z4, (SI)
+	VSUBPS      Z0, Z31, Z5
+	VFMADD213PS Z0, Z1, Z5
+	VMULPS      Z3, Z2, Z6
+	VMULPS      Z5, Z6, Z6
+	VMOVUPS     Z6, (DI)
+	ADDQ        $0x40, DI
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	ADDQ        $0x40, R9
+	ADDQ        $0x40, R10
+	SUBQ        $0x10, CX
+	JMP         loop
+
+tail:
+	TESTQ       CX, CX
+	JZ          done
+	MOVL        $0x00000001, AX
+	SHLL        CL, AX
+	DECL        AX
+	KMOVW       AX, K1
+	VMOVUPS.Z   (R10), K1, Z0
+	VMOVUPS.Z   (R8), K1, Z1
+	VMOVUPS.Z   (DX), K1, Z2
+	VMOVUPS.Z   (R9), K1, Z3
+	VMULPS      Z0, Z1, Z1
+	VMULPS      Z1, Z2, Z4
+	VMOVUPS     Z4, K1, (SI)
+	VSUBPS      Z0, Z31, Z5
+	VFMADD213PS Z0, Z1, Z5
+	VMULPS      Z3, Z2, Z6
+	VMULPS      Z5, Z6, Z6
+	VMOVUPS     Z6, K1, (DI)
+
+done:
+	VZEROUPPER
+	RET
+
+// func rmsNormBackAVX512(dx []float32, dy []float32, x []float32, g []float32, dg []float32, rstd float32, invN float32)
+// Requires: AVX, AVX512F, SSE
+TEXT ·rmsNormBackAVX512(SB), NOSPLIT, $0-128
+	MOVSS        rstd+120(FP), X8
+	VBROADCASTSS X8, Z28
+	MOVQ         dg_base+96(FP), R9
+	MOVQ         dy_base+24(FP), SI
+	MOVQ         x_base+48(FP), DX
+	MOVQ         g_base+72(FP), R8
+	MOVQ         x_len+56(FP), CX
+	VPXORD       Z30, Z30, Z30
+
+p1loop:
+	CMPQ        CX, $0x10
+	JB          p1tail
+	VMOVUPS     (DX), Z0
+	VMULPS      Z28, Z0, Z0
+	VMOVUPS     (SI), Z1
+	VMOVUPS     (R8), Z2
+	VMULPS      Z1, Z2, Z2
+	VFMADD231PS Z0, Z2, Z30
+	VMOVUPS     (R9), Z3
+	VFMADD231PS Z0, Z1, Z3
+	VMOVUPS     Z3, (R9)
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	ADDQ        $0x40, R9
+	SUBQ        $0x10, CX
+	JMP         p1loop
+
+p1tail:
+	TESTQ       CX, CX
+	JZ          p1done
+	MOVL        $0x00000001, AX
+	SHLL        CL, AX
+	DECL        AX
+	KMOVW       AX, K1
+	VMOVUPS.Z   (DX), K1, Z0
+	VMULPS      Z28, Z0, Z0
+	VMOVUPS.Z   (SI), K1, Z1
+	VMOVUPS.Z   (R8), K1, Z2
+	VMULPS      Z1, Z2, Z2
+	VFMADD231PS Z0, Z2, Z30
+	VMOVUPS.Z   (R9), K1, Z3
+	VFMADD231PS Z0, Z1, Z3
+	VMOVUPS     Z3, K1, (R9)
+
+p1done:
+	VMOVAPS       Z30, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPS     $0xee, X0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPS     $0x01, X0, X1
+	VADDSS        X1, X0, X0
+	MOVSS         invN+124(FP), X1
+	VMULSS        X1, X0, X0
+	VBROADCASTSS  X0, Z29
+	MOVQ          dx_base+0(FP), DI
+	MOVQ          dy_base+24(FP), SI
+	MOVQ          x_base+48(FP), DX
+	MOVQ          g_base+72(FP), R8
+	MOVQ          x_len+56(FP), CX
+
+p2loop:
+	CMPQ         CX, $0x10
+	JB           p2tail
+	VMOVUPS      (DX), Z0
+	VMULPS       Z28, Z0, Z0
+	VMOVUPS      (SI), Z1
+	VMOVUPS      (R8), Z2
+	VMULPS       Z1, Z2, Z2
+	VFNMADD231PS Z29, Z0, Z2
+	VMOVUPS      (DI), Z3
+	VFMADD231PS  Z2, Z28, Z3
+	VMOVUPS      Z3, (DI)
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, R8
+	SUBQ         $0x10, CX
+	JMP          p2loop
+
+p2tail:
+	TESTQ        CX, CX
+	JZ           p2done
+	MOVL         $0x00000001, AX
+	SHLL         CL, AX
+	DECL         AX
+	KMOVW        AX, K1
+	VMOVUPS.Z    (DX), K1, Z0
+	VMULPS       Z28, Z0, Z0
+	VMOVUPS.Z    (SI), K1, Z1
+	VMOVUPS.Z    (R8), K1, Z2
+	VMULPS       Z1, Z2, Z2
+	VFNMADD231PS Z29, Z0, Z2
+	VMOVUPS.Z    (DI), K1, Z3
+	VFMADD231PS  Z2, Z28, Z3
+	VMOVUPS      Z3, K1, (DI)
+
+p2done:
+	VZEROUPPER
+	RET
+
 // func dotAVX2(x []float32, y []float32) float32
 // Requires: AVX, FMA3, SSE
 TEXT ·dotAVX2(SB), NOSPLIT, $0-52

@@ -52,6 +52,28 @@ func maxAVX512(x []float32) float32
 //go:noescape
 func expAVX512(dst []float32, src []float32)
 
+// expShiftSumAVX512 sets dst[i] = exp((src[i] − shift)·scale) for i < len(src) and returns their sum.
+//
+//go:noescape
+func expShiftSumAVX512(dst []float32, src []float32, shift float32, scale float32) float32
+
+// swigluAVX512 sets sig[i] = σ(g[i]) = 1/(1 + exp(−g[i])) and act[i] = g[i]·sig[i]·u[i] for i < len(g).
+//
+//go:noescape
+func swigluAVX512(act []float32, sig []float32, g []float32, u []float32)
+
+// swigluBackAVX512 sets du[i] = dact[i]·g[i]·s and dg[i] = dact[i]·u[i]·(s + g[i]·s·(1 − s)), s = sig[i],
+// for i < len(g).
+//
+//go:noescape
+func swigluBackAVX512(dg []float32, du []float32, dact []float32, g []float32, u []float32, sig []float32)
+
+// rmsNormBackAVX512 adds one RMSNorm row's gradients: with x̂ = x·rstd and m = invN·Σ g⊙dy⊙x̂,
+// dg += dy⊙x̂ and dx += rstd·(g⊙dy − x̂·m), over len(x) elements.
+//
+//go:noescape
+func rmsNormBackAVX512(dx []float32, dy []float32, x []float32, g []float32, dg []float32, rstd float32, invN float32)
+
 // dotAVX2 returns Σ x[i]·y[i] over len(x) elements (len(y) >= len(x)).
 //
 //go:noescape

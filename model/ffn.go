@@ -56,33 +56,23 @@ func (m *Model) ffnBackward(x, dOut []float32, rows int, w, g FFNWeights, gu, ac
 	m.pool.Gemm(true, false, 2*f, d, rows, dgu, 2*f, x, d, g.GateUp, d, true)
 }
 
-// swigluForwardRows computes σ(a) and act = silu(a) ⊙ u = a·σ(a)·u for rows [lo, hi).
-func (m *Model) swigluForwardRows(_, w, lo, hi int) {
+// swigluForwardRows computes σ(a) and act = silu(a) ⊙ u = a·σ(a)·u for rows [lo, hi) (kernel.SwiGLU).
+func (m *Model) swigluForwardRows(_, _, lo, hi int) {
 	a := &m.glu
 	f := a.f
 	for n := lo; n < hi; n++ {
-		g, u := a.gu[n*2*f:n*2*f+f], a.gu[n*2*f+f:(n+1)*2*f]
-		act, sig := a.act[n*f:(n+1)*f], a.sig[n*f:(n+1)*f]
-		sigmoid(sig, g, sig)
-		for j := range act {
-			act[j] = g[j] * sig[j] * u[j]
-		}
+		kernel.SwiGLU(a.act[n*f:(n+1)*f], a.sig[n*f:(n+1)*f], a.gu[n*2*f:n*2*f+f], a.gu[n*2*f+f:(n+1)*2*f])
 	}
 }
 
-// swigluBackwardRows turns dact into the gradients of the gate and up pre-activations for rows [lo, hi):
-// du = dact · silu(a), da = dact · u · σ(a)·(1 + a·(1 − σ(a))).
+// swigluBackwardRows turns dact into the gradients of the gate and up pre-activations for rows [lo, hi)
+// (kernel.SwiGLUBackward): du = dact · silu(a), da = dact · u · σ(a)·(1 + a·(1 − σ(a))).
 func (m *Model) swigluBackwardRows(_, _, lo, hi int) {
 	a := &m.glu
 	f := a.f
 	for n := lo; n < hi; n++ {
 		g, u := a.gu[n*2*f:n*2*f+f], a.gu[n*2*f+f:(n+1)*2*f]
 		dg, du := a.dgu[n*2*f:n*2*f+f], a.dgu[n*2*f+f:(n+1)*2*f]
-		dact, sig := a.dact[n*f:(n+1)*f], a.sig[n*f:(n+1)*f]
-		for j, s := range sig {
-			gs := g[j] * s // silu(a)
-			du[j] = dact[j] * gs
-			dg[j] = dact[j] * u[j] * (s + gs*(1-s)) // σ·(1 + a·(1 − σ))
-		}
+		kernel.SwiGLUBackward(dg, du, a.dact[n*f:(n+1)*f], g, u, a.sig[n*f:(n+1)*f])
 	}
 }

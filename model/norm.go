@@ -43,8 +43,13 @@ func layerNormRow(out, x, g, b []float32, eps float32) (mean, rstd float32) {
 }
 
 // normRowBackward adds the input gradient of one row to dx and the row's contribution to the gain gradient dg
-// (and the bias gradient db when non-nil, LayerNorm). mean is 0 for RMSNorm.
+// (and the bias gradient db when non-nil, LayerNorm). mean is 0 for RMSNorm, whose rows run in
+// kernel.RMSNormBackward.
 func normRowBackward(dx, dy, x, g, dg, db []float32, mean, rstd float32, layer bool) {
+	if !layer {
+		kernel.RMSNormBackward(dx, dy, x, g, dg, rstd)
+		return
+	}
 	n := float32(len(x))
 	var sumD, sumDX float32 // Σ dx̂ and Σ dx̂ ⊙ x̂
 	for i, v := range x {
@@ -58,9 +63,6 @@ func normRowBackward(dx, dy, x, g, dg, db []float32, mean, rstd float32, layer b
 		kernel.Add(db, dy)
 	}
 	meanD, meanDX := sumD/n, sumDX/n
-	if !layer {
-		meanD = 0
-	}
 	for i, v := range x {
 		xh := (v - mean) * rstd
 		dx[i] += rstd * (g[i]*dy[i] - meanD - xh*meanDX)

@@ -37,6 +37,10 @@ func main() {
 	addAVX512()
 	maxAVX512()
 	expAVX512()
+	expShiftSumAVX512()
+	swigluAVX512()
+	swigluBackAVX512()
+	rmsNormBackAVX512()
 
 	dotAVX2()
 	axpyAVX2()

@@ -1,0 +1,168 @@
+package kernel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// rowTol is the relative tolerance of the row kernels against their float64 definitions: a few float32 ulps
+// (the exponential is good to ~1.5 ulp, the rest is rounding of a handful of operations).
+const rowTol = 2e-6
+
+func relClose(got float32, want, scale float64) bool {
+	return math.Abs(float64(got)-want) <= rowTol*(math.Abs(want)+scale)+1e-30
+}
+
+// TestRowKernels checks every implementation's fused row kernels against float64 evaluations of their
+// formulas, on lengths that exercise the 16-lane loop and every tail length.
+func TestRowKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, im := range available() {
+		for _, n := range vecLengths() {
+			x, y, g, u := randSlice(rng, n), randSlice(rng, n), randSlice(rng, n), randSlice(rng, n)
+			for i := range x {
+				x[i] *= 4 // exponents over a range of magnitudes
+			}
+
+			// ExpShiftSum, out of place and in place.
+			shift, scale := float32(rng.NormFloat64()), float32(0.25+rng.Float64())
+			var want64 float64
+			wantE := make([]float64, n)
+			for i, v := range x {
+				wantE[i] = math.Exp(float64(v-shift) * float64(scale))
+				want64 += wantE[i]
+			}
+			dst := make([]float32, n)
+			sum := im.expShiftSum(dst, x, shift, scale)
+			for i := range dst {
+				if !relClose(dst[i], wantE[i], 0) {
+					t.Fatalf("%s ExpShiftSum n=%d i=%d: %v, want %v", im.name, n, i, dst[i], wantE[i])
+				}
+			}
+			if !relClose(sum, want64, 0) {
+				t.Errorf("%s ExpShiftSum n=%d: sum %v, want %v", im.name, n, sum, want64)
+			}
+			inPlace := append([]float32(nil), x...)
+			if s2 := im.expShiftSum(inPlace, inPlace, shift, scale); s2 != sum || !equalF32(inPlace, dst) {
+				t.Errorf("%s ExpShiftSum n=%d: in place differs from out of place", im.name, n)
+			}
+
+			// SwiGLU forward.
+			act, sig := make([]float32, n), make([]float32, n)
+			im.swiglu(act, sig, x, u)
+			for i, a := range x {
+				s := 1 / (1 + math.Exp(-float64(a)))
+				if !relClose(sig[i], s, 0) {
+					t.Fatalf("%s SwiGLU n=%d i=%d: σ %v, want %v", im.name, n, i, sig[i], s)
+				}
+				w := float64(a) * s * float64(u[i])
+				if !relClose(act[i], w, 0) {
+					t.Fatalf("%s SwiGLU n=%d i=%d: act %v, want %v", im.name, n, i, act[i], w)
+				}
+			}
+
+			// SwiGLU backward from the saved σ.
+			dg, du := make([]float32, n), make([]float32, n)
+			im.swigluBack(dg, du, y, x, u, sig)
+			for i, a := range x {
+				s, d := float64(sig[i]), float64(y[i])
+				wu := d * float64(a) * s
+				wg := d * float64(u[i]) * (s + float64(a)*s*(1-s))
+				if !relClose(du[i], wu, 0) || !relClose(dg[i], wg, math.Abs(d*float64(u[i]))*s) {
+					t.Fatalf("%s SwiGLUBackward n=%d i=%d: du %v dg %v, want %v %v", im.name, n, i, du[i], dg[i], wu, wg)
+				}
+			}
+
+			// RMSNorm backward, accumulating into non-zero dx and dg.
+			if n == 0 {
+				continue
+			}
+			var ms float64
+			for _, v := range x {
+				ms += float64(v) * float64(v) / float64(n)
+			}
+			rstd := 1 / math.Sqrt(ms+1e-5)
+			dx0, dg0 := randSlice(rng, n), randSlice(rng, n)
+			dx, dgn := append([]float32(nil), dx0...), append([]float32(nil), dg0...)
+			im.rmsNormBack(dx, y, x, g, dgn, float32(rstd), 1/float32(n))
+			var m, mag float64
+			for i, v := range x {
+				xh := float64(v) * float64(float32(rstd))
+				m += float64(g[i]) * float64(y[i]) * xh / float64(n)
+				mag += math.Abs(float64(g[i])*float64(y[i])*xh) / float64(n)
+			}
+			r := float64(float32(rstd))
+			for i, v := range x {
+				xh := float64(v) * r
+				wg := float64(dg0[i]) + float64(y[i])*xh
+				wx := float64(dx0[i]) + r*(float64(g[i])*float64(y[i])-xh*m)
+				sx := r * (math.Abs(float64(g[i]*y[i])) + math.Abs(xh)*mag)
+				if !relClose(dgn[i], wg, math.Abs(float64(y[i])*xh)) || !relClose(dx[i], wx, sx+math.Abs(float64(dx0[i]))) {
+					t.Fatalf("%s RMSNormBackward n=%d i=%d: dx %v dg %v, want %v %v", im.name, n, i, dx[i], dgn[i], wx, wg)
+				}
+			}
+		}
+	}
+}
+
+// TestRowKernelsMatchGeneric: every SIMD row kernel agrees with its pure-Go twin on a model-sized row.
+func TestRowKernelsMatchGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	const n = 1408
+	x, y, u := randSlice(rng, n), randSlice(rng, n), randSlice(rng, n)
+	for _, im := range available() {
+		a1, s1, a2, s2 := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+		im.swiglu(a1, s1, x, u)
+		genericImpl.swiglu(a2, s2, x, u)
+		for i := range a1 {
+			if !relClose(a1[i], float64(a2[i]), 0) || !relClose(s1[i], float64(s2[i]), 0) {
+				t.Fatalf("%s SwiGLU i=%d: %v %v, generic %v %v", im.name, i, a1[i], s1[i], a2[i], s2[i])
+			}
+		}
+		e1, e2 := make([]float32, n), make([]float32, n)
+		if g, w := im.expShiftSum(e1, x, 1, 1), genericImpl.expShiftSum(e2, x, 1, 1); !relClose(g, float64(w), 0) {
+			t.Errorf("%s ExpShiftSum: %v, generic %v", im.name, g, w)
+		}
+		_ = y
+	}
+}
+
+func equalF32(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// BenchmarkRowKernels compares each implementation's fused row kernels on a row of d_ff = 1408 (the medium
+// preset's SwiGLU width); the figure is elements per second.
+func BenchmarkRowKernels(b *testing.B) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	const n = 1408
+	x, y, g, u := randSlice(rng, n), randSlice(rng, n), randSlice(rng, n), randSlice(rng, n)
+	o1, o2 := make([]float32, n), make([]float32, n)
+	for _, im := range available() {
+		for _, k := range []struct {
+			name string
+			f    func()
+		}{
+			{"expShiftSum", func() { im.expShiftSum(o1, x, 0.5, 1) }},
+			{"swiglu", func() { im.swiglu(o1, o2, x, u) }},
+			{"swigluBack", func() { im.swigluBack(o1, o2, y, x, u, g) }},
+			{"rmsNormBack", func() { im.rmsNormBack(o1, y, x, g, o2, 0.9, 1.0/n) }},
+		} {
+			b.Run(im.name+"/"+k.name, func(b *testing.B) {
+				for b.Loop() {
+					k.f()
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
+			})
+		}
+	}
+}
