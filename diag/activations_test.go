@@ -62,27 +62,35 @@ func TestNormSaturationAtInit(t *testing.T) {
 }
 
 // TestUniformAttentionAndGateAtInit: at γ = 1 attention is uniform over the prefix, so A[i, 0] = 1/(i+1) and
-// the first-token mass is the mean over i ≥ 1 of 1/(i+1); no head is a sink; the gate mean is 0.5 ± 0.01.
+// the first-token mass is the mean over i ≥ 1 of 1/(i+1); no head is a sink; the gate mean is 0.5 ± 0.01. With
+// grouped-query attention and q/k/v biases (0 at init) the same holds for every query head.
 func TestUniformAttentionAndGateAtInit(t *testing.T) {
-	m := initModel(t, widthConfig(128, model.GateHeadwise), 1, 4)
-	st, err := Activations(m, randomToks(4*64+1, 256), 4, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want float64
-	for i := 1; i < 64; i++ {
-		want += 1 / float64(i+1) / 63
-	}
-	if math.Abs(st.FirstTokenMass-want) > 0.002 {
-		t.Errorf("first-token mass %.4f, uniform attention gives %.4f", st.FirstTokenMass, want)
-	}
-	if st.SinkRate != 0 {
-		t.Errorf("sink rate %.1f%% at init, want 0", st.SinkRate)
-	}
-	for _, l := range st.Layers {
-		for h, g := range l.GateMean {
-			if math.Abs(g-0.5) > 0.01 {
-				t.Errorf("layer %d head %d: gate mean %.4f, want 0.5 ± 0.01", l.Layer, h, g)
+	gqa := widthConfig(128, model.GateElementwise)
+	gqa.KVHeads, gqa.QKVBias = 2, true
+	for _, c := range []model.Config{widthConfig(128, model.GateHeadwise), gqa} {
+		m := initModel(t, c, 1, 4)
+		st, err := Activations(m, randomToks(4*64+1, 256), 4, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want float64
+		for i := 1; i < 64; i++ {
+			want += 1 / float64(i+1) / 63
+		}
+		if math.Abs(st.FirstTokenMass-want) > 0.002 {
+			t.Errorf("%d kv heads: first-token mass %.4f, uniform attention gives %.4f", c.KVHeadCount(), st.FirstTokenMass, want)
+		}
+		if st.SinkRate != 0 {
+			t.Errorf("%d kv heads: sink rate %.1f%% at init, want 0", c.KVHeadCount(), st.SinkRate)
+		}
+		for _, l := range st.Layers {
+			if len(l.GateMean) != c.Heads || len(l.SinkAlpha) != c.Heads {
+				t.Errorf("%d kv heads: layer %d has %d gate means and %d sink α, want one per query head", c.KVHeadCount(), l.Layer, len(l.GateMean), len(l.SinkAlpha))
+			}
+			for h, g := range l.GateMean {
+				if math.Abs(g-0.5) > 0.01 {
+					t.Errorf("%d kv heads: layer %d head %d: gate mean %.4f, want 0.5 ± 0.01", c.KVHeadCount(), l.Layer, h, g)
+				}
 			}
 		}
 	}

@@ -156,8 +156,9 @@ func Stream(seed uint64, name string) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, h.Sum64()))
 }
 
-// Apply initialises every parameter of m (norm gains 1, biases 0, matrices by the recipe) and returns, per
-// matrix, the intended and drawn std in buffer order.
+// Apply initialises every parameter of m (norm gains 1, norm and q/k/v biases 0, matrices by the recipe) and
+// returns, per matrix, the intended and drawn std in buffer order. Under grouped-query attention k_proj and
+// v_proj have fewer rows but the same d_in = d, so their σ = d^(−γ) per element is unchanged.
 func Apply(m *model.Model, r Recipe, seed uint64) ([]TensorStd, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
@@ -171,7 +172,7 @@ func Apply(m *model.Model, r Recipe, seed uint64) ([]TensorStd, error) {
 				v[i] = 1
 			}
 			continue
-		case model.ClassNormBias:
+		case model.ClassNormBias, model.ClassQKVBias:
 			clear(v)
 			continue
 		}

@@ -137,3 +137,64 @@ func TestRulesAndOverrides(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupedQueryAttentionAndQKVBias: under grouped-query attention k_proj and v_proj keep d_in = d, so their
+// σ and even their draws are those of the multi-head model's first KV·d_h rows (same seed, same stream); q/k/v
+// biases start at 0 and, not being matrices, are not in the init record.
+func TestGroupedQueryAttentionAndQKVBias(t *testing.T) {
+	mha := cfg(128, 1)
+	gqa := mha
+	gqa.KVHeads, gqa.QKVBias = 1, true
+	a, b := newModel(t, mha), newModel(t, gqa)
+	if _, err := Apply(a, Default(), 3); err != nil {
+		t.Fatal(err)
+	}
+	stds, err := Apply(b, Default(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := func(m *model.Model, name string) []float32 {
+		for _, ts := range m.Specs {
+			if ts.Name == name {
+				return m.Params.Flat[ts.Offset : ts.Offset+ts.Size()]
+			}
+		}
+		t.Fatalf("no tensor %s", name)
+		return nil
+	}
+	for _, p := range []string{"k_proj", "v_proj"} {
+		name := "model.layers.0.self_attn." + p + ".weight"
+		va, vb := spec(a, name), spec(b, name)
+		if len(vb) != gqa.KVDim()*gqa.Dim || len(va) != mha.AttnDim()*mha.Dim {
+			t.Fatalf("%s: %d elements with GQA, %d without", name, len(vb), len(va))
+		}
+		for i, v := range vb {
+			if v != va[i] {
+				t.Fatalf("%s element %d: %g with GQA, %g without", name, i, v, va[i])
+			}
+		}
+	}
+	var biases int
+	for _, ts := range b.Specs {
+		if ts.Class != model.ClassQKVBias {
+			continue
+		}
+		biases++
+		for i, v := range spec(b, ts.Name) {
+			if v != 0 {
+				t.Fatalf("%s element %d is %g, want 0", ts.Name, i, v)
+			}
+		}
+	}
+	if biases != 3 {
+		t.Errorf("%d q/k/v bias tensors, want 3", biases)
+	}
+	for _, s := range stds {
+		if s.Class == model.ClassQKVBias {
+			t.Errorf("%s in the init record", s.Name)
+		}
+		if (s.Class == model.ClassK || s.Class == model.ClassV) && (s.FanIn != 128 || s.Intended != 1.0/128) {
+			t.Errorf("%s: d_in %d, σ %g; want 128, 1/128", s.Name, s.FanIn, s.Intended)
+		}
+	}
+}

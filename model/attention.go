@@ -6,25 +6,29 @@ import (
 	"github.com/smallinit/smallinit/kernel"
 )
 
-// Causal multi-head attention (SPEC §1), one (sequence, head) pair per task. With Q, K, V of one head ([T, d_h],
-// rows strided through the fused qkvg buffer) and scale s = 1/sqrt(d_h):
+// Causal multi-head attention (SPEC §1), with grouped-query attention (Ainslie et al. 2023): the H query heads
+// share KV ≤ H key/value heads, query head h reading key/value head h / (H/KV) (Hugging Face's repeat_kv). With
+// Q, K, V of one query head ([T, d_h], rows strided through the fused qkvg buffer) and scale s = 1/sqrt(d_h):
 //
 //	S = s·Q·Kᵀ, P = softmax_row(S masked to j ≤ i), Y = P·V
 //	dP = dY·Vᵀ, dS = P ⊙ (dP − rowsum(dP ⊙ P)), dQ = s·dS·K, dK = s·dSᵀ·Q, dV = Pᵀ·dY
 //
+// and a shared key/value head's dK and dV are the sums of these over the H/KV query heads that read it.
 // Queries go in blocks of attnBlock rows; block [i0, i1) only touches keys [0, i1), which skips the masked upper
 // triangle outside the diagonal blocks (about half the FLOPs of the full square at T = 256).
 
-// headViews returns the (rotated) q, k, v of head h of sequence b inside a qkvg-shaped buffer, each a strided
-// matrix with row stride qkvgWidth, and the head's slice of a [N, H·d_h] buffer.
+// headViews returns the (rotated) q of query head h of sequence b inside a qkvg-shaped buffer, the k and v of
+// the key/value head it reads, each a strided matrix with row stride qkvgWidth, and the head's slice of a
+// [N, H·d_h] buffer. A qkvg row is [q: H·d_h | k: KV·d_h | v: KV·d_h | gate].
 func (m *Model) headViews(qkvg, ya []float32, b, h int) (q, k, v, y []float32) {
 	c := m.Config
-	T, dh, a := m.t, c.HeadSize(), c.AttnDim()
-	base := b*T*m.qkvgWidth() + h*dh
-	return qkvg[base:], qkvg[base+a:], qkvg[base+2*a:], ya[b*T*a+h*dh:]
+	T, dh, a, kv := m.t, c.HeadSize(), c.AttnDim(), c.KVDim()
+	g := h / (c.Heads / c.KVHeadCount())
+	base := b * T * m.qkvgWidth()
+	return qkvg[base+h*dh:], qkvg[base+a+g*dh:], qkvg[base+a+kv+g*dh:], ya[b*T*a+h*dh:]
 }
 
-// attentionForward computes P and Y for (sequence, head) pairs [lo, hi).
+// attentionForward computes P and Y for (sequence, query head) pairs [lo, hi).
 func (m *Model) attentionForward(l, w, lo, hi int) {
 	c := m.Config
 	T, H, dh, a := m.t, c.Heads, c.HeadSize(), c.AttnDim()
@@ -61,38 +65,55 @@ func softmaxCausal(row []float32, i int, scale float32) {
 	clear(row[i+1:])
 }
 
-// attentionBackward computes dQ, dK, dV (into the fused dqkvg buffer) from dY for pairs [lo, hi). Query blocks
-// run last to first: the last block reaches every key, so it writes dK and dV rows [0, T) and the earlier blocks
-// accumulate into them.
+// attentionBackward computes dQ, dK, dV (into the fused dqkvg buffer) from dY for (sequence, key/value head)
+// groups [lo, hi). A task owns one group's dK and dV and runs the H/KV query heads that share them in order,
+// so no two workers write the same rows and the sums do not depend on the worker count. Query blocks run last
+// to first: the group's first head's last block reaches every key, so it writes dK and dV rows [0, T), and
+// everything after it accumulates into them.
 func (m *Model) attentionBackward(l, w, lo, hi int) {
 	c := m.Config
-	T, H, dh, a := m.t, c.Heads, c.HeadSize(), c.AttnDim()
+	T, H, KV, dh, a := m.t, c.Heads, c.KVHeadCount(), c.HeadSize(), c.AttnDim()
+	rep := H / KV
 	wq := m.qkvgWidth()
 	A := &m.acts.layers[l]
 	scale := float32(1 / math.Sqrt(float64(dh)))
 	dS := m.acts.dp[w]
 	last := (T - 1) / m.attnBlock * m.attnBlock
-	for bh := lo; bh < hi; bh++ {
-		b, h := bh/H, bh%H
-		q, k, v, _ := m.headViews(A.qkvg, A.y, b, h)
-		dq, dk, dv, dy := m.headViews(m.acts.dqkvg, m.acts.dy, b, h)
-		att := A.att[bh*T*T : (bh+1)*T*T]
-		for i0 := last; i0 >= 0; i0 -= m.attnBlock {
-			i1 := min(i0+m.attnBlock, T)
-			r, acc := i1-i0, i0 != last
-			p := att[i0*T:]
-			m.pool.GemmOn(w, true, false, i1, dh, r, p, T, dy[i0*a:], a, dv, wq, acc)
-			m.pool.GemmOn(w, false, true, r, i1, dh, dy[i0*a:], a, v, wq, dS, T, false)
-			for i := 0; i < r; i++ {
-				pr, ds := p[i*T:i*T+i1], dS[i*T:i*T+i1]
-				dot := kernel.Dot(pr, ds)
-				for j := range ds {
-					ds[j] = scale * pr[j] * (ds[j] - dot)
+	for bg := lo; bg < hi; bg++ {
+		b, g := bg/KV, bg%KV
+		for h := g * rep; h < (g+1)*rep; h++ { // the query heads that read key/value head g
+			q, k, v, _ := m.headViews(A.qkvg, A.y, b, h)
+			dq, dk, dv, dy := m.headViews(m.acts.dqkvg, m.acts.dy, b, h)
+			att := A.att[(b*H+h)*T*T : (b*H+h+1)*T*T]
+			first := h%rep == 0
+			for i0 := last; i0 >= 0; i0 -= m.attnBlock {
+				i1 := min(i0+m.attnBlock, T)
+				r, acc := i1-i0, i0 != last || !first
+				p := att[i0*T:]
+				m.pool.GemmOn(w, true, false, i1, dh, r, p, T, dy[i0*a:], a, dv, wq, acc)
+				m.pool.GemmOn(w, false, true, r, i1, dh, dy[i0*a:], a, v, wq, dS, T, false)
+				for i := 0; i < r; i++ {
+					pr, ds := p[i*T:i*T+i1], dS[i*T:i*T+i1]
+					dot := kernel.Dot(pr, ds)
+					for j := range ds {
+						ds[j] = scale * pr[j] * (ds[j] - dot)
+					}
 				}
+				m.pool.GemmOn(w, false, false, r, dh, i1, dS, T, k, wq, dq[i0*wq:], wq, false)
+				m.pool.GemmOn(w, true, false, i1, dh, r, dS, T, q[i0*wq:], wq, dk, wq, acc)
 			}
-			m.pool.GemmOn(w, false, false, r, dh, i1, dS, T, k, wq, dq[i0*wq:], wq, false)
-			m.pool.GemmOn(w, true, false, i1, dh, r, dS, T, q[i0*wq:], wq, dk, wq, acc)
 		}
+	}
+}
+
+// qkvBiasBackward adds the column sums of dQKV (dqkvg's q, k and v columns, already taken back through RoPE and
+// QK-norm) over the rows into the q/k/v bias gradient, for columns [lo, hi): the bias is added to every row, so
+// dB = Σ_n dQKV[n]. Splitting by column keeps workers apart and the summation order fixed.
+func (m *Model) qkvBiasBackward(l, _, lo, hi int) {
+	wq := m.qkvgWidth()
+	dB := m.Grads.Layers[l].QKVB[lo:hi]
+	for n := 0; n < m.n; n++ {
+		kernel.Add(dB, m.acts.dqkvg[n*wq+lo:n*wq+hi])
 	}
 }
 
@@ -100,11 +121,11 @@ func (m *Model) attentionBackward(l, w, lo, hi int) {
 // already computed in the gate columns of qkvg; headwise gates scale all d_h channels of a head.
 func (m *Model) gateForward(l, _, lo, hi int) {
 	c := m.Config
-	a, dh := c.AttnDim(), c.HeadSize()
+	a, dh, off := c.AttnDim(), c.HeadSize(), c.qkvDim()
 	wq := m.qkvgWidth()
 	A := &m.acts.layers[l]
 	for n := lo; n < hi; n++ {
-		g := A.qkvg[n*wq+3*a : (n+1)*wq]
+		g := A.qkvg[n*wq+off : (n+1)*wq]
 		y, yg := A.y[n*a:(n+1)*a], A.yg[n*a:(n+1)*a]
 		if c.AttnGate == GateElementwise {
 			for j := range y {
@@ -122,12 +143,12 @@ func (m *Model) gateForward(l, _, lo, hi int) {
 // dG = dyg ⊙ y (summed over the head's channels for headwise gates), written to dqkvg's gate columns.
 func (m *Model) gateBackward(l, _, lo, hi int) {
 	c := m.Config
-	a, dh := c.AttnDim(), c.HeadSize()
+	a, dh, off := c.AttnDim(), c.HeadSize(), c.qkvDim()
 	wq := m.qkvgWidth()
 	A := &m.acts.layers[l]
 	for n := lo; n < hi; n++ {
-		g := A.qkvg[n*wq+3*a : (n+1)*wq]
-		dg := m.acts.dqkvg[n*wq+3*a : (n+1)*wq]
+		g := A.qkvg[n*wq+off : (n+1)*wq]
+		dg := m.acts.dqkvg[n*wq+off : (n+1)*wq]
 		y, dyg, dy := A.y[n*a:(n+1)*a], m.acts.dyg[n*a:(n+1)*a], m.acts.dy[n*a:(n+1)*a]
 		if c.AttnGate == GateElementwise {
 			for j := range y {

@@ -34,6 +34,7 @@ type Config struct {
 	FFN       int     `toml:"intermediate_size"`       // d_ff of the SwiGLU MLP
 	Layers    int     `toml:"num_hidden_layers"`       // L
 	Heads     int     `toml:"num_attention_heads"`     // H
+	KVHeads   int     `toml:"kv_heads"`                // key/value heads of grouped-query attention; 0 means H (multi-head)
 	HeadDim   int     `toml:"head_dim"`                // d_h; 0 means d/H
 	SeqLen    int     `toml:"max_position_embeddings"` // T, the context length
 	NormEps   float64 `toml:"norm_eps"`                // ε inside the square root of every norm
@@ -42,6 +43,7 @@ type Config struct {
 	RopeTheta float64 `toml:"rope_theta"`              // RoPE base
 	Tied      bool    `toml:"tie_word_embeddings"`     // LM head shares the embedding matrix
 	QKNorm    bool    `toml:"qk_norm"`                 // RMSNorm (gain [d_h], ε = norm_eps) on each head of q and k before RoPE (Qwen3)
+	QKVBias   bool    `toml:"qkv_bias"`                // biases on q_proj, k_proj and v_proj, none on o_proj (Qwen2, Qwen2-MoE)
 
 	// Mixture of experts (SPEC §1 "MoE FFN"; Hugging Face Qwen-MoE field names). Used when FFNKind is "moe".
 	FFNKind    string  `toml:"ffn"`                             // FFNDense or FFNMoE
@@ -84,6 +86,25 @@ func (c Config) HeadSize() int {
 // AttnDim returns H·d_h, the width of the concatenated heads.
 func (c Config) AttnDim() int { return c.Heads * c.HeadSize() }
 
+// KVHeadCount returns the number of key/value heads: KVHeads, or H when it is 0. With grouped-query attention
+// (Ainslie et al. 2023) query head h reads key/value head h / (H/KV), as Hugging Face's repeat_kv does.
+func (c Config) KVHeadCount() int {
+	if c.KVHeads > 0 {
+		return c.KVHeads
+	}
+	return c.Heads
+}
+
+// KVDim returns KV·d_h, the width of k_proj's and of v_proj's output.
+func (c Config) KVDim() int { return c.KVHeadCount() * c.HeadSize() }
+
+// qkvDim returns H·d_h + 2·KV·d_h, the q, k and v columns of the fused projection (the ones the biases apply
+// to); the gate columns follow them.
+func (c Config) qkvDim() int { return c.AttnDim() + 2*c.KVDim() }
+
+// qkvgWidth returns the row width of the fused q|k|v|gate projection.
+func (c Config) qkvgWidth() int { return c.qkvDim() + c.GateRows() }
+
 // GateRows returns the number of rows of W_gate: H·d_h (elementwise), H (headwise) or 0.
 func (c Config) GateRows() int {
 	switch c.AttnGate {
@@ -111,6 +132,9 @@ func (c Config) Validate() error {
 		if p.v > 1<<24 {
 			return fmt.Errorf("%s = %d: too large (limit %d)", p.key, p.v, 1<<24)
 		}
+	}
+	if c.KVHeads < 0 || c.KVHeads > 0 && c.Heads%c.KVHeads != 0 {
+		return fmt.Errorf("kv_heads = %d: must divide num_attention_heads = %d (or be 0 for multi-head attention)", c.KVHeads, c.Heads)
 	}
 	if c.HeadDim < 0 {
 		return fmt.Errorf("head_dim = %d: must be positive (or 0 for hidden_size/num_attention_heads)", c.HeadDim)
@@ -224,11 +248,13 @@ func (c Config) NumParams() int64 {
 }
 
 // MatmulParams returns N_matmul: every weight that goes through a matrix multiply per token, the LM head
-// included (tied or not), the count used by FLOPs per token = 6·N_matmul + 12·L·T·d. For MoE blocks it counts
-// the active parameters: the router, k routed experts and the shared expert.
+// included (tied or not), the count used by FLOPs per token = 6·N_matmul + 12·L·T·d. Attention counts q_proj
+// [H·d_h, d], k_proj and v_proj [KV·d_h, d] each (smaller under grouped-query attention), the gate and o_proj;
+// the q/k/v biases are additions, not multiply-adds, and are left out, as PaLM's count leaves out norms. For MoE
+// blocks it counts the active parameters: the router, k routed experts and the shared expert.
 func (c Config) MatmulParams() int64 {
 	d, a, f := int64(c.Dim), int64(c.AttnDim()), int64(c.FFN)
-	attn := d*3*a + d*int64(c.GateRows()) + a*d
+	attn := d*int64(c.qkvDim()) + d*int64(c.GateRows()) + a*d
 	var n int64
 	for l := 0; l < c.Layers; l++ {
 		n += attn
@@ -245,7 +271,8 @@ func (c Config) MatmulParams() int64 {
 }
 
 // FLOPsPerToken is the training FLOPs per token used by bench: 6·N_matmul + 12·L·T·d (PaLM appendix B; the
-// attention term counts the full T×T square even though the engine skips the masked half).
+// attention term counts the full T×T square even though the engine skips the masked half, and is the same under
+// grouped-query attention, where every query head still scores and mixes its own T keys).
 func (c Config) FLOPsPerToken() float64 {
 	return 6*float64(c.MatmulParams()) + 12*float64(c.Layers)*float64(c.SeqLen)*float64(c.Dim)
 }

@@ -13,7 +13,7 @@ import (
 // applied). It uses the model's weights and its own buffers; do not run Forward concurrently with it.
 type Decoder struct {
 	m      *Model
-	k, v   [][]float32 // per block [SeqLen, H·d_h]: rotated keys and values of the positions so far
+	k, v   [][]float32 // per block [SeqLen, KV·d_h]: rotated keys and values of the positions so far
 	pos    int
 	x, h   []float32 // residual stream [d]
 	n      []float32 // norm output [d]
@@ -33,15 +33,15 @@ type Decoder struct {
 // NewDecoder allocates a decoder for m (context up to SeqLen positions).
 func (m *Model) NewDecoder() *Decoder {
 	c := m.Config
-	a, T, f := c.AttnDim(), c.SeqLen, max(c.FFN, c.ExpertFFN, c.SharedFFN)
+	a, kv, T, f := c.AttnDim(), c.KVDim(), c.SeqLen, max(c.FFN, c.ExpertFFN, c.SharedFFN)
 	d := &Decoder{m: m, x: make([]float32, c.Dim), h: make([]float32, c.Dim), n: make([]float32, c.Dim),
 		qkvg: make([]float32, m.qkvgWidth()), y: make([]float32, a), yg: make([]float32, a),
 		scores: make([]float32, T), gu: make([]float32, 2*f), act: make([]float32, f), ffnOut: make([]float32, c.Dim),
 		probs: make([]float32, max(c.Experts, 1)), sel: make([]int32, max(c.TopK, 1)), w: make([]float32, max(c.TopK, 1)),
 		logits: make([]float32, c.Vocab), tmp: make([]float32, max(a, f))}
 	for l := 0; l < c.Layers; l++ {
-		d.k = append(d.k, make([]float32, T*a))
-		d.v = append(d.v, make([]float32, T*a))
+		d.k = append(d.k, make([]float32, T*kv))
+		d.v = append(d.v, make([]float32, T*kv))
 	}
 	return d
 }
@@ -87,18 +87,22 @@ func (d *Decoder) norm(out, x, g, b []float32) {
 }
 
 // step runs one token through every block at position d.pos, and through the final norm and head when
-// logits are wanted.
+// logits are wanted. Only the KV key/value heads are cached; query head h attends with key/value head
+// h / (H/KV), as in Forward.
 func (d *Decoder) step(tok int32, logits bool) {
 	m, c := d.m, d.m.Config
-	D, a, dh, H, t := c.Dim, c.AttnDim(), c.HeadSize(), c.Heads, d.pos
-	wq := m.qkvgWidth()
+	D, a, kv, dh, H, KV, t := c.Dim, c.AttnDim(), c.KVDim(), c.HeadSize(), c.Heads, c.KVHeadCount(), d.pos
+	wq, off := m.qkvgWidth(), c.qkvDim()
 	scale := float32(1 / math.Sqrt(float64(dh)))
 	copy(d.x, m.Params.Embed[int(tok)*D:int(tok+1)*D])
 	for l := 0; l < c.Layers; l++ {
 		W := &m.Params.Layers[l]
 		d.norm(d.n, d.x, W.Norm1, W.Norm1B)
 		m.pool.GemmOn(0, false, true, 1, wq, D, d.n, D, W.QKVG, D, d.qkvg, wq, false)
-		for h := 0; h < 2*H; h++ {
+		if W.QKVB != nil {
+			kernel.Add(d.qkvg[:off], W.QKVB)
+		}
+		for h := 0; h < H+KV; h++ {
 			head := d.qkvg[h*dh : (h+1)*dh]
 			if c.QKNorm {
 				g := W.QNorm
@@ -110,32 +114,33 @@ func (d *Decoder) step(tok int32, logits bool) {
 			}
 			m.rope.rotate(head, t)
 		}
-		if g := d.qkvg[3*a:]; len(g) > 0 {
+		if g := d.qkvg[off:]; len(g) > 0 {
 			sigmoid(g, g, d.tmp)
 		}
-		copy(d.k[l][t*a:(t+1)*a], d.qkvg[a:2*a])
-		copy(d.v[l][t*a:(t+1)*a], d.qkvg[2*a:3*a])
+		copy(d.k[l][t*kv:(t+1)*kv], d.qkvg[a:a+kv])
+		copy(d.v[l][t*kv:(t+1)*kv], d.qkvg[a+kv:off])
 		for h := 0; h < H; h++ {
+			g := h / (H / KV) // the key/value head query head h reads
 			q, s := d.qkvg[h*dh:(h+1)*dh], d.scores[:t+1]
 			for j := range s {
-				s[j] = kernel.Dot(q, d.k[l][j*a+h*dh:j*a+(h+1)*dh])
+				s[j] = kernel.Dot(q, d.k[l][j*kv+g*dh:j*kv+(g+1)*dh])
 			}
 			softmaxCausal(s, t, scale)
 			y := d.y[h*dh : (h+1)*dh]
 			clear(y)
 			for j, p := range s {
-				kernel.Axpy(p, d.v[l][j*a+h*dh:j*a+(h+1)*dh], y)
+				kernel.Axpy(p, d.v[l][j*kv+g*dh:j*kv+(g+1)*dh], y)
 			}
 		}
 		copy(d.yg, d.y)
 		switch c.AttnGate {
 		case GateElementwise:
 			for j := range d.yg {
-				d.yg[j] *= d.qkvg[3*a+j]
+				d.yg[j] *= d.qkvg[off+j]
 			}
 		case GateHeadwise:
 			for j := range d.yg {
-				d.yg[j] *= d.qkvg[3*a+j/dh]
+				d.yg[j] *= d.qkvg[off+j/dh]
 			}
 		}
 		copy(d.h, d.x)

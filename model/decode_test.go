@@ -8,11 +8,12 @@ import (
 )
 
 // TestDecoderMatchesForward: the KV-cache decoder's logits after each prefix equal the corresponding rows
-// of one Forward over the whole sequence, for every switch (MoE without a capacity limit).
+// of one Forward over the whole sequence, for every switch (MoE without a capacity limit), grouped-query
+// attention (a cache of KV heads only) and q/k/v biases included.
 func TestDecoderMatchesForward(t *testing.T) {
 	pool := kernel.NewPool(2)
 	defer pool.Close()
-	for _, tc := range switchCases {
+	for _, tc := range append(switchCases[:len(switchCases):len(switchCases)], gqaCases...) {
 		if tc.cfg.Capacity > 0 {
 			continue
 		}
@@ -20,7 +21,7 @@ func TestDecoderMatchesForward(t *testing.T) {
 			c := tc.cfg
 			c.SeqLen = 20
 			m := newTestModel(t, c, 1, pool)
-			fillRandom(m, 31, 0.5)
+			fillRandomAll(m, 31, 0.5)
 			in, tg := randomTokens(rand.New(rand.NewPCG(8, 8)), c.SeqLen, c.Vocab)
 			if _, err := m.Forward(in, tg); err != nil {
 				t.Fatal(err)

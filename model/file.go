@@ -17,7 +17,7 @@ import (
 
 // A model directory holds config.json (Hugging Face Llama fields plus smallinit's attn_gate, norm and
 // smallinit_init) and model.safetensors (float32 tensors with Hugging Face Llama names). A model with
-// attn_gate "none" and norm "rmsnorm" loads as a plain LlamaForCausalLM.
+// attn_gate "none" and norm "rmsnorm" loads as a plain LlamaForCausalLM (Qwen2ForCausalLM with q/k/v biases).
 const (
 	ConfigFile  = "config.json"
 	WeightsFile = "model.safetensors"
@@ -40,7 +40,7 @@ type fileConfig struct {
 	RopeScaling           json.RawMessage `json:"rope_scaling,omitempty"`
 	TieWordEmbeddings     bool            `json:"tie_word_embeddings"`
 	HiddenAct             string          `json:"hidden_act"`
-	AttentionBias         bool            `json:"attention_bias"`
+	AttentionBias         *bool           `json:"attention_bias,omitempty"` // nil: absent (Qwen2 configs have none)
 	MLPBias               bool            `json:"mlp_bias"`
 	TorchDtype            string          `json:"torch_dtype"`
 	NumExperts            int             `json:"num_experts,omitempty"`
@@ -53,7 +53,9 @@ type fileConfig struct {
 	DecoderSparseStep     int             `json:"decoder_sparse_step,omitempty"`
 	MLPOnlyLayers         []int           `json:"mlp_only_layers,omitempty"`
 	CapacityFactor        float64         `json:"capacity_factor,omitempty"`
+	UseSlidingWindow      bool            `json:"use_sliding_window,omitempty"`
 	QKNorm                bool            `json:"qk_norm,omitempty"`
+	QKVBias               *bool           `json:"qkv_bias,omitempty"` // smallinit: q/k/v biases where model_type cannot say it
 	AttnGate              string          `json:"attn_gate,omitempty"`
 	Norm                  string          `json:"norm,omitempty"`
 	Init                  json.RawMessage `json:"smallinit_init,omitempty"`
@@ -75,30 +77,52 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 		return Config{}, nil, fmt.Errorf("model config %s: %s", path, fmt.Sprintf(format, a...))
 	}
 	switch fc.ModelType {
-	case "", "llama", "qwen2_moe", "qwen3", "qwen3_moe":
+	case "", "llama", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe":
 	default:
-		return bad("model_type %q is not supported (supported: llama, qwen3, qwen3_moe, qwen2_moe)", fc.ModelType)
+		return bad("model_type %q is not supported (supported: llama, qwen2, qwen2_moe, qwen3, qwen3_moe)", fc.ModelType)
 	}
 	if len(fc.MLPOnlyLayers) > 0 {
 		return bad("mlp_only_layers is not supported (use decoder_sparse_step)")
 	}
-	if fc.NumKeyValueHeads != 0 && fc.NumKeyValueHeads != fc.NumAttentionHeads {
-		return bad("num_key_value_heads %d != num_attention_heads %d: grouped-query attention is not supported", fc.NumKeyValueHeads, fc.NumAttentionHeads)
+	if kv := fc.NumKeyValueHeads; kv < 0 || kv > 0 && fc.NumAttentionHeads > 0 && fc.NumAttentionHeads%kv != 0 {
+		return bad("num_key_value_heads = %d: must divide num_attention_heads = %d", kv, fc.NumAttentionHeads)
 	}
 	if fc.HiddenAct != "" && fc.HiddenAct != "silu" {
 		return bad("hidden_act %q is not supported (supported: silu)", fc.HiddenAct)
 	}
-	if fc.AttentionBias || fc.MLPBias {
-		return bad("attention_bias and mlp_bias are not supported")
+	// Attention biases. Hugging Face's Qwen2 and Qwen2-MoE always have q_proj, k_proj and v_proj biases and no
+	// o_proj bias, and their configs have no attention_bias; smallinit writes attention_bias false for its
+	// bias-free qwen2_moe models. Llama's and Qwen3's attention_bias puts a bias on all four projections.
+	qkvBias := false
+	switch fc.ModelType {
+	case "qwen2", "qwen2_moe":
+		qkvBias = fc.AttentionBias == nil || *fc.AttentionBias
+	default:
+		if fc.AttentionBias != nil && *fc.AttentionBias {
+			return bad("attention_bias = true is not supported for model_type %q: it adds a bias to o_proj as well as to q_proj, k_proj and v_proj, and o_proj biases are not supported (q/k/v biases alone: qkv_bias = true)", fc.ModelType)
+		}
+	}
+	if fc.QKVBias != nil {
+		qkvBias = *fc.QKVBias
+	}
+	if fc.MLPBias {
+		return bad("mlp_bias = true is not supported (biases on gate_proj, up_proj and down_proj)")
 	}
 	if len(fc.RopeScaling) > 0 && string(fc.RopeScaling) != "null" {
-		return bad("rope_scaling is not supported")
+		return bad("rope_scaling = %s is not supported (only plain RoPE with rope_theta)", fc.RopeScaling)
+	}
+	if fc.UseSlidingWindow {
+		return bad("use_sliding_window = true is not supported (full causal attention only)")
 	}
 	c := Config{
 		Vocab: fc.VocabSize, Dim: fc.HiddenSize, FFN: fc.IntermediateSize, Layers: fc.NumHiddenLayers,
 		Heads: fc.NumAttentionHeads, HeadDim: fc.HeadDim, SeqLen: fc.MaxPositionEmbeddings,
 		NormEps: fc.RMSNormEps, Norm: fc.Norm, AttnGate: fc.AttnGate, RopeTheta: fc.RopeTheta,
 		Tied: fc.TieWordEmbeddings, FFNKind: FFNDense, QKNorm: fc.QKNorm || fc.ModelType == "qwen3" || fc.ModelType == "qwen3_moe",
+		QKVBias: qkvBias,
+	}
+	if fc.NumKeyValueHeads != fc.NumAttentionHeads {
+		c.KVHeads = fc.NumKeyValueHeads // 0 (absent) is multi-head attention, as in Hugging Face
 	}
 	if fc.ModelType == "qwen2_moe" || fc.ModelType == "qwen3_moe" || fc.NumExperts > 0 {
 		c.FFNKind, c.Experts, c.TopK, c.ExpertFFN = FFNMoE, fc.NumExperts, fc.NumExpertsPerTok, fc.MoEIntermediateSize
@@ -132,17 +156,18 @@ func writeConfig(dir string, c Config, init any) error {
 	return WriteFileAtomic(filepath.Join(dir, ConfigFile), b)
 }
 
-// ConfigJSON renders config.json for c: a Hugging Face Llama (Qwen3 with QK-norm, Qwen2-MoE for MoE models)
-// config plus smallinit's fields, with torch_dtype naming the stored dtype and init, if non-nil, recorded as
-// smallinit_init. It is the one definition of the file, used by Save and by the streaming writer of large
-// checkpoints.
+// ConfigJSON renders config.json for c: a Hugging Face Llama (Qwen2 with q/k/v biases, Qwen3 with QK-norm,
+// Qwen2-MoE for MoE models) config plus smallinit's fields, with torch_dtype naming the stored dtype and init, if
+// non-nil, recorded as smallinit_init. It is the one definition of the file, used by Save and by the streaming
+// writer of large checkpoints.
 func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
+	yes, no := true, false
 	fc := fileConfig{
 		Architectures: []string{"LlamaForCausalLM"}, ModelType: "llama",
 		VocabSize: c.Vocab, HiddenSize: c.Dim, IntermediateSize: c.FFN, NumHiddenLayers: c.Layers,
-		NumAttentionHeads: c.Heads, NumKeyValueHeads: c.Heads, HeadDim: c.HeadSize(),
+		NumAttentionHeads: c.Heads, NumKeyValueHeads: c.KVHeadCount(), HeadDim: c.HeadSize(),
 		MaxPositionEmbeddings: c.SeqLen, RMSNormEps: c.NormEps, RopeTheta: c.RopeTheta,
-		TieWordEmbeddings: c.Tied, HiddenAct: "silu", TorchDtype: torchDtype,
+		TieWordEmbeddings: c.Tied, HiddenAct: "silu", AttentionBias: &no, TorchDtype: torchDtype,
 		AttnGate: c.AttnGate, Norm: c.Norm,
 	}
 	if c.QKNorm {
@@ -153,6 +178,16 @@ func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
 		fc.NumExperts, fc.NumExpertsPerTok, fc.MoEIntermediateSize = c.Experts, c.TopK, c.ExpertFFN
 		fc.SharedExpertSize, fc.NormTopKProb, fc.RouterAuxLossCoef = c.SharedFFN, c.NormTopK, c.AuxCoef
 		fc.RouterZLossCoef, fc.DecoderSparseStep, fc.CapacityFactor = c.ZLossCoef, c.SparseStep, c.Capacity
+	}
+	if c.QKVBias {
+		switch fc.ModelType {
+		case "llama": // Qwen2 is Llama with q/k/v biases
+			fc.Architectures, fc.ModelType, fc.AttentionBias = []string{"Qwen2ForCausalLM"}, "qwen2", nil
+		case "qwen2_moe": // q/k/v biases are Qwen2-MoE's default
+			fc.AttentionBias = nil
+		default: // Qwen3's attention_bias would put a bias on o_proj too
+			fc.QKVBias = &yes
+		}
 	}
 	if init != nil {
 		raw, err := json.Marshal(init)
@@ -245,7 +280,11 @@ func checkTensors(f safetensors.Reader, specs []TensorSpec) error {
 		want[t.Name] = true
 		info, ok := f.Info(t.Name)
 		if !ok {
-			return fmt.Errorf("load weights %s: tensor %s is missing", path, t.Name)
+			hint := ""
+			if t.Class == ClassQKVBias {
+				hint = " (config.json implies q/k/v biases: model_type qwen2 and qwen2_moe have them unless attention_bias is false, any model_type with qkv_bias true)"
+			}
+			return fmt.Errorf("load weights %s: tensor %s is missing%s", path, t.Name, hint)
 		}
 		if !equalShape(info.Shape, t.Shape) {
 			return fmt.Errorf("load weights %s: tensor %s has shape %v, the config implies %v", path, t.Name, info.Shape, t.Shape)
@@ -262,7 +301,7 @@ func checkTensors(f safetensors.Reader, specs []TensorSpec) error {
 		if len(extra) > 5 {
 			extra = append(extra[:5], "...")
 		}
-		return fmt.Errorf("load weights %s: unexpected tensors %v (tie_word_embeddings, attn_gate or norm in config.json may not match the file)", path, extra)
+		return fmt.Errorf("load weights %s: unexpected tensors %v (tie_word_embeddings, attn_gate, norm, attention_bias or qkv_bias in config.json may not match the file)", path, extra)
 	}
 	return nil
 }
@@ -291,7 +330,7 @@ func (m *Model) readWeights(f safetensors.Reader) error {
 func MemoryBytes(c Config, batch, workers int) float64 {
 	B, T, L, H := float64(batch), float64(c.SeqLen), float64(c.Layers), float64(c.Heads)
 	N, d, a, f, V := B*T, float64(c.Dim), float64(c.AttnDim()), float64(c.FFN), float64(c.Vocab)
-	wq := 3*a + float64(c.GateRows())
+	wq := float64(c.qkvgWidth())
 	perLayer := N*(4*d+2*wq+3*a+3*f+4+4*a) + B*H*T*T
 	if c.FFNKind == FFNMoE {
 		k, e, fe, fs := float64(c.TopK), float64(c.Experts), float64(c.ExpertFFN), float64(c.SharedFFN)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,11 +18,11 @@ import (
 func TestSaveLoadRoundTrip(t *testing.T) {
 	pool := kernel.NewPool(1)
 	defer pool.Close()
-	for _, tc := range switchCases {
+	for _, tc := range append(switchCases[:len(switchCases):len(switchCases)], gqaCases...) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			m := newTestModel(t, tc.cfg, 1, pool)
-			fillRandom(m, 1, 0.5)
+			fillRandomAll(m, 1, 0.5)
 			if err := m.Save(dir, map[string]any{"gamma": 1}); err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +74,14 @@ func TestLoadRefusesBadModels(t *testing.T) {
 		{"missing config", "config.json", nil, weights},
 		{"config not json", "config.json", []byte("{"), weights},
 		{"negative size", "hidden_size", []byte(strings.Replace(string(cfg), `"hidden_size": 8`, `"hidden_size": -8`, 1)), weights},
-		{"gqa", "grouped-query", []byte(strings.Replace(string(cfg), `"num_key_value_heads": 2`, `"num_key_value_heads": 1`, 1)), weights},
+		{"kv heads not dividing heads", "num_key_value_heads = 3: must divide num_attention_heads = 2", []byte(strings.Replace(string(cfg), `"num_key_value_heads": 2`, `"num_key_value_heads": 3`, 1)), weights},
+		{"gqa config, multi-head weights", "k_proj.weight has shape [8 8], the config implies [4 8]", []byte(strings.Replace(string(cfg), `"num_key_value_heads": 2`, `"num_key_value_heads": 1`, 1)), weights},
+		{"llama attention_bias", "attention_bias = true is not supported for model_type \"llama\": it adds a bias to o_proj", []byte(strings.Replace(string(cfg), `"attention_bias": false`, `"attention_bias": true`, 1)), weights},
+		{"qwen3 attention_bias", "o_proj", []byte(strings.Replace(strings.Replace(string(cfg), `"attention_bias": false`, `"attention_bias": true`, 1), `"model_type": "llama"`, `"model_type": "qwen3"`, 1)), weights},
+		{"mlp_bias", "mlp_bias = true is not supported", []byte(strings.Replace(string(cfg), `"mlp_bias": false`, `"mlp_bias": true`, 1)), weights},
+		{"rope_scaling", `rope_scaling = {"rope_type": "llama3", "factor": 8} is not supported`, []byte(strings.Replace(string(cfg), `"rope_theta": 10000,`, `"rope_theta": 10000, "rope_scaling": {"rope_type": "llama3", "factor": 8},`, 1)), weights},
+		{"sliding window", "use_sliding_window = true is not supported", []byte(strings.Replace(string(cfg), `"model_type": "llama"`, `"model_type": "qwen2", "use_sliding_window": true`, 1)), weights},
+		{"qwen2 without bias tensors", "q_proj.bias is missing (config.json implies q/k/v biases: model_type qwen2 and qwen2_moe have them unless attention_bias is false", []byte(strings.Replace(strings.Replace(string(cfg), `"model_type": "llama"`, `"model_type": "qwen2"`, 1), `"attention_bias": false,`, ``, 1)), weights},
 		{"unknown architecture", "model_type", []byte(strings.Replace(string(cfg), `"model_type": "llama"`, `"model_type": "gpt2"`, 1)), weights},
 		{"missing weights", "model.safetensors", cfg, nil},
 		{"truncated weights", "model.safetensors", cfg, weights[:len(weights)-10]},
@@ -136,6 +144,200 @@ func TestLoadShardedBFloat16(t *testing.T) {
 		bf = math.Float32frombits(math.Float32bits(bf) &^ 0xFFFF)
 		if got.Params.Flat[i] != bf {
 			t.Fatalf("parameter %d: loaded %g, bfloat16 of %g is %g", i, got.Params.Flat[i], v, bf)
+		}
+	}
+}
+
+// TestLoadHuggingFaceGQACheckpoints: checkpoints laid out as Hugging Face writes them — config.json with the
+// fields (and extra keys) of real Llama-3, Qwen2, Qwen2-MoE and Qwen3 configs, tensors named and shaped from
+// those architectures' definitions (not from Config.Tensors), in bfloat16 — load with grouped-query attention
+// and the q/k/v biases their model_type implies, hold the written values, and run forward (equal to the float64
+// reference) and backward.
+func TestLoadHuggingFaceGQACheckpoints(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	const V, d, L, H, T = 32, 16, 2, 4, 8
+	for _, tc := range []struct {
+		name    string
+		config  string
+		kv, dh  int
+		bias    bool // q_proj, k_proj, v_proj biases
+		qkNorm  bool
+		experts int // Qwen2-MoE experts (0: dense), with a shared expert
+		tied    bool
+	}{
+		{"llama3", `"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_key_value_heads": 2,
+			"rope_theta": 500000.0, "rope_scaling": null, "attention_bias": false, "attention_dropout": 0.0,
+			"mlp_bias": false, "pretraining_tp": 1, "bos_token_id": 128000, "eos_token_id": 128001, "initializer_range": 0.02,
+			"tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.40.0"`, 2, 4, false, false, 0, false},
+		{"qwen2", `"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_key_value_heads": 1,
+			"rope_theta": 1000000.0, "rope_scaling": null, "sliding_window": 32768, "use_sliding_window": false,
+			"max_window_layers": 24, "attention_dropout": 0.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16"`, 1, 4, true, false, 0, true},
+		{"qwen2_moe", `"architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "num_key_value_heads": 2,
+			"rope_theta": 1000000.0, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8,
+			"shared_expert_intermediate_size": 24, "norm_topk_prob": false, "decoder_sparse_step": 1,
+			"router_aux_loss_coef": 0.001, "output_router_logits": false, "mlp_only_layers": [], "use_sliding_window": false,
+			"tie_word_embeddings": false, "torch_dtype": "bfloat16"`, 2, 4, true, false, 4, false},
+		{"qwen3", `"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_key_value_heads": 2, "head_dim": 6,
+			"rope_theta": 1000000, "rope_scaling": null, "attention_bias": false, "tie_word_embeddings": true,
+			"torch_dtype": "bfloat16"`, 2, 6, false, true, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			config := fmt.Sprintf(`{%s, "vocab_size": %d, "hidden_size": %d, "intermediate_size": 24,
+				"num_hidden_layers": %d, "num_attention_heads": %d, "max_position_embeddings": %d, "rms_norm_eps": 1e-06,
+				"hidden_act": "silu", "use_cache": true}`, tc.config, V, d, L, H, T)
+			if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			type tensor struct {
+				name  string
+				shape []int
+			}
+			ts := []tensor{{"model.embed_tokens.weight", []int{V, d}}, {"model.norm.weight", []int{d}}}
+			if !tc.tied {
+				ts = append(ts, tensor{"lm_head.weight", []int{V, d}})
+			}
+			mlp := func(p string, f int) []tensor {
+				return []tensor{{p + "gate_proj.weight", []int{f, d}}, {p + "up_proj.weight", []int{f, d}}, {p + "down_proj.weight", []int{d, f}}}
+			}
+			for l := 0; l < L; l++ {
+				p := fmt.Sprintf("model.layers.%d.", l)
+				ts = append(ts, tensor{p + "input_layernorm.weight", []int{d}}, tensor{p + "post_attention_layernorm.weight", []int{d}},
+					tensor{p + "self_attn.q_proj.weight", []int{H * tc.dh, d}}, tensor{p + "self_attn.k_proj.weight", []int{tc.kv * tc.dh, d}},
+					tensor{p + "self_attn.v_proj.weight", []int{tc.kv * tc.dh, d}}, tensor{p + "self_attn.o_proj.weight", []int{d, H * tc.dh}})
+				if tc.bias {
+					ts = append(ts, tensor{p + "self_attn.q_proj.bias", []int{H * tc.dh}}, tensor{p + "self_attn.k_proj.bias", []int{tc.kv * tc.dh}},
+						tensor{p + "self_attn.v_proj.bias", []int{tc.kv * tc.dh}})
+				}
+				if tc.qkNorm {
+					ts = append(ts, tensor{p + "self_attn.q_norm.weight", []int{tc.dh}}, tensor{p + "self_attn.k_norm.weight", []int{tc.dh}})
+				}
+				if tc.experts == 0 {
+					ts = append(ts, mlp(p+"mlp.", 24)...)
+					continue
+				}
+				ts = append(ts, tensor{p + "mlp.gate.weight", []int{tc.experts, d}}, tensor{p + "mlp.shared_expert_gate.weight", []int{1, d}})
+				ts = append(ts, mlp(p+"mlp.shared_expert.", 24)...)
+				for e := 0; e < tc.experts; e++ {
+					ts = append(ts, mlp(fmt.Sprintf("%smlp.experts.%d.", p, e), 8)...)
+				}
+			}
+			rng := rand.New(rand.NewPCG(17, 17))
+			written := map[string][]float32{}
+			w := safetensors.Create(filepath.Join(dir, WeightsFile), map[string]string{"format": "pt"})
+			for _, tn := range ts {
+				n := 1
+				for _, s := range tn.shape {
+					n *= s
+				}
+				v := make([]float32, n)
+				for i := range v {
+					switch {
+					case strings.HasSuffix(tn.name, "norm.weight"):
+						v[i] = float32(1 + 0.1*rng.NormFloat64())
+					case strings.HasSuffix(tn.name, ".bias"):
+						v[i] = float32(0.1 * rng.NormFloat64())
+					default:
+						v[i] = float32(rng.NormFloat64() / math.Sqrt(float64(tn.shape[1])))
+					}
+					v[i] = math.Float32frombits(math.Float32bits(v[i]) &^ 0xFFFF) // exactly representable in bfloat16
+				}
+				written[tn.name] = v
+				if err := w.AddFloat32As(tn.name, safetensors.DType("BF16"), tn.shape, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			m, _, err := Load(dir, 2, pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := m.Config
+			if c.KVHeadCount() != tc.kv || c.QKVBias != tc.bias || c.QKNorm != tc.qkNorm || c.HeadSize() != tc.dh || (c.FFNKind == FFNMoE) != (tc.experts > 0) {
+				t.Fatalf("config %+v: want %d key/value heads, q/k/v biases %v, QK-norm %v, d_h %d, %d experts", c, tc.kv, tc.bias, tc.qkNorm, tc.dh, tc.experts)
+			}
+			if len(m.Specs) != len(ts) {
+				t.Fatalf("model has %d tensors, the checkpoint %d", len(m.Specs), len(ts))
+			}
+			for _, s := range m.Specs {
+				want := written[s.Name]
+				for i, v := range m.Params.Flat[s.Offset : s.Offset+s.Size()] {
+					if v != want[i] {
+						t.Fatalf("%s element %d: loaded %g, written %g", s.Name, i, v, want[i])
+					}
+				}
+			}
+			in, tg := randomTokens(rand.New(rand.NewPCG(18, 18)), 2*T, V)
+			loss, err := m.Forward(in, tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _, wantLogits := newRef(m).forward(in, tg)
+			if e := math.Abs(loss-want) / want; e > 1e-6 {
+				t.Errorf("loss %.8f, reference %.8f (rel err %.2e)", loss, want, e)
+			}
+			if e := relErr(m.Logits(), wantLogits); e > 1e-5 {
+				t.Errorf("logits rel err %.2e", e)
+			}
+			m.ZeroGrads()
+			m.Backward()
+			for _, s := range m.Specs {
+				var sq float64
+				for _, g := range m.Grads.Flat[s.Offset : s.Offset+s.Size()] {
+					sq += float64(g) * float64(g)
+				}
+				// An expert the router sends no token has a zero gradient; the attention tensors never do.
+				if math.IsNaN(sq) || math.IsInf(sq, 0) || sq == 0 && strings.Contains(s.Name, "self_attn") {
+					t.Errorf("%s: gradient norm² %g", s.Name, sq)
+				}
+			}
+		})
+	}
+}
+
+// TestConfigJSONNamesTheArchitecture: config.json names the Hugging Face architecture that has the model's
+// attention: Qwen2 for q/k/v biases (its default, so no attention_bias), Qwen2-MoE without attention_bias when
+// biased and with attention_bias false when not, and smallinit's qkv_bias where the model_type cannot say it
+// (Qwen3's attention_bias would add an o_proj bias); num_key_value_heads is KV.
+func TestConfigJSONNamesTheArchitecture(t *testing.T) {
+	for _, tc := range []struct {
+		name, modelType, attentionBias, qkvBias string // attentionBias, qkvBias: the JSON value, "" when absent
+		kv                                      int
+	}{
+		{"rms_eps1e-5_none", "llama", "false", "", 2},
+		{"gqa_h4_kv2_qkvbias", "qwen2", "", "", 2},
+		{"mqa_h4_kv1_elementwise", "llama", "false", "", 1},
+		{"gqa_h4_kv2_qknorm_qkvbias_headwise_layernorm_tied", "qwen3", "false", "true", 2},
+		{"moe_top2_norm_shared_aux_z", "qwen2_moe", "false", "", 2},
+		{"moe_top2_shared_kv1_qkvbias", "qwen2_moe", "", "", 1},
+	} {
+		var c Config
+		for _, sc := range append(switchCases[:len(switchCases):len(switchCases)], gqaCases...) {
+			if sc.name == tc.name {
+				c = sc.cfg
+			}
+		}
+		b, err := ConfigJSON(c, nil, "float32")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fc map[string]any
+		if err := json.Unmarshal(b, &fc); err != nil {
+			t.Fatal(err)
+		}
+		str := func(key string) string {
+			if v, ok := fc[key]; ok {
+				return fmt.Sprint(v)
+			}
+			return ""
+		}
+		if str("model_type") != tc.modelType || str("attention_bias") != tc.attentionBias || str("qkv_bias") != tc.qkvBias ||
+			str("num_key_value_heads") != fmt.Sprint(tc.kv) {
+			t.Errorf("%s: model_type %q, attention_bias %q, qkv_bias %q, num_key_value_heads %q; want %q, %q, %q, %d", tc.name,
+				str("model_type"), str("attention_bias"), str("qkv_bias"), str("num_key_value_heads"), tc.modelType, tc.attentionBias, tc.qkvBias, tc.kv)
 		}
 	}
 }

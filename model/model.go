@@ -80,9 +80,9 @@ type activations struct {
 type layerActs struct {
 	n1   []float32 // input norm output [N, d]
 	s1   normStats
-	qkvg []float32 // [N, 3·H·d_h + gate rows]: q, k after RoPE; v; gate after the sigmoid
-	qkIn []float32 // [N, 2·H·d_h] q and k before their per-head norm (QKNorm only)
-	qkR  []float32 // [N, 2·H] their per-head 1/rms (QKNorm only)
+	qkvg []float32 // [N, H·d_h + 2·KV·d_h + gate rows]: q, k (biased, normed) after RoPE; v; gate after the sigmoid
+	qkIn []float32 // [N, (H+KV)·d_h] q and k before their per-head norm (QKNorm only)
+	qkR  []float32 // [N, H+KV] their per-head 1/rms (QKNorm only)
 	att  []float32 // [B, H, T, T] attention probabilities (upper triangle zero)
 	y    []float32 // [N, H·d_h] attention output before the gate
 	yg   []float32 // [N, H·d_h] gated attention output (aliases y without gate)
@@ -110,6 +110,9 @@ func New(c Config, batch int, pool *kernel.Pool) (*Model, error) {
 	if c.FFNKind == "" {
 		c.FFNKind = FFNDense
 	}
+	if c.KVHeads == c.Heads {
+		c.KVHeads = 0 // one spelling of multi-head attention, so that configs compare equal after a save and load
+	}
 	m := &Model{Config: c, Specs: c.layout(), pool: pool, batch: batch, attnBlock: defaultAttnBlock}
 	np := int(c.NumParams())
 	m.Params = newWeights(c, make([]float32, np))
@@ -126,8 +129,8 @@ func (m *Model) Batch() int { return m.batch }
 // Pool is the worker pool the model runs on.
 func (m *Model) Pool() *kernel.Pool { return m.pool }
 
-// qkvgWidth is the row width of the fused q|k|v|gate projection.
-func (m *Model) qkvgWidth() int { return 3*m.Config.AttnDim() + m.Config.GateRows() }
+// qkvgWidth is the row width of the fused q|k|v|gate projection, H·d_h + 2·KV·d_h + gate rows.
+func (m *Model) qkvgWidth() int { return m.Config.qkvgWidth() }
 
 func (m *Model) allocActivations() {
 	c := m.Config
@@ -142,7 +145,7 @@ func (m *Model) allocActivations() {
 		la.n1, la.s1 = make([]float32, N*d), stats()
 		la.qkvg = make([]float32, N*wq)
 		if c.QKNorm {
-			la.qkIn, la.qkR = make([]float32, N*2*a), make([]float32, N*2*c.Heads)
+			la.qkIn, la.qkR = make([]float32, N*(a+c.KVDim())), make([]float32, N*(c.Heads+c.KVHeadCount()))
 		}
 		la.att = make([]float32, m.batch*c.Heads*T*T)
 		la.y = make([]float32, N*a)
@@ -318,8 +321,11 @@ func (m *Model) Backward() {
 		if c.AttnGate != GateNone {
 			m.parallel((*Model).gateBackward, l, N, 64)
 		}
-		m.parallel((*Model).attentionBackward, l, (N/m.t)*c.Heads, 1)
+		m.parallel((*Model).attentionBackward, l, (N/m.t)*c.KVHeadCount(), 1)
 		m.ropeQKNormBackward(l)
+		if c.QKVBias {
+			m.parallel((*Model).qkvBiasBackward, l, c.qkvDim(), 64)
+		}
 		m.pool.Gemm(false, false, N, d, wq, A.dqkvg, wq, W.QKVG, d, A.dn, d, false)
 		m.pool.Gemm(true, false, wq, d, N, A.dqkvg, wq, L.n1, d, G.QKVG, d, true)
 		m.normBackward(m.residual(l), L.s1, W.Norm1, G.Norm1, G.Norm1B)
@@ -364,15 +370,7 @@ func (m *Model) lossForward(_, w, lo, hi int) {
 	for n := lo; n < hi; n++ {
 		z := m.acts.logits[n*V : (n+1)*V]
 		mx := kernel.MaxF(z)
-		for j, v := range z {
-			tmp[j] = v - mx
-		}
-		kernel.Exp(tmp, tmp)
-		var s float32
-		for _, v := range tmp {
-			s += v
-		}
-		lse := mx + float32(math.Log(float64(s)))
+		lse := mx + float32(math.Log(float64(kernel.ExpShiftSum(tmp, z, mx, 1))))
 		m.acts.lse[n] = lse
 		m.acts.loss[n] = lse - z[m.acts.target[n]]
 	}
@@ -384,11 +382,7 @@ func (m *Model) lossBackward(_, _, lo, hi int) {
 	inv := 1 / float32(m.n)
 	for n := lo; n < hi; n++ {
 		z := m.acts.logits[n*V : (n+1)*V]
-		lse := m.acts.lse[n]
-		for j := range z {
-			z[j] -= lse
-		}
-		kernel.Exp(z, z)
+		kernel.ExpShiftSum(z, z, m.acts.lse[n], 1)
 		kernel.Scale(inv, z)
 		z[m.acts.target[n]] -= inv
 	}

@@ -18,6 +18,7 @@ const (
 	ClassShGate   = "shared_gate" // MoE shared-expert gate [1, d]
 	ClassNorm     = "norm"        // norm gains
 	ClassNormBias = "norm_bias"   // LayerNorm biases
+	ClassQKVBias  = "qkv_bias"    // q_proj, k_proj and v_proj biases (Config.QKVBias); start at 0, no weight decay
 )
 
 // TensorSpec describes one named tensor inside the flat parameter buffer.
@@ -54,10 +55,12 @@ func (t TensorSpec) FanIn() int {
 func (c Config) Tensors() []TensorSpec { return c.layout() }
 
 // layout lists every tensor in buffer order. Within a block, q, k, v and the attention gate are adjacent rows
-// of one [3·H·d_h + gate rows, d] matrix so that a single matrix multiply computes all four projections, and
-// the FFN gate and up projections are adjacent rows of one [2·d_ff, d] matrix, for the same reason.
+// of one [H·d_h + 2·KV·d_h + gate rows, d] matrix so that a single matrix multiply computes all four
+// projections (k_proj and v_proj have KV·d_h rows: fewer than q_proj under grouped-query attention), and the FFN
+// gate and up projections are adjacent rows of one [2·d_ff, d] matrix, for the same reason. The q, k and v
+// biases, when present, are likewise one contiguous [H·d_h + 2·KV·d_h] vector right after the matrix.
 func (c Config) layout() []TensorSpec {
-	d, a, f := c.Dim, c.AttnDim(), c.FFN
+	d, a, kv, f := c.Dim, c.AttnDim(), c.KVDim(), c.FFN
 	var ts []TensorSpec
 	off := 0
 	add := func(name, class string, layer int, shape ...int) {
@@ -76,10 +79,15 @@ func (c Config) layout() []TensorSpec {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		norm(p+"input_layernorm", l)
 		add(p+"self_attn.q_proj.weight", ClassQ, l, a, d)
-		add(p+"self_attn.k_proj.weight", ClassK, l, a, d)
-		add(p+"self_attn.v_proj.weight", ClassV, l, a, d)
+		add(p+"self_attn.k_proj.weight", ClassK, l, kv, d)
+		add(p+"self_attn.v_proj.weight", ClassV, l, kv, d)
 		if g := c.GateRows(); g > 0 {
 			add(p+"self_attn.g_proj.weight", ClassGate, l, g, d)
+		}
+		if c.QKVBias {
+			add(p+"self_attn.q_proj.bias", ClassQKVBias, l, a)
+			add(p+"self_attn.k_proj.bias", ClassQKVBias, l, kv)
+			add(p+"self_attn.v_proj.bias", ClassQKVBias, l, kv)
 		}
 		add(p+"self_attn.o_proj.weight", ClassO, l, d, a)
 		if c.QKNorm {
@@ -127,7 +135,8 @@ type Weights struct {
 // LayerWeights are one block's views.
 type LayerWeights struct {
 	Norm1, Norm1B []float32 // input_layernorm gain (and bias)
-	QKVG          []float32 // [3·H·d_h + gate rows, d]: q_proj, k_proj, v_proj, g_proj rows in that order
+	QKVG          []float32 // [H·d_h + 2·KV·d_h + gate rows, d]: q_proj, k_proj, v_proj, g_proj rows in that order
+	QKVB          []float32 // [H·d_h + 2·KV·d_h]: q_proj, k_proj, v_proj biases in that order (QKVBias only)
 	O             []float32 // [d, H·d_h]
 	QNorm, KNorm  []float32 // per-head RMSNorm gains [d_h] of q and k (QKNorm only)
 	Norm2, Norm2B []float32 // post_attention_layernorm gain (and bias)
@@ -170,6 +179,9 @@ func newWeights(c Config, flat []float32) Weights {
 			lastQKVG = byName[p+"self_attn.g_proj.weight"]
 		}
 		lw.QKVG = span(byName[p+"self_attn.q_proj.weight"], lastQKVG)
+		if c.QKVBias {
+			lw.QKVB = span(byName[p+"self_attn.q_proj.bias"], byName[p+"self_attn.v_proj.bias"])
+		}
 		lw.O = view(byName[p+"self_attn.o_proj.weight"])
 		if c.QKNorm {
 			lw.QNorm, lw.KNorm = view(byName[p+"self_attn.q_norm.weight"]), view(byName[p+"self_attn.k_norm.weight"])

@@ -68,11 +68,13 @@ func checkParity(t *testing.T, dir, golden string, pool *kernel.Pool) {
 		return v
 	}
 	want := read("loss", 1)[0]
-	if e := math.Abs(loss-want) / want; e > parityLossTol {
-		t.Errorf("loss %.8f, PyTorch %.8f: rel err %.2e > %g", loss, want, e, parityLossTol)
+	lossErr := math.Abs(loss-want) / want
+	if lossErr > parityLossTol {
+		t.Errorf("loss %.8f, PyTorch %.8f: rel err %.2e > %g", loss, want, lossErr, parityLossTol)
 	}
-	if e := relErr(m.Logits(), read("logits", len(m.Logits()))); e > parityLossTol {
-		t.Errorf("logits rel err %.2e > %g", e, parityLossTol)
+	logitsErr := relErr(m.Logits(), read("logits", len(m.Logits())))
+	if logitsErr > parityLossTol {
+		t.Errorf("logits rel err %.2e > %g", logitsErr, parityLossTol)
 	}
 	m.ZeroGrads()
 	m.Backward()
@@ -84,15 +86,16 @@ func checkParity(t *testing.T, dir, golden string, pool *kernel.Pool) {
 		}
 		worst = math.Max(worst, e)
 	}
-	t.Logf("loss %.6f (PyTorch %.6f), worst gradient rel err %.2e over %d tensors", loss, want, worst, len(m.Specs))
+	t.Logf("loss %.6f (PyTorch %.6f, rel err %.1e), logits rel err %.1e, worst gradient rel err %.2e over %d tensors",
+		loss, want, lossErr, logitsErr, worst, len(m.Specs))
 }
 
 func TestParityWithPyTorchFixtures(t *testing.T) {
 	pool := kernel.NewPool(2)
 	defer pool.Close()
 	dirs, _ := filepath.Glob("../testdata/parity/*/golden.safetensors")
-	if len(dirs) < 6 {
-		t.Fatalf("found %d parity fixtures under testdata/parity, want 6 (regenerate with python/torchref.py fixtures)", len(dirs))
+	if len(dirs) < 12 {
+		t.Fatalf("found %d parity fixtures under testdata/parity, want 12 (regenerate with python/torchref.py fixtures)", len(dirs))
 	}
 	for _, golden := range dirs {
 		dir := filepath.Dir(golden)
@@ -111,7 +114,9 @@ func python3WithTorch() string {
 }
 
 // TestLiveParityWithPyTorch writes a model from Go, has python/torchref.py compute the golden values from
-// those files, and compares: it checks the writer and the config.json contract as well as the math.
+// those files, and compares: it checks the writer and the config.json contract as well as the math. The
+// grouped-query cases cover how Save spells them for Hugging Face: num_key_value_heads, and q/k/v biases as
+// model_type qwen2 (a dense model) and qwen2_moe (an MoE model) with no attention_bias.
 func TestLiveParityWithPyTorch(t *testing.T) {
 	py := python3WithTorch()
 	if py == "" {
@@ -125,11 +130,15 @@ func TestLiveParityWithPyTorch(t *testing.T) {
 	}{
 		{"layernorm_headwise_tied", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 3, SeqLen: 70, NormEps: 1e-5, Norm: NormLayer, AttnGate: GateHeadwise, RopeTheta: 10000, Tied: true}},
 		{"rms_eps1e-12_elementwise_T130", Config{Vocab: 40, Dim: 32, FFN: 64, Layers: 1, Heads: 2, SeqLen: 130, NormEps: 1e-12, Norm: NormRMS, AttnGate: GateElementwise, RopeTheta: 10000}},
+		{"qwen2_gqa_h4_kv2_qkvbias_elementwise_T70", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 2, SeqLen: 70, NormEps: 1e-6, Norm: NormRMS, AttnGate: GateElementwise, RopeTheta: 1e6, QKVBias: true}},
+		{"llama_mqa_h3_kv1_layernorm_headwise_tied", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 3, KVHeads: 1, HeadDim: 10, SeqLen: 20, NormEps: 1e-5, Norm: NormLayer, AttnGate: GateHeadwise, RopeTheta: 500000, Tied: true}},
+		{"qwen2_moe_h4_kv1_qkvbias", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 1, SeqLen: 20, NormEps: 1e-6, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, QKVBias: true,
+			FFNKind: FFNMoE, Experts: 4, TopK: 2, ExpertFFN: 12, SharedFFN: 16, AuxCoef: 0.1, SparseStep: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			m := newTestModel(t, tc.c, 2, pool)
-			fillRandom(m, 11, 1)
+			fillRandomAll(m, 11, 1)
 			if err := m.Save(dir, nil); err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,10 @@ package model
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/smallinit/smallinit/kernel"
 )
 
 // refModel is a float64 twin of the model written as plainly as possible from SPEC §1, one token and one head at
@@ -81,7 +85,7 @@ func (r *refModel) rmsHead(x, g []float64) []float64 {
 // rope rotates each head of x (rotate-half convention) for position t.
 func (r *refModel) rope(x []float64, t int) {
 	dh := r.c.HeadSize()
-	for h := 0; h < r.c.Heads; h++ {
+	for h := 0; h < len(x)/dh; h++ {
 		v := x[h*dh : (h+1)*dh]
 		for i := 0; i < dh/2; i++ {
 			ang := float64(t) * math.Pow(r.c.RopeTheta, -float64(2*i)/float64(dh))
@@ -94,10 +98,23 @@ func (r *refModel) rope(x []float64, t int) {
 
 func sigmoid64(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
+// proj returns W·h + b for the projection whose tensors start with name (b: name.bias when present).
+func (r *refModel) proj(name string, h []float64, rows int) []float64 {
+	y := matvec(r.w[name+".weight"], h, rows)
+	if b, ok := r.w[name+".bias"]; ok {
+		for i := range y {
+			y[i] += b[i]
+		}
+	}
+	return y
+}
+
 // forward returns the mean loss, the per-token losses and the logits [n, V] of sequences inputs [b, T].
+// Attention is grouped-query when KV < H: query head h reads key/value head h / (H/KV).
 func (r *refModel) forward(inputs, targets []int32) (float64, []float64, []float64) {
 	c := r.c
 	T, d, H, dh, a, V := c.SeqLen, c.Dim, c.Heads, c.HeadSize(), c.AttnDim(), c.Vocab
+	KV := c.KVHeadCount()
 	N := len(inputs)
 	var auxLoss float64
 	x := make([][]float64, N)
@@ -109,12 +126,14 @@ func (r *refModel) forward(inputs, targets []int32) (float64, []float64, []float
 		q, k, v, g := make([][]float64, N), make([][]float64, N), make([][]float64, N), make([][]float64, N)
 		for n := range x {
 			h := r.norm(x[n], p+"input_layernorm")
-			q[n] = matvec(r.w[p+"self_attn.q_proj.weight"], h, a)
-			k[n] = matvec(r.w[p+"self_attn.k_proj.weight"], h, a)
-			v[n] = matvec(r.w[p+"self_attn.v_proj.weight"], h, a)
+			q[n] = r.proj(p+"self_attn.q_proj", h, a)
+			k[n] = r.proj(p+"self_attn.k_proj", h, KV*dh)
+			v[n] = r.proj(p+"self_attn.v_proj", h, KV*dh)
 			if c.QKNorm {
 				for h := 0; h < H; h++ {
 					copy(q[n][h*dh:], r.rmsHead(q[n][h*dh:(h+1)*dh], r.w[p+"self_attn.q_norm.weight"]))
+				}
+				for h := 0; h < KV; h++ {
 					copy(k[n][h*dh:], r.rmsHead(k[n][h*dh:(h+1)*dh], r.w[p+"self_attn.k_norm.weight"]))
 				}
 			}
@@ -128,11 +147,12 @@ func (r *refModel) forward(inputs, targets []int32) (float64, []float64, []float
 			s0 := n - n%T // first row of this sequence
 			y := make([]float64, a)
 			for h := 0; h < H; h++ {
+				g := h / (H / KV) // the key/value head of query head h
 				scores := make([]float64, n-s0+1)
 				mx := math.Inf(-1)
 				for j := range scores {
 					for e := 0; e < dh; e++ {
-						scores[j] += q[n][h*dh+e] * k[s0+j][h*dh+e]
+						scores[j] += q[n][h*dh+e] * k[s0+j][g*dh+e]
 					}
 					scores[j] /= math.Sqrt(float64(dh))
 					mx = math.Max(mx, scores[j])
@@ -144,7 +164,7 @@ func (r *refModel) forward(inputs, targets []int32) (float64, []float64, []float
 				}
 				for j, pj := range scores {
 					for e := 0; e < dh; e++ {
-						y[h*dh+e] += pj / z * v[s0+j][h*dh+e]
+						y[h*dh+e] += pj / z * v[s0+j][g*dh+e]
 					}
 				}
 			}
@@ -293,4 +313,282 @@ func containsInt(xs []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// gqaCases cover grouped-query attention (KV < H key/value heads, down to one: multi-query attention) and the
+// q/k/v biases of Qwen2, alone and combined with the other switches. They run through the same checks as
+// switchCases: forward against the float64 reference, every gradient against finite differences, the
+// allocation-free training step, the KV-cache decoder and the save/load round trip.
+var gqaCases = []struct {
+	name string
+	cfg  Config
+}{
+	{"gqa_h4_kv2_qkvbias", func() Config {
+		c := testConfig(NormRMS, GateNone, 1e-5, false)
+		c.Heads, c.KVHeads, c.HeadDim, c.QKVBias = 4, 2, 4, true
+		return c
+	}()},
+	{"mqa_h4_kv1_elementwise", func() Config { // d_h = d/H = 2
+		c := testConfig(NormRMS, GateElementwise, 1e-12, false)
+		c.Heads, c.KVHeads = 4, 1
+		return c
+	}()},
+	{"gqa_h4_kv2_qknorm_qkvbias_headwise_layernorm_tied", func() Config {
+		c := testConfig(NormLayer, GateHeadwise, 1e-5, true)
+		c.Heads, c.KVHeads, c.HeadDim, c.QKNorm, c.QKVBias = 4, 2, 4, true, true
+		return c
+	}()},
+	{"mha_qkvbias_elementwise", func() Config {
+		c := testConfig(NormRMS, GateElementwise, 1e-5, false)
+		c.QKVBias = true
+		return c
+	}()},
+	{"moe_top2_shared_kv1_qkvbias", func() Config { // the Qwen2-MoE attention: GQA with q/k/v biases
+		c := moeConfig(4, 2, true, 6, 0, 1)
+		c.KVHeads, c.QKVBias = 1, true
+		return c
+	}()},
+}
+
+// fillRandomAll is fillRandom for every tensor class: fillRandom (model_test.go) draws by fan-in, which a bias
+// does not have, so the q/k/v biases are then redrawn as 0.1·N(0,1), like the LayerNorm biases, from a stream of
+// their own (the other tensors keep fillRandom's values).
+func fillRandomAll(m *Model, seed uint64, gamma float64) {
+	fillRandom(m, seed, gamma)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for _, t := range m.Specs {
+		if t.Class != ClassQKVBias {
+			continue
+		}
+		for i := t.Offset; i < t.Offset+t.Size(); i++ {
+			m.Params.Flat[i] = float32(0.1 * rng.NormFloat64())
+		}
+	}
+}
+
+func TestGQAForwardMatchesFloat64Reference(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	for _, tc := range gqaCases {
+		for _, block := range []int{4, defaultAttnBlock} {
+			t.Run(fmt.Sprintf("%s/block%d", tc.name, block), func(t *testing.T) {
+				c := tc.cfg
+				c.SeqLen = 20
+				m := newTestModel(t, c, 3, pool)
+				m.attnBlock = block
+				fillRandomAll(m, 1, 0.5)
+				in, tg := randomTokens(rand.New(rand.NewPCG(2, 2)), 3*c.SeqLen, c.Vocab)
+				loss, err := m.Forward(in, tg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, wantTok, wantLogits := newRef(m).forward(in, tg)
+				if e := math.Abs(loss-want) / want; e > 1e-6 {
+					t.Errorf("loss %.8f, reference %.8f (rel err %.2e)", loss, want, e)
+				}
+				if e := relErr(m.Logits(), wantLogits); e > 1e-5 {
+					t.Errorf("logits rel err %.2e", e)
+				}
+				if e := relErr(m.TokenLoss(), wantTok); e > 1e-5 {
+					t.Errorf("token losses rel err %.2e", e)
+				}
+			})
+		}
+	}
+}
+
+// TestGQAGradientsMatchFiniteDifferences checks every parameter's gradient (the shared k and v projections, the
+// q/k/v biases included) against central differences of the float64 reference forward, (L(θ+h) − L(θ−h)) / 2h
+// with h = 1e-6, at TestGradientsMatchFiniteDifferences's tolerance. Two query blocks at T = 6 exercise the
+// accumulation of a key/value head's dK and dV over both its query heads and the blocks.
+func TestGQAGradientsMatchFiniteDifferences(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	for _, tc := range gqaCases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.cfg
+			m := newTestModel(t, c, 2, pool)
+			m.attnBlock = 4
+			fillRandomAll(m, 3, 0.5)
+			in, tg := randomTokens(rand.New(rand.NewPCG(4, 4)), 2*c.SeqLen, c.Vocab)
+			if _, err := m.Forward(in, tg); err != nil {
+				t.Fatal(err)
+			}
+			m.ZeroGrads()
+			m.Backward()
+			ref := newRef(m)
+			const h = 1e-6
+			stride := 1
+			if testing.Short() { // as in TestGradientsMatchFiniteDifferences: every tensor, every third element
+				stride = 3
+			}
+			var worst float64
+			for _, ts := range m.Specs {
+				w := ref.w[ts.Name]
+				var fd []float64
+				var got []float32
+				for i := 0; i < len(w); i += stride {
+					orig := w[i]
+					w[i] = orig + h
+					lp, _, _ := ref.forward(in, tg)
+					w[i] = orig - h
+					lm, _, _ := ref.forward(in, tg)
+					w[i] = orig
+					fd = append(fd, (lp-lm)/(2*h))
+					got = append(got, m.Grads.Flat[ts.Offset+i])
+				}
+				e := relErr(got, fd)
+				if e > 1e-5 {
+					t.Errorf("%s: gradient rel err %.2e vs finite differences", ts.Name, e)
+				}
+				worst = math.Max(worst, e)
+			}
+			t.Logf("worst gradient rel err over %d tensors: %.2e", len(m.Specs), worst)
+		})
+	}
+}
+
+// TestGQAEqualsMultiHeadWithRepeatedKV: a grouped-query model computes what a multi-head model computes when
+// the latter's k and v projections (and biases) repeat each key/value head for the H/KV query heads that read
+// it (Hugging Face's repeat_kv), and the grouped model's k/v gradients are the sums of the multi-head model's
+// over each group.
+func TestGQAEqualsMultiHeadWithRepeatedKV(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	gc := gqaCases[0].cfg // H = 4, KV = 2, d_h = 4, q/k/v biases
+	mc := gc
+	mc.KVHeads = 0
+	g, mh := newTestModel(t, gc, 2, pool), newTestModel(t, mc, 2, pool)
+	fillRandomAll(g, 12, 0.5)
+	H, dh, rep := gc.Heads, gc.HeadSize(), gc.Heads/gc.KVHeads
+	byName := func(m *Model, w Weights, name string) []float32 {
+		for _, ts := range m.Specs {
+			if ts.Name == name {
+				return w.Flat[ts.Offset : ts.Offset+ts.Size()]
+			}
+		}
+		t.Fatalf("no tensor %s", name)
+		return nil
+	}
+	for _, ts := range g.Specs {
+		src, dst := byName(g, g.Params, ts.Name), byName(mh, mh.Params, ts.Name)
+		if len(src) == len(dst) {
+			copy(dst, src)
+			continue
+		}
+		width := len(src) / gc.KVDim() // d for a k/v weight, 1 for a k/v bias
+		for h := 0; h < H; h++ {
+			copy(dst[h*dh*width:(h+1)*dh*width], src[h/rep*dh*width:(h/rep+1)*dh*width])
+		}
+	}
+	in, tg := randomTokens(rand.New(rand.NewPCG(13, 13)), 2*gc.SeqLen, gc.Vocab)
+	lg, err := g.Forward(in, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lm, err := mh.Forward(in, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(lg-lm) > 1e-6*lm {
+		t.Errorf("loss: grouped %.9g, multi-head with repeated k/v %.9g", lg, lm)
+	}
+	g.ZeroGrads()
+	g.Backward()
+	mh.ZeroGrads()
+	mh.Backward()
+	for _, ts := range g.Specs {
+		got, mg := byName(g, g.Grads, ts.Name), byName(mh, mh.Grads, ts.Name)
+		want := make([]float64, len(got))
+		if len(got) == len(mg) {
+			for i, v := range mg {
+				want[i] = float64(v)
+			}
+		} else {
+			width := len(got) / gc.KVDim()
+			for h := 0; h < H; h++ {
+				for i := 0; i < dh*width; i++ {
+					want[h/rep*dh*width+i] += float64(mg[h*dh*width+i])
+				}
+			}
+		}
+		if e := relErr(got, want); e > 1e-5 {
+			t.Errorf("%s: gradient rel err %.2e vs the multi-head model's (summed over each group)", ts.Name, e)
+		}
+	}
+}
+
+// TestGQATrainingStepAllocatesNothing: a warmed-up Forward and Backward of a grouped-query model with q/k/v
+// biases and QK-norm allocates nothing (the per-group backward tasks and the bias column sums run on the pool
+// without closures).
+func TestGQATrainingStepAllocatesNothing(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	c := gqaCases[2].cfg
+	c.SeqLen = 16
+	m := newTestModel(t, c, 2, pool)
+	fillRandomAll(m, 5, 1)
+	in, tg := randomTokens(rand.New(rand.NewPCG(6, 6)), 2*c.SeqLen, c.Vocab)
+	step := func() {
+		if _, err := m.Forward(in, tg); err != nil {
+			t.Fatal(err)
+		}
+		m.ZeroGrads()
+		m.Backward()
+	}
+	step()
+	if a := testing.AllocsPerRun(5, step); a != 0 {
+		t.Errorf("training step allocates %v times", a)
+	}
+}
+
+// TestGQATaps: the diagnostics' views of a grouped-query model with q/k/v biases read the right columns and
+// heads: block 0's gate values equal σ(W_gate·Norm(x0)) computed by the float64 reference (the gate columns
+// follow the H·d_h + 2·KV·d_h q, k, v columns), and there is one causal attention matrix per query head whose
+// rows sum to 1.
+func TestGQATaps(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	for _, tc := range gqaCases[1:3] { // elementwise (KV = 1) and headwise (KV = 2, q/k/v biases) gates
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.cfg
+			m := newTestModel(t, c, 2, pool)
+			fillRandomAll(m, 14, 0.5)
+			in, tg := randomTokens(rand.New(rand.NewPCG(15, 15)), 2*c.SeqLen, c.Vocab)
+			if _, err := m.Forward(in, tg); err != nil {
+				t.Fatal(err)
+			}
+			r, d, G := newRef(m), c.Dim, c.GateRows()
+			got := m.GateValues(0, nil)
+			if len(got) != len(in)*G {
+				t.Fatalf("%d gate values, want %d", len(got), len(in)*G)
+			}
+			for n, tok := range in {
+				x := r.w["model.embed_tokens.weight"][int(tok)*d : int(tok+1)*d]
+				z := matvec(r.w["model.layers.0.self_attn.g_proj.weight"], r.norm(x, "model.layers.0.input_layernorm"), G)
+				for j, v := range z {
+					if e := math.Abs(float64(got[n*G+j]) - sigmoid64(v)); e > 1e-6 {
+						t.Fatalf("row %d gate %d: %g, reference %g", n, j, got[n*G+j], sigmoid64(v))
+					}
+				}
+			}
+			T := m.SeqLen()
+			att := m.AttentionProbs(1)
+			if len(att) != 2*c.Heads*T*T {
+				t.Fatalf("%d attention probabilities, want b·H·T·T = %d", len(att), 2*c.Heads*T*T)
+			}
+			for row := 0; row < 2*c.Heads*T; row++ {
+				var s float64
+				for j, p := range att[row*T : (row+1)*T] {
+					if j > row%T && p != 0 {
+						t.Fatalf("row %d: weight %g on future key %d", row, p, j)
+					}
+					s += float64(p)
+				}
+				if math.Abs(s-1) > 1e-5 {
+					t.Fatalf("row %d sums to %g", row, s)
+				}
+			}
+		})
+	}
 }

@@ -57,30 +57,35 @@ func (r *ropeTable) unrotate(x []float32, t int) {
 	}
 }
 
-// ropeGateForward normalises each head of q and k (QKNorm), rotates them, and applies the sigmoid to the
-// gate pre-activations, for rows [lo, hi).
+// ropeGateForward adds the q/k/v biases (QKVBias), normalises each head of q and k (QKNorm), rotates them, and
+// applies the sigmoid to the gate pre-activations, for rows [lo, hi). The order is Hugging Face's: the bias is part
+// of the projection (Qwen2), QK-norm applies to the projection's output (Qwen3), RoPE to the normalised heads. K
+// has KV heads (grouped-query attention), each rotated once however many query heads read it.
 func (m *Model) ropeGateForward(l, w, lo, hi int) {
 	c := m.Config
-	T, H, dh, a := m.t, c.Heads, c.HeadSize(), c.AttnDim()
+	T, H, KV, dh, qk := m.t, c.Heads, c.KVHeadCount(), c.HeadSize(), c.AttnDim()+c.KVDim()
 	wq := m.qkvgWidth()
 	A, W := &m.acts.layers[l], &m.Params.Layers[l]
 	qkvg := A.qkvg
 	eps := float32(c.NormEps)
 	for n := lo; n < hi; n++ {
 		row, t := qkvg[n*wq:(n+1)*wq], n%T
-		for h := 0; h < 2*H; h++ { // H query heads then H key heads
+		if W.QKVB != nil {
+			kernel.Add(row[:len(W.QKVB)], W.QKVB)
+		}
+		for h := 0; h < H+KV; h++ { // H query heads then KV key heads
 			head := row[h*dh : (h+1)*dh]
 			if c.QKNorm {
 				g := W.QNorm
 				if h >= H {
 					g = W.KNorm
 				}
-				copy(A.qkIn[n*2*a+h*dh:], head)
-				A.qkR[n*2*H+h] = rmsNormRow(head, A.qkIn[n*2*a+h*dh:n*2*a+(h+1)*dh], g, eps)
+				copy(A.qkIn[n*qk+h*dh:], head)
+				A.qkR[n*(H+KV)+h] = rmsNormRow(head, A.qkIn[n*qk+h*dh:n*qk+(h+1)*dh], g, eps)
 			}
 			m.rope.rotate(head, t)
 		}
-		if g := row[3*a:]; len(g) > 0 {
+		if g := row[c.qkvDim():]; len(g) > 0 {
 			sigmoid(g, g, m.acts.rowTmp[w])
 		}
 	}
@@ -109,7 +114,7 @@ func (m *Model) ropeQKNormBackward(l int) {
 // ropeBackwardRows handles row blocks [lo, hi) of ropeQKNormBackward.
 func (m *Model) ropeBackwardRows(l, w, lo, hi int) {
 	c := m.Config
-	T, H, dh, a := m.t, c.Heads, c.HeadSize(), c.AttnDim()
+	T, H, KV, dh, qk := m.t, c.Heads, c.KVHeadCount(), c.HeadSize(), c.AttnDim()+c.KVDim()
 	wq := m.qkvgWidth()
 	A, W := &m.acts.layers[l], &m.Params.Layers[l]
 	nb := len(m.acts.normAcc)
@@ -118,7 +123,7 @@ func (m *Model) ropeBackwardRows(l, w, lo, hi int) {
 		acc := m.acts.normAcc[blk]
 		for n := blk * m.n / nb; n < (blk+1)*m.n/nb; n++ {
 			row, t := m.acts.dqkvg[n*wq:(n+1)*wq], n%T
-			for h := 0; h < 2*H; h++ {
+			for h := 0; h < H+KV; h++ {
 				head := row[h*dh : (h+1)*dh]
 				m.rope.unrotate(head, t)
 				if !c.QKNorm {
@@ -130,7 +135,7 @@ func (m *Model) ropeBackwardRows(l, w, lo, hi int) {
 				}
 				copy(tmp, head)
 				clear(head)
-				normRowBackward(head, tmp, A.qkIn[n*2*a+h*dh:n*2*a+(h+1)*dh], g, dg, nil, 0, A.qkR[n*2*H+h], false)
+				normRowBackward(head, tmp, A.qkIn[n*qk+h*dh:n*qk+(h+1)*dh], g, dg, nil, 0, A.qkR[n*(H+KV)+h], false)
 			}
 		}
 	}

@@ -16,7 +16,8 @@ func (m *Model) Residual(l int) []float32 { return m.residual(l) }
 func (m *Model) AttnResidual(l int) []float32 { return m.acts.layers[l].h[:m.n*m.Config.Dim] }
 
 // AttentionProbs returns block l's attention probabilities, [b, H, T, T] with T = SeqLen() (row i holds query i's weights over
-// keys 0..i; the masked upper triangle is zero).
+// keys 0..i; the masked upper triangle is zero). There is one matrix per query head, also under grouped-query
+// attention, where query heads sharing a key/value head still have their own probabilities.
 func (m *Model) AttentionProbs(l int) []float32 {
 	T := m.t
 	return m.acts.layers[l].att[:m.n/T*m.Config.Heads*T*T]
@@ -29,7 +30,7 @@ func (m *Model) GateValues(l int, dst []float32) []float32 {
 	if g == 0 {
 		return nil
 	}
-	wq, off := m.qkvgWidth(), 3*m.Config.AttnDim()
+	wq, off := m.qkvgWidth(), m.Config.qkvDim()
 	dst = dst[:0]
 	for n := 0; n < m.n; n++ {
 		dst = append(dst, m.acts.layers[l].qkvg[n*wq+off:n*wq+off+g]...)

@@ -10,6 +10,12 @@ The model is the engine's pre-norm, decoder-only Llama layout (Hugging Face tens
     logits = norm(x) @ lm_head^T (lm_head = E when tie_word_embeddings); loss = mean next-token CE (nats)
 norm is "rmsnorm" or "layernorm" (config `norm`), attention gate "none" | "headwise" | "elementwise"
 (config `attn_gate`, tensor `self_attn.g_proj.weight`).
+Grouped-query attention: k_proj and v_proj have num_key_value_heads (KV) heads; after RoPE each is repeated for
+the H/KV query heads that read it (query head h reads kv head h // (H/KV), Hugging Face's repeat_kv).
+q/k/v biases (`self_attn.{q,k,v}_proj.bias`, none on o_proj) as model/file.go reads them: model_type qwen2 and
+qwen2_moe have them unless `attention_bias` is false (Hugging Face's Qwen2 configs have no attention_bias), any
+model_type has them with smallinit's `qkv_bias: true`; Llama's and Qwen3's `attention_bias: true` (an o_proj bias
+too) is refused.
 Mixture of experts (config `model_type: "qwen2_moe"` or `num_experts > 0`, Qwen-MoE tensor names): the FFN of every
 block with (l+1) % decoder_sparse_step == 0 is model/moe.go's routed SwiGLU experts: top-k router with lower-index
 tie-break, optional norm_topk_prob renormalisation, optional gated shared expert, capacity_factor dropping in
@@ -110,7 +116,18 @@ class Config:
         self.vocab_size, self.hidden_size = d["vocab_size"], d["hidden_size"]
         self.intermediate_size, self.num_hidden_layers = d["intermediate_size"], d["num_hidden_layers"]
         self.n_head = d["num_attention_heads"]
-        assert d.get("num_key_value_heads", self.n_head) == self.n_head, "grouped-query attention is not supported"
+        self.n_kv_head = d.get("num_key_value_heads") or self.n_head
+        assert self.n_head % self.n_kv_head == 0, "num_key_value_heads must divide num_attention_heads"
+        # q/k/v biases: the default of Hugging Face's Qwen2 and Qwen2-MoE (whose configs have no attention_bias),
+        # or smallinit's explicit qkv_bias; Llama's and Qwen3's attention_bias would add an o_proj bias too.
+        model_type, attention_bias = d.get("model_type") or "llama", d.get("attention_bias")
+        if model_type in ("qwen2", "qwen2_moe"):
+            self.qkv_bias = attention_bias is None or bool(attention_bias)
+        else:
+            assert not attention_bias, "attention_bias (an o_proj bias as well as q/k/v biases) is not supported"
+            self.qkv_bias = False
+        if d.get("qkv_bias") is not None:
+            self.qkv_bias = bool(d["qkv_bias"])
         self.head_dim = d.get("head_dim") or self.hidden_size // self.n_head
         self.max_position_embeddings = d["max_position_embeddings"]
         self.eps, self.rope_theta = d["rms_norm_eps"], d.get("rope_theta", 10000.0)
@@ -143,11 +160,12 @@ KERNELS = {"linear": F.linear, "attention": None}
 
 
 class Linear(nn.Linear):
-    def __init__(self, d_in, d_out):
-        super().__init__(d_in, d_out, bias=False)
+    def __init__(self, d_in, d_out, bias=False):
+        super().__init__(d_in, d_out, bias=bias)
 
     def forward(self, x):
-        return KERNELS["linear"](x, self.weight)
+        y = KERNELS["linear"](x, self.weight)
+        return y if self.bias is None else y + self.bias
 
 
 class RMSNorm(nn.Module):
@@ -180,17 +198,21 @@ def attention_manual(q, k, v):  # [B,H,T,dh] -> [B,H,T,dh], causal
 class Attention(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.c, hd = c, c.n_head * c.head_dim
-        self.q_proj, self.k_proj, self.v_proj = Linear(c.hidden_size, hd), Linear(c.hidden_size, hd), Linear(c.hidden_size, hd)
+        self.c, hd, kvd = c, c.n_head * c.head_dim, c.n_kv_head * c.head_dim
+        self.q_proj = Linear(c.hidden_size, hd, bias=c.qkv_bias)
+        self.k_proj, self.v_proj = Linear(c.hidden_size, kvd, bias=c.qkv_bias), Linear(c.hidden_size, kvd, bias=c.qkv_bias)
         if c.attn_gate != "none":
             self.g_proj = Linear(c.hidden_size, hd if c.attn_gate == "elementwise" else c.n_head)
         self.o_proj = Linear(hd, c.hidden_size)
 
     def forward(self, n, cos, sin):
         B, T, _ = n.shape
-        H, dh = self.c.n_head, self.c.head_dim
-        q, k, v = (p(n).view(B, T, H, dh).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+        H, KV, dh = self.c.n_head, self.c.n_kv_head, self.c.head_dim
+        q = self.q_proj(n).view(B, T, H, dh).transpose(1, 2)
+        k, v = (p(n).view(B, T, KV, dh).transpose(1, 2) for p in (self.k_proj, self.v_proj))
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        if KV != H:  # repeat_kv: kv head j serves query heads j*H/KV ... (j+1)*H/KV - 1
+            k, v = k.repeat_interleave(H // KV, dim=1), v.repeat_interleave(H // KV, dim=1)
         y = (KERNELS["attention"] or attention_manual)(q, k, v).transpose(1, 2)  # [B,T,H,dh]
         if self.c.attn_gate == "headwise":
             y = y * torch.sigmoid(self.g_proj(n)).unsqueeze(-1)
@@ -331,13 +353,14 @@ class Llama(nn.Module):  # parameter names == the safetensors tensor names
 
 
 def init_weights(model, gamma, gen):
-    """Matrices W[d_out, d_in] ~ N(0, d_in^(-2 gamma)) (embedding: d_in = hidden_size); gains 1 + 0.1 N(0,1), biases 0.1 N(0,1)."""
+    """Matrices W[d_out, d_in] ~ N(0, d_in^(-2 gamma)) (embedding: d_in = hidden_size); gains 1 + 0.1 N(0,1),
+    biases (layernorm and q/k/v) 0.1 N(0,1)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             z = torch.randn(p.shape, generator=gen, dtype=torch.float32).to(p.dtype)
             if name.endswith("norm.weight"):
                 p.copy_(1 + 0.1 * z)
-            elif name.endswith("norm.bias"):
+            elif name.endswith(".bias"):
                 p.copy_(0.1 * z)
             else:
                 p.copy_(z * p.shape[1] ** -gamma)
@@ -386,6 +409,7 @@ def moe_stats(model):
 
 BATCH = 2
 MOE_CAPACITY_SEED = 30  # routes [13, 5, 14] tokens, capacity 11: experts 0 and 2 drop 2 + 3 assignments
+MOE_GQA_SEED = 11  # the first seed tried: routes [2, 28, 21, 13]; [10, 26, 7, 21], min top-k gap 3.4e-3
 # name: (seed, gamma, config overrides)
 CASES = {
     "base": (1, 0.5, {}),
@@ -403,6 +427,18 @@ CASES = {
         architectures=["Qwen2MoeForCausalLM"], model_type="qwen2_moe", num_experts=3, num_experts_per_tok=1,
         moe_intermediate_size=16, shared_expert_intermediate_size=0, norm_topk_prob=False, router_aux_loss_coef=0.1,
         router_z_loss_coef=0.0, decoder_sparse_step=2, capacity_factor=1.0)),
+    # grouped-query attention and q/k/v biases. A Qwen2 config as Hugging Face writes it (no attention_bias:
+    # the biases are Qwen2's default), multi-query attention, smallinit's qkv_bias on a llama config, and the
+    # Qwen2-MoE attention (GQA with q/k/v biases).
+    "gqa_kv2_qwen2_bias": (8, 0.5, dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", num_key_value_heads=2,
+                                        attention_bias=None, mlp_bias=None)),
+    "mqa_kv1_gamma1_eps1e-12_elementwise": (9, 1.0, dict(num_key_value_heads=1, rms_norm_eps=1e-12, attn_gate="elementwise")),
+    "gqa_kv2_qkv_bias_layernorm_headwise_tied": (10, 0.75, dict(num_key_value_heads=2, qkv_bias=True, norm="layernorm",
+                                                                 attn_gate="headwise", tie_word_embeddings=True)),
+    "moe_gqa_kv2_qkv_bias": (MOE_GQA_SEED, 0.5, dict(
+        architectures=["Qwen2MoeForCausalLM"], model_type="qwen2_moe", num_key_value_heads=2, attention_bias=None,
+        num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24, shared_expert_intermediate_size=32,
+        norm_topk_prob=False, router_aux_loss_coef=0.3, router_z_loss_coef=0.0, decoder_sparse_step=1, capacity_factor=0.0)),
 }
 
 
@@ -412,7 +448,7 @@ def hf_config(**over):
          "max_position_embeddings": 16, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": False, "hidden_act": "silu",
          "attention_bias": False, "mlp_bias": False, "torch_dtype": "float32", "attn_gate": "none", "norm": "rmsnorm"}
     d.update(over)
-    return d
+    return {k: v for k, v in d.items() if v is not None}  # None: the key is absent (e.g. Qwen2's attention_bias)
 
 
 FIXTURE_README = """# Parity fixtures
@@ -426,14 +462,15 @@ Do not edit by hand: change `CASES` in the script and regenerate (the command is
 reproduces every file byte for byte).
 
 Sizes: V={vocab_size}, d={hidden_size}, H={num_attention_heads} (dh={head_dim}), L={num_hidden_layers}, d_ff={intermediate_size},
-T={max_position_embeddings}, B={batch}.
+T={max_position_embeddings}, B={batch}; KV (num_key_value_heads) as in the tables.
 
 Each case directory holds:
 
-- `config.json`: Hugging Face Llama config plus `attn_gate` and `norm` (MoE cases: Qwen-MoE fields, below).
+- `config.json`: Hugging Face Llama config plus `attn_gate` and `norm` (MoE cases: Qwen-MoE fields, below;
+  grouped-query and bias cases: below).
 - `model.safetensors`: float32 weights, Hugging Face names. Drawn with `torch.Generator().manual_seed(seed)`, in
   `named_parameters()` order: every matrix W[d_out, d_in] ~ N(0, d_in^(-2 gamma)) (embedding and lm_head:
-  d_in = hidden_size), norm gains 1 + 0.1 N(0,1), layernorm biases 0.1 N(0,1).
+  d_in = hidden_size), norm gains 1 + 0.1 N(0,1), layernorm and q/k/v biases 0.1 N(0,1).
 - `inputs.safetensors`: `tokens`, I32 [B, T+1], uniform in [0, V) (generator seeded with seed + 1000).
   Inputs are `tokens[:, :T]`, targets `tokens[:, 1:]`.
 - `golden.safetensors`: computed in float64 from the float32 weights (`torchref.py golden`):
@@ -441,9 +478,18 @@ Each case directory holds:
   (F32 [B,T,V]) and `grad.<tensor name>` (F32, the parameter's shape) for every parameter (tied: the embedding
   gradient includes the head's contribution). MoE cases also hold `aux_loss` (F64 [1], the auxiliary part of `loss`).
 
-| case | seed | gamma | norm | eps | attn_gate | tied | rope_theta | loss |
-|---|---|---|---|---|---|---|---|---|
+| case | seed | gamma | norm | eps | attn_gate | tied | rope_theta | KV | qkv bias | loss |
+|---|---|---|---|---|---|---|---|---|---|---|
 {rows}
+
+## Grouped-query attention and q/k/v biases
+
+With `num_key_value_heads` KV < H, `k_proj` and `v_proj` are [KV*dh, d] and query head h reads key/value head
+h // (H/KV) (Hugging Face's `repeat_kv`, here `repeat_interleave` after RoPE). q/k/v biases are
+`self_attn.{{q,k,v}}_proj.bias` ([H*dh], [KV*dh], [KV*dh]; no o_proj bias), added by the projection, before RoPE.
+`gqa_kv2_qwen2_bias` and `moe_gqa_kv2_qkv_bias` are configs as Hugging Face writes Qwen2 and Qwen2-MoE (no
+`attention_bias` key: q/k/v biases are those model types' default); `gqa_kv2_qkv_bias_layernorm_headwise_tied`
+turns them on in a llama config with smallinit's `qkv_bias: true`.
 
 ## Mixture-of-experts cases
 
@@ -467,8 +513,8 @@ tokens: with N = 32 tokens, k = 1 and E = 3 the limit is ceil(1.0 * 32 / 3) = 11
 tokens routed) drop 2 + 3 assignments. `fixtures` asserts, for every capacity case, that something is dropped, and
 for every MoE case, that every expert gets a token and that the min gap exceeds 1e-4.
 
-| case | seed | gamma | attn_gate | E | k | width | shared | norm_topk | alpha | z | sparse step | capacity | routed per expert | dropped | min gap | aux loss | loss |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| case | seed | gamma | attn_gate | KV | qkv bias | E | k | width | shared | norm_topk | alpha | z | sparse step | capacity | routed per expert | dropped | min gap | aux loss | loss |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 {moe_rows}
 """
 
@@ -498,9 +544,10 @@ def fixtures(out_dir):
     for name, (seed, gamma, over) in CASES.items():
         cfg, g, stats = make_case(out_dir, name)
         loss = g["loss"].item()
+        kv_bias = f"{Config(cfg).n_kv_head} | {str(Config(cfg).qkv_bias).lower()}"
         if not cfg.get("num_experts"):
             rows.append(f"| `{name}` | {seed} | {gamma} | {cfg['norm']} | {cfg['rms_norm_eps']:g} | {cfg['attn_gate']} | "
-                        f"{str(cfg['tie_word_embeddings']).lower()} | {cfg['rope_theta']:g} | {loss:.6f} |")
+                        f"{str(cfg['tie_word_embeddings']).lower()} | {cfg['rope_theta']:g} | {kv_bias} | {loss:.6f} |")
             print(f"{name:30s} loss {loss:.10f}")
             continue
         if cfg.get("capacity_factor"):
@@ -508,7 +555,7 @@ def fixtures(out_dir):
         assert min(s["min_gap"] for s in stats) > 1e-4, f"{name}: a near-tie in routing, pick another seed"
         assert all(min(s["routed"]) > 0 for s in stats), f"{name}: an expert receives no token, pick another seed"
         moe_rows.append(
-            f"| `{name}` | {seed} | {gamma} | {cfg['attn_gate']} | {cfg['num_experts']} | {cfg['num_experts_per_tok']} | "
+            f"| `{name}` | {seed} | {gamma} | {cfg['attn_gate']} | {kv_bias} | {cfg['num_experts']} | {cfg['num_experts_per_tok']} | "
             f"{cfg['moe_intermediate_size']} | {cfg['shared_expert_intermediate_size'] or 'none'} | "
             f"{str(cfg['norm_topk_prob']).lower()} | {cfg['router_aux_loss_coef']:g} | {cfg['router_z_loss_coef']:g} | "
             f"{cfg['decoder_sparse_step']} | "
@@ -548,15 +595,16 @@ def naive_loss(P, c, tokens):
     for l in range(c.num_hidden_layers):
         pre = f"model.layers.{l}."
         n = norm(x, pre + "input_layernorm")
-        q, k, v = (n @ P[pre + f"self_attn.{p}_proj.weight"].T for p in "qkv")
+        q, k, v = (n @ P[pre + f"self_attn.{p}_proj.weight"].T + (P[pre + f"self_attn.{p}_proj.bias"] if c.qkv_bias else 0)
+                   for p in "qkv")
         g = 1 / (1 + torch.exp(-(n @ P[pre + "self_attn.g_proj.weight"].T))) if c.attn_gate != "none" else None
-        heads = []
+        heads, group = [], c.n_head // c.n_kv_head  # query heads per key/value head
         for h in range(c.n_head):
-            sl = slice(h * dh, (h + 1) * dh)
-            s = rot(q[..., sl]) @ rot(k[..., sl]).transpose(1, 2) / math.sqrt(dh)
+            sl, kv = slice(h * dh, (h + 1) * dh), slice(h // group * dh, (h // group + 1) * dh)
+            s = rot(q[..., sl]) @ rot(k[..., kv]).transpose(1, 2) / math.sqrt(dh)
             s = torch.where(causal, s, torch.full_like(s, -math.inf))
             e = torch.exp(s - s.max(-1, keepdim=True).values)
-            yh = (e / e.sum(-1, keepdim=True)) @ v[..., sl]
+            yh = (e / e.sum(-1, keepdim=True)) @ v[..., kv]
             heads.append(yh * g[..., h:h + 1] if c.attn_gate == "headwise" else yh)
         y = torch.cat(heads, -1)
         if c.attn_gate == "elementwise":
@@ -682,13 +730,16 @@ def selfcheck(fixture_dir):
     moe = dict(model_type="qwen2_moe", num_experts=3, num_experts_per_tok=2, moe_intermediate_size=6,
                shared_expert_intermediate_size=5, norm_topk_prob=True, router_aux_loss_coef=0.3, router_z_loss_coef=0.05,
                decoder_sparse_step=1, capacity_factor=1.0)
+    micro = dict(vocab_size=11, hidden_size=8, intermediate_size=12, num_attention_heads=2, head_dim=4,
+                 num_key_value_heads=2, max_position_embeddings=6)
     for over in ({}, {"attn_gate": "headwise", "rope_theta": 500.0}, {"attn_gate": "elementwise", "norm": "layernorm"},
                  {"tie_word_embeddings": True, "rms_norm_eps": 1e-12}, dict(moe, attn_gate="elementwise"),
                  dict(moe, num_experts=4, num_experts_per_tok=1, shared_expert_intermediate_size=0, norm_topk_prob=False,
-                      router_z_loss_coef=0.02, decoder_sparse_step=2, capacity_factor=1.25)):
-        cfg = hf_config(**over)
-        cfg.update(vocab_size=11, hidden_size=8, intermediate_size=12, num_attention_heads=2, head_dim=4,
-                   num_key_value_heads=2, max_position_embeddings=6)
+                      router_z_loss_coef=0.02, decoder_sparse_step=2, capacity_factor=1.25),
+                 {"num_attention_heads": 4, "num_key_value_heads": 1, "qkv_bias": True, "attn_gate": "headwise"},
+                 {"model_type": "qwen2", "num_key_value_heads": 1, "attention_bias": None, "norm": "layernorm"},
+                 dict(moe, num_attention_heads=4, num_key_value_heads=2, attention_bias=None, attn_gate="elementwise")):
+        cfg = hf_config(**dict(micro, **over))
         model = Llama(Config(cfg)).double()
         init_weights(model, 0.5, torch.Generator().manual_seed(7))
         tokens = torch.randint(0, 11, (2, 7), generator=torch.Generator().manual_seed(8))
@@ -702,7 +753,7 @@ def selfcheck(fixture_dir):
         if over.get("model_type") == "qwen2_moe":
             c = model.c
             label = (f"moe E={c.num_experts} k={c.top_k} shared={c.shared_ffn} norm_topk={c.norm_topk} "
-                     f"capacity={c.capacity} sparse_step={c.sparse_step}")
+                     f"capacity={c.capacity} sparse_step={c.sparse_step} H={c.n_head} KV={c.n_kv_head} qkv_bias={c.qkv_bias}")
             note = f", dropped per MoE block {[st['dropped'] for st in moe_stats(model)]}"
         check(res, f"gradcheck micro model {label} ({sum(p.numel() for p in params)} parameters{note})")
 
@@ -713,7 +764,8 @@ def selfcheck(fixture_dir):
           f"top_k_route: ties go to the lower index {tie}, equals torch.topk on distinct values")
 
     # 3. bench kernels (fused attention, oneDNN GEMMs) give the same float32 results as the reference
-    for d in (os.path.join(fixture_dir, "layernorm_elementwise"), os.path.join(fixture_dir, "moe_top2_shared")):
+    for d in (os.path.join(fixture_dir, "layernorm_elementwise"), os.path.join(fixture_dir, "moe_top2_shared"),
+              os.path.join(fixture_dir, "gqa_kv2_qwen2_bias")):
         if not os.path.isdir(d):
             continue
         torch.set_num_threads(2)  # oneDNN convolutions are only chosen with >1 thread for batch-1 inputs
@@ -775,11 +827,11 @@ for _name in ("tiny", "small"):  # MoE presets: every FFN -> 8 experts, top-2, e
 def matmul_params(c):
     """N_matmul as model.Config.MatmulParams: per-token active matrix parameters (MoE blocks: router, k routed
     experts and the shared expert with its gate) plus the LM head."""
-    d, a = c.hidden_size, c.n_head * c.head_dim
+    d, a, kvd = c.hidden_size, c.n_head * c.head_dim, c.n_kv_head * c.head_dim
     gate_rows = {"none": 0, "headwise": c.n_head, "elementwise": a}[c.attn_gate]
     n = 0
     for l in range(c.num_hidden_layers):
-        n += 3 * d * a + d * gate_rows + a * d
+        n += d * (a + 2 * kvd) + d * gate_rows + a * d  # q, k, v (KV heads), gate, o; biases are not multiply-adds
         if c.is_moe(l):
             n += d * c.num_experts + c.top_k * 3 * d * c.expert_ffn + 3 * d * c.shared_ffn + (d if c.shared_ffn else 0)
         else:
