@@ -172,7 +172,7 @@ func Apply(m *model.Model, r Recipe, seed uint64) ([]TensorStd, error) {
 				v[i] = 1
 			}
 			continue
-		case model.ClassNormBias, model.ClassQKVBias:
+		case model.ClassNormBias, model.ClassQKVBias, model.ClassRouterB:
 			clear(v)
 			continue
 		}

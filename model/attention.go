@@ -52,15 +52,7 @@ func (m *Model) attentionForward(l, w, lo, hi int) {
 // softmaxCausal turns scores row[0..i] into probabilities softmax(scale·row[0..i]) and zeroes row[i+1:].
 func softmaxCausal(row []float32, i int, scale float32) {
 	s := row[:i+1]
-	mx := kernel.MaxF(s)
-	for j, v := range s {
-		s[j] = (v - mx) * scale
-	}
-	kernel.Exp(s, s)
-	var sum float32
-	for _, v := range s {
-		sum += v
-	}
+	sum := kernel.ExpShiftSum(s, s, kernel.MaxF(s), scale)
 	kernel.Scale(1/sum, s)
 	clear(row[i+1:])
 }

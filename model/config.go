@@ -56,6 +56,10 @@ type Config struct {
 	ZLossCoef  float64 `toml:"router_z_loss_coef"`              // coefficient of the router z-loss mean(lse²) (0: off)
 	SparseStep int     `toml:"decoder_sparse_step"`             // layer l is MoE when (l+1) % step == 0
 	Capacity   float64 `toml:"capacity_factor"`                 // per-expert capacity ceil(c·N·k/E); 0: no dropping
+	// BiasRate is the step of auxiliary-loss-free load balancing (Wang et al. 2024, DeepSeek-V3): each MoE block
+	// keeps a per-expert bias b (tensor mlp.gate.e_score_correction_bias) that is added to the router
+	// probabilities for the top-k choice only, and after every training step b_e += rate·sign(1/E − f_e). 0: off.
+	BiasRate float64 `toml:"router_bias_update_rate"`
 }
 
 // FFN kinds (config key ffn).
@@ -183,6 +187,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("router_aux_loss_coef = %g: must be in [0, 100)", c.AuxCoef)
 		case !(c.ZLossCoef >= 0 && c.ZLossCoef < 100):
 			return fmt.Errorf("router_z_loss_coef = %g: must be in [0, 100)", c.ZLossCoef)
+		case !(c.BiasRate >= 0 && c.BiasRate < 1):
+			return fmt.Errorf("router_bias_update_rate = %g: must be in [0, 1)", c.BiasRate)
 		case c.SparseStep < 1:
 			return fmt.Errorf("decoder_sparse_step = %d: must be ≥ 1", c.SparseStep)
 		case !(c.Capacity == 0 || c.Capacity >= 1.0/float64(c.TopK)) || c.Capacity > 1e6:
@@ -207,7 +213,10 @@ type Preset struct {
 
 // Presets returns the built-in presets (engine and MoE issues): tiny, small and medium are dense (rmsnorm,
 // ε = 1e-5, no gate, untied); tiny-moe and small-moe replace every FFN by E = 8 experts with top-2 routing and
-// expert width d_ff/2, so that their active FFN parameters per token equal the dense preset's.
+// expert width d_ff/2, so that their active FFN parameters per token equal the dense preset's, the Switch
+// load-balancing loss at α = 0.01 and auxiliary-loss-free balancing at router_bias_update_rate = 3e-3 (without
+// it, a small-init model routes every token of a batch to the same two experts for its first ~150 steps: see
+// train.TestTinyMoEKeepsExpertsBalanced).
 func Presets() []Preset {
 	mk := func(name string, d, l, h, t, b int) Preset {
 		return Preset{Name: name, Batch: b, Config: Config{
@@ -219,7 +228,7 @@ func Presets() []Preset {
 		p.Name += "-moe"
 		c := &p.Config
 		c.FFNKind, c.Experts, c.TopK, c.ExpertFFN = FFNMoE, 8, 2, c.FFN/2
-		c.NormTopK, c.AuxCoef, c.SparseStep = true, 0.01, 1
+		c.NormTopK, c.AuxCoef, c.SparseStep, c.BiasRate = true, 0.01, 1, 3e-3
 		return p
 	}
 	tiny, small := mk("tiny", 128, 4, 4, 256, 16), mk("small", 256, 6, 8, 256, 16)

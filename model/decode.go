@@ -153,7 +153,7 @@ func (d *Decoder) step(tok int32, logits bool) {
 		}
 		m.pool.GemmOn(0, false, true, 1, c.Experts, D, d.n, D, W.Router, D, d.probs, c.Experts, false)
 		softmaxInPlace(d.probs)
-		topK(d.probs, d.sel, d.w, c.NormTopK)
+		topK(d.probs, W.RouterBias, d.sel, d.w, c.NormTopK)
 		for j, e := range d.sel {
 			d.ffn(W.Experts[e], d.ffnOut, false)
 			kernel.Axpy(d.w[j], d.ffnOut, d.x)

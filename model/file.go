@@ -53,6 +53,7 @@ type fileConfig struct {
 	DecoderSparseStep     int             `json:"decoder_sparse_step,omitempty"`
 	MLPOnlyLayers         []int           `json:"mlp_only_layers,omitempty"`
 	CapacityFactor        float64         `json:"capacity_factor,omitempty"`
+	RouterBiasUpdateRate  float64         `json:"router_bias_update_rate,omitempty"` // smallinit: auxiliary-loss-free balancing
 	UseSlidingWindow      bool            `json:"use_sliding_window,omitempty"`
 	QKNorm                bool            `json:"qk_norm,omitempty"`
 	QKVBias               *bool           `json:"qkv_bias,omitempty"` // smallinit: q/k/v biases where model_type cannot say it
@@ -127,7 +128,7 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 	if fc.ModelType == "qwen2_moe" || fc.ModelType == "qwen3_moe" || fc.NumExperts > 0 {
 		c.FFNKind, c.Experts, c.TopK, c.ExpertFFN = FFNMoE, fc.NumExperts, fc.NumExpertsPerTok, fc.MoEIntermediateSize
 		c.SharedFFN, c.NormTopK, c.AuxCoef, c.ZLossCoef = fc.SharedExpertSize, fc.NormTopKProb, fc.RouterAuxLossCoef, fc.RouterZLossCoef
-		c.SparseStep, c.Capacity = max(fc.DecoderSparseStep, 1), fc.CapacityFactor
+		c.SparseStep, c.Capacity, c.BiasRate = max(fc.DecoderSparseStep, 1), fc.CapacityFactor, fc.RouterBiasUpdateRate
 	}
 	if c.Norm == "" {
 		c.Norm = NormRMS
@@ -178,6 +179,7 @@ func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
 		fc.NumExperts, fc.NumExpertsPerTok, fc.MoEIntermediateSize = c.Experts, c.TopK, c.ExpertFFN
 		fc.SharedExpertSize, fc.NormTopKProb, fc.RouterAuxLossCoef = c.SharedFFN, c.NormTopK, c.AuxCoef
 		fc.RouterZLossCoef, fc.DecoderSparseStep, fc.CapacityFactor = c.ZLossCoef, c.SparseStep, c.Capacity
+		fc.RouterBiasUpdateRate = c.BiasRate
 	}
 	if c.QKVBias {
 		switch fc.ModelType {

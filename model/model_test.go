@@ -33,6 +33,11 @@ var switchCases = []struct {
 		return c
 	}()},
 	{"moe_top1_capacity_sparse2", moeConfig(3, 1, false, 0, 1.0, 2)},
+	{"moe_top2_router_bias", func() Config { // selection bias of auxiliary-loss-free balancing
+		c := moeConfig(4, 2, true, 0, 0, 1)
+		c.BiasRate = 1e-3
+		return c
+	}()},
 }
 
 // moeConfig is testConfig with MoE blocks: E experts, top k, an optional shared expert of width shared,
@@ -54,8 +59,10 @@ func fillRandom(m *Model, seed uint64, gamma float64) {
 			switch t.Class {
 			case ClassNorm:
 				v[i] = float32(1 + 0.1*rng.NormFloat64())
-			case ClassNormBias:
+			case ClassNormBias, ClassQKVBias:
 				v[i] = float32(0.1 * rng.NormFloat64())
+			case ClassRouterB:
+				v[i] = float32(0.05 * rng.NormFloat64()) // large enough to change some top-k choices
 			default:
 				v[i] = float32(rng.NormFloat64() * math.Pow(float64(t.FanIn()), -gamma))
 			}
@@ -318,5 +325,85 @@ func TestShortSequencesMatchReference(t *testing.T) {
 	}
 	if _, err := m.ForwardSeq(in, tg, 13); err == nil {
 		t.Error("ForwardSeq accepted T > SeqLen")
+	}
+}
+
+// TestRouterBiasSteersChoiceNotWeights: with a zero router every probability is 1/E; a selection bias that
+// favours experts 2 and 0 makes every token choose them, in that order, while their combine weights stay the
+// probabilities (1/E each, 1/2 after norm_topk_prob), not the biased scores.
+func TestRouterBiasSteersChoiceNotWeights(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	c := moeConfig(4, 2, false, 0, 0, 1)
+	c.BiasRate = 1e-3
+	m := newTestModel(t, c, 2, pool)
+	fillRandom(m, 12, 0.5)
+	for _, l := range m.Params.Layers {
+		clear(l.Router)
+		copy(l.RouterBias, []float32{0.2, -0.1, 0.3, 0})
+	}
+	in, tg := randomTokens(rand.New(rand.NewPCG(8, 8)), 2*c.SeqLen, c.Vocab)
+	if _, err := m.Forward(in, tg); err != nil {
+		t.Fatal(err)
+	}
+	for l := range m.Params.Layers {
+		mo := m.acts.layers[l].moe
+		for n := 0; n < m.n; n++ {
+			if s := mo.sel[2*n : 2*n+2]; s[0] != 2 || s[1] != 0 {
+				t.Fatalf("layer %d token %d chose %v, want [2 0]", l, n, s)
+			}
+			if w := mo.w[2*n : 2*n+2]; w[0] != 0.25 || w[1] != 0.25 {
+				t.Fatalf("layer %d token %d weights %v, want the probabilities [0.25 0.25]", l, n, w)
+			}
+		}
+		load, _ := m.ExpertLoad(l)
+		if load[0] != 0.5 || load[2] != 0.5 {
+			t.Fatalf("layer %d load %v", l, load)
+		}
+	}
+}
+
+// TestBalanceRouters: one step moves the bias of each overloaded expert down by the rate and of each
+// underloaded expert up by it, and leaves the model alone when the rate is 0.
+func TestBalanceRouters(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	c := moeConfig(4, 2, false, 0, 0, 1)
+	c.BiasRate = 0.01
+	m := newTestModel(t, c, 2, pool)
+	fillRandom(m, 13, 0.5)
+	for _, l := range m.Params.Layers {
+		clear(l.Router)
+		copy(l.RouterBias, []float32{0.2, -0.1, 0.3, 0}) // everything goes to experts 2 and 0
+	}
+	in, tg := randomTokens(rand.New(rand.NewPCG(9, 9)), 2*c.SeqLen, c.Vocab)
+	if _, err := m.Forward(in, tg); err != nil {
+		t.Fatal(err)
+	}
+	m.BalanceRouters()
+	want := []float32{0.2 - 0.01, -0.1 + 0.01, 0.3 - 0.01, 0 + 0.01}
+	for l, lw := range m.Params.Layers {
+		for e, b := range lw.RouterBias {
+			if math.Abs(float64(b-want[e])) > 1e-7 {
+				t.Errorf("layer %d expert %d bias %g, want %g", l, e, b, want[e])
+			}
+		}
+	}
+
+	c.BiasRate = 0
+	m0 := newTestModel(t, c, 2, pool)
+	fillRandom(m0, 13, 0.5)
+	before := append([]float32(nil), m0.Params.Flat...)
+	if _, err := m0.Forward(in, tg); err != nil {
+		t.Fatal(err)
+	}
+	m0.BalanceRouters()
+	for i, v := range m0.Params.Flat {
+		if v != before[i] {
+			t.Fatalf("rate 0: parameter %d changed", i)
+		}
+	}
+	if m0.Params.Layers[0].RouterBias != nil {
+		t.Error("rate 0: the model has a selection bias tensor")
 	}
 }

@@ -166,7 +166,7 @@ func (m *Model) moeRouteRows(l, _, lo, hi int) {
 	for n := lo; n < hi; n++ {
 		p := mo.probs[n*E : (n+1)*E]
 		mo.lse[n] = softmaxInPlace(p)
-		topK(p, mo.sel[n*k:(n+1)*k], mo.w[n*k:(n+1)*k], c.NormTopK)
+		topK(p, m.Params.Layers[l].RouterBias, mo.sel[n*k:(n+1)*k], mo.w[n*k:(n+1)*k], c.NormTopK)
 	}
 }
 
@@ -182,18 +182,25 @@ func softmaxInPlace(p []float32) float32 {
 	return mx + float32(math.Log(float64(s)))
 }
 
-// topK writes the len(sel) most probable experts of p into sel, best first (on a tie the lower index wins),
-// and their combine weights into w, renormalised to sum to 1 when norm is set.
-func topK(p []float32, sel []int32, w []float32, norm bool) {
+// topK writes the len(sel) experts with the largest p_e + bias_e (bias may be nil: 0) into sel, best first (on
+// a tie the lower index wins), and their combine weights w_j = p_sel[j] into w, renormalised to sum to 1 when
+// norm is set. The bias steers the choice only, never the weights (DeepSeek-V3's auxiliary-loss-free balancing).
+func topK(p, bias []float32, sel []int32, w []float32, norm bool) {
+	score := func(e int) float32 {
+		if bias == nil {
+			return p[e]
+		}
+		return p[e] + bias[e]
+	}
 	var sum float32
 	for j := range sel {
-		best := -1
-		for e, v := range p {
+		best, bs := -1, float32(0)
+		for e := range p {
 			if taken(sel[:j], e) {
 				continue
 			}
-			if best < 0 || v > p[best] { // strict: on a tie the lower index stays
-				best = e
+			if s := score(e); best < 0 || s > bs { // strict: on a tie the lower index stays
+				best, bs = e, s
 			}
 		}
 		sel[j], w[j] = int32(best), p[best]
@@ -345,6 +352,34 @@ func (m *Model) moeRouterGradRows(l, _, lo, hi int) {
 		zs := zScale * mo.lse[n]
 		for e := range dz {
 			dz[e] = p[e]*(dz[e]-dot) + zs*p[e]
+		}
+	}
+}
+
+// BalanceRouters takes one step of auxiliary-loss-free load balancing after a training step (Config.BiasRate >
+// 0; no-op otherwise): from the expert loads f_e of the last Forward, each MoE block's selection bias moves by
+// b_e += rate·sign(1/E − f_e), so that overloaded experts are chosen less and idle ones more. The bias lives in
+// the parameters (mlp.gate.e_score_correction_bias) so that checkpoints, resume and inference carry it, but it
+// has no gradient: only this update changes it.
+func (m *Model) BalanceRouters() {
+	c := m.Config
+	if c.BiasRate == 0 {
+		return
+	}
+	step := float32(c.BiasRate)
+	for l := range m.acts.layers {
+		mo := m.acts.layers[l].moe
+		if mo == nil {
+			continue
+		}
+		b := m.Params.Layers[l].RouterBias
+		for e, f := range mo.load {
+			switch u := 1 / float64(c.Experts); {
+			case f < u:
+				b[e] += step
+			case f > u:
+				b[e] -= step
+			}
 		}
 	}
 }

@@ -15,6 +15,7 @@ const (
 	ClassFFNDown  = "ffn_down"
 	ClassHead     = "head"
 	ClassRouter   = "router"      // MoE router W_r [E, d]
+	ClassRouterB  = "router_bias" // MoE selection bias [E] (Config.BiasRate > 0); starts at 0, set by BalanceRouters, not trained
 	ClassShGate   = "shared_gate" // MoE shared-expert gate [1, d]
 	ClassNorm     = "norm"        // norm gains
 	ClassNormBias = "norm_bias"   // LayerNorm biases
@@ -102,6 +103,9 @@ func (c Config) layout() []TensorSpec {
 			continue
 		}
 		add(p+"mlp.gate.weight", ClassRouter, l, c.Experts, d)
+		if c.BiasRate > 0 {
+			add(p+"mlp.gate.e_score_correction_bias", ClassRouterB, l, c.Experts)
+		}
 		expert := func(prefix string, f int) {
 			add(prefix+"gate_proj.weight", ClassFFNGate, l, f, d)
 			add(prefix+"up_proj.weight", ClassFFNUp, l, f, d)
@@ -145,6 +149,7 @@ type LayerWeights struct {
 
 	// MoE blocks
 	Router     []float32    // [E, d]
+	RouterBias []float32    // [E] selection bias (nil unless Config.BiasRate > 0)
 	Experts    []FFNWeights // E routed experts
 	Shared     FFNWeights   // shared expert (nil slices when absent)
 	SharedGate []float32    // [1, d]
@@ -196,6 +201,9 @@ func newWeights(c Config, flat []float32) Weights {
 			lw.GateUp, lw.Down = dense.GateUp, dense.Down
 		} else {
 			lw.Router = view(byName[p+"mlp.gate.weight"])
+			if c.BiasRate > 0 {
+				lw.RouterBias = view(byName[p+"mlp.gate.e_score_correction_bias"])
+			}
 			for e := 0; e < c.Experts; e++ {
 				lw.Experts = append(lw.Experts, ffn(fmt.Sprintf("%smlp.experts.%d.", p, e), c.ExpertFFN))
 			}

@@ -257,12 +257,18 @@ func (r *refModel) moe(x [][]float64, p string, l int) float64 {
 			probs[e] = math.Exp(v - lse)
 			P[e] += probs[e] / float64(N)
 		}
+		score := append([]float64(nil), probs...) // the choice adds the selection bias; the weights do not
+		if b, ok := r.w[p+"mlp.gate.e_score_correction_bias"]; ok {
+			for e := range score {
+				score[e] += b[e]
+			}
+		}
 		var sel []int
 		var sum float64
 		for j := 0; j < k; j++ {
 			best := -1
 			for e := range probs {
-				if !containsInt(sel, e) && (best < 0 || probs[e] > probs[best]) {
+				if !containsInt(sel, e) && (best < 0 || score[e] > score[best]) {
 					best = e
 				}
 			}

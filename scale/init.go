@@ -414,7 +414,7 @@ func generate(j *job, seed uint64, dtype safetensors.DType, buf []byte) {
 	es := dtype.Size()
 	j.buf = buf[:n*es]
 	switch j.t.Class {
-	case model.ClassNormBias:
+	case model.ClassNormBias, model.ClassQKVBias, model.ClassRouterB:
 		clear(j.buf)
 		return
 	case model.ClassNorm:

@@ -382,6 +382,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 			r.st.Skipped++
 		} else {
 			r.opt.Update(r.m.Params.Flat, r.m.Grads.Flat, lr, optim.ClipScale(gn, c.Train.GradClip))
+			r.m.BalanceRouters() // MoE selection bias (router_bias_update_rate > 0), from this step's expert loads
 			r.st.LossSum += loss
 			r.st.LossCount++
 		}
