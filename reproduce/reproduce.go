@@ -33,19 +33,6 @@ const (
 // Experiments lists them in run order.
 var Experiments = []string{ExpGamma, ExpDefault, ExpEpsOnly, ExpSizes}
 
-// Plan is a reproduction sized to a budget.
-type Plan struct {
-	Budget      time.Duration
-	Seeds       int
-	Tokens      int64 // training tokens per run (the same for every run: a fixed data budget)
-	TokensPerS  float64
-	EstimatedS  float64 // predicted wall time of all runs
-	RunsPerExp  map[string]int
-	Steps       int
-	DataDir     string
-	Experiments []string
-}
-
 // Shape of the runs: the tiny preset's depth and heads with a 128-token context, batch 16.
 const (
 	seqLen = 128
@@ -181,6 +168,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	runs, cost := runCost(seeds, st.VocabSize)
 	steps := o.Steps
+	sizingPath := filepath.Join(o.Out, SizingFile)
+	if steps <= 0 {
+		// A reproduction that was stopped resumes with the steps it was sized to, not a new throughput probe's
+		// (which would change every run's id and start the sweeps over).
+		if p, err := readSizing(sizingPath); err == nil && p.Budget == o.Budget.String() && p.Seeds == seeds {
+			logf("resuming the sizing in %s: %d runs of %d steps\n", sizingPath, runs, p.Steps)
+			steps = p.Steps
+		} else if err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+	}
 	if steps <= 0 {
 		tps, err := probeThroughput(st.VocabSize)
 		if err != nil {
@@ -192,6 +190,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			tps, runs, steps, steps*batch*seqLen, o.Budget)
 		if steps < 20 {
 			return nil, fmt.Errorf("a budget of %s gives only %d steps per run for %d runs: give at least 30m", o.Budget, steps, runs)
+		}
+		b, _ := json.MarshalIndent(Sizing{Budget: o.Budget.String(), Seeds: seeds, Steps: steps, ProbeTokensPerS: tps}, "", "  ")
+		if err := os.MkdirAll(o.Out, 0o755); err != nil {
+			return nil, err
+		}
+		if err := model.WriteFileAtomic(sizingPath, append(b, '\n')); err != nil {
+			return nil, err
 		}
 	}
 	res := &Result{Steps: steps, Seeds: seeds, Runs: runs, Tokens: int64(steps * batch * seqLen), Out: o.Out}
@@ -266,4 +271,32 @@ func meanSE(xs []float64) (mean, se float64) {
 		v += (x - mean) * (x - mean)
 	}
 	return mean, math.Sqrt(v / float64(len(xs)-1) / float64(len(xs)))
+}
+
+// SizingFile (in the output directory) records how a budget was sized, so that an interrupted reproduction
+// resumes with the same runs.
+const SizingFile = "sizing.json"
+
+// Sizing is how a reproduction was sized: the steps per run its throughput probe gave for the budget.
+type Sizing struct {
+	Budget          string  `json:"budget"`
+	Seeds           int     `json:"seeds"`
+	Steps           int     `json:"steps"`
+	ProbeTokensPerS float64 `json:"probe_tokens_per_s"`
+}
+
+// readSizing reads a plan file, refusing one that cannot have been written by Run.
+func readSizing(path string) (Sizing, error) {
+	var p Sizing
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return p, err
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("%s: %w (delete it to size the budget again)", path, err)
+	}
+	if p.Steps < 1 || p.Seeds < 1 || p.Steps > 1e9 {
+		return p, fmt.Errorf("%s: steps %d, seeds %d are not a sizing (delete it to size the budget again)", path, p.Steps, p.Seeds)
+	}
+	return p, nil
 }

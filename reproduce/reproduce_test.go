@@ -7,15 +7,24 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestReproduceEndToEnd runs every experiment for two steps with one seed: every claim gets a verdict and
-// evidence, claims.json is written, and a second call trains nothing new (the sweeps skip finished runs).
+// evidence, claims.json is written, and a second call trains nothing new (the sweeps skip finished runs). The
+// first call is a budgeted one resuming from a sizing file of two steps, as after an interruption.
 func TestReproduceEndToEnd(t *testing.T) {
 	out := t.TempDir()
-	res, err := Run(context.Background(), Options{Out: out, Steps: 2, Seeds: 1, CompareWindows: 8})
+	sizing := `{"budget": "30m0s", "seeds": 1, "steps": 2, "probe_tokens_per_s": 1000}`
+	if err := os.WriteFile(filepath.Join(out, SizingFile), []byte(sizing), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Options{Out: out, Budget: 30 * time.Minute, Seeds: 1, CompareWindows: 8})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if res.Steps != 2 {
+		t.Fatalf("resumed with %d steps per run, want the sizing file's 2", res.Steps)
 	}
 	if len(res.Claims) != 5 {
 		t.Fatalf("%d claims, want 5", len(res.Claims))
@@ -43,5 +52,18 @@ func TestReproduceEndToEnd(t *testing.T) {
 	after, _ := os.Stat(filepath.Join(out, ExpGamma, "runs"))
 	if !after.ModTime().Equal(before.ModTime()) {
 		t.Error("second run changed the γ sweep's runs directory")
+	}
+}
+
+// TestReadSizingRefusesGarbage: a sizing file that Run cannot have written is refused with its path.
+func TestReadSizingRefusesGarbage(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{"json": "{", "steps": `{"budget":"2h0m0s","seeds":2,"steps":0}`,
+		"seeds": `{"budget":"2h0m0s","seeds":0,"steps":10}`} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(text), 0o644)
+		if _, err := readSizing(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: %v, want an error naming %s", name, err, p)
+		}
 	}
 }
