@@ -22,8 +22,9 @@ import (
 // initial std of 1/d), so the router sees nearly the same input for every token and picks the same two experts for
 // the whole batch. The Switch loss cannot fix that (its gradient only shifts every token's logits together), and
 // measured with the harness behind this test the busiest expert kept 2-4 times its share and several experts
-// none for the first ~150 steps, with and without α = 0.1 or 1. The bias update recovers balance once the
-// representations expand.
+// none for the first ~150 steps, with α = 0.01, 0.1 or 1. The bias update recovers balance once the
+// representations expand: with it this test measured a worst block of 1.59x off uniform, and with
+// model.router_bias_update_rate=0 the same run ended at 3.02x (an expert at 0.33x of its share).
 func TestTinyMoEKeepsExpertsBalanced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the tiny-moe preset for about a minute of CPU; run without -short")
