@@ -3,6 +3,7 @@ package kernel
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -44,7 +45,7 @@ func TestRowKernels(t *testing.T) {
 				t.Errorf("%s ExpShiftSum n=%d: sum %v, want %v", im.name, n, sum, want64)
 			}
 			inPlace := append([]float32(nil), x...)
-			if s2 := im.expShiftSum(inPlace, inPlace, shift, scale); s2 != sum || !equalF32(inPlace, dst) {
+			if s2 := im.expShiftSum(inPlace, inPlace, shift, scale); s2 != sum || !slices.Equal(inPlace, dst) {
 				t.Errorf("%s ExpShiftSum n=%d: in place differs from out of place", im.name, n)
 			}
 
@@ -125,44 +126,5 @@ func TestRowKernelsMatchGeneric(t *testing.T) {
 			t.Errorf("%s ExpShiftSum: %v, generic %v", im.name, g, w)
 		}
 		_ = y
-	}
-}
-
-func equalF32(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// BenchmarkRowKernels compares each implementation's fused row kernels on a row of d_ff = 1408 (the medium
-// preset's SwiGLU width); the figure is elements per second.
-func BenchmarkRowKernels(b *testing.B) {
-	rng := rand.New(rand.NewPCG(25, 26))
-	const n = 1408
-	x, y, g, u := randSlice(rng, n), randSlice(rng, n), randSlice(rng, n), randSlice(rng, n)
-	o1, o2 := make([]float32, n), make([]float32, n)
-	for _, im := range available() {
-		for _, k := range []struct {
-			name string
-			f    func()
-		}{
-			{"expShiftSum", func() { im.expShiftSum(o1, x, 0.5, 1) }},
-			{"swiglu", func() { im.swiglu(o1, o2, x, u) }},
-			{"swigluBack", func() { im.swigluBack(o1, o2, y, x, u, g) }},
-			{"rmsNormBack", func() { im.rmsNormBack(o1, y, x, g, o2, 0.9, 1.0/n) }},
-		} {
-			b.Run(im.name+"/"+k.name, func(b *testing.B) {
-				for b.Loop() {
-					k.f()
-				}
-				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gelem/s")
-			})
-		}
 	}
 }

@@ -577,30 +577,8 @@ func expAVX512() {
 	Load(Param("dst").Base(), d)
 	Load(Param("src").Base(), s)
 	Load(Param("src").Len(), n)
-	consts := []float64{128, -150, expLog2e, expC1, expC2, expP0, expP1, expP2, expP3, expP4, expP5, 1}
-	for i, cst := range consts {
-		MOVL(U32(f32bits(cst)), EAX)
-		VPBROADCASTD(EAX, zmm[16+i])
-	}
-	hi, lo, log2e, c1, c2, one := Z16, Z17, Z18, Z19, Z20, Z27
-	p := zmm[21:27]
-	// body computes exp of the vector in x using t, y, z as temporaries.
-	body := func(x, t, y, z VecPhysical) {
-		VMINPS(x, hi, x) // NaN in x survives: MINPS returns its second source on NaN
-		VMAXPS(x, lo, x)
-		VMULPS(log2e, x, t)
-		VRNDSCALEPS(U8(8), t, t)
-		VFNMADD231PS(c1, t, x)
-		VFNMADD231PS(c2, t, x)
-		VMOVAPS(p[0], y)
-		for i := 1; i < 6; i++ {
-			VFMADD213PS(p[i], x, y)
-		}
-		VMULPS(x, x, z)
-		VFMADD213PS(x, z, y)
-		VADDPS(one, y, y)
-		VSCALEFPS(t, y, y)
-	}
+	expConstsAVX512()
+	body := expBodyAVX512
 	Label("loop32")
 	CMPQ(n, U8(32))
 	JB(LabelRef("loop16"))
