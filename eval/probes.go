@@ -3,7 +3,9 @@ package eval
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,12 +19,33 @@ import (
 // Every prompt is "KEYWORD: PAYLOAD =" and the training line is the prompt, a space and the answer. Symbols are
 // separated by spaces so that any byte-level BPE gives each digit, letter or bracket its own token. The
 // memorisation counterpart of a kind writes its keyword with a "~" (add~) and is named kind + "_mem".
+//
+// Addition writes every number least-significant digit first, zero-padded to a fixed width ("add: 2 8 4 +
+// 7 3 9 =" → "9 1 4 1" is 482 + 937 = 1419; see addGen). A causal model then emits each digit of the sum
+// right after the digit below it, which decides its carry, and at the same distance from the operand digits of
+// its place for every place. Written most-significant digit first, the carry into the leading digit must be
+// predicted before any other digit; with only the sum reversed, or with unpadded operands, where an answer
+// digit's inputs sit depends on the place and on the operands' lengths. In the measurements of the README's
+// Probes section a tiny model learns 2-digit sums in this format within 1000 steps and stayed at chance in the
+// two others tried. Lee et al., "Teaching Arithmetic to Small Transformers" (2023), report the same for
+// reversed sums.
+//
+// Each probe carries its chance level: the probability that the best guess which knows the answer's form, but
+// does not do the task, is right (see Probe.Chance), so that an accuracy can be read against it.
 
 // Probe is one probe: the JSONL record of KindProbe.
 type Probe struct {
 	Prompt string `json:"prompt"`
 	Answer string `json:"answer"`
 	Kind   string `json:"kind"`
+	// Chance is the probability that the best guess which sees the prompt's form but does not do the task is
+	// right: for add, guessing the most common sum of operands of these lengths (1/max(n_a, n_b), n the number
+	// of integers with as many digits as the operand, padding zeros aside); for mod, the most common residue
+	// of sums of operands of these lengths modulo this modulus; for hop, one of the five other letters of the
+	// cycle (1/5); for brackets, copy and reverse, any string of the answer's length (3^−k, 26^−k); for
+	// memorisation kinds, any answer of the same shape other than the reasoning one (their answers are uniform
+	// over those). 0 means unknown (files made before the field existed).
+	Chance float64 `json:"chance,omitempty"`
 }
 
 // Text is the probe as one training line (without the line break).
@@ -42,28 +65,38 @@ func ProbeClass(kind string) string {
 	return ProbeReasoning
 }
 
-// probeGen writes one random probe payload and its answer.
+// probeGen writes one random probe payload, its answer and the answer's chance level (see Probe.Chance).
 type probeGen struct {
 	kind, keyword string
-	gen           func(r *rand.Rand) (payload, answer string)
+	gen           func(r *rand.Rand) (payload, answer string, chance float64)
 }
 
-var probeGens = []probeGen{
-	{"add", "add", genAdd},
-	{"mod", "mod", genMod},
-	{"hop", "hop", genHop},
-	{"brackets", "brk", genBrackets},
-	{"copy", "copy", genCopy},
-	{"reverse", "rev", genReverse},
+// DefaultAddDigits is the most digits of an addition operand unless ProbeConfig.AddDigits says otherwise.
+const DefaultAddDigits = 3
+
+// maxAddDigits keeps sums well inside an int.
+const maxAddDigits = 9
+
+// probeGens returns the generators of every reasoning kind, in a fixed order.
+func probeGens(addDigits int) []probeGen {
+	return []probeGen{
+		{"add", "add", addGen(addDigits)},
+		{"mod", "mod", genMod},
+		{"hop", "hop", genHop},
+		{"brackets", "brk", genBrackets},
+		{"copy", "copy", genCopy},
+		{"reverse", "rev", genReverse},
+	}
 }
 
 // ProbeKinds lists every probe kind: the reasoning kinds, then their memorisation counterparts.
 func ProbeKinds() []string {
+	gens := probeGens(DefaultAddDigits)
 	var ks []string
-	for _, g := range probeGens {
+	for _, g := range gens {
 		ks = append(ks, g.kind)
 	}
-	for _, g := range probeGens {
+	for _, g := range gens {
 		ks = append(ks, g.kind+"_mem")
 	}
 	return ks
@@ -72,36 +105,88 @@ func ProbeKinds() []string {
 // spaced writes the characters of s separated by spaces.
 func spaced(s string) string { return strings.Join(strings.Split(s, ""), " ") }
 
-// genAdd: "add: 4 8 2 + 9 3 7 =" → "1 4 1 9"; operands of 1 to 3 digits.
-func genAdd(r *rand.Rand) (string, string) {
-	a, b := randDigits(r, 1+r.IntN(3)), randDigits(r, 1+r.IntN(3))
-	return spaced(strconv.Itoa(a)) + " + " + spaced(strconv.Itoa(b)), spaced(strconv.Itoa(a + b))
+// reversed returns s with its bytes in reverse order.
+func reversed(s string) string {
+	b := []byte(s)
+	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+		b[i], b[j] = b[j], b[i]
+	}
+	return string(b)
 }
 
-func randDigits(r *rand.Rand, n int) int {
-	if n == 1 {
-		return r.IntN(10)
+// addGen returns the addition generator with operands of up to digits digits: each operand's number of
+// digits is uniform in 1..digits, then its value uniform among the integers of that many digits; every number
+// is written least-significant digit first and zero-padded, the operands to digits digits and the sum to
+// digits+1 (with 2 digits, "add: 6 7 + 1 6 =" → "7 3 1" is 76 + 61 = 137, "add: 6 7 + 5 0 =" → "1 8 0" is
+// 76 + 5 = 81). Every answer digit then sits the same number of tokens after the operand digits of its place,
+// and right after the digit below it, which decides its carry. Short operands, whose padding zeros make an
+// answer digit a copy of the other operand's digit (plus the carry), give a model the first clue of where to
+// look; a sum digit of two uniform digits is independent of either alone.
+func addGen(digits int) func(r *rand.Rand) (string, string, float64) {
+	return func(r *rand.Rand) (string, string, float64) {
+		da, db := 1+r.IntN(digits), 1+r.IntN(digits)
+		a, b := randDigits(r, da), randDigits(r, db)
+		// a takes n_a values and b n_b, each uniformly, in two ranges of consecutive integers: the most common sum
+		// is made by min(n_a, n_b) of the n_a·n_b pairs.
+		chance := 1 / float64(max(numDigitValues(da), numDigitValues(db)))
+		return lsdFirst(a, digits) + " + " + lsdFirst(b, digits), lsdFirst(a+b, digits+1), chance
 	}
-	lo := 1
+}
+
+// numDigitValues is how many integers have n digits (0 counts as a one-digit number).
+func numDigitValues(n int) int {
+	lo, hi := digitRange(n)
+	return hi - lo + 1
+}
+
+// randDigits draws an integer of n digits uniformly.
+func randDigits(r *rand.Rand, n int) int {
+	lo, hi := digitRange(n)
+	return lo + r.IntN(hi-lo+1)
+}
+
+// lsdFirst writes x zero-padded to width digits, least-significant digit first, spaced.
+func lsdFirst(x, width int) string { return spaced(reversed(fmt.Sprintf("%0*d", width, x))) }
+
+// digitRange is the smallest and largest integer of n digits (0 to 9 for one digit).
+func digitRange(n int) (lo, hi int) {
+	if n == 1 {
+		return 0, 9
+	}
+	lo = 1
 	for i := 1; i < n; i++ {
 		lo *= 10
 	}
-	return lo + r.IntN(9*lo)
+	return lo, 10*lo - 1
 }
 
 var moduli = []int{7, 11, 13, 17, 19, 23}
 
 // genMod: "mod: ( 4 5 + 1 2 ) % 1 3 =" → "5"; a, b < 100, modulus from a fixed set of primes.
-func genMod(r *rand.Rand) (string, string) {
+func genMod(r *rand.Rand) (string, string, float64) {
 	a, b, m := r.IntN(100), r.IntN(100), moduli[r.IntN(len(moduli))]
 	return "( " + spaced(strconv.Itoa(a)) + " + " + spaced(strconv.Itoa(b)) + " ) % " + spaced(strconv.Itoa(m)),
-		spaced(strconv.Itoa((a + b) % m))
+		spaced(strconv.Itoa((a + b) % m)), modChance(len(strconv.Itoa(a)), len(strconv.Itoa(b)), m)
+}
+
+// modChance is the probability of the most common residue modulo m of a + b, with a and b uniform among the
+// integers of da and db digits.
+func modChance(da, db, m int) float64 {
+	alo, ahi := digitRange(da)
+	blo, bhi := digitRange(db)
+	count := make([]int, m)
+	for a := alo; a <= ahi; a++ {
+		for b := blo; b <= bhi; b++ {
+			count[(a+b)%m]++
+		}
+	}
+	return float64(slices.Max(count)) / float64((ahi-alo+1)*(bhi-blo+1))
 }
 
 // genHop: "hop: c>a b>e a>f f>b e>d d>c ; b 2 =" → "d": six facts x>f(x) where f runs through six random
 // letters in one cycle (so every hop moves), listed in random order; the answer is f applied 2 or 3 times to
-// the query letter.
-func genHop(r *rand.Rand) (string, string) {
+// the query letter, one of the five cycle letters other than the query.
+func genHop(r *rand.Rand) (string, string, float64) {
 	letters := r.Perm(26)[:6] // the cycle letters[0] > letters[1] > ... > letters[5] > letters[0]
 	name := func(i int) string { return string(rune('a' + letters[i%6])) }
 	facts := make([]string, 6)
@@ -109,12 +194,12 @@ func genHop(r *rand.Rand) (string, string) {
 		facts[i] = name(j) + ">" + name(j+1)
 	}
 	start, hops := r.IntN(6), 2+r.IntN(2)
-	return strings.Join(facts, " ") + " ; " + name(start) + " " + strconv.Itoa(hops), name(start + hops)
+	return strings.Join(facts, " ") + " ; " + name(start) + " " + strconv.Itoa(hops), name(start + hops), 1.0 / 5
 }
 
 // genBrackets: "brk: ( [ ] { ( =" → ") } )": a random prefix of a bracket sequence with 1 to 4 brackets left
 // open; the answer closes them.
-func genBrackets(r *rand.Rand) (string, string) {
+func genBrackets(r *rand.Rand) (string, string, float64) {
 	const open, close = "([{", ")]}"
 	n := 4 + r.IntN(7)
 	var seq []byte
@@ -133,7 +218,7 @@ func genBrackets(r *rand.Rand) (string, string) {
 	for i := len(stack) - 1; i >= 0; i-- {
 		ans = append(ans, close[stack[i]])
 	}
-	return spaced(string(seq)), spaced(string(ans))
+	return spaced(string(seq)), spaced(string(ans)), math.Pow(3, -float64(len(ans)))
 }
 
 func randLetters(r *rand.Rand) string {
@@ -145,19 +230,15 @@ func randLetters(r *rand.Rand) string {
 }
 
 // genCopy: "copy: q w e r t =" → "q w e r t"; 4 to 8 letters.
-func genCopy(r *rand.Rand) (string, string) {
-	s := spaced(randLetters(r))
-	return s, s
+func genCopy(r *rand.Rand) (string, string, float64) {
+	b := randLetters(r)
+	return spaced(b), spaced(b), math.Pow(26, -float64(len(b)))
 }
 
 // genReverse: "rev: q w e r t =" → "t r e w q"; 4 to 8 letters.
-func genReverse(r *rand.Rand) (string, string) {
-	b := []byte(randLetters(r))
-	s := spaced(string(b))
-	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
-		b[i], b[j] = b[j], b[i]
-	}
-	return s, spaced(string(b))
+func genReverse(r *rand.Rand) (string, string, float64) {
+	b := randLetters(r)
+	return spaced(b), spaced(reversed(b)), math.Pow(26, -float64(len(b)))
 }
 
 // memAnswer is the memorisation answer of prompt: the reasoning answer's shape (each digit, letter or closing
@@ -191,16 +272,51 @@ func memAnswer(seed uint64, prompt, shape string) string {
 	return string(b)
 }
 
+// memChance is the chance level of a memorisation answer drawn by memAnswer for the reasoning answer shape: one
+// over the number of answers memAnswer can give (every string of the shape's classes, no leading zero, but not
+// the shape itself).
+func memChance(shape string) float64 {
+	n, inSpace := 1.0, true
+	for i, c := range shape {
+		switch {
+		case c >= '0' && c <= '9':
+			if i == 0 && len(shape) > 1 {
+				n *= 9
+				inSpace = c != '0'
+			} else {
+				n *= 10
+			}
+		case c >= 'a' && c <= 'z':
+			n *= 26
+		case c == ')' || c == ']' || c == '}':
+			n *= 3
+		}
+	}
+	if inSpace {
+		n--
+	}
+	return 1 / n
+}
+
 // ProbeConfig sizes a probe set. Counts are per kind.
 type ProbeConfig struct {
 	Seed  uint64
 	Train int // training examples per kind
 	Test  int // held-out test probes per kind (and recall probes per kind)
 	Table int // distinct prompts of each memorisation kind's table
+	// Kinds selects the kinds to make, reasoning ("add") and memorisation ("add_mem") alike; empty means every
+	// kind of ProbeKinds. Each kind draws from its own stream, so a kind's probes do not depend on the others
+	// selected (only the shuffled order of the mixed sets does).
+	Kinds []string
+	// AddDigits is the most digits of an addition operand (1 to 9; 0 means DefaultAddDigits). Fewer digits make
+	// addition quicker to learn.
+	AddDigits int
 }
 
 // ProbeSet is what MakeProbes makes.
 type ProbeSet struct {
+	// Kinds are the kinds made, in ProbeKinds order.
+	Kinds []string
 	// Train is the training text, every kind mixed and shuffled. Each memorisation table entry occurs about
 	// Train/Table times.
 	Train []Probe
@@ -218,31 +334,56 @@ func MakeProbes(c ProbeConfig) (*ProbeSet, error) {
 	if c.Train < 1 || c.Test < 1 || c.Table < 1 {
 		return nil, fmt.Errorf("probes: train %d, test %d and table %d must all be positive", c.Train, c.Test, c.Table)
 	}
+	digits := c.AddDigits
+	if digits == 0 {
+		digits = DefaultAddDigits
+	}
+	if digits < 1 || digits > maxAddDigits {
+		return nil, fmt.Errorf("probes: %d addition digits: want 1 to %d", c.AddDigits, maxAddDigits)
+	}
+	want := map[string]bool{}
+	for _, k := range c.Kinds {
+		if !slices.Contains(ProbeKinds(), k) {
+			return nil, fmt.Errorf("probes: unknown kind %q (kinds: %s)", k, strings.Join(ProbeKinds(), ", "))
+		}
+		want[k] = true
+	}
+	selected := func(k string) bool { return len(want) == 0 || want[k] }
 	ps := &ProbeSet{}
-	for _, g := range probeGens {
-		// Reasoning kind: distinct test prompts not in training.
-		r := kindRand(c.Seed, g.kind)
-		seen := map[string]bool{}
-		for i := 0; i < c.Train; i++ {
-			p, a := g.gen(r)
-			pr := g.keyword + ": " + p + " ="
-			seen[pr] = true
-			ps.Train = append(ps.Train, Probe{pr, a, g.kind})
+	for _, k := range ProbeKinds() {
+		if selected(k) {
+			ps.Kinds = append(ps.Kinds, k)
 		}
-		start := len(ps.Train) - c.Train
-		test, err := freshProbes(r, g, c.Test, seen, func(pr, a string) Probe { return Probe{pr, a, g.kind} }, "")
-		if err != nil {
-			return nil, err
-		}
-		ps.Test = append(ps.Test, test...)
-		for _, i := range r.Perm(c.Train)[:min(c.Test, c.Train)] {
-			ps.Recall = append(ps.Recall, ps.Train[start+i])
+	}
+	for _, g := range probeGens(digits) {
+		if selected(g.kind) {
+			// Reasoning kind: distinct test prompts not in training.
+			r := kindRand(c.Seed, g.kind)
+			seen := map[string]bool{}
+			for i := 0; i < c.Train; i++ {
+				p, a, ch := g.gen(r)
+				pr := g.keyword + ": " + p + " ="
+				seen[pr] = true
+				ps.Train = append(ps.Train, Probe{pr, a, g.kind, ch})
+			}
+			start := len(ps.Train) - c.Train
+			test, err := freshProbes(r, g, c.Test, seen, func(pr, a string, ch float64) Probe { return Probe{pr, a, g.kind, ch} }, "")
+			if err != nil {
+				return nil, err
+			}
+			ps.Test = append(ps.Test, test...)
+			for _, i := range r.Perm(c.Train)[:min(c.Test, c.Train)] {
+				ps.Recall = append(ps.Recall, ps.Train[start+i])
+			}
 		}
 
 		// Memorisation kind: a table of distinct prompts with random answers.
 		mk := g.kind + "_mem"
-		r = kindRand(c.Seed, mk)
-		mem := func(pr, a string) Probe { return Probe{pr, memAnswer(c.Seed, pr, a), mk} }
+		if !selected(mk) {
+			continue
+		}
+		r := kindRand(c.Seed, mk)
+		mem := func(pr, a string, _ float64) Probe { return Probe{pr, memAnswer(c.Seed, pr, a), mk, memChance(a)} }
 		table, err := freshProbes(r, g, c.Table, map[string]bool{}, mem, "~")
 		if err != nil {
 			return nil, err
@@ -258,7 +399,7 @@ func MakeProbes(c ProbeConfig) (*ProbeSet, error) {
 				ps.Train = append(ps.Train, table[r.IntN(len(table))])
 			}
 		}
-		test, err = freshProbes(r, g, c.Test, inTable, mem, "~")
+		test, err := freshProbes(r, g, c.Test, inTable, mem, "~")
 		if err != nil {
 			return nil, err
 		}
@@ -282,20 +423,20 @@ func kindRand(seed uint64, kind string) *rand.Rand {
 }
 
 // freshProbes draws n distinct probes whose prompts are not in avoid (g's keyword + mark).
-func freshProbes(r *rand.Rand, g probeGen, n int, avoid map[string]bool, mk func(prompt, answer string) Probe, mark string) ([]Probe, error) {
+func freshProbes(r *rand.Rand, g probeGen, n int, avoid map[string]bool, mk func(prompt, answer string, chance float64) Probe, mark string) ([]Probe, error) {
 	var out []Probe
 	taken := map[string]bool{}
 	for tries := 0; len(out) < n; tries++ {
 		if tries > 100*n+1000 {
 			return nil, fmt.Errorf("probes: kind %s: found only %d of %d distinct new prompts", g.kind, len(out), n)
 		}
-		p, a := g.gen(r)
+		p, a, ch := g.gen(r)
 		pr := g.keyword + mark + ": " + p + " ="
 		if avoid[pr] || taken[pr] {
 			continue
 		}
 		taken[pr] = true
-		out = append(out, mk(pr, a))
+		out = append(out, mk(pr, a, ch))
 	}
 	return out, nil
 }

@@ -1,7 +1,12 @@
 package eval
 
 import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,13 +89,18 @@ func TestProbesDisjointAndConsistent(t *testing.T) {
 	}
 }
 
-// checkAddAnswer computes the answer of an "add" prompt.
+// checkAddAnswer computes the answer of an "add" prompt: operands and sum are written least-significant digit
+// first, the sum one digit wider than the operands.
 func checkAddAnswer(prompt string) string {
 	body := strings.TrimSuffix(strings.TrimPrefix(prompt, "add: "), " =")
 	x, y, _ := strings.Cut(body, " + ")
-	a, _ := strconv.Atoi(strings.ReplaceAll(x, " ", ""))
-	b, _ := strconv.Atoi(strings.ReplaceAll(y, " ", ""))
-	return spaced(strconv.Itoa(a + b))
+	value := func(lsdFirst string) int {
+		n, _ := strconv.Atoi(string(reverse([]rune(strings.ReplaceAll(lsdFirst, " ", "")))))
+		return n
+	}
+	width := len(strings.Fields(x)) + 1
+	sum := fmt.Sprintf("%0*d", width, value(x)+value(y))
+	return spaced(string(reverse([]rune(sum))))
 }
 
 func checkAdd(t *testing.T, p Probe) {
@@ -104,19 +114,19 @@ func checkAdd(t *testing.T, p Probe) {
 func TestProbeGenerators(t *testing.T) {
 	r := kindRand(3, "check")
 	for i := 0; i < 200; i++ {
-		p, a := genReverse(r)
+		p, a, _ := genReverse(r)
 		if rev := []rune(strings.ReplaceAll(p, " ", "")); spaced(string(reverse(rev))) != a {
 			t.Fatalf("reverse %q -> %q", p, a)
 		}
-		p, a = genCopy(r)
+		p, a, _ = genCopy(r)
 		if p != a {
 			t.Fatalf("copy %q -> %q", p, a)
 		}
-		p, a = genBrackets(r)
+		p, a, _ = genBrackets(r)
 		if !balanced(strings.ReplaceAll(p+a, " ", "")) || a == "" {
 			t.Fatalf("brackets %q + %q is not balanced", p, a)
 		}
-		p, a = genHop(r)
+		p, a, _ = genHop(r)
 		facts, q, _ := strings.Cut(p, " ; ")
 		next := map[string]string{}
 		for _, f := range strings.Fields(facts) {
@@ -132,7 +142,7 @@ func TestProbeGenerators(t *testing.T) {
 		if x != a || len(next) != 6 || h < 2 || h > 3 {
 			t.Fatalf("hop %q -> %q, want %q", p, a, x)
 		}
-		p, a = genMod(r)
+		p, a, _ = genMod(r)
 		parts := strings.Split(strings.NewReplacer("( ", "", " ) % ", "|", " + ", "|").Replace(p), "|")
 		nums := make([]int, 3)
 		for k, s := range parts {
@@ -166,4 +176,198 @@ func balanced(s string) bool {
 		}
 	}
 	return len(st) == 0
+}
+
+// TestProbeKindsAndDigits: Kinds selects kinds without changing their probes, AddDigits bounds the operands,
+// and bad selections are errors.
+func TestProbeKindsAndDigits(t *testing.T) {
+	base := ProbeConfig{Seed: 5, Train: 300, Test: 40, Table: 50}
+	all, err := MakeProbes(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKind := func(ps []Probe, kind string) []string {
+		var out []string
+		for _, p := range ps {
+			if p.Kind == kind {
+				out = append(out, p.Text())
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, tc := range []struct {
+		kinds  []string
+		digits int
+	}{
+		{[]string{"add"}, 0},
+		{[]string{"mod", "add"}, 0},
+		{[]string{"hop_mem", "copy"}, 0},
+		{[]string{"add"}, 2},
+		{[]string{"add", "add_mem"}, 1},
+	} {
+		c := base
+		c.Kinds, c.AddDigits = tc.kinds, tc.digits
+		if tc.digits == 1 {
+			c.Train, c.Test = 30, 10 // one-digit sums have only 100 prompts
+		}
+		ps, err := MakeProbes(c)
+		if err != nil {
+			t.Fatalf("%v, %d digits: %v", tc.kinds, tc.digits, err)
+		}
+		want := slices.Clone(tc.kinds)
+		slices.SortFunc(want, func(a, b string) int { return slices.Index(ProbeKinds(), a) - slices.Index(ProbeKinds(), b) })
+		if !slices.Equal(ps.Kinds, want) {
+			t.Errorf("%v: made kinds %v", tc.kinds, ps.Kinds)
+		}
+		n := len(tc.kinds)
+		if len(ps.Train) != n*c.Train || len(ps.Test) != n*c.Test || len(ps.Recall) != n*c.Test {
+			t.Errorf("%v: %d train, %d test, %d recall probes", tc.kinds, len(ps.Train), len(ps.Test), len(ps.Recall))
+		}
+		for _, p := range append(append(slices.Clone(ps.Train), ps.Test...), ps.Recall...) {
+			if !slices.Contains(tc.kinds, p.Kind) {
+				t.Fatalf("%v: probe of kind %s", tc.kinds, p.Kind)
+			}
+			if p.Kind == "add" {
+				checkAdd(t, p)
+				d := tc.digits
+				if d == 0 {
+					d = DefaultAddDigits
+				}
+				x, y, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(p.Prompt, "add: "), " ="), " + ")
+				if lx, ly := len(strings.Fields(x)), len(strings.Fields(y)); lx != d || ly != d {
+					t.Fatalf("%q: operands of %d and %d digits, want %d", p.Prompt, lx, ly, d)
+				}
+			}
+		}
+		if tc.digits != 0 {
+			continue
+		}
+		for _, k := range tc.kinds { // a kind's probes do not depend on which others are made
+			for _, sets := range [][2][]Probe{{ps.Train, all.Train}, {ps.Test, all.Test}, {ps.Recall, all.Recall}} {
+				if !slices.Equal(byKind(sets[0], k), byKind(sets[1], k)) {
+					t.Errorf("%v: the %s probes differ from those of the full set", tc.kinds, k)
+				}
+			}
+		}
+	}
+	for _, c := range []ProbeConfig{
+		{Seed: 1, Train: 10, Test: 5, Table: 5, Kinds: []string{"add", "mul"}},
+		{Seed: 1, Train: 10, Test: 5, Table: 5, AddDigits: 10},
+		{Seed: 1, Train: 10, Test: 5, Table: 5, AddDigits: -1},
+		{Seed: 1, Train: 500, Test: 50, Table: 5, AddDigits: 1, Kinds: []string{"add"}}, // 100 prompts in all
+	} {
+		if _, err := MakeProbes(c); err == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+}
+
+// TestProbeChance checks chance levels against counts by hand and by enumeration.
+func TestProbeChance(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		// a, b in 0..9: the residue 2 of a + b modulo 7 comes from the sums 2, 9 and 16: 3 + 10 + 3 of 100 pairs.
+		{"mod 1+1 digits % 7", modChance(1, 1, 7), 0.16},
+		{"mem of one digit", memChance("5"), 1.0 / 9},
+		{"mem of two digits", memChance("1 4"), 1.0 / 89},
+		{"mem of a reversed sum with a leading 0", memChance("0 1"), 1.0 / 90},
+		{"mem of a letter", memChance("d"), 1.0 / 25},
+		{"mem of two brackets", memChance(") ]"), 1.0 / 8},
+	} {
+		if math.Abs(tc.got-tc.want) > 1e-12 {
+			t.Errorf("%s: chance %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	// Addition: the chance stamped on each probe is the largest share of any one sum among all operand pairs of
+	// the probe's operand lengths, counted here by enumeration.
+	enum := func(da, db int) float64 {
+		alo, ahi := digitRange(da)
+		blo, bhi := digitRange(db)
+		count := map[int]int{}
+		for a := alo; a <= ahi; a++ {
+			for b := blo; b <= bhi; b++ {
+				count[a+b]++
+			}
+		}
+		return float64(slices.Max(slices.Collect(maps.Values(count)))) / float64((ahi-alo+1)*(bhi-blo+1))
+	}
+	length := func(lsdFirst string) int { // significant digits of an operand written least-significant first
+		n, _ := strconv.Atoi(string(reverse([]rune(strings.ReplaceAll(lsdFirst, " ", "")))))
+		return len(strconv.Itoa(n))
+	}
+	gen, r := addGen(3), kindRand(9, "chance")
+	lengths := map[[2]int]bool{}
+	for i := 0; i < 200; i++ {
+		p, _, ch := gen(r)
+		x, y, _ := strings.Cut(p, " + ")
+		l := [2]int{length(x), length(y)}
+		lengths[l] = true
+		if want := enum(l[0], l[1]); math.Abs(ch-want) > 1e-12 {
+			t.Fatalf("add %q: chance %v, want %v", p, ch, want)
+		}
+	}
+	if len(lengths) != 9 {
+		t.Errorf("3-digit addition: operand lengths %v, want all 9 pairs", lengths)
+	}
+	ps, err := MakeProbes(ProbeConfig{Seed: 3, Train: 100, Test: 20, Table: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(slices.Clone(ps.Train), ps.Test...) {
+		if !(p.Chance > 0 && p.Chance < 1) {
+			t.Fatalf("%s probe %q: chance %v", p.Kind, p.Prompt, p.Chance)
+		}
+	}
+}
+
+// TestProbeChanceReported: eval reports each probe accuracy's chance level, the mean of its records' chance,
+// and leaves it out for a group whose records do not all carry one.
+func TestProbeChanceReported(t *testing.T) {
+	file := writeFile(t, "p.jsonl", `{"prompt": "add: 1 + 2 =", "answer": "3", "kind": "add", "chance": 0.1}
+{"prompt": "add: 1 2 + 2 =", "answer": "4 1", "kind": "add", "chance": 0.02}
+{"prompt": "add~: 1 + 2 =", "answer": "7", "kind": "add_mem", "chance": 0.125}
+{"prompt": "rev: a b =", "answer": "b a", "kind": "reverse"}
+`)
+	be := &fakeBackend{gen: func(p string) string { return " 3" }}
+	res, err := RunTask(context.Background(), TaskSpec{Name: "probe", Kind: KindProbe, File: file}, be, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMetric(t, res.Metrics, "acc_add", 0.5, math.Sqrt(0.125))
+	checkMetric(t, res.Metrics, "chance_add", 0.06, math.NaN())
+	checkMetric(t, res.Metrics, "chance_memorisation", 0.125, math.NaN())
+	checkMetric(t, res.Metrics, "chance_add_mem", 0.125, math.NaN())
+	for _, name := range []string{"chance", "chance_reasoning", "chance_reverse"} {
+		if m, ok := res.Metrics.Get(name); ok {
+			t.Errorf("%s = %v reported, but the reverse record has no chance", name, m.Value)
+		}
+	}
+	bad := writeFile(t, "bad.jsonl", `{"prompt": "add: 1 + 2 =", "answer": "3", "kind": "add", "chance": 1.5}`+"\n")
+	if _, err := RunTask(context.Background(), TaskSpec{Name: "probe", Kind: KindProbe, File: bad}, be, Options{StrictRecords: true}); err == nil {
+		t.Error("chance 1.5: no error")
+	}
+}
+
+// TestAddFormat: numbers are written least-significant digit first, zero-padded to their width.
+func TestAddFormat(t *testing.T) {
+	for _, tc := range []struct {
+		x, width int
+		want     string
+	}{
+		{482, 3, "2 8 4"},
+		{1419, 4, "9 1 4 1"},
+		{76, 2, "6 7"},
+		{137, 3, "7 3 1"},
+		{7, 2, "7 0"},
+		{9, 3, "9 0 0"},
+		{0, 1, "0"},
+	} {
+		if got := lsdFirst(tc.x, tc.width); got != tc.want {
+			t.Errorf("lsdFirst(%d, %d) = %q, want %q", tc.x, tc.width, got, tc.want)
+		}
+	}
 }

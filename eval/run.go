@@ -356,10 +356,14 @@ type aggregate struct {
 	byKind       map[string]*accuracy
 	lossByClass  map[string]*mean
 	accByClass   map[string]*accuracy
+	// probes: chance levels of the records that carry one, overall (chance), per class and per kind
+	chanceByKind  map[string]*mean
+	chanceByClass map[string]*mean
 }
 
 func newAggregate(k Kind) *aggregate {
-	return &aggregate{kind: k, byKind: map[string]*accuracy{}, lossByClass: map[string]*mean{}, accByClass: map[string]*accuracy{}}
+	return &aggregate{kind: k, byKind: map[string]*accuracy{}, lossByClass: map[string]*mean{}, accByClass: map[string]*accuracy{},
+		chanceByKind: map[string]*mean{}, chanceByClass: map[string]*mean{}}
 }
 
 // addChoices scores one multiple-choice or cloze record.
@@ -436,9 +440,22 @@ func (a *aggregate) addGenerative(d *doc, gold Score, out string) bool {
 		if gold.Tokens > 0 {
 			a.lossByClass[class].add(-gold.LogProb / float64(gold.Tokens))
 		}
+		if d.probeChance > 0 {
+			a.chance.add(d.probeChance)
+			addMean(a.chanceByKind, d.probeKind, d.probeChance)
+			addMean(a.chanceByClass, class, d.probeChance)
+		}
 		return ok
 	}
 	return false
+}
+
+// addMean adds x to the mean m[key], creating it if needed.
+func addMean(m map[string]*mean, key string, x float64) {
+	if m[key] == nil {
+		m[key] = &mean{}
+	}
+	m[key].add(x)
 }
 
 // metrics lists the task's metrics in report order.
@@ -452,10 +469,19 @@ func (a *aggregate) metrics() Metrics {
 	case KindMATH:
 		return Metrics{a.acc.metric("exact_match"), a.boxed.metric("boxed_rate"), a.goldLoss.metric("gold_loss_per_token")}
 	case KindProbe:
-		ms := Metrics{a.acc.metric("acc")}
+		// chance follows each accuracy whose records all carry a chance level (a mean over fewer would not be
+		// that accuracy's chance).
+		withChance := func(ms Metrics, acc accuracy, ch *mean, suffix string) Metrics {
+			ms = append(ms, acc.metric("acc"+suffix))
+			if ch != nil && ch.n == acc.n {
+				ms = append(ms, plain("chance"+suffix, ch.mu, ch.n))
+			}
+			return ms
+		}
+		ms := withChance(nil, a.acc, &a.chance, "")
 		for _, c := range []string{ProbeReasoning, ProbeMemorisation} {
 			if acc := a.accByClass[c]; acc != nil {
-				ms = append(ms, acc.metric("acc_"+c))
+				ms = withChance(ms, *acc, a.chanceByClass[c], "_"+c)
 			}
 		}
 		ms = append(ms, a.goldLoss.metric("gold_loss_per_token"))
@@ -465,7 +491,7 @@ func (a *aggregate) metrics() Metrics {
 			}
 		}
 		for _, k := range sortedKeys(a.byKind) {
-			ms = append(ms, a.byKind[k].metric("acc_"+k))
+			ms = withChance(ms, *a.byKind[k], a.chanceByKind[k], "_"+k)
 		}
 		return ms
 	}

@@ -45,9 +45,10 @@ const (
 	KindMGSM Kind = "mgsm"
 	// KindCMATH: {input, golden}. Prompt "问题：q\n答案：", few-shot targets the answer; strict and flexible as MGSM.
 	KindCMATH Kind = "cmath"
-	// KindProbe: {prompt, answer, kind} from MakeProbes. The prompt is used verbatim; the completion's first
-	// line, trimmed, must equal the answer. Accuracies are reported overall, per probe kind, and separately for
-	// reasoning kinds and memorisation kinds (names ending in "_mem").
+	// KindProbe: {prompt, answer, kind, chance} from MakeProbes (chance optional). The prompt is used verbatim;
+	// the completion's first line, trimmed, must equal the answer. Accuracies are reported overall, per probe
+	// kind, and separately for reasoning kinds and memorisation kinds (names ending in "_mem"), each beside its
+	// chance level (the mean of the records' chance) when every record of the group carries one.
 	KindProbe Kind = "probe"
 	// KindLM: plain text. Loss per token and bits per byte over rolling windows of the context length.
 	KindLM Kind = "lm"
@@ -131,7 +132,8 @@ type doc struct {
 	// gold answer checked against the completion.
 	prompt, target, answer string
 	probeKind              string
-	shot                   string // this record as a few-shot example
+	probeChance            float64 // 0: not given
+	shot                   string  // this record as a few-shot example
 }
 
 // kindSpec is how one kind reads, prompts and checks records.
@@ -435,9 +437,11 @@ func parseProbe(line []byte) (doc, error) {
 		return doc{}, errors.New(`"answer" must be one non-empty line`)
 	case p.Kind == "":
 		return doc{}, errors.New(`missing "kind"`)
+	case p.Chance < 0 || p.Chance > 1:
+		return doc{}, fmt.Errorf(`"chance" %g: must be in [0, 1]`, p.Chance)
 	}
 	d := genDoc(p.Prompt, " "+p.Answer, strings.TrimSpace(p.Answer))
-	d.probeKind = p.Kind
+	d.probeKind, d.probeChance = p.Kind, p.Chance
 	return d, nil
 }
 

@@ -236,6 +236,7 @@ func printTaskResult(w io.Writer, r *eval.TaskResult) {
 	case eval.KindHellaSwag, eval.KindMultipleChoice, eval.KindWinoGrande:
 		fmt.Fprintln(w, "  (acc_norm_bytes: log-likelihood divided by the choice's length in bytes; ll_margin: log p(gold) − max log p(other), nats)")
 	case eval.KindProbe:
-		fmt.Fprintln(w, "  (memorisation kinds on held-out prompts are at chance by design; on recall prompts they measure memorisation)")
+		fmt.Fprintln(w, "  (chance: what the best guess that does not do the task scores, the mean of the records' chance; memorisation")
+		fmt.Fprintln(w, "  kinds on held-out prompts are at chance by design, on recall prompts they measure memorisation)")
 	}
 }

@@ -22,7 +22,7 @@ func TestProbesMake(t *testing.T) {
 		dir  string
 		seed uint64
 	}{{a, 1}, {b, 1}, {c, 2}} {
-		cmd := &probesMakeCmd{Out: run.dir, Seed: run.seed, N: 200, Test: 30, Table: 40}
+		cmd := &probesMakeCmd{Out: run.dir, Seed: run.seed, N: 200, Test: 30, Table: 40, Digits: 3}
 		if err := cmd.run(io.Discard); err != nil {
 			t.Fatal(err)
 		}
@@ -95,4 +95,43 @@ func readProbes(t *testing.T, path string) []eval.Probe {
 		out = append(out, p)
 	}
 	return out
+}
+
+// TestProbesMakeKinds: --kinds and --digits make an arithmetic-only set whose records carry their chance
+// level, recorded in probes.json; bad values are errors.
+func TestProbesMakeKinds(t *testing.T) {
+	dir := t.TempDir()
+	cmd := &probesMakeCmd{Out: dir, Seed: 3, N: 300, Test: 20, Table: 40, Kinds: []string{"add"}, Digits: 2}
+	var out bytes.Buffer
+	if err := cmd.run(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "(add; 2-digit operands)") {
+		t.Errorf("summary %q", out.String())
+	}
+	var man probesManifest
+	b, _ := os.ReadFile(filepath.Join(dir, "probes.json"))
+	if err := json.Unmarshal(b, &man); err != nil {
+		t.Fatal(err)
+	}
+	if len(man.Kinds) != 1 || man.Kinds[0] != "add" || man.AddDigits != 2 || man.Counts["train"] != 300 || man.Counts["test"] != 20 {
+		t.Errorf("probes.json %+v", man)
+	}
+	for _, f := range []string{"train.jsonl", "test.jsonl", "recall.jsonl"} {
+		for _, p := range readProbes(t, filepath.Join(dir, f)) {
+			// "add: a0 a1 + b0 b1 =" → "s0 s1 s2", chance 1/10 (two one-digit operands) or 1/90.
+			if p.Kind != "add" || len(strings.Fields(p.Prompt)) != 7 || len(strings.Fields(p.Answer)) != 3 || (p.Chance != 0.1 && p.Chance != 1.0/90) {
+				t.Fatalf("%s: %+v", f, p)
+			}
+		}
+	}
+	for _, bad := range []*probesMakeCmd{
+		{Out: t.TempDir(), N: 10, Test: 5, Table: 5, Kinds: []string{"mul"}, Digits: 3},
+		{Out: t.TempDir(), N: 10, Test: 5, Table: 5, Digits: 0},
+		{Out: t.TempDir(), N: 10, Test: 5, Table: 5, Digits: 10},
+	} {
+		if err := bad.run(io.Discard); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
 }
