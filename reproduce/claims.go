@@ -56,8 +56,15 @@ type row struct {
 	loss   float64
 }
 
+// num is the run's value of a numeric axis. Axis values read back from a sweep's plan are json.Number.
 func (r row) num(key string) float64 {
 	switch v := r.values[key].(type) {
+	case json.Number:
+		f, err := v.Float64()
+		if err != nil {
+			return math.NaN()
+		}
+		return f
 	case float64:
 		return v
 	case int64:

@@ -26,6 +26,16 @@ func TestReproduceEndToEnd(t *testing.T) {
 	if res.Steps != 2 {
 		t.Fatalf("resumed with %d steps per run, want the sizing file's 2", res.Steps)
 	}
+	// Every compared arm found its runs (axis values read back from the sweep plans are json.Number; an arm
+	// without runs has a mean loss of 0).
+	if len(res.ValLoss) == 0 {
+		t.Fatal("no validation losses compared")
+	}
+	for arm, v := range res.ValLoss {
+		if !(v[0] > 0) {
+			t.Errorf("arm %s: mean val loss %v: its runs were not found", arm, v[0])
+		}
+	}
 	if len(res.Claims) != 5 {
 		t.Fatalf("%d claims, want 5", len(res.Claims))
 	}

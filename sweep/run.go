@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/smallinit/smallinit/diag"
 	"io"
 	"io/fs"
 	"os"
@@ -226,7 +227,7 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 		return fail(err)
 	}
 	defer lf.Close()
-	topts := train.Options{Log: lf}
+	topts := train.Options{Log: lf, Diagnostics: diag.Training} // diagnostics.jsonl when the run's diagnostics_interval > 0
 	if o.AfterStep != nil {
 		topts.AfterStep = func(step int) { o.AfterStep(r, step) }
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/smallinit/smallinit/diag"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -123,7 +124,7 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 		}
 		dir := filepath.Join(cmd.Out, "runs", fmt.Sprintf("%s-%dsteps-seed%d", c.Name, steps, cmd.Seed))
 		fmt.Fprintf(log, "\n[%d/%d] %s: γ = %g, ε = %g, gate %s, %d steps -> %s\n", i+1, len(demoCorners), c.Name, c.Gamma, c.Eps, c.Gate, steps, dir)
-		opts := train.Options{Log: log, Progress: progress, Diagnostics: trainingDiagnostics}
+		opts := train.Options{Log: log, Progress: progress, Diagnostics: diag.Training}
 		var res train.Result
 		if _, err := os.Stat(filepath.Join(dir, train.ConfigFile)); err == nil {
 			res, err = train.Resume(ctx, dir, opts)

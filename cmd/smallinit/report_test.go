@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/smallinit/smallinit/diag"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -48,7 +49,7 @@ func TestReportCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := train.Start(context.Background(), cfg, filepath.Join(runs, c.name), train.Options{Diagnostics: trainingDiagnostics}); err != nil {
+		if _, err := train.Start(context.Background(), cfg, filepath.Join(runs, c.name), train.Options{Diagnostics: diag.Training}); err != nil {
 			t.Fatal(err)
 		}
 	}

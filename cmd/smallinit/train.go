@@ -12,7 +12,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/diag"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -26,7 +25,7 @@ type trainCmd struct {
 func (cmd *trainCmd) Run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := train.Options{Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd())), Diagnostics: trainingDiagnostics}
+	opts := train.Options{Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd())), Diagnostics: diag.Training}
 	var res train.Result
 	var err error
 	switch {
@@ -54,15 +53,4 @@ func (cmd *trainCmd) Run() error {
 	}
 	fmt.Printf(", %.0f tokens/s; final model in %s/%s\n", res.TokensPerS, res.Dir, train.FinalDir)
 	return nil
-}
-
-// trainingDiagnostics is what a run appends to diagnostics.jsonl every train.diagnostics_interval steps: every
-// matrix's weight metrics, their per-class means, and the activation metrics on 16 probe windows of 64 tokens.
-func trainingDiagnostics(_ int, m *model.Model, probe []int32) (any, error) {
-	w := diag.WeightReport(m, diag.DefaultWeightOptions(), nil)
-	a, err := diag.Activations(m, probe, 16, min(64, m.Config.SeqLen))
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"weights": w, "classes": diag.SummariseClasses(w), "activations": a}, nil
 }
