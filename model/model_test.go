@@ -100,7 +100,7 @@ func relErr(a []float32, b []float64) float64 {
 func TestForwardMatchesFloat64Reference(t *testing.T) {
 	pool := kernel.NewPool(2)
 	defer pool.Close()
-	for _, tc := range switchCases {
+	for _, tc := range append(switchCases[:len(switchCases):len(switchCases)], gqaCases...) {
 		for _, block := range []int{4, defaultAttnBlock} {
 			t.Run(fmt.Sprintf("%s/block%d", tc.name, block), func(t *testing.T) {
 				c := tc.cfg
@@ -128,12 +128,13 @@ func TestForwardMatchesFloat64Reference(t *testing.T) {
 	}
 }
 
-// TestGradientsMatchFiniteDifferences checks every parameter's gradient, for every switch, against central
+// TestGradientsMatchFiniteDifferences checks every parameter's gradient, for every switch and the grouped-query
+// cases (two query blocks accumulate each key/value head's dK and dV over its query heads), against central
 // differences of the float64 reference forward: (L(θ+h) − L(θ−h)) / 2h with h = 1e-6.
 func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	pool := kernel.NewPool(2)
 	defer pool.Close()
-	for _, tc := range switchCases {
+	for _, tc := range append(switchCases[:len(switchCases):len(switchCases)], gqaCases...) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.cfg
 			m := newTestModel(t, c, 2, pool)
