@@ -42,7 +42,8 @@ Subcommands (run with /usr/bin/python3 python/torchref.py SUBCOMMAND ...):
            Train on random tokens in float32 (AdamW lr 3e-4, betas (0.9,0.95), eps 1e-8, wd 0.1, clip 1.0)
            and print median tokens/s, step/forward/backward/optimizer seconds and model FLOP/s
            (FLOPs/token = 6*N_matmul + 12*L*T*d, share of 225 GFLOP/s). "Best settings" (default):
-           OMP_WAIT_POLICY=PASSIVE (set before torch is imported), torch.set_num_threads(threads),
+           OMP_WAIT_POLICY=PASSIVE and OPENBLAS_CORETYPE from the CPU flags (SkylakeX with AVX-512, Haswell with
+           AVX2; both set before torch is imported), torch.set_num_threads(threads),
            torch's private fused scaled-dot-product attention, foreach AdamW; --default-settings uses
            torch's defaults (threads, manual attention, for-loop AdamW).
            --matmul onednn runs every GEMM (linear layers and attention) as oneDNN 1x1 convolutions
@@ -54,8 +55,28 @@ Subcommands (run with /usr/bin/python3 python/torchref.py SUBCOMMAND ...):
 import os
 import sys
 
+
+def openblas_coretype():
+    """The OpenBLAS kernel family this CPU supports, from /proc/cpuinfo. OpenBLAS's DYNAMIC_ARCH build picks its
+    kernel by CPU family and model, and on CPUs it does not know (virtual machines that report a generic
+    "Intel(R) Xeon(R) Processor", as on this project's machine) it falls back to Prescott, an SSE3 kernel about
+    3x slower than its AVX-512 one; OPENBLAS_CORETYPE overrides the guess, and must be set before it loads."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return None
+    if "avx512f" in flags and "avx512bw" in flags and "avx512vl" in flags:
+        return "SkylakeX"
+    if "avx2" in flags and "fma" in flags:
+        return "Haswell"
+    return None
+
+
 if len(sys.argv) > 1 and sys.argv[1] == "bench" and "--default-settings" not in sys.argv:
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # libgomp reads it when torch is loaded, so before `import torch`
+    if "OPENBLAS_CORETYPE" not in os.environ and openblas_coretype():
+        os.environ["OPENBLAS_CORETYPE"] = openblas_coretype()  # read when libopenblas loads, with torch
 
 import argparse
 import ctypes
@@ -843,7 +864,16 @@ PEAK_GFLOPS = 225.0
 def blas_library():  # which libblas.so.3 the dynamic linker resolved (Debian alternatives: netlib or OpenBLAS)
     with open("/proc/self/maps") as f:
         libs = {line.split()[-1] for line in f if os.path.basename(line.split()[-1]).startswith(("libblas", "libopenblas"))}
-    return ", ".join(sorted(libs)) or "none"
+    core = ""
+    for path in sorted(libs):  # OpenBLAS names the kernel it runs: Prescott here means the slow SSE3 fallback
+        if os.path.basename(path).startswith("libopenblas"):
+            try:
+                lib = ctypes.CDLL(path)
+                lib.openblas_get_corename.restype = ctypes.c_char_p
+                core = f", core {lib.openblas_get_corename().decode()}"
+            except (OSError, AttributeError):
+                pass
+    return (", ".join(sorted(libs)) or "none") + core
 
 
 def bench(a):

@@ -5,8 +5,9 @@
 #   scripts/bench-vs-pytorch.sh [rounds] [presets...]      (default: 3 rounds of tiny small medium)
 #
 # PyTorch runs python/torchref.py bench at its best settings (OMP_WAIT_POLICY=PASSIVE, 2 threads, fused
-# attention, foreach AdamW). Debian's python3-torch calls the system libblas.so.3: install OpenBLAS
-# (apt-get install libopenblas0-pthread) or PyTorch runs on the slow reference BLAS.
+# attention, foreach AdamW, OPENBLAS_CORETYPE from the CPU flags). Debian's python3-torch calls the system
+# libblas.so.3: install OpenBLAS (apt-get install libopenblas0-pthread) or PyTorch runs on the slow reference
+# BLAS; the last line prints which BLAS and which OpenBLAS kernel PyTorch ran on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -31,4 +32,5 @@ for p in presets:
     g, t = statistics.median(x["tokens_per_s"] for x in go), statistics.median(x["tokens_per_s"] for x in th)
     gf, tf = statistics.median(x["model_gflops"] for x in go), statistics.median(x["model_gflops"] for x in th)
     print(f"{p:8} {g:16.0f} {gf:8.1f} {t:14.0f} {tf:8.1f} {g/t:6.2f}")
+print("PyTorch", th[0]["torch"], "BLAS:", th[0]["blas"])
 PY
