@@ -41,9 +41,17 @@ type Config struct {
 	Norm      string  `toml:"norm"`                    // NormRMS or NormLayer
 	AttnGate  string  `toml:"attn_gate"`               // GateNone, GateHeadwise or GateElementwise
 	RopeTheta float64 `toml:"rope_theta"`              // RoPE base
-	Tied      bool    `toml:"tie_word_embeddings"`     // LM head shares the embedding matrix
-	QKNorm    bool    `toml:"qk_norm"`                 // RMSNorm (gain [d_h], ε = norm_eps) on each head of q and k before RoPE (Qwen3)
-	QKVBias   bool    `toml:"qkv_bias"`                // biases on q_proj, k_proj and v_proj, none on o_proj (Qwen2, Qwen2-MoE)
+	// RoPE frequency scaling, Hugging Face's rope_scaling (see rope.go): RopeScaling is its rope_type, ""
+	// (plain RoPE), RopeLinear or RopeLlama3; the other fields are its factor, low_freq_factor,
+	// high_freq_factor and original_max_position_embeddings (the last three for llama3 only).
+	RopeScaling        string  `toml:"rope_scaling"`
+	RopeFactor         float64 `toml:"rope_factor"`
+	RopeLowFreqFactor  float64 `toml:"rope_low_freq_factor"`
+	RopeHighFreqFactor float64 `toml:"rope_high_freq_factor"`
+	RopeOriginalSeqLen int     `toml:"rope_original_max_position_embeddings"`
+	Tied               bool    `toml:"tie_word_embeddings"` // LM head shares the embedding matrix
+	QKNorm             bool    `toml:"qk_norm"`             // RMSNorm (gain [d_h], ε = norm_eps) on each head of q and k before RoPE (Qwen3)
+	QKVBias            bool    `toml:"qkv_bias"`            // biases on q_proj, k_proj and v_proj, none on o_proj (Qwen2, Qwen2-MoE)
 
 	// Mixture of experts (SPEC §1 "MoE FFN"; Hugging Face Qwen-MoE field names). Used when FFNKind is "moe".
 	FFNKind    string  `toml:"ffn"`                             // FFNDense or FFNMoE
@@ -160,6 +168,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.RopeTheta > 1) || math.IsInf(c.RopeTheta, 0) {
 		return fmt.Errorf("rope_theta = %g: must be > 1", c.RopeTheta)
+	}
+	if err := c.validateRopeScaling(); err != nil {
+		return err
 	}
 	switch c.Norm {
 	case NormRMS, NormLayer:

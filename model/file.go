@@ -62,6 +62,16 @@ type fileConfig struct {
 	Init                  json.RawMessage `json:"smallinit_init,omitempty"`
 }
 
+// ropeScalingJSON is config.json's rope_scaling object (Hugging Face modeling_rope_utils).
+type ropeScalingJSON struct {
+	RopeType                      string  `json:"rope_type"`
+	Type                          string  `json:"type,omitempty"` // the older name of rope_type
+	Factor                        float64 `json:"factor"`
+	LowFreqFactor                 float64 `json:"low_freq_factor,omitempty"`
+	HighFreqFactor                float64 `json:"high_freq_factor,omitempty"`
+	OriginalMaxPositionEmbeddings int     `json:"original_max_position_embeddings,omitempty"`
+}
+
 // ReadConfig reads and validates dir/config.json, returning the model config and the raw init recipe
 // (smallinit_init, nil when absent).
 func ReadConfig(dir string) (Config, json.RawMessage, error) {
@@ -109,8 +119,17 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 	if fc.MLPBias {
 		return bad("mlp_bias = true is not supported (biases on gate_proj, up_proj and down_proj)")
 	}
+	var rs ropeScalingJSON
 	if len(fc.RopeScaling) > 0 && string(fc.RopeScaling) != "null" {
-		return bad("rope_scaling = %s is not supported (only plain RoPE with rope_theta)", fc.RopeScaling)
+		if err := json.Unmarshal(fc.RopeScaling, &rs); err != nil {
+			return bad("rope_scaling = %s: %v", fc.RopeScaling, err)
+		}
+		if rs.RopeType == "" {
+			rs.RopeType = rs.Type // configs older than transformers 4.45 name it "type"
+		}
+		if rs.RopeType == "default" {
+			rs = ropeScalingJSON{}
+		}
 	}
 	if fc.UseSlidingWindow {
 		return bad("use_sliding_window = true is not supported (full causal attention only)")
@@ -119,6 +138,8 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 		Vocab: fc.VocabSize, Dim: fc.HiddenSize, FFN: fc.IntermediateSize, Layers: fc.NumHiddenLayers,
 		Heads: fc.NumAttentionHeads, HeadDim: fc.HeadDim, SeqLen: fc.MaxPositionEmbeddings,
 		NormEps: fc.RMSNormEps, Norm: fc.Norm, AttnGate: fc.AttnGate, RopeTheta: fc.RopeTheta,
+		RopeScaling: rs.RopeType, RopeFactor: rs.Factor, RopeLowFreqFactor: rs.LowFreqFactor,
+		RopeHighFreqFactor: rs.HighFreqFactor, RopeOriginalSeqLen: rs.OriginalMaxPositionEmbeddings,
 		Tied: fc.TieWordEmbeddings, FFNKind: FFNDense, QKNorm: fc.QKNorm || fc.ModelType == "qwen3" || fc.ModelType == "qwen3_moe",
 		QKVBias: qkvBias,
 	}
@@ -170,6 +191,18 @@ func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
 		MaxPositionEmbeddings: c.SeqLen, RMSNormEps: c.NormEps, RopeTheta: c.RopeTheta,
 		TieWordEmbeddings: c.Tied, HiddenAct: "silu", AttentionBias: &no, TorchDtype: torchDtype,
 		AttnGate: c.AttnGate, Norm: c.Norm,
+	}
+	if c.RopeScaling != "" {
+		rs := ropeScalingJSON{RopeType: c.RopeScaling, Factor: c.RopeFactor}
+		if c.RopeScaling == RopeLlama3 {
+			rs.LowFreqFactor, rs.HighFreqFactor = c.RopeLowFreqFactor, c.RopeHighFreqFactor
+			rs.OriginalMaxPositionEmbeddings = c.RopeOriginalSeqLen
+		}
+		raw, err := json.Marshal(rs)
+		if err != nil {
+			return nil, fmt.Errorf("encode rope_scaling: %w", err)
+		}
+		fc.RopeScaling = raw
 	}
 	if c.QKNorm {
 		fc.Architectures, fc.ModelType, fc.QKNorm = []string{"Qwen3ForCausalLM"}, "qwen3", true

@@ -117,7 +117,7 @@ func New(c Config, batch int, pool *kernel.Pool) (*Model, error) {
 	np := int(c.NumParams())
 	m.Params = newWeights(c, make([]float32, np))
 	m.Grads = newWeights(c, make([]float32, np))
-	m.rope = newRopeTable(c.SeqLen, c.HeadSize(), c.RopeTheta)
+	m.rope = newRopeTable(c)
 	m.allocActivations()
 	m.runOp = func(w, lo, hi int) { m.op(m, m.opLayer, w, lo, hi) }
 	return m, nil

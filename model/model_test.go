@@ -33,6 +33,17 @@ var switchCases = []struct {
 		return c
 	}()},
 	{"moe_top1_capacity_sparse2", moeConfig(3, 1, false, 0, 1.0, 2)},
+	{"rope_linear_x4", func() Config {
+		c := testConfig(NormRMS, GateNone, 1e-5, false)
+		c.RopeScaling, c.RopeFactor = RopeLinear, 4
+		return c
+	}()},
+	{"rope_llama3_headdim8", func() Config { // d_h = 8: wavelengths 6.3, 63 kept, 628 blended, 6283 scaled
+		c := testConfig(NormRMS, GateHeadwise, 1e-12, false)
+		c.HeadDim, c.RopeScaling, c.RopeFactor = 8, RopeLlama3, 8
+		c.RopeLowFreqFactor, c.RopeHighFreqFactor, c.RopeOriginalSeqLen = 1, 4, 1000
+		return c
+	}()},
 	{"moe_top2_router_bias", func() Config { // selection bias of auxiliary-loss-free balancing
 		c := moeConfig(4, 2, true, 0, 0, 1)
 		c.BiasRate = 1e-3

@@ -88,12 +88,37 @@ func (r *refModel) rope(x []float64, t int) {
 	for h := 0; h < len(x)/dh; h++ {
 		v := x[h*dh : (h+1)*dh]
 		for i := 0; i < dh/2; i++ {
-			ang := float64(t) * math.Pow(r.c.RopeTheta, -float64(2*i)/float64(dh))
+			ang := float64(t) * r.ropeFreq(i)
 			a, b := v[i], v[i+dh/2]
 			v[i] = a*math.Cos(ang) - b*math.Sin(ang)
 			v[i+dh/2] = b*math.Cos(ang) + a*math.Sin(ang)
 		}
 	}
+}
+
+// ropeFreq is frequency i of RoPE in float64, with rope_scaling applied as Meta's Llama 3.1 reference
+// (apply_scaling) and position interpolation define it: keep frequencies of short wavelength, divide those of
+// long wavelength by the factor, blend linearly in 1/wavelength between them.
+func (r *refModel) ropeFreq(i int) float64 {
+	dh := r.c.HeadSize()
+	f := math.Pow(r.c.RopeTheta, -float64(2*i)/float64(dh))
+	s := r.c.RopeFactor
+	switch r.c.RopeScaling {
+	case RopeLinear:
+		return f / s
+	case RopeLlama3:
+		old := float64(r.c.RopeOriginalSeqLen)
+		wave := 2 * math.Pi / f
+		switch {
+		case wave < old/r.c.RopeHighFreqFactor:
+			return f
+		case wave > old/r.c.RopeLowFreqFactor:
+			return f / s
+		}
+		a := (old/wave - r.c.RopeLowFreqFactor) / (r.c.RopeHighFreqFactor - r.c.RopeLowFreqFactor)
+		return (1-a)*f/s + a*f
+	}
+	return f
 }
 
 func sigmoid64(x float64) float64 { return 1 / (1 + math.Exp(-x)) }

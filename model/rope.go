@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/smallinit/smallinit/kernel"
@@ -14,16 +15,84 @@ type ropeTable struct {
 	cos, sin []float32 // [T, d_h/2]
 }
 
-// newRopeTable builds the table the way Hugging Face does in float32 — inv_freq = 1/base^(2i/d_h) and the angle
-// t·inv_freq are float32 products — so that positions far from 0 agree with PyTorch to the last bit of the angle;
+// RoPE scaling kinds (config key rope_scaling, Hugging Face rope_scaling.rope_type).
+const (
+	RopeLinear = "linear" // position interpolation (Chen et al. 2023): every θ_i divided by rope_factor
+	RopeLlama3 = "llama3" // Llama 3.1's wavelength-dependent interpolation (see ropeInvFreq)
+)
+
+// validateRopeScaling checks the rope_scaling fields: the factor of any scaling is ≥ 1 (it stretches
+// wavelengths) and llama3 needs 0 < low_freq_factor < high_freq_factor and its original context length.
+func (c Config) validateRopeScaling() error {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch c.RopeScaling {
+	case "":
+		return nil
+	case RopeLinear, RopeLlama3:
+	default:
+		return fmt.Errorf("rope_scaling = %q is not supported (supported: %q, %q, or none)", c.RopeScaling, RopeLinear, RopeLlama3)
+	}
+	if !(c.RopeFactor >= 1) || !finite(c.RopeFactor) {
+		return fmt.Errorf("rope_scaling %s: factor = %g, must be ≥ 1", c.RopeScaling, c.RopeFactor)
+	}
+	if c.RopeScaling == RopeLlama3 {
+		if !(c.RopeLowFreqFactor > 0) || !(c.RopeHighFreqFactor > c.RopeLowFreqFactor) || !finite(c.RopeHighFreqFactor) {
+			return fmt.Errorf("rope_scaling llama3: low_freq_factor = %g and high_freq_factor = %g, want 0 < low < high",
+				c.RopeLowFreqFactor, c.RopeHighFreqFactor)
+		}
+		if c.RopeOriginalSeqLen < 1 {
+			return fmt.Errorf("rope_scaling llama3: original_max_position_embeddings = %d, must be positive", c.RopeOriginalSeqLen)
+		}
+	}
+	return nil
+}
+
+// ropeInvFreq returns the rotary frequencies θ_i, i < d_h/2, computed as Hugging Face's
+// modeling_rope_utils does, in float32: θ_i = 1/base^(2i/d_h), then
+//   - linear: θ_i / s (positions interpolated by the factor s);
+//   - llama3 (Llama 3.1): with wavelength λ_i = 2π/θ_i and the original context C, frequencies whose
+//     wavelength is below C/high_freq_factor are kept, those above C/low_freq_factor are divided by s, and
+//     those between are blended, θ_i·((1−a)/s + a) with a = (C/λ_i − low)/(high − low).
+func ropeInvFreq(c Config) []float32 {
+	dh := c.HeadSize()
+	inv := make([]float32, dh/2)
+	for i := range inv {
+		inv[i] = float32(1 / math.Pow(c.RopeTheta, float64(float32(2*i)/float32(dh))))
+	}
+	s := float32(c.RopeFactor)
+	switch c.RopeScaling {
+	case RopeLinear:
+		for i := range inv {
+			inv[i] /= s
+		}
+	case RopeLlama3:
+		old, low := float32(c.RopeOriginalSeqLen), float32(c.RopeLowFreqFactor)
+		lowWave, highWave := float32(float64(c.RopeOriginalSeqLen)/c.RopeLowFreqFactor), float32(float64(c.RopeOriginalSeqLen)/c.RopeHighFreqFactor)
+		for i, f := range inv {
+			wave := float32(2*math.Pi) / f
+			switch {
+			case wave > lowWave:
+				inv[i] = f / s
+			case wave >= highWave: // the medium band: blend the scaled and unscaled frequency
+				// Explicit float32 conversions round each product as PyTorch does (no fused multiply-add).
+				a := (old/wave - low) / float32(c.RopeHighFreqFactor-c.RopeLowFreqFactor)
+				inv[i] = float32(float32((1-a)*f)/s) + float32(a*f)
+			}
+		}
+	}
+	return inv
+}
+
+// newRopeTable builds the table the way Hugging Face does in float32 — θ_i from ropeInvFreq and the angle
+// t·θ_i are float32 products — so that positions far from 0 agree with PyTorch to the last bit of the angle;
 // only cos and sin themselves are evaluated in float64 and rounded.
-func newRopeTable(T, dh int, base float64) ropeTable {
-	half := dh / 2
+func newRopeTable(c Config) ropeTable {
+	T, inv := c.SeqLen, ropeInvFreq(c)
+	half := len(inv)
 	r := ropeTable{half: half, cos: make([]float32, T*half), sin: make([]float32, T*half)}
-	for i := 0; i < half; i++ {
-		invFreq := float32(1 / math.Pow(base, float64(float32(2*i)/float32(dh))))
+	for i, f := range inv {
 		for t := 0; t < T; t++ {
-			ang := float64(float32(t) * invFreq)
+			ang := float64(float32(t) * f)
 			r.cos[t*half+i] = float32(math.Cos(ang))
 			r.sin[t*half+i] = float32(math.Sin(ang))
 		}
