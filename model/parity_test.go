@@ -94,8 +94,8 @@ func TestParityWithPyTorchFixtures(t *testing.T) {
 	pool := kernel.NewPool(2)
 	defer pool.Close()
 	dirs, _ := filepath.Glob("../testdata/parity/*/golden.safetensors")
-	if len(dirs) < 12 {
-		t.Fatalf("found %d parity fixtures under testdata/parity, want 12 (regenerate with python/torchref.py fixtures)", len(dirs))
+	if len(dirs) < 13 {
+		t.Fatalf("found %d parity fixtures under testdata/parity, want 13 (regenerate with python/torchref.py fixtures)", len(dirs))
 	}
 	for _, golden := range dirs {
 		dir := filepath.Dir(golden)
@@ -116,7 +116,8 @@ func python3WithTorch() string {
 // TestLiveParityWithPyTorch writes a model from Go, has python/torchref.py compute the golden values from
 // those files, and compares: it checks the writer and the config.json contract as well as the math. The
 // grouped-query cases cover how Save spells them for Hugging Face: num_key_value_heads, and q/k/v biases as
-// model_type qwen2 (a dense model) and qwen2_moe (an MoE model) with no attention_bias.
+// model_type qwen2 (a dense model) and qwen2_moe (an MoE model) with no attention_bias. The QK-norm cases cover
+// model_type qwen3 with qk_norm (with q/k/v biases: qkv_bias) and qwen2_moe with qk_norm (an MoE model).
 func TestLiveParityWithPyTorch(t *testing.T) {
 	py := python3WithTorch()
 	if py == "" {
@@ -134,6 +135,10 @@ func TestLiveParityWithPyTorch(t *testing.T) {
 		{"llama_mqa_h3_kv1_layernorm_headwise_tied", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 3, KVHeads: 1, HeadDim: 10, SeqLen: 20, NormEps: 1e-5, Norm: NormLayer, AttnGate: GateHeadwise, RopeTheta: 500000, Tied: true}},
 		{"qwen2_moe_h4_kv1_qkvbias", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 1, SeqLen: 20, NormEps: 1e-6, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, QKVBias: true,
 			FFNKind: FFNMoE, Experts: 4, TopK: 2, ExpertFFN: 12, SharedFFN: 16, AuxCoef: 0.1, SparseStep: 1}},
+		{"qwen3_qknorm_gqa_h4_kv2_dh10_elementwise_T70", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 10, SeqLen: 70, NormEps: 1e-6, Norm: NormRMS, AttnGate: GateElementwise, RopeTheta: 1e6, QKNorm: true}},
+		{"qwen3_qknorm_mqa_h3_kv1_qkvbias_layernorm_headwise_tied", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 3, KVHeads: 1, SeqLen: 20, NormEps: 1e-12, Norm: NormLayer, AttnGate: GateHeadwise, RopeTheta: 10000, Tied: true, QKNorm: true, QKVBias: true}},
+		{"moe_qknorm_h4_kv2", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 2, SeqLen: 20, NormEps: 1e-6, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, QKNorm: true,
+			FFNKind: FFNMoE, Experts: 4, TopK: 2, ExpertFFN: 12, NormTopK: true, AuxCoef: 0.1, SparseStep: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -16,7 +16,11 @@ q/k/v biases (`self_attn.{q,k,v}_proj.bias`, none on o_proj) as model/file.go re
 qwen2_moe have them unless `attention_bias` is false (Hugging Face's Qwen2 configs have no attention_bias), any
 model_type has them with smallinit's `qkv_bias: true`; Llama's and Qwen3's `attention_bias: true` (an o_proj bias
 too) is refused.
-Mixture of experts (config `model_type: "qwen2_moe"` or `num_experts > 0`, Qwen-MoE tensor names): the FFN of every
+QK-norm (Qwen3; on for model_type qwen3 and qwen3_moe or smallinit's `qk_norm: true`, as model/file.go reads it):
+each head of q and of k, after the projection (and its bias) and before RoPE, is RMS-normalised over head_dim
+with its own gain (`self_attn.q_norm.weight`, `self_attn.k_norm.weight`, both [head_dim], shared by the heads;
+eps = rms_norm_eps), Hugging Face's Qwen3RMSNorm; it is an RMSNorm also when `norm` is layernorm.
+Mixture of experts (config `model_type` "qwen2_moe" or "qwen3_moe", or `num_experts > 0`, Qwen-MoE tensor names): the FFN of every
 block with (l+1) % decoder_sparse_step == 0 is model/moe.go's routed SwiGLU experts: top-k router with lower-index
 tie-break, optional norm_topk_prob renormalisation, optional gated shared expert, capacity_factor dropping in
 token order; loss = mean CE + (1/L_moe) sum_blocks [alpha E sum_e f_e P_e + z_coef mean lse^2] (see class MoE).
@@ -154,10 +158,13 @@ class Config:
         self.eps, self.rope_theta = d["rms_norm_eps"], d.get("rope_theta", 10000.0)
         self.tie_word_embeddings = d.get("tie_word_embeddings", False)
         self.attn_gate, self.norm = d.get("attn_gate") or "none", d.get("norm") or "rmsnorm"
+        # QK-norm: Qwen3's default (its configs have no qk_norm field), or smallinit's explicit qk_norm
+        self.qk_norm = bool(d.get("qk_norm")) or model_type in ("qwen3", "qwen3_moe")
         assert self.attn_gate in ("none", "headwise", "elementwise") and self.norm in ("rmsnorm", "layernorm")
         assert d.get("hidden_act", "silu") == "silu" and self.head_dim % 2 == 0
-        # Mixture of experts (Qwen-MoE field names, model/file.go): on for model_type qwen2_moe or num_experts > 0.
-        self.moe = d.get("model_type") == "qwen2_moe" or (d.get("num_experts") or 0) > 0
+        # Mixture of experts (Qwen-MoE field names, model/file.go): on for model_type qwen2_moe, qwen3_moe or
+        # num_experts > 0.
+        self.moe = model_type in ("qwen2_moe", "qwen3_moe") or (d.get("num_experts") or 0) > 0
         assert not d.get("mlp_only_layers"), "mlp_only_layers is not supported (use decoder_sparse_step)"
         self.num_experts, self.top_k = d.get("num_experts") or 0, d.get("num_experts_per_tok") or 0
         self.expert_ffn = d.get("moe_intermediate_size") or 0
@@ -225,12 +232,16 @@ class Attention(nn.Module):
         if c.attn_gate != "none":
             self.g_proj = Linear(c.hidden_size, hd if c.attn_gate == "elementwise" else c.n_head)
         self.o_proj = Linear(hd, c.hidden_size)
+        if c.qk_norm:  # Qwen3: registered after o_proj, as in Hugging Face's Qwen3Attention
+            self.q_norm, self.k_norm = RMSNorm(c.head_dim, c.eps), RMSNorm(c.head_dim, c.eps)
 
     def forward(self, n, cos, sin):
         B, T, _ = n.shape
         H, KV, dh = self.c.n_head, self.c.n_kv_head, self.c.head_dim
         q = self.q_proj(n).view(B, T, H, dh).transpose(1, 2)
         k, v = (p(n).view(B, T, KV, dh).transpose(1, 2) for p in (self.k_proj, self.v_proj))
+        if self.c.qk_norm:  # per-head RMSNorm over the last dim (dh), before RoPE
+            q, k = self.q_norm(q), self.k_norm(k)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         if KV != H:  # repeat_kv: kv head j serves query heads j*H/KV ... (j+1)*H/KV - 1
             k, v = k.repeat_interleave(H // KV, dim=1), v.repeat_interleave(H // KV, dim=1)
@@ -374,8 +385,8 @@ class Llama(nn.Module):  # parameter names == the safetensors tensor names
 
 
 def init_weights(model, gamma, gen):
-    """Matrices W[d_out, d_in] ~ N(0, d_in^(-2 gamma)) (embedding: d_in = hidden_size); gains 1 + 0.1 N(0,1),
-    biases (layernorm and q/k/v) 0.1 N(0,1)."""
+    """Matrices W[d_out, d_in] ~ N(0, d_in^(-2 gamma)) (embedding: d_in = hidden_size); gains 1 + 0.1 N(0,1)
+    (QK-norm's self_attn.{q,k}_norm.weight included), biases (layernorm and q/k/v) 0.1 N(0,1)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             z = torch.randn(p.shape, generator=gen, dtype=torch.float32).to(p.dtype)
@@ -460,6 +471,11 @@ CASES = {
         architectures=["Qwen2MoeForCausalLM"], model_type="qwen2_moe", num_key_value_heads=2, attention_bias=None,
         num_experts=4, num_experts_per_tok=2, moe_intermediate_size=24, shared_expert_intermediate_size=32,
         norm_topk_prob=False, router_aux_loss_coef=0.3, router_z_loss_coef=0.0, decoder_sparse_step=1, capacity_factor=0.0)),
+    # Qwen3's QK-norm (per-head RMSNorm of q and k before RoPE) in a config as Hugging Face writes Qwen3 (model_type
+    # qwen3 implies it: no qk_norm key), with grouped-query attention, Qwen3's eps 1e-6 and, as in Qwen3, a head_dim
+    # that is not hidden_size / num_attention_heads (q_proj [H*12, 32], o_proj [32, H*12]).
+    "qwen3_qknorm_gqa_kv2": (12, 0.5, dict(architectures=["Qwen3ForCausalLM"], model_type="qwen3", num_key_value_heads=2,
+                                          head_dim=12, rms_norm_eps=1e-6)),
 }
 
 
@@ -482,16 +498,17 @@ and checked with `/usr/bin/python3 python/torchref.py selfcheck --dir testdata/p
 Do not edit by hand: change `CASES` in the script and regenerate (the command is deterministic: regenerating
 reproduces every file byte for byte).
 
-Sizes: V={vocab_size}, d={hidden_size}, H={num_attention_heads} (dh={head_dim}), L={num_hidden_layers}, d_ff={intermediate_size},
-T={max_position_embeddings}, B={batch}; KV (num_key_value_heads) as in the tables.
+Sizes: V={vocab_size}, d={hidden_size}, H={num_attention_heads}, L={num_hidden_layers}, d_ff={intermediate_size},
+T={max_position_embeddings}, B={batch}, dh (head_dim) {head_dim} unless the first table says otherwise; KV (num_key_value_heads)
+as in the tables.
 
 Each case directory holds:
 
 - `config.json`: Hugging Face Llama config plus `attn_gate` and `norm` (MoE cases: Qwen-MoE fields, below;
-  grouped-query and bias cases: below).
+  grouped-query, bias and QK-norm cases: below).
 - `model.safetensors`: float32 weights, Hugging Face names. Drawn with `torch.Generator().manual_seed(seed)`, in
   `named_parameters()` order: every matrix W[d_out, d_in] ~ N(0, d_in^(-2 gamma)) (embedding and lm_head:
-  d_in = hidden_size), norm gains 1 + 0.1 N(0,1), layernorm and q/k/v biases 0.1 N(0,1).
+  d_in = hidden_size), norm gains (QK-norm's included) 1 + 0.1 N(0,1), layernorm and q/k/v biases 0.1 N(0,1).
 - `inputs.safetensors`: `tokens`, I32 [B, T+1], uniform in [0, V) (generator seeded with seed + 1000).
   Inputs are `tokens[:, :T]`, targets `tokens[:, 1:]`.
 - `golden.safetensors`: computed in float64 from the float32 weights (`torchref.py golden`):
@@ -499,8 +516,8 @@ Each case directory holds:
   (F32 [B,T,V]) and `grad.<tensor name>` (F32, the parameter's shape) for every parameter (tied: the embedding
   gradient includes the head's contribution). MoE cases also hold `aux_loss` (F64 [1], the auxiliary part of `loss`).
 
-| case | seed | gamma | norm | eps | attn_gate | tied | rope_theta | KV | qkv bias | loss |
-|---|---|---|---|---|---|---|---|---|---|---|
+| case | seed | gamma | norm | eps | attn_gate | tied | rope_theta | KV | dh | qkv bias | qk norm | loss |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|
 {rows}
 
 ## Grouped-query attention and q/k/v biases
@@ -511,6 +528,15 @@ h // (H/KV) (Hugging Face's `repeat_kv`, here `repeat_interleave` after RoPE). q
 `gqa_kv2_qwen2_bias` and `moe_gqa_kv2_qkv_bias` are configs as Hugging Face writes Qwen2 and Qwen2-MoE (no
 `attention_bias` key: q/k/v biases are those model types' default); `gqa_kv2_qkv_bias_layernorm_headwise_tied`
 turns them on in a llama config with smallinit's `qkv_bias: true`.
+
+## QK-norm (Qwen3)
+
+`qwen3_qknorm_gqa_kv2` is a config as Hugging Face writes Qwen3 (`model_type: "qwen3"`, which implies QK-norm; the
+Go engine writes smallinit's `qk_norm: true` as well, and reads either): each head of q (H heads) and of k (KV
+heads), right after `q_proj`/`k_proj`, is RMS-normalised over its dh channels, x / sqrt(mean(x^2) + eps) * gain,
+with the gains `self_attn.q_norm.weight` and `self_attn.k_norm.weight` ([dh] each, shared by all heads of q,
+resp. k; eps = `rms_norm_eps`), and then rotated by RoPE (Hugging Face's Qwen3RMSNorm in Qwen3Attention). Its
+head_dim, 12, is not hidden_size / num_attention_heads, as in Qwen3 (q_proj [H*dh, d], o_proj [d, H*dh]).
 
 ## Mixture-of-experts cases
 
@@ -565,10 +591,12 @@ def fixtures(out_dir):
     for name, (seed, gamma, over) in CASES.items():
         cfg, g, stats = make_case(out_dir, name)
         loss = g["loss"].item()
-        kv_bias = f"{Config(cfg).n_kv_head} | {str(Config(cfg).qkv_bias).lower()}"
+        c = Config(cfg)
+        kv_bias = f"{c.n_kv_head} | {str(c.qkv_bias).lower()}"
         if not cfg.get("num_experts"):
             rows.append(f"| `{name}` | {seed} | {gamma} | {cfg['norm']} | {cfg['rms_norm_eps']:g} | {cfg['attn_gate']} | "
-                        f"{str(cfg['tie_word_embeddings']).lower()} | {cfg['rope_theta']:g} | {kv_bias} | {loss:.6f} |")
+                        f"{str(cfg['tie_word_embeddings']).lower()} | {cfg['rope_theta']:g} | {c.n_kv_head} | {c.head_dim} | "
+                        f"{str(c.qkv_bias).lower()} | {str(c.qk_norm).lower()} | {loss:.6f} |")
             print(f"{name:30s} loss {loss:.10f}")
             continue
         if cfg.get("capacity_factor"):
@@ -610,6 +638,9 @@ def naive_loss(P, c, tokens):
         a, b = z[..., :half], z[..., half:]
         return torch.cat((a * ang.cos() - b * ang.sin(), b * ang.cos() + a * ang.sin()), -1)
 
+    def head_rms(z, gain):  # QK-norm of one head z [B,T,dh]
+        return z / torch.sqrt((z * z).sum(-1, keepdim=True) / dh + c.eps) * gain
+
     causal = torch.tril(torch.ones(T, T)) > 0
     x = P["model.embed_tokens.weight"][inp]
     aux = 0.0
@@ -622,7 +653,10 @@ def naive_loss(P, c, tokens):
         heads, group = [], c.n_head // c.n_kv_head  # query heads per key/value head
         for h in range(c.n_head):
             sl, kv = slice(h * dh, (h + 1) * dh), slice(h // group * dh, (h // group + 1) * dh)
-            s = rot(q[..., sl]) @ rot(k[..., kv]).transpose(1, 2) / math.sqrt(dh)
+            qh, kh = q[..., sl], k[..., kv]
+            if c.qk_norm:
+                qh, kh = head_rms(qh, P[pre + "self_attn.q_norm.weight"]), head_rms(kh, P[pre + "self_attn.k_norm.weight"])
+            s = rot(qh) @ rot(kh).transpose(1, 2) / math.sqrt(dh)
             s = torch.where(causal, s, torch.full_like(s, -math.inf))
             e = torch.exp(s - s.max(-1, keepdim=True).values)
             yh = (e / e.sum(-1, keepdim=True)) @ v[..., kv]
@@ -759,7 +793,12 @@ def selfcheck(fixture_dir):
                       router_z_loss_coef=0.02, decoder_sparse_step=2, capacity_factor=1.25),
                  {"num_attention_heads": 4, "num_key_value_heads": 1, "qkv_bias": True, "attn_gate": "headwise"},
                  {"model_type": "qwen2", "num_key_value_heads": 1, "attention_bias": None, "norm": "layernorm"},
-                 dict(moe, num_attention_heads=4, num_key_value_heads=2, attention_bias=None, attn_gate="elementwise")):
+                 dict(moe, num_attention_heads=4, num_key_value_heads=2, attention_bias=None, attn_gate="elementwise"),
+                 # QK-norm: Qwen3 (GQA, head_dim != d/H), smallinit's qk_norm on llama (with LayerNorm blocks, whose
+                 # QK-norm stays an RMSNorm, tiny eps and q/k/v biases), and Qwen3-MoE
+                 {"model_type": "qwen3", "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 6},
+                 {"qk_norm": True, "norm": "layernorm", "attn_gate": "headwise", "rms_norm_eps": 1e-12, "qkv_bias": True},
+                 dict(moe, model_type="qwen3_moe", num_key_value_heads=1, shared_expert_intermediate_size=0, capacity_factor=0.0)):
         cfg = hf_config(**dict(micro, **over))
         model = Llama(Config(cfg)).double()
         init_weights(model, 0.5, torch.Generator().manual_seed(7))
@@ -771,10 +810,11 @@ def selfcheck(fixture_dir):
             return torch.nn.utils.stateless.functional_call(model, dict(zip(names, ps)), (tokens[:, :-1], tokens[:, 1:]))[1]
         res = torch.autograd.gradcheck(f, params, eps=1e-6, atol=1e-8, rtol=1e-6)
         label, note = over or "base", ""
-        if over.get("model_type") == "qwen2_moe":
-            c = model.c
+        c = model.c
+        if c.moe:
             label = (f"moe E={c.num_experts} k={c.top_k} shared={c.shared_ffn} norm_topk={c.norm_topk} "
-                     f"capacity={c.capacity} sparse_step={c.sparse_step} H={c.n_head} KV={c.n_kv_head} qkv_bias={c.qkv_bias}")
+                     f"capacity={c.capacity} sparse_step={c.sparse_step} H={c.n_head} KV={c.n_kv_head} qkv_bias={c.qkv_bias} "
+                     f"qk_norm={c.qk_norm}")
             note = f", dropped per MoE block {[st['dropped'] for st in moe_stats(model)]}"
         check(res, f"gradcheck micro model {label} ({sum(p.numel() for p in params)} parameters{note})")
 
@@ -786,7 +826,7 @@ def selfcheck(fixture_dir):
 
     # 3. bench kernels (fused attention, oneDNN GEMMs) give the same float32 results as the reference
     for d in (os.path.join(fixture_dir, "layernorm_elementwise"), os.path.join(fixture_dir, "moe_top2_shared"),
-              os.path.join(fixture_dir, "gqa_kv2_qwen2_bias")):
+              os.path.join(fixture_dir, "gqa_kv2_qwen2_bias"), os.path.join(fixture_dir, "qwen3_qknorm_gqa_kv2")):
         if not os.path.isdir(d):
             continue
         torch.set_num_threads(2)  # oneDNN convolutions are only chosen with >1 thread for batch-1 inputs
