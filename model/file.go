@@ -193,7 +193,8 @@ func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
 		AttnGate: c.AttnGate, Norm: c.Norm,
 	}
 	if c.RopeScaling != "" {
-		rs := ropeScalingJSON{RopeType: c.RopeScaling, Factor: c.RopeFactor}
+		// Both keys, so that transformers older than 4.45 (which read "type") load it too.
+		rs := ropeScalingJSON{RopeType: c.RopeScaling, Type: c.RopeScaling, Factor: c.RopeFactor}
 		if c.RopeScaling == RopeLlama3 {
 			rs.LowFreqFactor, rs.HighFreqFactor = c.RopeLowFreqFactor, c.RopeHighFreqFactor
 			rs.OriginalMaxPositionEmbeddings = c.RopeOriginalSeqLen
