@@ -156,6 +156,25 @@ class Config:
         self.head_dim = d.get("head_dim") or self.hidden_size // self.n_head
         self.max_position_embeddings = d["max_position_embeddings"]
         self.eps, self.rope_theta = d["rms_norm_eps"], d.get("rope_theta", 10000.0)
+        # RoPE frequency scaling, Hugging Face's rope_scaling as model/file.go reads it: rope_type (configs older
+        # than transformers 4.45: type) "linear" (factor) or "llama3" (factor, low_freq_factor, high_freq_factor,
+        # original_max_position_embeddings); absent, null or "default": plain RoPE. None, or the dict of its fields.
+        rs = d.get("rope_scaling") or {}
+        rope_type = rs.get("rope_type") or rs.get("type") or "default"
+        assert rope_type in ("default", "linear", "llama3"), (
+            f"rope_scaling rope_type {rope_type!r} is not supported (supported: 'linear', 'llama3', or none/'default')")
+        self.rope_scaling = None
+        if rope_type != "default":
+            factor = float(rs["factor"])
+            assert math.isfinite(factor) and factor >= 1, f"rope_scaling {rope_type}: factor = {factor}, must be >= 1"
+            self.rope_scaling = {"rope_type": rope_type, "factor": factor}
+            if rope_type == "llama3":
+                low, high = float(rs["low_freq_factor"]), float(rs["high_freq_factor"])
+                orig = int(rs["original_max_position_embeddings"])
+                assert 0 < low < high and math.isfinite(high), (
+                    f"rope_scaling llama3: low_freq_factor = {low}, high_freq_factor = {high}, want 0 < low < high")
+                assert orig >= 1, f"rope_scaling llama3: original_max_position_embeddings = {orig}, must be positive"
+                self.rope_scaling.update(low_freq_factor=low, high_freq_factor=high, original_max_position_embeddings=orig)
         self.tie_word_embeddings = d.get("tie_word_embeddings", False)
         self.attn_gate, self.norm = d.get("attn_gate") or "none", d.get("norm") or "rmsnorm"
         # QK-norm: Qwen3's default (its configs have no qk_norm field), or smallinit's explicit qk_norm
@@ -205,10 +224,55 @@ class RMSNorm(nn.Module):
         return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
 
 
-def rope_cos_sin(T, dh, theta, dtype):  # HF Llama rotary table, computed in float64 then cast
-    inv_freq = 1.0 / (theta ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh))
+def rope_inv_freq_hf(dh, theta, scaling, dtype=torch.float32):
+    """The rotary frequencies with rope_scaling, op for op as Hugging Face's modeling_rope_utils computes them
+    (_compute_default_rope_parameters, then _compute_linear_scaling_rope_parameters or _compute_llama3_parameters;
+    attention_factor is 1 for both), evaluated in dtype: float32 is Hugging Face's own precision (and the Go
+    engine's ropeInvFreq), the golden values use float64. linear divides every frequency by factor; llama3 keeps
+    those whose wavelength 2 pi / f is below original / high_freq_factor, divides those above
+    original / low_freq_factor by factor, and blends the ones between, (1 - a) f / factor + a f with
+    a = (original / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, dh, 2, dtype=torch.int64).to(dtype) / dh))
+    factor = scaling["factor"]
+    if scaling["rope_type"] == "linear":
+        return inv_freq / factor
+    assert scaling["rope_type"] == "llama3", f"rope_scaling rope_type {scaling['rope_type']!r} is not supported"
+    low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old_context_len = scaling["original_max_position_embeddings"]
+    low_freq_wavelen, high_freq_wavelen = old_context_len / low, old_context_len / high
+    wavelen = 2 * math.pi / inv_freq
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    smooth_factor = (old_context_len / wavelen - low) / (high - low)
+    smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
+
+
+def rope_cos_sin(T, dh, theta, dtype, scaling=None):
+    """HF Llama rotary table (with rope_scaling: rope_inv_freq_hf's frequencies), computed in float64, then cast.
+    Hugging Face and the Go engine compute the frequencies and angles in float32; the float64 table is their exact
+    value (selfcheck compares the float32 frequencies with it: same wavelength bands, within float32 rounding)."""
+    if scaling is None:
+        inv_freq = 1.0 / (theta ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh))
+    else:
+        inv_freq = rope_inv_freq_hf(dh, theta, scaling, torch.float64)
     emb = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq).repeat(1, 2)  # = cat(freqs, freqs)
     return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def rope_bands(c, dtype=torch.float64):
+    """Per rotary frequency i < head_dim/2 of a rope_scaling llama3 config: (wavelength 2 pi / f_i of the unscaled
+    frequency, band "kept" | "blended" | "divided", blend weight a or None), decided in dtype as Hugging Face's
+    _compute_llama3_parameters decides it."""
+    sc = c.rope_scaling
+    inv = 1.0 / (c.rope_theta ** (torch.arange(0, c.head_dim, 2, dtype=torch.int64).to(dtype) / c.head_dim))
+    old, low, high = sc["original_max_position_embeddings"], sc["low_freq_factor"], sc["high_freq_factor"]
+    wavelen = 2 * math.pi / inv
+    a = (old / wavelen - low) / (high - low)
+    out = []
+    for w, ai, short, long_ in zip(wavelen.tolist(), a.tolist(), (wavelen < old / high).tolist(), (wavelen > old / low).tolist()):
+        out.append((w, "kept", None) if short else (w, "divided", None) if long_ else (w, "blended", ai))
+    return out
 
 
 def rotate_half(x):
@@ -366,7 +430,7 @@ class Llama(nn.Module):  # parameter names == the safetensors tensor names
         x = self.model.embed_tokens(idx)
         key = (T, x.dtype)
         if key not in self.rope:
-            self.rope[key] = rope_cos_sin(T, self.c.head_dim, self.c.rope_theta, x.dtype)
+            self.rope[key] = rope_cos_sin(T, self.c.head_dim, self.c.rope_theta, x.dtype, self.c.rope_scaling)
         cos, sin = self.rope[key]
         auxes = []
         for block in self.model.layers:
@@ -476,6 +540,13 @@ CASES = {
     # that is not hidden_size / num_attention_heads (q_proj [H*12, 32], o_proj [32, H*12]).
     "qwen3_qknorm_gqa_kv2": (12, 0.5, dict(architectures=["Qwen3ForCausalLM"], model_type="qwen3", num_key_value_heads=2,
                                           head_dim=12, rms_norm_eps=1e-6)),
+    # Llama 3.1's rope_scaling (factor 8, low_freq_factor 1, high_freq_factor 4 and rope_theta 500000 as in Llama 3.1)
+    # with an original context of 256 instead of 8192, so that the four frequencies of head_dim 8 fall in all three
+    # wavelength bands (6.3: kept; 167: blended, a = 0.18; 4443 and 118143: divided by 8) and the scaling changes
+    # the result at T = 16 (`fixtures` asserts the bands; `selfcheck` and model/parity_test.go that ignoring
+    # rope_scaling changes the loss, resp. the logits, by far more than the Go parity tolerance).
+    "llama3_rope_scaling_gqa": (13, 0.5, dict(num_key_value_heads=2, rope_theta=500000.0, rope_scaling=dict(
+        rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=256))),
 }
 
 
@@ -505,7 +576,7 @@ as in the tables.
 Each case directory holds:
 
 - `config.json`: Hugging Face Llama config plus `attn_gate` and `norm` (MoE cases: Qwen-MoE fields, below;
-  grouped-query, bias and QK-norm cases: below).
+  grouped-query, bias, QK-norm and RoPE-scaling cases: below).
 - `model.safetensors`: float32 weights, Hugging Face names. Drawn with `torch.Generator().manual_seed(seed)`, in
   `named_parameters()` order: every matrix W[d_out, d_in] ~ N(0, d_in^(-2 gamma)) (embedding and lm_head:
   d_in = hidden_size), norm gains (QK-norm's included) 1 + 0.1 N(0,1), layernorm and q/k/v biases 0.1 N(0,1).
@@ -516,9 +587,27 @@ Each case directory holds:
   (F32 [B,T,V]) and `grad.<tensor name>` (F32, the parameter's shape) for every parameter (tied: the embedding
   gradient includes the head's contribution). MoE cases also hold `aux_loss` (F64 [1], the auxiliary part of `loss`).
 
-| case | seed | gamma | norm | eps | attn_gate | tied | rope_theta | KV | dh | qkv bias | qk norm | loss |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| case | seed | gamma | norm | eps | attn_gate | tied | rope_theta | rope_scaling | KV | dh | qkv bias | qk norm | loss |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 {rows}
+
+## RoPE scaling (Llama 3.1)
+
+`llama3_rope_scaling_gqa` has Hugging Face's `rope_scaling` object as Llama 3.1 writes it, `{{"rope_type": "llama3",
+"factor": s, "low_freq_factor": low, "high_freq_factor": high, "original_max_position_embeddings": C}}` (older configs
+spell `rope_type` as `type`; `"default"` or no object is plain RoPE; `"linear"` divides every frequency by s; other
+types are refused). The frequencies f_i = rope_theta^(-2i/dh) are scaled as transformers' `_compute_llama3_parameters`
+(Meta's `apply_scaling`) does: with the wavelength w_i = 2 pi / f_i, frequencies with w_i < C/high are kept, those with
+w_i > C/low are divided by s, and those between are blended, (1 - a) f_i / s + a f_i with a = (C/w_i - low) / (high - low).
+The golden values use the exact (float64) frequencies; Hugging Face and the Go engine compute them in float32 (the
+same bands, within float32 rounding: `selfcheck` compares). The case keeps Llama 3.1's s, low, high and rope_theta but
+shrinks C so that its head_dim's frequencies fall in all three bands and the scaling changes the result at T = {max_position_embeddings}
+(ignoring rope_scaling would change its loss by {rope_loss_change:.1e} relative, {rope_margin:.0f} times the Go parity test's loss
+tolerance 1e-5):
+
+| case | rope_scaling | i | wavelength 2 pi / f_i | band | a |
+|---|---|---|---|---|---|
+{rope_rows}
 
 ## Grouped-query attention and q/k/v biases
 
@@ -587,16 +676,29 @@ def make_case(out_dir, name):
 
 
 def fixtures(out_dir):
-    rows, moe_rows = [], []
+    rows, moe_rows, rope_rows, rope_loss_change = [], [], [], []
     for name, (seed, gamma, over) in CASES.items():
         cfg, g, stats = make_case(out_dir, name)
         loss = g["loss"].item()
         c = Config(cfg)
         kv_bias = f"{c.n_kv_head} | {str(c.qkv_bias).lower()}"
+        sc = c.rope_scaling
+        scaling = "none" if sc is None else f"{sc['rope_type']} (s={sc['factor']:g})"
+        if sc is not None and sc["rope_type"] == "llama3":
+            bands = rope_bands(c)
+            print(f"{name}: llama3 rope_scaling bands: " + ", ".join(
+                f"wavelength {w:.1f} {b}" + (f" (a = {a:.4f})" if a is not None else "") for w, b, a in bands))
+            assert {b for _, b, _ in bands} == {"kept", "blended", "divided"}, f"{name}: not all three bands occur"
+            assert [b for _, b, _ in bands] == [b for _, b, _ in rope_bands(c, torch.float32)], f"{name}: float32 bands differ"
+            assert all(a is None or 0.05 < a < 0.95 for _, _, a in bands), f"{name}: a blended frequency is near a band edge"
+            rope_rows += [f"| `{name}` | llama3: s={sc['factor']:g}, low={sc['low_freq_factor']:g}, high={sc['high_freq_factor']:g}, "
+                          f"C={sc['original_max_position_embeddings']} | {i} | {w:.1f} | {b} | {'' if a is None else f'{a:.4f}'} |"
+                          for i, (w, b, a) in enumerate(bands)]
+            rope_loss_change.append(scaling_loss_change(os.path.join(out_dir, name), g))
         if not cfg.get("num_experts"):
             rows.append(f"| `{name}` | {seed} | {gamma} | {cfg['norm']} | {cfg['rms_norm_eps']:g} | {cfg['attn_gate']} | "
-                        f"{str(cfg['tie_word_embeddings']).lower()} | {cfg['rope_theta']:g} | {c.n_kv_head} | {c.head_dim} | "
-                        f"{str(c.qkv_bias).lower()} | {str(c.qk_norm).lower()} | {loss:.6f} |")
+                        f"{str(cfg['tie_word_embeddings']).lower()} | {cfg['rope_theta']:g} | {scaling} | {c.n_kv_head} | "
+                        f"{c.head_dim} | {str(c.qkv_bias).lower()} | {str(c.qk_norm).lower()} | {loss:.6f} |")
             print(f"{name:30s} loss {loss:.10f}")
             continue
         if cfg.get("capacity_factor"):
@@ -613,8 +715,20 @@ def fixtures(out_dir):
             f"{min(s['min_gap'] for s in stats):.1e} | {g['aux_loss'].item():.6f} | {loss:.6f} |")
         print(f"{name:30s} loss {loss:.10f} (aux {g['aux_loss'].item():.10f}), MoE blocks {stats}")
     with open(os.path.join(out_dir, "README.md"), "w") as f:
-        f.write(FIXTURE_README.format(torch=torch.__version__, batch=BATCH, rows="\n".join(rows),
-                                      moe_rows="\n".join(moe_rows), **hf_config()))
+        f.write(FIXTURE_README.format(torch=torch.__version__, batch=BATCH, rows="\n".join(rows), moe_rows="\n".join(moe_rows),
+                                      rope_rows="\n".join(rope_rows), rope_loss_change=min(rope_loss_change), rope_margin=min(rope_loss_change) / 1e-5,
+                                      **hf_config()))
+
+
+def scaling_loss_change(case_dir, g):
+    """Relative change of the golden loss of a rope_scaling case if its rope_scaling were ignored (plain RoPE)."""
+    c, model = load_model(case_dir, torch.float64)
+    model.c.rope_scaling = None
+    tokens = read_safetensors(os.path.join(case_dir, "inputs.safetensors"))["tokens"].long()
+    with torch.no_grad():
+        _, loss = model(tokens[:, :-1], tokens[:, 1:])
+    L = g["loss"].item()
+    return abs(loss.item() - L) / L
 
 # ----------------------------------------------------------------------------- selfcheck
 
@@ -632,7 +746,7 @@ def naive_loss(P, c, tokens):
             return (x - mu) / torch.sqrt(var + c.eps) * P[pre + ".weight"] + P[pre + ".bias"]
         return P[pre + ".weight"] * x / torch.sqrt((x * x).mean(-1, keepdim=True) + c.eps)
 
-    ang = torch.arange(T, dtype=torch.float64)[:, None] * c.rope_theta ** (-2.0 * torch.arange(half, dtype=torch.float64) / dh)
+    ang = torch.arange(T, dtype=torch.float64)[:, None] * naive_rope_freqs(c)
 
     def rot(z):  # z [B,T,dh]: pairs (i, i+dh/2) rotated by angle t * theta^(-2i/dh)
         a, b = z[..., :half], z[..., half:]
@@ -677,6 +791,32 @@ def naive_loss(P, c, tokens):
     mx = logits.max(-1, keepdim=True).values
     lse = mx[..., 0] + torch.log(torch.exp(logits - mx).sum(-1))
     return (lse - logits.gather(-1, tgt[..., None])[..., 0]).mean() + aux, logits
+
+
+def naive_rope_freqs(c):
+    """The rotary frequencies theta^(-2i/dh), i < dh/2, in float64, with rope_scaling applied independently of
+    rope_inv_freq_hf: linear divides by the factor, llama3 is Meta's Llama 3.1 apply_scaling loop."""
+    dh, half = c.head_dim, c.head_dim // 2
+    freqs = c.rope_theta ** (-2.0 * torch.arange(half, dtype=torch.float64) / dh)
+    sc = c.rope_scaling
+    if sc is None:
+        return freqs
+    if sc["rope_type"] == "linear":
+        return freqs / sc["factor"]
+    scale_factor, low_freq_factor, high_freq_factor = sc["factor"], sc["low_freq_factor"], sc["high_freq_factor"]
+    old_context_len = sc["original_max_position_embeddings"]
+    low_freq_wavelen, high_freq_wavelen = old_context_len / low_freq_factor, old_context_len / high_freq_factor
+    new_freqs = []
+    for freq in freqs.tolist():
+        wavelen = 2 * math.pi / freq
+        if wavelen < high_freq_wavelen:
+            new_freqs.append(freq)
+        elif wavelen > low_freq_wavelen:
+            new_freqs.append(freq / scale_factor)
+        else:
+            smooth = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+            new_freqs.append((1 - smooth) * freq / scale_factor + smooth * freq)
+    return torch.tensor(new_freqs, dtype=torch.float64)
 
 
 def naive_swiglu(P, pre, m):
@@ -778,6 +918,20 @@ def selfcheck(fixture_dir):
             check(same and gap > 1e-4 and (sum(dropped) > 0) == (c.capacity > 0),
                   f"{name}: float32 routing == float64 routing, min top-k gap {gap:.1e}, dropped per MoE block {dropped}, "
                   f"routed {[st['routed'] for st in stats]}")
+        if c.rope_scaling is not None:  # the frequencies: float32 (Hugging Face, Go) and the naive loop vs the golden's
+            sc, gold = c.rope_scaling, rope_inv_freq_hf(c.head_dim, c.rope_theta, c.rope_scaling, torch.float64)
+            f32 = rope_inv_freq_hf(c.head_dim, c.rope_theta, sc, torch.float32).double()
+            e32 = ((f32 - gold).abs() / gold).max().item()
+            enaive = ((naive_rope_freqs(c) - gold).abs() / gold).max().item()
+            bands = "" if sc["rope_type"] != "llama3" else ", bands " + " ".join(b for _, b, _ in rope_bands(c))
+            same_bands = sc["rope_type"] != "llama3" or (
+                [b for _, b, _ in rope_bands(c)] == [b for _, b, _ in rope_bands(c, torch.float32)])
+            check(e32 < 1e-6 and enaive < 1e-14 and same_bands,
+                  f"{name}: rope_scaling {sc['rope_type']} frequencies: float32 (Hugging Face's precision) vs float64 max "
+                  f"rel. diff {e32:.1e}, naive apply_scaling loop vs golden {enaive:.1e}{bands} (float32: same bands)")
+            change = scaling_loss_change(d, stored)
+            check(change > 1e-4, f"{name}: ignoring rope_scaling changes the loss by {change:.1e} relative "
+                  f"({change / 1e-5:.0f}x the Go parity tolerance 1e-5)")
         if "gamma1" in name:
             check(abs(L - math.log(c.vocab_size)) < 0.1, f"{name}: gamma=1 loss {L:.4f} ~ ln(V) = {math.log(c.vocab_size):.4f}")
 
@@ -798,7 +952,12 @@ def selfcheck(fixture_dir):
                  # QK-norm stays an RMSNorm, tiny eps and q/k/v biases), and Qwen3-MoE
                  {"model_type": "qwen3", "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 6},
                  {"qk_norm": True, "norm": "layernorm", "attn_gate": "headwise", "rms_norm_eps": 1e-12, "qkv_bias": True},
-                 dict(moe, model_type="qwen3_moe", num_key_value_heads=1, shared_expert_intermediate_size=0, capacity_factor=0.0)):
+                 dict(moe, model_type="qwen3_moe", num_key_value_heads=1, shared_expert_intermediate_size=0, capacity_factor=0.0),
+                 # rope_scaling: llama3 (wavelengths 6.3 kept, 628 blended) with GQA, and linear spelled the old way
+                 {"num_attention_heads": 4, "num_key_value_heads": 2, "rope_scaling": {
+                     "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                     "original_max_position_embeddings": 1000}},
+                 {"rope_scaling": {"type": "linear", "factor": 4.0}, "attn_gate": "headwise"}):
         cfg = hf_config(**dict(micro, **over))
         model = Llama(Config(cfg)).double()
         init_weights(model, 0.5, torch.Generator().manual_seed(7))
@@ -817,6 +976,17 @@ def selfcheck(fixture_dir):
                      f"qk_norm={c.qk_norm}")
             note = f", dropped per MoE block {[st['dropped'] for st in moe_stats(model)]}"
         check(res, f"gradcheck micro model {label} ({sum(p.numel() for p in params)} parameters{note})")
+
+    # rope_scaling parsing: the old key "type", "default" and null are plain RoPE, other types are refused by name
+    parse = [Config(hf_config(rope_scaling=rs)).rope_scaling for rs in
+             ({"type": "linear", "factor": 2.0}, {"rope_type": "default"}, None)]
+    try:
+        Config(hf_config(rope_scaling={"rope_type": "yarn", "factor": 4.0}))
+        refused = ""
+    except AssertionError as e:
+        refused = str(e)
+    check(parse == [{"rope_type": "linear", "factor": 2.0}, None, None] and "'yarn' is not supported" in refused,
+          f"rope_scaling parsing: type/default/null read as {parse}; yarn refused: {refused}")
 
     # top-k routing: ties go to the lower expert index, and it agrees with torch.topk on distinct values
     tie = top_k_route(torch.tensor([[0.25, 0.25, 0.25, 0.25], [0.1, 0.4, 0.1, 0.4], [0.3, 0.2, 0.3, 0.2]]), 2).tolist()
