@@ -132,7 +132,7 @@ func verdict(d, se float64) string {
 	return Inconclusive
 }
 
-func (res *Result) evaluate(out, dataDir string, windows int) error {
+func (res *Result) evaluate(out, dataDir, probeDir string, windows int) error {
 	rows, err := gather(out)
 	if err != nil {
 		return err
@@ -153,6 +153,8 @@ func (res *Result) evaluate(out, dataDir string, windows int) error {
 	d1, s1 := m05-m1, math.Hypot(se05, se1)
 	res.Claims = append(res.Claims, Claim{N: 1, Text: "γ = 1 lowers validation loss against γ = 0.5 (with ε = 1e-12 and the gate)",
 		Verdict: verdict(d1, s1), Evidence: fmt.Sprintf("val loss γ=0.5 %.4f ± %.4f, γ=1 %.4f ± %.4f: γ=1 lower by %.4f ± %.4f (± = SE over seeds)", m05, se05, m1, se1, d1, s1)})
+	// Claim 1's second half: the gains are largest on reasoning (probes.go).
+	res.Claims = append(res.Claims, reasoningClaim(rows, probeDir))
 
 	// Claim 2: the fixes release the gain, and the effective model size.
 	d := func(gamma float64, gate string) []float64 {

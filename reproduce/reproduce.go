@@ -28,10 +28,11 @@ const (
 	ExpDefault = "eps1e-5"  // γ ∈ {0.5, 1} × gate ∈ {none, elementwise} at ε = 1e-5
 	ExpEpsOnly = "eps1e-12" // γ ∈ {0.5, 1} at ε = 1e-12 without gate
 	ExpSizes   = "sizes"    // widths 64, 96, 160 × γ ∈ {0.5, 1} with both fixes (with width 128: 4 sizes)
+	ExpProbes  = "probes"   // γ ∈ {0.5, 1} with both fixes, width 128, on the corpus with probes mixed in (probes.go)
 )
 
 // Experiments lists them in run order.
-var Experiments = []string{ExpGamma, ExpDefault, ExpEpsOnly, ExpSizes}
+var Experiments = []string{ExpGamma, ExpDefault, ExpEpsOnly, ExpSizes, ExpProbes}
 
 // Shape of the runs: the tiny preset's depth and heads with a 128-token context, batch 16.
 const (
@@ -96,10 +97,16 @@ func seedList(n int) string {
 	return "[" + strings.Join(s, ", ") + "]"
 }
 
-// grids returns the three experiments' grids.
-func grids(dataDir string, vocab, steps, seeds int) map[string]string {
+// grids returns the experiments' grids; the probe arm trains on probeDir's mixed tokens.
+func grids(dataDir, probeDir string, vocab, steps, seeds int) map[string]string {
 	b := base(dataDir, vocab, steps)
 	fixed := append(append([]string(nil), b...), "model.norm_eps=1e-12", "model.attn_gate=elementwise")
+	withProbes := append([]string(nil), fixed...)
+	for i, kv := range withProbes {
+		if strings.HasPrefix(kv, "data.train=") {
+			withProbes[i] = "data.train=" + filepath.Join(probeDir, data.TrainFile)
+		}
+	}
 	ws := make([]float64, len(widths))
 	for i, w := range widths {
 		ws[i] = float64(w)
@@ -110,6 +117,7 @@ func grids(dataDir string, vocab, steps, seeds int) map[string]string {
 		ExpDefault: gridText(b, map[string]string{"init.gamma": "[0.5, 1]", "model.attn_gate": `["none", "elementwise"]`, "seed": seedList(seeds)}),
 		ExpEpsOnly: gridText(epsOnly, map[string]string{"init.gamma": "[0.5, 1]", "seed": seedList(seeds)}),
 		ExpSizes:   gridText(fixed, map[string]string{"init.gamma": "[0.5, 1]", "model.hidden_size": floats(ws), "seed": seedList(seeds)}),
+		ExpProbes:  gridText(withProbes, map[string]string{"init.gamma": "[0.5, 1]", "seed": seedList(seeds)}),
 	}
 }
 
@@ -123,8 +131,8 @@ func runCost(seeds int, vocab int) (runs int, cost float64) {
 		return c.FLOPsPerToken()
 	}
 	ref := flops(128)
-	runs = seeds * (len(gammas) + 4 + 2 + 2*len(widths))
-	cost = float64(seeds) * float64(len(gammas)+4+2)
+	runs = seeds * (len(gammas) + 4 + 2 + 2*len(widths) + 2)
+	cost = float64(seeds) * float64(len(gammas)+4+2+2)
 	for _, w := range widths {
 		cost += float64(seeds) * 2 * flops(w) / ref
 	}
@@ -139,7 +147,9 @@ type Options struct {
 	Steps  int // > 0: steps per run instead of sizing from the budget (tests)
 	// CompareWindows limits the validation windows of the token-level comparison (0: all).
 	CompareWindows int
-	Log            io.Writer
+	// ProbeTest is the held-out (and recalled) probes per kind the probe arm is scored on (0: 100).
+	ProbeTest int
+	Log       io.Writer
 }
 
 // Run prepares the data (once), sizes the runs to the budget from a throughput probe, runs the
@@ -165,6 +175,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if st, err = data.PrepareEmbedded(dataDir, 4096, nil); err != nil {
 			return nil, err
 		}
+	}
+	probeTest := o.ProbeTest
+	if probeTest <= 0 {
+		probeTest = 100
+	}
+	probeDir, err := prepareProbeData(o.Out, dataDir, st.VocabSize, probeTest)
+	if err != nil {
+		return nil, err
 	}
 	runs, cost := runCost(seeds, st.VocabSize)
 	steps := o.Steps
@@ -201,7 +219,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{Steps: steps, Seeds: seeds, Runs: runs, Tokens: int64(steps * batch * seqLen), Out: o.Out}
 	for _, exp := range Experiments {
-		gtext := grids(dataDir, st.VocabSize, steps, seeds)[exp]
+		gtext := grids(dataDir, probeDir, st.VocabSize, steps, seeds)[exp]
 		dir := filepath.Join(o.Out, exp)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
@@ -219,7 +237,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("%s sweep: %w", exp, err)
 		}
 	}
-	if err := res.evaluate(o.Out, dataDir, o.CompareWindows); err != nil {
+	if err := res.evaluate(o.Out, dataDir, probeDir, o.CompareWindows); err != nil {
 		return nil, err
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")

@@ -3,23 +3,27 @@ package reproduce
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/smallinit/smallinit/data"
 )
 
 // TestReproduceEndToEnd runs every experiment for two steps with one seed: every claim gets a verdict and
-// evidence, claims.json is written, and a second call trains nothing new (the sweeps skip finished runs). The
-// first call is a budgeted one resuming from a sizing file of two steps, as after an interruption.
+// evidence (claim 1 twice: validation loss, and reasoning against memorisation on the probe arm), claims.json
+// is written, and a second call trains nothing new (the sweeps skip finished runs). The first call is a
+// budgeted one resuming from a sizing file of two steps, as after an interruption.
 func TestReproduceEndToEnd(t *testing.T) {
 	out := t.TempDir()
 	sizing := `{"budget": "30m0s", "seeds": 1, "steps": 2, "probe_tokens_per_s": 1000}`
 	if err := os.WriteFile(filepath.Join(out, SizingFile), []byte(sizing), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), Options{Out: out, Budget: 30 * time.Minute, Seeds: 1, CompareWindows: 8})
+	res, err := Run(context.Background(), Options{Out: out, Budget: 30 * time.Minute, Seeds: 1, CompareWindows: 8, ProbeTest: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,27 +40,42 @@ func TestReproduceEndToEnd(t *testing.T) {
 			t.Errorf("arm %s: mean val loss %v: its runs were not found", arm, v[0])
 		}
 	}
-	if len(res.Claims) != 5 {
-		t.Fatalf("%d claims, want 5", len(res.Claims))
+	if len(res.Claims) != 6 {
+		t.Fatalf("%d claims, want 6", len(res.Claims))
 	}
 	for _, c := range res.Claims {
 		if c.Verdict != Supported && c.Verdict != NotSupported && c.Verdict != Inconclusive || c.Evidence == "" {
 			t.Errorf("claim %d: verdict %q, evidence %q", c.N, c.Verdict, c.Evidence)
 		}
 	}
-	if !strings.Contains(res.Claims[1].Evidence, "effective model size") && !strings.Contains(res.Claims[1].Evidence, "size law") {
-		t.Errorf("claim 2 evidence lacks the size law: %s", res.Claims[1].Evidence)
+	if c := res.Claims[1]; c.N != 1 || !strings.Contains(c.Evidence, "held-out reasoning prompts") || !strings.Contains(c.Evidence, "(24 prompts)") {
+		t.Errorf("claim 1's reasoning half: %+v, want the probe scores of 6 reasoning kinds × 4 held-out prompts", c)
+	}
+	if !strings.Contains(res.Claims[2].Evidence, "effective model size") && !strings.Contains(res.Claims[2].Evidence, "size law") {
+		t.Errorf("claim 2 evidence lacks the size law: %s", res.Claims[2].Evidence)
+	}
+	// The probe arm's training file is the corpus with probes making up a quarter of its tokens.
+	corpus, err := data.ReadTokens(filepath.Join(out, "data", data.TrainFile), 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed, err := data.ReadTokens(filepath.Join(out, ProbeDataDir, data.TrainFile), 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if share := 1 - float64(len(corpus))/float64(len(mixed)); math.Abs(share-probeShare) > 0.001 {
+		t.Errorf("probes are %.4f of the mixed training tokens, want %g", share, probeShare)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "claims.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var back Result
-	if err := json.Unmarshal(b, &back); err != nil || len(back.Claims) != 5 {
+	if err := json.Unmarshal(b, &back); err != nil || len(back.Claims) != 6 {
 		t.Fatalf("claims.json: %v", err)
 	}
 	before, _ := os.Stat(filepath.Join(out, ExpGamma, "runs"))
-	if _, err := Run(context.Background(), Options{Out: out, Steps: 2, Seeds: 1, CompareWindows: 8}); err != nil {
+	if _, err := Run(context.Background(), Options{Out: out, Steps: 2, Seeds: 1, CompareWindows: 8, ProbeTest: 4}); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.Stat(filepath.Join(out, ExpGamma, "runs"))
