@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/sweep"
@@ -180,8 +181,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if probeTest <= 0 {
 		probeTest = 100
 	}
-	probeDir, err := prepareProbeData(o.Out, dataDir, st.VocabSize, probeTest)
-	if err != nil {
+	probeDir := filepath.Join(o.Out, ProbeDataDir)
+	if _, err := os.Stat(filepath.Join(probeDir, data.TrainFile)); err != nil {
+		logf("mixing reasoning and memorisation probes into the corpus (%.0f%% of the tokens) in %s\n", 100*eval.ProbeMixShare, probeDir)
+	}
+	if err := eval.WriteProbeMix(probeDir, dataDir, st.VocabSize, eval.ProbeMixConfig(probeTest), eval.ProbeMixShare); err != nil {
 		return nil, err
 	}
 	runs, cost := runCost(seeds, st.VocabSize)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/eval"
 )
 
 // TestReproduceEndToEnd runs every experiment for two steps with one seed: every claim gets a verdict and
@@ -63,8 +64,8 @@ func TestReproduceEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if share := 1 - float64(len(corpus))/float64(len(mixed)); math.Abs(share-probeShare) > 0.001 {
-		t.Errorf("probes are %.4f of the mixed training tokens, want %g", share, probeShare)
+	if share := 1 - float64(len(corpus))/float64(len(mixed)); math.Abs(share-eval.ProbeMixShare) > 0.001 {
+		t.Errorf("probes are %.4f of the mixed training tokens, want %g", share, eval.ProbeMixShare)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "claims.json"))
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,10 +20,12 @@ import (
 	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/report"
+	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -32,6 +35,9 @@ type demoCmd struct {
 	Steps   int     `help:"Steps per run (overrides --minutes)."`
 	Seed    uint64  `default:"0" help:"Seed shared by the four runs (init, data order)."`
 	Windows int     `help:"Score at most this many validation windows per file in the final table (0: all)."`
+	Probes  bool    `help:"Mix reasoning and memorisation probes into training (a quarter of the tokens; probes make) and report each run's exact match on held-out reasoning prompts and recalled memorisation prompts."`
+
+	probeTest int // test (and recall) probes per kind with --probes; 0: 100 (tests use fewer)
 }
 
 // demoCorner is one of the study's four corners.
@@ -63,10 +69,12 @@ type demoRow struct {
 	LangBPB    map[string]float64 `json:"val_bits_per_byte_by_lang"`
 	TokensPerS float64            `json:"tokens_per_s"`
 	Dir        string             `json:"dir"`
+	Probes     *eval.ProbeScores  `json:"probes,omitempty"` // with --probes
 }
 
-// demoBase is the demo's model and schedule: the tiny preset's width and depth with a 128-token context.
-func demoBase(dataDir string, vocab, steps int, seed uint64) []string {
+// demoBase is the demo's model and schedule: the tiny preset's width and depth with a 128-token context,
+// training on trainDir's tokens (the corpus, or the corpus with probes mixed in) and validating on dataDir's.
+func demoBase(trainDir, dataDir string, vocab, steps int, seed uint64) []string {
 	return []string{
 		"model.preset=tiny", fmt.Sprintf("model.vocab_size=%d", vocab), "model.max_position_embeddings=128",
 		"train.batch_size=16", fmt.Sprintf("train.steps=%d", steps), "train.log_interval=25",
@@ -75,7 +83,7 @@ func demoBase(dataDir string, vocab, steps int, seed uint64) []string {
 		fmt.Sprintf("train.diagnostics_interval=%d", max(steps/10, 1)),
 		"schedule.kind=cosine", "schedule.lr=2e-3", fmt.Sprintf("schedule.warmup_steps=%d", max(steps/20, 1)),
 		fmt.Sprintf("seed=%d", seed),
-		"data.train=" + filepath.Join(dataDir, data.TrainFile), "data.val=" + filepath.Join(dataDir, data.ValFile),
+		"data.train=" + filepath.Join(trainDir, data.TrainFile), "data.val=" + filepath.Join(dataDir, data.ValFile),
 	}
 }
 
@@ -105,6 +113,17 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 	} else {
 		fmt.Fprintf(log, "reusing the prepared corpus in %s\n", dataDir)
 	}
+	trainDir, probeDir, suffix := dataDir, "", ""
+	if cmd.Probes {
+		probeDir, suffix = filepath.Join(cmd.Out, "probes-data"), "-probes"
+		if _, err := os.Stat(filepath.Join(probeDir, data.TrainFile)); err != nil {
+			fmt.Fprintf(log, "mixing reasoning and memorisation probes into the corpus (%.0f%% of the tokens) in %s\n", 100*eval.ProbeMixShare, probeDir)
+		}
+		if err := eval.WriteProbeMix(probeDir, dataDir, st.VocabSize, eval.ProbeMixConfig(cmp.Or(cmd.probeTest, 100)), eval.ProbeMixShare); err != nil {
+			return nil, err
+		}
+		trainDir = probeDir
+	}
 	steps := cmd.Steps
 	if steps <= 0 {
 		tps, err := demoThroughput(st.VocabSize)
@@ -116,13 +135,13 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 	}
 	var rows []demoRow
 	for i, c := range demoCorners {
-		sets := append(demoBase(dataDir, st.VocabSize, steps, cmd.Seed), fmt.Sprintf("init.gamma=%g", c.Gamma),
+		sets := append(demoBase(trainDir, dataDir, st.VocabSize, steps, cmd.Seed), fmt.Sprintf("init.gamma=%g", c.Gamma),
 			fmt.Sprintf("model.norm_eps=%g", c.Eps), "model.attn_gate="+c.Gate)
 		cfg, err := train.Load("", sets)
 		if err != nil {
 			return nil, err
 		}
-		dir := filepath.Join(cmd.Out, "runs", fmt.Sprintf("%s-%dsteps-seed%d", c.Name, steps, cmd.Seed))
+		dir := filepath.Join(cmd.Out, "runs"+suffix, fmt.Sprintf("%s-%dsteps-seed%d", c.Name, steps, cmd.Seed))
 		fmt.Fprintf(log, "\n[%d/%d] %s: γ = %g, ε = %g, gate %s, %d steps -> %s\n", i+1, len(demoCorners), c.Name, c.Gamma, c.Eps, c.Gate, steps, dir)
 		opts := train.Options{Log: log, Progress: progress, Diagnostics: diag.Training}
 		var res train.Result
@@ -134,7 +153,7 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 		} else if res, err = train.Start(ctx, cfg, dir, opts); err != nil {
 			return nil, err
 		}
-		row, err := demoEvaluate(dir, dataDir, st, res, cmd.Windows)
+		row, err := demoEvaluate(dir, dataDir, probeDir, st, res, cmd.Windows)
 		if err != nil {
 			return nil, err
 		}
@@ -148,10 +167,10 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 	printDemoTable(stdout, rows)
 	reportPath := filepath.Join(cmd.Out, "report.html")
 	cmpA, cmpB := rows[3].Dir, rows[2].Dir // γ = 1 against γ = 0.5, both with the fixes
-	if err := writeReport([]string{filepath.Join(cmd.Out, "runs")}, reportPath, "smallinit demo", cmpA, cmpB, max(cmd.Windows, 64)); err != nil {
+	if err := writeReport([]string{filepath.Join(cmd.Out, "runs"+suffix)}, reportPath, "smallinit demo", cmpA, cmpB, max(cmd.Windows, 64)); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stdout, "\neverything is under %s (report.html, summary.json, data/, runs/)\n", cmd.Out)
+	fmt.Fprintf(stdout, "\neverything is under %s (report.html, summary.json, data/, runs%s/)\n", cmd.Out, suffix)
 	return rows, nil
 }
 
@@ -187,8 +206,9 @@ func demoThroughput(vocab int) (float64, error) {
 	return 3 * float64(len(in)) / time.Since(t0).Seconds(), nil
 }
 
-// demoEvaluate scores a finished run's final model on the whole validation split and on each language.
-func demoEvaluate(dir, dataDir string, st *data.Stats, res train.Result, windows int) (demoRow, error) {
+// demoEvaluate scores a finished run's final model on the whole validation split and on each language, and on
+// the probes of probeDir unless it is "".
+func demoEvaluate(dir, dataDir, probeDir string, st *data.Stats, res train.Result, windows int) (demoRow, error) {
 	pool := kernel.NewPool(0)
 	defer pool.Close()
 	m, _, err := model.Load(filepath.Join(dir, train.FinalDir), 16, pool)
@@ -218,6 +238,15 @@ func demoEvaluate(dir, dataDir string, st *data.Stats, res train.Result, windows
 	if math.IsNaN(row.ValLoss) || math.IsInf(row.ValLoss, 0) {
 		return row, fmt.Errorf("run %s: validation loss is %v", dir, row.ValLoss)
 	}
+	if probeDir != "" {
+		tok, err := tokenizer.Load(filepath.Join(probeDir, data.TokenizerFile))
+		if err != nil {
+			return row, err
+		}
+		if row.Probes, err = eval.ScoreProbes(context.Background(), eval.NewLM(m, tok, m.NewDecoder()), probeDir); err != nil {
+			return row, fmt.Errorf("run %s: %w", dir, err)
+		}
+	}
 	return row, nil
 }
 
@@ -228,6 +257,18 @@ func printDemoTable(w io.Writer, rows []demoRow) {
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%g\t%g\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.0f\t\n", r.Run, r.Gamma, r.NormEps, r.AttnGate,
 			r.ValLoss, r.ValBPB, r.LangLoss["en"], r.LangBPB["en"], r.LangLoss["zh"], r.LangBPB["zh"], r.TrainLoss, r.TokensPerS)
+	}
+	tw.Flush()
+	if len(rows) == 0 || rows[0].Probes == nil {
+		return
+	}
+	p := rows[0].Probes
+	fmt.Fprintf(w, "\nprobes (exact match; gold answer loss per token): %d held-out reasoning prompts (chance %.3f), %d recalled memorisation prompts\n",
+		p.ReasoningCount, p.ReasoningChance, p.MemorisationCount)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\treasoning acc\treasoning loss\tmemorisation acc\tmemorisation loss\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%.3f\t%.4f\t%.3f\t%.4f\t\n", r.Run, r.Probes.ReasoningAcc, r.Probes.ReasoningLoss, r.Probes.MemorisationAcc, r.Probes.MemorisationLoss)
 	}
 	tw.Flush()
 }

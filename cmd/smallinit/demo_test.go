@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -46,5 +47,27 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	if again[3].ValLoss != rows[3].ValLoss {
 		t.Errorf("second run: val loss %g, first %g", again[3].ValLoss, rows[3].ValLoss)
+	}
+
+	// --probes trains the four corners again, on the corpus with probes mixed in, into runs-probes/, and
+	// reports their probe scores beside the losses.
+	cmd.Probes, cmd.probeTest = true, 5
+	var table strings.Builder
+	probed, err := runDemo(context.Background(), cmd, &table, io.Discard, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range probed {
+		p := r.Probes
+		if p == nil || p.ReasoningCount != 30 || p.MemorisationCount != 30 || !(p.ReasoningLoss > 0) || !(p.MemorisationLoss > 0) ||
+			p.ReasoningAcc < 0 || p.ReasoningAcc > 1 || !(p.ReasoningChance > 0) {
+			t.Errorf("%s: probe scores %+v, want 30 reasoning and 30 memorisation prompts scored", r.Run, p)
+		}
+		if filepath.Base(filepath.Dir(r.Dir)) != "runs-probes" {
+			t.Errorf("%s trained in %s, want under runs-probes/", r.Run, r.Dir)
+		}
+	}
+	if !strings.Contains(table.String(), "memorisation acc") {
+		t.Errorf("the demo's output has no probe table:\n%s", table.String())
 	}
 }

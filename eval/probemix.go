@@ -1,0 +1,178 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/tokenizer"
+)
+
+// Files of a probe mix directory (WriteProbeMix).
+const (
+	ProbeTestFile   = "test.jsonl"   // held-out probes: reasoning kinds measure generalisation
+	ProbeRecallFile = "recall.jsonl" // probes from training: memorisation kinds measure memorisation
+)
+
+// ProbeMixShare is the default share of probe tokens in a mix: enough that the probes are seen thousands of
+// times in a few minutes of training, little enough that the corpus still dominates.
+const ProbeMixShare = 0.25
+
+// ProbeMixConfig is the probe set the demo and reproduce mix into the embedded corpus: every kind, 2-digit sums
+// (learnt soonest), 4000 training probes per kind (about as many tokens as ProbeMixShare of the corpus needs),
+// memorisation tables of 256 prompts, and test probes per kind.
+func ProbeMixConfig(test int) ProbeConfig {
+	return ProbeConfig{Seed: 1, Train: 4000, Test: test, Table: 256, AddDigits: 2}
+}
+
+// WriteProbeMix writes dir: train.tok, the training tokens of the prepared corpus in dataDir with the probes of
+// c mixed in, each probe line a document ended by <|endoftext|> (as `data prepare --doc-sep line` writes
+// them), spread evenly between the corpus documents until they make up share of the tokens (cycling through
+// the probes if the corpus needs more); the corpus tokenizer.json, so that runs trained on the mix carry it;
+// and test.jsonl and recall.jsonl to score them with. train.tok is written last and atomically, so a directory
+// that has it is complete and is reused as it is.
+func WriteProbeMix(dir, dataDir string, vocab int, c ProbeConfig, share float64) error {
+	trainPath := filepath.Join(dir, data.TrainFile)
+	if _, err := os.Stat(trainPath); err == nil {
+		return nil
+	}
+	if !(share > 0 && share < 1) {
+		return fmt.Errorf("probe mix: share %g of probe tokens: want (0, 1)", share)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("probe mix: %w", err)
+	}
+	tokPath := filepath.Join(dataDir, data.TokenizerFile)
+	tok, err := tokenizer.Load(tokPath)
+	if err != nil {
+		return fmt.Errorf("probe mix: %w", err)
+	}
+	eot := tok.EOT()
+	if eot < 0 {
+		return fmt.Errorf("probe mix: %s has no <|endoftext|> token to end probe lines with", tokPath)
+	}
+	ps, err := MakeProbes(c)
+	if err != nil {
+		return err
+	}
+	for name, set := range map[string][]Probe{ProbeTestFile: ps.Test, ProbeRecallFile: ps.Recall} {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		for _, p := range set {
+			if err := enc.Encode(p); err != nil {
+				return err
+			}
+		}
+		if err := atomicfile.Write(filepath.Join(dir, name), []byte(b.String())); err != nil {
+			return err
+		}
+	}
+	tb, err := os.ReadFile(tokPath)
+	if err != nil {
+		return fmt.Errorf("probe mix: %w", err)
+	}
+	if err := atomicfile.Write(filepath.Join(dir, data.TokenizerFile), tb); err != nil {
+		return err
+	}
+	corpus, err := data.ReadTokens(filepath.Join(dataDir, data.TrainFile), vocab)
+	if err != nil {
+		return fmt.Errorf("probe mix: %w", err)
+	}
+	w, err := data.NewTokWriter(trainPath, vocab)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	var written, probeToks float64
+	next := 0
+	for start, i := 0, 0; i < len(corpus); i++ {
+		if corpus[i] != eot && i != len(corpus)-1 {
+			continue
+		}
+		if err := w.Write(corpus[start : i+1]); err != nil {
+			return err
+		}
+		written += float64(i + 1 - start)
+		start = i + 1
+		// Probes follow each corpus document until they are share of what is written.
+		for probeToks < share*written {
+			ids := append(tok.Encode(ps.Train[next%len(ps.Train)].Text()), eot)
+			next++
+			if err := w.Write(ids); err != nil {
+				return err
+			}
+			written += float64(len(ids))
+			probeToks += float64(len(ids))
+		}
+	}
+	return w.Close()
+}
+
+// ProbeScores are a model's probe results from a probe mix directory: exact-match accuracy and the gold
+// answer's loss per token on the held-out reasoning prompts and on the recalled memorisation prompts, with the
+// reasoning prompts' chance accuracy and the prompt counts.
+type ProbeScores struct {
+	ReasoningAcc      float64 `json:"acc_reasoning"`
+	ReasoningChance   float64 `json:"chance_reasoning"`
+	ReasoningLoss     float64 `json:"gold_loss_per_token_reasoning"`
+	ReasoningCount    int     `json:"reasoning_records"`
+	MemorisationAcc   float64 `json:"acc_memorisation"`
+	MemorisationLoss  float64 `json:"gold_loss_per_token_memorisation"`
+	MemorisationCount int     `json:"memorisation_records"`
+}
+
+// ScoreProbes scores be on dir's test.jsonl (reasoning kinds) and recall.jsonl (memorisation kinds).
+func ScoreProbes(ctx context.Context, be Backend, dir string) (*ProbeScores, error) {
+	results := map[string]*TaskResult{}
+	get := func(file, metric string) (Metric, error) {
+		res := results[file]
+		if res == nil {
+			var err error
+			res, err = RunTask(ctx, TaskSpec{Name: "probe_" + strings.TrimSuffix(file, ".jsonl"), Kind: KindProbe,
+				File: filepath.Join(dir, file)}, be, Options{StrictRecords: true})
+			if err != nil {
+				return Metric{}, err
+			}
+			results[file] = res
+		}
+		v, ok := res.Metrics.Get(metric)
+		if !ok {
+			return Metric{}, fmt.Errorf("probes %s: no metric %s", filepath.Join(dir, file), metric)
+		}
+		return v, nil
+	}
+	var s ProbeScores
+	var errs []error
+	for _, q := range []struct {
+		file, metric string
+		dst          *float64
+		n            *int
+	}{
+		{ProbeTestFile, "acc_reasoning", &s.ReasoningAcc, &s.ReasoningCount},
+		{ProbeTestFile, "chance_reasoning", &s.ReasoningChance, nil},
+		{ProbeTestFile, "gold_loss_per_token_reasoning", &s.ReasoningLoss, nil},
+		{ProbeRecallFile, "acc_memorisation", &s.MemorisationAcc, &s.MemorisationCount},
+		{ProbeRecallFile, "gold_loss_per_token_memorisation", &s.MemorisationLoss, nil},
+	} {
+		v, err := get(q.file, q.metric)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		*q.dst = v.Value
+		if q.n != nil {
+			*q.n = v.N
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
