@@ -115,6 +115,7 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 	}
 	trainDir, probeDir, suffix := dataDir, "", ""
 	if cmd.Probes {
+		// Its runs, summary and report go beside the plain demo's, not over them.
 		probeDir, suffix = filepath.Join(cmd.Out, "probes-data"), "-probes"
 		if _, err := os.Stat(filepath.Join(probeDir, data.TrainFile)); err != nil {
 			fmt.Fprintf(log, "mixing reasoning and memorisation probes into the corpus (%.0f%% of the tokens) in %s\n", 100*eval.ProbeMixShare, probeDir)
@@ -161,16 +162,16 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 		rows = append(rows, row)
 	}
 	b, _ := json.MarshalIndent(map[string]any{"steps": steps, "seed": cmd.Seed, "data": st, "runs": rows}, "", "  ")
-	if err := model.WriteFileAtomic(filepath.Join(cmd.Out, "summary.json"), append(b, '\n')); err != nil {
+	if err := model.WriteFileAtomic(filepath.Join(cmd.Out, "summary"+suffix+".json"), append(b, '\n')); err != nil {
 		return nil, err
 	}
 	printDemoTable(stdout, rows)
-	reportPath := filepath.Join(cmd.Out, "report.html")
+	reportPath := filepath.Join(cmd.Out, "report"+suffix+".html")
 	cmpA, cmpB := rows[3].Dir, rows[2].Dir // γ = 1 against γ = 0.5, both with the fixes
 	if err := writeReport([]string{filepath.Join(cmd.Out, "runs"+suffix)}, reportPath, "smallinit demo", cmpA, cmpB, max(cmd.Windows, 64)); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stdout, "\neverything is under %s (report.html, summary.json, data/, runs%s/)\n", cmd.Out, suffix)
+	fmt.Fprintf(stdout, "\neverything is under %s (report%s.html, summary%s.json, data/, runs%s/)\n", cmd.Out, suffix, suffix, suffix)
 	return rows, nil
 }
 

@@ -67,6 +67,9 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("%s trained in %s, want under runs-probes/", r.Run, r.Dir)
 		}
 	}
+	if _, err := os.Stat(filepath.Join(out, "summary-probes.json")); err != nil {
+		t.Error(err)
+	}
 	if !strings.Contains(table.String(), "memorisation acc") {
 		t.Errorf("the demo's output has no probe table:\n%s", table.String())
 	}
