@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,15 +63,11 @@ func WriteProbeMix(dir, dataDir string, vocab int, c ProbeConfig, share float64)
 		return err
 	}
 	for name, set := range map[string][]Probe{ProbeTestFile: ps.Test, ProbeRecallFile: ps.Recall} {
-		var b strings.Builder
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		for _, p := range set {
-			if err := enc.Encode(p); err != nil {
-				return err
-			}
+		recs, err := ProbeRecords(set)
+		if err != nil {
+			return err
 		}
-		if err := atomicfile.Write(filepath.Join(dir, name), []byte(b.String())); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, name), recs); err != nil {
 			return err
 		}
 	}
@@ -113,6 +110,19 @@ func WriteProbeMix(dir, dataDir string, vocab int, c ProbeConfig, share float64)
 		}
 	}
 	return w.Close()
+}
+
+// ProbeRecords renders probes as the JSON lines of a probe task file, {prompt, answer, kind, chance} each.
+func ProbeRecords(ps []Probe) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // keep "<", ">" and "&" of bracket probes readable
+	for _, p := range ps {
+		if err := enc.Encode(p); err != nil {
+			return nil, fmt.Errorf("probe %q: %w", p.Prompt, err)
+		}
+	}
+	return b.Bytes(), nil
 }
 
 // ProbeScores are a model's probe results from a probe mix directory: exact-match accuracy and the gold

@@ -61,15 +61,9 @@ func (cmd *probesMakeCmd) run(stdout io.Writer) error {
 	}
 	files := map[string][]byte{"train.txt": text.Bytes()}
 	for name, set := range map[string][]eval.Probe{"train.jsonl": ps.Train, "test.jsonl": ps.Test, "recall.jsonl": ps.Recall} {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		for _, p := range set {
-			if err := enc.Encode(p); err != nil {
-				return err
-			}
+		if files[name], err = eval.ProbeRecords(set); err != nil {
+			return err
 		}
-		files[name] = b.Bytes()
 	}
 	man := probesManifest{Seed: cmd.Seed, Train: cmd.N, Test: cmd.Test, Table: cmd.Table, AddDigits: cmd.Digits, Kinds: ps.Kinds,
 		Counts: map[string]int{"train": len(ps.Train), "test": len(ps.Test), "recall": len(ps.Recall)},
