@@ -203,24 +203,38 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	}
 }
 
+// TestTrainingStepAllocatesNothing: a warmed-up Forward and Backward allocates nothing, for a multi-head model
+// and for a grouped-query one with q/k/v biases and QK-norm (whose per-group backward tasks and bias column
+// sums run on the pool without closures).
 func TestTrainingStepAllocatesNothing(t *testing.T) {
 	pool := kernel.NewPool(2)
 	defer pool.Close()
-	c := testConfig(NormLayer, GateHeadwise, 1e-5, false)
-	c.SeqLen = 16
-	m := newTestModel(t, c, 2, pool)
-	fillRandom(m, 5, 1)
-	in, tg := randomTokens(rand.New(rand.NewPCG(6, 6)), 2*c.SeqLen, c.Vocab)
-	step := func() {
-		if _, err := m.Forward(in, tg); err != nil {
-			t.Fatal(err)
-		}
-		m.ZeroGrads()
-		m.Backward()
-	}
-	step()
-	if a := testing.AllocsPerRun(5, step); a != 0 {
-		t.Errorf("training step allocates %v times", a)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		fill func(m *Model, seed uint64, gamma float64)
+	}{
+		{"layernorm_headwise", testConfig(NormLayer, GateHeadwise, 1e-5, false), fillRandom},
+		{gqaCases[2].name, gqaCases[2].cfg, fillRandomAll},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.cfg
+			c.SeqLen = 16
+			m := newTestModel(t, c, 2, pool)
+			tc.fill(m, 5, 1)
+			in, tg := randomTokens(rand.New(rand.NewPCG(6, 6)), 2*c.SeqLen, c.Vocab)
+			step := func() {
+				if _, err := m.Forward(in, tg); err != nil {
+					t.Fatal(err)
+				}
+				m.ZeroGrads()
+				m.Backward()
+			}
+			step()
+			if a := testing.AllocsPerRun(5, step); a != 0 {
+				t.Errorf("training step allocates %v times", a)
+			}
+		})
 	}
 }
 
