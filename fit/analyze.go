@@ -79,24 +79,43 @@ type RunGain struct {
 	Gain float64 `json:"gain"`
 }
 
+// cellJSON is Cell as JSON, with non-finite numbers as null: a loss table may hold finite values whose law
+// still overflows when extrapolated (Fitted, Residual), and encoding/json rejects ±Inf and NaN. It has no
+// MarshalJSON of its own, so Gain can embed it and keep its fields flat.
+type cellJSON struct {
+	X        *float64  `json:"x"`
+	Loss     *float64  `json:"loss"`
+	Losses   []float64 `json:"losses"` // finite: cells refuses a non-finite loss
+	IDs      []string  `json:"ids"`
+	Fitted   *float64  `json:"fitted"`
+	Residual *float64  `json:"residual"`
+}
+
+func (c Cell) json() cellJSON {
+	return cellJSON{X: finite(c.X), Loss: finite(c.Loss), Losses: c.Losses, IDs: c.IDs, Fitted: finite(c.Fitted), Residual: finite(c.Residual)}
+}
+
+// MarshalJSON writes non-finite numbers (a law that overflows where it is evaluated) as null.
+func (c Cell) MarshalJSON() ([]byte, error) { return json.Marshal(c.json()) }
+
 // MarshalJSON writes non-finite numbers (an unbounded or undefined N_eff) as null.
 func (g Gain) MarshalJSON() ([]byte, error) {
 	type run struct {
 		ID   string   `json:"id"`
-		Loss float64  `json:"loss"`
+		Loss *float64 `json:"loss"`
 		Eff  *float64 `json:"eff"`
 		Gain *float64 `json:"gain"`
 	}
 	out := struct {
-		Cell
+		cellJSON
 		Eff   *float64  `json:"eff"`
 		Gain  *float64  `json:"gain"`
 		CI    *Interval `json:"gain_ci"`
 		Runs  []run     `json:"runs"`
 		Error string    `json:"error"`
-	}{Cell: g.Cell, Eff: finite(g.Eff), Gain: finite(g.Gain), CI: g.CI, Error: g.Error}
+	}{cellJSON: g.Cell.json(), Eff: finite(g.Eff), Gain: finite(g.Gain), CI: g.CI, Error: g.Error}
 	for _, r := range g.Runs {
-		out.Runs = append(out.Runs, run{r.ID, r.Loss, finite(r.Eff), finite(r.Gain)})
+		out.Runs = append(out.Runs, run{r.ID, finite(r.Loss), finite(r.Eff), finite(r.Gain)})
 	}
 	return json.Marshal(out)
 }
@@ -318,12 +337,26 @@ func orNone(s string) string {
 	return s
 }
 
+// mean is the arithmetic mean of finite values. A plain sum can overflow for values near ±MaxFloat64 (a
+// hostile or corrupt table); then the terms are scaled by the largest magnitude before summing, and the result
+// is clamped to [min, max], where any mean lies, so that rounding cannot carry it out of range.
 func mean(v []float64) float64 {
 	s := 0.0
 	for _, x := range v {
 		s += x
 	}
-	return s / float64(len(v))
+	if r := s / float64(len(v)); !math.IsInf(r, 0) {
+		return r
+	}
+	lo, hi, m := v[0], v[0], 0.0
+	for _, x := range v {
+		lo, hi, m = min(lo, x), max(hi, x), max(m, math.Abs(x))
+	}
+	s = 0
+	for _, x := range v {
+		s += x / m
+	}
+	return min(max(s/float64(len(v))*m, lo), hi)
 }
 
 func sortedKeys(m map[float64][]cellKey) []float64 {

@@ -200,3 +200,72 @@ func TestFitReadTable(t *testing.T) {
 		t.Errorf("CSV law %v, JSON law %v", a, b)
 	}
 }
+
+// TestFitExtremeTablesEncode feeds Analyze finite values far outside any loss's range (what a corrupt or
+// hostile table holds) and checks that the report still encodes as JSON, that means of huge losses do not
+// overflow, and that a law whose fit overflows is refused rather than reported with an infinite parameter.
+// CI's FuzzReadTable found the first such table (a report with +Inf in it).
+func TestFitExtremeTablesEncode(t *testing.T) {
+	const big = math.MaxFloat64 / 1.5
+	row := func(g, seed, n, loss float64) string { return fmt.Sprintf("%g,%g,%g,1e6,%g,done\n", g, seed, n, loss) }
+	base := func(scale, alpha float64) string { // L = scale·(2 + 10·N^(−α)), slightly off the law
+		s := ""
+		for i, n := range []float64{1, 2, 4, 8, 16} {
+			s += row(0.5, 0, n, scale*(2+10*math.Pow(n, -alpha)+float64(i%2)*1e-6))
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name    string
+		rows    string
+		lawNil  bool    // the size law must be refused
+		mean    float64 // when non-zero: the first treated cell's mean loss
+		fitted0 bool    // the first treated cell's Fitted must be non-finite (extrapolation overflow)
+	}{
+		{"mean of two near-max losses", base(1, 0.3) + row(1, 0, 1e3, big) + row(1, 1, 1e3, big), false, big, false},
+		{"mean of near-max losses of both signs", base(1, 0.3) + row(1, 0, 1e3, big) + row(1, 1, 1e3, -big/2), false, big / 4, false},
+		{"treated size far below the baseline's", base(1, 2.5) + row(1, 0, 1e-300, 3), false, 0, true},
+		{"baseline losses near 1e300", base(1e300, 0.3) + row(1, 0, 1e3, 3), true, 0, false},
+		{"baseline losses near 1e155", base(1e155, 0.3) + row(1, 0, 1e3, 3), true, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "t.csv")
+			if err := os.WriteFile(path, []byte("init.gamma,seed,N,tokens,val_loss,state\n"+tc.rows), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tab, err := ReadTable(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Analyze's error reports a refused law or treated point; the report is filled in regardless.
+			rep, err := Analyze(tab, Options{Baseline: mustSelector(t, "init.gamma=0.5"), Treated: mustSelector(t, "init.gamma=1"), Bootstrap: 8})
+			if rep == nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(rep)
+			if err != nil {
+				t.Fatalf("report does not encode: %v", err)
+			}
+			l := rep.Laws[0]
+			if (l.Law == nil) != tc.lawNil {
+				t.Fatalf("law %+v (error %q), want refused = %v", l.Law, l.Error, tc.lawNil)
+			}
+			if tc.lawNil && !strings.Contains(l.Error, "overflows") {
+				t.Errorf("refusal %q does not say the fit overflows", l.Error)
+			}
+			if len(l.Treated) == 0 {
+				t.Fatal("no treated cells")
+			}
+			g := l.Treated[0]
+			if math.IsInf(g.Loss, 0) || math.IsNaN(g.Loss) || (tc.mean != 0 && math.Abs(g.Loss/tc.mean-1) > 1e-12) {
+				t.Errorf("mean loss %g of %v", g.Loss, g.Losses)
+			}
+			if tc.fitted0 && !math.IsInf(g.Fitted, 0) {
+				t.Errorf("Fitted at x = %g is %g, want the overflow this case is about", g.X, g.Fitted)
+			}
+			if tc.fitted0 && !strings.Contains(string(b), `"fitted":null`) {
+				t.Errorf("JSON lacks the null Fitted: %s", b)
+			}
+		})
+	}
+}

@@ -22,6 +22,8 @@ func FuzzReadTable(f *testing.F) {
 	f.Add([]byte(csv), false)
 	f.Add([]byte(`{"axes":["init.gamma","seed"],"columns":["init.gamma","seed","N","tokens","val_loss"],"rows":[{"init.gamma":0.5,"seed":0,"N":1000,"tokens":1000000,"val_loss":4},{"init.gamma":1,"seed":0,"N":1000,"tokens":1000000,"val_loss":null}]}`), true)
 	f.Add([]byte(`[{"N":"1e400","val_loss":"-inf"},{"N":-1,"val_loss":1},{"N":0,"val_loss":{"a":[1]}}]`), true)
+	// CI's first finding: a report with +Inf in it (a law extrapolated far below the baseline's sizes).
+	f.Add([]byte("init.gamma,N,val_loss\n0.5,1,12\n0.5,2,3.77\n0.5,4,2.31\n0.5,8,2.055\n0.5,16,2.0098\n1,1e-300,3\n1,1,1.7e308\n1,1,1.7e308\n"), false)
 	f.Add([]byte("a,b\n1\n"), false)
 	f.Add([]byte(""), false)
 	dir := f.TempDir()

@@ -109,6 +109,17 @@ func Fit(points []Point) (Law, error) {
 	if !(last < first) {
 		return Law{}, fmt.Errorf("%w: the loss does not decrease with size (%.4f at x = %.4g, %.4f at x = %.4g)", ErrUndetermined, first, xs[0], last, xs[len(xs)-1])
 	}
+	var ym, sst float64 // the points' mean loss and total sum of squares, for R²
+	for _, p := range points {
+		ym += p.Y
+	}
+	ym /= float64(n)
+	for _, p := range points {
+		sst += (p.Y - ym) * (p.Y - ym)
+	}
+	if math.IsInf(sst, 0) || math.IsNaN(sst) {
+		return Law{}, fmt.Errorf("%w: the fit overflows float64 (the losses' sum of squares is %g): the points are out of any loss's range", ErrUndetermined, sst)
+	}
 	logMean := 0.0
 	for _, p := range points {
 		logMean += math.Log(p.X)
@@ -177,17 +188,18 @@ func Fit(points []Point) (Law, error) {
 	alpha := (lo + hi) / 2
 	e, a, sse := solve(alpha)
 	law := Law{PowerLaw: PowerLaw{E: e, A: a * math.Pow(scale, alpha), Alpha: alpha}, Points: append([]Point(nil), points...)}
-	var ym, sst float64
-	for _, p := range points {
-		ym += p.Y
-	}
-	ym /= float64(n)
 	law.Residuals = make([]float64, n)
 	for i, p := range points {
 		law.Residuals[i] = p.Y - law.Eval(p.X)
-		sst += (p.Y - ym) * (p.Y - ym)
 	}
 	law.R2 = 1 - sse/sst
 	law.RMSE = math.Sqrt(sse / float64(n))
+	// Finite points far from any real loss (a corrupt table: values near 1e150 and beyond) can overflow the
+	// sums above; a law with a non-finite parameter or statistic predicts nothing.
+	for _, v := range append([]float64{law.E, law.A, law.Alpha, law.R2, law.RMSE}, law.Residuals...) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return Law{}, fmt.Errorf("%w: the fit overflows float64 (E = %g, A = %g, α = %g, R² = %g): the points are out of any loss's range", ErrUndetermined, law.E, law.A, law.Alpha, law.R2)
+		}
+	}
 	return law, nil
 }
