@@ -12,6 +12,7 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/tokenizer"
 )
 
@@ -129,6 +130,7 @@ func ProbeRecords(ps []Probe) ([]byte, error) {
 // answer's loss per token on the held-out reasoning prompts and on the recalled memorisation prompts, with the
 // reasoning prompts' chance accuracy and the prompt counts.
 type ProbeScores struct {
+	Prefix            string  `json:"prefix"` // what came before every prompt: ProbePrefix
 	ReasoningAcc      float64 `json:"acc_reasoning"`
 	ReasoningChance   float64 `json:"chance_reasoning"`
 	ReasoningLoss     float64 `json:"gold_loss_per_token_reasoning"`
@@ -138,8 +140,20 @@ type ProbeScores struct {
 	MemorisationCount int     `json:"memorisation_records"`
 }
 
-// ScoreProbes scores be on dir's test.jsonl (reasoning kinds) and recall.jsonl (memorisation kinds).
-func ScoreProbes(ctx context.Context, be Backend, dir string) (*ProbeScores, error) {
+// ProbePrefix is what ScoreProbes puts before every prompt: the <|endoftext|> that precedes each probe line in
+// the mix (WriteProbeMix), so that prompts are scored where training put them, not at position 0 of a window,
+// which in training only ever held a corpus token or a probe continued from the previous window.
+const ProbePrefix = "<|endoftext|>"
+
+// ScoreProbes scores m on dir's test.jsonl (reasoning kinds) and recall.jsonl (memorisation kinds), each prompt
+// after ProbePrefix, completions generated with m's KV-cache decoder.
+func ScoreProbes(ctx context.Context, m *model.Model, tok Tokenizer, dir string) (*ProbeScores, error) {
+	eot := tok.EOT()
+	if eot < 0 {
+		return nil, fmt.Errorf("probes %s: the tokenizer has no %s token to put before the prompts", dir, ProbePrefix)
+	}
+	be := NewLM(m, tok, m.NewDecoder())
+	be.Prefix = []int32{eot}
 	results := map[string]*TaskResult{}
 	get := func(file, metric string) (Metric, error) {
 		res := results[file]
@@ -158,7 +172,7 @@ func ScoreProbes(ctx context.Context, be Backend, dir string) (*ProbeScores, err
 		}
 		return v, nil
 	}
-	var s ProbeScores
+	s := ProbeScores{Prefix: ProbePrefix}
 	var errs []error
 	for _, q := range []struct {
 		file, metric string

@@ -1,8 +1,11 @@
 package eval
 
 import (
+	"context"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,5 +88,90 @@ func TestWriteProbeMix(t *testing.T) {
 	}
 	if err := WriteProbeMix(filepath.Join(t.TempDir(), "x"), dataDir, tok.VocabSize(), c, 1); err == nil || !strings.Contains(err.Error(), "share") {
 		t.Errorf("share 1: %v, want a refusal", err)
+	}
+}
+
+// TestScoreProbesAfterEOT: ScoreProbes scores every prompt after <|endoftext|>, as the mix trained it. Its
+// reasoning gold loss equals a direct computation on ScoreTokens with [EOT]+prompt contexts, and differs from
+// the same computation without the EOT (so the prefix is not a no-op on this model).
+func TestScoreProbesAfterEOT(t *testing.T) {
+	tok := testTokenizer(t)
+	m := testModel(t, tok.VocabSize(), 32, 4, 5)
+	ps, err := MakeProbes(ProbeConfig{Seed: 2, Train: 10, Test: 3, Table: 6, AddDigits: 2, Kinds: []string{"add", "add_mem", "copy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for file, set := range map[string][]Probe{ProbeTestFile: ps.Test, ProbeRecallFile: ps.Recall} {
+		b, err := ProbeRecords(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := ScoreProbes(context.Background(), m, tok, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reference: mean over reasoning test probes of −log p(" answer" | prompt) per answer token.
+	ref := func(prefix []int32) (loss float64, n int) {
+		lm := NewLM(m, tok, nil)
+		var reqs []TokenRequest
+		for _, p := range ps.Test {
+			if ProbeClass(p.Kind) == ProbeReasoning {
+				reqs = append(reqs, TokenRequest{Context: append(slices.Clone(prefix), tok.Encode(p.Prompt)...), Continuation: tok.Encode(" " + p.Answer)})
+			}
+		}
+		sc, err := lm.ScoreTokens(reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range sc {
+			loss += -x.LogProb / float64(x.Tokens)
+		}
+		return loss / float64(len(sc)), len(sc)
+	}
+	withEOT, n := ref([]int32{tok.EOT()})
+	without, _ := ref(nil)
+	if s.Prefix != ProbePrefix || s.ReasoningCount != n || n != 6 {
+		t.Fatalf("prefix %q, %d reasoning records; want %q and %d", s.Prefix, s.ReasoningCount, ProbePrefix, n)
+	}
+	if math.Abs(s.ReasoningLoss-withEOT) > 1e-5*withEOT {
+		t.Errorf("reasoning gold loss %.7f, direct computation after EOT %.7f", s.ReasoningLoss, withEOT)
+	}
+	if math.Abs(without-withEOT) < 1e-3 {
+		t.Errorf("gold loss with and without the EOT: %.7f and %.7f; the test cannot tell whether the prefix is applied", withEOT, without)
+	}
+	if s.MemorisationCount != 3 || !(s.MemorisationLoss > 0) {
+		t.Errorf("memorisation: %d records, loss %g", s.MemorisationCount, s.MemorisationLoss)
+	}
+}
+
+// TestLMPrefixGenerate: Generate with Prefix continues prefix‖prompt, token for token what Generate on the
+// stepper gives from those tokens.
+func TestLMPrefixGenerate(t *testing.T) {
+	m := testModel(t, 257, 32, 2, 9)
+	lm := NewLM(m, byteTokenizer{}, nil)
+	lm.Prefix = []int32{256}
+	got, err := lm.Generate([]GenRequest{{Prompt: "add: 4 + 5 =", MaxTokens: 6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Generate(NewPrefixStepper(m), byteTokenizer{}, append([]int32{256}, byteTokenizer{}.Encode("add: 4 + 5 =")...), GenerateOptions{MaxTokens: 6, EOT: 256}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != want.Text {
+		t.Errorf("Generate with Prefix %q, from the prefixed tokens %q", got[0], want.Text)
+	}
+	lm.Prefix = nil
+	plain, err := lm.Generate([]GenRequest{{Prompt: "add: 4 + 5 =", MaxTokens: 6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain[0] == got[0] {
+		t.Errorf("the same completion %q with and without the prefix: this model cannot show the prefix is used", got[0])
 	}
 }

@@ -69,6 +69,12 @@ type LM struct {
 	tok Tokenizer
 	gen Stepper // generation; PrefixStepper unless the caller supplies another
 
+	// Prefix is put before every context (Score) and prompt (Generate); nil puts nothing, as
+	// lm-evaluation-harness does. A model trained on documents separated by <|endoftext|> saw every document
+	// begin right after that token, so []int32{EOT} scores its prompts where training put them (the probe mix
+	// ends every probe line with it; ScoreProbes sets it). ScoreTokens and ScoreText take their tokens as given.
+	Prefix []int32
+
 	in, tg []int32
 	order  []int
 	seqs   [][]int32
@@ -99,8 +105,9 @@ func splitTrailingSpace(ctx, cont string) (string, string) {
 }
 
 // Score tokenises the requests (context and continuation separately, after moving the context's trailing
-// whitespace to the continuation, so that the continuation's tokens are exactly its own bytes) and scores them
-// with ScoreTokens. An empty context becomes the end-of-text token.
+// whitespace to the continuation, so that the continuation's tokens are exactly its own bytes), puts Prefix
+// before each context and scores them with ScoreTokens. An empty context (and no Prefix) becomes the
+// end-of-text token.
 func (l *LM) Score(reqs []Request) ([]Score, error) {
 	treqs := make([]TokenRequest, len(reqs))
 	var prevCtx string
@@ -111,7 +118,7 @@ func (l *LM) Score(reqs []Request) ([]Score, error) {
 		if i > 0 && ctx == prevCtx {
 			ct = prevTok // multiple choice: the same context for every choice
 		} else {
-			ct = l.tok.Encode(ctx)
+			ct = append(slices.Clip(l.Prefix), l.tok.Encode(ctx)...)
 			if len(ct) == 0 {
 				if l.tok.EOT() < 0 {
 					return nil, fmt.Errorf("score: empty context and the tokenizer has no end-of-text token to stand for it")
@@ -214,11 +221,12 @@ func argmax(z []float32) int32 {
 
 // Generate completes each prompt greedily with the backend's Stepper, one request after another. A prompt
 // longer than the room left for the completion keeps its last tokens (at least half the context length stays
-// for the prompt); an empty prompt becomes the end-of-text token.
+// for the prompt); Prefix comes before each prompt, and an empty prompt (and no Prefix) becomes the end-of-text
+// token.
 func (l *LM) Generate(reqs []GenRequest) ([]string, error) {
 	out := make([]string, len(reqs))
 	for i, r := range reqs {
-		prompt := l.tok.Encode(r.Prompt)
+		prompt := append(slices.Clip(l.Prefix), l.tok.Encode(r.Prompt)...)
 		if len(prompt) == 0 {
 			if l.tok.EOT() < 0 {
 				return nil, fmt.Errorf("generate: empty prompt and the tokenizer has no end-of-text token to stand for it")

@@ -32,8 +32,9 @@ const (
 func scoreProbes(runDir, probeDir string) (*eval.ProbeScores, error) {
 	cache := filepath.Join(runDir, probeEvalFile)
 	if b, err := os.ReadFile(cache); err == nil {
+		// Scores from a build that put nothing before the prompts (no "prefix") are recomputed.
 		var s eval.ProbeScores
-		if err := json.Unmarshal(b, &s); err == nil {
+		if err := json.Unmarshal(b, &s); err == nil && s.Prefix == eval.ProbePrefix {
 			return &s, nil
 		}
 	}
@@ -47,7 +48,7 @@ func scoreProbes(runDir, probeDir string) (*eval.ProbeScores, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := eval.ScoreProbes(context.Background(), eval.NewLM(m, tok, m.NewDecoder()), probeDir)
+	s, err := eval.ScoreProbes(context.Background(), m, tok, probeDir)
 	if err != nil {
 		return nil, fmt.Errorf("score probes of %s: %w", runDir, err)
 	}

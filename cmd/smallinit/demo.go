@@ -244,7 +244,7 @@ func demoEvaluate(dir, dataDir, probeDir string, st *data.Stats, res train.Resul
 		if err != nil {
 			return row, err
 		}
-		if row.Probes, err = eval.ScoreProbes(context.Background(), eval.NewLM(m, tok, m.NewDecoder()), probeDir); err != nil {
+		if row.Probes, err = eval.ScoreProbes(context.Background(), m, tok, probeDir); err != nil {
 			return row, fmt.Errorf("run %s: %w", dir, err)
 		}
 	}

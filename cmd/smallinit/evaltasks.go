@@ -36,6 +36,7 @@ type evalTasksCmd struct {
 	StrictRecords bool     `help:"Stop at the first malformed record instead of skipping and counting it."`
 	Batch         int      `default:"8" help:"Forward capacity in context-length rows; short requests are packed several to a row's worth."`
 	NoCache       bool     `help:"Generate by recomputing the prefix each step (the reference) instead of with the KV-cache decoder."`
+	PrefixEOT     bool     `name:"prefix-eot" help:"Put <|endoftext|> before every context and prompt, where a model trained on EOT-separated documents saw each document begin (the default scores them at position 0, as lm-evaluation-harness does)."`
 	JSON          bool     `name:"json" help:"Print the report as JSON on stdout."`
 }
 
@@ -44,6 +45,7 @@ type evalTasksReport struct {
 	Model     string             `json:"model"`
 	Tokenizer string             `json:"tokenizer"`
 	Params    int64              `json:"params"`
+	PrefixEOT bool               `json:"prefix_eot"` // <|endoftext|> came before every context and prompt
 	Tasks     []*eval.TaskResult `json:"tasks"`
 }
 
@@ -156,7 +158,13 @@ func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, progres
 		gen = eval.NewPrefixStepper(m)
 	}
 	be := eval.NewLM(m, tok, gen)
-	rep := &evalTasksReport{Model: cmd.Model, Tokenizer: tokPath, Params: m.Config.NumParams()}
+	if cmd.PrefixEOT {
+		if tok.EOT() < 0 {
+			return nil, fmt.Errorf("--prefix-eot: %s has no <|endoftext|> token", tokPath)
+		}
+		be.Prefix = []int32{tok.EOT()}
+	}
+	rep := &evalTasksReport{Model: cmd.Model, Tokenizer: tokPath, Params: m.Config.NumParams(), PrefixEOT: cmd.PrefixEOT}
 	for _, s := range specs {
 		o := eval.Options{Limit: cmd.Limit, Shots: cmd.Shots, MaxNewTokens: cmd.MaxNewTokens, StrictRecords: cmd.StrictRecords}
 		o.Malformed = func(e *eval.RecordError) { fmt.Fprintf(log, "warning: skipping malformed record %v\n", e) }

@@ -152,6 +152,40 @@ func TestEvalTasksEndToEnd(t *testing.T) {
 	}
 }
 
+// TestEvalTasksPrefixEOT: --prefix-eot scores every context after <|endoftext|>: the report says so and the
+// gold loss moves (a random model gives a different distribution after a different first token).
+func TestEvalTasksPrefixEOT(t *testing.T) {
+	dir := writeTinyModel(t, false)
+	// Short prompts, so that no context is cut to the 64-token window (which would cut the prefix too).
+	probes := filepath.Join(t.TempDir(), "probes.jsonl")
+	if err := os.WriteFile(probes, []byte(`{"prompt":"add: 4 + 5 =","answer":"9","kind":"add"}
+{"prompt":"add: 1 2 + 3 =","answer":"1 5","kind":"add"}
+{"prompt":"rev: a b c =","answer":"c b a","kind":"reverse"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loss := func(prefix bool) (float64, bool) {
+		cmd := &evalTasksCmd{Model: dir, Batch: 4, MaxNewTokens: 8, PrefixEOT: prefix, Task: []string{"probe=" + probes}}
+		rep, err := cmd.run(context.Background(), io.Discard, io.Discard, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := rep.Tasks[0].Metrics.Get("gold_loss_per_token")
+		if !ok {
+			t.Fatal("no gold_loss_per_token")
+		}
+		return m.Value, rep.PrefixEOT
+	}
+	plain, p0 := loss(false)
+	after, p1 := loss(true)
+	if p0 || !p1 {
+		t.Errorf("report's prefix_eot: %v without the flag, %v with it", p0, p1)
+	}
+	if math.Abs(after-plain) < 1e-4 {
+		t.Errorf("gold loss %.6f with --prefix-eot and %.6f without: the prefix is not applied", after, plain)
+	}
+}
+
 // TestEvalTasksErrors: a missing tokenizer, an unknown task name, a few-shot file for no task and a malformed
 // record under --strict-records are errors that say what to do or where.
 func TestEvalTasksErrors(t *testing.T) {
