@@ -1,5 +1,5 @@
 // Package audit tells how a checkpoint's weights were initialised, or where they are now. It streams every
-// tensor of any checkpoint model.ReadConfig accepts (Llama, Qwen3, Qwen2-MoE and Qwen3-MoE layouts; one file or
+// tensor of any checkpoint model.ReadConfig accepts (Llama, Mistral, Qwen2, Qwen3, Qwen2-MoE and Qwen3-MoE layouts; one file or
 // sharded; float32, float16 or bfloat16), one at a time, and measures the std of each class of matrices (a
 // class and shape: expert and shared-expert FFNs of different widths are separate groups), the implied
 // γ = ln(1/std)/ln(d_in), and the norm gains.

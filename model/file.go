@@ -54,7 +54,8 @@ type fileConfig struct {
 	MLPOnlyLayers         []int           `json:"mlp_only_layers,omitempty"`
 	CapacityFactor        float64         `json:"capacity_factor,omitempty"`
 	RouterBiasUpdateRate  float64         `json:"router_bias_update_rate,omitempty"` // smallinit: auxiliary-loss-free balancing
-	UseSlidingWindow      bool            `json:"use_sliding_window,omitempty"`
+	UseSlidingWindow      bool            `json:"use_sliding_window,omitempty"` // Qwen2/Qwen3: whether sliding_window applies
+	SlidingWindow         *int            `json:"sliding_window,omitempty"`     // Mistral: applies unless null
 	QKNorm                bool            `json:"qk_norm,omitempty"`
 	QKVBias               *bool           `json:"qkv_bias,omitempty"` // smallinit: q/k/v biases where model_type cannot say it
 	AttnGate              string          `json:"attn_gate,omitempty"`
@@ -73,7 +74,9 @@ type ropeScalingJSON struct {
 }
 
 // ReadConfig reads and validates dir/config.json, returning the model config and the raw init recipe
-// (smallinit_init, nil when absent).
+// (smallinit_init, nil when absent). Llama, Mistral, Qwen2, Qwen2-MoE, Qwen3 and Qwen3-MoE configs are read; a
+// model with a sliding attention window gets the window as its context (SeqLen), where it computes exactly
+// what the windowed model does.
 func ReadConfig(dir string) (Config, json.RawMessage, error) {
 	path := filepath.Join(dir, ConfigFile)
 	b, err := os.ReadFile(path)
@@ -88,9 +91,9 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 		return Config{}, nil, fmt.Errorf("model config %s: %s", path, fmt.Sprintf(format, a...))
 	}
 	switch fc.ModelType {
-	case "", "llama", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe":
+	case "", "llama", "mistral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe":
 	default:
-		return bad("model_type %q is not supported (supported: llama, qwen2, qwen2_moe, qwen3, qwen3_moe)", fc.ModelType)
+		return bad("model_type %q is not supported (supported: llama, mistral, qwen2, qwen2_moe, qwen3, qwen3_moe)", fc.ModelType)
 	}
 	if len(fc.MLPOnlyLayers) > 0 {
 		return bad("mlp_only_layers is not supported (use decoder_sparse_step)")
@@ -131,12 +134,22 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 			rs = ropeScalingJSON{}
 		}
 	}
-	if fc.UseSlidingWindow {
-		return bad("use_sliding_window = true is not supported (full causal attention only)")
+	// Sliding-window attention (Mistral 7B v0.1; Qwen2 and Qwen3 with use_sliding_window) lets a query see only
+	// the last sliding_window keys. On a sequence no longer than the window that is full causal attention, so
+	// the model is loaded with its context cut to the window: exact on every sequence it runs.
+	seqLen := fc.MaxPositionEmbeddings
+	windowed := fc.SlidingWindow != nil && (fc.ModelType == "mistral" || fc.UseSlidingWindow)
+	switch {
+	case fc.UseSlidingWindow && fc.SlidingWindow == nil:
+		return bad("use_sliding_window = true without a sliding_window length")
+	case windowed && *fc.SlidingWindow < 1:
+		return bad("sliding_window = %d: must be positive", *fc.SlidingWindow)
+	case windowed:
+		seqLen = min(seqLen, *fc.SlidingWindow)
 	}
 	c := Config{
 		Vocab: fc.VocabSize, Dim: fc.HiddenSize, FFN: fc.IntermediateSize, Layers: fc.NumHiddenLayers,
-		Heads: fc.NumAttentionHeads, HeadDim: fc.HeadDim, SeqLen: fc.MaxPositionEmbeddings,
+		Heads: fc.NumAttentionHeads, HeadDim: fc.HeadDim, SeqLen: seqLen,
 		NormEps: fc.RMSNormEps, Norm: fc.Norm, AttnGate: fc.AttnGate, RopeTheta: fc.RopeTheta,
 		RopeScaling: rs.RopeType, RopeFactor: rs.Factor, RopeLowFreqFactor: rs.LowFreqFactor,
 		RopeHighFreqFactor: rs.HighFreqFactor, RopeOriginalSeqLen: rs.OriginalMaxPositionEmbeddings,

@@ -83,7 +83,8 @@ func TestLoadRefusesBadModels(t *testing.T) {
 		{"rope_scaling llama3 incomplete", "rope_scaling llama3: low_freq_factor = 0 and high_freq_factor = 0", []byte(strings.Replace(string(cfg), `"rope_theta": 10000,`, `"rope_theta": 10000, "rope_scaling": {"rope_type": "llama3", "factor": 8},`, 1)), weights},
 		{"rope_scaling factor below 1", "rope_scaling linear: factor = 0.5, must be ≥ 1", []byte(strings.Replace(string(cfg), `"rope_theta": 10000,`, `"rope_theta": 10000, "rope_scaling": {"type": "linear", "factor": 0.5},`, 1)), weights},
 		{"rope_scaling not an object", "rope_scaling = 3", []byte(strings.Replace(string(cfg), `"rope_theta": 10000,`, `"rope_theta": 10000, "rope_scaling": 3,`, 1)), weights},
-		{"sliding window", "use_sliding_window = true is not supported", []byte(strings.Replace(string(cfg), `"model_type": "llama"`, `"model_type": "qwen2", "use_sliding_window": true`, 1)), weights},
+		{"sliding window without a length", "use_sliding_window = true without a sliding_window length", []byte(strings.Replace(string(cfg), `"model_type": "llama"`, `"model_type": "qwen2", "use_sliding_window": true`, 1)), weights},
+		{"sliding window of 0", "sliding_window = 0: must be positive", []byte(strings.Replace(string(cfg), `"model_type": "llama"`, `"model_type": "mistral", "sliding_window": 0`, 1)), weights},
 		{"qwen2 without bias tensors", "q_proj.bias is missing (config.json implies q/k/v biases: model_type qwen2 and qwen2_moe have them unless attention_bias is false", []byte(strings.Replace(strings.Replace(string(cfg), `"model_type": "llama"`, `"model_type": "qwen2"`, 1), `"attention_bias": false,`, ``, 1)), weights},
 		{"unknown architecture", "model_type", []byte(strings.Replace(string(cfg), `"model_type": "llama"`, `"model_type": "gpt2"`, 1)), weights},
 		{"missing weights", "model.safetensors", cfg, nil},
@@ -151,8 +152,42 @@ func TestLoadShardedBFloat16(t *testing.T) {
 	}
 }
 
+// TestReadConfigSlidingWindow: a sliding window that applies (Mistral's sliding_window unless null; Qwen2's
+// and Qwen3's only with use_sliding_window) cuts the context to the window, where the windowed attention is
+// full causal attention; one that does not apply, or is longer than the context, leaves it.
+func TestReadConfigSlidingWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name, fields string
+		seqLen       int
+	}{
+		{"mistral v0.1", `"model_type": "mistral", "sliding_window": 4096`, 4096},
+		{"mistral v0.3", `"model_type": "mistral", "sliding_window": null`, 32768},
+		{"mistral, window beyond the context", `"model_type": "mistral", "sliding_window": 65536`, 32768},
+		{"qwen2, window off", `"model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": false`, 32768},
+		{"qwen2, window on", `"model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": true`, 4096},
+		{"llama ignores the field", `"model_type": "llama", "sliding_window": 4096`, 32768},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := `{` + tc.fields + `, "vocab_size": 32, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
+				"num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 32768, "rms_norm_eps": 1e-05,
+				"hidden_act": "silu"}`
+			if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, _, err := ReadConfig(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.SeqLen != tc.seqLen {
+				t.Errorf("context %d, want %d", c.SeqLen, tc.seqLen)
+			}
+		})
+	}
+}
+
 // TestLoadHuggingFaceGQACheckpoints: checkpoints laid out as Hugging Face writes them — config.json with the
-// fields (and extra keys) of real Llama-3, Qwen2, Qwen2-MoE and Qwen3 configs, tensors named and shaped from
+// fields (and extra keys) of real Llama-3, Mistral, Qwen2, Qwen2-MoE and Qwen3 configs, tensors named and shaped from
 // those architectures' definitions (not from Config.Tensors), in bfloat16 — load with grouped-query attention
 // and the q/k/v biases their model_type implies, hold the written values, and run forward (equal to the float64
 // reference) and backward.
@@ -173,6 +208,9 @@ func TestLoadHuggingFaceGQACheckpoints(t *testing.T) {
 			"rope_theta": 500000.0, "rope_scaling": null, "attention_bias": false, "attention_dropout": 0.0,
 			"mlp_bias": false, "pretraining_tp": 1, "bos_token_id": 128000, "eos_token_id": 128001, "initializer_range": 0.02,
 			"tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.40.0"`, 2, 4, false, false, 0, false},
+		{"mistral", `"architectures": ["MistralForCausalLM"], "model_type": "mistral", "num_key_value_heads": 2, "head_dim": 6,
+			"rope_theta": 1000000.0, "sliding_window": null, "attention_dropout": 0.0, "tie_word_embeddings": false,
+			"torch_dtype": "bfloat16", "transformers_version": "4.42.0.dev0"`, 2, 6, false, false, 0, false},
 		{"qwen2", `"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_key_value_heads": 1,
 			"rope_theta": 1000000.0, "rope_scaling": null, "sliding_window": 32768, "use_sliding_window": false,
 			"max_window_layers": 24, "attention_dropout": 0.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16"`, 1, 4, true, false, 0, true},

@@ -12,7 +12,7 @@ import (
 
 // auditCmd is `smallinit audit`: how a checkpoint was initialised, or where its weights are now.
 type auditCmd struct {
-	Model   string  `required:"" type:"existingdir" help:"Model directory: config.json (llama, qwen3, qwen2_moe or qwen3_moe) and model.safetensors or a sharded model.safetensors.index.json, in F32, F16 or BF16."`
+	Model   string  `required:"" type:"existingdir" help:"Model directory: config.json (llama, mistral, qwen2, qwen3, qwen2_moe or qwen3_moe) and model.safetensors or a sharded model.safetensors.index.json, in F32, F16 or BF16."`
 	JSON    bool    `name:"json" help:"Print the report as one JSON object."`
 	Z       float64 `default:"5" help:"Tolerance of the rule checks, in standard errors of the sampled std."`
 	Workers int     `default:"0" help:"Tensors read and measured at once (0: one per CPU)."`
