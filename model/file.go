@@ -54,8 +54,8 @@ type fileConfig struct {
 	MLPOnlyLayers         []int           `json:"mlp_only_layers,omitempty"`
 	CapacityFactor        float64         `json:"capacity_factor,omitempty"`
 	RouterBiasUpdateRate  float64         `json:"router_bias_update_rate,omitempty"` // smallinit: auxiliary-loss-free balancing
-	UseSlidingWindow      bool            `json:"use_sliding_window,omitempty"` // Qwen2/Qwen3: whether sliding_window applies
-	SlidingWindow         *int            `json:"sliding_window,omitempty"`     // Mistral: applies unless null
+	UseSlidingWindow      bool            `json:"use_sliding_window,omitempty"`      // Qwen2/Qwen3: whether sliding_window applies
+	SlidingWindow         *int            `json:"sliding_window,omitempty"`          // Mistral: applies unless null
 	QKNorm                bool            `json:"qk_norm,omitempty"`
 	QKVBias               *bool           `json:"qkv_bias,omitempty"` // smallinit: q/k/v biases where model_type cannot say it
 	AttnGate              string          `json:"attn_gate,omitempty"`
