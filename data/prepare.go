@@ -129,6 +129,10 @@ func prepareEmbedded(dir string, vocab int, tok *tokenizer.Tokenizer) (*Stats, e
 		st.Val.add(in.Val)
 	}
 	st.BytesPerToken = float64(st.Train.Bytes+st.Val.Bytes) / float64(st.Train.Tokens+st.Val.Tokens)
+	// stats.json marks a complete directory (WriteStats): an old one must not survive beside new files.
+	if err := os.Remove(filepath.Join(dir, StatsFile)); err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("prepare %s: %w", dir, err)
+	}
 	if err := tok.Save(filepath.Join(dir, TokenizerFile)); err != nil {
 		return nil, err
 	}

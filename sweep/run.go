@@ -55,7 +55,7 @@ type Report struct {
 	Elapsed time.Duration // wall-clock time of this call's attempt
 }
 
-var errLockLost = errors.New("lock lost: another process took the run over")
+var errLockLost = fmt.Errorf("lock lost: another process took the run over (%w)", train.ErrAbandoned)
 
 // Execute runs the grid's runs in sweep directory dir: every run with o.Jobs in parallel, or only run o.Index.
 // Each run's train.threads, when the grid leaves it 0, becomes max(1, cores / jobs) (cores / 1 for a single

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -363,5 +364,63 @@ func TestSweepLockLostStopsHolder(t *testing.T) {
 	l.release()
 	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "other") {
 		t.Error("release removed another process's lock")
+	}
+}
+
+// TestLostLockWritesNothing: a run whose lock another process took over (it judged the heartbeat stale) stops
+// without writing into the directory it no longer owns: no new checkpoint, and above all no pruning of the
+// checkpoint the new owner resumes from.
+func TestLostLockWritesNothing(t *testing.T) {
+	g := microGrid(t, t.TempDir(), "") // keep_checkpoints = 1: a checkpoint prunes every older one
+	dir := filepath.Join(t.TempDir(), "sweep")
+	var rd string
+	o := Options{Index: 0, StaleAfter: 100 * time.Millisecond, Poll: 10 * time.Millisecond,
+		AfterStep: func(r Run, step int) {
+			rd = RunDir(dir, r)
+			if step == 3 {
+				// Another process takes the run over; this one's heartbeat notices within StaleAfter.
+				if err := os.WriteFile(filepath.Join(rd, LockFile), []byte(`{"pid":1,"host":"other","token":"t"}`), 0o644); err != nil {
+					t.Error(err)
+				}
+				time.Sleep(time.Second) // ample for a heartbeat every ~StaleAfter/3, even on a loaded machine
+			}
+		}}
+	reps, _ := Execute(context.Background(), g, dir, o)
+	if reps[0].Outcome != Interrupted || !errors.Is(reps[0].Err, errLockLost) {
+		t.Errorf("outcome %s, error %v: want interrupted by the lost lock", reps[0].Outcome, reps[0].Err)
+	}
+	var names []string
+	ls, _ := os.ReadDir(filepath.Join(rd, "checkpoints"))
+	for _, e := range ls {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"step-000002"}) {
+		t.Errorf("checkpoints after the lock was lost: %v, want only the new owner's step-000002", names)
+	}
+}
+
+// TestRunDoneOnlyWhenFinalIsWhole: a run whose final model could not be completed (here the tokenizer copy
+// fails) is failed, not done, and the next Execute retries it.
+func TestRunDoneOnlyWhenFinalIsWhole(t *testing.T) {
+	src := t.TempDir()
+	g := microGrid(t, src, "")
+	bad := filepath.Join(src, "tokenizer.json")
+	if err := os.Mkdir(bad, 0o755); err != nil { // a directory: reading it as the tokenizer fails
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "sweep")
+	reps, _ := Execute(context.Background(), g, dir, Options{Index: 0})
+	if reps[0].Outcome != Failed {
+		t.Fatalf("first attempt: %s, want failed", reps[0].Outcome)
+	}
+	if _, sts, err := Status(dir, 0); err != nil || sts[0].State == "done" {
+		t.Errorf("status after the failed attempt: %+v, %v", sts, err)
+	}
+	if err := os.Remove(bad); err != nil {
+		t.Fatal(err)
+	}
+	reps, _ = Execute(context.Background(), g, dir, Options{Index: 0})
+	if reps[0].Outcome != Finished {
+		t.Errorf("second attempt: %s, want finished", reps[0].Outcome)
 	}
 }

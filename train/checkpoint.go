@@ -133,7 +133,9 @@ func listCheckpoints(dir string) ([]int, error) {
 	for _, e := range entries {
 		var s int
 		if e.IsDir() && strings.HasPrefix(e.Name(), "step-") {
-			if _, err := fmt.Sscanf(e.Name(), "step-%d", &s); err == nil {
+			// Only names this package writes: "step-000012.broken" or "step-12" (a checkpoint moved aside by
+			// hand) is not step 12.
+			if _, err := fmt.Sscanf(e.Name(), "step-%d", &s); err == nil && e.Name() == checkpointName(s) {
 				steps = append(steps, s)
 			}
 		}

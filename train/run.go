@@ -66,6 +66,12 @@ type Result struct {
 // ErrInterrupted is returned when the context is cancelled: the run stopped after a step and saved a checkpoint.
 var ErrInterrupted = errors.New("interrupted")
 
+// ErrAbandoned, as the cause of a run's context (context.WithCancelCause), stops the run without writing a
+// checkpoint: its directory has another owner now (a sweep whose lock was taken over), and a checkpoint, whose
+// pruning deletes older ones, could destroy the one the new owner resumes from. The run returns an error
+// wrapping ErrInterrupted and ErrAbandoned.
+var ErrAbandoned = errors.New("run abandoned: its directory has another owner")
+
 // Start begins a new run of c in dir, which must not hold a run already.
 func Start(ctx context.Context, c Config, dir string, o Options) (Result, error) {
 	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
@@ -336,7 +342,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	}
 	write := func(m Metrics) error {
 		if err := enc.Encode(m); err != nil {
-			return fmt.Errorf("metrics: %w", err)
+			return fmt.Errorf("metrics %s: %w", mf.Name(), err)
 		}
 		pos, err := mf.Seek(0, io.SeekCurrent)
 		r.st.MetricsBytes = pos
@@ -353,10 +359,17 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		if err := write(Metrics{Step: 0, ValLoss: &v}); err != nil {
+		if err := write(Metrics{Step: 0, ValLoss: finite(v)}); err != nil {
 			return Result{}, err
 		}
 		r.logf("step %6d  val loss %.4f\n", 0, v)
+	}
+	// abandoned stops the run, writing nothing more, once its directory has another owner (ErrAbandoned).
+	abandoned := func() error {
+		if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrAbandoned) {
+			return fmt.Errorf("%w at step %d, nothing more written: %w", ErrInterrupted, r.st.Step, context.Cause(ctx))
+		}
+		return nil
 	}
 	intervalStart, intervalTokens := time.Now(), int64(0)
 	var lastLoss, lastVal float64 = math.NaN(), math.NaN()
@@ -386,6 +399,9 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 			r.st.LossSum += loss
 			r.st.LossCount++
 		}
+		if err := abandoned(); err != nil { // before this step writes metrics, diagnostics or a checkpoint
+			return Result{}, err
+		}
 		r.st.Step++
 		r.st.Tokens += int64(B * T)
 		r.st.Epoch, r.st.Pos = r.samp.Epoch, r.samp.Pos
@@ -400,6 +416,9 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		evalNow := r.val != nil && ((c.Train.EvalInterval > 0 && r.st.Step%c.Train.EvalInterval == 0) || done)
 		if r.st.Step%c.Train.LogInterval == 0 || done || evalNow {
 			mt := Metrics{Step: r.st.Step, Tokens: r.st.Tokens, LR: lr, GradNorm: gn, Skipped: r.st.Skipped}
+			if math.IsNaN(gn) || math.IsInf(gn, 0) {
+				mt.GradNorm = 0 // a skipped batch (skip_nonfinite): JSON has no NaN; Skipped counts it
+			}
 			if r.st.LossCount > 0 {
 				mt.Loss = r.st.LossSum / float64(r.st.LossCount)
 				lastLoss = mt.Loss
@@ -410,14 +429,14 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 				if err != nil {
 					return Result{}, err
 				}
-				mt.ValLoss, lastVal = &v, v
+				mt.ValLoss, lastVal = finite(v), v
 			}
 			if err := write(mt); err != nil {
 				return Result{}, err
 			}
 			line := fmt.Sprintf("step %6d/%d  loss %.4f  lr %.2e  grad norm %.3f  %.0f tok/s", mt.Step, total, mt.Loss, lr, gn, mt.TokensPerS)
-			if mt.ValLoss != nil {
-				line += fmt.Sprintf("  val loss %.4f", *mt.ValLoss)
+			if evalNow {
+				line += fmt.Sprintf("  val loss %.4f", lastVal)
 			}
 			r.logf("%s\n", line)
 			r.st.LossSum, r.st.LossCount = 0, 0
@@ -429,8 +448,16 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		if r.o.AfterStep != nil {
 			r.o.AfterStep(r.st.Step)
 		}
+		if err := abandoned(); err != nil {
+			return Result{}, err
+		}
 		interrupted := ctx.Err() != nil
 		if done || interrupted || (c.Train.CheckpointEvery > 0 && r.st.Step%c.Train.CheckpointEvery == 0) {
+			// The checkpoint records the metrics' length; make those bytes durable first, so that after a
+			// machine crash the checkpoint never claims more than the file holds.
+			if err := mf.Sync(); err != nil {
+				return Result{}, fmt.Errorf("metrics %s: %w", mf.Name(), err)
+			}
 			ck, err := saveCheckpoint(r.dir, r.m, r.opt, r.st, initRecord(c), c.Train.KeepCheckpoints)
 			if err != nil {
 				return Result{}, err
@@ -441,14 +468,29 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 			return Result{}, fmt.Errorf("%w at step %d: checkpoint %s written; continue with: smallinit train --resume %s", ErrInterrupted, r.st.Step, r.lastCk, r.dir)
 		}
 	}
-	if err := r.m.Save(filepath.Join(r.dir, FinalDir), initRecord(c)); err != nil {
+	// The tokenizer first: model.Save writes config.json last, and its presence is what tells a finished run
+	// (sweep's done marker), so final/ must be whole by then.
+	final := filepath.Join(r.dir, FinalDir)
+	if err := os.MkdirAll(final, 0o755); err != nil {
+		return Result{}, fmt.Errorf("final model: %w", err)
+	}
+	if err := copyTokenizer(c.Data.Train, final); err != nil {
 		return Result{}, err
 	}
-	if err := copyTokenizer(c.Data.Train, filepath.Join(r.dir, FinalDir)); err != nil {
+	if err := r.m.Save(final, initRecord(c)); err != nil {
 		return Result{}, err
 	}
 	tps := float64(r.st.Tokens-int64(startStep*B*T)) / time.Since(start).Seconds()
 	return Result{Dir: r.dir, Steps: r.st.Step, Loss: lastLoss, ValLoss: lastVal, TokensPerS: tps}, nil
+}
+
+// finite is &v, or nil for NaN and ±Inf: a metrics line leaves out a non-finite validation loss (diverged
+// weights under skip_nonfinite), since JSON has no NaN; the log line still prints it.
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
 }
 
 // initRecord is what a saved model's config.json records as its init recipe.

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,6 +215,10 @@ func TestBadInputsGiveClearErrors(t *testing.T) {
 			_, err := Load("", []string{"train.batch_size=0", "data.train=x"})
 			return err
 		}},
+		{"budget below one step", "train.tokens = 10 is less than one step of batch_size × seq_len = 4 × 16 tokens", func() error {
+			_, err := Load("", []string{"train.steps=0", "train.tokens=10", "train.batch_size=4", "model.max_position_embeddings=16", "data.train=x"})
+			return err
+		}},
 		{"bad gate", "attn_gate", func() error {
 			_, err := Load("", []string{"model.attn_gate=sometimes", "data.train=x"})
 			return err
@@ -250,5 +256,63 @@ func TestBadInputsGiveClearErrors(t *testing.T) {
 	// The failed resumes left the final model untouched.
 	if _, err := os.Stat(filepath.Join(root, "ok", FinalDir, "model.safetensors")); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestSkipNonFiniteKeepsLogging: with train.skip_nonfinite a run whose every batch is non-finite (NaN weights)
+// skips them all and still writes its metrics: lines that parse, count the skipped batches and leave out the
+// NaN gradient norm and validation loss (JSON has no NaN).
+func TestSkipNonFiniteKeepsLogging(t *testing.T) {
+	root := t.TempDir()
+	c := smallRun(t, root, 4, "train.skip_nonfinite=true")
+	dir := filepath.Join(root, "run")
+	r, err := newRunner(c, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.pool.Close()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.initialise(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range r.m.Params.Flat {
+		r.m.Params.Flat[i] = float32(math.NaN()) // a diverged model: every batch is non-finite
+	}
+	if _, err := r.loop(context.Background()); err != nil {
+		t.Fatalf("skip_nonfinite run stopped: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		last = nil
+		if err := json.Unmarshal([]byte(line), &last); err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+	}
+	if last["skipped"] != 4.0 || last["grad_norm"] != nil || last["val_loss"] != nil {
+		t.Errorf("last metrics line %v: want 4 skipped batches, no grad_norm and no val_loss", last)
+	}
+}
+
+// TestCheckpointNamesAreExact: a checkpoint directory moved aside by hand ("step-000012.broken", "step-12") is not
+// a checkpoint: resume does not pick it and pruning does not count it.
+func TestCheckpointNamesAreExact(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{checkpointName(4), checkpointName(8), "step-000012.broken", "step-12", "step-000016 copy", ".tmp-" + checkpointName(20)} {
+		if err := os.MkdirAll(filepath.Join(dir, checkpointsDir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps, err := listCheckpoints(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(steps, []int{4, 8}) {
+		t.Errorf("checkpoints %v, want [4 8]", steps)
 	}
 }
