@@ -123,8 +123,8 @@ func MathEqual(a, b string) bool { return NormalizeMath(a) == NormalizeMath(b) }
 
 // NormalizeMath is Hendrycks et al.'s strip_string (the MATH reference normalisation, as in
 // lm-evaluation-harness's hendrycks_math): remove line breaks, "\!", "\left", "\right", degree marks "^{\circ}",
-// dollar signs "\$", a trailing unit "\text{ ...}", "\%" and "%"; turn "\\" into "\", tfrac and dfrac into frac;
-// write " .5" and "{.5" as " 0.5" and "{0.5" and a leading "." as "0."; drop a short "x = " before the value
+// dollar signs "\$", a trailing unit "\text{ ...}", "\%" (a bare "%" stays); turn "\\" into "\", tfrac and
+// dfrac into frac; write " .5" and "{.5" as " 0.5" and "{0.5" and a leading "." as "0."; drop a short "x = " before the value
 // (left side at most two characters); brace "\sqrt3" as "\sqrt{3}"; remove spaces; brace "\frac12" as
 // "\frac{1}{2}"; write "0.5" as "\frac{1}{2}" and a plain "a/b" of integers as "\frac{a}{b}". Differences from
 // the Python: the whole answer is also trimmed of surrounding spaces first, and malformed inputs that make the
@@ -144,8 +144,7 @@ func NormalizeMath(s string) string {
 	if parts := strings.Split(s, `\text{ `); len(parts) == 2 { // a unit on the right
 		s = parts[0]
 	}
-	s = strings.ReplaceAll(s, `\%`, "")
-	s = strings.ReplaceAll(s, "%", "")
+	s = strings.ReplaceAll(s, `\%`, "") // only the escaped sign: the Python's "\\%" and "\%" are the same two characters
 	s = strings.ReplaceAll(s, " .", " 0.")
 	s = strings.ReplaceAll(s, "{.", "{0.")
 	if s == "" {

@@ -91,6 +91,7 @@ func TestEvalMathNormalize(t *testing.T) {
 		{`x = 5`, `5`, true},
 		{`5^\circ`, `5`, true},
 		{`10\%`, `10`, true},
+		{`50%`, `50`, false}, // strip_string removes only the escaped sign
 		{`\sqrt3`, `\sqrt{3}`, true},
 		{`\left( 1,2 \right)`, `(1,2)`, true},
 		{`4,6,14,15`, `4, 6, 14, 15`, true},

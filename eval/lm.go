@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"unicode"
+	"unicode/utf8"
 )
 
 // TextScorer scores plain text (lm tasks): at most maxWindows windows (0: all). progress is called with the
@@ -47,14 +49,18 @@ const (
 )
 
 // cutPoint returns the end of the longest prefix of b that can be tokenised on its own exactly as it would be
-// inside the whole text: after a line break followed by a printable ASCII character. Pre-tokenizers of the
-// GPT-2 family (smallinit's included) end every pre-token at such a point (the whitespace run, or the
-// punctuation run with its trailing line breaks, stops there, and no word takes a leading line break), and BPE
-// never merges across pre-tokens. It returns 0 if there is no such point.
+// inside the whole text: after a line break that follows a non-space character and precedes a printable ASCII
+// one. Pre-tokenizers of the GPT-2 family (smallinit's included) end every pre-token at such a point (the
+// whitespace run, or the punctuation run with its trailing line breaks, stops there, and no word takes a
+// leading line break), and BPE never merges across pre-tokens. A longer whitespace run before the cut would
+// not do: GPT-2's `\s+(?!\S)` takes "\n\n" whole at the end of a chunk but as "\n", "\n" before a word. It
+// returns 0 if there is no such point.
 func cutPoint(b []byte) int {
 	for i := len(b) - 1; i >= 1; i-- {
 		if b[i-1] == '\n' && b[i] > ' ' && b[i] < 0x7f {
-			return i
+			if r, _ := utf8.DecodeLastRune(b[:i-1]); i == 1 || !unicode.IsSpace(r) {
+				return i
+			}
 		}
 	}
 	return 0
@@ -63,10 +69,11 @@ func cutPoint(b []byte) int {
 // ScoreText reads text from r and returns its loss per token and bits per byte. The text is one document: its
 // tokens are preceded by the end-of-text token (when the tokenizer has one; otherwise the first token is only
 // context) and cut into consecutive windows of SeqLen predicted tokens, each window conditioned on the token
-// before it and nothing earlier (lm-evaluation-harness's rolling windows with context 1). Full windows are
-// batched Batch at a time; with maxWindows > 0 scoring stops after that many. Bits per byte count the bytes
-// of the tokens scored. The text is encoded in chunks cut at line breaks (see cutPoint), so memory stays
-// bounded for any file size.
+// before it and nothing earlier; the last, shorter window runs on the SeqLen tokens before its end and scores
+// only its new tokens. That is lm-evaluation-harness's loglikelihood_rolling (get_rolling_token_windows with
+// max_seq_len = SeqLen and context_len = 1, then make_disjoint_window). Full windows are batched Batch at a
+// time; with maxWindows > 0 scoring stops after that many. Bits per byte count the bytes of the tokens scored.
+// The text is encoded in chunks cut at line breaks (see cutPoint), so memory stays bounded for any file size.
 func (l *LM) ScoreText(ctx context.Context, r io.Reader, maxWindows int, progress func(int64)) (TextScore, error) {
 	T, B := l.m.Config.SeqLen, l.m.Batch()
 	var res TextScore
@@ -76,50 +83,55 @@ func (l *LM) ScoreText(ctx context.Context, r io.Reader, maxWindows int, progres
 		stream = append(stream, eot)
 	}
 	rows := 0
-	forward := func(n, b int) error {
+	// forward runs b rows of n positions and scores all but the first skip positions (skip > 0 only with b = 1).
+	forward := func(n, b, skip int) error {
 		if _, err := l.m.ForwardSeq(l.in[:b*n], l.tg[:b*n], n); err != nil {
 			return err
 		}
-		for _, v := range l.m.TokenLoss() {
+		for _, v := range l.m.TokenLoss()[skip:] {
 			loss.add(float64(v))
 		}
-		res.Bytes += int64(len(l.tok.Decode(l.tg[:b*n])))
+		res.Bytes += int64(len(l.tok.Decode(l.tg[skip : b*n])))
 		res.Windows += b
 		l.ForwardTokens += int64(b * n)
 		return nil
 	}
+	// stream[h] is the context token of the next window; the T tokens before it are kept for the last window.
+	h := 0
 	// drain moves full windows (T+1 tokens, overlapping the next by one) into the batch; with final it also
-	// scores the rest.
+	// scores the rest: its n new tokens, on the T tokens before the end.
 	full := func() bool { return maxWindows > 0 && res.Windows+rows >= maxWindows }
 	drain := func(final bool) error {
-		off := 0
-		for len(stream)-off >= T+1 && !full() {
-			w := stream[off : off+T+1]
+		for len(stream)-h >= T+1 && !full() {
+			w := stream[h : h+T+1]
 			copy(l.in[rows*T:], w[:T])
 			copy(l.tg[rows*T:], w[1:])
 			rows++
-			off += T
+			h += T
 			if rows == B {
-				if err := forward(T, rows); err != nil {
+				if err := forward(T, rows, 0); err != nil {
 					return err
 				}
 				rows = 0
 			}
 		}
-		stream = stream[:copy(stream, stream[off:])]
+		drop := max(0, h-T)
+		stream, h = stream[:copy(stream, stream[drop:])], h-drop
 		if !final && !full() {
 			return nil
 		}
 		if rows > 0 {
-			if err := forward(T, rows); err != nil {
+			if err := forward(T, rows, 0); err != nil {
 				return err
 			}
 			rows = 0
 		}
-		if n := len(stream) - 1; n >= 1 && !full() {
-			copy(l.in, stream[:n])
-			copy(l.tg, stream[1:])
-			if err := forward(n, 1); err != nil {
+		if n := len(stream) - 1 - h; n >= 1 && !full() {
+			start := max(0, len(stream)-1-T)
+			L := len(stream) - 1 - start
+			copy(l.in, stream[start:start+L])
+			copy(l.tg, stream[start+1:])
+			if err := forward(L, 1, L-n); err != nil {
 				return err
 			}
 		}

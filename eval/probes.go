@@ -404,7 +404,9 @@ func MakeProbes(c ProbeConfig) (*ProbeSet, error) {
 			return nil, err
 		}
 		ps.Test = append(ps.Test, test...)
-		for _, i := range r.Perm(len(table))[:min(c.Test, len(table), c.Train)] {
+		// Recall only entries that training holds: table[:c.Train] when the table is the larger.
+		trained := min(len(table), c.Train)
+		for _, i := range r.Perm(trained)[:min(c.Test, trained)] {
 			ps.Recall = append(ps.Recall, table[i])
 		}
 	}

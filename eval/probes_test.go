@@ -41,10 +41,19 @@ func TestProbesDeterministic(t *testing.T) {
 }
 
 // TestProbesDisjointAndConsistent: no test prompt occurs in training; recall prompts all do, with the same
-// answers; each prompt has one answer everywhere; memorisation kinds use a table of Table prompts whose answers
-// differ from the reasoning answer of the same payload.
+// answers; each prompt has one answer everywhere, and recall prompts are training prompts even when the table is
+// larger than training; memorisation kinds train on Table prompts (at most Train) whose answers differ from the
+// reasoning answer of the same payload.
 func TestProbesDisjointAndConsistent(t *testing.T) {
-	c := ProbeConfig{Seed: 7, Train: 500, Test: 100, Table: 64}
+	for _, c := range []ProbeConfig{
+		{Seed: 7, Train: 500, Test: 100, Table: 64},
+		{Seed: 7, Train: 10, Test: 10, Table: 100}, // a table larger than training: recall only what was trained
+	} {
+		t.Run(fmt.Sprintf("train%d_table%d", c.Train, c.Table), func(t *testing.T) { checkProbesDisjoint(t, c) })
+	}
+}
+
+func checkProbesDisjoint(t *testing.T, c ProbeConfig) {
 	ps, err := MakeProbes(c)
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +81,8 @@ func TestProbesDisjointAndConsistent(t *testing.T) {
 		}
 	}
 	for _, k := range ProbeKinds() {
-		if ProbeClass(k) == ProbeMemorisation && len(table[k]) != c.Table {
-			t.Errorf("%s: %d distinct training prompts, want the table's %d", k, len(table[k]), c.Table)
+		if want := min(c.Table, c.Train); ProbeClass(k) == ProbeMemorisation && len(table[k]) != want {
+			t.Errorf("%s: %d distinct training prompts, want %d", k, len(table[k]), want)
 		}
 	}
 	for _, p := range append(append([]Probe{}, ps.Train...), ps.Test...) {

@@ -3,12 +3,17 @@ package eval
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/smallinit/smallinit/tokenizer"
 )
 
 func randomTokens(r *rand.Rand, n, vocab int) []int32 {
@@ -121,29 +126,60 @@ func TestEvalScoreStrings(t *testing.T) {
 }
 
 // TestEvalCutPointKeepsTokenization: encoding the text on either side of every cut point gives the tokens of
-// the whole text, so ScoreText can encode a large file in chunks.
+// the whole text, so ScoreText can encode a large file in chunks: with smallinit's pre-tokenizer and with
+// GPT-2's, whose `\s+(?!\S)` makes a chunk ending in "\n\n" one pre-token where the whole text has "\n", "\n"
+// (a "Ċ Ċ" merge, as GPT-2 has, turns that into a different token).
 func TestEvalCutPointKeepsTokenization(t *testing.T) {
-	tok := testTokenizer(t)
-	text := "The quick brown fox.\n\n  Indented line\nQuestion: 42 apples?\n\"Quoted\" she said.\n\n\n123 numbers\n芳芳买了\n(paren)\nend"
-	whole := tok.Encode(text)
-	cuts := 0
-	for i := 1; i < len(text); i++ {
-		if cutPoint([]byte(text[:i+1])) != i {
-			continue
-		}
-		cuts++
-		got := append(tok.Encode(text[:i]), tok.Encode(text[i:])...)
-		if !slices.Equal(got, whole) {
-			t.Errorf("cut at byte %d (%q|%q) changes the tokens", i, text[max(0, i-5):i], text[i:min(len(text), i+5)])
-		}
+	var cfg map[string]any
+	b, err := os.ReadFile("../tokenizer/testdata/gpt2_mini.json")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if cuts < 5 {
-		t.Errorf("only %d cut points", cuts)
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	bpe := cfg["model"].(map[string]any)
+	bpe["merges"] = append(bpe["merges"].([]any), "Ċ Ċ")
+	bpe["vocab"].(map[string]any)["ĊĊ"] = 267
+	gpt2Path := filepath.Join(t.TempDir(), "tokenizer.json")
+	if b, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gpt2Path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gpt2, err := tokenizer.Load(gpt2Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "The quick brown fox.\n\n  Indented line\nQuestion: 42 apples?\n\"Quoted\" she said.\n\n\n123 numbers\n芳芳买了\n(paren)\nend.\n\nThe end\u3000\nX\t\nY.\nmore\nlines\nhere"
+	for _, tc := range []struct {
+		name string
+		tok  Tokenizer
+	}{{"smallinit", testTokenizer(t)}, {"gpt2", gpt2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			whole := tc.tok.Encode(text)
+			cuts := 0
+			for i := 1; i < len(text); i++ {
+				if cutPoint([]byte(text[:i+1])) != i {
+					continue
+				}
+				cuts++
+				got := append(tc.tok.Encode(text[:i]), tc.tok.Encode(text[i:])...)
+				if !slices.Equal(got, whole) {
+					t.Errorf("cut at byte %d (%q|%q) changes the tokens", i, text[max(0, i-5):i], text[i:min(len(text), i+5)])
+				}
+			}
+			if cuts < 5 {
+				t.Errorf("only %d cut points", cuts)
+			}
+		})
 	}
 }
 
 // TestEvalScoreTextWindows: ScoreText's loss is that of consecutive windows predicting every token after the
-// end-of-text token, and a text larger than one read chunk is tokenised as a whole.
+// end-of-text token, the last one on the T tokens before the text's end (lm-evaluation-harness's rolling
+// windows), and a text larger than one read chunk is tokenised as a whole.
 func TestEvalScoreTextWindows(t *testing.T) {
 	tok := testTokenizer(t)
 	const T = 16
@@ -157,12 +193,17 @@ func TestEvalScoreTextWindows(t *testing.T) {
 	stream := append([]int32{tok.EOT()}, tok.Encode(text)...)
 	var sum float64
 	var n, windows int
+	if len(stream)%T == 1 {
+		t.Fatalf("the text's %d tokens fill whole windows; the test needs a last, shorter one", len(stream)-1)
+	}
 	for off := 0; off < len(stream)-1; off += T {
-		w := stream[off:min(off+T+1, len(stream))]
+		end := min(off+T+1, len(stream)) // the window predicts stream[off+1:end]
+		start := max(0, end-1-T)         // and runs on the T tokens before end, as the harness does
+		w := stream[start:end]
 		if _, err := m.ForwardSeq(w[:len(w)-1], w[1:], len(w)-1); err != nil {
 			t.Fatal(err)
 		}
-		for _, v := range m.TokenLoss() {
+		for _, v := range m.TokenLoss()[off-start:] {
 			sum += float64(v)
 			n++
 		}

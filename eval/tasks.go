@@ -20,8 +20,9 @@ type Kind string
 // Task kinds. Multiple-choice kinds score every choice's continuation by its log-likelihood; LAMBADA is a cloze
 // (greedy completion of the last word); the generative kinds complete a prompt greedily and check the answer.
 const (
-	// KindHellaSwag: {ind, activity_label, ctx, endings[4], label} (or ctx_a and ctx_b instead of ctx). Query
-	// preprocess(activity_label + ": " + ctx), continuations " " + preprocess(ending), with the harness's
+	// KindHellaSwag: {ind, activity_label, ctx_a, ctx_b, endings[4], label} (or ctx alone). Query
+	// preprocess(activity_label + ": " + ctx), ctx being ctx_a + " " + ctx_b capitalised whenever both are there
+	// (as the harness builds it, even beside ctx), continuations " " + preprocess(ending), with the harness's
 	// preprocess (strip, " [title]" → ". ", drop "[...]", "  " → " ").
 	KindHellaSwag Kind = "hellaswag"
 	// KindMultipleChoice (ARC, PIQA): {query, choices[], gold}. Context query (trailing whitespace removed) +
@@ -241,10 +242,10 @@ func parseHellaSwag(line []byte) (doc, error) {
 	}
 	ctx := ""
 	switch {
+	case r.CtxA != nil && r.CtxB != nil:
+		ctx = *r.CtxA + " " + capitalize(*r.CtxB) // the harness's context, even beside ctx: ctx_b capitalised
 	case r.Ctx != nil:
 		ctx = *r.Ctx
-	case r.CtxA != nil && r.CtxB != nil:
-		ctx = *r.CtxA + " " + capitalize(*r.CtxB) // the harness capitalises ctx_b
 	default:
 		return doc{}, errors.New(`missing "ctx" (or "ctx_a" and "ctx_b")`)
 	}

@@ -149,9 +149,17 @@ func TestTaskHellaSwagPreprocess(t *testing.T) {
 			t.Errorf("preprocess(%q) = %q, want %q", in, got, want)
 		}
 	}
-	d, err := parseHellaSwag([]byte(`{"activity_label":"Roof","ctx_a":"A man climbs.","ctx_b":"he WAVES","endings":["a","b"],"label":"1"}`))
-	if err != nil || d.contexts[0] != "Roof: A man climbs. He waves" || d.gold != 1 {
-		t.Errorf("ctx_a/ctx_b record: %+v, %v", d, err)
+	// The harness builds the context from ctx_a and ctx_b whenever a record has them, as the released files do
+	// beside ctx; a record with ctx alone is taken as it is.
+	for _, tc := range []struct{ record, want string }{
+		{`{"activity_label":"Roof","ctx_a":"A man climbs.","ctx_b":"he WAVES","endings":["a","b"],"label":"1"}`, "Roof: A man climbs. He waves"},
+		{`{"activity_label":"Roof","ctx":"A man climbs. he WAVES","ctx_a":"A man climbs.","ctx_b":"he WAVES","endings":["a","b"],"label":"1"}`, "Roof: A man climbs. He waves"},
+		{`{"activity_label":"Roof","ctx":"A man climbs. he waves","endings":["a","b"],"label":"1"}`, "Roof: A man climbs. he waves"},
+	} {
+		d, err := parseHellaSwag([]byte(tc.record))
+		if err != nil || d.contexts[0] != tc.want || d.gold != 1 {
+			t.Errorf("%s: context %q, %v; want %q", tc.record, d.contexts, err, tc.want)
+		}
 	}
 }
 
