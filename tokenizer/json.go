@@ -98,9 +98,21 @@ func (t *Tokenizer) marshal() ([]byte, error) {
 	fmt.Fprintf(&b, "  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n    \"unk_token\": %s,\n", raw(sec.unkToken))
 	b.WriteString("    \"continuing_subword_prefix\": null,\n    \"end_of_word_suffix\": null,\n")
 	fmt.Fprintf(&b, "    \"fuse_unk\": %v,\n    \"byte_fallback\": false,\n    \"ignore_merges\": %v,\n", sec.fuseUnk, t.ignoreMerges)
+	// A vocabulary entry that is also an added token was keyed by the token's content, not its byte-level
+	// encoding (GPT-NeoX lists raw runs of spaces so): Load keeps the content, so write it back as it was.
+	addedKey := make(map[int32]string, len(t.added))
+	for _, a := range t.added {
+		addedKey[a.ID] = a.Content
+	}
+	key := func(id int32) string {
+		if k, ok := addedKey[id]; ok {
+			return k
+		}
+		return byteLevelEncode([]byte(t.vocab[id]))
+	}
 	b.WriteString("    \"vocab\": {")
 	first := true
-	for id, s := range t.vocab {
+	for id := range t.vocab {
 		if !t.inModel[id] {
 			continue
 		}
@@ -108,7 +120,7 @@ func (t *Tokenizer) marshal() ([]byte, error) {
 			b.WriteString(",")
 		}
 		first = false
-		k, err := jsonString(byteLevelEncode([]byte(s)))
+		k, err := jsonString(key(int32(id)))
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +131,7 @@ func (t *Tokenizer) marshal() ([]byte, error) {
 		if r > 0 {
 			b.WriteString(",")
 		}
-		k, err := jsonString(byteLevelEncode([]byte(t.vocab[m[0]])) + " " + byteLevelEncode([]byte(t.vocab[m[1]])))
+		k, err := jsonString(key(m[0]) + " " + key(m[1]))
 		if err != nil {
 			return nil, err
 		}

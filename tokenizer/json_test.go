@@ -191,6 +191,40 @@ func TestSaveLoad(t *testing.T) {
 	}
 }
 
+// TestSaveKeepsRawAddedKeys: a GPT-NeoX-style vocabulary entry keyed by raw text (a run of spaces, also an added
+// token) beside the byte-level token of the same bytes is saved under its own key, so the saved file loads
+// again, encodes the same and saves to the same bytes.
+func TestSaveKeepsRawAddedKeys(t *testing.T) {
+	tok := loadMini(t, func(doc map[string]any) {
+		vocab(doc)["ĠĠ"] = 267
+		model(doc)["merges"] = append(model(doc)["merges"].([]any), "Ġ Ġ")
+		vocab(doc)["  "] = 268
+		doc["added_tokens"] = append(doc["added_tokens"].([]any), map[string]any{"id": 268, "content": "  ",
+			"single_word": false, "lstrip": false, "rstrip": false, "normalized": true, "special": false})
+	})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tokenizer.json")
+	if err := tok.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(path)
+	if err != nil {
+		t.Fatalf("the saved file does not load: %v", err)
+	}
+	const text = "a  b   c\n  d"
+	if got, want := back.Encode(text), tok.Encode(text); !slices.Equal(got, want) {
+		t.Errorf("reloaded tokenizer encodes %q as %v, the original as %v", text, got, want)
+	}
+	if err := back.Save(filepath.Join(dir, "again.json")); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(path)
+	b, _ := os.ReadFile(filepath.Join(dir, "again.json"))
+	if !bytes.Equal(a, b) || !bytes.Contains(a, []byte(`"  ": 268`)) {
+		t.Errorf("saved files differ (%v) or lack the raw key", !bytes.Equal(a, b))
+	}
+}
+
 // TestLoadMalformed checks that broken files are refused with an error that names the file and the problem.
 func TestLoadMalformed(t *testing.T) {
 	cases := []struct {
