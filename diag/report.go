@@ -19,12 +19,6 @@ type TensorWeights struct {
 // MarshalJSON writes the stable snake_case keys documented in the README; a metric that was not computed
 // (effective rank of a large matrix) or is not finite (a diverged model) is null.
 func (t TensorWeights) MarshalJSON() ([]byte, error) {
-	num := func(v float64) any {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil
-		}
-		return v
-	}
 	return json.Marshal(map[string]any{
 		"name": t.Name, "class": t.Class, "layer": t.Layer, "rows": t.Rows, "cols": t.Cols,
 		"frobenius_sq": num(t.FrobSq), "sigma_max": num(t.SigmaMax), "stable_rank": num(t.StableRank),
@@ -32,6 +26,14 @@ func (t TensorWeights) MarshalJSON() ([]byte, error) {
 		"mean_abs_cos": num(t.MeanAbsCos), "random_baseline": num(t.RandomBaseline), "cos_ratio": num(t.CosRatio),
 		"frac_abs_cos_above_0_9": num(t.FracAbove09), "cos_rows_used": t.CosRowsUsed, "zero_rows": t.ZeroRows,
 	})
+}
+
+// num is v, or nil (JSON null) when v is NaN or infinite, which encoding/json rejects.
+func num(v float64) any {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return v
 }
 
 // WeightReport measures every matrix of m. For the embedding and an untied head, whose rows are tokens, the
@@ -48,7 +50,10 @@ func WeightReport(m *model.Model, o WeightOptions, frequent []int) []TensorWeigh
 		st := Weights(w, rows, cols, o)
 		if (t.Class == model.ClassEmbed || t.Class == model.ClassHead) && len(frequent) > 0 {
 			limit := o.MaxCosRows
-			if limit <= 0 {
+			switch {
+			case limit < 0:
+				limit = len(frequent) // every row, as documented
+			case limit == 0:
 				limit = DefaultMaxCosRows
 			}
 			ids := frequent[:min(len(frequent), limit)]
@@ -79,7 +84,9 @@ func FrequentTokens(toks []int32, vocab int) []int {
 	return ids
 }
 
-// ClassSummary averages the weight metrics of the matrices of one class (over layers and experts).
+// ClassSummary averages the weight metrics of the matrices of one class (over layers and experts). Each metric
+// is the mean of its finite values (a one-row matrix, such as a shared-expert gate, has no row cosines); with
+// none it is NaN, written as null.
 type ClassSummary struct {
 	Class      string  `json:"class"`
 	Tensors    int     `json:"tensors"`
@@ -89,9 +96,17 @@ type ClassSummary struct {
 	FracAbove  float64 `json:"frac_above_0_9"`
 }
 
+// MarshalJSON writes non-finite metrics as null.
+func (c ClassSummary) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{"class": c.Class, "tensors": c.Tensors, "stable_rank": num(c.StableRank),
+		"mean_abs_cos": num(c.MeanAbsCos), "cos_ratio": num(c.CosRatio), "frac_above_0_9": num(c.FracAbove)})
+}
+
 // SummariseClasses groups a weight report by tensor class, in first-seen order.
 func SummariseClasses(ws []TensorWeights) []ClassSummary {
 	var out []ClassSummary
+	type sums struct{ v, n [4]float64 }
+	var acc []sums
 	idx := map[string]int{}
 	for _, w := range ws {
 		i, ok := idx[w.Class]
@@ -99,20 +114,22 @@ func SummariseClasses(ws []TensorWeights) []ClassSummary {
 			i = len(out)
 			idx[w.Class] = i
 			out = append(out, ClassSummary{Class: w.Class})
+			acc = append(acc, sums{})
 		}
-		s := &out[i]
-		s.Tensors++
-		s.StableRank += w.StableRank
-		s.MeanAbsCos += w.MeanAbsCos
-		s.CosRatio += w.CosRatio
-		s.FracAbove += w.FracAbove09
+		out[i].Tensors++
+		for k, v := range [4]float64{w.StableRank, w.MeanAbsCos, w.CosRatio, w.FracAbove09} {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				acc[i].v[k] += v
+				acc[i].n[k]++
+			}
+		}
 	}
 	for i := range out {
-		n := float64(out[i].Tensors)
-		out[i].StableRank /= n
-		out[i].MeanAbsCos /= n
-		out[i].CosRatio /= n
-		out[i].FracAbove /= n
+		var m [4]float64
+		for k := range m {
+			m[k] = acc[i].v[k] / acc[i].n[k] // 0/0 = NaN: no finite value
+		}
+		out[i].StableRank, out[i].MeanAbsCos, out[i].CosRatio, out[i].FracAbove = m[0], m[1], m[2], m[3]
 	}
 	return out
 }

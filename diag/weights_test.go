@@ -1,11 +1,14 @@
 package diag
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/smallinit/smallinit/model"
 )
 
 // orthonormalColumns returns k orthonormal vectors of length n (Gram-Schmidt
@@ -595,5 +598,42 @@ func BenchmarkWeights(b *testing.B) {
 				Weights(w, sh[0], sh[1], DefaultWeightOptions())
 			}
 		})
+	}
+}
+
+// TestTrainingDiagnosticsOfMoEEncode: a MoE model with a shared expert has a one-row matrix (the shared-expert
+// gate, [1, d]) whose row cosines are undefined; its class summary writes them as null and the training
+// diagnostics still encode as JSON, with every other class's metrics finite.
+func TestTrainingDiagnosticsOfMoEEncode(t *testing.T) {
+	c := widthConfig(32, model.GateNone)
+	c.FFNKind, c.Experts, c.TopK, c.ExpertFFN, c.SharedFFN, c.SparseStep, c.NormTopK = model.FFNMoE, 2, 1, 32, 32, 1, true
+	m := initModel(t, c, 1, 2)
+	v, err := Training(0, m, randomToks(4*64+1, c.Vocab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(map[string]any{"step": 0, "diagnostics": v})
+	if err != nil {
+		t.Fatalf("a healthy model's diagnostics do not encode: %v", err)
+	}
+	var rec struct {
+		Diagnostics struct {
+			Classes []map[string]any `json:"classes"`
+		} `json:"diagnostics"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	gates := 0
+	for _, cl := range rec.Diagnostics.Classes {
+		if cl["stable_rank"] == nil {
+			t.Errorf("class %v has no stable rank", cl["class"])
+		}
+		if cl["mean_abs_cos"] == nil {
+			gates++
+		}
+	}
+	if gates != 1 {
+		t.Errorf("%d classes without row cosines, want 1 (the shared-expert gate): %v", gates, rec.Diagnostics.Classes)
 	}
 }
