@@ -280,13 +280,17 @@ func probeThroughput(vocab int) (float64, error) {
 	return 3 * float64(len(in)) / time.Since(t0).Seconds(), nil
 }
 
-// meanSE is the mean and its standard error (0 for one value).
+// meanSE is the mean and its standard error over the values. Fewer than two values give a NaN standard error
+// (one seed says nothing of the noise between seeds), no value a NaN mean; verdict reads either as inconclusive.
 func meanSE(xs []float64) (mean, se float64) {
+	if len(xs) == 0 {
+		return math.NaN(), math.NaN()
+	}
 	for _, x := range xs {
 		mean += x / float64(len(xs))
 	}
 	if len(xs) < 2 {
-		return mean, 0
+		return mean, math.NaN()
 	}
 	var v float64
 	for _, x := range xs {

@@ -37,16 +37,17 @@ func TestReproduceEndToEnd(t *testing.T) {
 		t.Fatal("no validation losses compared")
 	}
 	for arm, v := range res.ValLoss {
-		if !(v[0] > 0) {
-			t.Errorf("arm %s: mean val loss %v: its runs were not found", arm, v[0])
+		if !(v.Mean > 0) || v.Seeds != 1 || v.SE != nil {
+			t.Errorf("arm %s: %+v, want a mean over its one seed and no standard error", arm, v)
 		}
 	}
 	if len(res.Claims) != 6 {
 		t.Fatalf("%d claims, want 6", len(res.Claims))
 	}
+	// One seed carries no estimate of the noise between seeds: no claim can be decided.
 	for _, c := range res.Claims {
-		if c.Verdict != Supported && c.Verdict != NotSupported && c.Verdict != Inconclusive || c.Evidence == "" {
-			t.Errorf("claim %d: verdict %q, evidence %q", c.N, c.Verdict, c.Evidence)
+		if c.Verdict != Inconclusive || c.Evidence == "" {
+			t.Errorf("claim %d with one seed: verdict %q, evidence %q; want inconclusive", c.N, c.Verdict, c.Evidence)
 		}
 	}
 	if c := res.Claims[1]; c.N != 1 || !strings.Contains(c.Evidence, "held-out reasoning prompts") || !strings.Contains(c.Evidence, "(24 prompts)") {
@@ -95,5 +96,36 @@ func TestReadSizingRefusesGarbage(t *testing.T) {
 		if _, err := readSizing(p); err == nil || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: %v, want an error naming %s", name, err, p)
 		}
+	}
+}
+
+// TestVerdictNeedsNoise: a difference is decided only beyond two standard errors of it; one seed (no standard
+// error) or an arm without runs (no mean) is inconclusive, however large the difference.
+func TestVerdictNeedsNoise(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name  string
+		d, se float64
+		want  string
+	}{
+		{"clearly for", 0.3, 0.1, Supported},
+		{"clearly against", -0.3, 0.1, NotSupported},
+		{"within noise", 0.15, 0.1, Inconclusive},
+		{"one seed", 0.3, nan, Inconclusive},
+		{"no runs", nan, nan, Inconclusive},
+		{"equal seeds", 0.3, 0, Supported},
+	} {
+		if got := verdict(tc.d, tc.se); got != tc.want {
+			t.Errorf("%s: verdict(%g, %g) = %q, want %q", tc.name, tc.d, tc.se, got, tc.want)
+		}
+	}
+	if m, se := meanSE([]float64{4.2}); m != 4.2 || !math.IsNaN(se) {
+		t.Errorf("one value: mean %g, se %g; want 4.2 and NaN", m, se)
+	}
+	if m, se := meanSE(nil); !math.IsNaN(m) || !math.IsNaN(se) {
+		t.Errorf("no value: mean %g, se %g; want NaN, NaN", m, se)
+	}
+	if m, se := meanSE([]float64{1, 3}); m != 2 || math.Abs(se-1) > 1e-15 {
+		t.Errorf("1, 3: mean %g, se %g; want 2 and 1", m, se)
 	}
 }
