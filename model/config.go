@@ -208,11 +208,19 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("ffn = %q: want %q or %q", c.FFNKind, FFNDense, FFNMoE)
 	}
+	// NumParams lists every tensor; bound their count first, so that a hostile config.json (2^24 layers of 1024
+	// experts) is refused at once instead of exhausting memory. Released models have under 50,000 tensors.
+	if perLayer := int64(16) + 3*int64(max(c.Experts, 0)); int64(c.Layers)*perLayer > maxTensors {
+		return fmt.Errorf("num_hidden_layers = %d with %d experts: over %d tensors, too many for this engine", c.Layers, c.Experts, maxTensors)
+	}
 	if n := c.NumParams(); n > 1<<34 {
 		return fmt.Errorf("model has %d parameters: too large for this engine", n)
 	}
 	return nil
 }
+
+// maxTensors bounds a model's tensor count (Validate).
+const maxTensors = 1 << 18
 
 // Preset is a named model shape with the batch size used to train and benchmark it. Presets are the project's
 // shared yardstick: tests, benchmarks and python/torchref.py use the same ones.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -46,7 +47,7 @@ type fileConfig struct {
 	NumExperts            int             `json:"num_experts,omitempty"`
 	NumExpertsPerTok      int             `json:"num_experts_per_tok,omitempty"`
 	MoEIntermediateSize   int             `json:"moe_intermediate_size,omitempty"`
-	SharedExpertSize      int             `json:"shared_expert_intermediate_size,omitempty"`
+	SharedExpertSize      *int            `json:"shared_expert_intermediate_size,omitempty"` // written for every MoE model: transformers' default is 5632
 	NormTopKProb          bool            `json:"norm_topk_prob,omitempty"`
 	RouterAuxLossCoef     float64         `json:"router_aux_loss_coef,omitempty"`
 	RouterZLossCoef       float64         `json:"router_z_loss_coef,omitempty"`
@@ -87,6 +88,10 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 	if err := json.Unmarshal(b, &fc); err != nil {
 		return Config{}, nil, fmt.Errorf("model config %s: %w", path, err)
 	}
+	var present map[string]json.RawMessage
+	if err := json.Unmarshal(b, &present); err != nil {
+		return Config{}, nil, fmt.Errorf("model config %s: %w", path, err)
+	}
 	bad := func(format string, a ...any) (Config, json.RawMessage, error) {
 		return Config{}, nil, fmt.Errorf("model config %s: %s", path, fmt.Sprintf(format, a...))
 	}
@@ -94,6 +99,24 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 	case "", "llama", "mistral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe":
 	default:
 		return bad("model_type %q is not supported (supported: llama, mistral, qwen2, qwen2_moe, qwen3, qwen3_moe)", fc.ModelType)
+	}
+	// Keys whose absence transformers fills with a default of its own (not what smallinit would assume): a
+	// hand-written config must give them. Configs that transformers saves always hold them.
+	for _, k := range []struct {
+		key, types, dflt string
+	}{
+		{"num_key_value_heads", "mistral qwen2 qwen2_moe qwen3 qwen3_moe", "8, 32, 16, 32 or 4 by model_type"},
+		{"head_dim", "qwen3 qwen3_moe", "128"},
+		{"shared_expert_intermediate_size", "qwen2_moe", "5632"},
+	} {
+		_, ours := present["norm"] // smallinit writes it; its MoE files before this check had no shared key for 0
+		if _, ok := present[k.key]; !ok && slices.Contains(strings.Fields(k.types), fc.ModelType) && !(ours && k.key == "shared_expert_intermediate_size") {
+			return bad("%s is missing: for model_type %q transformers defaults it to %s, not what the other fields imply; give it", k.key, fc.ModelType, k.dflt)
+		}
+	}
+	if _, ok := present["sliding_window"]; !ok && fc.ModelType == "mistral" {
+		w := 4096 // MistralConfig's default: absent is not null
+		fc.SlidingWindow = &w
 	}
 	if len(fc.MLPOnlyLayers) > 0 {
 		return bad("mlp_only_layers is not supported (use decoder_sparse_step)")
@@ -161,7 +184,10 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 	}
 	if fc.ModelType == "qwen2_moe" || fc.ModelType == "qwen3_moe" || fc.NumExperts > 0 {
 		c.FFNKind, c.Experts, c.TopK, c.ExpertFFN = FFNMoE, fc.NumExperts, fc.NumExpertsPerTok, fc.MoEIntermediateSize
-		c.SharedFFN, c.NormTopK, c.AuxCoef, c.ZLossCoef = fc.SharedExpertSize, fc.NormTopKProb, fc.RouterAuxLossCoef, fc.RouterZLossCoef
+		if fc.SharedExpertSize != nil {
+			c.SharedFFN = *fc.SharedExpertSize
+		}
+		c.NormTopK, c.AuxCoef, c.ZLossCoef = fc.NormTopKProb, fc.RouterAuxLossCoef, fc.RouterZLossCoef
 		c.SparseStep, c.Capacity, c.BiasRate = max(fc.DecoderSparseStep, 1), fc.CapacityFactor, fc.RouterBiasUpdateRate
 	}
 	if c.Norm == "" {
@@ -173,8 +199,8 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 	if c.RopeTheta == 0 {
 		c.RopeTheta = 10000
 	}
-	if c.HeadDim == c.Dim/max(c.Heads, 1) {
-		c.HeadDim = 0
+	if c.Heads > 0 && c.Dim%c.Heads == 0 && c.HeadDim == c.Dim/c.Heads {
+		c.HeadDim = 0 // the default: d/H
 	}
 	if err := c.Validate(); err != nil {
 		return bad("%v", err)
@@ -206,7 +232,8 @@ func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
 		AttnGate: c.AttnGate, Norm: c.Norm,
 	}
 	if c.RopeScaling != "" {
-		// Both keys, so that transformers older than 4.45 (which read "type") load it too.
+		// rope_type is what transformers reads (4.45 on); "type", its older name, is kept for tools that read
+		// only that key. (transformers before 4.45 also wants exactly two keys, so it refuses this object.)
 		rs := ropeScalingJSON{RopeType: c.RopeScaling, Type: c.RopeScaling, Factor: c.RopeFactor}
 		if c.RopeScaling == RopeLlama3 {
 			rs.LowFreqFactor, rs.HighFreqFactor = c.RopeLowFreqFactor, c.RopeHighFreqFactor
@@ -222,9 +249,15 @@ func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
 		fc.Architectures, fc.ModelType, fc.QKNorm = []string{"Qwen3ForCausalLM"}, "qwen3", true
 	}
 	if c.FFNKind == FFNMoE {
+		// Qwen3-MoE is Qwen2-MoE with QK-norm and without the shared expert and q/k/v biases; Qwen2-MoE has
+		// no QK-norm. Other combinations keep qwen2_moe with smallinit's fields (see TransformersGaps).
 		fc.Architectures, fc.ModelType = []string{"Qwen2MoeForCausalLM"}, "qwen2_moe"
+		if c.QKNorm && c.SharedFFN == 0 && !c.QKVBias {
+			fc.Architectures, fc.ModelType = []string{"Qwen3MoeForCausalLM"}, "qwen3_moe"
+		}
+		shared := c.SharedFFN // 0 too: absent, transformers would build a 5632-wide shared expert
 		fc.NumExperts, fc.NumExpertsPerTok, fc.MoEIntermediateSize = c.Experts, c.TopK, c.ExpertFFN
-		fc.SharedExpertSize, fc.NormTopKProb, fc.RouterAuxLossCoef = c.SharedFFN, c.NormTopK, c.AuxCoef
+		fc.SharedExpertSize, fc.NormTopKProb, fc.RouterAuxLossCoef = &shared, c.NormTopK, c.AuxCoef
 		fc.RouterZLossCoef, fc.DecoderSparseStep, fc.CapacityFactor = c.ZLossCoef, c.SparseStep, c.Capacity
 		fc.RouterBiasUpdateRate = c.BiasRate
 	}
@@ -250,6 +283,35 @@ func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// TransformersGaps lists what Hugging Face transformers, loading the config.json that ConfigJSON writes for c
+// with the class its architectures entry names, would compute differently from smallinit; nil means the same
+// model. transformers' classes ignore smallinit's own fields (attn_gate, norm, qkv_bias on Qwen3, qk_norm on
+// Qwen2-MoE, router_bias_update_rate, capacity_factor) and the tensors they imply; python/torchref.py honours
+// them all.
+func TransformersGaps(c Config) []string {
+	var g []string
+	if c.AttnGate != GateNone {
+		g = append(g, "attn_gate "+c.AttnGate+": the attention output gate (g_proj) is in no transformers architecture")
+	}
+	if c.Norm == NormLayer {
+		g = append(g, "norm layernorm: the Llama and Qwen classes use RMSNorm without biases")
+	}
+	moe := c.FFNKind == FFNMoE
+	switch {
+	case c.QKNorm && c.QKVBias && !moe:
+		g = append(g, "QK-norm with q/k/v biases: Qwen3ForCausalLM reads no qkv_bias and drops the biases")
+	case c.QKNorm && moe && (c.SharedFFN > 0 || c.QKVBias):
+		g = append(g, "QK-norm on a MoE model with a shared expert or q/k/v biases: Qwen2MoeForCausalLM has no QK-norm")
+	}
+	if moe && c.BiasRate > 0 {
+		g = append(g, "router_bias_update_rate > 0: the expert-selection bias (mlp.gate.e_score_correction_bias) is not read by Qwen2-MoE or Qwen3-MoE, which select experts by the router's scores alone")
+	}
+	if moe && c.Capacity > 0 {
+		g = append(g, "capacity_factor: transformers drops no tokens")
+	}
+	return g
 }
 
 // WriteFileAtomic writes data to a temporary file beside path, syncs it and renames it over path, so that a

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -380,5 +381,120 @@ func TestConfigJSONNamesTheArchitecture(t *testing.T) {
 			t.Errorf("%s: model_type %q, attention_bias %q, qkv_bias %q, num_key_value_heads %q; want %q, %q, %q, %d", tc.name,
 				str("model_type"), str("attention_bias"), str("qkv_bias"), str("num_key_value_heads"), tc.modelType, tc.attentionBias, tc.qkvBias, tc.kv)
 		}
+	}
+}
+
+// TestConfigJSONForTransformers: the config.json written for a model names the transformers class that
+// computes it where one exists (Qwen3-MoE for QK-norm MoE without a shared expert or q/k/v biases), always
+// states the shared expert's width for MoE (absent, transformers would build a 5632-wide one), reads back to
+// the same Config, and TransformersGaps names what no transformers class computes.
+func TestConfigJSONForTransformers(t *testing.T) {
+	preset := func(name string) Config {
+		p, err := LookupPreset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Config
+	}
+	qkMoE := preset("tiny-moe")
+	qkMoE.QKNorm, qkMoE.BiasRate = true, 0
+	shared := preset("tiny-moe")
+	shared.SharedFFN = 64
+	gated := preset("tiny")
+	gated.AttnGate = GateElementwise
+	for _, tc := range []struct {
+		name      string
+		c         Config
+		modelType string
+		gaps      int
+	}{
+		{"tiny", preset("tiny"), "llama", 0},
+		{"tiny gated", gated, "llama", 1},
+		{"tiny-moe", preset("tiny-moe"), "qwen2_moe", 1}, // the expert-selection bias
+		{"MoE with QK-norm", qkMoE, "qwen3_moe", 0},
+		{"MoE with a shared expert", shared, "qwen2_moe", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := ConfigJSON(tc.c, nil, "float32")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw map[string]any
+			if err := json.Unmarshal(b, &raw); err != nil {
+				t.Fatal(err)
+			}
+			if raw["model_type"] != tc.modelType {
+				t.Errorf("model_type %v, want %s", raw["model_type"], tc.modelType)
+			}
+			if v, ok := raw["shared_expert_intermediate_size"]; (tc.c.FFNKind == FFNMoE) != ok || ok && v != float64(tc.c.SharedFFN) {
+				t.Errorf("shared_expert_intermediate_size %v (present %v) for a model with shared width %d", v, ok, tc.c.SharedFFN)
+			}
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			back, _, err := ReadConfig(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(back, tc.c) {
+				t.Errorf("read back %+v\nwrote     %+v", back, tc.c)
+			}
+			if gaps := TransformersGaps(tc.c); len(gaps) != tc.gaps {
+				t.Errorf("gaps %q, want %d", gaps, tc.gaps)
+			}
+		})
+	}
+}
+
+// TestReadConfigTransformersDefaults: a hand-written config that leaves out a key whose transformers default
+// differs from what the other fields imply is refused naming the key; Mistral without sliding_window gets
+// MistralConfig's 4096; an explicit head_dim that heads do not divide into hidden_size is kept.
+func TestReadConfigTransformersDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name, fields, want string
+		seqLen, headDim    int
+	}{
+		{"qwen2 without kv heads", `"model_type": "qwen2", "hidden_size": 16, "num_attention_heads": 4`, "num_key_value_heads is missing", 0, 0},
+		{"qwen3 without head_dim", `"model_type": "qwen3", "hidden_size": 16, "num_attention_heads": 4, "num_key_value_heads": 2`, "head_dim is missing", 0, 0},
+		{"qwen2_moe without shared width", `"model_type": "qwen2_moe", "hidden_size": 16, "num_attention_heads": 4, "num_key_value_heads": 2, "num_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 8`, "shared_expert_intermediate_size is missing", 0, 0},
+		{"mistral without sliding_window", `"model_type": "mistral", "hidden_size": 16, "num_attention_heads": 4, "num_key_value_heads": 2`, "", 4096, 0},
+		{"llama without kv heads", `"model_type": "llama", "hidden_size": 16, "num_attention_heads": 4`, "", 32768, 0},
+		{"head_dim with 3 heads in 98", `"model_type": "llama", "hidden_size": 98, "num_attention_heads": 3, "head_dim": 32`, "", 32768, 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := `{` + tc.fields + `, "vocab_size": 32, "intermediate_size": 24, "num_hidden_layers": 2,
+				"max_position_embeddings": 32768, "rms_norm_eps": 1e-05, "hidden_act": "silu"}`
+			if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, _, err := ReadConfig(dir)
+			switch {
+			case tc.want != "":
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), ConfigFile) {
+					t.Errorf("error %v, want one naming %s and saying %q", err, ConfigFile, tc.want)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case c.SeqLen != tc.seqLen || c.HeadDim != tc.headDim:
+				t.Errorf("context %d, head_dim %d; want %d, %d", c.SeqLen, c.HeadDim, tc.seqLen, tc.headDim)
+			}
+		})
+	}
+}
+
+// TestValidateRefusesHugeTensorCounts: a config claiming millions of tensors is refused before its tensors are
+// listed (which would take gigabytes), and quickly.
+func TestValidateRefusesHugeTensorCounts(t *testing.T) {
+	c := testConfig(NormRMS, GateNone, 1e-5, false)
+	c.Layers, c.FFNKind, c.Experts, c.TopK, c.ExpertFFN, c.SparseStep = 1<<20, FFNMoE, 64, 2, 8, 1
+	n := testing.AllocsPerRun(1, func() {
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "tensors") {
+			t.Errorf("error %v, want a refusal of the tensor count", err)
+		}
+	})
+	if n > 100 {
+		t.Errorf("Validate allocated %.0f times refusing it", n)
 	}
 }

@@ -114,6 +114,9 @@ func (cmd *initCmd) run(ctx context.Context, stdout, log io.Writer, tty bool) er
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d parameters, %s\n", cmd.Out, c.NumParams(), describe(c))
 	fmt.Fprintf(stdout, "%s in %s, %.2f GB of tensors in %.1fs\n", dtype, strings.Join(res.Files, " "), float64(res.Bytes)/1e9, secs)
+	for _, gap := range model.TransformersGaps(c) {
+		fmt.Fprintf(log, "note: transformers would not load this model exactly: %s\n", gap)
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "tensor\td_in\tintended std\tdrawn std\tγ_eff\t")
 	for _, s := range res.Stds {
