@@ -174,11 +174,19 @@ func checkReplaceable(dir string) error {
 	return nil
 }
 
-// replaceDir renames the finished tmp to dir, moving an existing dir aside first and deleting it afterwards.
+// replaceDir renames the finished tmp to dir. An existing dir is swapped with tmp in one atomic step where the
+// system can (Linux), else moved aside first; the old directory is then deleted, and a failure to delete it
+// (the new checkpoint being in place) is not an error.
 func replaceDir(tmp, dir string) error {
 	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
 		return os.Rename(tmp, dir)
 	}
+	if err := exchange(tmp, dir); err == nil {
+		os.RemoveAll(tmp) // now the old directory
+		return nil
+	}
+	// No atomic exchange (another system, or a file system without it): two renames, with a window in which
+	// dir is absent and the old checkpoint is at tmp.old.
 	old := tmp + ".old"
 	if err := os.Rename(dir, old); err != nil {
 		return err
@@ -189,7 +197,8 @@ func replaceDir(tmp, dir string) error {
 		}
 		return err
 	}
-	return os.RemoveAll(old)
+	os.RemoveAll(old)
+	return nil
 }
 
 func syncDir(dir string) error {
