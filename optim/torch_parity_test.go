@@ -112,7 +112,7 @@ func TestAdamWMatchesPyTorch(t *testing.T) {
 			t.Errorf("step %d: GradNorm %.9g, PyTorch clip_grad_norm_ %.9g (rel err %.1e)", step, norm, norms[step], e)
 		}
 		scale := ClipScale(norm, 1)
-		// PyTorch multiplies by max_norm/(norm + 1e-6) (clamped to 1), the engine by max_norm/norm: both ≈ equal.
+		// Both multiply by max_norm/(norm + 1e-6), clamped to 1.
 		if e := math.Abs(float64(scale)-coefs[step]) / coefs[step]; e > 2e-6 {
 			t.Errorf("step %d: ClipScale %.9g, PyTorch clip coefficient %.9g (rel err %.1e)", step, scale, coefs[step], e)
 		}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -86,6 +87,18 @@ func (d *Data) groupArms() {
 			withCfg = append(withCfg, r)
 		}
 	}
+	// The training data splits arms by its file's directory and name ("data/train.tok" against
+	// "probes-data/train.tok": the demo's plain and probe-mixed runs), not by its full path, which differs
+	// between machines that mount the same data elsewhere.
+	datasets := map[string]bool{}
+	for _, r := range withCfg {
+		datasets[dataName(r.Flat["data.train"])] = true
+	}
+	if len(datasets) > 1 {
+		for _, r := range withCfg {
+			r.Flat["data"] = dataName(r.Flat["data.train"])
+		}
+	}
 	all := map[string]bool{}
 	for _, r := range withCfg {
 		for k := range r.Flat {
@@ -156,6 +169,11 @@ func (d *Data) groupArms() {
 		}
 		return a.Key < b.Key
 	})
+}
+
+// dataName is a data file's directory and base name: "probes-data/train.tok".
+func dataName(path string) string {
+	return filepath.Join(filepath.Base(filepath.Dir(path)), filepath.Base(path))
 }
 
 func gateRank(g string) int {

@@ -71,10 +71,17 @@ func (d *Data) armIndex(a *Arm) int {
 	return 0
 }
 
-// armName is the arm's label with its seed count.
+// armName is the arm's label with its seed count (distinct seeds: the same seed run twice is one).
 func armName(a *Arm) string {
-	if len(a.Runs) > 1 {
-		return fmt.Sprintf("%s (%d seeds)", a.Label, len(a.Runs))
+	seeds := map[string]bool{}
+	for _, r := range a.Runs {
+		seeds[r.Flat["seed"]] = true
+	}
+	switch {
+	case len(seeds) > 1 && len(seeds) == len(a.Runs):
+		return fmt.Sprintf("%s (%d seeds)", a.Label, len(seeds))
+	case len(a.Runs) > 1:
+		return fmt.Sprintf("%s (%d runs, %d seeds)", a.Label, len(a.Runs), len(seeds))
 	}
 	return a.Label
 }

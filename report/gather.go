@@ -416,15 +416,17 @@ func readSummary(dir string) (summaryFile, bool) {
 	return summaryFile{dir: dir, rows: s.Runs}, true
 }
 
-// attachSummaries gives each run the summary row that names its directory (by base name, below the summary).
+// attachSummaries gives each run the summary row that names its directory (by its parent's and its own base
+// name, below the summary: runs/X and runs-probes/X are different runs).
 func attachSummaries(runs []*Run, sums []summaryFile) {
+	last2 := func(p string) string { return filepath.Join(filepath.Base(filepath.Dir(p)), filepath.Base(p)) }
 	for _, s := range sums {
 		sabs, _ := filepath.Abs(s.dir)
 		for i := range s.rows {
 			row := &s.rows[i]
 			for _, r := range runs {
 				rabs, _ := filepath.Abs(r.Dir)
-				if filepath.Base(rabs) == filepath.Base(row.Dir) && strings.HasPrefix(rabs, sabs+string(filepath.Separator)) {
+				if last2(rabs) == last2(row.Dir) && strings.HasPrefix(rabs, sabs+string(filepath.Separator)) {
 					r.Summary = row
 				}
 			}

@@ -182,8 +182,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train.keep_checkpoints = %d: must be ≥ 1", t.KeepCheckpoints)
 	case t.Threads < 0:
 		return fmt.Errorf("train.threads = %d: must be ≥ 0", t.Threads)
-	case c.Schedule.Kind == optim.ScheduleWSD && c.Schedule.DecaySteps > c.TotalSteps():
-		return fmt.Errorf("schedule.decay_steps = %d exceeds the run's %d steps", c.Schedule.DecaySteps, c.TotalSteps())
+	case c.Schedule.Kind == optim.ScheduleWSD && c.Schedule.Warmup+c.Schedule.DecaySteps > c.TotalSteps():
+		// An overlap would cut the warmup short with a jump down to the decay line.
+		return fmt.Errorf("schedule.warmup_steps + schedule.decay_steps = %d + %d exceeds the run's %d steps", c.Schedule.Warmup, c.Schedule.DecaySteps, c.TotalSteps())
 	}
 	if c.Data.Train == "" {
 		return fmt.Errorf("data.train: no training token file given")

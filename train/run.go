@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -480,8 +481,46 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	if err := r.m.Save(final, initRecord(c)); err != nil {
 		return Result{}, err
 	}
+	if startStep == total {
+		// Resumed after its last step: nothing ran, so the figures are the ones metrics.jsonl recorded.
+		return finishedResult(r.dir, r.st.Step)
+	}
 	tps := float64(r.st.Tokens-int64(startStep*B*T)) / time.Since(start).Seconds()
 	return Result{Dir: r.dir, Steps: r.st.Step, Loss: lastLoss, ValLoss: lastVal, TokensPerS: tps}, nil
+}
+
+// finishedResult is the Result of a finished run read from its metrics.jsonl: the last logged training and
+// validation losses, and the training throughput over the logged intervals (tokens over the time they took,
+// Σ Δtokens / Σ (Δtokens / tokens_per_s)).
+func finishedResult(dir string, steps int) (Result, error) {
+	path := filepath.Join(dir, MetricsFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Result{}, fmt.Errorf("finished run: %w", err)
+	}
+	res := Result{Dir: dir, Steps: steps, Loss: math.NaN(), ValLoss: math.NaN()}
+	var prev int64
+	var tokens, secs float64
+	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var m Metrics
+		if err := json.Unmarshal(line, &m); err != nil {
+			return Result{}, fmt.Errorf("finished run: %s line %d: %w", path, i+1, err)
+		}
+		if m.Loss != 0 {
+			res.Loss = m.Loss
+		}
+		if m.ValLoss != nil {
+			res.ValLoss = *m.ValLoss
+		}
+		if d := float64(m.Tokens - prev); d > 0 && m.TokensPerS > 0 {
+			tokens, secs = tokens+d, secs+d/m.TokensPerS
+		}
+		prev = m.Tokens
+	}
+	if secs > 0 {
+		res.TokensPerS = tokens / secs
+	}
+	return res, nil
 }
 
 // finite is &v, or nil for NaN and ±Inf: a metrics line leaves out a non-finite validation loss (diverged

@@ -219,6 +219,10 @@ func TestBadInputsGiveClearErrors(t *testing.T) {
 			_, err := Load("", []string{"train.steps=0", "train.tokens=10", "train.batch_size=4", "model.max_position_embeddings=16", "data.train=x"})
 			return err
 		}},
+		{"wsd decay over the warmup", "schedule.warmup_steps + schedule.decay_steps = 50 + 80 exceeds the run's 100 steps", func() error {
+			_, err := Load("", []string{"train.steps=100", "schedule.kind=wsd", "schedule.warmup_steps=50", "schedule.decay_steps=80", "data.train=x"})
+			return err
+		}},
 		{"bad gate", "attn_gate", func() error {
 			_, err := Load("", []string{"model.attn_gate=sometimes", "data.train=x"})
 			return err
@@ -314,5 +318,27 @@ func TestCheckpointNamesAreExact(t *testing.T) {
 	}
 	if !slices.Equal(steps, []int{4, 8}) {
 		t.Errorf("checkpoints %v, want [4 8]", steps)
+	}
+}
+
+// TestResumeFinishedRun: resuming a run that already finished trains nothing and returns the figures its
+// metrics recorded (the demo re-run relies on it): the last training and validation losses and a positive
+// throughput, not NaN and 0.
+func TestResumeFinishedRun(t *testing.T) {
+	root := t.TempDir()
+	c := smallRun(t, root, 4)
+	dir := filepath.Join(root, "run")
+	first, err := Start(context.Background(), c, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, MetricsFile))
+	again, err := Resume(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, MetricsFile))
+	if again.Steps != 4 || again.Loss != first.Loss || again.ValLoss != first.ValLoss || !(again.TokensPerS > 0) || !bytes.Equal(before, after) {
+		t.Errorf("resumed finished run: %+v (first %+v); metrics changed: %v", again, first, !bytes.Equal(before, after))
 	}
 }

@@ -19,7 +19,7 @@ import (
 )
 
 type benchCmd struct {
-	Preset  string   `default:"tiny" help:"Model preset: tiny, small or medium."`
+	Preset  string   `default:"tiny" help:"Model preset: tiny, small, medium, tiny-moe, small-moe or a scale preset (see smallinit init --help)."`
 	Set     []string `placeholder:"KEY=VALUE" help:"Override a model config key; repeatable."`
 	Batch   int      `help:"Sequences per step (default: the preset's)."`
 	Steps   int      `default:"10" help:"Timed steps."`

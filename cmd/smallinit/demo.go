@@ -127,12 +127,9 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 	}
 	steps := cmd.Steps
 	if steps <= 0 {
-		tps, err := demoThroughput(st.VocabSize)
-		if err != nil {
+		if steps, err = demoSteps(cmd.Out, cmd.Minutes, st.VocabSize, log); err != nil {
 			return nil, err
 		}
-		steps = max(10, int(cmd.Minutes*60/float64(len(demoCorners))*tps*0.85/(16*128)))
-		fmt.Fprintf(log, "throughput probe: %.0f tokens/s, so %d steps of 16×128 tokens per run fit %.1f minutes\n", tps, steps, cmd.Minutes)
 	}
 	var rows []demoRow
 	for i, c := range demoCorners {
@@ -161,7 +158,10 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 		row.Run, row.Gamma, row.NormEps, row.AttnGate, row.Steps = c.Name, c.Gamma, c.Eps, c.Gate, steps
 		rows = append(rows, row)
 	}
-	b, _ := json.MarshalIndent(map[string]any{"steps": steps, "seed": cmd.Seed, "data": st, "runs": rows}, "", "  ")
+	b, err := json.MarshalIndent(map[string]any{"steps": steps, "seed": cmd.Seed, "data": st, "runs": rows}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("summary%s.json: %w", suffix, err)
+	}
 	if err := model.WriteFileAtomic(filepath.Join(cmd.Out, "summary"+suffix+".json"), append(b, '\n')); err != nil {
 		return nil, err
 	}
@@ -173,6 +173,36 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 	}
 	fmt.Fprintf(stdout, "\neverything is under %s (report%s.html, summary%s.json, data/, runs%s/)\n", cmd.Out, suffix, suffix, suffix)
 	return rows, nil
+}
+
+// demoSizingFile (in the output directory) records the steps a --minutes budget was sized to, so that a demo
+// run again (after an interrupt, or to add --probes) reuses its finished and interrupted runs instead of
+// sizing new ones from a fresh throughput probe.
+const demoSizingFile = "sizing.json"
+
+// demoSteps returns the steps per run that fit minutes: the ones recorded in out's sizing file for the same
+// budget, else a throughput probe's, recorded there.
+func demoSteps(out string, minutes float64, vocab int, log io.Writer) (int, error) {
+	path := filepath.Join(out, demoSizingFile)
+	var sz struct {
+		Minutes float64 `json:"minutes"`
+		Steps   int     `json:"steps"`
+	}
+	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &sz) == nil && sz.Minutes == minutes && sz.Steps > 0 {
+		fmt.Fprintf(log, "reusing the sizing in %s: %d steps of 16×128 tokens per run for %g minutes\n", path, sz.Steps, minutes)
+		return sz.Steps, nil
+	}
+	tps, err := demoThroughput(vocab)
+	if err != nil {
+		return 0, err
+	}
+	sz.Minutes, sz.Steps = minutes, max(10, int(minutes*60/float64(len(demoCorners))*tps*0.85/(16*128)))
+	fmt.Fprintf(log, "throughput probe: %.0f tokens/s, so %d steps of 16×128 tokens per run fit %.1f minutes\n", tps, sz.Steps, minutes)
+	b, _ := json.Marshal(sz)
+	if err := model.WriteFileAtomic(path, append(b, '\n')); err != nil {
+		return 0, err
+	}
+	return sz.Steps, nil
 }
 
 // demoThroughput measures training tokens/s of the demo's model over a few steps.

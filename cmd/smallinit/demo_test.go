@@ -45,8 +45,12 @@ func TestDemoEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again[3].ValLoss != rows[3].ValLoss {
-		t.Errorf("second run: val loss %g, first %g", again[3].ValLoss, rows[3].ValLoss)
+	// The second run trains nothing and reports what the first recorded; summary.json stays whole.
+	if again[3].ValLoss != rows[3].ValLoss || again[3].TrainLoss != rows[3].TrainLoss || !(again[3].TokensPerS > 0) {
+		t.Errorf("second run: %+v, first %+v", again[3], rows[3])
+	}
+	if b, err = os.ReadFile(filepath.Join(out, "summary.json")); err != nil || json.Unmarshal(b, &s) != nil || len(s.Runs) != 4 {
+		t.Errorf("summary.json after the second run: %v, %q", err, b)
 	}
 
 	// --probes trains the four corners again, on the corpus with probes mixed in, into runs-probes/, and
@@ -72,5 +76,27 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(table.String(), "memorisation acc") {
 		t.Errorf("the demo's output has no probe table:\n%s", table.String())
+	}
+}
+
+// TestDemoReusesSizing: a --minutes budget is sized once and recorded in OUT/sizing.json; the same budget run
+// again reuses those steps (and so the runs named by them), another budget is sized anew.
+func TestDemoReusesSizing(t *testing.T) {
+	out := t.TempDir()
+	if err := os.WriteFile(filepath.Join(out, demoSizingFile), []byte(`{"minutes": 5, "steps": 1234}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	steps, err := demoSteps(out, 5, 256, &log)
+	if err != nil || steps != 1234 || !strings.Contains(log.String(), "reusing the sizing") {
+		t.Errorf("same budget: %d steps, %v, log %q; want the recorded 1234", steps, err, log.String())
+	}
+	log.Reset()
+	if steps, err = demoSteps(out, 0.01, 256, &log); err != nil || steps != 10 || !strings.Contains(log.String(), "throughput probe") {
+		t.Errorf("another budget: %d steps, %v, log %q; want a fresh probe (at least 10 steps)", steps, err, log.String())
+	}
+	b, _ := os.ReadFile(filepath.Join(out, demoSizingFile))
+	if !strings.Contains(string(b), `"minutes":0.01`) {
+		t.Errorf("sizing file after the new budget: %s", b)
 	}
 }
