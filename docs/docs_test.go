@@ -63,7 +63,7 @@ func TestRunnableBlocks(t *testing.T) {
 	}
 	want := []block{{line: 2, text: "a --x 1\nb\n"}, {line: 9, text: "c\n"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("blocks = %q, want %q", got, want)
+		t.Fatalf("blocks = %v, want %v", got, want)
 	}
 	if _, err := runnableBlocks("```sh run\nunclosed\n"); err == nil {
 		t.Fatal("an unclosed block was accepted")
