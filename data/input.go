@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // Input formats, named by the file extension that selects them. Compressed variants are gzip streams of the
@@ -236,7 +238,7 @@ func OpenInput(path string, opt InputOptions) (*InputReader, error) {
 	default:
 		return nil, fmt.Errorf("document separator %q: want %q, %q or %q", opt.DocSep, DocSepFile, DocSepBlank, DocSepLine)
 	}
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.NoLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/smallinit/smallinit/internal/atomicfile"
 	"io"
 	"math"
 	"os"
@@ -16,6 +15,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 
 	"github.com/smallinit/smallinit/tokenizer"
 )
@@ -218,7 +220,7 @@ func prepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 	var tokRaw []byte // the tokenizer file's bytes, copied to dir
 	var sampled int64
 	if opt.TokenizerFile != "" {
-		if tokRaw, err = os.ReadFile(opt.TokenizerFile); err != nil {
+		if tokRaw, err = inputfile.ReadFile(opt.TokenizerFile, inputfile.MaxTokenizer); err != nil {
 			return nil, fmt.Errorf("prepare: tokenizer: %w", err)
 		}
 		if tok, err = tokenizer.Load(opt.TokenizerFile); err != nil {

@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // Options control RunTask.
@@ -118,7 +119,7 @@ func RunTask(ctx context.Context, spec TaskSpec, be Backend, o Options) (*TaskRe
 		o.Chunk = 64
 	}
 	res := &TaskResult{Task: spec.Name, Kind: spec.Kind, File: spec.File, Metrics: Metrics{}}
-	f, err := os.Open(spec.File)
+	f, err := inputfile.Open(spec.File, inputfile.NoLimit)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", spec.Name, err)
 	}
@@ -227,7 +228,7 @@ func (r *runner) malformed(e *RecordError) error {
 // readShots reads the first Shots+1 valid records of the few-shot file (one spare, for when a record is
 // its own few-shot example).
 func (r *runner) readShots() error {
-	f, err := os.Open(r.spec.Fewshot)
+	f, err := inputfile.Open(r.spec.Fewshot, inputfile.NoLimit)
 	if err != nil {
 		return fmt.Errorf("task %s: few-shot file: %w", r.spec.Name, err)
 	}

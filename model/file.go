@@ -3,7 +3,6 @@ package model
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/smallinit/smallinit/internal/atomicfile"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +10,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/safetensors"
@@ -80,7 +82,7 @@ type ropeScalingJSON struct {
 // what the windowed model does.
 func ReadConfig(dir string) (Config, json.RawMessage, error) {
 	path := filepath.Join(dir, ConfigFile)
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
 		return Config{}, nil, fmt.Errorf("read model config: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // Coordcheck is the output of `smallinit coordcheck --json`.
@@ -44,7 +45,7 @@ type CoordFit struct {
 
 // ReadCoordcheck reads a coordinate check saved from `smallinit coordcheck --json`.
 func ReadCoordcheck(path string) (*Coordcheck, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
 		return nil, fmt.Errorf("--coordcheck: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/train"
 )
@@ -269,7 +270,7 @@ func readRun(dir string) *Run {
 // readLines calls fn on every non-empty line of a JSON-lines file. A malformed last line (a run killed while
 // writing it) is ignored; any other malformed line is reported after the rest are read.
 func readLines(path string, fn func([]byte) error) error {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.NoLimit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("no %s", filepath.Base(path))
@@ -403,7 +404,7 @@ type summaryFile struct {
 }
 
 func readSummary(dir string) (summaryFile, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	b, err := inputfile.ReadFile(filepath.Join(dir, "summary.json"), inputfile.MaxTable)
 	if err != nil {
 		return summaryFile{}, false
 	}

@@ -48,6 +48,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -69,7 +70,7 @@ type Axis struct {
 // ParseGrid reads and checks a grid file (see the package comment for its format). It does not resolve the
 // runs' configs: Expand does.
 func ParseGrid(path string) (*Grid, error) {
-	text, err := os.ReadFile(path)
+	text, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("grid: %w", err)
 	}

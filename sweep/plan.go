@@ -12,6 +12,7 @@ import (
 	"slices"
 	"text/tabwriter"
 
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 )
 
@@ -125,7 +126,7 @@ func Prepare(dir string, g *Grid, p *Plan) error {
 		return err
 	}
 	if g.BaseFile != "" {
-		base, err := os.ReadFile(g.BaseFile)
+		base, err := inputfile.ReadFile(g.BaseFile, inputfile.MaxConfig)
 		if err != nil {
 			return fmt.Errorf("base: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -111,7 +112,7 @@ type metricsSummary struct {
 func readMetrics(path string) (metricsSummary, error) {
 	nan := math.NaN()
 	s := metricsSummary{TrainLoss: nan, ValLoss: nan, BestValLoss: nan, TokensPerS: nan}
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.NoLimit)
 	if err != nil {
 		return s, err
 	}

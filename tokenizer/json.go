@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/smallinit/smallinit/internal/atomicfile"
 	"io"
 	"math"
-	"os"
 	"strings"
+
+	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // fileSections keeps the sections of a loaded tokenizer.json that this package does not interpret (or only
@@ -160,7 +161,7 @@ func (t *Tokenizer) marshal() ([]byte, error) {
 // duplicate tokens or ids, ids that are not dense (0..n-1 with vocabulary and added tokens together), merges that
 // are malformed, repeated or refer to unknown tokens.
 func Load(path string) (*Tokenizer, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path, inputfile.MaxTokenizer)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: load: %w", err)
 	}

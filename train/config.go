@@ -5,13 +5,13 @@ package train
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
 	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
 )
@@ -74,7 +74,7 @@ func Default() Config {
 func Load(path string, sets []string) (Config, error) {
 	var file []byte
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 		if err != nil {
 			return Config{}, fmt.Errorf("run config: %w", err)
 		}

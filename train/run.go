@@ -16,6 +16,7 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
@@ -173,7 +174,7 @@ func (r *runner) checkLength(name string, n int64) error {
 		return fmt.Errorf("resume %s: says %s had %d bytes, it has %d", state, name, n, st.Size())
 	}
 	if n > 0 {
-		f, err := os.Open(path)
+		f, err := inputfile.Open(path, inputfile.NoLimit)
 		if err != nil {
 			return fmt.Errorf("resume %s: %w", state, err)
 		}
@@ -494,7 +495,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 // Σ Δtokens / Σ (Δtokens / tokens_per_s)).
 func finishedResult(dir string, steps int) (Result, error) {
 	path := filepath.Join(dir, MetricsFile)
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
 		return Result{}, fmt.Errorf("finished run: %w", err)
 	}
@@ -541,7 +542,7 @@ const TokenizerFile = "tokenizer.json"
 
 // copyTokenizer copies tokenizer.json from the training file's directory into dir, if there is one.
 func copyTokenizer(trainFile, dir string) error {
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(trainFile), TokenizerFile))
+	b, err := inputfile.ReadFile(filepath.Join(filepath.Dir(trainFile), TokenizerFile), inputfile.MaxTokenizer)
 	if os.IsNotExist(err) {
 		return nil
 	}
