@@ -101,7 +101,11 @@ func parseGrid(text []byte, dir string) (*Grid, error) {
 		if !filepath.IsAbs(b) {
 			g.BaseFile = filepath.Join(dir, b)
 		}
-		if _, err := os.Stat(g.BaseFile); err != nil {
+		st, err := os.Stat(g.BaseFile)
+		if err == nil {
+			err = inputfile.Check(g.BaseFile, st, inputfile.MaxConfig)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("base: %w", err)
 		}
 	case map[string]any:
