@@ -17,6 +17,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
@@ -54,6 +55,10 @@ type Options struct {
 	// diagnostics.jsonl as {"step": N, "diagnostics": ...}. It lives outside this package so that train does not
 	// depend on diag.
 	Diagnostics func(step int, m *model.Model, probe []int32) (any, error)
+
+	// LockHeld says the caller already holds the run directory's lock (runlock.FileName), as a sweep task does;
+	// otherwise Start and Resume take it, so that two processes never train one directory at once.
+	LockHeld bool
 }
 
 // Result summarises a finished run.
@@ -74,10 +79,33 @@ var ErrInterrupted = errors.New("interrupted")
 // wrapping ErrInterrupted and ErrAbandoned.
 var ErrAbandoned = errors.New("run abandoned: its directory has another owner")
 
+// ErrBusy is returned when another live process holds the run directory's lock.
+var ErrBusy = errors.New("run directory in use")
+
+// lock takes dir's run lock unless the caller holds it, and returns the context the run trains under (cancelled
+// with ErrAbandoned if the lock is taken away) and the function that releases both.
+func lock(ctx context.Context, dir string, o Options) (context.Context, func(), error) {
+	if o.LockHeld {
+		return ctx, func() {}, nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	l, err := runlock.Acquire(filepath.Join(dir, runlock.FileName), runlock.DefaultStaleAfter, func() { cancel(ErrAbandoned) })
+	var busy *runlock.BusyError
+	if errors.As(err, &busy) {
+		cancel(nil)
+		return nil, nil, fmt.Errorf("%s: %w: another process trains it (%s)", dir, ErrBusy, busy.Holder)
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, nil, err
+	}
+	return ctx, func() { l.Release(); cancel(nil) }, nil
+}
+
 // Start begins a new run of c in dir, which must not hold a run already.
 func Start(ctx context.Context, c Config, dir string, o Options) (Result, error) {
 	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
-		return Result{}, fmt.Errorf("%s already holds a run: resume it with --resume %s or choose another --out", dir, dir)
+		return Result{}, fmt.Errorf("%s already holds a run: resume it or choose another directory", dir)
 	}
 	if err := c.Validate(); err != nil {
 		return Result{}, fmt.Errorf("run config: %w", err)
@@ -95,6 +123,15 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Result{}, fmt.Errorf("run directory: %w", err)
 	}
+	ctx, unlock, err := lock(ctx, dir, o)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	// Checked again under the lock: another process may have started a run here since the first check.
+	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
+		return Result{}, fmt.Errorf("%s already holds a run: resume it or choose another directory", dir)
+	}
 	if err := r.initialise(); err != nil {
 		return Result{}, err
 	}
@@ -107,6 +144,14 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 // Resume continues the run in dir from its newest checkpoint (or from the start if it has none), producing
 // exactly what the uninterrupted run would have.
 func Resume(ctx context.Context, dir string, o Options) (Result, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return Result{}, fmt.Errorf("resume %s: not a run directory", dir)
+	}
+	ctx, unlock, err := lock(ctx, dir, o)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
 	c, err := Load(filepath.Join(dir, ConfigFile), nil)
 	if err != nil {
 		return Result{}, fmt.Errorf("resume %s: %w", dir, err)
