@@ -30,4 +30,3 @@ func TestLockLostStopsHolder(t *testing.T) {
 		t.Error("release removed another process's lock")
 	}
 }
-
