@@ -98,3 +98,27 @@ func TestOverlongLineIsABadRecord(t *testing.T) {
 		t.Fatalf("the same file, line by line (all NUL bytes, one line over the bound): %v %d", err, len(docs))
 	}
 }
+
+// TestReplacedUTF8IsCounted: JSON records whose bytes are not valid UTF-8 (decoded with U+FFFD in their place)
+// are counted per input and overall in stats.json, and the tokenizer's pre-tokenizer is recorded.
+func TestReplacedUTF8IsCounted(t *testing.T) {
+	var b strings.Builder
+	for i := range 40 {
+		if i%10 == 3 {
+			b.WriteString("{\"text\": \"bad \xff\xfe byte " + strings.Repeat("y", i) + "\"}\n")
+		} else {
+			b.WriteString(`{"text": "good text number ` + strings.Repeat("x", i) + `"}` + "\n")
+		}
+	}
+	in := writeTestFile(t, t.TempDir(), "mixed.jsonl", b.String())
+	st, err := PrepareFiles(t.TempDir(), PrepareOptions{Inputs: []string{in}, Vocab: 300, ValFraction: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ReplacedUTF8 != 4 || st.Inputs[0].ReplacedUTF8 != 4 {
+		t.Errorf("replaced_utf8_records = %d (input %d), want 4", st.ReplacedUTF8, st.Inputs[0].ReplacedUTF8)
+	}
+	if st.PreTokenizer != "smallinit" {
+		t.Errorf("pre_tokenizer = %q, want smallinit for a trained tokenizer", st.PreTokenizer)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -185,6 +186,9 @@ type Document struct {
 	Index int64
 	// Where locates the record for messages: "line 7", "row group 2 row 130", or "" for a whole file.
 	Where string
+	// Replaced reports that the record's bytes were not valid UTF-8 and JSON decoding replaced the invalid
+	// bytes with U+FFFD (plain text and Parquet strings are kept byte for byte and never replaced).
+	Replaced bool
 }
 
 // BadRecordError reports a malformed record (an invalid JSON line, a line or row without a string text):
@@ -478,7 +482,7 @@ func (r *InputReader) nextJSON() (Document, error) {
 		if perr != nil {
 			return Document{}, &BadRecordError{Path: r.path, Where: where, Err: perr}
 		}
-		return Document{Text: text, Index: idx, Where: where}, nil
+		return Document{Text: text, Index: idx, Where: where, Replaced: !utf8.Valid(line)}, nil
 	}
 }
 

@@ -120,6 +120,10 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 		w := 4096 // MistralConfig's default: absent is not null
 		fc.SlidingWindow = &w
 	}
+	if _, ok := present["rope_theta"]; ok && !(fc.RopeTheta > 1) {
+		// Absent, transformers' LlamaConfig default of 10000 applies; given, it must be a usable base.
+		return bad("rope_theta = %g: must be > 1 (leave the key out for the default 10000)", fc.RopeTheta)
+	}
 	if len(fc.MLPOnlyLayers) > 0 {
 		return bad("mlp_only_layers is not supported (use decoder_sparse_step)")
 	}
