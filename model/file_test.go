@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -527,5 +528,21 @@ func TestRopeThetaGivenMustBeUsable(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestNewRefusesABatchThatCannotFit: a batch of a billion windows (analyze --probes 1000000000 asked for 49 TB)
+// is refused by New with the estimate, before anything is allocated.
+func TestNewRefusesABatchThatCannotFit(t *testing.T) {
+	c := Config{Vocab: 64, Dim: 16, Layers: 1, Heads: 2, FFN: 32, SeqLen: 64, NormEps: 1e-5, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, FFNKind: FFNDense}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	_, err := New(c, 1_000_000_000, kernel.NewPool(1))
+	runtime.ReadMemStats(&m1)
+	if err == nil || !strings.Contains(err.Error(), "batch 1000000000") || !strings.Contains(err.Error(), "of memory") {
+		t.Fatalf("New with a billion-window batch: %v", err)
+	}
+	if m1.TotalAlloc-m0.TotalAlloc > 1<<20 {
+		t.Errorf("refusing the batch allocated %d bytes", m1.TotalAlloc-m0.TotalAlloc)
 	}
 }
