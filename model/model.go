@@ -130,11 +130,8 @@ func New(c Config, batch int, pool *kernel.Pool) (*Model, error) {
 		c.KVHeads = 0 // one spelling of multi-head attention, so that configs compare equal after a save and load
 	}
 	m := &Model{Config: c, Specs: c.layout(), pool: pool, batch: batch, attnBlock: defaultAttnBlock}
-	np := int(c.NumParams())
-	m.Params = newWeights(c, make([]float32, np))
-	m.Grads = newWeights(c, make([]float32, np))
-	m.rope = newRopeTable(&sizer{}, c)
-	m.acts = newActivations(&sizer{}, c, batch, pool.Workers())
+	params, grads, rope, acts := modelBuffers(&sizer{}, c, batch, pool.Workers())
+	m.Params, m.Grads, m.rope, m.acts = newWeights(c, params), newWeights(c, grads), rope, acts
 	m.runOp = func(w, lo, hi int) { m.op(m, m.opLayer, w, lo, hi) }
 	return m, nil
 }

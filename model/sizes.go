@@ -2,16 +2,18 @@ package model
 
 import "unsafe"
 
-// The size table: every buffer New and NewDecoder allocate is made here, by newActivations, newLayerActs and
-// newMoEActs, and MemoryBytes runs the same functions in counting mode, so the estimate cannot drift from the
-// allocation. Sizes are float64 so that counting an absurd config gives a huge number instead of an integer
+// The size table: every buffer New allocates is made here (modelBuffers: parameters, gradients, the RoPE table
+// and newActivations with its newLayerActs, newMoEActs and newMoEScratch), NewDecoder makes its one-row block
+// buffers with the same newLayerActs, and MemoryBytes runs the same functions in counting mode, so the estimate
+// cannot drift from the allocation. Sizes are float64 so that counting an absurd config gives a huge number instead of an integer
 // overflow (New only allocates configs that passed Validate and CheckMemory).
 
-// sizer makes buffers or, when counting, only adds up their bytes.
+// sizer makes buffers and adds up their bytes or, when counting, only adds them up.
 type sizer struct {
 	count bool    // count only: make nothing, return nil slices
 	times float64 // counting: how many identical copies each buffer stands for (layers of one kind are counted once)
-	bytes float64
+	bytes float64 // bytes of the buffers made or counted
+	bufs  float64 // the number of buffers (the allocator rounds each up by less than a page)
 }
 
 // counter is a sizer in counting mode.
@@ -19,11 +21,14 @@ func counter() *sizer { return &sizer{count: true, times: 1} }
 
 // alloc makes a buffer of n elements (or counts its bytes).
 func alloc[T float32 | float64 | int32 | int](s *sizer, n float64) []T {
+	var z T
 	if s.count {
-		var z T
 		s.bytes += s.times * n * float64(unsafe.Sizeof(z))
+		s.bufs += s.times
 		return nil
 	}
+	s.bytes += n * float64(unsafe.Sizeof(z))
+	s.bufs++
 	return make([]T, int(n))
 }
 
@@ -31,11 +36,12 @@ func alloc[T float32 | float64 | int32 | int](s *sizer, n float64) []T {
 func allocRows(s *sizer, n int, size float64) [][]float32 {
 	if s.count {
 		s.bytes += s.times * float64(n) * size * 4
+		s.bufs += s.times * float64(n)
 		return nil
 	}
 	r := make([][]float32, n)
 	for i := range r {
-		r[i] = make([]float32, int(size))
+		r[i] = alloc[float32](s, size)
 	}
 	return r
 }
@@ -157,10 +163,19 @@ func newActivations(s *sizer, c Config, B, workers int) activations {
 // batch·heads·T² per layer, dominate at long contexts) and the per-worker scratch of workers workers. It counts
 // the buffers of the size table New allocates from (not the worker pool's own), in floating point, so absurd
 // configs give a huge number rather than an overflow.
-func MemoryBytes(c Config, batch, workers int) float64 {
+func MemoryBytes(c Config, batch, workers int) float64 { return memory(c, batch, workers).bytes }
+
+// memory counts the buffers New allocates.
+func memory(c Config, batch, workers int) *sizer {
 	s := counter()
-	alloc[float32](s, 2*float64(c.NumParams()))
-	newRopeTable(s, c)
-	newActivations(s, c, batch, workers)
-	return s.bytes
+	modelBuffers(s, c, batch, workers)
+	return s
+}
+
+// modelBuffers makes (or counts) every buffer of a model: the flat parameter and gradient buffers, the RoPE table
+// and the activations of batch sequences with the scratch of workers workers.
+func modelBuffers(s *sizer, c Config, batch, workers int) (params, grads []float32, rope ropeTable, acts activations) {
+	np := float64(c.NumParams())
+	params, grads = alloc[float32](s, np), alloc[float32](s, np)
+	return params, grads, newRopeTable(s, c), newActivations(s, c, batch, workers)
 }
