@@ -185,11 +185,11 @@ func (f *fakeBackend) Score(reqs []Request) ([]Score, error) {
 	return out, nil
 }
 
-func (f *fakeBackend) Generate(reqs []GenRequest) ([]string, error) {
+func (f *fakeBackend) Generate(reqs []GenRequest) ([]Completion, error) {
 	f.gens = append(f.gens, reqs...)
-	out := make([]string, len(reqs))
+	out := make([]Completion, len(reqs))
 	for i, r := range reqs {
-		out[i] = f.gen(r.Prompt)
+		out[i].Text = f.gen(r.Prompt)
 	}
 	return out, nil
 }
