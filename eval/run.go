@@ -47,18 +47,18 @@ type Example struct {
 
 // TaskResult is one task's summary.
 type TaskResult struct {
-	Task      string        `json:"task"`
-	Kind      Kind          `json:"kind"`
-	File      string        `json:"file"`
-	Fewshot   string        `json:"fewshot,omitempty"`
-	Shots     int           `json:"shots"`
-	Docs      int           `json:"docs"`              // records scored (windows for lm tasks)
-	Skipped   int           `json:"malformed_records"` // malformed records skipped (task and few-shot files)
-	Malformed []RecordError `json:"malformed,omitempty"`
-	Truncation Truncation   `json:"truncation"`
-	Metrics   Metrics       `json:"metrics"`
-	Examples  []Example     `json:"examples,omitempty"` // the first few generative records
-	Seconds   float64       `json:"seconds"`
+	Task       string        `json:"task"`
+	Kind       Kind          `json:"kind"`
+	File       string        `json:"file"`
+	Fewshot    string        `json:"fewshot,omitempty"`
+	Shots      int           `json:"shots"`
+	Docs       int           `json:"docs"`              // records scored (windows for lm tasks)
+	Skipped    int           `json:"malformed_records"` // malformed records skipped (task and few-shot files)
+	Malformed  []RecordError `json:"malformed,omitempty"`
+	Truncation Truncation    `json:"truncation"`
+	Metrics    Metrics       `json:"metrics"`
+	Examples   []Example     `json:"examples,omitempty"` // the first few generative records
+	Seconds    float64       `json:"seconds"`
 }
 
 // Truncation counts a task's requests that did not fit the model's context, where it happened: a scoring
