@@ -31,7 +31,8 @@ import (
 //	        examples per subject with explanations (for few-shot), val the scored records (the harness's
 //	        ceval-valid), test has no released answers (graded only by submission), so it is refused here
 //
-// The subject comes from the file name (subjectOf). Answers must be one of the letters A-D.
+// The subject comes from the file name (subjectOf). Answers must be one of the letters A-D. A .jsonl file of the
+// same rows as JSON objects (with an optional "subject") is read as well.
 
 // chineseMCColumns are the header columns both layouts need (matched case-insensitively).
 var chineseMCColumns = []string{"question", "a", "b", "c", "d", "answer"}

@@ -167,3 +167,25 @@ func TestTaskCMMLUFavouredLetterScoresAsConstructed(t *testing.T) {
 	// margins: four +z, two −z: mean z/3, sample sd 2z·sqrt(8/30)·... = sqrt(Σ(x−μ)²/5): (4·(2z/3)² + 2·(4z/3)²)/5.
 	nearTol("ll_margin", mg, z/3, math.Sqrt((4*(2*z/3)*(2*z/3)+2*(4*z/3)*(4*z/3))/5/6))
 }
+
+// TestTaskCMMLUConvertedJSONL: rows converted to JSON lines ({"Question", "A"-"D", "Answer", "subject"}, as an
+// independent check converted the released test set) read as the CSV rows do, subject from the record; a
+// record without a question or with a non-string field is malformed.
+func TestTaskCMMLUConvertedJSONL(t *testing.T) {
+	file := writeFile(t, "cmmlu_test.jsonl", `{"Question": "水稻属于哪一类作物", "A": "油料作物", "B": "纤维作物", "C": "粮食作物", "D": "糖料作物", "Answer": "C", "subject": "agronomy"}
+{"Question": "古代金字塔主要位于今天的哪个国家", "A": "希腊", "B": "印度", "C": "埃及", "D": "秘鲁", "Answer": "C", "subject": "world_history"}
+{"A": "1", "B": "2", "C": "3", "D": "4", "Answer": "A"}
+{"Question": "q", "A": 1, "B": 2, "C": 3, "D": [4], "Answer": "A"}
+`)
+	be := &fakeBackend{}
+	res, err := RunTask(context.Background(), TaskSpec{Name: "cmmlu", Kind: KindCMMLU, File: file}, be, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Docs != 2 || res.Skipped != 2 || be.reqs[0].Context != "以下是关于农学的单项选择题，请直接给出正确答案的选项。\n\n"+cmmluAgronomyQ1 {
+		t.Errorf("docs %d, skipped %d %+v, first context %q", res.Docs, res.Skipped, res.Malformed, be.reqs[0].Context)
+	}
+	if _, ok := res.Metrics.Get("acc_world_history"); !ok {
+		t.Errorf("no acc_world_history in %+v", res.Metrics)
+	}
+}

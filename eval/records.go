@@ -3,6 +3,7 @@ package eval
 import (
 	"bufio"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -52,13 +53,14 @@ type recordSource interface {
 
 // openRecords opens path for a kind: a line-based file, or for CSV kinds one CSV file or a directory of them
 // (every *.csv in it, in name order, as the released per-subject layouts are: CMMLU's test/agronomy.csv,
-// C-Eval's val/accountant_val.csv).
+// C-Eval's val/accountant_val.csv), or a .jsonl file of the same rows as JSON objects (jsonRow).
 func openRecords(path string, ks kindSpec) (recordSource, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
-	if ks.parseRow == nil {
+	jsonl := !st.IsDir() && strings.EqualFold(filepath.Ext(path), ".jsonl")
+	if ks.parseRow == nil || jsonl {
 		if st.IsDir() {
 			return nil, fmt.Errorf("%s is a directory (only the CSV kinds read a directory of files)", path)
 		}
@@ -253,4 +255,43 @@ func subjectOf(path string, known map[string]string) string {
 		return best
 	}
 	return name
+}
+
+// jsonRow reads a CSV kind's row converted to a JSON object (the columns as keys, matched case-insensitively,
+// string or number values; {"Question": ..., "A": ..., "Answer": "C", "subject": "agronomy"}), the subject
+// from its "subject" key or else from the file name.
+func jsonRow(line []byte, fileSubject string) (csvRow, error) {
+	var obj map[string]json.RawMessage
+	if err := strictJSON(line, &obj); err != nil {
+		return csvRow{}, err
+	}
+	row := csvRow{subject: fileSubject, cols: make(map[string]int, len(obj))}
+	for _, k := range sortedKeys(obj) {
+		raw := obj[k]
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			var n json.Number
+			if json.Unmarshal(raw, &n) != nil {
+				if string(raw) != "null" {
+					return csvRow{}, fmt.Errorf("%q is %s, want a string", k, truncateRaw(raw))
+				}
+			}
+			v = n.String()
+		}
+		key := strings.ToLower(k)
+		if key == "subject" && strings.TrimSpace(v) != "" {
+			row.subject = strings.TrimSpace(v)
+		}
+		row.cols[key] = len(row.fields)
+		row.fields = append(row.fields, v)
+	}
+	return row, nil
+}
+
+// truncateRaw shortens a JSON value for an error message.
+func truncateRaw(raw []byte) string {
+	if len(raw) > 40 {
+		return string(raw[:40]) + "..."
+	}
+	return string(raw)
 }

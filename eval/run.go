@@ -240,8 +240,14 @@ func (r *runner) nextDoc(src recordSource) (doc, bool, error) {
 		perr := rec.err
 		if perr == nil {
 			if r.ks.parseRow != nil {
-				d, perr = r.ks.parseRow(rec.row)
-				d.subject = rec.row.subject
+				row := rec.row
+				if rec.text != nil { // a .jsonl file of rows
+					row, perr = jsonRow(rec.text, subjectOf(rec.file, r.ks.subjects))
+				}
+				if perr == nil {
+					d, perr = r.ks.parseRow(row)
+					d.subject = row.subject
+				}
 			} else {
 				d, perr = r.ks.parse(rec.text)
 			}
