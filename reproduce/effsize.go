@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -37,7 +38,7 @@ type EffReading struct {
 func effectiveSize(ladder []Rung, bootstrap int) EffSize {
 	var es EffSize
 	rungs := slices.Clone(ladder)
-	slices.SortFunc(rungs, func(a, b Rung) int { return int(math.Copysign(1, a.N-b.N)) })
+	slices.SortFunc(rungs, func(a, b Rung) int { return cmp.Compare(a.N, b.N) })
 	var pts []fit.Point
 	var groups [][]float64
 	var mean1 []float64

@@ -234,8 +234,8 @@ func judgeLoss(ev *Evidence) Claim {
 	if s05 != nil && s1 != nil {
 		c.add(fmt.Sprintf("gain at the shared LR %g", s1.LR), false, gain(s05.Overall(), s1.Overall()))
 	}
-	lr := ""
-	if g05 != nil && g1 != nil {
+	lr := "LR not recorded"
+	if g05 != nil && g1 != nil && g05.LR > 0 && g1.LR > 0 {
 		lr = fmt.Sprintf("LR γ=0.5 %g, γ=1 %g", g05.LR, g1.LR)
 	}
 	return claimOf(1, "γ = 1 lowers validation loss against γ = 0.5 (with ε = 1e-12 and the gate)",

@@ -274,17 +274,23 @@ func TestEffectiveSizeInsideTheFittedRange(t *testing.T) {
 }
 
 // TestClaimsJSONCarriesTheNumbers: a judged claim written as JSON carries each comparison's per-seed values,
-// df, interval, Holm p and MDE, and claim 4 its bins; non-finite numbers are null, so encoding succeeds.
+// df, interval, Holm p and MDE, and claim 4 its bins; non-finite numbers (one seed's missing noise, a
+// diverged run's loss among the inputs) are null, so encoding succeeds.
 func TestClaimsJSONCarriesTheNumbers(t *testing.T) {
 	cs := Judge(helps().simulate(rand.New(rand.NewPCG(11, 12))), 50)
 	w := helps()
 	w.seeds = 1
-	cs = append(cs, Judge(w.simulate(rand.New(rand.NewPCG(13, 14))), 0)...)
-	b, err := json.Marshal(cs)
+	one := w.simulate(rand.New(rand.NewPCG(13, 14)))
+	cs = append(cs, Judge(one, 0)...)
+	one.Gamma[0].Seeds[0] = Loss{Overall: math.NaN()} // a diverged run
+	b, err := json.Marshal(struct {
+		Claims []Claim
+		Inputs *Evidence
+	}{cs, one})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"values":[`, `"df":2`, `"mde":`, `"p_holm":`, `"bins":[`, `"effective_size":`, `"se":null`, `"reference":`} {
+	for _, key := range []string{`"values":[`, `"df":2`, `"mde":`, `"p_holm":`, `"bins":[`, `"effective_size":`, `"se":null`, `"reference":`, `"overall":null`} {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("claims JSON lacks %s", key)
 		}
