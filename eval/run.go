@@ -253,6 +253,9 @@ func (r *runner) nextDoc(src recordSource) (doc, bool, error) {
 				d, perr = r.ks.parse(rec.text)
 			}
 		}
+		if perr == nil {
+			perr = d.check()
+		}
 		if perr != nil {
 			if err := r.malformed(&RecordError{File: rec.file, Line: rec.line, Err: perr.Error()}); err != nil {
 				return doc{}, false, err
