@@ -523,24 +523,15 @@ func (r *Run) TokensPerS() float64 {
 	return toks / secs
 }
 
-// N is the model's non-embedding parameter count: every parameter minus the token embedding and an untied LM
-// head (the N of the sweep tables and of L(N)).
-func (r *Run) N() int64 { return nonEmbedding(r.Config.Model.Config) }
+// N is the model's non-embedding parameter count (model.Config.NonEmbeddingParams): the N of the sweep tables
+// and of L(N).
+func (r *Run) N() int64 { return r.Config.Model.NonEmbeddingParams() }
 
 // baseN is N of the same model without an attention gate.
 func (r *Run) baseN() int64 {
 	c := r.Config.Model.Config
 	c.AttnGate = model.GateNone
-	return nonEmbedding(c)
-}
-
-// nonEmbedding is the parameter count less the token embedding and an untied LM head.
-func nonEmbedding(c model.Config) int64 {
-	n := c.NumParams() - int64(c.Vocab)*int64(c.Dim)
-	if !c.Tied {
-		n -= int64(c.Vocab) * int64(c.Dim)
-	}
-	return n
+	return c.NonEmbeddingParams()
 }
 
 // Seed is the run's seed.
