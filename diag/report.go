@@ -36,33 +36,38 @@ func num(v float64) any {
 	return v
 }
 
-// WeightReport measures every matrix of m. For the embedding and an untied head, whose rows are tokens, the
-// row-cosine summaries use the rows of frequent (when given: the most frequent tokens first) instead of a
-// random subsample.
+// WeightReport measures every matrix of m with TensorReport.
 func WeightReport(m *model.Model, o WeightOptions, frequent []int) []TensorWeights {
 	var out []TensorWeights
 	for _, t := range m.Specs {
-		if !t.IsMatrix() {
-			continue
+		if t.IsMatrix() {
+			out = append(out, TensorReport(t, m.Params.Flat[t.Offset:t.Offset+t.Size()], o, frequent))
 		}
-		w := m.Params.Flat[t.Offset : t.Offset+t.Size()]
-		rows, cols := t.Shape[0], t.Shape[1]
-		st := Weights(w, rows, cols, o)
-		if (t.Class == model.ClassEmbed || t.Class == model.ClassHead) && len(frequent) > 0 {
-			limit := o.MaxCosRows
-			switch {
-			case limit < 0:
-				limit = len(frequent) // every row, as documented
-			case limit == 0:
-				limit = DefaultMaxCosRows
-			}
-			ids := frequent[:min(len(frequent), limit)]
-			sub := Weights(SelectRows(w, cols, ids), len(ids), cols, o)
-			st.MeanAbsCos, st.CosRatio, st.FracAbove09, st.CosRowsUsed, st.ZeroRows = sub.MeanAbsCos, sub.CosRatio, sub.FracAbove09, sub.CosRowsUsed, sub.ZeroRows
-		}
-		out = append(out, TensorWeights{Name: t.Name, Class: t.Class, Layer: t.Layer, WeightStats: st})
 	}
 	return out
+}
+
+// TensorReport measures the matrix t with values w (row-major, t.Shape) by Weights. For the embedding and an
+// untied head, whose rows are tokens, the row-cosine summaries use the rows of frequent (when given: the most
+// frequent tokens first) instead of a random subsample: the first o.MaxCosRows of them, every one when
+// o.MaxCosRows < 0, DefaultMaxCosRows when it is 0. It is the one per-matrix measurement of WeightReport and of
+// the streaming report of a checkpoint (scale.WeightReport), so the two cannot disagree.
+func TensorReport(t model.TensorSpec, w []float32, o WeightOptions, frequent []int) TensorWeights {
+	rows, cols := t.Shape[0], t.Shape[1]
+	st := Weights(w, rows, cols, o)
+	if (t.Class == model.ClassEmbed || t.Class == model.ClassHead) && len(frequent) > 0 {
+		limit := o.MaxCosRows
+		switch {
+		case limit < 0:
+			limit = len(frequent) // every row, as documented
+		case limit == 0:
+			limit = DefaultMaxCosRows
+		}
+		ids := frequent[:min(len(frequent), limit)]
+		sub := Weights(SelectRows(w, cols, ids), len(ids), cols, o)
+		st.MeanAbsCos, st.CosRatio, st.FracAbove09, st.CosRowsUsed, st.ZeroRows = sub.MeanAbsCos, sub.CosRatio, sub.FracAbove09, sub.CosRowsUsed, sub.ZeroRows
+	}
+	return TensorWeights{Name: t.Name, Class: t.Class, Layer: t.Layer, WeightStats: st}
 }
 
 // FrequentTokens returns the token ids of toks ordered by decreasing count (ties: lower id first), the ones
