@@ -1,40 +1,11 @@
 package diag
 
 import (
-	"encoding/json"
 	"math"
 	"sort"
 
 	"github.com/smallinit/smallinit/model"
 )
-
-// TensorWeights are the weight metrics of one named matrix.
-type TensorWeights struct {
-	Name  string
-	Class string
-	Layer int // −1 for embedding and head
-	WeightStats
-}
-
-// MarshalJSON writes the stable snake_case keys documented in the README; a metric that was not computed
-// (effective rank of a large matrix) or is not finite (a diverged model) is null.
-func (t TensorWeights) MarshalJSON() ([]byte, error) {
-	return json.Marshal(map[string]any{
-		"name": t.Name, "class": t.Class, "layer": t.Layer, "rows": t.Rows, "cols": t.Cols,
-		"frobenius_sq": num(t.FrobSq), "sigma_max": num(t.SigmaMax), "stable_rank": num(t.StableRank),
-		"stable_rank_exact": t.StableRankExact, "effective_rank": num(t.EffectiveRank),
-		"mean_abs_cos": num(t.MeanAbsCos), "random_baseline": num(t.RandomBaseline), "cos_ratio": num(t.CosRatio),
-		"frac_abs_cos_above_0_9": num(t.FracAbove09), "cos_rows_used": t.CosRowsUsed, "zero_rows": t.ZeroRows,
-	})
-}
-
-// num is v, or nil (JSON null) when v is NaN or infinite, which encoding/json rejects.
-func num(v float64) any {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return v
-}
 
 // WeightReport measures every matrix of m with TensorReport.
 func WeightReport(m *model.Model, o WeightOptions, frequent []int) []TensorWeights {
@@ -99,12 +70,6 @@ type ClassSummary struct {
 	MeanAbsCos float64 `json:"mean_abs_cos"`
 	CosRatio   float64 `json:"cos_ratio"`
 	FracAbove  float64 `json:"frac_above_0_9"`
-}
-
-// MarshalJSON writes non-finite metrics as null.
-func (c ClassSummary) MarshalJSON() ([]byte, error) {
-	return json.Marshal(map[string]any{"class": c.Class, "tensors": c.Tensors, "stable_rank": num(c.StableRank),
-		"mean_abs_cos": num(c.MeanAbsCos), "cos_ratio": num(c.CosRatio), "frac_above_0_9": num(c.FracAbove)})
 }
 
 // SummariseClasses groups a weight report by tensor class, in first-seen order.
