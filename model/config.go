@@ -275,6 +275,20 @@ func (c Config) NumParams() int64 {
 	return n
 }
 
+// NonEmbeddingParams returns N of SPEC §4 "Effective model size", the x-axis of the law L(N) = E + A·N^(−α)
+// (the N of the sweep tables and of the report): NumParams less the token embedding (V·d) and, when it is
+// untied, the LM head (V·d). Norm gains, attention, FFN, gate and router weights count, and for MoE models every
+// expert (total, not active, parameters). Like nanoGPT's get_num_params(non_embedding=True), it lives on the
+// model so that nothing else has to count parameters.
+func (c Config) NonEmbeddingParams() int64 {
+	vd := int64(c.Vocab) * int64(c.Dim)
+	n := c.NumParams() - vd
+	if !c.Tied {
+		n -= vd
+	}
+	return n
+}
+
 // MatmulParams returns N_matmul: every weight that goes through a matrix multiply per token, the LM head
 // included (tied or not), the count used by FLOPs per token = 6·N_matmul + 12·L·T·d. Attention counts q_proj
 // [H·d_h, d], k_proj and v_proj [KV·d_h, d] each (smaller under grouped-query attention), the gate and o_proj;
