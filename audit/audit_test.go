@@ -20,7 +20,7 @@ import (
 
 func cfg(t *testing.T, preset string, sets ...string) model.Config {
 	t.Helper()
-	p, err := scale.LookupPreset(preset)
+	p, err := model.LookupPreset(preset)
 	if err != nil {
 		t.Fatal(err)
 	}
