@@ -1,6 +1,7 @@
 package gammainit
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -134,12 +135,13 @@ func NewTable(dims []Dims, recipes []Recipe) (Table, error) {
 	return t, nil
 }
 
-// DefaultTable is the table the Python package checks itself against: d_in and d_out from 64 to 4096 (square
-// and not, the tiny preset's d = 128, d_ff = 384 and V = 4096 among them) at 4 and 28 layers, under γ = 0.5,
+// DefaultTable is the table for the Python package to read and check itself against
+// (testdata/class_table.json): d_in and d_out from 128 to 5504, square and not (the tiny preset's d = 128,
+// d_ff = 384 and V = 4096, the 1.5b preset's d = 2048 and d_ff = 5504), at 4 and 28 layers, under γ = 0.5,
 // 0.75 and 1, fixed 0.02, Xavier and Kaiming, each with and without depth scaling, plus the per-class
 // overrides a study uses (an embedding at fixed σ, a head at γ = 0.5, an o_proj by Kaiming).
 func DefaultTable() Table {
-	dims := []Dims{{128, 128, 4}, {128, 384, 4}, {384, 128, 4}, {128, 4096, 4}, {64, 8, 4}, {2048, 5504, 28}, {4096, 1, 28}}
+	dims := []Dims{{128, 128, 4}, {128, 384, 4}, {384, 128, 4}, {128, 4096, 4}, {2048, 5504, 28}}
 	var recipes []Recipe
 	for _, depth := range []bool{false, true} {
 		recipes = append(recipes,
@@ -160,14 +162,46 @@ func DefaultTable() Table {
 	return t
 }
 
-// WriteJSON writes the table as indented JSON with a trailing newline; σ values are written in the shortest
-// form that reads back as the same float64.
+// WriteJSON writes the table as JSON, one class and one σ case a line (so that a change to the table reads as
+// a diff of the lines it touches), with a trailing newline; numbers are written in the shortest form that
+// reads back as the same float64.
 func (t Table) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(t, "", "  ")
-	if err != nil {
-		return fmt.Errorf("class table: %w", err)
+	var b bytes.Buffer
+	list := func(key string, n int, item func(i int) any, last bool) error {
+		fmt.Fprintf(&b, "  %q: [", key)
+		for i := 0; i < n; i++ {
+			line, err := json.Marshal(item(i))
+			if err != nil {
+				return fmt.Errorf("class table: %w", err)
+			}
+			sep := ","
+			if i == n-1 {
+				sep = ""
+			}
+			fmt.Fprintf(&b, "\n    %s%s", line, sep)
+		}
+		if n > 0 {
+			b.WriteString("\n  ")
+		}
+		b.WriteString("]")
+		if !last {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+		return nil
 	}
-	if _, err := w.Write(append(b, '\n')); err != nil {
+	b.WriteString("{\n")
+	if err := list("rules", len(t.Rules), func(i int) any { return t.Rules[i] }, false); err != nil {
+		return err
+	}
+	if err := list("classes", len(t.Classes), func(i int) any { return t.Classes[i] }, false); err != nil {
+		return err
+	}
+	if err := list("sigmas", len(t.Sigmas), func(i int) any { return t.Sigmas[i] }, true); err != nil {
+		return err
+	}
+	b.WriteString("}\n")
+	if _, err := w.Write(b.Bytes()); err != nil {
 		return fmt.Errorf("class table: %w", err)
 	}
 	return nil

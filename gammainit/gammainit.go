@@ -2,6 +2,13 @@
 // σ = d_in^(−γ), and by the baselines beside it (fixed std, Xavier, Kaiming). Every tensor draws from its own
 // random stream derived from the seed and the tensor's name, so adding a tensor or a layer leaves the draws of
 // all the others unchanged.
+//
+// It is the one owner of the init rule: the σ formulas (Sigma, Recipe.StdFor with per-class overrides and
+// depth scaling), how each tensor class starts (StartOf) and the random streams (Stream, Normal). Apply
+// initialises a model in memory; scale.Init streams checkpoints through the same Stream and StdFor, and the
+// audit asks StdFor for the σ of each rule it tries. Classes and Table describe the class table to other
+// implementations as JSON (Table.WriteJSON; DefaultTable, committed as testdata/class_table.json, is the
+// table for python/ to read instead of keeping its own copy).
 package gammainit
 
 import (
