@@ -48,6 +48,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -69,7 +70,7 @@ type Axis struct {
 // ParseGrid reads and checks a grid file (see the package comment for its format). It does not resolve the
 // runs' configs: Expand does.
 func ParseGrid(path string) (*Grid, error) {
-	text, err := os.ReadFile(path)
+	text, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("grid: %w", err)
 	}
@@ -100,7 +101,11 @@ func parseGrid(text []byte, dir string) (*Grid, error) {
 		if !filepath.IsAbs(b) {
 			g.BaseFile = filepath.Join(dir, b)
 		}
-		if _, err := os.Stat(g.BaseFile); err != nil {
+		st, err := os.Stat(g.BaseFile)
+		if err == nil {
+			err = inputfile.Check(g.BaseFile, st, inputfile.MaxConfig)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("base: %w", err)
 		}
 	case map[string]any:
@@ -227,7 +232,7 @@ type Run struct {
 	ID     string         `json:"id"`
 	Values map[string]any `json:"values"`   // axis key → value
 	Sets   []string       `json:"sets"`     // the axis values as key=value overrides of the base config
-	N      int64          `json:"N"`        // non-embedding parameters (NonEmbeddingParams)
+	N      int64          `json:"N"`        // non-embedding parameters (model.Config.NonEmbeddingParams)
 	Params int64          `json:"n_params"` // all parameters (model.Config.NumParams)
 	Steps  int            `json:"steps"`    // optimizer steps of the run (train.Config.TotalSteps)
 	Tokens int64          `json:"tokens"`   // training tokens of the run: steps · batch_size · T
@@ -279,7 +284,7 @@ func (g *Grid) Expand() (*Plan, error) {
 			return nil, fmt.Errorf("grid %s: run %s (%s): %w", g.Path, r.ID, r.describe(g.Axes), err)
 		}
 		mc := r.Config.Model.Config
-		r.N, r.Params = NonEmbeddingParams(mc), mc.NumParams()
+		r.N, r.Params = mc.NonEmbeddingParams(), mc.NumParams()
 		r.Steps = r.Config.TotalSteps()
 		r.Tokens = int64(r.Steps) * int64(r.Config.Train.BatchSize) * int64(mc.SeqLen)
 		p.Runs = append(p.Runs, r)

@@ -12,20 +12,21 @@ import (
 	"slices"
 	"text/tabwriter"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/internal/runlock"
 )
 
 // Files of a sweep directory DIR. Each run lives in DIR/runs/<id>/, a `smallinit train` run directory
 // (config.toml, metrics.jsonl, checkpoints/, final/) plus the sweep's own files below.
 const (
-	PlanFile  = "plan.json"   // the expansion: axes, runs, fingerprint
-	GridFile  = "grid.toml"   // a copy of the grid file as first run
-	BaseCopy  = "base.toml"   // a copy of the base run config file, when the grid names one
-	RunsDir   = "runs"        // one directory per run
-	ErrorFile = "error.txt"   // in a run directory: why its last attempt failed (removed when it is retried)
-	LockFile  = "lock"        // in a run directory: held while a process runs it (see lock.go)
-	LogFile   = "train.log"   // in a run directory: the training log lines of every attempt
-	doneFile  = "config.json" // in final/: written last by model.Save, so its presence means the run finished
+	PlanFile  = "plan.json"      // the expansion: axes, runs, fingerprint
+	GridFile  = "grid.toml"      // a copy of the grid file as first run
+	BaseCopy  = "base.toml"      // a copy of the base run config file, when the grid names one
+	RunsDir   = "runs"           // one directory per run
+	ErrorFile = "error.txt"      // in a run directory: why its last attempt failed (removed when it is retried)
+	LockFile  = runlock.FileName // in a run directory: held while a process runs it (package runlock)
+	LogFile   = "train.log"      // in a run directory: the training log lines of every attempt
+	doneFile  = "config.json"    // in final/: written last by model.Save, so its presence means the run finished
 )
 
 const planVersion = 1
@@ -40,19 +41,8 @@ type Plan struct {
 	Runs        []Run    `json:"runs"`
 }
 
-// NDefinition says what the N column counts.
+// NDefinition says what the N column counts (model.Config.NonEmbeddingParams).
 const NDefinition = "N = non-embedding parameters: model.Config.NumParams() minus the token embedding (V·d) and minus the LM head (V·d) when it is untied; norm gains, attention, FFN, gate and router weights are counted, and for MoE models all experts (total, not active, parameters)"
-
-// NonEmbeddingParams is N of SPEC §4 "Effective model size" (see NDefinition): the parameters that scale
-// with the model's size rather than its vocabulary, the x-axis of the law L(N) = E + A·N^(−α).
-func NonEmbeddingParams(c model.Config) int64 {
-	vd := int64(c.Vocab) * int64(c.Dim)
-	n := c.NumParams() - vd
-	if !c.Tied {
-		n -= vd
-	}
-	return n
-}
 
 // ReadPlan reads DIR/plan.json. Axis values come back as json.Number (numbers), string or bool.
 func ReadPlan(dir string) (*Plan, error) {
@@ -125,7 +115,7 @@ func Prepare(dir string, g *Grid, p *Plan) error {
 		return err
 	}
 	if g.BaseFile != "" {
-		base, err := os.ReadFile(g.BaseFile)
+		base, err := inputfile.ReadFile(g.BaseFile, inputfile.MaxConfig)
 		if err != nil {
 			return fmt.Errorf("base: %w", err)
 		}

@@ -105,6 +105,13 @@ const (
 	maxVocabTokens = 1 << 30
 )
 
+// MaxPreToken is the longest pre-token merged as one piece: a longer one (a run of a million spaces, random
+// bytes without a break) is cut into pieces of at most MaxPreToken bytes, at UTF-8 boundaries, each merged on
+// its own. This bounds the memory of a merge (about 36 bytes per byte of the piece) whatever the input; Hugging
+// Face's tokenizers merge across the cut, so ids can differ from theirs for such pre-tokens only, which no
+// natural text has.
+const MaxPreToken = 64 << 10
+
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 // newTokenizer builds a Tokenizer and its lookup tables from a vocabulary (raw bytes per id), which ids belong to
@@ -235,28 +242,6 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string) []int32 {
 	return dst
 }
 
-// EncodeWithSpecial is Encode, except that the contents of added tokens (such as <|endoftext|>) found in text
-// are encoded as their ids. Matching is literal and leftmost, the longest token first when several start at the
-// same byte (a loaded file's lstrip, rstrip and single_word flags are kept but not applied); the text between
-// matches is encoded with Encode.
-func (t *Tokenizer) EncodeWithSpecial(text string) []int32 {
-	dst := make([]int32, 0, len(text)/3+1)
-	start := 0
-	for i := 0; i < len(text); i++ {
-		for _, k := range t.addedFirst[text[i]] {
-			a := &t.added[k]
-			if strings.HasPrefix(text[i:], a.Content) {
-				dst = t.AppendEncode(dst, text[start:i])
-				dst = append(dst, a.ID)
-				i += len(a.Content) - 1
-				start = i + 1
-				break
-			}
-		}
-	}
-	return t.AppendEncode(dst, text[start:])
-}
-
 // Decode returns the bytes of the tokens with the given ids; Decode(Encode(s)) == s for every s. An id outside [0, VocabSize())
 // decodes as U+FFFD, so that a model whose output layer is padded past the vocabulary cannot crash a decoder.
 func (t *Tokenizer) Decode(ids []int32) []byte {
@@ -281,6 +266,14 @@ func (t *Tokenizer) appendWord(dst []int32, w string, cache *wordCache) []int32 
 		return append(dst, t.byteID[w[0]])
 	}
 	if len(w) > maxCachedWord {
+		for len(w) > MaxPreToken {
+			cut := MaxPreToken
+			for cut > MaxPreToken-utf8.UTFMax && !utf8.RuneStart(w[cut]) {
+				cut--
+			}
+			dst = t.bpe(dst, w[:cut])
+			w = w[cut:]
+		}
 		return t.bpe(dst, w)
 	}
 	var k0, k1 uint64

@@ -5,13 +5,14 @@ package train
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
 	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
 )
@@ -74,7 +75,7 @@ func Default() Config {
 func Load(path string, sets []string) (Config, error) {
 	var file []byte
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 		if err != nil {
 			return Config{}, fmt.Errorf("run config: %w", err)
 		}
@@ -121,9 +122,8 @@ func Load(path string, sets []string) (Config, error) {
 		ffnSet = ffnSet || md.IsDefined("model", "intermediate_size")
 		dimSet = dimSet || md.IsDefined("model", "hidden_size")
 	}
-	if dimSet && !ffnSet {
-		c.Model.FFN = model.DefaultFFN(c.Model.Dim)
-	}
+	c.Model.FollowHiddenSize(dimSet, ffnSet)
+	c.Model.Preset = p.Name // the table's spelling (names are case-insensitive)
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("run config: %w", err)
 	}
@@ -180,8 +180,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train intervals must be ≥ 0")
 	case t.KeepCheckpoints < 1:
 		return fmt.Errorf("train.keep_checkpoints = %d: must be ≥ 1", t.KeepCheckpoints)
-	case t.Threads < 0:
-		return fmt.Errorf("train.threads = %d: must be ≥ 0", t.Threads)
+	case t.Threads < 0 || t.Threads > kernel.MaxWorkers:
+		return fmt.Errorf("train.threads = %d: must be in [0, %d] (0: all cores)", t.Threads, kernel.MaxWorkers)
 	case c.Schedule.Kind == optim.ScheduleWSD && c.Schedule.Warmup+c.Schedule.DecaySteps > c.TotalSteps():
 		// An overlap would cut the warmup short with a jump down to the decay line.
 		return fmt.Errorf("schedule.warmup_steps + schedule.decay_steps = %d + %d exceeds the run's %d steps", c.Schedule.Warmup, c.Schedule.DecaySteps, c.TotalSteps())

@@ -28,27 +28,6 @@ type coordcheckCmd struct {
 	JSON   bool     `name:"json" help:"Print the measurements and fitted exponents as JSON."`
 }
 
-// coordPoint is one (width, step, layer) measurement.
-type coordPoint struct {
-	Width     int     `json:"width"`
-	Step      int     `json:"step"`
-	Layer     int     `json:"layer"`
-	HiddenRMS float64 `json:"hidden_rms"`
-	AttnRatio float64 `json:"attn_residual_ratio"`
-	FFNRatio  float64 `json:"ffn_residual_ratio"`
-}
-
-// coordFit is the slope of log(ratio) against log(width) at one step and layer: the measured exponent. Layer 0
-// sees the embedding alone, so its exponent is the clean test of SPEC's d^(1−γ); deeper layers' inputs already
-// hold the earlier layers' updates, which at γ < 1 outgrow the embedding and pull the exponent toward 0.
-type coordFit struct {
-	Step     int     `json:"step"`
-	Layer    int     `json:"layer"`
-	AttnExp  float64 `json:"attn_exponent"`
-	FFNExp   float64 `json:"ffn_exponent"`
-	HiddenEx float64 `json:"hidden_rms_exponent"`
-}
-
 func parseInts(s, flag string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -79,7 +58,7 @@ func (cmd *coordcheckCmd) Run() error {
 	}
 	pool := kernel.NewPool(0)
 	defer pool.Close()
-	var points []coordPoint
+	var points []diag.CoordPoint
 	for _, d := range widths {
 		c, _, err := configFromPreset("tiny", append([]string{"max_position_embeddings=64", "norm_eps=1e-12", fmt.Sprintf("hidden_size=%d", d)}, cmd.Set...))
 		if err != nil {
@@ -124,12 +103,12 @@ func (cmd *coordcheckCmd) Run() error {
 				return err
 			}
 			for _, l := range st.Layers {
-				points = append(points, coordPoint{Width: d, Step: s, Layer: l.Layer, HiddenRMS: l.HiddenRMS,
+				points = append(points, diag.CoordPoint{Width: d, Step: s, Layer: l.Layer, HiddenRMS: l.HiddenRMS,
 					AttnRatio: l.AttnResidualRatio, FFNRatio: l.FFNResidualRatio})
 			}
 		}
 	}
-	var fits []coordFit
+	var fits []diag.CoordFit
 	layers := points[len(points)-1].Layer + 1
 	for _, s := range steps {
 		for l := 0; l < layers; l++ {
@@ -140,11 +119,12 @@ func (cmd *coordcheckCmd) Run() error {
 					ya, yf, yh = append(ya, math.Log(p.AttnRatio)), append(yf, math.Log(p.FFNRatio)), append(yh, math.Log(p.HiddenRMS))
 				}
 			}
-			fits = append(fits, coordFit{Step: s, Layer: l, AttnExp: diag.Slope(x, ya), FFNExp: diag.Slope(x, yf), HiddenEx: diag.Slope(x, yh)})
+			fits = append(fits, diag.CoordFit{Step: s, Layer: l, AttnExp: diag.Slope(x, ya), FFNExp: diag.Slope(x, yf), HiddenEx: diag.Slope(x, yh)})
 		}
 	}
 	if cmd.JSON {
-		return json.NewEncoder(os.Stdout).Encode(map[string]any{"gamma": cmd.Gamma, "predicted_attn_exponent": 1 - cmd.Gamma, "points": points, "fits": fits})
+		predicted := 1 - cmd.Gamma
+		return json.NewEncoder(os.Stdout).Encode(diag.Coordcheck{Gamma: cmd.Gamma, Predicted: &predicted, Points: points, Fits: fits})
 	}
 	fmt.Printf("coordinate check at γ = %g: SPEC predicts the attention residual ratio of layer 0 ∝ d^%.2f at init\n", cmd.Gamma, 1-cmd.Gamma)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
