@@ -82,6 +82,9 @@ func ParseGrid(path string) (*Grid, error) {
 	return g, nil
 }
 
+// ParseGridText parses a grid held in memory (relative base file names resolve against dir); Path is "".
+func ParseGridText(text []byte, dir string) (*Grid, error) { return parseGrid(text, dir) }
+
 func parseGrid(text []byte, dir string) (*Grid, error) {
 	var doc map[string]any
 	if _, err := toml.Decode(string(text), &doc); err != nil {
