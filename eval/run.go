@@ -212,7 +212,7 @@ type runner struct {
 
 func (r *runner) malformed(e *RecordError) error {
 	if r.o.StrictRecords {
-		return fmt.Errorf("task %s: malformed record (--strict-records): %w", r.spec.Name, e)
+		return fmt.Errorf("task %s: malformed record (strict records): %w", r.spec.Name, e)
 	}
 	r.res.Skipped++
 	if len(r.res.Malformed) < maxListed {

@@ -29,6 +29,15 @@ type CoordOptions struct {
 	Sets   []override.Set // recipe keys on top of the plan's base and the width (a key without a section is a model key)
 }
 
+// WidthError is a coordinate check's failure at one width (its recipe does not load, or it does not fit).
+type WidthError struct {
+	Width int
+	Err   error
+}
+
+func (e *WidthError) Error() string { return fmt.Sprintf("width %d: %v", e.Width, e.Err) }
+func (e *WidthError) Unwrap() error { return e.Err }
+
 // CoordPoint is one (width, step, layer) measurement.
 type CoordPoint struct {
 	Width     int     `json:"width"`
@@ -100,12 +109,12 @@ func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*CoordResult, err
 		}
 		rc, err := train.LoadSets("", sets)
 		if err != nil {
-			return nil, fmt.Errorf("width %d: %w", d, err)
+			return nil, &WidthError{Width: d, Err: err}
 		}
 		c := rc.Model.Config
 		res.Gamma = rc.Init.Gamma
 		if err := model.CheckMemory(c, batch, 8*float64(c.NumParams())); err != nil {
-			return nil, fmt.Errorf("width %d: %w", d, err)
+			return nil, &WidthError{Width: d, Err: err}
 		}
 		m, err := model.New(c, batch, pool)
 		if err != nil {

@@ -46,14 +46,14 @@ type CoordFit struct {
 func ReadCoordcheck(path string) (*Coordcheck, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--coordcheck: %w", err)
+		return nil, fmt.Errorf("coordinate check: %w", err)
 	}
 	var c Coordcheck
 	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("--coordcheck %s: %w", path, err)
+		return nil, fmt.Errorf("coordinate check %s: %w", path, err)
 	}
 	if len(c.Points) == 0 {
-		return nil, fmt.Errorf("--coordcheck %s: no points (want coordcheck --json output)", path)
+		return nil, fmt.Errorf("coordinate check %s: no points (want the JSON output of smallinit coordcheck)", path)
 	}
 	c.Source = filepath.Base(path)
 	return &c, nil

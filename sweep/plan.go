@@ -54,12 +54,15 @@ func NonEmbeddingParams(c model.Config) int64 {
 	return n
 }
 
+// ErrNotSweep is wrapped by ReadPlan's error for a directory without a plan.
+var ErrNotSweep = errors.New("is not a sweep directory")
+
 // ReadPlan reads DIR/plan.json. Axis values come back as json.Number (numbers), string or bool.
 func ReadPlan(dir string) (*Plan, error) {
 	b, err := os.ReadFile(filepath.Join(dir, PlanFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s is not a sweep directory: no %s (run `smallinit sweep run GRID --out %s` first)", dir, PlanFile, dir)
+			return nil, fmt.Errorf("%s %w: no %s", dir, ErrNotSweep, PlanFile)
 		}
 		return nil, err
 	}
@@ -85,9 +88,9 @@ func (p *Plan) Select(index int) ([]Run, error) {
 	case index == -1:
 		return p.Runs, nil
 	case index < 0:
-		return nil, fmt.Errorf("--index %d: want a run index ≥ 0 (or −1 for every run)", index)
+		return nil, fmt.Errorf("run index %d: want a run index ≥ 0 (or −1 for every run)", index)
 	case index >= len(p.Runs):
-		return nil, fmt.Errorf("--index %d: the sweep has %d runs (indices 0..%d)", index, len(p.Runs), len(p.Runs)-1)
+		return nil, fmt.Errorf("run index %d: the sweep has %d runs (indices 0..%d)", index, len(p.Runs), len(p.Runs)-1)
 	}
 	return p.Runs[index : index+1], nil
 }
@@ -117,7 +120,7 @@ func Prepare(dir string, g *Grid, p *Plan) error {
 			return err
 		}
 		if old.Fingerprint != p.Fingerprint {
-			return fmt.Errorf("%s holds another sweep (plan fingerprint %s, this grid's %s: %s); use another --out",
+			return fmt.Errorf("%s holds another sweep (plan fingerprint %s, this grid's %s: %s); use another directory",
 				dir, old.Fingerprint, p.Fingerprint, planDiff(old, p))
 		}
 	}

@@ -67,6 +67,9 @@ type Result struct {
 // ErrInterrupted is returned when the context is cancelled: the run stopped after a step and saved a checkpoint.
 var ErrInterrupted = errors.New("interrupted")
 
+// ErrRunExists is returned by Start for a directory that already holds a run.
+var ErrRunExists = errors.New("already holds a run")
+
 // ErrAbandoned, as the cause of a run's context (context.WithCancelCause), stops the run without writing a
 // checkpoint: its directory has another owner now (a sweep whose lock was taken over), and a checkpoint, whose
 // pruning deletes older ones, could destroy the one the new owner resumes from. The run returns an error
@@ -76,7 +79,7 @@ var ErrAbandoned = errors.New("run abandoned: its directory has another owner")
 // Start begins a new run of c in dir, which must not hold a run already.
 func Start(ctx context.Context, c Config, dir string, o Options) (Result, error) {
 	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
-		return Result{}, fmt.Errorf("%s already holds a run: resume it with --resume %s or choose another --out", dir, dir)
+		return Result{}, fmt.Errorf("%s %w: resume it or choose another directory", dir, ErrRunExists)
 	}
 	if err := c.Validate(); err != nil {
 		return Result{}, fmt.Errorf("run config: %w", err)
@@ -466,7 +469,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 			r.lastCk = ck
 		}
 		if interrupted && !done {
-			return Result{}, fmt.Errorf("%w at step %d: checkpoint %s written; continue with: smallinit train --resume %s", ErrInterrupted, r.st.Step, r.lastCk, r.dir)
+			return Result{}, fmt.Errorf("%w at step %d: checkpoint %s written; resume %s to continue", ErrInterrupted, r.st.Step, r.lastCk, r.dir)
 		}
 	}
 	// The tokenizer first: model.Save writes config.json last, and its presence is what tells a finished run

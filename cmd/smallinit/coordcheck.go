@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -63,8 +64,11 @@ func (cmd *coordcheckCmd) Run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	res, err := experiment.Coordcheck(ctx, p, o)
-	if err != nil {
-		return fmt.Errorf("coordcheck (--widths, --steps, --set): %w", err)
+	var we *experiment.WidthError
+	if errors.As(err, &we) {
+		return fmt.Errorf("--widths %d (with --set %v): %w", we.Width, cmd.Set, we.Err)
+	} else if err != nil {
+		return fmt.Errorf("coordcheck (--widths, --steps): %w", err)
 	}
 	if cmd.JSON {
 		return json.NewEncoder(os.Stdout).Encode(res)

@@ -57,7 +57,9 @@ func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
 		TokenizerSample: int64(cmd.SampleMB) << 20, Workers: cmd.Workers, Log: log, Progress: p.update,
 	})
 	p.finish()
-	if err != nil {
+	if errors.Is(err, data.ErrNoColumn) {
+		return fmt.Errorf("--text-column %s: %w", cmd.TextColumn, err)
+	} else if err != nil {
 		return err
 	}
 	printDataSummary(stdout, cmd.Out, &st.Stats)

@@ -105,7 +105,7 @@ func (cmd *initCmd) run(ctx context.Context, stdout, log io.Writer, tty bool) er
 	})
 	p.finish()
 	if err != nil {
-		return err
+		return fmt.Errorf("--out %s: %w", cmd.Out, err)
 	}
 	secs := time.Since(start).Seconds()
 	if cmd.JSON {

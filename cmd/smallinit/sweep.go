@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -72,6 +73,9 @@ func (c *sweepRunCmd) run(ctx context.Context, stdout, log io.Writer) error {
 		return err
 	}
 	reps, err := sweep.Execute(ctx, g, c.Out, sweep.Options{Jobs: c.Jobs, Index: c.Index, Cores: c.Cores, StaleAfter: c.StaleAfter, Log: log})
+	if err != nil {
+		err = fmt.Errorf("sweep run %s (--out %s, --index %d): %w", c.Grid, c.Out, c.Index, err)
+	}
 	if len(reps) > 0 {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "index\tid\toutcome\ttime\tval loss")
@@ -102,7 +106,7 @@ func (c *sweepStatusCmd) Run() error { return c.run(os.Stdout) }
 func (c *sweepStatusCmd) run(w io.Writer) error {
 	_, sts, err := sweep.Status(c.Dir, c.StaleAfter)
 	if err != nil {
-		return err
+		return notSweep(err, c.Dir)
 	}
 	return sweep.WriteStatus(w, sts)
 }
@@ -119,7 +123,7 @@ func (c *sweepCollectCmd) Run() error { return c.run(os.Stdout) }
 func (c *sweepCollectCmd) run(w io.Writer) error {
 	t, err := sweep.Collect(c.Dir)
 	if err != nil {
-		return err
+		return notSweep(err, c.Dir)
 	}
 	stem := c.Out
 	if stem == "" {
@@ -144,5 +148,13 @@ func (c *sweepCollectCmd) run(w io.Writer) error {
 		return err
 	}
 	_, err = fmt.Fprintf(w, "wrote %s.csv and %s.json (%s)\n", stem, stem, sweep.NDefinition)
+	return err
+}
+
+// notSweep adds how to make dir a sweep directory to an error saying it is not one.
+func notSweep(err error, dir string) error {
+	if errors.Is(err, sweep.ErrNotSweep) {
+		return fmt.Errorf("%w; run `smallinit sweep run GRID --out %s` first", err, dir)
+	}
 	return err
 }
