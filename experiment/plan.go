@@ -260,8 +260,8 @@ func Parse(text []byte) (*Plan, error) {
 	if p.Data.Corpus != "embedded" {
 		return nil, fmt.Errorf("data.corpus %q: this build prepares only the embedded corpus", p.Data.Corpus)
 	}
-	if p.Data.Vocab < 256 {
-		return nil, fmt.Errorf("data.vocab = %d: want at least 256 (the byte alphabet)", p.Data.Vocab)
+	if p.Data.Vocab < 257 {
+		return nil, fmt.Errorf("data.vocab = %d: want at least 257 (the 256 bytes and <|endoftext|>)", p.Data.Vocab)
 	}
 	if !(p.Budget.Minutes > 0) || !(p.Budget.Efficiency > 0) || p.Budget.Efficiency > 1 || p.Budget.MinSteps < 1 {
 		return nil, fmt.Errorf("budget: want minutes > 0, efficiency in (0, 1] and min_steps ≥ 1")

@@ -28,6 +28,9 @@ const (
 	InitFile    = "init.json"     // per-tensor intended and drawn std at step 0
 	DiagFile    = "diagnostics.jsonl"
 	FinalDir    = "final" // the final model (engine format)
+	// InitDir holds the step-0 weights (engine format), so that figures of the initialisation come from the
+	// run's own files, never from redrawing it with a later build's init code.
+	InitDir = "init"
 )
 
 // Metrics is one line of metrics.jsonl. Loss is the mean training loss over the steps since the previous line.
@@ -272,10 +275,28 @@ func (r *runner) initialise() error {
 	if err := model.WriteFileAtomic(filepath.Join(r.dir, InitFile), append(b, '\n')); err != nil {
 		return err
 	}
+	if err := r.saveInit(); err != nil {
+		return err
+	}
 	if err := truncateMetrics(filepath.Join(r.dir, DiagFile), 0); err != nil {
 		return err
 	}
 	return truncateMetrics(filepath.Join(r.dir, MetricsFile), 0)
+}
+
+// saveInit writes the step-0 weights to DIR/init/, whole or not at all (a temporary directory renamed).
+func (r *runner) saveInit() error {
+	dst, tmp := filepath.Join(r.dir, InitDir), filepath.Join(r.dir, ".tmp-"+InitDir)
+	os.RemoveAll(tmp)
+	if err := r.m.Save(tmp, initRecord(r.c)); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("step-0 weights: %w", err)
+	}
+	os.RemoveAll(dst)
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("step-0 weights: %w", err)
+	}
+	return nil
 }
 
 // diagnose appends one diagnostics line when diagnostics are on and due at the current step.
