@@ -137,7 +137,7 @@ type Group struct {
 // addMatch records that the group matches r, named as it applies to this group (the depth scaling only
 // concerns o and ffn_down).
 func (g *Group) addMatch(r rule) {
-	if !depthClass(g.Class) {
+	if !gammainit.DepthScaled(g.Class) {
 		r.depth = false
 	}
 	if s := r.String(); !slices.Contains(g.Matches, s) {
@@ -309,7 +309,7 @@ func Analyse(c model.Config, tensors []Tensor, rawInit json.RawMessage, z float6
 		g.Tensors = len(g.members)
 		g.Mean, g.Std = pooled.Mean(), pooled.Std()
 		g.Tol = tolerance(pooled.N, z, g.members[0].DType, g.Std)
-		g.Gamma = math.Log(1/g.Std) / math.Log(float64(g.DIn))
+		g.Gamma = gammainit.GammaEff(g.Std, g.DIn)
 		g.GammaTol = g.Tol / math.Log(float64(g.DIn))
 		g.Matches = []string{}
 	}
@@ -392,30 +392,28 @@ func trim(x float64, digits int) string {
 	return s
 }
 
-func depthClass(class string) bool { return class == model.ClassO || class == model.ClassFFNDown }
-
-// depthFactor is the factor the rule applies to a group's σ for depth scaling.
-func depthFactor(depth bool, class string, layers int) float64 {
-	if depth && depthClass(class) {
-		return 1 / math.Sqrt(2*float64(layers))
-	}
-	return 1
-}
-
-// base is the rule's σ for a group before depth scaling.
-func (r rule) base(g *Group) float64 {
-	dIn, dOut := float64(g.DIn), float64(g.DOut)
+// recipe is the rule as a gammainit recipe (not for ruleZero), which is what gives its σ: the audit writes no
+// σ formula of its own.
+func (r rule) recipe() gammainit.Recipe {
+	rec := gammainit.Recipe{Rule: r.kind, DepthScale: r.depth}
 	switch r.kind {
 	case gammainit.RuleGamma:
-		return math.Pow(dIn, -r.param)
+		rec.Gamma = r.param
 	case gammainit.RuleFixed:
-		return r.param
-	case gammainit.RuleXavier:
-		return math.Sqrt(2 / (dIn + dOut))
-	case gammainit.RuleKaiming:
-		return math.Sqrt(2 / dIn)
+		rec.Std = r.param
 	}
-	return math.NaN()
+	return rec
+}
+
+// sigma is the σ the rule gives the group's tensors in a model of L layers: gammainit's StdFor.
+func (r rule) sigma(g *Group, layers int) float64 { return r.recipe().StdFor(g.shape, layers) }
+
+// divisor is what the rule's depth scaling divides a group's σ by (1 without depth scaling).
+func (r rule) divisor(class string, layers int) float64 {
+	if r.depth {
+		return gammainit.DepthDivisor(class, layers)
+	}
+	return 1
 }
 
 // matches reports whether every tensor of g, and g pooled, has the std the rule predicts.
@@ -431,7 +429,7 @@ func (r rule) matches(g *Group, layers int, z float64) bool {
 	if !(g.Std > 0) {
 		return false
 	}
-	want := r.base(g) * depthFactor(r.depth, g.Class, layers)
+	want := r.sigma(g, layers)
 	extra := r.paramTol
 	if r.kind == gammainit.RuleGamma {
 		extra *= math.Log(float64(g.DIn))
@@ -463,10 +461,10 @@ func candidates(groups []Group, layers int) []rule {
 			if g.Std <= 0 {
 				continue
 			}
-			f := depthFactor(depth, g.Class, layers)
+			div := rule{depth: depth}.divisor(g.Class, layers)
 			lnD := math.Log(float64(g.DIn))
-			rs = append(rs, rule{kind: gammainit.RuleGamma, param: math.Log(f/g.Std) / lnD, depth: depth, paramTol: g.Tol / lnD},
-				rule{kind: gammainit.RuleFixed, param: g.Std / f, depth: depth, paramTol: g.Tol})
+			rs = append(rs, rule{kind: gammainit.RuleGamma, param: gammainit.GammaEff(g.Std*div, g.DIn), depth: depth, paramTol: g.Tol / lnD},
+				rule{kind: gammainit.RuleFixed, param: g.Std * div, depth: depth, paramTol: g.Tol})
 		}
 	}
 	return rs
@@ -474,7 +472,7 @@ func candidates(groups []Group, layers int) []rule {
 
 func hasDepthClass(groups []Group) bool {
 	for _, g := range groups {
-		if depthClass(g.Class) {
+		if gammainit.DepthScaled(g.Class) {
 			return true
 		}
 	}
@@ -490,13 +488,12 @@ func refine(r rule, groups []Group, explained []int, layers int) rule {
 	var sw, swx float64
 	for _, i := range explained {
 		g := &groups[i]
-		f := depthFactor(r.depth, g.Class, layers)
+		div := r.divisor(g.Class, layers)
 		var x, sd float64
 		if r.kind == gammainit.RuleGamma {
-			lnD := math.Log(float64(g.DIn))
-			x, sd = math.Log(f/g.Std)/lnD, g.Tol/lnD
+			x, sd = gammainit.GammaEff(g.Std*div, g.DIn), g.Tol/math.Log(float64(g.DIn))
 		} else {
-			x, sd = g.Std/f, g.Tol*g.Std/f
+			x, sd = g.Std*div, g.Tol*g.Std*div
 		}
 		w := 1 / (sd * sd)
 		sw += w
@@ -617,8 +614,8 @@ func decideRules(rep *Report, groups []Group, layers int, z float64) {
 		base := main.r
 		base.depth = false
 		for i := range groups {
-			if g := &groups[i]; depthClass(g.Class) {
-				ratio := g.Std / base.base(g)
+			if g := &groups[i]; gammainit.DepthScaled(g.Class) {
+				ratio := g.Std / base.sigma(g, layers)
 				g.DepthRatio = &ratio
 			}
 		}
@@ -639,12 +636,12 @@ func decideRules(rep *Report, groups []Group, layers int, z float64) {
 		}
 		rep.Overrides[g.Label] = ""
 		for _, depth := range []bool{main.r.depth, !main.r.depth} {
-			f := depthFactor(depth, g.Class, layers)
+			div := rule{depth: depth}.divisor(g.Class, layers)
 			tries := []rule{{kind: ruleZero}, {kind: gammainit.RuleFixed, param: 0.02, depth: depth},
 				{kind: gammainit.RuleXavier, depth: depth}, {kind: gammainit.RuleKaiming, depth: depth}}
 			if g.Std > 0 {
 				tries = append(tries, rule{kind: gammainit.RuleGamma, depth: depth,
-					param: math.Round(20*math.Log(f/g.Std)/math.Log(float64(g.DIn))) / 20})
+					param: math.Round(20*gammainit.GammaEff(g.Std*div, g.DIn)) / 20})
 			}
 			for _, r := range tries {
 				if r.matches(g, layers, z) {
@@ -839,7 +836,7 @@ func (r Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "norm biases: %d tensors, %s\n", n.Biases, state)
 	}
 	if r.DepthScaled != nil {
-		fmt.Fprintf(w, "o_proj/down_proj depth scaling 1/sqrt(2L) = %.4g: %v\n", 1/math.Sqrt(2*float64(r.Layers)), *r.DepthScaled)
+		fmt.Fprintf(w, "o_proj/down_proj depth scaling 1/sqrt(2L) = %.4g: %v\n", 1/gammainit.DepthDivisor(model.ClassO, r.Layers), *r.DepthScaled)
 	}
 	if d := r.Declared; d != nil {
 		fmt.Fprintf(w, "smallinit_init: %s, seed %d: weights match it: %v\n", recipeString(d.Recipe), d.Seed, d.Matches)

@@ -3,10 +3,12 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,7 +22,7 @@ import (
 
 func cfg(t *testing.T, preset string, sets ...string) model.Config {
 	t.Helper()
-	p, err := scale.LookupPreset(preset)
+	p, err := model.LookupPreset(preset)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,4 +299,119 @@ func TestAuditZeroAndNaN(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
+}
+
+// exactTensors returns every tensor of c with the moments of an exact draw from recipe r: each matrix's sample
+// std is gammainit's σ for it (StdFor), norm gains are ones and biases zeros. (Pooled over a group's k tensors
+// the sample std is then σ·sqrt((N−k)/(N−1)), low by O(k/N): the γ estimated from it is off by ~1e-6.)
+func exactTensors(c model.Config, r gammainit.Recipe, scaleClass string, factor float64) []Tensor {
+	var ts []Tensor
+	for _, s := range c.Tensors() {
+		n := int64(s.Size())
+		var m Moments
+		switch gammainit.StartOf(s.Class) {
+		case gammainit.StartOnes:
+			m = Moments{N: n, Sum: float64(n), SumSq: float64(n)}
+		case gammainit.StartZeros:
+			m = Moments{N: n}
+		default:
+			sigma := r.StdFor(s, c.Layers)
+			if s.Class == scaleClass {
+				sigma *= factor
+			}
+			m = Moments{N: n, SumSq: sigma * sigma * float64(n-1), MaxDev: 4 * sigma}
+		}
+		ts = append(ts, Tensor{Spec: s, DType: safetensors.F32, Moments: m})
+	}
+	return ts
+}
+
+// TestAuditNamesEachRuleAtGammainitSigma: a model whose every matrix has exactly the σ gammainit gives it, for
+// every rule with and without depth scaling and for per-class overrides, on dense, MoE and Qwen3 layouts, is
+// audited as that rule (its γ, its depth scaling, its overrides), and the σ the audit expects of each group
+// under the recorded recipe is gammainit's. Moving one class off its σ by 20% makes the audit say so.
+func TestAuditNamesEachRuleAtGammainitSigma(t *testing.T) {
+	std, half, low := 0.02, 0.5, 0.006
+	configs := map[string]model.Config{
+		"tiny":     cfg(t, "tiny"),
+		"tiny-moe": cfg(t, "tiny-moe", "shared_expert_intermediate_size=96"),
+		"qwen3":    cfg(t, "tiny", "qk_norm=true", "attn_gate=headwise"),
+	}
+	type tcase struct {
+		recipe    gammainit.Recipe
+		rule      rule              // the rule the audit should name
+		overrides map[string]string // class label → rule, when the recipe overrides classes
+	}
+	var cases []tcase
+	for _, depth := range []bool{false, true} {
+		for _, g := range []float64{0.5, 0.75, 1} {
+			cases = append(cases, tcase{recipe: gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: g, DepthScale: depth},
+				rule: rule{kind: gammainit.RuleGamma, param: g, depth: depth}})
+		}
+		for _, s := range []float64{0.02, low} {
+			cases = append(cases, tcase{recipe: gammainit.Recipe{Rule: gammainit.RuleFixed, Std: s, DepthScale: depth},
+				rule: rule{kind: gammainit.RuleFixed, param: s, depth: depth}})
+		}
+		for _, k := range []string{gammainit.RuleXavier, gammainit.RuleKaiming} {
+			cases = append(cases, tcase{recipe: gammainit.Recipe{Rule: k, DepthScale: depth}, rule: rule{kind: k, depth: depth}})
+		}
+	}
+	cases = append(cases, tcase{
+		recipe: gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: 1, Classes: map[string]gammainit.Override{
+			model.ClassEmbed: {Std: &std}, model.ClassHead: {Gamma: &half}, model.ClassV: {Rule: gammainit.RuleXavier}}},
+		rule:      rule{kind: gammainit.RuleGamma, param: 1},
+		overrides: map[string]string{model.ClassEmbed: "fixed std 0.02", model.ClassHead: "γ-rule γ=0.5", model.ClassV: "xavier"},
+	})
+	for cname, c := range configs {
+		for _, tc := range cases {
+			name := fmt.Sprintf("%s %s", cname, tc.rule)
+			raw, _ := json.Marshal(map[string]any{"recipe": tc.recipe, "seed": 1})
+			rep := Analyse(c, exactTensors(c, tc.recipe, "", 1), raw, 0)
+			want := tc.rule.String()
+			if tc.overrides == nil {
+				if len(rep.Rules) == 0 || rep.Rules[0] != want {
+					t.Errorf("%s: rules %q (main %q), want %q first", name, rep.Rules, rep.Main, want)
+				}
+			} else {
+				if rep.Main != want {
+					t.Errorf("%s: main rule %q, want %q", name, rep.Main, want)
+				}
+				for label, o := range tc.overrides {
+					if rep.Overrides[label] != o {
+						t.Errorf("%s: override of %s %q, want %q (all: %v)", name, label, rep.Overrides[label], o, rep.Overrides)
+					}
+				}
+				if len(rep.Overrides) != len(tc.overrides) {
+					t.Errorf("%s: overrides %v, want %v", name, rep.Overrides, tc.overrides)
+				}
+			}
+			if rep.Trained || !strings.HasPrefix(rep.Verdict, "untrained: ") || !strings.HasSuffix(rep.Verdict, "(as smallinit_init records)") {
+				t.Errorf("%s: verdict %q", name, rep.Verdict)
+			}
+			if tc.rule.kind == gammainit.RuleGamma && (rep.Gamma == nil || math.Abs(*rep.Gamma-tc.rule.param) > 1e-4) {
+				t.Errorf("%s: γ %v, want %g", name, fmtPtr(rep.Gamma), tc.rule.param)
+			}
+			if rep.DepthScaled == nil || *rep.DepthScaled != tc.recipe.DepthScale {
+				t.Errorf("%s: depth scaled %v, want %v", name, rep.DepthScaled, tc.recipe.DepthScale)
+			}
+			for _, g := range rep.Classes {
+				if want := tc.recipe.StdFor(g.shape, c.Layers); g.DeclaredStd == nil || *g.DeclaredStd != want || !*g.DeclaredOK {
+					t.Errorf("%s: %s declared σ %v (ok %v), gammainit gives %g", name, g.Label, g.DeclaredStd, g.DeclaredOK, want)
+				}
+			}
+
+			// One class 20% off its σ: no longer explained by the rule alone, and the record no longer matches.
+			off := Analyse(c, exactTensors(c, tc.recipe, model.ClassO, 1.2), raw, 0)
+			if slices.Contains(off.Rules, want) || off.Declared == nil || off.Declared.Matches {
+				t.Errorf("%s with o_proj ×1.2: rules %q, declared %+v; want the rule and the record refused", name, off.Rules, off.Declared)
+			}
+		}
+	}
+}
+
+func fmtPtr(p *float64) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%.17g", *p)
 }

@@ -1,68 +1,44 @@
 package diag
 
 import (
-	"encoding/json"
 	"math"
 	"sort"
 
 	"github.com/smallinit/smallinit/model"
 )
 
-// TensorWeights are the weight metrics of one named matrix.
-type TensorWeights struct {
-	Name  string
-	Class string
-	Layer int // −1 for embedding and head
-	WeightStats
-}
-
-// MarshalJSON writes the stable snake_case keys documented in the README; a metric that was not computed
-// (effective rank of a large matrix) or is not finite (a diverged model) is null.
-func (t TensorWeights) MarshalJSON() ([]byte, error) {
-	return json.Marshal(map[string]any{
-		"name": t.Name, "class": t.Class, "layer": t.Layer, "rows": t.Rows, "cols": t.Cols,
-		"frobenius_sq": num(t.FrobSq), "sigma_max": num(t.SigmaMax), "stable_rank": num(t.StableRank),
-		"stable_rank_exact": t.StableRankExact, "effective_rank": num(t.EffectiveRank),
-		"mean_abs_cos": num(t.MeanAbsCos), "random_baseline": num(t.RandomBaseline), "cos_ratio": num(t.CosRatio),
-		"frac_abs_cos_above_0_9": num(t.FracAbove09), "cos_rows_used": t.CosRowsUsed, "zero_rows": t.ZeroRows,
-	})
-}
-
-// num is v, or nil (JSON null) when v is NaN or infinite, which encoding/json rejects.
-func num(v float64) any {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return v
-}
-
-// WeightReport measures every matrix of m. For the embedding and an untied head, whose rows are tokens, the
-// row-cosine summaries use the rows of frequent (when given: the most frequent tokens first) instead of a
-// random subsample.
+// WeightReport measures every matrix of m with TensorReport.
 func WeightReport(m *model.Model, o WeightOptions, frequent []int) []TensorWeights {
 	var out []TensorWeights
 	for _, t := range m.Specs {
-		if !t.IsMatrix() {
-			continue
+		if t.IsMatrix() {
+			out = append(out, TensorReport(t, m.Params.Flat[t.Offset:t.Offset+t.Size()], o, frequent))
 		}
-		w := m.Params.Flat[t.Offset : t.Offset+t.Size()]
-		rows, cols := t.Shape[0], t.Shape[1]
-		st := Weights(w, rows, cols, o)
-		if (t.Class == model.ClassEmbed || t.Class == model.ClassHead) && len(frequent) > 0 {
-			limit := o.MaxCosRows
-			switch {
-			case limit < 0:
-				limit = len(frequent) // every row, as documented
-			case limit == 0:
-				limit = DefaultMaxCosRows
-			}
-			ids := frequent[:min(len(frequent), limit)]
-			sub := Weights(SelectRows(w, cols, ids), len(ids), cols, o)
-			st.MeanAbsCos, st.CosRatio, st.FracAbove09, st.CosRowsUsed, st.ZeroRows = sub.MeanAbsCos, sub.CosRatio, sub.FracAbove09, sub.CosRowsUsed, sub.ZeroRows
-		}
-		out = append(out, TensorWeights{Name: t.Name, Class: t.Class, Layer: t.Layer, WeightStats: st})
 	}
 	return out
+}
+
+// TensorReport measures the matrix t with values w (row-major, t.Shape) by Weights. For the embedding and an
+// untied head, whose rows are tokens, the row-cosine summaries use the rows of frequent (when given: the most
+// frequent tokens first) instead of a random subsample: the first o.MaxCosRows of them, every one when
+// o.MaxCosRows < 0, DefaultMaxCosRows when it is 0. It is the one per-matrix measurement of WeightReport and of
+// the streaming report of a checkpoint (scale.WeightReport), so the two cannot disagree.
+func TensorReport(t model.TensorSpec, w []float32, o WeightOptions, frequent []int) TensorWeights {
+	rows, cols := t.Shape[0], t.Shape[1]
+	st := Weights(w, rows, cols, o)
+	if (t.Class == model.ClassEmbed || t.Class == model.ClassHead) && len(frequent) > 0 {
+		limit := o.MaxCosRows
+		switch {
+		case limit < 0:
+			limit = len(frequent) // every row, as documented
+		case limit == 0:
+			limit = DefaultMaxCosRows
+		}
+		ids := frequent[:min(len(frequent), limit)]
+		sub := Weights(SelectRows(w, cols, ids), len(ids), cols, o)
+		st.MeanAbsCos, st.CosRatio, st.FracAbove09, st.CosRowsUsed, st.ZeroRows = sub.MeanAbsCos, sub.CosRatio, sub.FracAbove09, sub.CosRowsUsed, sub.ZeroRows
+	}
+	return TensorWeights{Name: t.Name, Class: t.Class, Layer: t.Layer, WeightStats: st}
 }
 
 // FrequentTokens returns the token ids of toks ordered by decreasing count (ties: lower id first), the ones
@@ -94,12 +70,6 @@ type ClassSummary struct {
 	MeanAbsCos float64 `json:"mean_abs_cos"`
 	CosRatio   float64 `json:"cos_ratio"`
 	FracAbove  float64 `json:"frac_above_0_9"`
-}
-
-// MarshalJSON writes non-finite metrics as null.
-func (c ClassSummary) MarshalJSON() ([]byte, error) {
-	return json.Marshal(map[string]any{"class": c.Class, "tensors": c.Tensors, "stable_rank": num(c.StableRank),
-		"mean_abs_cos": num(c.MeanAbsCos), "cos_ratio": num(c.CosRatio), "frac_above_0_9": num(c.FracAbove)})
 }
 
 // SummariseClasses groups a weight report by tensor class, in first-seen order.

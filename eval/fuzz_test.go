@@ -13,7 +13,7 @@ import (
 
 // fuzzKinds are the task kinds FuzzTaskFile reads its bytes as (chosen by its second argument).
 var fuzzKinds = []Kind{KindHellaSwag, KindMultipleChoice, KindWinoGrande, KindLambada, KindGSM8K, KindMATH, KindMGSM,
-	KindCMATH, KindProbe, KindLM}
+	KindCMATH, KindProbe, KindLM, KindCMMLU, KindCEval}
 
 // FuzzTaskFile runs a benchmark task whose record file (and few-shot file, the same bytes) is arbitrary, on a
 // real LM backend: a two-layer model over a byte tokenizer, context 16, so that long records are truncated and
@@ -24,7 +24,12 @@ func FuzzTaskFile(f *testing.F) {
 	for i, k := range fuzzKinds {
 		for _, s := range sampleFiles {
 			if kind, _ := KindOf(s.task); kind == k {
-				b, err := os.ReadFile(filepath.Join("testdata", s.file))
+				path := filepath.Join("testdata", s.file)
+				if st, err := os.Stat(path); err == nil && st.IsDir() { // per-subject CSVs: the first file
+					ents, _ := os.ReadDir(path)
+					path = filepath.Join(path, ents[0].Name())
+				}
+				b, err := os.ReadFile(path)
 				if err != nil {
 					f.Fatal(err)
 				}
@@ -38,6 +43,8 @@ func FuzzTaskFile(f *testing.F) {
 	f.Add([]byte(`{"query":"q","choices":["a","b"],"gold":"1"}`+"\n"+`{"query":"q","choices":["a"],"gold":5}`+"\n[]\n"), uint8(1), uint8(0))
 	f.Add([]byte("question\t1,000\nbad line\n\t\n"), uint8(6), uint8(3))
 	f.Add([]byte{}, uint8(0), uint8(0))
+	f.Add([]byte(",Question,A,B,C,D,Answer\n0,\"q\nq\",a,b,c,d,E\n1,\"unterminated,a,b,c,d,A\n"), uint8(10), uint8(1))
+	f.Add([]byte("\uFEFFid,question,A,B,C,D,answer\n0,q,1,2,3\n1,q,1,2,3,4,D\n"), uint8(11), uint8(2))
 	m := testModel(f, 257, 16, 2, 1)
 	lm := NewLM(m, byteTokenizer{}, NewPrefixStepper(m))
 	dir := f.TempDir()

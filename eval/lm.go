@@ -140,7 +140,7 @@ func (l *LM) ScoreText(ctx context.Context, r io.Reader, maxWindows int, progres
 	V := int32(l.m.Config.Vocab)
 	encode := func(text []byte) error {
 		n := len(stream)
-		stream = append(stream, l.tok.Encode(string(text))...)
+		stream = append(stream, l.encode(string(text))...)
 		for _, t := range stream[n:] {
 			if t < 0 || t >= V {
 				return fmt.Errorf("token %d outside the model's vocabulary [0, %d)", t, V)

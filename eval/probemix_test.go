@@ -163,15 +163,15 @@ func TestLMPrefixGenerate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got[0] != want.Text {
-		t.Errorf("Generate with Prefix %q, from the prefixed tokens %q", got[0], want.Text)
+	if got[0].Text != want.Text {
+		t.Errorf("Generate with Prefix %q, from the prefixed tokens %q", got[0].Text, want.Text)
 	}
 	lm.Prefix = nil
 	plain, err := lm.Generate([]GenRequest{{Prompt: "add: 4 + 5 =", MaxTokens: 6}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plain[0] == got[0] {
-		t.Errorf("the same completion %q with and without the prefix: this model cannot show the prefix is used", got[0])
+	if plain[0].Text == got[0].Text {
+		t.Errorf("the same completion %q with and without the prefix: this model cannot show the prefix is used", got[0].Text)
 	}
 }

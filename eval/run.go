@@ -15,7 +15,7 @@ import (
 
 // Options control RunTask.
 type Options struct {
-	Limit         int                     // score at most this many records, or windows of an lm task (0: all)
+	Limit         int                     // stop reading after this many valid records, or windows of an lm task (0: all)
 	Shots         int                     // few-shot examples before each record, when the task has a Fewshot file
 	MaxNewTokens  int                     // most tokens generated per record (0: 256, the harness's default)
 	StrictRecords bool                    // a malformed record is an error instead of being skipped and counted
@@ -47,19 +47,32 @@ type Example struct {
 
 // TaskResult is one task's summary.
 type TaskResult struct {
-	Task      string        `json:"task"`
-	Kind      Kind          `json:"kind"`
-	File      string        `json:"file"`
-	Fewshot   string        `json:"fewshot,omitempty"`
-	Shots     int           `json:"shots"`
-	Docs      int           `json:"docs"`              // records scored (windows for lm tasks)
-	Skipped   int           `json:"malformed_records"` // malformed records skipped (task and few-shot files)
-	Malformed []RecordError `json:"malformed,omitempty"`
-	Truncated int           `json:"truncated_requests"` // scorings whose context was cut to the context length
-	Metrics   Metrics       `json:"metrics"`
-	Examples  []Example     `json:"examples,omitempty"` // the first few generative records
-	Seconds   float64       `json:"seconds"`
+	Task       string        `json:"task"`
+	Kind       Kind          `json:"kind"`
+	File       string        `json:"file"`
+	Fewshot    string        `json:"fewshot,omitempty"`
+	Shots      int           `json:"shots"`
+	Docs       int           `json:"docs"`              // records scored (windows for lm tasks)
+	Skipped    int           `json:"malformed_records"` // malformed records skipped (task and few-shot files)
+	Malformed  []RecordError `json:"malformed,omitempty"`
+	Truncation Truncation    `json:"truncation"`
+	Metrics    Metrics       `json:"metrics"`
+	Examples   []Example     `json:"examples,omitempty"` // the first few generative records
+	Seconds    float64       `json:"seconds"`
 }
+
+// Truncation counts a task's requests that did not fit the model's context, where it happened: a scoring
+// (a choice's or gold answer's log-likelihood) whose context lost its start, or whose continuation was longer
+// than the context; a generation prompt that lost its start to leave room for the new tokens.
+type Truncation struct {
+	Scored          int `json:"scored"`
+	ScoredTotal     int `json:"scored_total"`
+	Generation      int `json:"generation"`
+	GenerationTotal int `json:"generation_total"`
+}
+
+// Any reports whether any request was truncated.
+func (t Truncation) Any() bool { return t.Scored > 0 || t.Generation > 0 }
 
 // recordReader reads the non-blank lines of a record file with their line numbers, lines of any length.
 type recordReader struct {
@@ -118,22 +131,22 @@ func RunTask(ctx context.Context, spec TaskSpec, be Backend, o Options) (*TaskRe
 		o.Chunk = 64
 	}
 	res := &TaskResult{Task: spec.Name, Kind: spec.Kind, File: spec.File, Metrics: Metrics{}}
-	f, err := os.Open(spec.File)
-	if err != nil {
-		return nil, fmt.Errorf("task %s: %w", spec.Name, err)
-	}
-	defer f.Close()
-	var total int64
-	if st, err := f.Stat(); err == nil {
-		total = st.Size()
-	}
-	cr := &countingReader{r: f}
-	progress := func() {
-		if o.Progress != nil {
-			o.Progress(cr.n, total)
-		}
-	}
 	if spec.Kind == KindLM {
+		f, err := os.Open(spec.File)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", spec.Name, err)
+		}
+		defer f.Close()
+		var total int64
+		if st, err := f.Stat(); err == nil {
+			total = st.Size()
+		}
+		cr := &countingReader{r: f}
+		progress := func() {
+			if o.Progress != nil {
+				o.Progress(cr.n, total)
+			}
+		}
 		ts, ok := be.(TextScorer)
 		if !ok {
 			return nil, fmt.Errorf("task %s: this backend cannot score plain text", spec.Name)
@@ -157,24 +170,26 @@ func RunTask(ctx context.Context, spec TaskSpec, be Backend, o Options) (*TaskRe
 		}
 		res.Fewshot, res.Shots = spec.Fewshot, o.Shots
 	}
-	rr := newRecordReader(cr, spec.File)
+	src, err := openRecords(spec.File, ks)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", spec.Name, err)
+	}
+	defer src.Close()
+	progress := func() {
+		if o.Progress != nil {
+			o.Progress(src.read(), src.total())
+		}
+	}
 	var chunk []doc
+	// Reading stops as soon as Limit valid records are in hand, so the rest of the file is never read.
 	for o.Limit <= 0 || res.Docs+len(chunk) < o.Limit {
-		line, n, err := rr.next()
-		if err == io.EOF {
+		d, ok, err := r.nextDoc(src)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			break
 		}
-		if err != nil {
-			return nil, fmt.Errorf("task %s: %w", spec.Name, err)
-		}
-		d, perr := ks.parse(line)
-		if perr != nil {
-			if err := r.malformed(&RecordError{File: spec.File, Line: n, Err: perr.Error()}); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		d.line = n
 		chunk = append(chunk, d)
 		if len(chunk) == o.Chunk {
 			if err := r.score(chunk); err != nil {
@@ -207,7 +222,45 @@ type runner struct {
 	o     Options
 	res   *TaskResult
 	agg   *aggregate
-	shots []doc
+	shots map[string][]doc // few-shot examples by subject ("" for kinds without subjects)
+}
+
+// nextDoc returns the next valid record of src (ok false at the end), counting and reporting the malformed
+// ones it skips.
+func (r *runner) nextDoc(src recordSource) (doc, bool, error) {
+	for {
+		rec, err := src.next()
+		if err == io.EOF {
+			return doc{}, false, nil
+		}
+		if err != nil {
+			return doc{}, false, fmt.Errorf("task %s: %w", r.spec.Name, err)
+		}
+		var d doc
+		perr := rec.err
+		if perr == nil {
+			if r.ks.parseRow != nil {
+				row := rec.row
+				if rec.text != nil { // a .jsonl file of rows
+					row, perr = jsonRow(rec.text, subjectOf(rec.file, r.ks.subjects))
+				}
+				if perr == nil {
+					d, perr = r.ks.parseRow(row)
+					d.subject = row.subject
+				}
+			} else {
+				d, perr = r.ks.parse(rec.text)
+			}
+		}
+		if perr != nil {
+			if err := r.malformed(&RecordError{File: rec.file, Line: rec.line, Err: perr.Error()}); err != nil {
+				return doc{}, false, err
+			}
+			continue
+		}
+		d.line = rec.line
+		return d, true, nil
+	}
 }
 
 func (r *runner) malformed(e *RecordError) error {
@@ -225,57 +278,62 @@ func (r *runner) malformed(e *RecordError) error {
 }
 
 // readShots reads the first Shots+1 valid records of the few-shot file (one spare, for when a record is
-// its own few-shot example).
+// its own few-shot example); for per-subject kinds, the first Shots+1 of each subject (the harness's first_n
+// sampler on the subject's dev split).
 func (r *runner) readShots() error {
-	f, err := os.Open(r.spec.Fewshot)
+	src, err := openRecords(r.spec.Fewshot, r.ks)
 	if err != nil {
 		return fmt.Errorf("task %s: few-shot file: %w", r.spec.Name, err)
 	}
-	defer f.Close()
-	rr := newRecordReader(f, r.spec.Fewshot)
-	for len(r.shots) < r.o.Shots+1 {
-		line, n, err := rr.next()
-		if err == io.EOF {
+	defer src.Close()
+	r.shots = map[string][]doc{}
+	for r.ks.parseRow != nil || len(r.shots[""]) < r.o.Shots+1 {
+		d, ok, err := r.nextDoc(src)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			break
 		}
-		if err != nil {
-			return fmt.Errorf("task %s: %w", r.spec.Name, err)
+		if len(r.shots[d.subject]) < r.o.Shots+1 {
+			r.shots[d.subject] = append(r.shots[d.subject], d)
 		}
-		d, perr := r.ks.parse(line)
-		if perr != nil {
-			if err := r.malformed(&RecordError{File: r.spec.Fewshot, Line: n, Err: perr.Error()}); err != nil {
-				return err
-			}
-			continue
-		}
-		r.shots = append(r.shots, d)
 	}
-	if len(r.shots) < r.o.Shots {
-		return fmt.Errorf("task %s: few-shot file %s has %d valid records, %d shots wanted", r.spec.Name, r.spec.Fewshot, len(r.shots), r.o.Shots)
+	if n := len(r.shots[""]); r.ks.parseRow == nil && n < r.o.Shots {
+		return fmt.Errorf("task %s: few-shot file %s has %d valid records, %d shots wanted", r.spec.Name, r.spec.Fewshot, n, r.o.Shots)
 	}
 	return nil
 }
 
-// prefix is the few-shot context before d: the first Shots examples other than d itself, each followed by the
-// kind's separator (lm-evaluation-harness's fewshot_delimiter).
-func (r *runner) prefix(d *doc) string {
-	if len(r.shots) == 0 {
-		return ""
-	}
+// prefix is the context before d's own: the kind's description of d's subject, then the first Shots examples
+// (of d's subject) other than d itself, each followed by the kind's separator (lm-evaluation-harness's
+// description and fewshot_delimiter).
+func (r *runner) prefix(d *doc) (string, error) {
 	var b strings.Builder
+	if r.ks.description != nil {
+		b.WriteString(r.ks.description(d.subject))
+	}
+	if r.shots == nil {
+		return b.String(), nil
+	}
+	shots := r.shots[d.subject]
+	if len(shots) < r.o.Shots {
+		return "", fmt.Errorf("task %s: %s line %d: few-shot file %s has %d valid records of subject %q, %d shots wanted",
+			r.spec.Name, r.spec.File, d.line, r.spec.Fewshot, len(shots), d.subject, r.o.Shots)
+	}
 	k := 0
-	for i := range r.shots {
+	for i := range shots {
 		if k == r.o.Shots {
 			break
 		}
-		if r.shots[i].shot == d.shot {
+		if shots[i].shot == d.shot {
 			continue
 		}
-		b.WriteString(r.shots[i].shot)
+		b.WriteString(shots[i].shot)
 		b.WriteString(r.ks.shotSep)
 		k++
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // score runs one chunk of records through the backend and adds them to the aggregate.
@@ -287,7 +345,10 @@ func (r *runner) score(chunk []doc) error {
 	var gens []GenRequest
 	for i := range chunk {
 		d := &chunk[i]
-		p := r.prefix(d)
+		p, err := r.prefix(d)
+		if err != nil {
+			return err
+		}
 		if r.ks.generative {
 			reqs = append(reqs, Request{Context: p + d.prompt, Continuation: d.target})
 			budget := r.o.MaxNewTokens
@@ -310,12 +371,14 @@ func (r *runner) score(chunk []doc) error {
 	if err != nil {
 		return fmt.Errorf("task %s: %s lines %d-%d: %w", r.spec.Name, r.spec.File, chunk[0].line, chunk[len(chunk)-1].line, err)
 	}
+	tr := &r.res.Truncation
 	for _, s := range scores {
+		tr.ScoredTotal++
 		if s.Truncated {
-			r.res.Truncated++
+			tr.Scored++
 		}
 	}
-	var outs []string
+	var outs []Completion
 	if len(gens) > 0 {
 		outs, err = r.be.Generate(gens)
 		if err == nil && len(outs) != len(gens) {
@@ -324,14 +387,20 @@ func (r *runner) score(chunk []doc) error {
 		if err != nil {
 			return fmt.Errorf("task %s: %s lines %d-%d: %w", r.spec.Name, r.spec.File, chunk[0].line, chunk[len(chunk)-1].line, err)
 		}
+		for _, c := range outs {
+			tr.GenerationTotal++
+			if c.PromptTruncated {
+				tr.Generation++
+			}
+		}
 	}
 	k := 0
 	for i := range chunk {
 		d := &chunk[i]
 		if r.ks.generative {
-			ok := r.agg.addGenerative(d, scores[i], outs[i])
+			ok := r.agg.addGenerative(d, scores[i], outs[i].Text)
 			if len(r.res.Examples) < 3 {
-				r.res.Examples = append(r.res.Examples, Example{Line: d.line, Output: outs[i], Gold: d.answer, Correct: ok})
+				r.res.Examples = append(r.res.Examples, Example{Line: d.line, Output: outs[i].Text, Gold: d.answer, Correct: ok})
 			}
 		} else {
 			r.agg.addChoices(d, scores[k:k+len(d.conts)])
@@ -359,11 +428,13 @@ type aggregate struct {
 	// probes: chance levels of the records that carry one, overall (chance), per class and per kind
 	chanceByKind  map[string]*mean
 	chanceByClass map[string]*mean
+	// per-subject kinds: accuracy by subject
+	accBySubject map[string]*accuracy
 }
 
 func newAggregate(k Kind) *aggregate {
 	return &aggregate{kind: k, byKind: map[string]*accuracy{}, lossByClass: map[string]*mean{}, accByClass: map[string]*accuracy{},
-		chanceByKind: map[string]*mean{}, chanceByClass: map[string]*mean{}}
+		chanceByKind: map[string]*mean{}, chanceByClass: map[string]*mean{}, accBySubject: map[string]*accuracy{}}
 }
 
 // addChoices scores one multiple-choice or cloze record.
@@ -388,6 +459,14 @@ func (a *aggregate) addChoices(d *doc, s []Score) {
 	}
 	a.acc.add(best == d.gold)
 	a.accNorm.add(bestNorm == d.gold)
+	if kindSpecs[a.kind].parseRow != nil {
+		acc := a.accBySubject[d.subject]
+		if acc == nil {
+			acc = &accuracy{}
+			a.accBySubject[d.subject] = acc
+		}
+		acc.add(best == d.gold)
+	}
 	if s[d.gold].Tokens > 0 {
 		a.goldLoss.add(-s[d.gold].LogProb / float64(s[d.gold].Tokens))
 	}
@@ -495,8 +574,31 @@ func (a *aggregate) metrics() Metrics {
 		}
 		return ms
 	}
-	return Metrics{a.acc.metric("acc"), a.accNorm.metric("acc_norm_bytes"), plain("chance", a.chance.mu, a.chance.n),
+	ms := Metrics{a.acc.metric("acc"), a.accNorm.metric("acc_norm_bytes"), plain("chance", a.chance.mu, a.chance.n),
 		a.goldLoss.metric("gold_loss_per_token"), a.margin.metric("ll_margin")}
+	if kindSpecs[a.kind].parseRow != nil {
+		ms = append(ms, subjectMean(a.accBySubject))
+		for _, s := range sortedKeys(a.accBySubject) {
+			ms = append(ms, a.accBySubject[s].metric("acc_"+s))
+		}
+	}
+	return ms
+}
+
+// subjectMean is acc_subject_mean: the unweighted mean of the subjects' accuracies, with the standard error
+// sqrt(Σ SE_s²)/K of a mean of K independent estimates; N is the number of subjects.
+func subjectMean(by map[string]*accuracy) Metric {
+	var sum, v float64
+	for _, a := range by {
+		m := a.metric("")
+		sum += m.Value
+		v += m.StdErr * m.StdErr
+	}
+	k := float64(len(by))
+	if k == 0 {
+		return Metric{Name: "acc_subject_mean", Value: math.NaN(), StdErr: math.NaN()}
+	}
+	return Metric{Name: "acc_subject_mean", Value: sum / k, StdErr: math.Sqrt(v) / k, N: len(by)}
 }
 
 // errNoText is returned by ScoreText for input without a single scorable token.

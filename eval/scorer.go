@@ -38,9 +38,16 @@ type GenRequest struct {
 	Stop      []string
 }
 
+// Completion is the answer to one GenRequest.
+type Completion struct {
+	Text string
+	// PromptTruncated: the prompt lost its start so that it and MaxTokens new tokens fit the context.
+	PromptTruncated bool
+}
+
 // Generator completes prompts greedily (generative tasks and probes).
 type Generator interface {
-	Generate(reqs []GenRequest) ([]string, error)
+	Generate(reqs []GenRequest) ([]Completion, error)
 }
 
 // Backend is what RunTask needs from a model. A backend that also implements TextScorer can run lm tasks.
@@ -51,9 +58,39 @@ type Backend interface {
 
 // Tokenizer is the part of tokenizer.Tokenizer that eval uses; tests may substitute a byte-level fake.
 type Tokenizer interface {
-	Encode(text string) []int32
+	Encode(text string) []int32 // special tokens spelled in text are plain text
 	Decode(ids []int32) []byte
 	EOT() int32 // id of <|endoftext|>, or -1
+}
+
+// SpecialEncoder is a Tokenizer that can also encode the special tokens spelled in text as their ids
+// (tokenizer.Tokenizer's EncodeWithSpecial, which follows Hugging Face tokenizers). A Tokenizer without it has
+// no special tokens to find, and SpecialParse encodes with its Encode.
+type SpecialEncoder interface {
+	EncodeWithSpecial(text string) []int32
+}
+
+// SpecialTokens is how an LM encodes text that spells a special token, such as a literal "<|endoftext|>" in a
+// benchmark record.
+type SpecialTokens string
+
+const (
+	// SpecialParse encodes it as the special token's id: what Hugging Face tokenizers do by default, and so
+	// what lm-evaluation-harness scores (its HFLM.tok_encode calls tokenizer.encode, which splits added tokens
+	// out of the text before pre-tokenisation). The default for evaluation.
+	SpecialParse SpecialTokens = "parse"
+	// SpecialLiteral encodes it as the plain bytes it is made of, as smallinit's data pipeline encodes
+	// training text (a document can never inject a document boundary).
+	SpecialLiteral SpecialTokens = "literal"
+)
+
+// ParseSpecialTokens returns the SpecialTokens named s ("parse" or "literal").
+func ParseSpecialTokens(s string) (SpecialTokens, error) {
+	switch m := SpecialTokens(s); m {
+	case SpecialParse, SpecialLiteral:
+		return m, nil
+	}
+	return "", fmt.Errorf("special tokens %q: want %q or %q", s, SpecialParse, SpecialLiteral)
 }
 
 // TokenRequest is a Request already tokenised. Context must not be empty.
@@ -75,6 +112,9 @@ type LM struct {
 	// ends every probe line with it; ScoreProbes sets it). ScoreTokens and ScoreText take their tokens as given.
 	Prefix []int32
 
+	// Special is how text spelling a special token is encoded (NewLM: SpecialParse, as the harness does).
+	Special SpecialTokens
+
 	in, tg []int32
 	order  []int
 	seqs   [][]int32
@@ -91,7 +131,15 @@ func NewLM(m *model.Model, tok Tokenizer, gen Stepper) *LM {
 		gen = NewPrefixStepper(m)
 	}
 	n := m.Batch() * m.Config.SeqLen
-	return &LM{m: m, tok: tok, gen: gen, in: make([]int32, n), tg: make([]int32, n)}
+	return &LM{m: m, tok: tok, gen: gen, Special: SpecialParse, in: make([]int32, n), tg: make([]int32, n)}
+}
+
+// encode tokenises text as l.Special says.
+func (l *LM) encode(text string) []int32 {
+	if se, ok := l.tok.(SpecialEncoder); ok && l.Special != SpecialLiteral {
+		return se.EncodeWithSpecial(text)
+	}
+	return l.tok.Encode(text)
 }
 
 // Model is the model the backend scores with.
@@ -118,7 +166,7 @@ func (l *LM) Score(reqs []Request) ([]Score, error) {
 		if i > 0 && ctx == prevCtx {
 			ct = prevTok // multiple choice: the same context for every choice
 		} else {
-			ct = append(slices.Clip(l.Prefix), l.tok.Encode(ctx)...)
+			ct = append(slices.Clip(l.Prefix), l.encode(ctx)...)
 			if len(ct) == 0 {
 				if l.tok.EOT() < 0 {
 					return nil, fmt.Errorf("score: empty context and the tokenizer has no end-of-text token to stand for it")
@@ -127,7 +175,7 @@ func (l *LM) Score(reqs []Request) ([]Score, error) {
 			}
 			prevCtx, prevTok = ctx, ct
 		}
-		treqs[i] = TokenRequest{Context: ct, Continuation: l.tok.Encode(cont)}
+		treqs[i] = TokenRequest{Context: ct, Continuation: l.encode(cont)}
 	}
 	return l.ScoreTokens(treqs)
 }
@@ -221,12 +269,12 @@ func argmax(z []float32) int32 {
 
 // Generate completes each prompt greedily with the backend's Stepper, one request after another. A prompt
 // longer than the room left for the completion keeps its last tokens (at least half the context length stays
-// for the prompt); Prefix comes before each prompt, and an empty prompt (and no Prefix) becomes the end-of-text
-// token.
-func (l *LM) Generate(reqs []GenRequest) ([]string, error) {
-	out := make([]string, len(reqs))
+// for the prompt) and is reported as truncated; Prefix comes before each prompt, and an empty prompt (and no
+// Prefix) becomes the end-of-text token.
+func (l *LM) Generate(reqs []GenRequest) ([]Completion, error) {
+	out := make([]Completion, len(reqs))
 	for i, r := range reqs {
-		prompt := append(slices.Clip(l.Prefix), l.tok.Encode(r.Prompt)...)
+		prompt := append(slices.Clip(l.Prefix), l.encode(r.Prompt)...)
 		if len(prompt) == 0 {
 			if l.tok.EOT() < 0 {
 				return nil, fmt.Errorf("generate: empty prompt and the tokenizer has no end-of-text token to stand for it")
@@ -236,12 +284,13 @@ func (l *LM) Generate(reqs []GenRequest) ([]string, error) {
 		room := l.gen.Max() - min(r.MaxTokens, l.gen.Max()/2)
 		if len(prompt) > room {
 			prompt = prompt[len(prompt)-room:]
+			out[i].PromptTruncated = true
 		}
 		g, err := Generate(l.gen, l.tok, prompt, GenerateOptions{MaxTokens: r.MaxTokens, Stop: r.Stop, EOT: l.tok.EOT()}, nil)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = g.Text
+		out[i].Text = g.Text
 	}
 	return out, nil
 }

@@ -421,11 +421,15 @@ func TestGenerateLMBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(a, b) {
-		t.Errorf("prefix stepper %q, decoder %q", a, b)
+		t.Errorf("prefix stepper %+v, decoder %+v", a, b)
 	}
-	for i, s := range a {
-		if n := len(tok.Encode(s)); n > reqs[i].MaxTokens+1 { // re-encoding may merge differently, never by much
+	for i, c := range a {
+		if n := len(tok.Encode(c.Text)); n > reqs[i].MaxTokens+1 { // re-encoding may merge differently, never by much
 			t.Errorf("completion %d has %d tokens, budget %d", i, n, reqs[i].MaxTokens)
+		}
+		// Only the 20-sentence prompt is longer than 24 − 6 tokens.
+		if want := i == 1; c.PromptTruncated != want {
+			t.Errorf("completion %d: prompt truncated %v, want %v", i, c.PromptTruncated, want)
 		}
 	}
 }

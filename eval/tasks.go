@@ -53,14 +53,26 @@ const (
 	KindProbe Kind = "probe"
 	// KindLM: plain text. Loss per token and bits per byte over rolling windows of the context length.
 	KindLM Kind = "lm"
+	// KindCMMLU: CMMLU's released CSV files (",Question,A,B,C,D,Answer"), one file or a directory of
+	// per-subject files; four-choice, scored as lm-evaluation-harness does (see cmmlu.go), accuracy overall
+	// and per subject.
+	KindCMMLU Kind = "cmmlu"
+	// KindCEval: C-Eval's released CSV files ("id,question,A,B,C,D,answer,explanation"), its dev and val
+	// splits (test has no answers); scored as CMMLU with C-Eval's descriptions.
+	KindCEval Kind = "ceval"
 )
 
-// kindAliases maps task names (and the part of a name before the first "_", "-" or ".") to kinds.
+// kindAliases maps task names (and the part of a name before the first "_", "-" or ".") to kinds: the kinds'
+// own names and the names lm-evaluation-harness and the benchmarks' releases use for them.
 var kindAliases = map[string]Kind{
 	"hellaswag": KindHellaSwag, "mc": KindMultipleChoice, "arc": KindMultipleChoice, "arc_easy": KindMultipleChoice,
-	"arc_challenge": KindMultipleChoice, "piqa": KindMultipleChoice, "winogrande": KindWinoGrande,
-	"lambada": KindLambada, "lambada_openai": KindLambada, "gsm8k": KindGSM8K, "math": KindMATH,
-	"hendrycks_math": KindMATH, "minerva_math": KindMATH, "mgsm": KindMGSM, "cmath": KindCMATH,
+	"arc_challenge": KindMultipleChoice, "ai2_arc": KindMultipleChoice, "piqa": KindMultipleChoice,
+	"winogrande": KindWinoGrande, "lambada": KindLambada, "lambada_openai": KindLambada,
+	"lambada_standard": KindLambada, "gsm8k": KindGSM8K, "gsm8k_cot": KindGSM8K, "math": KindMATH,
+	"math500": KindMATH, "math_500": KindMATH, "hendrycks_math": KindMATH, "hendrycks_math500": KindMATH,
+	"minerva_math": KindMATH, "minerva_math500": KindMATH, "mgsm": KindMGSM, "mgsm_en": KindMGSM,
+	"mgsm_zh": KindMGSM, "mgsm_direct_en": KindMGSM, "mgsm_direct_zh": KindMGSM, "cmath": KindCMATH,
+	"cmmlu": KindCMMLU, "ceval": KindCEval, "ceval-valid": KindCEval, "c-eval": KindCEval, "ceval_valid": KindCEval,
 	"probe": KindProbe, "probes": KindProbe, "lm": KindLM, "text": KindLM,
 }
 
@@ -135,14 +147,21 @@ type doc struct {
 	probeKind              string
 	probeChance            float64 // 0: not given
 	shot                   string  // this record as a few-shot example
+	subject                string  // the record's subject (per-subject kinds; else "")
 }
 
 // kindSpec is how one kind reads, prompts and checks records.
 type kindSpec struct {
-	parse      func(line []byte) (doc, error)
-	generative bool
-	stop       []string // generation stops before these (generative kinds)
-	shotSep    string   // between few-shot examples and before the record
+	parse func(line []byte) (doc, error) // line-based kinds: one non-blank line
+	// CSV kinds (parse nil): one data row of a CSV file with a header row holding columns; the files may be
+	// per-subject (a directory of them), the subject named by the file and looked up in subjects.
+	parseRow    func(row csvRow) (doc, error)
+	columns     []string
+	subjects    map[string]string
+	description func(subject string) string // before the few-shot examples and the record (nil: none)
+	generative  bool
+	stop        []string // generation stops before these (generative kinds)
+	shotSep     string   // between few-shot examples and before the record
 }
 
 var kindSpecs = map[Kind]kindSpec{
@@ -155,6 +174,10 @@ var kindSpecs = map[Kind]kindSpec{
 	KindMGSM:           {parse: parseMGSM, generative: true, stop: []string{"Question:", "</s>", "<|im_end|>", "\n\n"}, shotSep: "\n\n"},
 	KindCMATH:          {parse: parseCMATH, generative: true, stop: []string{"问题：", "\n\n"}, shotSep: "\n\n"},
 	KindProbe:          {parse: parseProbe, generative: true, stop: []string{"\n"}, shotSep: "\n"},
+	KindCMMLU: {parseRow: parseChineseMC, columns: chineseMCColumns, subjects: cmmluSubjects,
+		description: cmmluDescription, shotSep: "\n\n"},
+	KindCEval: {parseRow: parseChineseMC, columns: chineseMCColumns, subjects: cevalSubjects,
+		description: cevalDescription, shotSep: "\n\n"},
 }
 
 // strictJSON decodes one JSON record into v and rejects trailing data.

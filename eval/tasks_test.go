@@ -11,7 +11,8 @@ import (
 	"testing"
 )
 
-// sampleFiles maps every benchmark sample in testdata to its task name and record count.
+// sampleFiles maps every benchmark sample in testdata (a file, or a directory of per-subject CSV files) to its
+// task name and record count.
 var sampleFiles = []struct {
 	file, task string
 	records    int
@@ -27,6 +28,10 @@ var sampleFiles = []struct {
 	{"mgsm_zh_first5.tsv", "mgsm_zh", 5},
 	{"piqa_val_first20.jsonl", "piqa", 20},
 	{"winogrande_dev_first20.jsonl", "winogrande", 20},
+	{"cmmlu/test", "cmmlu", 6},
+	{"cmmlu/dev", "cmmlu", 6},
+	{"ceval/val", "ceval", 3},
+	{"ceval/dev", "ceval", 3},
 }
 
 // TestTaskSamplesParse: every sample file in testdata is listed above, and every line of it parses as its
@@ -36,9 +41,9 @@ func TestTaskSamplesParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed := map[string]bool{}
+	listed := map[string]bool{"ceval": true} // ceval/test has no answers: TestTaskCEvalTestSplitRefused
 	for _, s := range sampleFiles {
-		listed[s.file] = true
+		listed[strings.Split(s.file, "/")[0]] = true
 	}
 	for _, e := range entries {
 		if e.Name() != "SOURCES.md" && !listed[e.Name()] {
@@ -51,21 +56,20 @@ func TestTaskSamplesParse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := os.Open(filepath.Join("testdata", s.file))
+			src, err := openRecords(filepath.Join("testdata", s.file), kindSpecs[kind])
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer f.Close()
-			rr := newRecordReader(f, s.file)
+			defer src.Close()
+			r := &runner{spec: TaskSpec{Name: s.task}, ks: kindSpecs[kind], o: Options{StrictRecords: true}}
 			var docs []doc
 			for {
-				line, n, err := rr.next()
+				d, ok, err := r.nextDoc(src)
 				if err != nil {
-					break
+					t.Fatal(err)
 				}
-				d, err := kindSpecs[kind].parse(line)
-				if err != nil {
-					t.Fatalf("%s:%d: %v", s.file, n, err)
+				if !ok {
+					break
 				}
 				docs = append(docs, d)
 			}
@@ -108,6 +112,17 @@ func TestTaskSamplesParse(t *testing.T) {
 				if docs[1].contexts[0] != "Question: dresser\nAnswer:" {
 					t.Errorf("second context %q", docs[1].contexts[0])
 				}
+			case "cmmlu", "ceval":
+				var golds, subjects string
+				for _, d := range docs {
+					golds += string(rune('A' + d.gold))
+					subjects += d.subject[:1]
+				}
+				want := map[string][2]string{"cmmlu/test": {"CABCCC", "aaaaww"}, "cmmlu/dev": {"CAABAA", "aaawww"},
+					"ceval/val": {"BCC", "ccc"}, "ceval/dev": {"BCB", "ccc"}}[s.file]
+				if golds != want[0] || subjects != want[1] {
+					t.Errorf("golds %s, subjects %s; want %s, %s", golds, subjects, want[0], want[1])
+				}
 			}
 		})
 	}
@@ -119,6 +134,11 @@ func TestTaskKindOf(t *testing.T) {
 		"hellaswag": KindHellaSwag, "arc_easy": KindMultipleChoice, "arc_challenge": KindMultipleChoice, "piqa": KindMultipleChoice,
 		"winogrande": KindWinoGrande, "lambada_openai": KindLambada, "gsm8k": KindGSM8K, "math": KindMATH,
 		"mgsm_zh": KindMGSM, "cmath": KindCMATH, "probe-test": KindProbe, "lm": KindLM, "wiki:lm": KindLM, "mine:arc": KindMultipleChoice,
+		// the names lm-evaluation-harness and the releases use
+		"math500": KindMATH, "MATH500": KindMATH, "minerva_math500": KindMATH, "hendrycks_math": KindMATH,
+		"mgsm_en": KindMGSM, "mgsm_direct_zh": KindMGSM, "ai2_arc": KindMultipleChoice, "lambada_standard": KindLambada,
+		"gsm8k_cot": KindGSM8K, "cmmlu": KindCMMLU, "cmmlu_agronomy": KindCMMLU, "ceval": KindCEval,
+		"ceval-valid": KindCEval, "ceval-valid_accountant": KindCEval, "c-eval": KindCEval, "mine:cmmlu": KindCMMLU,
 	} {
 		if got, err := KindOf(name); err != nil || got != want {
 			t.Errorf("KindOf(%q) = %q, %v; want %q", name, got, err, want)
@@ -185,11 +205,11 @@ func (f *fakeBackend) Score(reqs []Request) ([]Score, error) {
 	return out, nil
 }
 
-func (f *fakeBackend) Generate(reqs []GenRequest) ([]string, error) {
+func (f *fakeBackend) Generate(reqs []GenRequest) ([]Completion, error) {
 	f.gens = append(f.gens, reqs...)
-	out := make([]string, len(reqs))
+	out := make([]Completion, len(reqs))
 	for i, r := range reqs {
-		out[i] = f.gen(r.Prompt)
+		out[i].Text = f.gen(r.Prompt)
 	}
 	return out, nil
 }

@@ -38,39 +38,10 @@ type WidthError struct {
 func (e *WidthError) Error() string { return fmt.Sprintf("width %d: %v", e.Width, e.Err) }
 func (e *WidthError) Unwrap() error { return e.Err }
 
-// CoordPoint is one (width, step, layer) measurement.
-type CoordPoint struct {
-	Width     int     `json:"width"`
-	Step      int     `json:"step"`
-	Layer     int     `json:"layer"`
-	HiddenRMS float64 `json:"hidden_rms"`
-	AttnRatio float64 `json:"attn_residual_ratio"`
-	FFNRatio  float64 `json:"ffn_residual_ratio"`
-}
-
-// CoordFit is the slope of log(ratio) against log(width) at one step and layer: the measured exponent. Layer 0
-// sees the embedding alone, so its exponent is the clean test of SPEC's d^(1−γ); deeper layers' inputs already
-// hold the earlier layers' updates, which at γ < 1 outgrow the embedding and pull the exponent toward 0.
-type CoordFit struct {
-	Step     int     `json:"step"`
-	Layer    int     `json:"layer"`
-	AttnExp  float64 `json:"attn_exponent"`
-	FFNExp   float64 `json:"ffn_exponent"`
-	HiddenEx float64 `json:"hidden_rms_exponent"`
-}
-
-// CoordResult is a coordinate check (`smallinit coordcheck --json` prints it).
-type CoordResult struct {
-	Gamma     float64      `json:"gamma"`
-	Predicted float64      `json:"predicted_attn_exponent"` // 1 − γ
-	Points    []CoordPoint `json:"points"`
-	Fits      []CoordFit   `json:"fits"`
-}
-
 // Coordcheck measures, for each width, the residual ratio RMS(F(Norm(x)))/RMS(x) of the attention and FFN
 // sub-layers (SPEC §4) at init and after a few AdamW steps on random tokens, and fits its exponent against
 // width: a μP-style coordinate check. SPEC predicts 1 − γ at init for the attention path (two matrices).
-func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*CoordResult, error) {
+func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*diag.Coordcheck, error) {
 	if p.Kind != KindCoordcheck {
 		return nil, fmt.Errorf("plan %s is a %s plan, not a coordinate check", p.Name, p.Kind)
 	}
@@ -94,7 +65,7 @@ func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*CoordResult, err
 	batch := p.Coord.Batch
 	pool := kernel.NewPool(0)
 	defer pool.Close()
-	res := &CoordResult{}
+	res := &diag.Coordcheck{}
 	for _, d := range widths {
 		sets := append(append([]override.Set(nil), p.Base...), override.Set{Key: "model.hidden_size", Value: int64(d)},
 			override.Set{Key: "seed", Value: int64(o.Seed)}, override.Set{Key: "data.train", Value: "(none: random tokens)"})
@@ -154,12 +125,13 @@ func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*CoordResult, err
 				return nil, err
 			}
 			for _, l := range st.Layers {
-				res.Points = append(res.Points, CoordPoint{Width: d, Step: s, Layer: l.Layer, HiddenRMS: l.HiddenRMS,
+				res.Points = append(res.Points, diag.CoordPoint{Width: d, Step: s, Layer: l.Layer, HiddenRMS: l.HiddenRMS,
 					AttnRatio: l.AttnResidualRatio, FFNRatio: l.FFNResidualRatio})
 			}
 		}
 	}
-	res.Predicted = 1 - res.Gamma
+	predicted := 1 - res.Gamma
+	res.Predicted = &predicted
 	layers := res.Points[len(res.Points)-1].Layer + 1
 	for _, s := range steps {
 		for l := 0; l < layers; l++ {
@@ -170,15 +142,15 @@ func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*CoordResult, err
 					ya, yf, yh = append(ya, math.Log(pt.AttnRatio)), append(yf, math.Log(pt.FFNRatio)), append(yh, math.Log(pt.HiddenRMS))
 				}
 			}
-			res.Fits = append(res.Fits, CoordFit{Step: s, Layer: l, AttnExp: diag.Slope(x, ya), FFNExp: diag.Slope(x, yf), HiddenEx: diag.Slope(x, yh)})
+			res.Fits = append(res.Fits, diag.CoordFit{Step: s, Layer: l, AttnExp: diag.Slope(x, ya), FFNExp: diag.Slope(x, yf), HiddenEx: diag.Slope(x, yh)})
 		}
 	}
 	return res, nil
 }
 
-// WriteTable prints the measurements and the fitted exponents.
-func (r *CoordResult) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "coordinate check at γ = %g: SPEC predicts the attention residual ratio of layer 0 ∝ d^%.2f at init\n", r.Gamma, r.Predicted)
+// WriteCoordTable prints a coordinate check's measurements and fitted exponents.
+func WriteCoordTable(w io.Writer, r *diag.Coordcheck) error {
+	fmt.Fprintf(w, "coordinate check at γ = %g: SPEC predicts the attention residual ratio of layer 0 ∝ d^%.2f at init\n", r.Gamma, 1-r.Gamma)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "width\tstep\tlayer\thidden RMS\tattn ratio\tffn ratio\t")
 	for _, p := range r.Points {

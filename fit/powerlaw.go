@@ -70,6 +70,11 @@ const (
 // ErrUndetermined is wrapped by every refusal of Fit: the data cannot determine the law.
 var ErrUndetermined = errors.New("the data do not determine L = E + A·x^(−α)")
 
+// ErrNegativeE is wrapped (beside ErrUndetermined) by Fit's refusal of a best fit with E < 0: a loss cannot
+// fall below zero, so such a law describes only the fitted range and its N_eff readings are artefacts (SPEC §7:
+// E ≥ 0 and α > 0).
+var ErrNegativeE = errors.New("the best fit has E < 0")
+
 // Fit fits L(x) = E + A·x^(−α) to points by least squares (unweighted, over all points; with equally many
 // seeds per size this equals the fit to the per-size means). Method (variable projection): for fixed α the
 // model is linear in E and A, solved in closed form; the residual sum of squares S(α) of that solution is
@@ -80,7 +85,10 @@ var ErrUndetermined = errors.New("the data do not determine L = E + A·x^(−α)
 // Fit refuses, with an error wrapping ErrUndetermined, when there are fewer than MinSizes distinct x, when
 // the losses do not decrease from the smallest to the largest x (flat or rising: no A > 0 fits), when no α
 // gives A > 0, or when the best α is at either end of the search range (the curvature, hence E, is not
-// determined: a straight line in log x fits as well as any power law).
+// determined: a straight line in log x fits as well as any power law), or when the least-squares optimum has
+// E < 0 (SPEC §7 constrains E ≥ 0; choice: Fit refuses such data, wrapping ErrNegativeE, rather than refit
+// with E pinned at the boundary 0, because an optimum beyond the boundary means the sizes do not show the
+// law's curvature; α > 0 holds by the search range).
 func Fit(points []Point) (Law, error) {
 	n := len(points)
 	distinct := map[float64][]float64{}
@@ -187,6 +195,9 @@ func Fit(points []Point) (Law, error) {
 	}
 	alpha := (lo + hi) / 2
 	e, a, sse := solve(alpha)
+	if e < 0 { // SPEC §7: E ≥ 0
+		return Law{}, fmt.Errorf("%w: %w: E = %.4g, α = %.4g (SPEC §7 wants E ≥ 0: the sizes do not show where the loss levels off)", ErrUndetermined, ErrNegativeE, e, alpha)
+	}
 	law := Law{PowerLaw: PowerLaw{E: e, A: a * math.Pow(scale, alpha), Alpha: alpha}, Points: append([]Point(nil), points...)}
 	law.Residuals = make([]float64, n)
 	for i, p := range points {

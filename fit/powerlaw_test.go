@@ -73,7 +73,8 @@ func TestFitEffectiveSizeGain(t *testing.T) {
 }
 
 // TestFitRefusals checks that Fit refuses data that do not determine the law: three sizes, flat losses,
-// rising losses, and losses linear in log N (best α at the search bound).
+// rising losses, losses linear in log N (best α at the search bound), and a law whose E is below 0 (SPEC §7:
+// E ≥ 0; also wrapping ErrNegativeE).
 func TestFitRefusals(t *testing.T) {
 	truth := PowerLaw{E: 1.7, A: 400, Alpha: 0.3}
 	flat := synthetic(PowerLaw{E: 3, A: 0, Alpha: 0.3}, 1e5, 1e7, 5, 2, 0)
@@ -92,10 +93,14 @@ func TestFitRefusals(t *testing.T) {
 		{"flat", flat, "does not decrease"},
 		{"rising", rising, "does not decrease"},
 		{"log-linear", loglin, "at the bound"},
+		{"negative E", synthetic(PowerLaw{E: -1, A: 60, Alpha: 0.2}, 1e5, 1e7, 5, 2, 0), "E ≥ 0"},
 	} {
 		_, err := Fit(c.pts)
 		if !errors.Is(err, ErrUndetermined) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want ErrUndetermined with %q", c.name, err, c.want)
+		}
+		if c.name == "negative E" && !errors.Is(err, ErrNegativeE) {
+			t.Errorf("negative E: error %v does not wrap ErrNegativeE", err)
 		}
 	}
 }

@@ -2,14 +2,18 @@
 // σ = d_in^(−γ), and by the baselines beside it (fixed std, Xavier, Kaiming). Every tensor draws from its own
 // random stream derived from the seed and the tensor's name, so adding a tensor or a layer leaves the draws of
 // all the others unchanged.
+//
+// It is the one owner of the init rule: the σ formulas (Sigma, Recipe.StdFor with per-class overrides and
+// depth scaling), how each tensor class starts (StartOf) and the random streams (Stream, Normal). Apply
+// initialises a model in memory; scale.Init streams checkpoints through the same Stream and StdFor, and the
+// audit asks StdFor for the σ of each rule it tries. Classes and Table describe the class table to other
+// implementations as JSON (Table.WriteJSON; DefaultTable, committed as testdata/class_table.json, is the
+// table for python/ to read instead of keeping its own copy).
 package gammainit
 
 import (
 	"fmt"
-	"hash/fnv"
 	"math"
-	"math/rand/v2"
-	"sort"
 	"strings"
 
 	"github.com/smallinit/smallinit/model"
@@ -43,10 +47,6 @@ type Recipe struct {
 
 // Default is the study's small init: the γ rule with γ = 1.
 func Default() Recipe { return Recipe{Rule: RuleGamma, Gamma: 1} }
-
-var matrixClasses = []string{model.ClassEmbed, model.ClassQ, model.ClassK, model.ClassV, model.ClassGate,
-	model.ClassO, model.ClassFFNGate, model.ClassFFNUp, model.ClassFFNDown, model.ClassHead, model.ClassRouter,
-	model.ClassShGate}
 
 // Validate reports a bad rule, γ, std or class name.
 func (r Recipe) Validate() error {
@@ -115,25 +115,35 @@ func (r Recipe) resolve(class string) (rule string, gamma, std float64) {
 	return
 }
 
-// StdFor returns the σ the recipe gives tensor t of a model with L layers.
+// StdFor returns the σ the recipe gives tensor t of a model with L layers: the σ of the rule in force for its
+// class (Sigma, at d_in = t.FanIn() and d_out = t.Shape[0]) divided by DepthDivisor when the recipe scales by
+// depth.
 func (r Recipe) StdFor(t model.TensorSpec, layers int) float64 {
 	rule, gamma, std := r.resolve(t.Class)
-	dIn, dOut := float64(t.Shape[1]), float64(t.Shape[0])
-	var s float64
-	switch rule {
-	case RuleGamma:
-		s = math.Pow(dIn, -gamma) // SPEC §2: σ = d_in^(−γ)
-	case RuleFixed:
-		s = std
-	case RuleXavier:
-		s = math.Sqrt(2 / (dIn + dOut))
-	case RuleKaiming:
-		s = math.Sqrt(2 / dIn)
-	}
-	if r.DepthScale && (t.Class == model.ClassO || t.Class == model.ClassFFNDown) {
-		s /= math.Sqrt(2 * float64(layers))
+	s := Sigma(rule, gamma, std, t.FanIn(), t.Shape[0])
+	if r.DepthScale {
+		s /= DepthDivisor(t.Class, layers)
 	}
 	return s
+}
+
+// Sigma is the σ of a rule for a matrix of fan-in dIn and fan-out dOut before any depth scaling (SPEC §2):
+// d_in^(−γ) for the γ rule, std for the fixed rule, sqrt(2/(d_in+d_out)) for Xavier and sqrt(2/d_in) for
+// Kaiming; NaN for an unknown rule. It is the one place these formulas are written: Apply, scale.Init and the
+// audit's candidate rules all take σ from here.
+func Sigma(rule string, gamma, std float64, dIn, dOut int) float64 {
+	din, dout := float64(dIn), float64(dOut)
+	switch rule {
+	case RuleGamma:
+		return math.Pow(din, -gamma)
+	case RuleFixed:
+		return std
+	case RuleXavier:
+		return math.Sqrt(2 / (din + dout))
+	case RuleKaiming:
+		return math.Sqrt(2 / din)
+	}
+	return math.NaN()
 }
 
 // GammaEff is the γ a fixed std implies at fan-in d_in: ln(1/std)/ln(d_in) (SPEC §2).
@@ -149,13 +159,6 @@ type TensorStd struct {
 	GammaEff float64 `json:"gamma_eff"` // ln(1/intended)/ln(d_in)
 }
 
-// Stream returns the random stream of one tensor: PCG seeded by (seed, FNV-1a hash of the name).
-func Stream(seed uint64, name string) *rand.Rand {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	return rand.New(rand.NewPCG(seed, h.Sum64()))
-}
-
 // Apply initialises every parameter of m (norm gains 1, norm and q/k/v biases 0, matrices by the recipe) and
 // returns, per matrix, the intended and drawn std in buffer order. Under grouped-query attention k_proj and
 // v_proj have fewer rows but the same d_in = d, so their σ = d^(−γ) per element is unchanged.
@@ -166,33 +169,21 @@ func Apply(m *model.Model, r Recipe, seed uint64) ([]TensorStd, error) {
 	var out []TensorStd
 	for _, t := range m.Specs {
 		v := m.Params.Flat[t.Offset : t.Offset+t.Size()]
-		switch t.Class {
-		case model.ClassNorm:
+		switch StartOf(t.Class) {
+		case StartOnes:
 			for i := range v {
 				v[i] = 1
 			}
 			continue
-		case model.ClassNormBias, model.ClassQKVBias, model.ClassRouterB:
+		case StartZeros:
 			clear(v)
 			continue
 		}
 		std := r.StdFor(t, m.Config.Layers)
-		rng := Stream(seed, t.Name)
 		var ss float64
-		for i := range v {
-			x := float32(rng.NormFloat64() * std)
-			v[i] = x
-			ss += float64(x) * float64(x)
-		}
+		Stream(seed, t.Name).Fill(v, std, &ss)
 		out = append(out, TensorStd{Name: t.Name, Class: t.Class, FanIn: t.FanIn(), Intended: std,
 			Drawn: math.Sqrt(ss / float64(len(v))), GammaEff: GammaEff(std, t.FanIn())})
 	}
 	return out, nil
-}
-
-// ClassNames lists the tensor classes a recipe may override, sorted.
-func ClassNames() []string {
-	c := append([]string(nil), matrixClasses...)
-	sort.Strings(c)
-	return c
 }

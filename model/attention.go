@@ -17,26 +17,27 @@ import (
 // Queries go in blocks of attnBlock rows; block [i0, i1) only touches keys [0, i1), which skips the masked upper
 // triangle outside the diagonal blocks (about half the FLOPs of the full square at T = 256).
 
-// headViews returns the (rotated) q of query head h of sequence b inside a qkvg-shaped buffer, the k and v of
-// the key/value head it reads, each a strided matrix with row stride qkvgWidth, and the head's slice of a
-// [N, H·d_h] buffer. A qkvg row is [q: H·d_h | k: KV·d_h | v: KV·d_h | gate].
-func (m *Model) headViews(qkvg, ya []float32, b, h int) (q, k, v, y []float32) {
+// headViews returns the (rotated) q of query head h of sequence b (of T rows) inside a qkvg-shaped buffer, the
+// k and v of the key/value head it reads, each a strided matrix with row stride qkvgWidth, and the head's slice
+// of a [N, H·d_h] buffer. A qkvg row is [q: H·d_h | k: KV·d_h | v: KV·d_h | gate].
+func (m *Model) headViews(qkvg, ya []float32, T, b, h int) (q, k, v, y []float32) {
 	c := m.Config
-	T, dh, a, kv := m.t, c.HeadSize(), c.AttnDim(), c.KVDim()
+	dh, a, kv := c.HeadSize(), c.AttnDim(), c.KVDim()
 	g := h / (c.Heads / c.KVHeadCount())
 	base := b * T * m.qkvgWidth()
 	return qkvg[base+h*dh:], qkvg[base+a+g*dh:], qkvg[base+a+kv+g*dh:], ya[b*T*a+h*dh:]
 }
 
-// attentionForward computes P and Y for (sequence, query head) pairs [lo, hi).
-func (m *Model) attentionForward(l, w, lo, hi int) {
+// attentionForward computes P and Y for (sequence, query head) pairs [lo, hi) of the block pass m.blk, whose
+// keys are the rows of the same sequence.
+func (m *Model) attentionForward(_, w, lo, hi int) {
 	c := m.Config
-	T, H, dh, a := m.t, c.Heads, c.HeadSize(), c.AttnDim()
+	T, H, dh, a := m.blk.t, c.Heads, c.HeadSize(), c.AttnDim()
 	wq := m.qkvgWidth()
-	A := &m.acts.layers[l]
+	A := m.blk.acts
 	scale := float32(1 / math.Sqrt(float64(dh)))
 	for bh := lo; bh < hi; bh++ {
-		q, k, v, y := m.headViews(A.qkvg, A.y, bh/H, bh%H)
+		q, k, v, y := m.headViews(A.qkvg, A.y, T, bh/H, bh%H)
 		att := A.att[bh*T*T : (bh+1)*T*T]
 		for i0 := 0; i0 < T; i0 += m.attnBlock {
 			i1 := min(i0+m.attnBlock, T)
@@ -45,6 +46,50 @@ func (m *Model) attentionForward(l, w, lo, hi int) {
 				softmaxCausal(att[i*T:i*T+i1], i, scale)
 			}
 			m.pool.GemmOn(w, false, false, i1-i0, dh, i1, att[i0*T:], T, v, wq, y[i0*a:], a, false)
+		}
+	}
+}
+
+// cachedAttnTask is the least work (multiply-adds of one head's scores) worth a parallel task in
+// cachedAttentionForward; below it the heads run on the calling goroutine, as a pool hand-off costs more.
+const cachedAttnTask = 1 << 16
+
+// cachedAttentionForward is the attention of the decoder's block pass m.blk: it stores the rows' rotated keys
+// and values in the cache at their positions, then each query head of each row attends to the cached positions
+// up to its own, query head h reading key/value head h / (H/KV) as in attentionForward. Its probabilities go to
+// the pass's att buffer, [rows, H, SeqLen].
+func (m *Model) cachedAttentionForward(l int) {
+	c := m.Config
+	r := &m.blk
+	a, kv, wq := c.AttnDim(), c.KVDim(), m.qkvgWidth()
+	for n := 0; n < r.rows; n++ {
+		row, t := r.acts.qkvg[n*wq:(n+1)*wq], r.pos(n)
+		copy(r.k[t*kv:(t+1)*kv], row[a:a+kv])
+		copy(r.v[t*kv:(t+1)*kv], row[a+kv:a+2*kv])
+	}
+	m.parallel((*Model).cachedAttentionRows, l, r.rows*c.Heads, max(1, cachedAttnTask/(c.HeadSize()*(r.pos0+r.rows))))
+}
+
+// cachedAttentionRows runs (row, query head) pairs [lo, hi) of cachedAttentionForward.
+func (m *Model) cachedAttentionRows(_, _, lo, hi int) {
+	c := m.Config
+	r := &m.blk
+	H, KV, dh, a, kv, T := c.Heads, c.KVHeadCount(), c.HeadSize(), c.AttnDim(), c.KVDim(), c.SeqLen
+	wq := m.qkvgWidth()
+	scale := float32(1 / math.Sqrt(float64(dh)))
+	for nh := lo; nh < hi; nh++ {
+		n, h := nh/H, nh%H
+		t, g := r.pos(n), h/(H/KV) // the row's position and the key/value head query head h reads
+		q := r.acts.qkvg[n*wq+h*dh : n*wq+(h+1)*dh]
+		s := r.acts.att[nh*T : nh*T+t+1]
+		for j := range s {
+			s[j] = kernel.Dot(q, r.k[j*kv+g*dh:j*kv+(g+1)*dh])
+		}
+		softmaxCausal(s, t, scale)
+		y := r.acts.y[n*a+h*dh : n*a+(h+1)*dh]
+		clear(y)
+		for j, p := range s {
+			kernel.Axpy(p, r.v[j*kv+g*dh:j*kv+(g+1)*dh], y)
 		}
 	}
 }
@@ -74,8 +119,8 @@ func (m *Model) attentionBackward(l, w, lo, hi int) {
 	for bg := lo; bg < hi; bg++ {
 		b, g := bg/KV, bg%KV
 		for h := g * rep; h < (g+1)*rep; h++ { // the query heads that read key/value head g
-			q, k, v, _ := m.headViews(A.qkvg, A.y, b, h)
-			dq, dk, dv, dy := m.headViews(m.acts.dqkvg, m.acts.dy, b, h)
+			q, k, v, _ := m.headViews(A.qkvg, A.y, T, b, h)
+			dq, dk, dv, dy := m.headViews(m.acts.dqkvg, m.acts.dy, T, b, h)
 			att := A.att[(b*H+h)*T*T : (b*H+h+1)*T*T]
 			first := h%rep == 0
 			for i0 := last; i0 >= 0; i0 -= m.attnBlock {
@@ -110,12 +155,13 @@ func (m *Model) qkvBiasBackward(l, _, lo, hi int) {
 }
 
 // gateForward applies the attention output gate (Qiu et al. 2025, G1): yg = y ⊙ G, G = σ(Norm(x)·W_gateᵀ)
-// already computed in the gate columns of qkvg; headwise gates scale all d_h channels of a head.
-func (m *Model) gateForward(l, _, lo, hi int) {
+// already computed in the gate columns of qkvg; headwise gates scale all d_h channels of a head. The rows are
+// those of the block pass m.blk.
+func (m *Model) gateForward(_, _, lo, hi int) {
 	c := m.Config
 	a, dh, off := c.AttnDim(), c.HeadSize(), c.qkvDim()
 	wq := m.qkvgWidth()
-	A := &m.acts.layers[l]
+	A := m.blk.acts
 	for n := lo; n < hi; n++ {
 		g := A.qkvg[n*wq+off : (n+1)*wq]
 		y, yg := A.y[n*a:(n+1)*a], A.yg[n*a:(n+1)*a]

@@ -221,55 +221,25 @@ func (c Config) Validate() error {
 // maxTensors bounds a model's tensor count (Validate).
 const maxTensors = 1 << 18
 
-// Preset is a named model shape with the batch size used to train and benchmark it. Presets are the project's
-// shared yardstick: tests, benchmarks and python/torchref.py use the same ones.
-type Preset struct {
-	Name   string
-	Config Config
-	Batch  int // sequences per step (B)
-}
-
-// Presets returns the built-in presets (engine and MoE issues): tiny, small and medium are dense (rmsnorm,
-// ε = 1e-5, no gate, untied); tiny-moe and small-moe replace every FFN by E = 8 experts with top-2 routing and
-// expert width d_ff/2, so that their active FFN parameters per token equal the dense preset's, the Switch
-// load-balancing loss at α = 0.01 and auxiliary-loss-free balancing at router_bias_update_rate = 3e-3 (without
-// it, a small-init model routes every token of a batch to the same two experts for its first ~150 steps: see
-// train.TestTinyMoEKeepsExpertsBalanced).
-func Presets() []Preset {
-	mk := func(name string, d, l, h, t, b int) Preset {
-		return Preset{Name: name, Batch: b, Config: Config{
-			Vocab: 4096, Dim: d, FFN: DefaultFFN(d), Layers: l, Heads: h, SeqLen: t,
-			NormEps: 1e-5, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, FFNKind: FFNDense,
-		}}
-	}
-	moe := func(p Preset) Preset {
-		p.Name += "-moe"
-		c := &p.Config
-		c.FFNKind, c.Experts, c.TopK, c.ExpertFFN = FFNMoE, 8, 2, c.FFN/2
-		c.NormTopK, c.AuxCoef, c.SparseStep, c.BiasRate = true, 0.01, 1, 3e-3
-		return p
-	}
-	tiny, small := mk("tiny", 128, 4, 4, 256, 16), mk("small", 256, 6, 8, 256, 16)
-	return []Preset{tiny, small, mk("medium", 512, 8, 8, 512, 8), moe(tiny), moe(small)}
-}
-
-// LookupPreset returns the preset with the given name.
-func LookupPreset(name string) (Preset, error) {
-	var names []string
-	for _, p := range Presets() {
-		if p.Name == name {
-			return p, nil
-		}
-		names = append(names, p.Name)
-	}
-	return Preset{}, fmt.Errorf("unknown preset %q (have %v)", name, names)
-}
-
 // NumParams returns the number of scalar parameters (the length of the flat parameter buffer).
 func (c Config) NumParams() int64 {
 	var n int64
 	for _, t := range c.layout() {
 		n += int64(t.Size())
+	}
+	return n
+}
+
+// NonEmbeddingParams returns N of SPEC §4 "Effective model size", the x-axis of the law L(N) = E + A·N^(−α)
+// (the N of the sweep tables and of the report): NumParams less the token embedding (V·d) and, when it is
+// untied, the LM head (V·d). Norm gains, attention, FFN, gate and router weights count, and for MoE models every
+// expert (total, not active, parameters). Like nanoGPT's get_num_params(non_embedding=True), it lives on the
+// model so that nothing else has to count parameters.
+func (c Config) NonEmbeddingParams() int64 {
+	vd := int64(c.Vocab) * int64(c.Dim)
+	n := c.NumParams() - vd
+	if !c.Tied {
+		n -= vd
 	}
 	return n
 }

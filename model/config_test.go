@@ -56,3 +56,37 @@ func TestConfigKVHeadsAndQKVBias(t *testing.T) {
 		}
 	}
 }
+
+// TestNonEmbeddingParamsMatchesHandCount pins N (SPEC §4, the x-axis of L(N)) against parameter counts written
+// out by hand from the tensor shapes: the embedding and an untied head are left out, everything else (norm
+// gains, attention, the gate, the FFN; for MoE the router, every routed expert, the shared expert and its gate)
+// is in.
+func TestNonEmbeddingParamsMatchesHandCount(t *testing.T) {
+	tied := testConfig(NormRMS, GateNone, 1e-5, true)
+	for _, tc := range []struct {
+		name      string
+		cfg       Config
+		n, vocabs int64 // N by hand, and how many V·d matrices NumParams has besides
+	}{
+		// V = 16, d = 8, d_ff = 16, L = 2, H = 2 (d_h = 4). Per block: norms 2·8, q, k, v, o 8·8 each,
+		// headwise g_proj [H, d] = 2·8, SwiGLU 3·16·8; then the final norm 8.
+		{"dense_headwise_untied", testConfig(NormRMS, GateHeadwise, 1e-5, false), 2*(2*8+4*8*8+2*8+3*16*8) + 8, 2},
+		{"dense_tied", tied, 2*(2*8+4*8*8+3*16*8) + 8, 1},
+		// E = 4 experts of width 6, top-2, a shared expert of width 6, elementwise gate [H·d_h, d] = 8·8, MoE in
+		// every block. Per block: norms 2·8, q, k, v, o 8·8 each, g_proj 8·8, router [E, d] = 4·8, experts
+		// 4·3·6·8, shared expert 3·6·8 and its gate [1, d] = 8 (all experts: total, not active, parameters).
+		{"moe_e4_shared", moeConfig(4, 2, true, 6, 0, 1), 2*(2*8+4*8*8+8*8+4*8+4*3*6*8+3*6*8+8) + 8, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.cfg.NonEmbeddingParams(); got != tc.n {
+				t.Errorf("NonEmbeddingParams %d, want %d by hand", got, tc.n)
+			}
+			if got, want := tc.cfg.NumParams()-tc.cfg.NonEmbeddingParams(), tc.vocabs*16*8; got != want {
+				t.Errorf("NumParams − N = %d, want %d (the embedding and an untied head)", got, want)
+			}
+		})
+	}
+}

@@ -434,24 +434,6 @@ func (m *Model) readWeights(f safetensors.Reader) error {
 	return nil
 }
 
-// MemoryBytes estimates the bytes New allocates for a model of config c with activations for batch sequences:
-// parameters and gradients, the activations of every layer (the attention probabilities, batch·heads·T² per
-// layer, dominate at long contexts) and the per-worker scratch of workers workers. It is computed in floating
-// point, so absurd configs give a huge number rather than an overflow.
-func MemoryBytes(c Config, batch, workers int) float64 {
-	B, T, L, H := float64(batch), float64(c.SeqLen), float64(c.Layers), float64(c.Heads)
-	N, d, a, f, V := B*T, float64(c.Dim), float64(c.AttnDim()), float64(c.FFN), float64(c.Vocab)
-	wq := float64(c.qkvgWidth())
-	perLayer := N*(4*d+2*wq+3*a+3*f+4+4*a) + B*H*T*T
-	if c.FFNKind == FFNMoE {
-		k, e, fe, fs := float64(c.TopK), float64(c.Experts), float64(c.ExpertFFN), float64(c.SharedFFN)
-		perLayer += N * (2*e + 4*k + k*(2*d+3*fe) + 3*fs + d)
-	}
-	floats := 2*float64(c.NumParams()) + L*perLayer + N*((L+1)*d+4*d+V+2*wq+2*a+3*f+4) +
-		float64(max(workers, 1))*(T*T+max(V, f, T)) + T*float64(c.HeadSize())
-	return 4 * floats
-}
-
 // CheckMemory refuses a model whose estimated memory (MemoryBytes, plus extra bytes, e.g. an optimizer's
 // state) exceeds the machine's physical memory (or, where that is unknown, 2^47 bytes): allocating it would
 // end in an out-of-memory kill or a crash instead of an error. The error names the context length and the
@@ -464,7 +446,7 @@ func CheckMemory(c Config, batch int, extra float64) error {
 	}
 	if need > limit {
 		return fmt.Errorf("model of %d parameters with max_position_embeddings = %d and batch %d needs about %.3g GB (attention probabilities alone %.3g GB), more than %s of memory",
-			c.NumParams(), c.SeqLen, batch, need/1e9, 4*float64(batch)*float64(c.Heads)*float64(c.SeqLen)*float64(c.SeqLen)*float64(c.Layers)/1e9, where)
+			c.NumParams(), c.SeqLen, batch, need/1e9, 4*c.attnProbs(float64(batch), float64(c.SeqLen), float64(c.SeqLen))*float64(c.Layers)/1e9, where)
 	}
 	return nil
 }

@@ -38,6 +38,7 @@ type Model struct {
 	op      rangeOp
 	opLayer int
 	runOp   func(w, lo, hi int)
+	blk     blockRun  // the block pass being run (its forward row functions read their buffers here)
 	norm    normArgs  // operands of the norm being run
 	glu     gluArgs   // operands of the SwiGLU rows being run
 	moeOut  []float32 // output rows the MoE combine adds to
@@ -46,6 +47,21 @@ type Model struct {
 
 // rangeOp is a piece of work over rows (or heads) [lo, hi) of layer l, run on worker w.
 type rangeOp func(m *Model, l, w, lo, hi int)
+
+// blockRun is one forward pass of a block: its rows, the buffers they fill and where the attention finds its
+// keys. Forward runs every block over the batch (keys: the earlier rows of the same sequence); the Decoder runs
+// the same code over the new position, its keys and values kept in a cache. Only the attention itself differs
+// (attentionForward or cachedAttentionForward).
+type blockRun struct {
+	acts *layerActs
+	rows int // token rows of this pass
+	t    int // rows per sequence: row n is at position pos0 + n mod t
+	pos0 int
+	k, v []float32 // the decoder's key/value cache of this block, [SeqLen, KV·d_h]; nil in Forward
+}
+
+// pos is the position of row n.
+func (r *blockRun) pos(n int) int { return r.pos0 + n%r.t }
 
 // activations holds everything the forward pass keeps for the backward pass (and for diagnostics), plus the
 // backward pass's scratch. N = B·T rows; sizes in comments.
@@ -114,11 +130,8 @@ func New(c Config, batch int, pool *kernel.Pool) (*Model, error) {
 		c.KVHeads = 0 // one spelling of multi-head attention, so that configs compare equal after a save and load
 	}
 	m := &Model{Config: c, Specs: c.layout(), pool: pool, batch: batch, attnBlock: defaultAttnBlock}
-	np := int(c.NumParams())
-	m.Params = newWeights(c, make([]float32, np))
-	m.Grads = newWeights(c, make([]float32, np))
-	m.rope = newRopeTable(c)
-	m.allocActivations()
+	params, grads, rope, acts := modelBuffers(&sizer{}, c, batch, pool.Workers())
+	m.Params, m.Grads, m.rope, m.acts = newWeights(c, params), newWeights(c, grads), rope, acts
 	m.runOp = func(w, lo, hi int) { m.op(m, m.opLayer, w, lo, hi) }
 	return m, nil
 }
@@ -131,65 +144,6 @@ func (m *Model) Pool() *kernel.Pool { return m.pool }
 
 // qkvgWidth is the row width of the fused q|k|v|gate projection, H·d_h + 2·KV·d_h + gate rows.
 func (m *Model) qkvgWidth() int { return m.Config.qkvgWidth() }
-
-func (m *Model) allocActivations() {
-	c := m.Config
-	N, d, a, f, T, V := m.batch*c.SeqLen, c.Dim, c.AttnDim(), c.FFN, c.SeqLen, c.Vocab
-	wq := m.qkvgWidth()
-	stats := func() normStats { return normStats{mean: make([]float32, N), rstd: make([]float32, N)} }
-	A := &m.acts
-	A.x = make([]float32, (c.Layers+1)*N*d)
-	A.layers = make([]layerActs, c.Layers)
-	for l := range A.layers {
-		la := &A.layers[l]
-		la.n1, la.s1 = make([]float32, N*d), stats()
-		la.qkvg = make([]float32, N*wq)
-		if c.QKNorm {
-			la.qkIn, la.qkR = make([]float32, N*(a+c.KVDim())), make([]float32, N*(c.Heads+c.KVHeadCount()))
-		}
-		la.att = make([]float32, m.batch*c.Heads*T*T)
-		la.y = make([]float32, N*a)
-		la.yg = la.y
-		if c.AttnGate != GateNone {
-			la.yg = make([]float32, N*a)
-		}
-		la.h = make([]float32, N*d)
-		la.n2, la.s2 = make([]float32, N*d), stats()
-		if !c.IsMoE(l) {
-			la.gu = make([]float32, N*2*f)
-			la.act = make([]float32, N*f)
-			la.sig = make([]float32, N*f)
-		}
-	}
-	A.nf, A.sf = make([]float32, N*d), stats()
-	A.logits = make([]float32, N*V)
-	A.lse = make([]float32, N)
-	A.loss = make([]float32, N)
-	A.inputs = make([]int32, N)
-	A.target = make([]int32, N)
-	A.dx = make([]float32, N*d)
-	A.dn = make([]float32, N*d)
-	A.dqkvg = make([]float32, N*wq)
-	A.dyg = make([]float32, N*a)
-	A.dy = A.dyg
-	if c.AttnGate != GateNone {
-		A.dy = make([]float32, N*a)
-	}
-	A.dgu = make([]float32, N*2*f)
-	A.dact = make([]float32, N*f)
-	W := m.pool.Workers()
-	A.rowTmp = make([][]float32, W)
-	A.dp = make([][]float32, W)
-	for w := 0; w < W; w++ {
-		A.rowTmp[w] = make([]float32, max(V, f, T, a, c.ExpertFFN, c.SharedFFN, c.Experts))
-		A.dp[w] = make([]float32, T*T) // one query block of dS; T·T so that tests may change attnBlock
-	}
-	A.normAcc = make([][]float32, normBlocks)
-	for i := range A.normAcc {
-		A.normAcc[i] = make([]float32, 2*d)
-	}
-	m.allocMoE()
-}
 
 // parallel runs op over [0, n) on the pool in chunks of at least grain.
 func (m *Model) parallel(op rangeOp, l, n, grain int) {
@@ -216,7 +170,6 @@ func (m *Model) Forward(inputs, targets []int32) (float64, error) {
 // attention-sink diagnostic); it may take up to Batch·SeqLen/T sequences.
 func (m *Model) ForwardSeq(inputs, targets []int32, T int) (float64, error) {
 	c := m.Config
-	d := c.Dim
 	if T < 1 || T > c.SeqLen {
 		return 0, fmt.Errorf("forward: sequence length %d outside [1, %d]", T, c.SeqLen)
 	}
@@ -239,10 +192,9 @@ func (m *Model) ForwardSeq(inputs, targets []int32, T int) (float64, error) {
 
 	m.parallel((*Model).embedForward, 0, N, 256)
 	for l := 0; l < c.Layers; l++ {
-		m.blockForward(l)
+		m.blockForward(l, blockRun{acts: &m.acts.layers[l], rows: N, t: T}, m.residual(l), m.residual(l+1))
 	}
-	m.normForward(m.residual(c.Layers), m.acts.nf, m.acts.sf, m.Params.NormF, m.Params.NormFB)
-	m.pool.Gemm(false, true, N, c.Vocab, d, m.acts.nf, d, m.Params.Head, d, m.acts.logits, c.Vocab, false)
+	m.headForward(N, m.residual(c.Layers), m.acts.nf, m.acts.sf, m.acts.logits)
 	m.parallel((*Model).lossForward, 0, N, 16)
 	var sum float64
 	for _, v := range m.acts.loss[:N] {
@@ -263,31 +215,45 @@ func (m *Model) ForwardSeq(inputs, targets []int32, T int) (float64, error) {
 // models). The cross-entropy is the returned loss minus this.
 func (m *Model) AuxLoss() float64 { return m.aux }
 
-// blockForward is one pre-norm block: h = x + Attn(Norm(x)); x' = h + FFN(Norm(h)).
-func (m *Model) blockForward(l int) {
+// blockForward is one pre-norm block over the rows of r: h = x + Attn(Norm(x)); out = h + FFN(Norm(h)). x and
+// out are [rows, d]; out may be x.
+func (m *Model) blockForward(l int, r blockRun, x, out []float32) {
 	c := m.Config
-	N, d, a, f := m.n, c.Dim, c.AttnDim(), c.FFN
+	N, d, a, f := r.rows, c.Dim, c.AttnDim(), c.FFN
 	wq := m.qkvgWidth()
-	W, A := &m.Params.Layers[l], &m.acts.layers[l]
-	x, out := m.residual(l), m.residual(l+1)
+	W, A := &m.Params.Layers[l], r.acts
+	m.blk = r
 
-	m.normForward(x, A.n1, A.s1, W.Norm1, W.Norm1B)
+	m.normForward(N, x, A.n1, A.s1, W.Norm1, W.Norm1B)
 	m.pool.Gemm(false, true, N, wq, d, A.n1, d, W.QKVG, d, A.qkvg, wq, false)
 	m.parallel((*Model).ropeGateForward, l, N, 64)
-	m.parallel((*Model).attentionForward, l, (N/m.t)*c.Heads, 1)
+	if r.k == nil {
+		m.parallel((*Model).attentionForward, l, (N/r.t)*c.Heads, 1)
+	} else {
+		m.cachedAttentionForward(l)
+	}
 	if c.AttnGate != GateNone {
 		m.parallel((*Model).gateForward, l, N, 64)
 	}
 	copy(A.h[:N*d], x)
 	m.pool.Gemm(false, true, N, d, a, A.yg, a, W.O, a, A.h, d, true)
 
-	m.normForward(A.h[:N*d], A.n2, A.s2, W.Norm2, W.Norm2B)
+	m.normForward(N, A.h[:N*d], A.n2, A.s2, W.Norm2, W.Norm2B)
 	copy(out, A.h[:N*d])
 	if c.IsMoE(l) {
 		m.moeForward(l, A.n2, out)
 	} else {
 		m.ffnForward(A.n2, N, W.ffn(f), A.gu, A.act, A.sig, out, true)
 	}
+	m.blk = blockRun{}
+}
+
+// headForward is the final norm and the LM head over rows rows of the final residual x: nf = Norm(x) (statistics
+// in st), logits = nf · W_headᵀ.
+func (m *Model) headForward(rows int, x, nf []float32, st normStats, logits []float32) {
+	c := m.Config
+	m.normForward(rows, x, nf, st, m.Params.NormF, m.Params.NormFB)
+	m.pool.Gemm(false, true, rows, c.Vocab, c.Dim, nf, c.Dim, m.Params.Head, c.Dim, logits, c.Vocab, false)
 }
 
 // Backward accumulates the gradient of the last Forward's mean loss into Grads (call ZeroGrads first unless

@@ -51,35 +51,6 @@ type moeScratch struct {
 	counts               []int     // [E]
 }
 
-func (m *Model) allocMoE() {
-	c := m.Config
-	N, d, E, k, f, fs := m.batch*c.SeqLen, c.Dim, c.Experts, c.TopK, c.ExpertFFN, c.SharedFFN
-	R := N * k
-	hasMoE := false
-	for l := range m.acts.layers {
-		if !c.IsMoE(l) {
-			continue
-		}
-		hasMoE = true
-		m.acts.layers[l].moe = &moeActs{
-			probs: make([]float32, N*E), lse: make([]float32, N), sel: make([]int32, N*k), w: make([]float32, N*k),
-			slot: make([]int32, N*k), start: make([]int, E+1),
-			xg: make([]float32, R*d), hg: make([]float32, R*2*f), actg: make([]float32, R*f), yg: make([]float32, R*d),
-			sigg: make([]float32, R*f), ssig: make([]float32, N*fs),
-			sgu: make([]float32, N*2*fs), sact: make([]float32, N*fs), sy: make([]float32, N*d*min(fs, 1)),
-			sg: make([]float32, N*min(fs, 1)), load: make([]float64, E), importance: make([]float64, E),
-		}
-	}
-	if hasMoE {
-		m.acts.moe = moeScratch{
-			dyg: make([]float32, R*d), dactg: make([]float32, R*f), dhg: make([]float32, R*2*f), dxg: make([]float32, R*d),
-			dw: make([]float32, N*k), dlogits: make([]float32, N*E),
-			dsy: make([]float32, N*d*min(fs, 1)), dsact: make([]float32, N*fs), dsgu: make([]float32, N*2*fs),
-			dsg: make([]float32, N*min(fs, 1)), counts: make([]int, E),
-		}
-	}
-}
-
 // numMoE is the number of MoE blocks.
 func (c Config) numMoE() int {
 	n := 0
@@ -91,11 +62,12 @@ func (c Config) numMoE() int {
 	return n
 }
 
-// moeForward adds block l's MoE FFN of x = n2 [N, d] to out.
+// moeForward adds block l's MoE FFN of x = n2 [N, d] to out, for the rows of the block pass m.blk. The
+// capacity limit, a device of training batches, applies in Forward only: the decoder routes every assignment.
 func (m *Model) moeForward(l int, x, out []float32) {
 	c := m.Config
-	N, d, E, k := m.n, c.Dim, c.Experts, c.TopK
-	W, mo := &m.Params.Layers[l], m.acts.layers[l].moe
+	N, d, E, k := m.blk.rows, c.Dim, c.Experts, c.TopK
+	W, mo := &m.Params.Layers[l], m.blk.acts.moe
 	f := c.ExpertFFN
 
 	m.pool.Gemm(false, true, N, E, d, x, d, W.Router, d, mo.probs, E, false)
@@ -108,7 +80,7 @@ func (m *Model) moeForward(l int, x, out []float32) {
 		counts[e]++
 	}
 	limit := N * k
-	if c.Capacity > 0 {
+	if c.Capacity > 0 && m.blk.k == nil {
 		limit = int(math.Ceil(c.Capacity * float64(N*k) / float64(E)))
 	}
 	mo.start[0] = 0
@@ -162,7 +134,7 @@ func (m *Model) moeForward(l int, x, out []float32) {
 func (m *Model) moeRouteRows(l, _, lo, hi int) {
 	c := m.Config
 	E, k := c.Experts, c.TopK
-	mo := m.acts.layers[l].moe
+	mo := m.blk.acts.moe
 	for n := lo; n < hi; n++ {
 		p := mo.probs[n*E : (n+1)*E]
 		mo.lse[n] = softmaxInPlace(p)
@@ -221,10 +193,9 @@ func taken(sel []int32, e int) bool {
 }
 
 // moeGatherRows copies each token's input to the sorted rows of its experts.
-func (m *Model) moeGatherRows(l, _, lo, hi int) {
+func (m *Model) moeGatherRows(_, _, lo, hi int) {
 	d, k := m.Config.Dim, m.Config.TopK
-	mo := m.acts.layers[l].moe
-	x := m.acts.layers[l].n2
+	mo, x := m.blk.acts.moe, m.blk.acts.n2
 	for n := lo; n < hi; n++ {
 		for _, s := range mo.slot[n*k : (n+1)*k] {
 			if s >= 0 {
@@ -235,10 +206,10 @@ func (m *Model) moeGatherRows(l, _, lo, hi int) {
 }
 
 // moeCombineRows adds Σ_j w_j·y_j (+ σ_shared·shared) to each token's output row.
-func (m *Model) moeCombineRows(l, _, lo, hi int) {
+func (m *Model) moeCombineRows(_, _, lo, hi int) {
 	c := m.Config
 	d, k := c.Dim, c.TopK
-	mo := m.acts.layers[l].moe
+	mo := m.blk.acts.moe
 	for n := lo; n < hi; n++ {
 		out := m.moeOut[n*d : (n+1)*d]
 		for j, s := range mo.slot[n*k : (n+1)*k] {

@@ -77,10 +77,10 @@ type normArgs struct {
 	dg, db []float32 // gain and bias gradients (backward)
 }
 
-// normForward normalises the rows of x into out, saving the statistics in st.
-func (m *Model) normForward(x, out []float32, st normStats, g, b []float32) {
+// normForward normalises rows rows of x into out, saving the statistics in st.
+func (m *Model) normForward(rows int, x, out []float32, st normStats, g, b []float32) {
 	m.norm = normArgs{x: x, out: out, st: st, g: g, b: b}
-	m.parallel((*Model).normForwardRows, 0, m.n, 64)
+	m.parallel((*Model).normForwardRows, 0, rows, 64)
 }
 
 func (m *Model) normForwardRows(_, _, lo, hi int) {

@@ -90,11 +90,15 @@ func ropeInvFreq(c Config) []float32 {
 
 // newRopeTable builds the table the way Hugging Face does in float32 — θ_i from ropeInvFreq and the angle
 // t·θ_i are float32 products — so that positions far from 0 agree with PyTorch to the last bit of the angle;
-// only cos and sin themselves are evaluated in float64 and rounded.
-func newRopeTable(c Config) ropeTable {
-	T, inv := c.SeqLen, ropeInvFreq(c)
-	half := len(inv)
-	r := ropeTable{half: half, cos: make([]float32, T*half), sin: make([]float32, T*half)}
+// only cos and sin themselves are evaluated in float64 and rounded. A counting sizer (MemoryBytes) only
+// counts the table.
+func newRopeTable(s *sizer, c Config) ropeTable {
+	T, half := c.SeqLen, c.HeadSize()/2
+	r := ropeTable{half: half, cos: alloc[float32](s, float64(T)*float64(half)), sin: alloc[float32](s, float64(T)*float64(half))}
+	if s.count {
+		return r
+	}
+	inv := ropeInvFreq(c)
 	for i, f := range inv {
 		for t := 0; t < T; t++ {
 			ang := float64(float32(t) * f)
@@ -134,16 +138,18 @@ func (r *ropeTable) unrotate(x []float32, t int) {
 // ropeGateForward adds the q/k/v biases (QKVBias), normalises each head of q and k (QKNorm), rotates them, and
 // applies the sigmoid to the gate pre-activations, for rows [lo, hi). The order is Hugging Face's: the bias is part
 // of the projection (Qwen2), QK-norm applies to the projection's output (Qwen3), RoPE to the normalised heads. K
-// has KV heads (grouped-query attention), each rotated once however many query heads read it.
+// has KV heads (grouped-query attention), each rotated once however many query heads read it. The rows are
+// those of the block pass m.blk, at its positions.
 func (m *Model) ropeGateForward(l, w, lo, hi int) {
 	c := m.Config
-	T, H, KV, dh, qk := m.t, c.Heads, c.KVHeadCount(), c.HeadSize(), c.AttnDim()+c.KVDim()
+	H, KV, dh, qk := c.Heads, c.KVHeadCount(), c.HeadSize(), c.AttnDim()+c.KVDim()
 	wq := m.qkvgWidth()
-	A, W := &m.acts.layers[l], &m.Params.Layers[l]
+	r, W := &m.blk, &m.Params.Layers[l]
+	A := r.acts
 	qkvg := A.qkvg
 	eps := float32(c.NormEps)
 	for n := lo; n < hi; n++ {
-		row, t := qkvg[n*wq:(n+1)*wq], n%T
+		row, t := qkvg[n*wq:(n+1)*wq], r.pos(n)
 		if W.QKVB != nil {
 			kernel.Add(row[:len(W.QKVB)], W.QKVB)
 		}

@@ -13,33 +13,15 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/smallinit/smallinit/diag"
 )
 
-// Coordcheck is the output of `smallinit coordcheck --json`.
+// Coordcheck is a coordinate check (diag.Coordcheck, the output of `smallinit coordcheck --json`) and the file
+// it was read from.
 type Coordcheck struct {
-	Source    string       `json:"-"` // the file it was read from
-	Gamma     float64      `json:"gamma"`
-	Predicted *float64     `json:"predicted_attn_exponent"`
-	Points    []CoordPoint `json:"points"`
-	Fits      []CoordFit   `json:"fits"`
-}
-
-// CoordPoint is one (width, step, layer) measurement of a coordinate check.
-type CoordPoint struct {
-	Width     int     `json:"width"`
-	Step      int     `json:"step"`
-	Layer     int     `json:"layer"`
-	HiddenRMS float64 `json:"hidden_rms"`
-	AttnRatio float64 `json:"attn_residual_ratio"`
-	FFNRatio  float64 `json:"ffn_residual_ratio"`
-}
-
-// CoordFit is the fitted exponent of the residual ratios against width at one step and layer.
-type CoordFit struct {
-	Step    int     `json:"step"`
-	Layer   int     `json:"layer"`
-	AttnExp float64 `json:"attn_exponent"`
-	FFNExp  float64 `json:"ffn_exponent"`
+	Source string // the file's base name
+	diag.Coordcheck
 }
 
 // ReadCoordcheck reads a coordinate check saved from `smallinit coordcheck --json`.
@@ -49,7 +31,7 @@ func ReadCoordcheck(path string) (*Coordcheck, error) {
 		return nil, fmt.Errorf("coordinate check: %w", err)
 	}
 	var c Coordcheck
-	if err := json.Unmarshal(b, &c); err != nil {
+	if err := json.Unmarshal(b, &c.Coordcheck); err != nil {
 		return nil, fmt.Errorf("coordinate check %s: %w", path, err)
 	}
 	if len(c.Points) == 0 {

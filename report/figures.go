@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/smallinit/smallinit/diag"
 )
 
 // Figure is one drawn figure of a report.
@@ -459,7 +461,7 @@ func classOrder(arms []*Arm) []string {
 }
 
 // classCurve averages a class metric over the arm's runs by diagnostics step.
-func classCurve(a *Arm, class string, metric func(ClassStat) float64) (xs, ys []float64) {
+func classCurve(a *Arm, class string, metric func(diag.ClassSummary) float64) (xs, ys []float64) {
 	sum, n := map[int]float64{}, map[int]int{}
 	for _, r := range a.Runs {
 		for _, p := range r.Diagnostics {
@@ -516,9 +518,9 @@ func (d *Data) figTrajectories(maxArms int) (*Figure, string) {
 		useLogY(sr)
 		cr := newPlot("row-cosine ratio — "+a.Label, "step", "mean |cos| / random baseline")
 		for ci, class := range classes {
-			xs, ys := classCurve(a, class, func(c ClassStat) float64 { return c.StableRank })
+			xs, ys := classCurve(a, class, func(c diag.ClassSummary) float64 { return c.StableRank })
 			f.Points += addLine(sr, finiteXYs(xs, ys, false, true), lineStyle(ci), len(xs) <= 12)
-			xs, ys = classCurve(a, class, func(c ClassStat) float64 { return c.CosRatio })
+			xs, ys = classCurve(a, class, func(c diag.ClassSummary) float64 { return c.CosRatio })
 			f.Points += addLine(cr, finiteXYs(xs, ys, false, false), lineStyle(ci), len(xs) <= 12)
 		}
 		f.Series += 2 * len(classes)
@@ -591,7 +593,7 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 }
 
 // lastLayers averages, over the arm's runs, a per-layer metric of each run's last diagnostics line.
-func lastLayers(a *Arm, metric func(LayerStat) float64) (xs, ys []float64, steps []int) {
+func lastLayers(a *Arm, metric func(diag.LayerActivations) float64) (xs, ys []float64, steps []int) {
 	sum, n := map[int]float64{}, map[int]int{}
 	for _, r := range a.Runs {
 		p := r.LastDiag()
@@ -634,7 +636,7 @@ func sinkRate(alpha []float64) float64 {
 	}
 	n := 0
 	for _, a := range alpha {
-		if a > SinkThreshold {
+		if a > diag.SinkThreshold {
 			n++
 		}
 	}
@@ -675,14 +677,14 @@ func (d *Data) figSink() (*Figure, string) {
 	}
 	f := &Figure{ID: FigSink, Title: "Attention sink: first-token mass and sink rate per layer"}
 	mass := newPlot("first-token attention mass", "layer", "mean over heads and queries of A[i, 0]")
-	sink := newPlot("sink rate", "layer", fmt.Sprintf("%% of heads with α > %g", SinkThreshold))
+	sink := newPlot("sink rate", "layer", fmt.Sprintf("%% of heads with α > %g", diag.SinkThreshold))
 	var runs []*Run
 	gates := map[string]bool{}
 	for _, a := range arms {
 		i := d.armIndex(a)
-		xs, ys, _ := lastLayers(a, func(l LayerStat) float64 { return meanOf(l.FirstTokenMass) })
+		xs, ys, _ := lastLayers(a, func(l diag.LayerActivations) float64 { return meanOf(l.FirstTokenMass) })
 		f.Points += addLine(mass, finiteXYs(xs, ys, false, false), lineStyle(i), true)
-		xs, ys, _ = lastLayers(a, func(l LayerStat) float64 { return sinkRate(l.SinkAlpha) })
+		xs, ys, _ = lastLayers(a, func(l diag.LayerActivations) float64 { return sinkRate(l.SinkAlpha) })
 		f.Points += addLine(sink, finiteXYs(xs, ys, false, false), lineStyle(i), true)
 		f.Series++
 		f.Legend = append(f.Legend, LegendEntry{Label: armName(a), Color: d.armColor(a), Dashed: i >= len(palette)})
@@ -702,7 +704,7 @@ func (d *Data) figSink() (*Figure, string) {
 	}
 	f.Caption = d.describe(runs) + fmt.Sprintf(" From each run's last diagnostics line (step %s), mean over the arm's seeds; attention gate: %s. "+
 		"α is a head's mean attention to the first token over all queries; a head with α > %g is a sink. The study expects the gate to remove the sink.",
-		stepList(steps), strings.Join(sortedValues(toSet(gs)), ", "), SinkThreshold)
+		stepList(steps), strings.Join(sortedValues(toSet(gs)), ", "), diag.SinkThreshold)
 	return f, ""
 }
 
@@ -719,9 +721,9 @@ func (d *Data) figNorm() (*Figure, string) {
 	eps := map[string]bool{}
 	for _, a := range arms {
 		i := d.armIndex(a)
-		xs, ys, _ := lastLayers(a, func(l LayerStat) float64 { return l.AttnNorm.OutputRMS })
+		xs, ys, _ := lastLayers(a, func(l diag.LayerActivations) float64 { return l.AttnNorm.OutputRMS })
 		f.Points += addLine(attn, finiteXYs(xs, ys, false, false), lineStyle(i), true)
-		xs, ys, _ = lastLayers(a, func(l LayerStat) float64 { return l.FFNNorm.OutputRMS })
+		xs, ys, _ = lastLayers(a, func(l diag.LayerActivations) float64 { return l.FFNNorm.OutputRMS })
 		f.Points += addLine(ffn, finiteXYs(xs, ys, false, false), lineStyle(i), true)
 		f.Series++
 		f.Legend = append(f.Legend, LegendEntry{Label: armName(a), Color: d.armColor(a), Dashed: i >= len(palette)})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/summary"
@@ -48,53 +49,14 @@ type Checkpoint struct {
 	Dir  string
 }
 
-// DiagPoint is one line of diagnostics.jsonl: the weight metrics per tensor class and the activation metrics.
+// DiagPoint is one line of diagnostics.jsonl (a train.DiagLine of a diag.Record): the weight metrics per tensor
+// and per class, and the activation metrics. A line from a file that has no per-class means gets them from its
+// tensors (diag.SummariseClasses); Activations is nil when the line has none.
 type DiagPoint struct {
-	Step        int
-	Classes     []ClassStat
-	Activations *Activations // nil when the line has none
-	Err         string       // a line recorded as {"step", "error"} (e.g. a diverged model)
+	Step int
+	diag.Record
+	Err string // a line recorded as {"step", "error"} (e.g. a diverged model)
 }
-
-// ClassStat is the mean weight metrics of one tensor class (diag.ClassSummary); NaN where unknown.
-type ClassStat struct {
-	Class      string  `json:"class"`
-	Tensors    int     `json:"tensors"`
-	StableRank float64 `json:"stable_rank"`
-	MeanAbsCos float64 `json:"mean_abs_cos"`
-	CosRatio   float64 `json:"cos_ratio"`
-	FracAbove  float64 `json:"frac_above_0_9"`
-}
-
-// Activations are the activation metrics of one diagnostics line (diag.ActivationStats, the fields drawn here).
-type Activations struct {
-	ProbeLoss      float64     `json:"probe_loss"`
-	Layers         []LayerStat `json:"layers"`
-	FirstTokenMass float64     `json:"first_token_mass"`
-	SinkRate       float64     `json:"sink_rate"`
-}
-
-// LayerStat is one block's activation metrics (diag.LayerActivations, the fields drawn here).
-type LayerStat struct {
-	Layer             int       `json:"layer"`
-	HiddenRMS         float64   `json:"hidden_rms"`
-	AttnNorm          NormStat  `json:"attn_norm"`
-	FFNNorm           NormStat  `json:"ffn_norm"`
-	AttnResidualRatio float64   `json:"attn_residual_ratio"`
-	FFNResidualRatio  float64   `json:"ffn_residual_ratio"`
-	FirstTokenMass    []float64 `json:"first_token_mass"`
-	SinkAlpha         []float64 `json:"sink_alpha"`
-	GateMean          []float64 `json:"gate_mean"`
-}
-
-// NormStat is a norm's saturation s = ε/(m+ε) and output RMS r = sqrt(m/(m+ε)).
-type NormStat struct {
-	Saturation float64 `json:"saturation"`
-	OutputRMS  float64 `json:"output_rms"`
-}
-
-// SinkThreshold is the sink weight α above which a head counts as a sink (diag.SinkThreshold).
-const SinkThreshold = 0.3
 
 // Skipped is an input path that yielded no run.
 type Skipped struct {
@@ -301,25 +263,12 @@ func readLines(path string, fn func([]byte) error) error {
 	return nil
 }
 
-// diagLine is the JSON of one diagnostics line; weight metrics may be null (not computed or not finite).
-type diagLine struct {
-	Step        *int   `json:"step"`
-	Error       string `json:"error"`
-	Diagnostics *struct {
-		Weights []struct {
-			Class      string   `json:"class"`
-			StableRank *float64 `json:"stable_rank"`
-			MeanAbsCos *float64 `json:"mean_abs_cos"`
-			CosRatio   *float64 `json:"cos_ratio"`
-			FracAbove  *float64 `json:"frac_abs_cos_above_0_9"`
-		} `json:"weights"`
-		Classes     []ClassStat  `json:"classes"`
-		Activations *Activations `json:"activations"`
-	} `json:"diagnostics"`
-}
-
+// parseDiag reads one line of diagnostics.jsonl.
 func parseDiag(b []byte) (DiagPoint, error) {
-	var l diagLine
+	var l struct {
+		train.DiagLine[*diag.Record]
+		Step *int `json:"step"` // shadows DiagLine.Step, to tell a line without a step from step 0
+	}
 	if err := json.Unmarshal(b, &l); err != nil {
 		return DiagPoint{}, err
 	}
@@ -327,44 +276,10 @@ func parseDiag(b []byte) (DiagPoint, error) {
 		return DiagPoint{}, errors.New("no step")
 	}
 	p := DiagPoint{Step: *l.Step, Err: l.Error}
-	if l.Diagnostics == nil {
-		return p, nil
-	}
-	p.Activations = l.Diagnostics.Activations
-	p.Classes = l.Diagnostics.Classes
-	if len(p.Classes) == 0 && len(l.Diagnostics.Weights) > 0 { // average the tensors ourselves
-		idx := map[string]int{}
-		type acc struct{ sr, cos, ratio, frac [2]float64 }
-		var accs []acc
-		add := func(a *[2]float64, v *float64) {
-			if v != nil && !math.IsNaN(*v) && !math.IsInf(*v, 0) {
-				a[0] += *v
-				a[1]++
-			}
-		}
-		for _, w := range l.Diagnostics.Weights {
-			i, ok := idx[w.Class]
-			if !ok {
-				i = len(p.Classes)
-				idx[w.Class] = i
-				p.Classes = append(p.Classes, ClassStat{Class: w.Class})
-				accs = append(accs, acc{})
-			}
-			p.Classes[i].Tensors++
-			add(&accs[i].sr, w.StableRank)
-			add(&accs[i].cos, w.MeanAbsCos)
-			add(&accs[i].ratio, w.CosRatio)
-			add(&accs[i].frac, w.FracAbove)
-		}
-		mean := func(a [2]float64) float64 {
-			if a[1] == 0 {
-				return math.NaN()
-			}
-			return a[0] / a[1]
-		}
-		for i := range p.Classes {
-			p.Classes[i].StableRank, p.Classes[i].MeanAbsCos = mean(accs[i].sr), mean(accs[i].cos)
-			p.Classes[i].CosRatio, p.Classes[i].FracAbove = mean(accs[i].ratio), mean(accs[i].frac)
+	if l.Diagnostics != nil {
+		p.Record = *l.Diagnostics
+		if len(p.Classes) == 0 && len(p.Weights) > 0 {
+			p.Classes = diag.SummariseClasses(p.Weights)
 		}
 	}
 	return p, nil
@@ -509,24 +424,15 @@ func (r *Run) TokensPerS() float64 {
 	return toks / secs
 }
 
-// N is the model's non-embedding parameter count: every parameter minus the token embedding and an untied LM
-// head (the N of the sweep tables and of L(N)).
-func (r *Run) N() int64 { return nonEmbedding(r.Config.Model.Config) }
+// N is the model's non-embedding parameter count (model.Config.NonEmbeddingParams): the N of the sweep tables
+// and of L(N).
+func (r *Run) N() int64 { return r.Config.Model.NonEmbeddingParams() }
 
 // baseN is N of the same model without an attention gate.
 func (r *Run) baseN() int64 {
 	c := r.Config.Model.Config
 	c.AttnGate = model.GateNone
-	return nonEmbedding(c)
-}
-
-// nonEmbedding is the parameter count less the token embedding and an untied LM head.
-func nonEmbedding(c model.Config) int64 {
-	n := c.NumParams() - int64(c.Vocab)*int64(c.Dim)
-	if !c.Tied {
-		n -= int64(c.Vocab) * int64(c.Dim)
-	}
-	return n
+	return c.NonEmbeddingParams()
 }
 
 // Seed is the run's seed.

@@ -300,15 +300,15 @@ func synthComparison(bins int) diag.Comparison {
 }
 
 func synthCoordcheck(gamma float64) *Coordcheck {
-	c := &Coordcheck{Source: "coord.json", Gamma: gamma}
+	c := &Coordcheck{Source: "coord.json", Coordcheck: diag.Coordcheck{Gamma: gamma}}
 	for _, s := range []int{0, 10} {
 		for _, w := range []int{64, 128, 256} {
 			for l := 0; l < 2; l++ {
 				r := math.Pow(float64(w), 1-gamma) * 0.1 * float64(s+1)
-				c.Points = append(c.Points, CoordPoint{Width: w, Step: s, Layer: l, HiddenRMS: 1, AttnRatio: r, FFNRatio: r / 2})
+				c.Points = append(c.Points, diag.CoordPoint{Width: w, Step: s, Layer: l, HiddenRMS: 1, AttnRatio: r, FFNRatio: r / 2})
 			}
 		}
-		c.Fits = append(c.Fits, CoordFit{Step: s, Layer: 0, AttnExp: 1 - gamma, FFNExp: 1 - gamma})
+		c.Fits = append(c.Fits, diag.CoordFit{Step: s, Layer: 0, AttnExp: 1 - gamma, FFNExp: 1 - gamma})
 	}
 	return c
 }
@@ -454,7 +454,7 @@ func TestReportDegenerateInputs(t *testing.T) {
 		r.Diagnostics[0].Classes[0].StableRank != 3 || r.Diagnostics[0].Classes[0].CosRatio != 1.5 || r.Complete {
 		t.Fatalf("run just-started: %+v", r)
 	}
-	flat := &Coordcheck{Source: "flat.json", Gamma: 1, Points: []CoordPoint{{Width: 64, AttnRatio: 0.1, FFNRatio: 0}}}
+	flat := &Coordcheck{Source: "flat.json", Coordcheck: diag.Coordcheck{Gamma: 1, Points: []diag.CoordPoint{{Width: 64, AttnRatio: 0.1, FFNRatio: 0}}}}
 	one := diag.Comparison{Windows: 1, Bins: []diag.GapBin{{Count: 3}}}
 	pg, err := Build(d, Options{Coordchecks: []*Coordcheck{flat, synthCoordcheck(0.5)}, Compare: &CompareData{A: "a", B: "b", Cmp: one},
 		Law: &Law{E: 1, A: 1, Alpha: 0.5}, Heatmaps: nil})

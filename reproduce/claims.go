@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
-	"github.com/smallinit/smallinit/fit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/sweep"
@@ -29,8 +29,15 @@ const (
 type Claim struct {
 	N        int    `json:"claim"`
 	Text     string `json:"text"`
-	Verdict  string `json:"verdict"`
-	Evidence string `json:"evidence"` // the numbers, with their uncertainty
+	Verdict  string `json:"verdict"`          // Supported, NotSupported, Inconclusive or Untestable
+	Reason   string `json:"reason,omitempty"` // why it is not decided (e.g. "too few seeds: ...")
+	Evidence string `json:"evidence"`         // the numbers, with their uncertainty
+	// Tests are the paired comparisons behind the verdict, each with its per-seed values, interval, degrees of
+	// freedom, p-value, Holm-adjusted p-value and minimum detectable effect (verdict.go).
+	Tests []Test `json:"tests,omitempty"`
+	// Detail holds the claim's other numbers: claim 2's size law and effective sizes, claim 4's bins, the
+	// probe pilot.
+	Detail any `json:"detail,omitempty"`
 }
 
 // Result is a reproduction's outcome (OUT/claims.json).
@@ -47,6 +54,9 @@ type Result struct {
 	// ValLoss is the mean validation loss, its standard error over seeds and the seed count per configuration
 	// label, for the configurations that have finished runs.
 	ValLoss map[string]ArmLoss `json:"val_loss"`
+	// Inputs are the per-seed losses every verdict read (all but the per-token losses, which claim 4 summarises
+	// per bin).
+	Inputs *Evidence `json:"inputs,omitempty"`
 }
 
 // ArmLoss is one configuration's validation loss over its seeds.
@@ -109,196 +119,109 @@ func gather(out string) ([]row, error) {
 	return rows, nil
 }
 
-// losses returns the val losses of the runs of experiment exp matching every key=value in match.
-func losses(rows []row, exp string, match map[string]float64, strMatch map[string]string) []float64 {
-	var out []float64
-	for _, r := range rows {
-		if r.exp != exp {
-			continue
-		}
-		ok := true
-		for k, v := range match {
-			ok = ok && r.num(k) == v
-		}
-		for k, v := range strMatch {
-			ok = ok && r.str(k) == v
-		}
-		if ok {
-			out = append(out, r.loss)
-		}
-	}
-	return out
-}
-
-// verdict compares a difference d (positive: the claim's direction) with its standard error: beyond two
-// standard errors either way it decides. A NaN difference or standard error (an arm without runs, or one seed,
-// see meanSE) is inconclusive.
-func verdict(d, se float64) string {
-	switch {
-	case math.IsNaN(d) || math.IsNaN(se):
-		return Inconclusive
-	case d > 2*se:
-		return Supported
-	case d < -2*se:
-		return NotSupported
-	}
-	return Inconclusive
-}
-
 func (res *Result) evaluate(out, dataDir, probeDir string, windows int) error {
 	rows, err := gather(out)
 	if err != nil {
 		return err
 	}
+	ev, err := evidenceFromRows(rows, probeDir)
+	if err != nil {
+		return err
+	}
+	var tokErr error
+	ev.Tokens, ev.TokenRef, res.CompareA, res.CompareB, tokErr = tokenEvidence(rows, dataDir, windows)
+	res.Inputs = ev
 	res.ValLoss = map[string]ArmLoss{}
-	label := func(name string, ls []float64) (float64, float64) {
-		m, se := meanSE(ls)
-		if len(ls) > 0 {
-			a := ArmLoss{Mean: m, Seeds: len(ls)}
-			if !math.IsNaN(se) {
-				a.SE = &se
+	label := func(a *Arm) {
+		if a == nil || len(a.Seeds) == 0 {
+			return
+		}
+		m, se := meanSE(values(a.Overall()))
+		l := ArmLoss{Mean: m, Seeds: len(a.Seeds)}
+		if !math.IsNaN(se) {
+			l.SE = &se
+		}
+		res.ValLoss[a.Name] = l
+	}
+	for i := range ev.Gamma {
+		label(&ev.Gamma[i].Arm)
+	}
+	label(ev.NoFix05)
+	label(ev.NoFix1)
+	for i := range ev.Ladder {
+		label(&ev.Ladder[i].G05)
+		label(&ev.Ladder[i].G1)
+	}
+	res.Claims = Judge(ev, 500)
+	if tokErr != nil {
+		for i := range res.Claims {
+			if res.Claims[i].N == 4 {
+				res.Claims[i].Evidence = tokErr.Error()
 			}
-			res.ValLoss[name] = a
-		}
-		return m, se
-	}
-	g := func(gamma float64) []float64 {
-		return losses(rows, ExpGamma, map[string]float64{"init.gamma": gamma}, nil)
-	}
-
-	// Claim 1: γ = 1 beats γ = 0.5 (with both fixes).
-	m05, se05 := label("gamma0.5 fixed", g(0.5))
-	m1, se1 := label("gamma1 fixed", g(1))
-	d1, s1 := m05-m1, math.Hypot(se05, se1)
-	res.Claims = append(res.Claims, Claim{N: 1, Text: "γ = 1 lowers validation loss against γ = 0.5 (with ε = 1e-12 and the gate)",
-		Verdict: verdict(d1, s1), Evidence: fmt.Sprintf("val loss γ=0.5 %.4f ± %.4f, γ=1 %.4f ± %.4f: γ=1 lower by %.4f ± %.4f (± = SE over seeds)", m05, se05, m1, se1, d1, s1)})
-	// Claim 1's second half: the gains are largest on reasoning (probes.go).
-	res.Claims = append(res.Claims, reasoningClaim(rows, probeDir))
-
-	// Claim 2: the fixes release the gain, and the effective model size.
-	d := func(gamma float64, gate string) []float64 {
-		return losses(rows, ExpDefault, map[string]float64{"init.gamma": gamma}, map[string]string{"model.attn_gate": gate})
-	}
-	md05, sd05 := label("gamma0.5 default", d(0.5, "none"))
-	md1, sd1 := label("gamma1 default", d(1, "none"))
-	label("gamma0.5 gate only", d(0.5, "elementwise"))
-	label("gamma1 gate only", d(1, "elementwise"))
-	label("gamma0.5 eps only", losses(rows, ExpEpsOnly, map[string]float64{"init.gamma": 0.5}, nil))
-	label("gamma1 eps only", losses(rows, ExpEpsOnly, map[string]float64{"init.gamma": 1}, nil))
-	gainDefault, sDefault := md05-md1, math.Hypot(sd05, sd1)
-	dd, sdd := d1-gainDefault, math.Hypot(s1, sDefault)
-	ev := fmt.Sprintf("gain of γ=1 over γ=0.5: %.4f ± %.4f with both fixes, %.4f ± %.4f with neither (difference %.4f ± %.4f)", d1, s1, gainDefault, sDefault, dd, sdd)
-	effGain, effErr := effectiveSize(rows)
-	ev += "; " + effErr
-	if effGain != nil {
-		ev = fmt.Sprintf("%s; effective model size of γ=1 at width 128 from L(N) of γ=0.5 over 4 widths: %+.0f%% (95%% bootstrap %+.0f%%..%+.0f%%; the study: +44%%)", ev, 100*effGain[0], 100*effGain[1], 100*effGain[2])
-	}
-	// Both halves: the fixes widen γ = 1's lead, and with them γ = 1 is worth more model size (the bootstrap
-	// interval of its effective-size gain above 0). Either going clearly the other way refutes the claim.
-	v2 := verdict(dd, sdd)
-	switch {
-	case effGain != nil && effGain[2] < 0:
-		v2 = NotSupported
-	case v2 == Supported && (effGain == nil || !(effGain[1] > 0)):
-		v2 = Inconclusive
-	}
-	res.Claims = append(res.Claims, Claim{N: 2, Text: "ε = 1e-5 and the attention sink hold γ = 1 back; with both fixes γ = 1 is worth more model size",
-		Verdict: v2, Evidence: ev})
-
-	// Claim 3: γ = 1 is critical (loss is best at 1 and worse past it).
-	// An arm without runs has a NaN mean, which never compares as the best.
-	best, bestM, bestSE := 0.0, math.Inf(1), math.NaN()
-	var parts []string
-	mPast, sPast := math.NaN(), math.NaN()
-	for _, gm := range gammas {
-		m, se := label(fmt.Sprintf("gamma%g fixed", gm), g(gm))
-		parts = append(parts, fmt.Sprintf("γ=%g %.4f±%.4f", gm, m, se))
-		if m < bestM {
-			best, bestM, bestSE = gm, m, se
-		}
-		if gm == 1.5 {
-			mPast, sPast = m, se
 		}
 	}
-	v3 := Inconclusive
-	switch {
-	case best == 1 && verdict(mPast-m1, math.Hypot(sPast, se1)) == Supported:
-		v3 = Supported
-	case best != 1 && verdict(m1-bestM, math.Hypot(bestSE, se1)) == Supported:
-		v3 = NotSupported // another γ is lower than γ = 1 beyond the noise of both
-	}
-	res.Claims = append(res.Claims, Claim{N: 3, Text: "γ = 1 is critical: loss is best at γ = 1 and worse past it",
-		Verdict: v3, Evidence: fmt.Sprintf("val loss by γ: %s; best γ = %g", strings.Join(parts, ", "), best)})
-
-	// Claim 4: the gains concentrate on medium-to-hard tokens.
-	c4, a, b := tokenClaim(rows, dataDir, windows)
-	res.Claims = append(res.Claims, c4)
-	res.CompareA, res.CompareB = a, b
-
 	// Claim 5: condensation then expansion.
 	res.Claims = append(res.Claims, condensationClaim(rows))
 	return nil
 }
 
-// effectiveSize fits L(N) on γ = 0.5 over the four widths (fixes on) and returns the width-128 γ = 1 runs'
-// effective-size gain with its bootstrap interval over seeds, or why it could not; the evidence says when
-// N_eff lies beyond the fitted sizes.
-func effectiveSize(rows []row) (*[3]float64, string) {
-	t := &fit.Table{Columns: []string{"N", "val_loss", "seed", "init.gamma", "tokens", "state"}}
-	var n128 int64 // the γ sweep's size: width 128
-	for _, r := range rows {
-		if r.exp == ExpGamma {
-			n128 = r.n
-		}
-	}
-	for _, r := range rows {
-		if r.exp != ExpSizes && r.exp != ExpGamma {
-			continue
-		}
-		gm := r.num("init.gamma")
-		if gm != 0.5 && gm != 1 {
-			continue
-		}
-		t.Rows = append(t.Rows, map[string]string{"N": fmt.Sprint(r.n), "val_loss": fmt.Sprint(r.loss),
-			"seed": r.str("seed"), "init.gamma": fmt.Sprint(gm), "tokens": "0", "state": "done"})
-	}
-	base, _ := fit.ParseSelector("init.gamma=0.5")
-	treat, _ := fit.ParseSelector("init.gamma=1")
-	rep, err := fit.Analyze(t, fit.Options{Baseline: base, Treated: treat, Bootstrap: 500, Seed: 1})
-	if err != nil {
-		return nil, "size law not fitted: " + err.Error()
-	}
-	for _, law := range rep.Laws {
-		if law.Kind != "size" {
-			continue
-		}
-		if law.Law == nil {
-			return nil, "size law refused: " + law.Error
-		}
-		var at *fit.Gain
-		for i := range law.Treated {
-			if law.Treated[i].X == float64(n128) {
-				at = &law.Treated[i]
+// evidenceFromRows fills the verdicts' inputs from the sweeps of this package's plan (ExpGamma, ExpDefault,
+// ExpSizes, ExpProbes). Its losses are the runs' last training-time validation losses, which Source says.
+func evidenceFromRows(rows []row, probeDir string) (*Evidence, error) {
+	ev := &Evidence{Width: 128, Source: "last training-time validation loss (the first train.eval_windows windows of val.tok, not the whole validation split)"}
+	arm := func(name string, match func(r row) bool) Arm {
+		a := Arm{Name: name, Seeds: map[int]Loss{}}
+		for _, r := range rows {
+			if match(r) {
+				a.Seeds[int(r.num("seed"))] = Loss{Overall: r.loss}
 			}
 		}
-		if at == nil || at.Error != "" {
-			return nil, "no effective size for γ=1 at width 128"
-		}
-		out := [3]float64{at.Gain, math.NaN(), math.NaN()}
-		if at.CI != nil && len(at.Losses) >= 2 { // resampling one seed gives a point, not an interval
-			out[1], out[2] = at.CI.Lo, at.CI.Hi
-		}
-		ev := fmt.Sprintf("L(N) = %.3f + %.3g·N^(−%.3f)", law.Law.E, law.Law.A, law.Law.Alpha)
-		maxN := 0.0
-		for _, c := range law.Baseline {
-			maxN = max(maxN, c.X)
-		}
-		if at.Eff > maxN {
-			ev += fmt.Sprintf(" (N_eff %.3g is beyond the largest fitted size %.3g: an extrapolation)", at.Eff, maxN)
-		}
-		return &out, ev
+		return a
 	}
-	return nil, "size law not fitted"
+	gammaAt := func(exp string, g float64) func(r row) bool {
+		return func(r row) bool { return r.exp == exp && r.num("init.gamma") == g }
+	}
+	for _, g := range gammas {
+		ev.Gamma = append(ev.Gamma, GammaArm{Gamma: g, Arm: arm(fmt.Sprintf("gamma%g fixed", g), gammaAt(ExpGamma, g))})
+	}
+	noFix := func(g float64) *Arm {
+		a := arm(fmt.Sprintf("gamma%g default", g), func(r row) bool {
+			return r.exp == ExpDefault && r.num("init.gamma") == g && r.str("model.attn_gate") == "none"
+		})
+		return &a
+	}
+	ev.NoFix05, ev.NoFix1 = noFix(0.5), noFix(1)
+	// The ladder: the sizes sweep's widths and the γ sweep's width 128.
+	n := map[int]float64{}
+	for _, r := range rows {
+		switch r.exp {
+		case ExpGamma:
+			n[128] = float64(r.n)
+		case ExpSizes:
+			n[int(r.num("model.hidden_size"))] = float64(r.n)
+		}
+	}
+	ws := make([]int, 0, len(n))
+	for w := range n {
+		ws = append(ws, w)
+	}
+	slices.Sort(ws)
+	for _, w := range ws {
+		at := func(g float64) func(r row) bool {
+			if w == 128 {
+				return gammaAt(ExpGamma, g)
+			}
+			return func(r row) bool { return gammaAt(ExpSizes, g)(r) && int(r.num("model.hidden_size")) == w }
+		}
+		ev.Ladder = append(ev.Ladder, Rung{Width: w, N: n[w],
+			G05: arm(fmt.Sprintf("gamma0.5 fixed d=%d", w), at(0.5)), G1: arm(fmt.Sprintf("gamma1 fixed d=%d", w), at(1))})
+	}
+	p, err := probeEvidence(rows, probeDir)
+	if err != nil {
+		return nil, err
+	}
+	ev.Probes = p
+	return ev, nil
 }
 
 // seedPairs returns, per seed (ascending), the γ = 1 and γ = 0.5 run directories of the γ sweep (width 128, both
@@ -327,82 +250,60 @@ func seedPairs(rows []row) (seeds []string, pairs map[string][2]string) {
 	return seeds, pairs
 }
 
-// tokenClaim compares γ = 1 (A) with γ = 0.5 (B), width 128, both fixes, seed by seed on the validation tokens:
-// each seed's mean loss reduction over the medium-to-hard difficulty deciles 4-9 minus that over the easy
-// deciles 1-3. Supported when that difference and the medium-to-hard reduction are above 0 beyond two standard
-// errors over seeds; not supported when the difference is below 0 beyond them. a and b are the first seed's
-// pair, which the report draws.
-func tokenClaim(rows []row, dataDir string, windows int) (c Claim, a, b string) {
-	c = Claim{N: 4, Text: "gains concentrate on medium-to-hard tokens, not on easy ones", Verdict: Inconclusive}
+// tokenEvidence scores, seed by seed, γ = 1 (A) and γ = 0.5 (B) of the γ sweep on the validation tokens (at
+// most windows windows, 0: all), and a reference model that is neither: the γ = 0.5 model of the next seed
+// (cyclically; another seed's baseline, SPEC §4). With one seed there is no reference and no evidence. a and b
+// are the first seed's pair, which the report draws.
+func tokenEvidence(rows []row, dataDir string, windows int) (ts []TokenLosses, ref, a, b string, err error) {
 	seeds, pairs := seedPairs(rows)
 	if len(seeds) == 0 {
-		c.Evidence = "runs missing"
-		return c, a, b
+		return nil, "", "", "", nil
 	}
 	a, b = pairs[seeds[0]][0], pairs[seeds[0]][1]
+	if len(seeds) < 2 {
+		return nil, "", a, b, nil
+	}
+	ref = "the γ = 0.5 model of the next seed (another seed's baseline)"
 	pool := kernel.NewPool(0)
 	defer pool.Close()
+	load := func(dir string) (*model.Model, error) {
+		m, _, err := model.Load(filepath.Join(dir, train.FinalDir), 8, pool)
+		return m, err
+	}
 	var toks []int32
-	var bins [][]float64 // per seed, the loss reduction per decile
-	var diffs, mids []float64
-	for _, sd := range seeds {
-		ma, _, err := model.Load(filepath.Join(pairs[sd][0], train.FinalDir), 8, pool)
+	for i, sd := range seeds {
+		ma, err := load(pairs[sd][0])
 		if err != nil {
-			c.Evidence = err.Error()
-			return c, a, b
+			return nil, ref, a, b, err
 		}
-		mb, _, err := model.Load(filepath.Join(pairs[sd][1], train.FinalDir), 8, pool)
+		mb, err := load(pairs[sd][1])
 		if err != nil {
-			c.Evidence = err.Error()
-			return c, a, b
+			return nil, ref, a, b, err
+		}
+		mr, err := load(pairs[seeds[(i+1)%len(seeds)]][1])
+		if err != nil {
+			return nil, ref, a, b, err
 		}
 		if toks == nil {
 			if toks, err = data.ReadTokens(filepath.Join(dataDir, data.ValFile), ma.Config.Vocab); err != nil {
-				c.Evidence = err.Error()
-				return c, a, b
+				return nil, ref, a, b, err
 			}
 		}
-		cmp, err := diag.Compare(ma, mb, toks, 10, windows, nil)
-		if err != nil {
-			c.Evidence = err.Error()
-			return c, a, b
+		seed, _ := strconv.Atoi(sd)
+		t := TokenLosses{Seed: seed}
+		if _, err := diag.Compare(ma, mb, toks, DifficultyBins, windows, func(g diag.TokenGap) {
+			t.A, t.B = append(t.A, float32(-math.Log(g.PA))), append(t.B, float32(-math.Log(g.PB)))
+		}); err != nil {
+			return nil, ref, a, b, err
 		}
-		// Easy: the 3 easiest deciles; medium-to-hard: deciles 4-9; the hardest decile holds the rare and noisy
-		// tokens.
-		var easy, mid, red []float64
-		for i, bin := range cmp.Bins {
-			red = append(red, bin.LossReduction)
-			switch {
-			case i < 3:
-				easy = append(easy, bin.LossReduction)
-			case i < 9:
-				mid = append(mid, bin.LossReduction)
-			}
+		if _, err := diag.Compare(mr, mb, toks, DifficultyBins, windows, func(g diag.TokenGap) {
+			t.Ref = append(t.Ref, float32(-math.Log(g.PA)))
+		}); err != nil {
+			return nil, ref, a, b, err
 		}
-		me, _ := meanSE(easy)
-		mm, _ := meanSE(mid)
-		bins, diffs, mids = append(bins, red), append(diffs, mm-me), append(mids, mm)
+		ts = append(ts, t)
 	}
-	parts := make([]string, len(bins[0]))
-	for i := range parts {
-		var v []float64
-		for _, r := range bins {
-			v = append(v, r[i])
-		}
-		m, _ := meanSE(v)
-		parts[i] = fmt.Sprintf("%+.3f", m)
-	}
-	dm, sdm := meanSE(diffs)
-	mm, smm := meanSE(mids)
-	c.Evidence = fmt.Sprintf("loss reduction of γ=1 over γ=0.5 by difficulty decile (easy→hard), mean over %d seeds: %s; deciles 4-9 %+.4f ± %.4f; deciles 4-9 minus 1-3 %+.4f ± %.4f (± = SE over seeds)",
-		len(seeds), strings.Join(parts, " "), mm, smm, dm, sdm)
-	switch {
-	case verdict(dm, sdm) == Supported && verdict(mm, smm) == Supported:
-		c.Verdict = Supported
-	case verdict(dm, sdm) == NotSupported:
-		c.Verdict = NotSupported
-	}
-	return c, a, b
+	return ts, ref, a, b, nil
 }
 
 // condensationClaim reads the γ = 1 and γ = 0.5 runs' diagnostics (width 128, fixes), seed by seed: the mean

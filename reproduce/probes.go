@@ -13,6 +13,7 @@ import (
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train"
 )
@@ -60,60 +61,86 @@ func scoreProbes(runDir, probeDir string) (*eval.ProbeScores, error) {
 	return s, nil
 }
 
-// reasoningClaim compares γ = 1 with γ = 0.5 on the probes: the drop of the gold answers' loss per token on
-// held-out reasoning prompts against the drop on recalled memorisation prompts, each a mean over seeds with
-// its standard error. Supported when γ = 1 lowers the reasoning loss and lowers it by more than the
-// memorisation loss (both beyond two standard errors); not supported when either goes clearly the other way.
-func reasoningClaim(rows []row, probeDir string) Claim {
-	c := Claim{N: 1, Text: "γ = 1's gains are largest on reasoning: probes mixed into training, held-out reasoning prompts against memorised answers", Verdict: Inconclusive}
-	by := map[float64][]*eval.ProbeScores{}
+// probeEvidence scores the probe arm's finished runs per seed. Until the plan runs a pilot of its own, the
+// pilot is the γ = 0.5 probe arm itself: its mean exact match over seeds (and the chance and prompt count of
+// its first seed).
+func probeEvidence(rows []row, probeDir string) (*ProbeEvidence, error) {
+	p := &ProbeEvidence{G05: map[int]*eval.ProbeScores{}, G1: map[int]*eval.ProbeScores{}}
 	for _, r := range rows {
 		if r.exp != ExpProbes {
 			continue
 		}
 		s, err := scoreProbes(r.dir, probeDir)
 		if err != nil {
-			c.Evidence = err.Error()
-			return c
+			return nil, err
 		}
-		by[r.num("init.gamma")] = append(by[r.num("init.gamma")], s)
+		switch r.num("init.gamma") {
+		case 0.5:
+			p.G05[int(r.num("seed"))] = s
+		case 1:
+			p.G1[int(r.num("seed"))] = s
+		}
 	}
-	if len(by[0.5]) == 0 || len(by[1]) == 0 {
-		c.Evidence = "probe runs missing"
+	if len(p.G05) > 0 {
+		var pilot eval.ProbeScores
+		for _, s := range p.G05 {
+			pilot = *s
+			break
+		}
+		pilot.ReasoningAcc = 0
+		for _, s := range p.G05 {
+			pilot.ReasoningAcc += s.ReasoningAcc / float64(len(p.G05))
+		}
+		p.Pilot = &pilot
+	}
+	return p, nil
+}
+
+// PilotThreshold is the exact match a probe pilot must exceed for the probes to be judged: chance plus
+// ProbeSEs binomial standard errors of chance over count prompts, p₀ + 5·√(p₀(1 − p₀)/count) (SPEC §7).
+func PilotThreshold(chance float64, count int) float64 {
+	return chance + ProbeSEs*math.Sqrt(chance*(1-chance)/float64(count))
+}
+
+// judgeProbes is claim 1's second half, that γ = 1's gains are largest on reasoning. First the pilot: unless a
+// γ = 0.5 pilot's exact match on the held-out reasoning prompts clears PilotThreshold, the probes say nothing
+// of reasoning at this budget and the verdict is Untestable, with the pilot's figures. Then, paired by seed,
+// decisive: the drop of the gold answers' loss per token on held-out reasoning prompts, L(γ=0.5) − L(γ=1), and
+// that drop minus the drop on recalled memorisation prompts (reasoning gains more than recall). Reported: the
+// exact-match gain.
+func judgeProbes(p *ProbeEvidence) Claim {
+	text := "γ = 1's gains are largest on reasoning: probes mixed into training, held-out reasoning prompts against memorised answers"
+	c := Claim{N: 1, Text: text, Verdict: Inconclusive}
+	if p == nil || p.Pilot == nil {
+		c.Reason, c.Evidence = "no probe pilot", "probe runs missing"
 		return c
 	}
-	stat := func(gm float64, f func(*eval.ProbeScores) float64) (float64, float64) {
-		xs := make([]float64, len(by[gm]))
-		for i, s := range by[gm] {
-			xs[i] = f(s)
+	pl := p.Pilot
+	thr := PilotThreshold(pl.ReasoningChance, max(pl.ReasoningCount, 1))
+	pilot := fmt.Sprintf("γ=0.5 pilot on the held-out reasoning prompts: exact match %.3f against chance %.3f (%d prompts), threshold chance + %d binomial SE = %.3f; gold-answer loss per token %.4f (recalled memorisation prompts: exact match %.3f, loss %.4f, %d prompts)",
+		pl.ReasoningAcc, pl.ReasoningChance, pl.ReasoningCount, ProbeSEs, thr, pl.ReasoningLoss, pl.MemorisationAcc, pl.MemorisationLoss, pl.MemorisationCount)
+	if !(pl.ReasoningAcc > thr) || pl.ReasoningCount == 0 {
+		c.Verdict, c.Reason, c.Evidence = Untestable, "the pilot did not learn the reasoning probes above chance + 5 binomial SE", pilot
+		c.Detail = map[string]any{"pilot": pl, "threshold": thr}
+		return c
+	}
+	get := func(m map[int]*eval.ProbeScores, f func(*eval.ProbeScores) float64) stats.BySeed {
+		out := stats.BySeed{}
+		for s, v := range m {
+			out[s] = f(v)
 		}
-		return meanSE(xs)
+		return out
 	}
 	rl := func(s *eval.ProbeScores) float64 { return s.ReasoningLoss }
 	ml := func(s *eval.ProbeScores) float64 { return s.MemorisationLoss }
 	ra := func(s *eval.ProbeScores) float64 { return s.ReasoningAcc }
-	ma := func(s *eval.ProbeScores) float64 { return s.MemorisationAcc }
-	r05, sr05 := stat(0.5, rl)
-	r1, sr1 := stat(1, rl)
-	m05, sm05 := stat(0.5, ml)
-	m1, sm1 := stat(1, ml)
-	a05, sa05 := stat(0.5, ra)
-	a1, sa1 := stat(1, ra)
-	b05, sb05 := stat(0.5, ma)
-	b1, sb1 := stat(1, ma)
-	dr, sdr := r05-r1, math.Hypot(sr05, sr1)
-	dm, sdm := m05-m1, math.Hypot(sm05, sm1)
-	dd, sdd := dr-dm, math.Hypot(sdr, sdm)
-	c.Evidence = fmt.Sprintf("gold-answer loss per token, held-out reasoning prompts: γ=0.5 %.4f ± %.4f, γ=1 %.4f ± %.4f (γ=1 lower by %.4f ± %.4f); "+
-		"recalled memorisation prompts: γ=0.5 %.4f ± %.4f, γ=1 %.4f ± %.4f (lower by %.4f ± %.4f); reasoning gain minus memorisation gain %.4f ± %.4f; "+
-		"exact match, reasoning: γ=0.5 %.3f ± %.3f, γ=1 %.3f ± %.3f (chance %.3f, %d prompts); memorisation: γ=0.5 %.3f ± %.3f, γ=1 %.3f ± %.3f (%d prompts)",
-		r05, sr05, r1, sr1, dr, sdr, m05, sm05, m1, sm1, dm, sdm, dd, sdd,
-		a05, sa05, a1, sa1, by[1][0].ReasoningChance, by[1][0].ReasoningCount, b05, sb05, b1, sb1, by[1][0].MemorisationCount)
-	switch {
-	case verdict(dr, sdr) == Supported && verdict(dd, sdd) == Supported:
-		c.Verdict = Supported
-	case verdict(dr, sdr) == NotSupported || verdict(dd, sdd) == NotSupported:
-		c.Verdict = NotSupported
-	}
-	return c
+	var t claimTests
+	dr := stats.Paired(get(p.G05, rl), get(p.G1, rl))
+	dm := stats.Paired(get(p.G05, ml), get(p.G1, ml))
+	t.add("reasoning gold-loss drop L(γ=0.5) − L(γ=1)", true, dr)
+	t.add("reasoning drop minus memorisation drop", true, stats.Paired(bySeed(dr), bySeed(dm)))
+	t.add("memorisation gold-loss drop", false, dm)
+	t.add("reasoning exact match, γ=1 − γ=0.5", false, stats.Paired(get(p.G1, ra), get(p.G05, ra)))
+	cl := claimOf(1, text, pilot, &t, "", map[string]any{"pilot": pl, "threshold": thr})
+	return cl
 }

@@ -153,9 +153,9 @@ func bf16ToF32(h uint16) float32 {
 	return math.Float32frombits(uint32(h) << 16)
 }
 
-// f32ToBF16 converts a float32 to bfloat16 bits, rounding to nearest with ties
+// F32ToBF16 converts a float32 to bfloat16 bits, rounding to nearest with ties
 // to even; NaN stays a quiet NaN.
-func f32ToBF16(f float32) uint16 {
+func F32ToBF16(f float32) uint16 {
 	b := math.Float32bits(f)
 	if b&0x7fffffff > 0x7f800000 {
 		return uint16(b>>16) | 0x40

@@ -57,12 +57,12 @@ func TestBF16Exhaustive(t *testing.T) {
 		h := uint16(i)
 		got := bf16ToF32(h)
 		if math.IsNaN(float64(got)) {
-			if back := f32ToBF16(got); back != h|0x40 {
+			if back := F32ToBF16(got); back != h|0x40 {
 				t.Fatalf("bf16 NaN %#04x round-trips to %#04x", h, back)
 			}
 			continue
 		}
-		if back := f32ToBF16(got); back != h {
+		if back := F32ToBF16(got); back != h {
 			t.Fatalf("bf16 %#04x -> %v -> %#04x", h, got, back)
 		}
 	}
@@ -136,11 +136,11 @@ func TestF32ToBF16Known(t *testing.T) {
 		{0x80000000, 0x8000}, // -0
 	}
 	for _, tc := range tests {
-		if got := f32ToBF16(math.Float32frombits(tc.in)); got != tc.want {
-			t.Errorf("f32ToBF16(%#08x) = %#04x, want %#04x", tc.in, got, tc.want)
+		if got := F32ToBF16(math.Float32frombits(tc.in)); got != tc.want {
+			t.Errorf("F32ToBF16(%#08x) = %#04x, want %#04x", tc.in, got, tc.want)
 		}
 	}
-	if got := f32ToBF16(math.Float32frombits(0x7f800001)); got&0x7f != 0x40 {
+	if got := F32ToBF16(math.Float32frombits(0x7f800001)); got&0x7f != 0x40 {
 		t.Errorf("low-payload NaN became %#04x", got)
 	}
 }
@@ -198,8 +198,8 @@ func TestF32ToHalfRandomAgainstReference(t *testing.T) {
 		if got, want := f32ToF16(x), nearestRef(float64(x), 0x7bff, 65536, refF16); got != want {
 			t.Fatalf("f32ToF16(%g = %#08x) = %#04x, want %#04x", x, bits, got, want)
 		}
-		if got, want := f32ToBF16(x), nearestRef(float64(x), 0x7f7f, math.Ldexp(1, 128), bf); got != want {
-			t.Fatalf("f32ToBF16(%g = %#08x) = %#04x, want %#04x", x, bits, got, want)
+		if got, want := F32ToBF16(x), nearestRef(float64(x), 0x7f7f, math.Ldexp(1, 128), bf); got != want {
+			t.Fatalf("F32ToBF16(%g = %#08x) = %#04x, want %#04x", x, bits, got, want)
 		}
 	}
 }

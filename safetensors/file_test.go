@@ -249,7 +249,7 @@ func TestRoundTrip(t *testing.T) {
 			case F16:
 				want[j] = f16ToF32(f32ToF16(v))
 			case BF16:
-				want[j] = bf16ToF32(f32ToBF16(v))
+				want[j] = bf16ToF32(F32ToBF16(v))
 			default:
 				want[j] = v
 			}

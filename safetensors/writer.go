@@ -172,10 +172,36 @@ func (w *Writer) Abort() {
 	w.entries = nil
 }
 
-// header renders the JSON header, padded with spaces so that its length, and
-// therefore the start of the data, is a multiple of 8.
+// header renders the header of the declared tensors (EncodeHeader).
 func (w *Writer) header() ([]byte, error) {
+	ts := make([]HeaderTensor, len(w.entries))
+	for i, e := range w.entries {
+		ts[i] = HeaderTensor{Name: e.name, DType: e.dtype, Shape: e.shape}
+	}
+	hdr, err := EncodeHeader(w.meta, ts)
+	if err != nil {
+		return nil, w.errorf("%w", err)
+	}
+	return hdr, nil
+}
+
+// HeaderTensor is one tensor of a header to encode: its name, stored dtype and shape.
+type HeaderTensor struct {
+	Name  string
+	DType DType
+	Shape []int
+}
+
+// EncodeHeader renders the start of a safetensors file, everything before the tensor data: the 8-byte
+// little-endian header length, then the JSON header with metadata first (keys sorted; no __metadata__ entry
+// when metadata is nil), then the tensors in order with consecutive data_offsets (elements × dtype size),
+// padded with spaces to a multiple of 8 bytes so that the data starts aligned. It is the one rendering of a
+// header: Writer writes it, and a caller that streams the tensor data itself (scale.Init's shards) writes it
+// and then the tensors' bytes in the same order, which gives the file Writer would have written. A header over
+// MaxHeaderLen, a dtype of no whole byte size or an invalid shape is refused.
+func EncodeHeader(metadata map[string]string, tensors []HeaderTensor) ([]byte, error) {
 	var buf bytes.Buffer
+	buf.Write(make([]byte, 8)) // the length, filled in below
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	str := func(s string) {
@@ -183,46 +209,54 @@ func (w *Writer) header() ([]byte, error) {
 		buf.Truncate(buf.Len() - 1)
 	}
 	buf.WriteByte('{')
-	if w.meta != nil {
+	if metadata != nil {
 		str(metadataKey)
 		buf.WriteString(":{")
-		for i, k := range slices.Sorted(maps.Keys(w.meta)) {
+		for i, k := range slices.Sorted(maps.Keys(metadata)) {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
 			str(k)
 			buf.WriteByte(':')
-			str(w.meta[k])
+			str(metadata[k])
 		}
 		buf.WriteByte('}')
 	}
 	var off int64
-	for i, e := range w.entries {
-		if i > 0 || w.meta != nil {
+	for i, t := range tensors {
+		n, ok := checkedElements(t.Shape)
+		es := int64(t.DType.Size())
+		if !ok || es == 0 {
+			return nil, fmt.Errorf("tensor %q: cannot encode dtype %q shape %v", t.Name, t.DType, t.Shape)
+		}
+		if i > 0 || metadata != nil {
 			buf.WriteByte(',')
 		}
-		str(e.name)
+		str(t.Name)
 		buf.WriteString(`:{"dtype":`)
-		str(string(e.dtype))
+		str(string(t.DType))
 		buf.WriteString(`,"shape":[`)
-		for j, d := range e.shape {
+		for j, d := range t.Shape {
 			if j > 0 {
 				buf.WriteByte(',')
 			}
 			buf.WriteString(strconv.Itoa(d))
 		}
-		end := off + e.nbytes()
+		end := off + n*es
 		fmt.Fprintf(&buf, `],"data_offsets":[%d,%d]}`, off, end)
 		off = end
 	}
 	buf.WriteByte('}')
-	for buf.Len()%8 != 0 {
+	for (buf.Len()-8)%8 != 0 {
 		buf.WriteByte(' ')
 	}
-	if buf.Len() > MaxHeaderLen {
-		return nil, w.errorf("header would be %d bytes, over the %d-byte limit readers accept", buf.Len(), MaxHeaderLen)
+	n := buf.Len() - 8
+	if n > MaxHeaderLen {
+		return nil, fmt.Errorf("header would be %d bytes, over the %d-byte limit readers accept", n, MaxHeaderLen)
 	}
-	return buf.Bytes(), nil
+	out := buf.Bytes()
+	binary.LittleEndian.PutUint64(out, uint64(n))
+	return out, nil
 }
 
 // Close writes the file: header and data to a temporary file next to the
@@ -258,9 +292,6 @@ func (w *Writer) Close() error {
 		return w.errorf(format, args...)
 	}
 	bw := bufio.NewWriterSize(tmp, 1<<20)
-	var lenBuf [8]byte
-	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(hdr)))
-	bw.Write(lenBuf[:])
 	bw.Write(hdr)
 	for i := range w.entries {
 		if err := writeData(bw, &w.entries[i]); err != nil {
@@ -351,7 +382,7 @@ func writeData(w io.Writer, e *writeEntry) error {
 		})
 	case BF16:
 		return convertChunks(w, len(src), 2, func(dst []byte, i int) {
-			binary.LittleEndian.PutUint16(dst, f32ToBF16(src[i]))
+			binary.LittleEndian.PutUint16(dst, F32ToBF16(src[i]))
 		})
 	case F64:
 		return convertChunks(w, len(src), 8, func(dst []byte, i int) {

@@ -1,6 +1,8 @@
 package safetensors
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -264,5 +266,31 @@ func BenchmarkReadF32(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestEncodeHeader: the rendering Writer uses, by hand on a small case (length prefix, metadata first, offsets
+// from shape × dtype size, space padding to 8), and refusals of what cannot be encoded.
+func TestEncodeHeader(t *testing.T) {
+	got, err := EncodeHeader(map[string]string{"format": "pt"}, []HeaderTensor{
+		{Name: "a", DType: BF16, Shape: []int{2, 3}}, {Name: "b", DType: F32, Shape: []int{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	json := `{"__metadata__":{"format":"pt"},"a":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]},"b":{"dtype":"F32","shape":[],"data_offsets":[12,16]}}`
+	for len(json)%8 != 0 {
+		json += " "
+	}
+	want := binary.LittleEndian.AppendUint64(nil, uint64(len(json)))
+	if want = append(want, json...); !bytes.Equal(got, want) {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+	if nometa, _ := EncodeHeader(nil, nil); string(nometa[8:]) != "{}      " {
+		t.Errorf("empty header %q", nometa)
+	}
+	for _, bad := range []HeaderTensor{{Name: "x", DType: "Q4", Shape: []int{1}}, {Name: "x", DType: F32, Shape: []int{-1}}} {
+		if _, err := EncodeHeader(nil, []HeaderTensor{bad}); err == nil {
+			t.Errorf("%+v encoded", bad)
+		}
 	}
 }

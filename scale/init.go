@@ -415,79 +415,46 @@ func (p *bufPool) put(b []byte) {
 }
 
 // generate fills buf (the tensor's size in bytes, contents undefined) with tensor j.t encoded as dtype and
-// keeps it in j.buf: ones for norm gains, zeros for norm biases, and for a matrix float32(N(0,1)·std) drawn in
-// element order from gammainit.Stream(seed, name), with the std of the float32 draws (before any rounding to
-// bfloat16) in j.drawn, accumulated as gammainit.Apply does.
+// keeps it in j.buf: the start gammainit gives its class (gammainit.StartOf: ones, zeros, or drawn), a drawn
+// matrix being gammainit.Stream(seed, name).Fill's float32 values, in element order, with the std of those
+// float32 draws (before any rounding to bfloat16) in j.drawn, accumulated as gammainit.Apply does.
 func generate(j *job, seed uint64, dtype safetensors.DType, buf []byte) {
 	n := j.t.Size()
 	es := dtype.Size()
 	j.buf = buf[:n*es]
-	switch j.t.Class {
-	case model.ClassNormBias, model.ClassQKVBias, model.ClassRouterB:
+	switch gammainit.StartOf(j.t.Class) {
+	case gammainit.StartZeros:
 		clear(j.buf)
 		return
-	case model.ClassNorm:
-		one := encode(1, dtype)
+	case gammainit.StartOnes:
+		var one [1]float32
+		one[0] = 1
 		for i := 0; i < n; i++ {
-			copy(j.buf[i*es:], one)
+			encode(j.buf[i*es:], one[:], dtype)
 		}
 		return
 	}
 	var ss float64
-	std := j.std
-	if useFast() {
-		// normalStream.norm with its common case written into the loop (the compiler does not inline it).
-		s := newNormalStream(seed, j.t.Name)
-		bf16 := dtype == safetensors.BF16
-		for i := 0; i < n; i++ {
-			var z float64
-			for {
-				u := s.uint64()
-				jj := int32(u)
-				k := u >> 32 & 0x7F
-				z = float64(jj) * float64(wn[k])
-				if absInt32(jj) < kn[k] {
-					break
-				}
-				var ok bool
-				if z, ok = s.slow(jj, k, z); ok {
-					break
-				}
-			}
-			x := float32(z * std)
-			ss += float64(x) * float64(x)
-			if bf16 {
-				binary.LittleEndian.PutUint16(j.buf[2*i:], f32ToBF16(x))
-			} else {
-				binary.LittleEndian.PutUint32(j.buf[4*i:], math.Float32bits(x))
-			}
-		}
-	} else {
-		rng := gammainit.Stream(seed, j.t.Name)
-		for i := 0; i < n; i++ {
-			x := float32(rng.NormFloat64() * std)
-			ss += float64(x) * float64(x)
-			copy(j.buf[i*es:], encode(x, dtype))
-		}
+	var chunk [4096]float32
+	s := gammainit.Stream(seed, j.t.Name)
+	for i := 0; i < n; i += len(chunk) {
+		c := chunk[:min(len(chunk), n-i)]
+		s.Fill(c, j.std, &ss)
+		encode(j.buf[i*es:], c, dtype)
 	}
 	j.drawn = math.Sqrt(ss / float64(n))
 }
 
-// encode returns x stored as dtype (F32 or BF16), little-endian.
-func encode(x float32, dtype safetensors.DType) []byte {
+// encode stores src as dtype (F32, or BF16 rounded to nearest even by safetensors.F32ToBF16) at the start of
+// dst, little-endian.
+func encode(dst []byte, src []float32, dtype safetensors.DType) {
 	if dtype == safetensors.BF16 {
-		return binary.LittleEndian.AppendUint16(nil, f32ToBF16(x))
+		for i, x := range src {
+			binary.LittleEndian.PutUint16(dst[2*i:], safetensors.F32ToBF16(x))
+		}
+		return
 	}
-	return binary.LittleEndian.AppendUint32(nil, math.Float32bits(x))
-}
-
-// f32ToBF16 is safetensors' float32 → bfloat16 conversion: round to nearest, ties to even; NaN stays a quiet
-// NaN.
-func f32ToBF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x40
+	for i, x := range src {
+		binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(x))
 	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
 }

@@ -41,7 +41,7 @@ func applied(t *testing.T, c model.Config, r gammainit.Recipe, seed uint64) (*mo
 
 func preset(t *testing.T, name string, sets ...string) model.Config {
 	t.Helper()
-	p, err := LookupPreset(name)
+	p, err := model.LookupPreset(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,23 +58,8 @@ func preset(t *testing.T, name string, sets ...string) model.Config {
 	return c
 }
 
-func bf16Round(x float32) float32 { return math.Float32frombits(uint32(f32ToBF16(x)) << 16) }
-
-func TestScaleNormalStreamMatchesStdlib(t *testing.T) {
-	if !useFast() {
-		t.Fatal("the inlined PCG/ziggurat no longer matches math/rand/v2: init falls back to the slow path")
-	}
-	for _, tc := range []struct {
-		seed uint64
-		name string
-	}{{0, "model.embed_tokens.weight"}, {7, "model.layers.3.mlp.down_proj.weight"}, {math.MaxUint64, ""}, {12345, "é"}} {
-		ref, fast := gammainit.Stream(tc.seed, tc.name), newNormalStream(tc.seed, tc.name)
-		for i := range 1_000_000 {
-			if a, b := ref.NormFloat64(), fast.norm(); a != b {
-				t.Fatalf("seed %d %q draw %d: stdlib %v, inlined %v", tc.seed, tc.name, i, a, b)
-			}
-		}
-	}
+func bf16Round(x float32) float32 {
+	return math.Float32frombits(uint32(safetensors.F32ToBF16(x)) << 16)
 }
 
 // TestScaleInitMatchesApply is the test: init through the streaming path (f32 and bf16, one file or many
@@ -132,6 +117,7 @@ func TestScaleInitMatchesApply(t *testing.T) {
 			if !slices.Equal(res.Stds, refStds) {
 				t.Errorf("std table differs from gammainit.Apply's:\n%v\n%v", res.Stds, refStds)
 			}
+			checkDrawnStds(t, tc.cfg, tc.recipe, res.Stds)
 			var st []string
 			for _, f := range res.Files {
 				if strings.HasSuffix(f, ".safetensors") {
@@ -177,6 +163,40 @@ func TestScaleInitMatchesApply(t *testing.T) {
 				checkIndex(t, dir, res.Bytes)
 			}
 		})
+	}
+}
+
+// checkDrawnStds: every drawn tensor of c has a record whose intended σ is the recipe's (gammainit's StdFor) and
+// whose drawn std is within sampling error of it: 5 standard errors of the std of n normal draws,
+// 1/sqrt(2(n−1)) relative, plus 1e-6 for the float32 rounding; every drawn class is checked.
+func checkDrawnStds(t *testing.T, c model.Config, r gammainit.Recipe, stds []gammainit.TensorStd) {
+	t.Helper()
+	byName := map[string]gammainit.TensorStd{}
+	for _, s := range stds {
+		byName[s.Name] = s
+	}
+	classes := map[string]int{}
+	for _, spec := range c.Tensors() {
+		if gammainit.StartOf(spec.Class) != gammainit.StartDrawn {
+			continue
+		}
+		s, ok := byName[spec.Name]
+		if !ok {
+			t.Errorf("%s: no std record", spec.Name)
+			continue
+		}
+		classes[spec.Class]++
+		if want := r.StdFor(spec, c.Layers); s.Intended != want {
+			t.Errorf("%s: intended σ %g, gammainit gives %g", spec.Name, s.Intended, want)
+		}
+		tol := 5/math.Sqrt(2*float64(spec.Size()-1)) + 1e-6
+		if math.Abs(s.Drawn/s.Intended-1) > tol {
+			t.Errorf("%s (%s, %d draws): drawn std %g, σ %g: off by %.3g, over the %.3g sampling tolerance",
+				spec.Name, spec.Class, spec.Size(), s.Drawn, s.Intended, s.Drawn/s.Intended-1, tol)
+		}
+	}
+	if len(classes) == 0 {
+		t.Error("no drawn tensor checked")
 	}
 }
 
@@ -395,37 +415,6 @@ func TestScaleParseSize(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
 		}
-	}
-}
-
-// TestScalePresets checks the table in the package documentation.
-func TestScalePresets(t *testing.T) {
-	want := map[string][6]int{ // d, L, H, d_h, d_ff, parameters in units of 0.1M
-		"0.1b": {768, 12, 12, 64, 2048, 1341}, "0.3b": {1024, 20, 16, 64, 2752, 3185},
-		"0.7b": {1536, 22, 12, 128, 4096, 7212}, "1.5b": {2048, 28, 16, 128, 5504, 15478},
-	}
-	for _, p := range Presets() {
-		c := p.Config
-		w, ok := want[p.Name]
-		if !ok {
-			t.Errorf("unexpected preset %s", p.Name)
-			continue
-		}
-		if err := c.Validate(); err != nil {
-			t.Errorf("%s: %v", p.Name, err)
-		}
-		got := [6]int{c.Dim, c.Layers, c.Heads, c.HeadSize(), c.FFN, int(math.Round(float64(c.NumParams()) / 1e5))}
-		if got != w || c.Vocab != 32000 || c.SeqLen != 2048 {
-			t.Errorf("%s: %v V=%d T=%d, want %v V=32000 T=2048", p.Name, got, c.Vocab, c.SeqLen, w)
-		}
-	}
-	for _, name := range []string{"tiny", "small-moe", "1.5b", "0.1B"} {
-		if _, err := LookupPreset(name); err != nil {
-			t.Error(err)
-		}
-	}
-	if _, err := LookupPreset("7b"); err == nil || !strings.Contains(err.Error(), "0.7b") {
-		t.Errorf("unknown preset error %v should list the presets", err)
 	}
 }
 

@@ -1,8 +1,6 @@
 package scale
 
 import (
-	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -67,46 +65,18 @@ func isModelFile(name string) bool {
 	return shardNameRE.MatchString(name)
 }
 
-// header renders the 8-byte length prefix and the JSON header of a shard, byte for byte as safetensors.Writer
-// renders them: metadata {"format": "pt"} first, then the tensors in order with consecutive data_offsets,
-// padded with spaces to a multiple of 8 bytes.
+// header renders the start of a shard, the 8-byte length and the JSON header, with safetensors.EncodeHeader
+// (the rendering safetensors.Writer uses): metadata {"format": "pt"}, then the tensors in order as dtype.
 func header(s Shard, dtype safetensors.DType) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	str := func(v string) {
-		_ = enc.Encode(v) // cannot fail for a string
-		buf.Truncate(buf.Len() - 1)
+	ts := make([]safetensors.HeaderTensor, len(s.Tensors))
+	for i, t := range s.Tensors {
+		ts[i] = safetensors.HeaderTensor{Name: t.Name, DType: dtype, Shape: t.Shape}
 	}
-	buf.WriteString(`{"__metadata__":{"format":"pt"}`)
-	es := int64(dtype.Size())
-	var off int64
-	for _, t := range s.Tensors {
-		buf.WriteByte(',')
-		str(t.Name)
-		buf.WriteString(`:{"dtype":`)
-		str(string(dtype))
-		buf.WriteString(`,"shape":[`)
-		for j, d := range t.Shape {
-			if j > 0 {
-				buf.WriteByte(',')
-			}
-			buf.WriteString(strconv.Itoa(d))
-		}
-		end := off + int64(t.Size())*es
-		fmt.Fprintf(&buf, `],"data_offsets":[%d,%d]}`, off, end)
-		off = end
+	hdr, err := safetensors.EncodeHeader(map[string]string{"format": "pt"}, ts)
+	if err != nil {
+		return nil, fmt.Errorf("shard %s: %w", s.File, err)
 	}
-	buf.WriteByte('}')
-	for buf.Len()%8 != 0 {
-		buf.WriteByte(' ')
-	}
-	if buf.Len() > safetensors.MaxHeaderLen {
-		return nil, fmt.Errorf("shard %s: header would be %d bytes, over the %d-byte limit readers accept", s.File, buf.Len(), safetensors.MaxHeaderLen)
-	}
-	out := make([]byte, 8, 8+buf.Len())
-	binary.LittleEndian.PutUint64(out, uint64(buf.Len()))
-	return append(out, buf.Bytes()...), nil
+	return hdr, nil
 }
 
 // indexJSON renders model.safetensors.index.json: metadata.total_size (tensor data bytes over all shards) and

@@ -206,7 +206,7 @@ type Run struct {
 	ID     string         `json:"id"`
 	Values map[string]any `json:"values"`   // axis key → value
 	Sets   []string       `json:"sets"`     // the axis values as key=value overrides of the base config
-	N      int64          `json:"N"`        // non-embedding parameters (NonEmbeddingParams)
+	N      int64          `json:"N"`        // non-embedding parameters (model.Config.NonEmbeddingParams)
 	Params int64          `json:"n_params"` // all parameters (model.Config.NumParams)
 	Steps  int            `json:"steps"`    // optimizer steps of the run (train.Config.TotalSteps)
 	Tokens int64          `json:"tokens"`   // training tokens of the run: steps · batch_size · T
@@ -258,7 +258,7 @@ func (g *Grid) Expand() (*Plan, error) {
 			return nil, fmt.Errorf("grid %s: run %s (%s): %w", g.Path, r.ID, r.describe(g.Axes), err)
 		}
 		mc := r.Config.Model.Config
-		r.N, r.Params = NonEmbeddingParams(mc), mc.NumParams()
+		r.N, r.Params = mc.NonEmbeddingParams(), mc.NumParams()
 		r.Steps = r.Config.TotalSteps()
 		r.Tokens = int64(r.Steps) * int64(r.Config.Train.BatchSize) * int64(mc.SeqLen)
 		p.Runs = append(p.Runs, r)

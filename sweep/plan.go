@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"text/tabwriter"
-
-	"github.com/smallinit/smallinit/model"
 )
 
 // Files of a sweep directory DIR. Each run lives in DIR/runs/<id>/, a `smallinit train` run directory
@@ -40,19 +38,8 @@ type Plan struct {
 	Runs        []Run    `json:"runs"`
 }
 
-// NDefinition says what the N column counts.
+// NDefinition says what the N column counts (model.Config.NonEmbeddingParams).
 const NDefinition = "N = non-embedding parameters: model.Config.NumParams() minus the token embedding (V·d) and minus the LM head (V·d) when it is untied; norm gains, attention, FFN, gate and router weights are counted, and for MoE models all experts (total, not active, parameters)"
-
-// NonEmbeddingParams is N of SPEC §4 "Effective model size" (see NDefinition): the parameters that scale
-// with the model's size rather than its vocabulary, the x-axis of the law L(N) = E + A·N^(−α).
-func NonEmbeddingParams(c model.Config) int64 {
-	vd := int64(c.Vocab) * int64(c.Dim)
-	n := c.NumParams() - vd
-	if !c.Tied {
-		n -= vd
-	}
-	return n
-}
 
 // ErrNotSweep is wrapped by ReadPlan's error for a directory without a plan.
 var ErrNotSweep = errors.New("is not a sweep directory")

@@ -235,28 +235,6 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string) []int32 {
 	return dst
 }
 
-// EncodeWithSpecial is Encode, except that the contents of added tokens (such as <|endoftext|>) found in text
-// are encoded as their ids. Matching is literal and leftmost, the longest token first when several start at the
-// same byte (a loaded file's lstrip, rstrip and single_word flags are kept but not applied); the text between
-// matches is encoded with Encode.
-func (t *Tokenizer) EncodeWithSpecial(text string) []int32 {
-	dst := make([]int32, 0, len(text)/3+1)
-	start := 0
-	for i := 0; i < len(text); i++ {
-		for _, k := range t.addedFirst[text[i]] {
-			a := &t.added[k]
-			if strings.HasPrefix(text[i:], a.Content) {
-				dst = t.AppendEncode(dst, text[start:i])
-				dst = append(dst, a.ID)
-				i += len(a.Content) - 1
-				start = i + 1
-				break
-			}
-		}
-	}
-	return t.AppendEncode(dst, text[start:])
-}
-
 // Decode returns the bytes of the tokens with the given ids; Decode(Encode(s)) == s for every s. An id outside [0, VocabSize())
 // decodes as U+FFFD, so that a model whose output layer is padded past the vocabulary cannot crash a decoder.
 func (t *Tokenizer) Decode(ids []int32) []byte {

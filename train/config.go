@@ -132,9 +132,8 @@ func LoadSets(path string, sets []override.Set) (Config, error) {
 		ffnSet = ffnSet || md.IsDefined("model", "intermediate_size")
 		dimSet = dimSet || md.IsDefined("model", "hidden_size")
 	}
-	if dimSet && !ffnSet {
-		c.Model.FFN = model.DefaultFFN(c.Model.Dim)
-	}
+	c.Model.FollowHiddenSize(dimSet, ffnSet)
+	c.Model.Preset = p.Name // the table's spelling (names are case-insensitive)
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("run config: %w", err)
 	}

@@ -45,6 +45,16 @@ type Metrics struct {
 	TokensPerS float64  `json:"tokens_per_s,omitempty"` // wall-clock: the only field that differs between identical runs
 }
 
+// DiagLine is one line of diagnostics.jsonl: the step and the record Options.Diagnostics returned at it (T, such
+// as *diag.Record), or the error that kept the record from being encoded (a non-finite metric of a diverging
+// model). A run writes DiagLine[any]; a reader names the record's type. The fields are in the order of their
+// keys, as the map the first writer encoded, so old and new lines are byte-identical.
+type DiagLine[T any] struct {
+	Diagnostics T      `json:"diagnostics,omitempty"`
+	Error       string `json:"error,omitempty"`
+	Step        int    `json:"step"`
+}
+
 // Options control a run's console output.
 type Options struct {
 	Log       io.Writer      // plain progress lines (nil: silent)
@@ -53,8 +63,8 @@ type Options struct {
 
 	// Diagnostics, when set and train.diagnostics_interval > 0, is called at step 0 and every interval with the
 	// model and probe tokens (the validation tokens, else the training tokens); its result is appended to
-	// diagnostics.jsonl as {"step": N, "diagnostics": ...}. It lives outside this package so that train does not
-	// depend on diag.
+	// diagnostics.jsonl as a DiagLine {"diagnostics": ..., "step": N}. It lives outside this package (diag.Training,
+	// whose record type is diag.Record) so that train does not depend on diag.
 	Diagnostics func(step int, m *model.Model, probe []int32) (any, error)
 }
 
@@ -313,9 +323,9 @@ func (r *runner) diagnose() error {
 	if err != nil {
 		return fmt.Errorf("diagnostics at step %d: %w", r.st.Step, err)
 	}
-	b, err := json.Marshal(map[string]any{"step": r.st.Step, "diagnostics": v})
+	b, err := json.Marshal(DiagLine[any]{Step: r.st.Step, Diagnostics: v})
 	if err != nil { // e.g. a non-finite metric of a diverging model: record it rather than stop the run
-		b, _ = json.Marshal(map[string]any{"step": r.st.Step, "error": err.Error()})
+		b, _ = json.Marshal(DiagLine[any]{Step: r.st.Step, Error: err.Error()})
 	}
 	path := filepath.Join(r.dir, DiagFile)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)

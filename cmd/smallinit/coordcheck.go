@@ -73,5 +73,5 @@ func (cmd *coordcheckCmd) Run() error {
 	if cmd.JSON {
 		return json.NewEncoder(os.Stdout).Encode(res)
 	}
-	return res.WriteTable(os.Stdout)
+	return experiment.WriteCoordTable(os.Stdout, res)
 }

@@ -28,24 +28,29 @@ import (
 type evalTasksCmd struct {
 	Model         string   `required:"" type:"existingdir" help:"Model directory (config.json + model.safetensors)."`
 	Tokenizer     string   `type:"path" help:"tokenizer.json of the model (default: MODEL/tokenizer.json)."`
-	Task          []string `required:"" sep:"none" placeholder:"NAME=FILE" help:"A task to run, repeatable. NAME gives the record format: hellaswag, arc_easy, arc_challenge, piqa (mc), winogrande, lambada, gsm8k, math, mgsm_*, cmath, probe*, lm (plain text); or NAME:KIND=FILE."`
+	Task          []string `required:"" sep:"none" placeholder:"NAME=FILE" help:"A task to run, repeatable. NAME gives the record format: hellaswag, arc_easy, arc_challenge, piqa (mc), winogrande, lambada, gsm8k, math, math500, mgsm_en, mgsm_zh, cmath, cmmlu, ceval (FILE: a released CSV file or a directory of per-subject CSVs), probe*, lm (plain text); or NAME:KIND=FILE."`
 	Fewshot       []string `sep:"none" placeholder:"NAME=FILE" help:"Few-shot examples for task NAME, in its record format (the first --shots records are used; a record is never its own example)."`
 	Shots         int      `default:"5" help:"Few-shot examples per record for tasks given a --fewshot file."`
-	Limit         int      `help:"Score at most this many records per task (0: all)."`
+	Limit         int      `help:"Stop reading each task after this many valid records (0: all)."`
 	MaxNewTokens  int      `default:"256" help:"Most tokens generated per record in generative tasks (greedy)."`
 	StrictRecords bool     `help:"Stop at the first malformed record instead of skipping and counting it."`
 	Batch         int      `default:"8" help:"Forward capacity in context-length rows; short requests are packed several to a row's worth."`
 	NoCache       bool     `help:"Generate by recomputing the prefix each step (the reference) instead of with the KV-cache decoder."`
 	PrefixEOT     bool     `name:"prefix-eot" help:"Put <|endoftext|> before every context and prompt, where a model trained on EOT-separated documents saw each document begin (the default scores them at position 0, as lm-evaluation-harness does)."`
+	SpecialTokens string   `default:"parse" enum:"parse,literal" help:"How text spelling a special token (a literal <|endoftext|> in a record) is encoded: parse (as its id, as Hugging Face tokenizers and lm-evaluation-harness do) or literal (as plain bytes, as training data is encoded). See docs/evaluation.md."`
 	JSON          bool     `name:"json" help:"Print the report as JSON on stdout."`
 }
+
+// maxWarnings is how many malformed-record warnings eval-tasks prints per task before summarising the rest.
+const maxWarnings = 5
 
 // evalTasksReport is the JSON report of eval-tasks.
 type evalTasksReport struct {
 	Model     string             `json:"model"`
 	Tokenizer string             `json:"tokenizer"`
 	Params    int64              `json:"params"`
-	PrefixEOT bool               `json:"prefix_eot"` // <|endoftext|> came before every context and prompt
+	PrefixEOT bool               `json:"prefix_eot"`     // <|endoftext|> came before every context and prompt
+	Special   string             `json:"special_tokens"` // parse or literal (--special-tokens)
 	Tasks     []*eval.TaskResult `json:"tasks"`
 }
 
@@ -158,16 +163,28 @@ func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, progres
 		gen = eval.NewPrefixStepper(m)
 	}
 	be := eval.NewLM(m, tok, gen)
+	if cmd.SpecialTokens != "" { // "": the flag's default, parse (NewLM's)
+		if be.Special, err = eval.ParseSpecialTokens(cmd.SpecialTokens); err != nil {
+			return nil, fmt.Errorf("--special-tokens: %w", err)
+		}
+	}
 	if cmd.PrefixEOT {
 		if tok.EOT() < 0 {
 			return nil, fmt.Errorf("--prefix-eot: %s has no <|endoftext|> token", tokPath)
 		}
 		be.Prefix = []int32{tok.EOT()}
 	}
-	rep := &evalTasksReport{Model: cmd.Model, Tokenizer: tokPath, Params: m.Config.NumParams(), PrefixEOT: cmd.PrefixEOT}
+	rep := &evalTasksReport{Model: cmd.Model, Tokenizer: tokPath, Params: m.Config.NumParams(), PrefixEOT: cmd.PrefixEOT,
+		Special: string(be.Special)}
 	for _, s := range specs {
 		o := eval.Options{Limit: cmd.Limit, Shots: cmd.Shots, MaxNewTokens: cmd.MaxNewTokens, StrictRecords: cmd.StrictRecords}
-		o.Malformed = func(e *eval.RecordError) { fmt.Fprintf(log, "warning: skipping malformed record %v\n", e) }
+		warned := 0
+		o.Malformed = func(e *eval.RecordError) {
+			if warned < maxWarnings {
+				fmt.Fprintf(log, "warning: skipping malformed record %v\n", e)
+			}
+			warned++
+		}
 		var bar *progressbar.ProgressBar
 		if progress {
 			o.Progress = func(done, total int64) {
@@ -187,7 +204,11 @@ func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, progres
 			return nil, err
 		}
 		if res.Skipped > 0 {
-			fmt.Fprintf(log, "%s: skipped %d malformed records\n", s.Name, res.Skipped)
+			more := ""
+			if res.Skipped > maxWarnings {
+				more = fmt.Sprintf(" (%d more not shown; --json lists the first %d)", res.Skipped-maxWarnings, len(res.Malformed))
+			}
+			fmt.Fprintf(log, "%s: skipped %d malformed records%s\n", s.Name, res.Skipped, more)
 		}
 		rep.Tasks = append(rep.Tasks, res)
 		if !cmd.JSON {
@@ -227,8 +248,17 @@ func printTaskResult(w io.Writer, r *eval.TaskResult) {
 	if r.Skipped > 0 {
 		fmt.Fprintf(w, ", %d malformed skipped", r.Skipped)
 	}
-	if r.Truncated > 0 {
-		fmt.Fprintf(w, ", %d scorings truncated to the context length", r.Truncated)
+	if t := r.Truncation; t.Any() {
+		fmt.Fprintf(w, ", prompts lost their start to the context length:")
+		if t.Scored > 0 {
+			fmt.Fprintf(w, " %d of %d scored contexts", t.Scored, t.ScoredTotal)
+		}
+		if t.Generation > 0 {
+			if t.Scored > 0 {
+				fmt.Fprint(w, " and")
+			}
+			fmt.Fprintf(w, " %d of %d generation prompts", t.Generation, t.GenerationTotal)
+		}
 	}
 	fmt.Fprintf(w, ", %.1fs\n", r.Seconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -241,7 +271,7 @@ func printTaskResult(w io.Writer, r *eval.TaskResult) {
 	}
 	tw.Flush()
 	switch r.Kind {
-	case eval.KindHellaSwag, eval.KindMultipleChoice, eval.KindWinoGrande:
+	case eval.KindHellaSwag, eval.KindMultipleChoice, eval.KindWinoGrande, eval.KindCMMLU, eval.KindCEval:
 		fmt.Fprintln(w, "  (acc_norm_bytes: log-likelihood divided by the choice's length in bytes; ll_margin: log p(gold) − max log p(other), nats)")
 	case eval.KindProbe:
 		fmt.Fprintln(w, "  (chance: what the best guess that does not do the task scores, the mean of the records' chance; memorisation")

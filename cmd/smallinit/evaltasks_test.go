@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -219,5 +220,59 @@ func TestEvalTasksErrors(t *testing.T) {
 	rep, err := c.run(context.Background(), io.Discard, &log, false)
 	if err != nil || rep.Tasks[0].Docs != 1 || rep.Tasks[0].Skipped != 1 || !strings.Contains(log.String(), bad+":2:") {
 		t.Errorf("skipping: %v, %+v, log %q", err, rep, log.String())
+	}
+}
+
+// TestEvalTasksChineseTruncationAndWarnings: CMMLU (a directory of per-subject CSVs, 2-shot from the dev
+// directory) and C-Eval run by their names and report per-subject accuracies; a task whose every prompt is
+// longer than the 64-token context says in its summary line how many scored contexts and generation prompts
+// lost their start; malformed-record warnings stop after the first few and are summarised; --special-tokens is
+// in the report.
+func TestEvalTasksChineseTruncationAndWarnings(t *testing.T) {
+	dir := writeTinyModel(t, false)
+	tmp := t.TempDir()
+	long := filepath.Join(tmp, "long.jsonl")
+	var b strings.Builder
+	for i := range 3 {
+		fmt.Fprintf(&b, `{"question": "%s%d?", "answer": "so #### %d"}`+"\n", strings.Repeat("She sold 48 clips in April and half as many in May. ", 4), i, i)
+	}
+	bad := filepath.Join(tmp, "bad.jsonl")
+	b2 := strings.Repeat("not json\n", 12) + `{"query": "q", "choices": ["a", "b"], "gold": 0}` + "\n"
+	if os.WriteFile(long, []byte(b.String()), 0o644) != nil || os.WriteFile(bad, []byte(b2), 0o644) != nil {
+		t.Fatal("cannot write the task files")
+	}
+	s := func(f string) string { return filepath.Join(evalSamples, f) }
+	cmd := &evalTasksCmd{Model: dir, Batch: 4, Shots: 2, MaxNewTokens: 8, SpecialTokens: "literal", Task: []string{
+		"cmmlu=" + s("cmmlu/test"), "ceval-valid=" + s("ceval/val"), "gsm8k=" + long, "arc=" + bad,
+	}, Fewshot: []string{"cmmlu=" + s("cmmlu/dev")}}
+	var out, log bytes.Buffer
+	rep, err := cmd.run(context.Background(), &out, &log, false)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if rep.Special != "literal" || rep.Tasks[0].Docs != 6 || rep.Tasks[0].Shots != 2 || rep.Tasks[1].Docs != 3 {
+		t.Errorf("report %+v", rep)
+	}
+	for _, name := range []string{"acc_agronomy", "acc_world_history", "acc_subject_mean"} {
+		if _, ok := rep.Tasks[0].Metrics.Get(name); !ok {
+			t.Errorf("cmmlu: no %s", name)
+		}
+	}
+	if _, ok := rep.Tasks[1].Metrics.Get("acc_computer_network"); !ok {
+		t.Error("ceval: no acc_computer_network")
+	}
+	for _, w := range []string{"cmmlu (cmmlu,", "ceval-valid (ceval,", "acc_agronomy",
+		"gsm8k (gsm8k, " + long + "): 3 records, prompts lost their start to the context length: 3 of 3 scored contexts and 3 of 3 generation prompts"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("summary lacks %q:\n%s", w, out.String())
+		}
+	}
+	if n := strings.Count(log.String(), "warning: skipping malformed record"); n != maxWarnings ||
+		!strings.Contains(log.String(), "arc: skipped 12 malformed records (7 more not shown") {
+		t.Errorf("%d warnings, log:\n%s", n, log.String())
+	}
+	cmd.SpecialTokens = "strip"
+	if _, err := cmd.run(context.Background(), io.Discard, io.Discard, false); err == nil || !strings.Contains(err.Error(), "--special-tokens") {
+		t.Errorf("--special-tokens strip: %v", err)
 	}
 }

@@ -22,7 +22,7 @@ import (
 
 // initCmd is `smallinit init`: a freshly initialised model directory, written by the streaming scale.Init.
 type initCmd struct {
-	Preset     string   `default:"tiny" help:"Model preset: tiny, small, medium, tiny-moe, small-moe, or one of the study's scales 0.1b, 0.3b, 0.7b, 1.5b (V=32000, T=2048; see package scale)."`
+	Preset     string   `default:"tiny" help:"Model preset: tiny, small, medium, tiny-moe, small-moe, or one of the study's scales 0.1b, 0.3b, 0.7b, 1.5b (V=32000, T=2048; see model.ScalePresets)."`
 	Set        []string `placeholder:"KEY=VALUE" help:"Override a model config key (e.g. attn_gate=elementwise, norm_eps=1e-12, hidden_size=3072); repeatable."`
 	Rule       string   `default:"gamma" enum:"gamma,fixed,xavier,kaiming" help:"Initialisation rule for every matrix: ${enum}."`
 	Gamma      float64  `default:"1" help:"γ of the gamma rule: σ = d_in^(-γ)."`
@@ -35,15 +35,15 @@ type initCmd struct {
 	JSON       bool     `name:"json" help:"Print the per-tensor std record as JSON."`
 }
 
-// configFromPreset returns a preset's config (model.Presets or scale.Presets) with --set overrides applied and
-// validated.
+// configFromPreset returns a preset's config (model.LookupPreset) with --set overrides applied, d_ff following
+// hidden_size by model.Config.FollowHiddenSize, and validated.
 func configFromPreset(name string, sets []string) (model.Config, model.Preset, error) {
-	p, err := scale.LookupPreset(name)
+	p, err := model.LookupPreset(name)
 	if err != nil {
 		return model.Config{}, p, err
 	}
 	c := p.Config
-	ffnSet := false
+	dimSet, ffnSet := false, false
 	for _, kv := range sets {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -53,11 +53,9 @@ func configFromPreset(name string, sets []string) (model.Config, model.Preset, e
 		if err := c.Set(k, strings.TrimSpace(v)); err != nil {
 			return c, p, fmt.Errorf("--set: %w", err)
 		}
-		ffnSet = ffnSet || k == "intermediate_size"
+		dimSet, ffnSet = dimSet || k == "hidden_size", ffnSet || k == "intermediate_size"
 	}
-	if !ffnSet {
-		c.FFN = model.DefaultFFN(c.Dim) // follow a changed hidden_size unless the width was given
-	}
+	c.FollowHiddenSize(dimSet, ffnSet)
 	if err := c.Validate(); err != nil {
 		return c, p, err
 	}

@@ -44,7 +44,7 @@ func (cmd *studyCmd) Run() error {
 		if err != nil {
 			return err
 		}
-		return res.WriteTable(os.Stdout)
+		return experiment.WriteCoordTable(os.Stdout, res)
 	}
 	o := experiment.Options{Out: cmd.Out, Budget: cmd.Budget, Steps: cmd.Steps, Jobs: cmd.Jobs, Task: cmd.Index >= 0, Index: cmd.Index,
 		Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd()))}

@@ -1,8 +1,8 @@
 // The ziggurat tables below are copied verbatim from the Go standard library's math/rand/v2/normal.go
-// (Copyright 2009 The Go Authors; BSD-style license, see https://go.dev/LICENSE), so that normalStream
+// (Copyright 2009 The Go Authors; BSD-style license, see https://go.dev/LICENSE), so that Normal
 // reproduces rand.Rand.NormFloat64 bit for bit.
 
-package scale
+package gammainit
 
 var kn = [128]uint32{
 	0x76ad2212, 0x0, 0x600f1b53, 0x6ce447a6, 0x725b46a2,

@@ -1,0 +1,160 @@
+package gammainit
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/smallinit/smallinit/model"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/class_table.json from DefaultTable")
+
+// TestClassesCoverEveryTensor: every tensor of dense, MoE (shared expert, router bias), Qwen3 (q/k norms),
+// LayerNorm, gated and QKV-bias layouts has a class in Classes, whose start is what Apply gives it and whose
+// d_in axis is model.TensorSpec.FanIn's.
+func TestClassesCoverEveryTensor(t *testing.T) {
+	info := map[string]ClassInfo{}
+	for _, ci := range Classes() {
+		info[ci.Class] = ci
+	}
+	moe, _ := model.LookupPreset("tiny-moe")
+	mc := moe.Config
+	mc.SharedFFN, mc.SeqLen = 64, 16
+	gated := cfg(64, 2) // layernorm, elementwise gate
+	gated.QKVBias, gated.QKNorm = true, true
+	seen := map[string]bool{}
+	for _, c := range []model.Config{cfg(64, 2), gated, mc} {
+		m := newModel(t, c)
+		if _, err := Apply(m, Default(), 1); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range m.Specs {
+			ci, ok := info[s.Class]
+			if !ok {
+				t.Errorf("%s: class %q not in Classes()", s.Name, s.Class)
+				continue
+			}
+			seen[s.Class] = true
+			v := m.Params.Flat[s.Offset : s.Offset+s.Size()]
+			switch ci.Start {
+			case StartOnes, StartZeros:
+				want := float32(0)
+				if ci.Start == StartOnes {
+					want = 1
+				}
+				for i, x := range v {
+					if x != want {
+						t.Fatalf("%s (%s) element %d = %v, want %v", s.Name, ci.Start, i, x, want)
+					}
+				}
+				if ci.DInAxis != -1 || ci.DepthScaled {
+					t.Errorf("%s: %+v", s.Class, ci)
+				}
+			case StartDrawn:
+				if s.Shape[ci.DInAxis] != s.FanIn() || s.Shape[ci.DOutAxis] != s.Shape[0] {
+					t.Errorf("%s: d_in axis %d of %v, FanIn %d", s.Name, ci.DInAxis, s.Shape, s.FanIn())
+				}
+			default:
+				t.Errorf("%s: start %q", s.Class, ci.Start)
+			}
+		}
+	}
+	for _, ci := range Classes() {
+		if !seen[ci.Class] {
+			t.Errorf("class %s: no tensor of the test layouts has it", ci.Class)
+		}
+		if ci.DepthScaled != (ci.Class == model.ClassO || ci.Class == model.ClassFFNDown) {
+			t.Errorf("class %s: depth scaled %v", ci.Class, ci.DepthScaled)
+		}
+	}
+	if len(ClassNames()) != len(matrixClasses) {
+		t.Errorf("ClassNames %v", ClassNames())
+	}
+}
+
+// TestSigma checks each rule's σ against the formulas of SPEC §2 evaluated by hand.
+func TestSigma(t *testing.T) {
+	for _, tc := range []struct {
+		rule       string
+		gamma, std float64
+		dIn, dOut  int
+		want       float64
+	}{
+		{RuleGamma, 1, 0, 128, 384, 1.0 / 128},
+		{RuleGamma, 0.5, 0, 128, 384, 1 / math.Sqrt(128)},
+		{RuleGamma, 0.75, 0, 16, 1, 0.125},
+		{RuleGamma, 0, 0, 1000, 10, 1},
+		{RuleFixed, 1, 0.02, 128, 384, 0.02},
+		{RuleXavier, 0, 0, 100, 300, math.Sqrt(2.0 / 400)},
+		{RuleKaiming, 0, 0, 50, 300, 0.2},
+	} {
+		if got := Sigma(tc.rule, tc.gamma, tc.std, tc.dIn, tc.dOut); math.Abs(got/tc.want-1) > 1e-15 {
+			t.Errorf("Sigma(%s, γ %g, std %g, %d, %d) = %.17g, want %.17g", tc.rule, tc.gamma, tc.std, tc.dIn, tc.dOut, got, tc.want)
+		}
+	}
+	if !math.IsNaN(Sigma("uniform", 1, 1, 10, 10)) {
+		t.Error("an unknown rule has a σ")
+	}
+	if DepthDivisor(model.ClassO, 8) != 4 || DepthDivisor(model.ClassFFNDown, 2) != 2 || DepthDivisor(model.ClassQ, 8) != 1 {
+		t.Error("DepthDivisor")
+	}
+}
+
+// TestDefaultTableFile: testdata/class_table.json, the file python/ reads, is DefaultTable as WriteJSON writes
+// it (go test ./gammainit -run TestDefaultTableFile -update rewrites it), it decodes back to the same table,
+// and every σ in it is StdFor's.
+func TestDefaultTableFile(t *testing.T) {
+	var b bytes.Buffer
+	if err := DefaultTable().WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "class_table.json")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(file, b.Bytes()) {
+		t.Fatalf("%s is not DefaultTable's JSON: rerun with -update", path)
+	}
+	var tab Table
+	if err := json.Unmarshal(file, &tab); err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Classes) != len(Classes()) || len(tab.Rules) != 4 {
+		t.Errorf("table has %d classes, %d rules", len(tab.Classes), len(tab.Rules))
+	}
+	drawn := 0
+	for _, ci := range tab.Classes {
+		if ci.Start == StartDrawn {
+			drawn++
+		}
+	}
+	if want := drawn * 5 * 13; len(tab.Sigmas) != want {
+		t.Errorf("%d σ cases, want %d (drawn classes × dims × recipes)", len(tab.Sigmas), want)
+	}
+	for _, sc := range tab.Sigmas {
+		spec := model.TensorSpec{Class: sc.Class, Shape: []int{sc.Dims.DOut, sc.Dims.DIn}}
+		if want := sc.Recipe.StdFor(spec, sc.Dims.Layers); sc.Sigma != want || !(want > 0) {
+			t.Fatalf("%+v: σ %v in the file, StdFor gives %v", sc, sc.Sigma, want)
+		}
+	}
+	if _, err := NewTable([]Dims{{0, 1, 1}}, []Recipe{Default()}); err == nil {
+		t.Error("d_in 0 accepted")
+	}
+	if _, err := NewTable([]Dims{{1, 1, 1}}, []Recipe{{Rule: "uniform"}}); err == nil {
+		t.Error("a bad recipe accepted")
+	}
+}

@@ -1,0 +1,70 @@
+package model
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/smallinit/smallinit/kernel"
+)
+
+// benchPreset builds the named preset with random weights (std d_in^-1/2) on a 2-worker pool.
+func benchPreset(b *testing.B, name string, batch int) (*Model, func()) {
+	b.Helper()
+	p, err := LookupPreset(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := kernel.NewPool(2)
+	m, err := New(p.Config, batch, pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fillRandom(m, 1, 0.5)
+	return m, pool.Close
+}
+
+// BenchmarkGenerate: greedy generation with the KV-cache decoder on the tiny preset, a 16-token prompt then
+// one token at a time to the full context; reports generated tokens/s.
+func BenchmarkGenerate(b *testing.B) {
+	m, done := benchPreset(b, "tiny", 1)
+	defer done()
+	dec := m.NewDecoder()
+	prompt, _ := randomTokens(rand.New(rand.NewPCG(2, 2)), 16, m.Config.Vocab)
+	gen := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		dec.Reset()
+		logits, err := dec.Append(prompt)
+		for err == nil && dec.Len() < dec.Max() {
+			best := 0
+			for j, v := range logits {
+				if v > logits[best] {
+					best = j
+				}
+			}
+			logits, err = dec.Append([]int32{int32(best)})
+			gen++
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(gen)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// BenchmarkTrainStep: one Forward, ZeroGrads and Backward of the tiny preset at its batch; reports tokens/s.
+func BenchmarkTrainStep(b *testing.B) {
+	p, _ := LookupPreset("tiny")
+	m, done := benchPreset(b, "tiny", p.Batch)
+	defer done()
+	in, tg := randomTokens(rand.New(rand.NewPCG(3, 3)), p.Batch*m.Config.SeqLen, m.Config.Vocab)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := m.Forward(in, tg); err != nil {
+			b.Fatal(err)
+		}
+		m.ZeroGrads()
+		m.Backward()
+	}
+	b.ReportMetric(float64(b.N*len(in))/b.Elapsed().Seconds(), "tokens/s")
+}

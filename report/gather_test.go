@@ -1,0 +1,79 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/train"
+)
+
+// TestParseDiagReadsLandedFile: the report reads a diagnostics.jsonl written by the code as landed (the fixture
+// of diag, see diag/testdata/README.md) into diag's own record types, holding the whole record (what
+// train.DiagLine[*diag.Record] decodes; that it keeps every value of the file is diag's test), and per-class
+// means equal to diag.SummariseClasses of the tensors, also for a line that carries only the tensors.
+func TestParseDiagReadsLandedFile(t *testing.T) {
+	f, err := os.Open("../diag/testdata/diagnostics-landed.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	n := 0
+	for sc.Scan() {
+		p, err := parseDiag(sc.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if p.Step != 2*(n-1) || p.Err != "" || p.Activations == nil || len(p.Weights) != 26 || len(p.Classes) == 0 {
+			t.Fatalf("line %d: step %d, error %q, %d tensors, %d classes", n, p.Step, p.Err, len(p.Weights), len(p.Classes))
+		}
+		var direct train.DiagLine[*diag.Record] // the line as its own types read it
+		if err := json.Unmarshal(sc.Bytes(), &direct); err != nil || direct.Diagnostics == nil {
+			t.Fatal(err)
+		}
+		show := func(r diag.Record) string { return fmt.Sprintf("%+v %+v %+v", *r.Activations, r.Classes, r.Weights) }
+		if got, want := show(p.Record), show(*direct.Diagnostics); got != want {
+			t.Errorf("line %d: the report holds\n%s\nnot the whole record\n%s", n, got, want)
+		}
+		if got, want := fmt.Sprint(p.Classes), fmt.Sprint(diag.SummariseClasses(p.Weights)); got != want {
+			t.Errorf("line %d: classes %s, want %s", n, got, want)
+		}
+		// The same line without "classes" (the oldest files): the report averages the tensors with diag's function.
+		old := p.Record
+		old.Classes = nil
+		b, _ := json.Marshal(train.DiagLine[*diag.Record]{Step: p.Step, Diagnostics: &old})
+		q, err := parseDiag(b)
+		if err != nil || fmt.Sprint(q.Classes) != fmt.Sprint(p.Classes) {
+			t.Errorf("line %d without classes: %v, %v; want %v", n, q.Classes, err, p.Classes)
+		}
+	}
+	if err := sc.Err(); err != nil || n != 3 {
+		t.Fatalf("%d lines, %v", n, err)
+	}
+	// A null class metric (a one-row matrix has no row cosines) is unknown, NaN, and not drawn; the mirror type
+	// this replaced read it as 0.
+	p, err := parseDiag([]byte(`{"diagnostics":{"classes":[{"class":"shared_gate","cos_ratio":null,"stable_rank":1,"tensors":1}]},"step":1}`))
+	if err != nil || len(p.Classes) != 1 || !math.IsNaN(p.Classes[0].CosRatio) || !math.IsNaN(p.Classes[0].MeanAbsCos) || p.Classes[0].StableRank != 1 {
+		t.Errorf("null class metric: %+v, %v", p.Classes, err)
+	}
+	for _, tc := range []struct{ line, want string }{
+		{`{"diagnostics": {}}`, "no step"},
+		{`{"step": 3, "error": "json: unsupported value: NaN"}`, ""},
+	} {
+		p, err := parseDiag([]byte(tc.line))
+		if tc.want != "" {
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("%s: %v, want error %q", tc.line, err, tc.want)
+			}
+		} else if err != nil || p.Step != 3 || p.Err == "" || p.Activations != nil {
+			t.Errorf("%s: %+v, %v", tc.line, p, err)
+		}
+	}
+}
