@@ -43,7 +43,7 @@ func (cmd *benchCmd) Run() error {
 	if cmd.JSON {
 		return json.NewEncoder(os.Stdout).Encode(r)
 	}
-	fmt.Printf("preset %s (%s), batch %d × T %d, %d threads, kernels %s\n", cmd.Preset, describe(c), r.Batch, r.SeqLen, r.Threads, r.Impl)
+	fmt.Printf("preset %s (%s), batch %d × T %d, %d threads, kernels %s\n", cmd.Preset, c.Describe(), r.Batch, r.SeqLen, r.Threads, r.Impl)
 	fmt.Printf("tokens/s     %10.0f\n", r.TokensPerS)
 	fmt.Printf("step         %10.4f s  (forward %.4f, backward %.4f, optimizer %.4f)\n", r.StepS, r.ForwardS, r.BackwardS, r.OptimizerS)
 	fmt.Printf("model FLOP/s %10.1f GFLOP/s = %.0f%% of %.0f (FLOPs/token = 6·N_matmul + 12·L·T·d = %.3g)\n", r.ModelGFLOPs, 100*r.PeakShare, cmd.Peak, c.FLOPsPerToken())

@@ -110,7 +110,7 @@ func (cmd *initCmd) run(ctx context.Context, stdout, log io.Writer, tty bool) er
 		return json.NewEncoder(stdout).Encode(initRecord{Out: cmd.Out, Params: c.NumParams(), DType: string(dtype),
 			Files: res.Files, Bytes: res.Bytes, Seconds: secs, Tensors: res.Stds})
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d parameters, %s\n", cmd.Out, c.NumParams(), describe(c))
+	fmt.Fprintf(stdout, "wrote %s: %d parameters, %s\n", cmd.Out, c.NumParams(), c.Describe())
 	fmt.Fprintf(stdout, "%s in %s, %.2f GB of tensors in %.1fs\n", dtype, strings.Join(res.Files, " "), float64(res.Bytes)/1e9, secs)
 	for _, gap := range model.TransformersGaps(c) {
 		fmt.Fprintf(log, "note: transformers would not load this model exactly: %s\n", gap)
@@ -121,12 +121,6 @@ func (cmd *initCmd) run(ctx context.Context, stdout, log io.Writer, tty bool) er
 		fmt.Fprintf(tw, "%s\t%d\t%.5f\t%.5f\t%.3f\t\n", s.Name, s.FanIn, s.Intended, s.Drawn, s.GammaEff)
 	}
 	return tw.Flush()
-}
-
-// describe is a one-line summary of a config's shape and switches.
-func describe(c model.Config) string {
-	return fmt.Sprintf("V=%d d=%d L=%d H=%d d_ff=%d T=%d %s ε=%g gate=%s tied=%v",
-		c.Vocab, c.Dim, c.Layers, c.Heads, c.FFN, c.SeqLen, c.Norm, c.NormEps, c.AttnGate, c.Tied)
 }
 
 // byteProgressMin is the smallest job (in bytes) worth a progress display.

@@ -47,7 +47,7 @@ func (cmd *trainCmd) Run() error {
 			return lerr
 		}
 		fmt.Fprintf(os.Stderr, "run %s: %s, %d steps of %d×%d tokens, init %s γ=%g, seed %d\n", cmd.Out,
-			describe(c.Model.Config), c.TotalSteps(), c.Train.BatchSize, c.Model.SeqLen, c.Init.Rule, c.Init.Gamma, c.Seed)
+			c.Model.Config.Describe(), c.TotalSteps(), c.Train.BatchSize, c.Model.SeqLen, c.Init.Rule, c.Init.Gamma, c.Seed)
 		res, err = train.Start(ctx, c, cmd.Out, opts)
 	}
 	switch dir := cmp.Or(cmd.Resume, cmd.Out); {
