@@ -29,8 +29,8 @@ func (cmd *analyzeCmd) Run() error {
 // run is Run with its outputs given: the report goes to stdout, progress to log.
 func (cmd *analyzeCmd) run(out, log io.Writer, tty bool) error {
 	p := newByteProgress(log, tty, "analyze weights")
-	a, err := scale.Analyze(cmd.Model, scale.AnalyzeOptions{Tokens: cmd.Tokens, Probes: cmd.Probes, ProbeLen: cmd.ProbeLen, Progress: p.update})
-	p.finish()
+	a, err := scale.Analyze(cmd.Model, scale.AnalyzeOptions{Tokens: cmd.Tokens, Probes: cmd.Probes, ProbeLen: cmd.ProbeLen, Progress: p.Update})
+	p.Finish()
 	if err != nil {
 		return fmt.Errorf("analyze (--model, --tokens, --probes, --probe-len): %w", err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,12 +9,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/sweep"
 )
 
@@ -76,21 +74,7 @@ func (c *sweepRunCmd) run(ctx context.Context, stdout, log io.Writer) error {
 	if err != nil {
 		err = fmt.Errorf("sweep run %s (--out %s, --index %d): %w", c.Grid, c.Out, c.Index, err)
 	}
-	if len(reps) > 0 {
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "index\tid\toutcome\ttime\tval loss")
-		for _, r := range reps {
-			t, loss := "", ""
-			if r.Elapsed > 0 {
-				t = r.Elapsed.Round(time.Millisecond).String()
-			}
-			if r.Outcome == sweep.Finished {
-				loss = fmt.Sprintf("%.4f", r.Result.ValLoss)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", r.Run.Index, r.Run.ID, r.Outcome, t, loss)
-		}
-		tw.Flush()
-	}
+	sweep.WriteReports(stdout, reps)
 	return err
 }
 
@@ -125,24 +109,9 @@ func (c *sweepCollectCmd) run(w io.Writer) error {
 	if err != nil {
 		return notSweep(err, c.Dir)
 	}
-	stem := c.Out
-	if stem == "" {
-		stem = filepath.Join(c.Dir, "results")
-	}
-	if ext := strings.ToLower(filepath.Ext(stem)); ext == ".csv" || ext == ".json" {
-		stem = strings.TrimSuffix(stem, filepath.Ext(stem))
-	}
-	for _, f := range []struct {
-		ext   string
-		write func(io.Writer) error
-	}{{".csv", t.WriteCSV}, {".json", t.WriteJSON}} {
-		var b strings.Builder
-		if err := f.write(&b); err != nil {
-			return err
-		}
-		if err := model.WriteFileAtomic(stem+f.ext, []byte(b.String())); err != nil {
-			return err
-		}
+	stem, err := t.WriteFiles(cmp.Or(c.Out, filepath.Join(c.Dir, "results")))
+	if err != nil {
+		return err
 	}
 	if err := t.WriteText(w); err != nil {
 		return err
