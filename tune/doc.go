@@ -9,4 +9,7 @@
 //		return trainAndScoreOnSelectionSlice(lr, steps)
 //	})
 //	// res.LR is the chosen learning rate, res.Curve every (lr, steps, loss) evaluated: the report's LR-curve figure.
+//
+// Each γ is swept at two widths of the size ladder; AtWidth gives the other widths their learning rate
+// (log-log between the two, within a factor 2 of the nearer one beyond them).
 package tune
