@@ -353,7 +353,7 @@ def _run(args, D):
         if D.rank == 0:
             from .diagnostics import training_record
             probe = val_toks if val_toks is not None else train_toks
-            line = json.dumps({"step": st["step"], "diagnostics": training_record(model, probe)}, allow_nan=False)
+            line = json.dumps({"step": st["step"], "diagnostics": training_record(model, probe, B)}, allow_nan=False)
             with open(diag_path, "a") as f:
                 f.write(line + "\n")
                 st["diagnostics_bytes"] = f.tell()
