@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "gamma_init_": "init", "InitRecord": "init", "table": "init",
-    "OutputGate": "gate", "set_rmsnorm_eps": "gate",
+    "OutputGate": "gate", "set_rmsnorm_eps": "gate", "add_output_gate": "gate",
     "Diagnostics": "diagnostics", "weight_metrics": "diagnostics",
     "Config": "model", "Llama": "model", "load_model": "model",
     "read_safetensors": "safetensors", "write_safetensors": "safetensors",

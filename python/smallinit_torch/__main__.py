@@ -29,4 +29,5 @@ def main():
         sys.exit(f"unknown command {cmd!r}\n{__doc__}")
 
 
-main()
+if __name__ == "__main__":
+    main()

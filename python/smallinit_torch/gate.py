@@ -61,3 +61,51 @@ def set_rmsnorm_eps(model, eps=1e-12, layernorm=False):
         raise ValueError("set_rmsnorm_eps: the model has no RMSNorm module (a class named *RMSNorm* with eps or "
                          "variance_epsilon)" + ("" if layernorm else "; pass layernorm=True for LayerNorm"))
     return changed
+
+
+def add_output_gate(model, mode="elementwise", attn_suffix="self_attn", out_proj="o_proj"):
+    """Add the output gate to every attention module of an existing model without editing its code: each module
+    whose name ends in attn_suffix and that has an out_proj Linear gets a `g_proj` OutputGate (so its weight is
+    saved as `...self_attn.g_proj.weight`, as in smallinit's checkpoints), and two hooks: one keeps the
+    attention's input (the normed hidden states: the first positional argument, or `hidden_states=`), the
+    other multiplies out_proj's input [..., H*head_dim] by sigmoid(g_proj(input)) per channel or per head.
+    Heads and head_dim are read from the module (num_heads / n_heads / config.num_attention_heads, head_dim).
+    The new weights are left for gamma_init_ (or your init) to draw. Returns the modules changed. Hugging Face
+    models pass hidden_states by keyword, which torch >= 2.0 shows to a hook; with torch 1.13 the input must be
+    positional (as in smallinit_torch.model)."""
+    changed = []
+    for name, attn in list(model.named_modules()):
+        proj = getattr(attn, out_proj, None)
+        if not name.endswith(attn_suffix) or not isinstance(proj, nn.Linear):
+            continue
+        cfg = getattr(attn, "config", None)
+        H = next((getattr(o, a) for o, a in ((attn, "num_heads"), (attn, "n_heads"), (cfg, "num_attention_heads"))
+                  if o is not None and getattr(o, a, None)), None)
+        if H is None:
+            raise ValueError(f"add_output_gate: {name}: cannot find the number of heads")
+        dh = getattr(attn, "head_dim", None) or proj.in_features // H
+        if H * dh != proj.in_features:
+            raise ValueError(f"add_output_gate: {name}: {H} heads x head_dim {dh} != {out_proj} inputs {proj.in_features}")
+        d = proj.out_features
+        attn.g_proj = OutputGate(d, H, dh, mode).to(proj.weight.device, proj.weight.dtype)
+        store = {}
+
+        def keep(mod, args, kwargs=None, store=store):
+            store["n"] = args[0] if args else (kwargs or {}).get("hidden_states")
+
+        def gate(mod, args, attn=attn, store=store, H=H, dh=dh):
+            y = args[0]
+            g = attn.g_proj.gate_values(store.pop("n"))
+            if attn.g_proj.mode == "headwise":
+                g = g.repeat_interleave(dh, dim=-1)
+            return (y * g,) + tuple(args[1:])
+
+        try:
+            attn.register_forward_pre_hook(keep, with_kwargs=True)
+        except TypeError:  # torch < 2.0: no with_kwargs
+            attn.register_forward_pre_hook(lambda mod, args, keep=keep: keep(mod, args))
+        proj.register_forward_pre_hook(gate)
+        changed.append(name)
+    if not changed:
+        raise ValueError(f"add_output_gate: no module named *{attn_suffix} with an {out_proj} Linear")
+    return changed

@@ -37,7 +37,11 @@ import shutil
 import socket
 import sys
 import time
-import tomllib
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib
 
 import torch
 import torch.distributed as dist

@@ -58,3 +58,24 @@ class TestGate(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestAddOutputGate(unittest.TestCase):
+    def test_hooked_gate_equals_built_in(self):
+        """A model without a gate plus add_output_gate computes what the model with the built-in gate computes,
+        and its state dict has the built-in gate's names."""
+        from smallinit_torch import add_output_gate, gamma_init_
+        for mode in ("elementwise", "headwise"):
+            cfg = {"vocab_size": 32, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
+                   "num_attention_heads": 4, "max_position_embeddings": 8, "rms_norm_eps": 1e-5}
+            ref = Llama(Config(dict(cfg, attn_gate=mode)))
+            gamma_init_(ref, gamma=0.5, seed=1)
+            plain = Llama(Config(cfg))
+            for a in plain.model.layers:
+                a.self_attn.num_heads, a.self_attn.head_dim = 4, 4
+            self.assertEqual(len(add_output_gate(plain, mode)), 2)
+            plain.load_state_dict(ref.state_dict(), strict=True)
+            x = torch.randint(0, 32, (2, 9))
+            _, l1 = ref(x[:, :-1], x[:, 1:])
+            _, l2 = plain(x[:, :-1], x[:, 1:])
+            self.assertAlmostEqual(l1.item(), l2.item(), delta=1e-6)
