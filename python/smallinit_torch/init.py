@@ -26,7 +26,7 @@ engine's Hugging Face Llama names, from:
     nn.Linear the usual [d_out, d_in]. The position embedding `wpe` has no engine class: it is drawn as class
     embed (d_in = its width). The fused c_attn's three column blocks are drawn and recorded separately
     (`...c_attn.weight[q]`, `[k]`, `[v]`).
-A bias with no class of its own (o_proj, c_proj, c_fc, a Linear's bias) starts at 0 (class "bias"). A parameter
+The bias of a classified matrix with no class of its own (o_proj, c_proj, c_fc) starts at 0 (class "bias"). A parameter
 none of this classifies is an error listing every such name, unless `classify(name, param)` returns its class
 (a matrix class, or "norm" / "bias") or None to leave it untouched.
 
@@ -305,10 +305,8 @@ def _classify(name, p, owner, classify, unknown):
         return "normal", eng, blocks
     grouped = eng and eng.startswith("GROUPED:")
     ent = lookup(eng.removeprefix("GROUPED:").replace("{E}", "0")) if eng else None
-    if ent is None and name.endswith(".bias") and (eng or name).endswith(".bias"):
-        ent = {"class": "bias", "init": "zeros"}  # a bias with no class of its own
-    if ent is None and eng and eng.startswith("model.layers.") and eng.endswith("_proj.bias"):
-        ent = {"class": "bias", "init": "zeros"}
+    if ent is None and name.endswith(".bias") and _known_matrix(name[:-len("bias")] + "weight"):
+        ent = {"class": "bias", "init": "zeros"}  # the bias of a classified matrix, with no class of its own
     if ent is None and classify is not None:
         cls = classify(name, p)
         if cls is None:
@@ -341,6 +339,16 @@ def _classify(name, p, owner, classify, unknown):
     def blocks(t):
         yield "", cls, t, t.shape[in_ax], t.shape[1 - in_ax]
     return "normal", eng, blocks
+
+
+def _known_matrix(weight_name):
+    eng = canonical(weight_name)
+    if eng is None:
+        return False
+    if eng.startswith("FUSED_QKV:"):
+        return True
+    ent = lookup(eng.removeprefix("GROUPED:").replace("{E}", "0"))
+    return ent is not None and ent["init"] == "normal"
 
 
 def init_json(records, seed=0, **recipe):

@@ -130,6 +130,7 @@ class TestNamings(unittest.TestCase):
             gamma_init_(m)
         self.assertIn("mystery.weight [6, 4]", str(cm.exception))
         self.assertIn("other [3, 3]", str(cm.exception))
+        self.assertIn("mystery.bias [6]", str(cm.exception))  # the bias of an unclassified matrix is refused too
         recs = gamma_init_(m, classify=lambda n, p: {"mystery.weight": "ffn_up", "mystery.bias": "bias"}.get(n))
         self.assertEqual([r["name"] for r in recs], ["embed_tokens.weight", "mystery.weight"])
         self.assertAlmostEqual(recs[1]["intended_std"], 0.25)
