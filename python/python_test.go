@@ -313,17 +313,26 @@ func TestGoAndPyTorchAgree(t *testing.T) {
 	})
 
 	t.Run("analyze", func(t *testing.T) {
+		// the trained dense model, and an MoE model with a shared expert (expert load, router entropy)
+		moe := filepath.Join(w.dir, "moe")
+		run(t, w.dir, w.bin, "init", "--preset", "tiny", "--set", "vocab_size=1024", "--set", "hidden_size=64",
+			"--set", "num_hidden_layers=2", "--set", "num_attention_heads=4", "--set", "max_position_embeddings=32",
+			"--set", "ffn=moe", "--set", "num_experts=4", "--set", "num_experts_per_tok=2", "--set", "moe_intermediate_size=64",
+			"--set", "shared_expert_intermediate_size=32", "--set", "decoder_sparse_step=1", "--set", "attn_gate=headwise",
+			"--gamma", "0.5", "--seed", "3", "--out", moe)
 		val := filepath.Join(w.dir, "data", "val.tok")
-		var g, p any
-		if err := json.Unmarshal(run(t, w.dir, w.bin, "analyze", "--model", filepath.Join(w.goRun, "final"), "--tokens", val, "--json"), &g); err != nil {
-			t.Fatal(err)
+		for _, m := range []string{filepath.Join(w.goRun, "final"), moe} {
+			var g, p any
+			if err := json.Unmarshal(run(t, w.dir, w.bin, "analyze", "--model", m, "--tokens", val, "--json"), &g); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(run(t, w.dir, w.py, "-m", "smallinit_torch", "analyze", "--model", m, "--tokens", val), &p); err != nil {
+				t.Fatal(err)
+			}
+			var worst float64
+			compareJSON(t, "analyze", g, p, 1e-4, map[string]bool{"model": true, "stable_rank_exact": true}, &worst)
+			t.Logf("%s: analyze --json vs PyTorch diagnostics: largest relative difference %.2e", filepath.Base(m), worst)
 		}
-		if err := json.Unmarshal(run(t, w.dir, w.py, "-m", "smallinit_torch", "analyze", "--model", filepath.Join(w.goRun, "final"), "--tokens", val), &p); err != nil {
-			t.Fatal(err)
-		}
-		var worst float64
-		compareJSON(t, "analyze", g, p, 1e-4, map[string]bool{"model": true, "stable_rank_exact": true}, &worst)
-		t.Logf("analyze --json vs PyTorch diagnostics: largest relative difference %.2e", worst)
 	})
 
 	t.Run("report and gate round trip", func(t *testing.T) {

@@ -121,6 +121,25 @@ class TestNamings(unittest.TestCase):
                 elif "ln_" in n:
                     self.assertTrue(bool((p == 1).all()), n)
 
+    def test_torchtitan_moe_grouped_experts(self):
+        """torchtitan's MoE: router [E, d] and grouped experts [E, d_out, d_in] (d_in is the last axis)."""
+        E, d, f = 4, 16, 24
+        m = torch.nn.Module()
+        blk = torch.nn.Module()
+        blk.moe = torch.nn.Module()
+        blk.moe.router = torch.nn.Module()
+        blk.moe.router.gate = torch.nn.Linear(d, E, bias=False)
+        blk.moe.experts = torch.nn.Module()
+        for n, shape in (("w1", (E, f, d)), ("w2", (E, d, f)), ("w3", (E, f, d))):
+            setattr(blk.moe.experts, n, torch.nn.Parameter(torch.zeros(shape)))
+        m.layers = torch.nn.ModuleDict({"0": blk})
+        by = {r["name"]: r for r in gamma_init_(m, gamma=1.0)}
+        self.assertEqual((by["layers.0.moe.router.gate.weight"]["class"], by["layers.0.moe.router.gate.weight"]["d_in"]), ("router", d))
+        for n, cls, d_in in (("w1", "ffn_gate", d), ("w2", "ffn_down", f), ("w3", "ffn_up", d)):
+            r = by[f"layers.0.moe.experts.{n}"]
+            self.assertEqual((r["class"], r["d_in"]), (cls, d_in))
+            within_sampling_error(self, r, E * d * f)
+
     def test_unknown_refused_or_classified(self):
         m = torch.nn.Module()
         m.embed_tokens = torch.nn.Embedding(10, 4)
