@@ -277,7 +277,9 @@ def _run(args, D):
         cfg_path = os.path.join(out, "config.toml")
     else:
         out, model_dir, accum, cfg_path = args.out, args.model, args.grad_accum, args.config
-        if D.rank == 0 and os.path.exists(os.path.join(out, "config.toml")):
+        exists = os.path.exists(os.path.join(out, "config.toml"))  # every rank checks, before rank 0 writes it
+        D.barrier()
+        if exists:
             raise ValueError(f"{out} already holds a run: resume it with --resume {out} or choose another --out")
     c = load_run_config(cfg_path)
     mc, config_json = read_config(model_dir)
@@ -497,7 +499,12 @@ def _spawned(rank, world, port, args):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(world), RANK=str(rank),
                       LOCAL_RANK=str(rank))
     torch.set_num_threads(max(1, args.threads_per_rank))
-    run(args)
+    try:
+        run(args)
+    except (ValueError, FileNotFoundError, FloatingPointError) as e:
+        if rank == 0:
+            print(f"train: {e}", file=sys.stderr)
+        sys.exit(1)
 
 
 def parser(sub=None):
@@ -527,7 +534,10 @@ def main(argv=None):
     try:
         if args.spawn > 1:
             import torch.multiprocessing as mp
-            mp.spawn(_spawned, args=(args.spawn, free_port(), args), nprocs=args.spawn, join=True)
+            try:
+                mp.spawn(_spawned, args=(args.spawn, free_port(), args), nprocs=args.spawn, join=True)
+            except mp.ProcessExitedException:
+                sys.exit(1)
         else:
             run(args)
     except (ValueError, FileNotFoundError, FloatingPointError) as e:
