@@ -52,6 +52,9 @@ const DefaultTextColumn = "text"
 
 // SupportedExtensions returns the file extensions that PrepareFiles and OpenInput read, for messages such as
 // "unknown extension, want one of ...".
+// ErrNoColumn is wrapped by the error for a JSON-lines or Parquet file without the text column asked for.
+var ErrNoColumn = errors.New("no column")
+
 func SupportedExtensions() []string {
 	return []string{"." + FormatText, "." + FormatTextGzip, "." + FormatJSONL, "." + FormatJSONLGzip, "." + FormatParquet}
 }
@@ -617,7 +620,7 @@ func openParquet(r *InputReader, name string) (ps *parquetSource, err error) {
 		for _, c := range pf.Schema().Columns() {
 			cols = append(cols, strings.Join(c, "."))
 		}
-		return nil, fmt.Errorf("read %s: no column %q (the file has: %s; choose one with --text-column)", r.path, name, strings.Join(cols, ", "))
+		return nil, fmt.Errorf("read %s: %w %q (the file has: %s; choose one as the text column)", r.path, ErrNoColumn, name, strings.Join(cols, ", "))
 	}
 	if leaf.MaxRepetitionLevel > 0 {
 		return nil, fmt.Errorf("read %s: column %q is repeated (a list), want one string per row", r.path, name)

@@ -273,7 +273,7 @@ func TestInputFileErrors(t *testing.T) {
 		want       []string
 	}{
 		{"missing column", writeParquet(t, dir, "nocol.parquet", []pqNoText{{"x", "en"}}, 10), InputOptions{},
-			[]string{"nocol.parquet", `no column "text"`, "content, lang", "--text-column"}},
+			[]string{"nocol.parquet", `no column "text"`, "content, lang", "the text column"}},
 		{"int column", writeParquet(t, dir, "int.parquet", []pqIntText{{1}}, 10), InputOptions{}, []string{"int.parquet", "want strings"}},
 		{"not parquet", writeTestFile(t, dir, "fake.parquet", "hello, I am text"), InputOptions{}, []string{"fake.parquet"}},
 		{"not gzip", writeTestFile(t, dir, "plain.txt", "x"), InputOptions{}, nil}, // control: reads fine

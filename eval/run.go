@@ -269,7 +269,7 @@ func (r *runner) nextDoc(src recordSource) (doc, bool, error) {
 
 func (r *runner) malformed(e *RecordError) error {
 	if r.o.StrictRecords {
-		return fmt.Errorf("task %s: malformed record (--strict-records): %w", r.spec.Name, e)
+		return fmt.Errorf("task %s: malformed record (strict records): %w", r.spec.Name, e)
 	}
 	r.res.Skipped++
 	if len(r.res.Malformed) < maxListed {

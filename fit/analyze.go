@@ -187,10 +187,10 @@ func Analyze(t *Table, o Options) (*Report, error) {
 		rep.DataKey = o.DataKey
 	}
 	if err := o.Baseline.check(t); err != nil {
-		return nil, fmt.Errorf("--baseline: %w", err)
+		return nil, fmt.Errorf("baseline: %w", err)
 	}
 	if err := o.Treated.check(t); err != nil {
-		return nil, fmt.Errorf("--treated: %w", err)
+		return nil, fmt.Errorf("treated: %w", err)
 	}
 	var base, treated []map[string]string
 	for i, r := range t.Rows {
@@ -200,7 +200,7 @@ func Analyze(t *Table, o Options) (*Report, error) {
 		}
 		inBase, inTreated := o.Baseline.Match(r), o.Treated != nil && o.Treated.Match(r)
 		if inBase && inTreated {
-			return nil, fmt.Errorf("row %s matches both --baseline %s and --treated %s", rowName(r, i), o.Baseline, o.Treated)
+			return nil, fmt.Errorf("row %s matches both the baseline %s and the treated %s", rowName(r, i), o.Baseline, o.Treated)
 		}
 		if inBase {
 			base = append(base, r)
@@ -209,10 +209,10 @@ func Analyze(t *Table, o Options) (*Report, error) {
 		}
 	}
 	if len(base) == 0 {
-		return nil, fmt.Errorf("no finished run matches --baseline %s", o.Baseline)
+		return nil, fmt.Errorf("no finished run matches the baseline %s", o.Baseline)
 	}
 	if o.Treated != nil && len(treated) == 0 {
-		return nil, fmt.Errorf("no finished run matches --treated %s", o.Treated)
+		return nil, fmt.Errorf("no finished run matches the treated %s", o.Treated)
 	}
 	baseCells, err := cells(base, t.Axes, o, rep.DataKey, "baseline")
 	if err != nil {

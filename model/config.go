@@ -8,9 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
-	"strconv"
-	"strings"
+
+	"github.com/smallinit/smallinit/override"
 )
 
 // Norm kinds (config key norm).
@@ -275,41 +274,18 @@ func (c Config) FLOPsPerToken() float64 {
 	return 6*float64(c.MatmulParams()) + 12*float64(c.Layers)*float64(c.SeqLen)*float64(c.Dim)
 }
 
-// Set assigns one field by its config key (the toml tag, e.g. "norm_eps" or "attn_gate"), parsing value as
-// the field's type. It is how --set overrides reach a Config; Validate still has to be called afterwards.
+// Set assigns one field by its config key (the toml tag, e.g. "norm_eps" or "attn_gate"), value in the one
+// override language (package override: TOML syntax, bare words are strings), so "qk_norm=true" is a bool and a
+// value of the wrong type is an error naming the key. Validate still has to be called afterwards.
 func (c *Config) Set(key, value string) error {
-	v := reflect.ValueOf(c).Elem()
-	var keys []string
-	for i := 0; i < v.NumField(); i++ {
-		tag := v.Type().Field(i).Tag.Get("toml")
-		keys = append(keys, tag)
-		if tag != key {
-			continue
-		}
-		f := v.Field(i)
-		switch f.Kind() {
-		case reflect.Int:
-			n, err := strconv.Atoi(value)
-			if err != nil {
-				return fmt.Errorf("%s = %q: want an integer", key, value)
-			}
-			f.SetInt(int64(n))
-		case reflect.Float64:
-			x, err := strconv.ParseFloat(value, 64)
-			if err != nil {
-				return fmt.Errorf("%s = %q: want a number", key, value)
-			}
-			f.SetFloat(x)
-		case reflect.Bool:
-			b, err := strconv.ParseBool(value)
-			if err != nil {
-				return fmt.Errorf("%s = %q: want true or false", key, value)
-			}
-			f.SetBool(b)
-		case reflect.String:
-			f.SetString(value)
-		}
-		return nil
+	s, err := override.Parse(key + "=" + value)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("unknown model key %q (have %s)", key, strings.Join(keys, ", "))
+	if _, err := override.Decode([]override.Set{s}, c); errors.Is(err, override.ErrUnknownKey) {
+		return fmt.Errorf("unknown model key %q", key)
+	} else if err != nil {
+		return fmt.Errorf("model key %w", err)
+	}
+	return nil
 }

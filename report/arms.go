@@ -92,23 +92,23 @@ func (d *Data) groupArms() {
 	// between machines that mount the same data elsewhere.
 	datasets := map[string]bool{}
 	for _, r := range withCfg {
-		datasets[dataName(r.Flat["data.train"])] = true
+		datasets[dataName(r.Value("data.train"))] = true
 	}
 	if len(datasets) > 1 {
 		for _, r := range withCfg {
-			r.Flat["data"] = dataName(r.Flat["data.train"])
+			r.Recipe["data"] = dataName(r.Value("data.train"))
 		}
 	}
 	all := map[string]bool{}
 	for _, r := range withCfg {
-		for k := range r.Flat {
+		for k := range r.Recipe {
 			all[k] = true
 		}
 	}
 	for k := range all {
 		vals := map[string]bool{}
 		for _, r := range withCfg {
-			vals[r.Flat[k]] = true
+			vals[r.Value(k)] = true
 		}
 		if len(vals) < 2 {
 			continue
@@ -128,7 +128,7 @@ func (d *Data) groupArms() {
 	for _, r := range withCfg {
 		var parts []string
 		for _, k := range d.Varying {
-			parts = append(parts, k+"="+r.Flat[k])
+			parts = append(parts, k+"="+r.Value(k))
 		}
 		key := strings.Join(parts, ",")
 		a, ok := arms[key]
@@ -137,9 +137,9 @@ func (d *Data) groupArms() {
 				Gate: r.Config.Model.AttnGate, Preset: r.Config.Model.Preset, N: r.N(), baseN: r.baseN()}
 			var lab []string
 			for _, k := range d.Varying {
-				a.Values[k] = r.Flat[k]
+				a.Values[k] = r.Value(k)
 				if shown[k] {
-					lab = append(lab, ShortName(k)+"="+r.Flat[k])
+					lab = append(lab, ShortName(k)+"="+r.Value(k))
 				}
 			}
 			a.Label = strings.Join(lab, " · ")
@@ -205,12 +205,12 @@ func (d *Data) shownKeys(runs []*Run) map[string]bool {
 		byPreset := map[string]string{}
 		determined := true
 		for _, r := range runs {
-			p := r.Flat["model.preset"]
-			if v, ok := byPreset[p]; ok && v != r.Flat[k] {
+			p := r.Value("model.preset")
+			if v, ok := byPreset[p]; ok && v != r.Value(k) {
 				determined = false
 				break
 			}
-			byPreset[p] = r.Flat[k]
+			byPreset[p] = r.Value(k)
 		}
 		if determined {
 			shown[k] = false
@@ -333,7 +333,7 @@ func (d *Data) describe(runs []*Run) string {
 	for _, k := range d.Varying {
 		vals := map[string]bool{}
 		for _, r := range cfg {
-			vals[r.Flat[k]] = true
+			vals[r.Value(k)] = true
 		}
 		if len(vals) > 1 {
 			vary = append(vary, ShortName(k)+" ∈ {"+strings.Join(sortedValues(vals), ", ")+"}")
@@ -349,9 +349,9 @@ func (d *Data) describe(runs []*Run) string {
 	fmt.Fprintf(&b, "; seed%s {%s}", plural(len(seeds)), strings.Join(sortedValues(toSet(ss)), ", "))
 	// what the runs share
 	same := func(k string) (string, bool) {
-		v := cfg[0].Flat[k]
+		v := cfg[0].Value(k)
 		for _, r := range cfg[1:] {
-			if r.Flat[k] != v {
+			if r.Value(k) != v {
 				return "", false
 			}
 		}

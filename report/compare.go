@@ -31,17 +31,17 @@ func ParseCompareSpec(spec string) (a, b string, err error) {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		switch {
 		case !ok || v == "":
-			return "", "", fmt.Errorf("--compare %q: want A=DIR,B=DIR (or a compare JSON file)", spec)
+			return "", "", fmt.Errorf("comparison %q: want A=DIR,B=DIR (or a compare JSON file)", spec)
 		case strings.EqualFold(k, "a"):
 			a = v
 		case strings.EqualFold(k, "b"):
 			b = v
 		default:
-			return "", "", fmt.Errorf("--compare %q: unknown side %q (want A and B)", spec, k)
+			return "", "", fmt.Errorf("comparison %q: unknown side %q (want A and B)", spec, k)
 		}
 	}
 	if a == "" || b == "" {
-		return "", "", fmt.Errorf("--compare %q: want both A=DIR and B=DIR", spec)
+		return "", "", fmt.Errorf("comparison %q: want both A=DIR and B=DIR", spec)
 	}
 	return a, b, nil
 }
@@ -71,11 +71,11 @@ func modelDir(dir string) (string, *train.Config, error) {
 func CompareModels(a, b string, windows, bins int) (*CompareData, error) {
 	ma, ca, err := modelDir(a)
 	if err != nil {
-		return nil, fmt.Errorf("--compare A: %w", err)
+		return nil, fmt.Errorf("comparison side A: %w", err)
 	}
 	mb, cb, err := modelDir(b)
 	if err != nil {
-		return nil, fmt.Errorf("--compare B: %w", err)
+		return nil, fmt.Errorf("comparison side B: %w", err)
 	}
 	var toks string
 	switch {
@@ -84,7 +84,7 @@ func CompareModels(a, b string, windows, bins int) (*CompareData, error) {
 	case cb != nil && cb.Data.Val != "":
 		toks = cb.Data.Val
 	default:
-		return nil, fmt.Errorf("--compare: neither %s nor %s is a run whose config names data.val", a, b)
+		return nil, fmt.Errorf("comparison: neither %s nor %s is a run whose config names data.val", a, b)
 	}
 	pool := kernel.NewPool(0)
 	defer pool.Close()
@@ -98,11 +98,11 @@ func CompareModels(a, b string, windows, bins int) (*CompareData, error) {
 	}
 	ids, err := data.ReadTokens(toks, min(A.Config.Vocab, B.Config.Vocab))
 	if err != nil {
-		return nil, fmt.Errorf("--compare: data.val: %w", err)
+		return nil, fmt.Errorf("comparison: data.val: %w", err)
 	}
 	cmp, err := diag.Compare(A, B, ids, bins, windows, nil)
 	if err != nil {
-		return nil, fmt.Errorf("--compare %s and %s: %w", a, b, err)
+		return nil, fmt.Errorf("comparison of %s and %s: %w", a, b, err)
 	}
 	return &CompareData{A: a, B: b, Tokens: toks, Cmp: cmp}, nil
 }
@@ -112,21 +112,21 @@ func CompareModels(a, b string, windows, bins int) (*CompareData, error) {
 func ReadCompare(path string) (*CompareData, error) {
 	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
-		return nil, fmt.Errorf("--compare: %w", err)
+		return nil, fmt.Errorf("comparison: %w", err)
 	}
 	var wrapped struct {
 		A, B, Tokens string
 		Comparison   *diag.Comparison `json:"comparison"`
 	}
 	if err := json.Unmarshal(b, &wrapped); err != nil {
-		return nil, fmt.Errorf("--compare %s: %w", path, err)
+		return nil, fmt.Errorf("comparison %s: %w", path, err)
 	}
 	if wrapped.Comparison != nil {
 		return &CompareData{A: wrapped.A, B: wrapped.B, Tokens: wrapped.Tokens, Cmp: *wrapped.Comparison}, nil
 	}
 	var c diag.Comparison
 	if err := json.Unmarshal(b, &c); err != nil || len(c.Bins) == 0 {
-		return nil, fmt.Errorf("--compare %s: no difficulty bins (want compare --json output)", path)
+		return nil, fmt.Errorf("comparison %s: no difficulty bins (want the JSON output of smallinit compare)", path)
 	}
 	return &CompareData{A: "A", B: "B", Cmp: c}, nil
 }

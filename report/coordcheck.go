@@ -28,14 +28,14 @@ type Coordcheck struct {
 func ReadCoordcheck(path string) (*Coordcheck, error) {
 	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
-		return nil, fmt.Errorf("--coordcheck: %w", err)
+		return nil, fmt.Errorf("coordinate check: %w", err)
 	}
 	var c Coordcheck
 	if err := json.Unmarshal(b, &c.Coordcheck); err != nil {
-		return nil, fmt.Errorf("--coordcheck %s: %w", path, err)
+		return nil, fmt.Errorf("coordinate check %s: %w", path, err)
 	}
 	if len(c.Points) == 0 {
-		return nil, fmt.Errorf("--coordcheck %s: no points (want coordcheck --json output)", path)
+		return nil, fmt.Errorf("coordinate check %s: no points (want the JSON output of smallinit coordcheck)", path)
 	}
 	c.Source = filepath.Base(path)
 	return &c, nil

@@ -77,7 +77,7 @@ func (d *Data) armIndex(a *Arm) int {
 func armName(a *Arm) string {
 	seeds := map[string]bool{}
 	for _, r := range a.Runs {
-		seeds[r.Flat["seed"]] = true
+		seeds[r.Value("seed")] = true
 	}
 	switch {
 	case len(seeds) > 1 && len(seeds) == len(a.Runs):

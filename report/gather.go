@@ -18,6 +18,8 @@ import (
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -32,28 +34,20 @@ type Run struct {
 	Diagnostics []DiagPoint     // diagnostics.jsonl, in file order
 	Checkpoints []Checkpoint    // checkpoints/step-*/ holding a model, by step
 	FinalDir    string          // final/ when it holds a model, else ""
+	InitDir     string          // init/ (the step-0 weights) when it holds a model, else "" (runs before it was written)
 	TotalSteps  int             // the steps the config asks for (0 without a config)
 	Complete    bool            // config, metrics up to TotalSteps and a final model are all there
 	Reason      string          // why the run is incomplete ("" when complete)
 	Problems    []string        // everything that could not be read
-	Flat        map[string]string
-	Summary     *SummaryRow // the demo's summary.json row naming this run, if any
-	Arm         *Arm        // nil for a run without a readable config
+	Recipe      map[string]any  // the resolved config as dotted keys and typed values (override.Flatten)
+	Summary     *summary.Row    // the plan's summary.json row naming this run, if any
+	Arm         *Arm            // nil for a run without a readable config
 }
 
 // Checkpoint is one retained checkpoint of a run.
 type Checkpoint struct {
 	Step int
 	Dir  string
-}
-
-// SummaryRow is what a demo's summary.json says about one of its runs (evaluated on the whole validation split).
-type SummaryRow struct {
-	Run      string             `json:"run"`
-	Dir      string             `json:"dir"`
-	ValLoss  float64            `json:"val_loss"`
-	ValBPB   float64            `json:"val_bits_per_byte"`
-	LangLoss map[string]float64 `json:"val_loss_by_lang"`
 }
 
 // DiagPoint is one line of diagnostics.jsonl (a train.DiagLine of a diag.Record): the weight metrics per tensor
@@ -183,7 +177,7 @@ func readRun(dir string) *Run {
 		bad("%v", err)
 	} else {
 		r.Config, r.HasConfig, r.TotalSteps = c, true, c.TotalSteps()
-		if r.Flat, err = flatten(c); err != nil {
+		if r.Recipe, err = flatten(c); err != nil {
 			bad("config: %v", err)
 			r.HasConfig = false
 		}
@@ -212,6 +206,9 @@ func readRun(dir string) *Run {
 	r.Checkpoints = listCheckpoints(dir)
 	if isFile(filepath.Join(dir, train.FinalDir, model.ConfigFile)) && isFile(filepath.Join(dir, train.FinalDir, model.WeightsFile)) {
 		r.FinalDir = filepath.Join(dir, train.FinalDir)
+	}
+	if isFile(filepath.Join(dir, train.InitDir, model.ConfigFile)) && isFile(filepath.Join(dir, train.InitDir, model.WeightsFile)) {
+		r.InitDir = filepath.Join(dir, train.InitDir)
 	}
 	last := r.LastStep()
 	switch {
@@ -312,21 +309,15 @@ func listCheckpoints(dir string) []Checkpoint {
 	return out
 }
 
-// summaryFile is a demo's summary.json.
+// summaryFile is a plan's summary.json (package summary).
 type summaryFile struct {
 	dir  string
-	rows []SummaryRow
+	rows []summary.Row
 }
 
 func readSummary(dir string) (summaryFile, bool) {
-	b, err := inputfile.ReadFile(filepath.Join(dir, "summary.json"), inputfile.MaxTable)
+	s, err := summary.Read(filepath.Join(dir, summary.File))
 	if err != nil {
-		return summaryFile{}, false
-	}
-	var s struct {
-		Runs []SummaryRow `json:"runs"`
-	}
-	if json.Unmarshal(b, &s) != nil || len(s.Runs) == 0 {
 		return summaryFile{}, false
 	}
 	return summaryFile{dir: dir, rows: s.Runs}, true
@@ -350,8 +341,8 @@ func attachSummaries(runs []*Run, sums []summaryFile) {
 	}
 }
 
-// flatten turns a config into dotted keys (as in --set) and their values, formatted for display.
-func flatten(c train.Config) (map[string]string, error) {
+// flatten turns a config into dotted keys (as in overrides) and their typed values.
+func flatten(c train.Config) (map[string]any, error) {
 	b, err := c.Encode()
 	if err != nil {
 		return nil, err
@@ -360,26 +351,21 @@ func flatten(c train.Config) (map[string]string, error) {
 	if _, err := toml.Decode(string(b), &m); err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
-	var walk func(prefix string, v any)
-	walk = func(prefix string, v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, vv := range x {
-				if prefix == "" {
-					walk(k, vv)
-				} else {
-					walk(prefix+"."+k, vv)
-				}
-			}
-		case float64:
-			out[prefix] = strconv.FormatFloat(x, 'g', -1, 64)
-		default:
-			out[prefix] = fmt.Sprint(x)
-		}
+	out := map[string]any{}
+	for _, s := range override.Flatten(m) {
+		out[s.Key] = s.Value
 	}
-	walk("", m)
 	return out, nil
+}
+
+// Value is the canonical text of the run's value of a config key (override.Format: 1 and 1.0 are the same
+// value and read the same), "" when the run has no such key. Arms are told apart by it.
+func (r *Run) Value(key string) string {
+	v, ok := r.Recipe[key]
+	if !ok || v == nil {
+		return ""
+	}
+	return override.Format(v)
 }
 
 // LastStep is the step of the last metrics line (0 without metrics).

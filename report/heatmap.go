@@ -13,9 +13,9 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/smallinit/smallinit/diag"
-	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/train"
 )
 
 // DefaultHeatmapTensor is the matrix whose row cosines the heatmaps show unless told otherwise: layer 0's
@@ -47,7 +47,7 @@ type HeatmapSet struct {
 
 // Heatmaps computes, for the first run with a final model of each arm (at most maxArms arms), the row-cosine
 // matrix of tensor (a full name, or a part of one: the first matching matrix is used) at initialisation
-// (redrawn from the run's init recipe and seed), at the first retained checkpoint before the end and in the
+// (the run's step-0 weights, init/), at the first retained checkpoint before the end and in the
 // final model. Problems are returned rather than stopping the report.
 func Heatmaps(d *Data, tensor string, maxArms int) ([]HeatmapSet, []string) {
 	if tensor == "" {
@@ -128,17 +128,22 @@ func heatmapSet(r *Run, tensor string, pool *kernel.Pool) (HeatmapSet, error) {
 		m, _, err := model.Load(dir, 1, pool)
 		return m, err
 	}
-	if r.HasConfig {
-		m, err := model.New(r.Config.Model.Config, 1, pool)
-		if err == nil {
-			_, err = gammainit.Apply(m, r.Config.Init, r.Config.Seed)
-		}
+	// Step 0 comes from the run's own files (init/, or a step-0 checkpoint), never from redrawing the
+	// initialisation with this build's code, which may differ from the one that trained the run.
+	initDir := r.InitDir
+	if initDir == "" && len(r.Checkpoints) > 0 && r.Checkpoints[0].Step == 0 {
+		initDir = r.Checkpoints[0].Dir
+	}
+	if initDir != "" {
+		m, err := load(initDir)
 		if err == nil {
 			err = panel(m, "step 0 (init)", 0)
 		}
 		if err != nil {
 			s.Problems = append(s.Problems, "init: "+err.Error())
 		}
+	} else {
+		s.Problems = append(s.Problems, fmt.Sprintf("init: no step-0 weights in the run (%s/ is written by runs of builds since the experiment layer)", train.InitDir))
 	}
 	end := r.LastStep()
 	if r.FinalDir == "" && len(r.Checkpoints) > 0 {
@@ -248,7 +253,7 @@ func (d *Data) figHeatmaps(sets []HeatmapSet, tensor string) (*Figure, string) {
 		return nil, err.Error()
 	}
 	f.Caption = d.describe(runs) + " Cosine between every pair of rows of the matrix, rows reordered in each panel by hierarchical " +
-		"clustering so that aligned rows show as red blocks; one run (the first seed) per arm. Early is step 0 redrawn from the " +
-		"run's init recipe and seed and the first retained checkpoint before the end, late is the final model. " + strings.Join(notes, "; ") + "."
+		"clustering so that aligned rows show as red blocks; one run (the first seed) per arm. Early is step 0 as the run " +
+		"wrote it at its start (init/) and the first retained checkpoint before the end, late is the final model. " + strings.Join(notes, "; ") + "."
 	return f, ""
 }

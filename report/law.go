@@ -111,7 +111,7 @@ func FitLaw(n, loss []float64) (Law, bool) {
 func ReadLaw(path string) (*Law, error) {
 	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
-		return nil, fmt.Errorf("--fit: %w", err)
+		return nil, fmt.Errorf("size law: %w", err)
 	}
 	var rep struct {
 		Baseline string `json:"baseline"`
@@ -124,7 +124,7 @@ func ReadLaw(path string) (*Law, error) {
 		Alpha *float64 `json:"alpha"`
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("--fit %s: %w", path, err)
+		return nil, fmt.Errorf("size law %s: %w", path, err)
 	}
 	src := filepath.Base(path)
 	for _, l := range rep.Laws {
@@ -140,5 +140,5 @@ func ReadLaw(path string) (*Law, error) {
 	if rep.E != nil && rep.A != nil && rep.Alpha != nil {
 		return &Law{E: *rep.E, A: *rep.A, Alpha: *rep.Alpha, Source: src}, nil
 	}
-	return nil, fmt.Errorf("--fit %s: no size law (want fit --json output with a law of kind \"size\", or {\"E\", \"A\", \"alpha\"})", path)
+	return nil, fmt.Errorf("size law %s: no size law (want the JSON output of smallinit fit with a law of kind \"size\", or {\"E\", \"A\", \"alpha\"})", path)
 }

@@ -492,3 +492,35 @@ func TestReportWriteFile(t *testing.T) {
 		t.Errorf("temporary files left: %v", es)
 	}
 }
+
+// TestHeatmapInitFromRunFiles: the step-0 panel comes from the run's own init/ weights; a run without them
+// (trained before they were written) gets no step-0 panel and a note saying so, never weights redrawn with
+// this build's init code.
+func TestHeatmapInitFromRunFiles(t *testing.T) {
+	root := t.TempDir()
+	with := synthRun{name: "with", gamma: 1, eps: 1e-12, gate: "elementwise", final: finalReal, ckpts: []int{20}}
+	without := with
+	without.name, without.noInit, without.gamma = "without", true, 0.5
+	with.write(t, root)
+	without.write(t, root)
+	d, err := Gather([]string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets, problems := Heatmaps(d, "", 8)
+	if len(problems) > 0 || len(sets) != 2 {
+		t.Fatalf("%d sets, problems %v", len(sets), problems)
+	}
+	for _, s := range sets {
+		switch s.Run.ID {
+		case "with":
+			if len(s.Panels) != 3 || s.Panels[0].Step != 0 || len(s.Problems) > 0 {
+				t.Errorf("with init/: %d panels, problems %v; want step 0, 20 and 60", len(s.Panels), s.Problems)
+			}
+		case "without":
+			if len(s.Panels) != 2 || s.Panels[0].Step == 0 || len(s.Problems) != 1 || !strings.Contains(s.Problems[0], "no step-0 weights") {
+				t.Errorf("without init/: %d panels, problems %v; want no step-0 panel and a note", len(s.Panels), s.Problems)
+			}
+		}
+	}
+}

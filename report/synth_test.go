@@ -29,6 +29,7 @@ type synthRun struct {
 	final    string
 	ckpts    []int // checkpoint steps with real model files
 	noConfig bool
+	noInit   bool // no init/ (a run of a build before the step-0 weights were written)
 }
 
 // final kinds
@@ -127,6 +128,9 @@ func (s synthRun) write(t *testing.T, root string) string {
 			ds = append(ds, map[string]any{"step": step, "diagnostics": s.diagnostics(step)})
 		}
 		writeJSONLines(t, filepath.Join(dir, train.DiagFile), ds)
+	}
+	if (len(s.ckpts) > 0 || s.final == finalReal) && !s.noInit {
+		s.writeModel(t, filepath.Join(dir, train.InitDir), c, 0) // the step-0 weights, as train writes them
 	}
 	for _, step := range s.ckpts {
 		s.writeModel(t, filepath.Join(dir, "checkpoints", fmt.Sprintf("step-%06d", step)), c, float32(step)/float32(c.Train.Steps))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/stats"
@@ -24,7 +25,7 @@ import (
 const (
 	// ProbeDataDir (in the output directory) holds the mixed training tokens, the tokenizer and the probe test
 	// sets.
-	ProbeDataDir = "probes-data"
+	ProbeDataDir = experiment.ProbeDataDir
 	// probeEvalFile (in a probe run's directory) caches its probe scores.
 	probeEvalFile = "probe_eval.json"
 )

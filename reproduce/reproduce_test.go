@@ -6,12 +6,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/experiment"
 )
 
 // TestReproduceEndToEnd runs every experiment for two steps with one seed: every claim gets a verdict and
@@ -21,7 +23,7 @@ import (
 func TestReproduceEndToEnd(t *testing.T) {
 	out := t.TempDir()
 	sizing := `{"budget": "30m0s", "seeds": 1, "steps": 2, "probe_tokens_per_s": 1000}`
-	if err := os.WriteFile(filepath.Join(out, SizingFile), []byte(sizing), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, experiment.SizingFile), []byte(sizing), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	res, err := Run(context.Background(), Options{Out: out, Budget: 30 * time.Minute, Seeds: 1, CompareWindows: 8, ProbeTest: 4})
@@ -91,16 +93,31 @@ func TestReproduceEndToEnd(t *testing.T) {
 	}
 }
 
-// TestReadSizingRefusesGarbage: a sizing file that Run cannot have written is refused with its path.
-func TestReadSizingRefusesGarbage(t *testing.T) {
-	dir := t.TempDir()
-	for name, text := range map[string]string{"json": "{", "steps": `{"budget":"2h0m0s","seeds":2,"steps":0}`,
-		"seeds": `{"budget":"2h0m0s","seeds":0,"steps":10}`} {
-		p := filepath.Join(dir, name)
-		os.WriteFile(p, []byte(text), 0o644)
-		if _, err := readSizing(p); err == nil || !strings.Contains(err.Error(), p) {
-			t.Errorf("%s: %v, want an error naming %s", name, err, p)
+// TestPlanGroups: the reproduce plan's groups are the experiments the claims read, in that order, and its γ
+// sweep is the gammas the claims compare.
+func TestPlanGroups(t *testing.T) {
+	p, err := Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range p.Groups {
+		names = append(names, g.Name)
+	}
+	if !slices.Equal(names, Experiments) {
+		t.Errorf("plan groups %v, want %v", names, Experiments)
+	}
+	var got []float64
+	for _, v := range p.Groups[0].Axes[0].Values {
+		switch x := v.(type) {
+		case int64:
+			got = append(got, float64(x))
+		case float64:
+			got = append(got, x)
 		}
+	}
+	if p.Groups[0].Axes[0].Key != "init.gamma" || !slices.Equal(got, gammas) {
+		t.Errorf("γ sweep %+v, want init.gamma over %v", p.Groups[0].Axes, gammas)
 	}
 }
 

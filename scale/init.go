@@ -169,7 +169,7 @@ func checkReplaceable(dir string) error {
 		if len(other) > 3 {
 			other = append(other[:3], "...")
 		}
-		return fmt.Errorf("init %s: the directory also holds %s; refusing to replace it (choose a new --out or remove it)", dir, strings.Join(other, ", "))
+		return fmt.Errorf("init %s: the directory also holds %s; refusing to replace it (choose another directory or remove it)", dir, strings.Join(other, ", "))
 	}
 	return nil
 }

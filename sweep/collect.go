@@ -11,8 +11,10 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -183,4 +185,25 @@ func (t *Table) WriteText(w io.Writer) error {
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// WriteFiles writes the table to STEM.csv and STEM.json (an extension .csv or .json of stem is dropped first),
+// each atomically, and returns the stem.
+func (t *Table) WriteFiles(stem string) (string, error) {
+	if ext := strings.ToLower(filepath.Ext(stem)); ext == ".csv" || ext == ".json" {
+		stem = strings.TrimSuffix(stem, filepath.Ext(stem))
+	}
+	for _, f := range []struct {
+		ext   string
+		write func(io.Writer) error
+	}{{".csv", t.WriteCSV}, {".json", t.WriteJSON}} {
+		var b strings.Builder
+		if err := f.write(&b); err != nil {
+			return stem, err
+		}
+		if err := model.WriteFileAtomic(stem+f.ext, []byte(b.String())); err != nil {
+			return stem, err
+		}
+	}
+	return stem, nil
 }

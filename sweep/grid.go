@@ -49,6 +49,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -82,6 +83,9 @@ func ParseGrid(path string) (*Grid, error) {
 	return g, nil
 }
 
+// ParseGridText parses a grid held in memory (relative base file names resolve against dir); Path is "".
+func ParseGridText(text []byte, dir string) (*Grid, error) { return parseGrid(text, dir) }
+
 func parseGrid(text []byte, dir string) (*Grid, error) {
 	var doc map[string]any
 	if _, err := toml.Decode(string(text), &doc); err != nil {
@@ -114,7 +118,7 @@ func parseGrid(text []byte, dir string) (*Grid, error) {
 			return nil, fmt.Errorf("[base]: %w", err)
 		}
 		for _, k := range sortedKeys(flat) {
-			v, err := tomlValue(flat[k])
+			v, err := override.Value(flat[k])
 			if err != nil {
 				return nil, fmt.Errorf("[base] %s: %w", k, err)
 			}
@@ -197,34 +201,9 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// tomlValue is v written as a TOML value, for a key=value override.
-func tomlValue(v any) (string, error) {
-	var b strings.Builder
-	if err := toml.NewEncoder(&b).Encode(map[string]any{"v": v}); err != nil {
-		return "", err
-	}
-	s, ok := strings.CutPrefix(strings.TrimSpace(b.String()), "v = ")
-	if !ok {
-		return "", fmt.Errorf("value %v cannot be written as a key=value override", v)
-	}
-	return s, nil
-}
-
-// FormatValue is the canonical text of an axis value, used in ids, hashes, tables and CSV cells: integers in
-// decimal, floats in Go's shortest 'g' form (so 1 and 1.0 read the same), strings as they are.
-func FormatValue(v any) string {
-	switch x := v.(type) {
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case string:
-		return x
-	case bool:
-		return strconv.FormatBool(x)
-	}
-	return fmt.Sprint(v)
-}
+// FormatValue is the canonical text of an axis value, used in ids, hashes, tables and CSV cells
+// (override.Format: integers in decimal, floats in Go's shortest 'g' form, so 1 and 1.0 read the same).
+func FormatValue(v any) string { return override.Format(v) }
 
 // Run is one point of the grid.
 type Run struct {
@@ -266,7 +245,7 @@ func (g *Grid) Expand() (*Plan, error) {
 		for j, a := range g.Axes {
 			v := a.Values[pick[j]]
 			r.Values[a.Key] = v
-			tv, err := tomlValue(v)
+			tv, err := override.Value(v)
 			if err != nil {
 				return nil, fmt.Errorf("grid %s: axes %q: %w", g.Path, a.Key, err)
 			}

@@ -197,7 +197,7 @@ func TestGridIndexSelection(t *testing.T) {
 		t.Fatalf("Select(-1) = %d runs, %v", len(sel), err)
 	}
 	for _, i := range []int{3, -2} {
-		if _, err := p.Select(i); err == nil || !strings.Contains(err.Error(), "--index") {
+		if _, err := p.Select(i); err == nil || !strings.Contains(err.Error(), "run index") {
 			t.Errorf("Select(%d): error %v", i, err)
 		}
 	}

@@ -44,12 +44,15 @@ type Plan struct {
 // NDefinition says what the N column counts (model.Config.NonEmbeddingParams).
 const NDefinition = "N = non-embedding parameters: model.Config.NumParams() minus the token embedding (V·d) and minus the LM head (V·d) when it is untied; norm gains, attention, FFN, gate and router weights are counted, and for MoE models all experts (total, not active, parameters)"
 
+// ErrNotSweep is wrapped by ReadPlan's error for a directory without a plan.
+var ErrNotSweep = errors.New("is not a sweep directory")
+
 // ReadPlan reads DIR/plan.json. Axis values come back as json.Number (numbers), string or bool.
 func ReadPlan(dir string) (*Plan, error) {
 	b, err := os.ReadFile(filepath.Join(dir, PlanFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s is not a sweep directory: no %s (run `smallinit sweep run GRID --out %s` first)", dir, PlanFile, dir)
+			return nil, fmt.Errorf("%s %w: no %s", dir, ErrNotSweep, PlanFile)
 		}
 		return nil, err
 	}
@@ -75,9 +78,9 @@ func (p *Plan) Select(index int) ([]Run, error) {
 	case index == -1:
 		return p.Runs, nil
 	case index < 0:
-		return nil, fmt.Errorf("--index %d: want a run index ≥ 0 (or −1 for every run)", index)
+		return nil, fmt.Errorf("run index %d: want a run index ≥ 0 (or −1 for every run)", index)
 	case index >= len(p.Runs):
-		return nil, fmt.Errorf("--index %d: the sweep has %d runs (indices 0..%d)", index, len(p.Runs), len(p.Runs)-1)
+		return nil, fmt.Errorf("run index %d: the sweep has %d runs (indices 0..%d)", index, len(p.Runs), len(p.Runs)-1)
 	}
 	return p.Runs[index : index+1], nil
 }
@@ -107,7 +110,7 @@ func Prepare(dir string, g *Grid, p *Plan) error {
 			return err
 		}
 		if old.Fingerprint != p.Fingerprint {
-			return fmt.Errorf("%s holds another sweep (plan fingerprint %s, this grid's %s: %s); use another --out",
+			return fmt.Errorf("%s holds another sweep (plan fingerprint %s, this grid's %s: %s); use another directory",
 				dir, old.Fingerprint, p.Fingerprint, planDiff(old, p))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/smallinit/smallinit/diag"
@@ -288,4 +289,24 @@ func sameConfig(rd string, want train.Config) (threads int, err error) {
 		return 0, fmt.Errorf("%s differs from the plan's config for this run (edited by hand?): move the run directory away to start it afresh", filepath.Join(rd, train.ConfigFile))
 	}
 	return threads, nil
+}
+
+// WriteReports prints what Execute did with each run: index, id, outcome, time and final validation loss.
+func WriteReports(w io.Writer, reps []Report) {
+	if len(reps) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "index\tid\toutcome\ttime\tval loss")
+	for _, r := range reps {
+		t, loss := "", ""
+		if r.Elapsed > 0 {
+			t = r.Elapsed.Round(time.Millisecond).String()
+		}
+		if r.Outcome == Finished {
+			loss = fmt.Sprintf("%.4f", r.Result.ValLoss)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", r.Run.Index, r.Run.ID, r.Outcome, t, loss)
+	}
+	tw.Flush()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/override"
 )
 
 // Config is a whole run, as read from run.toml (every key documented in the README).
@@ -69,10 +70,20 @@ func Default() Config {
 	}
 }
 
-// Load reads a run config file (path may be empty for all defaults) and applies --set overrides of the form
-// dotted.key=value (value in TOML syntax; bare words are taken as strings). The model preset is resolved first,
-// then the file's and the overrides' model keys are applied on top of it. Unknown keys are errors naming them.
+// Load reads a run config file (path may be empty for all defaults) and applies overrides of the form
+// dotted.key=value (package override: value in TOML syntax; bare words are taken as strings). See LoadSets.
 func Load(path string, sets []string) (Config, error) {
+	over, err := override.ParseAll(sets)
+	if err != nil {
+		return Config{}, fmt.Errorf("run config: %w", err)
+	}
+	return LoadSets(path, over)
+}
+
+// LoadSets reads a run config file (path may be empty for all defaults) and applies typed overrides. The model
+// preset is resolved first, then the file's and the overrides' model keys are applied on top of it. Unknown
+// keys are errors naming them.
+func LoadSets(path string, sets []override.Set) (Config, error) {
 	var file []byte
 	if path != "" {
 		b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
@@ -81,15 +92,15 @@ func Load(path string, sets []string) (Config, error) {
 		}
 		file = b
 	}
-	over, err := setsDocument(sets)
+	over, err := override.Document(sets)
 	if err != nil {
-		return Config{}, err
+		return Config{}, fmt.Errorf("run config overrides: %w", err)
 	}
 	where := func(doc string) string {
 		if doc == "file" {
 			return path
 		}
-		return "--set"
+		return "overrides"
 	}
 	// Pass 1 finds the preset; pass 2 decodes everything over the preset's defaults.
 	c := Default()
@@ -128,24 +139,6 @@ func Load(path string, sets []string) (Config, error) {
 		return Config{}, fmt.Errorf("run config: %w", err)
 	}
 	return c, nil
-}
-
-// setsDocument turns --set lines into a TOML document of dotted keys.
-func setsDocument(sets []string) (string, error) {
-	var b strings.Builder
-	for _, kv := range sets {
-		k, v, ok := strings.Cut(kv, "=")
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if !ok || k == "" {
-			return "", fmt.Errorf("--set %q: want key=value", kv)
-		}
-		var probe map[string]any
-		if _, err := toml.Decode("x = "+v, &probe); err != nil {
-			v = fmt.Sprintf("%q", v) // a bare word: a string
-		}
-		fmt.Fprintf(&b, "%s = %s\n", k, v)
-	}
-	return b.String(), nil
 }
 
 // Validate checks every section and names the first bad key.

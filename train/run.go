@@ -30,6 +30,9 @@ const (
 	InitFile    = "init.json"     // per-tensor intended and drawn std at step 0
 	DiagFile    = "diagnostics.jsonl"
 	FinalDir    = "final" // the final model (engine format)
+	// InitDir holds the step-0 weights (engine format), so that figures of the initialisation come from the
+	// run's own files, never from redrawing it with a later build's init code.
+	InitDir = "init"
 )
 
 // Metrics is one line of metrics.jsonl. Loss is the mean training loss over the steps since the previous line.
@@ -83,6 +86,9 @@ type Result struct {
 // ErrInterrupted is returned when the context is cancelled: the run stopped after a step and saved a checkpoint.
 var ErrInterrupted = errors.New("interrupted")
 
+// ErrRunExists is returned by Start for a directory that already holds a run.
+var ErrRunExists = errors.New("already holds a run")
+
 // ErrAbandoned, as the cause of a run's context (context.WithCancelCause), stops the run without writing a
 // checkpoint: its directory has another owner now (a sweep whose lock was taken over), and a checkpoint, whose
 // pruning deletes older ones, could destroy the one the new owner resumes from. The run returns an error
@@ -115,7 +121,7 @@ func lock(ctx context.Context, dir string, o Options) (context.Context, func(), 
 // Start begins a new run of c in dir, which must not hold a run already.
 func Start(ctx context.Context, c Config, dir string, o Options) (Result, error) {
 	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
-		return Result{}, fmt.Errorf("%s already holds a run: resume it or choose another directory", dir)
+		return Result{}, fmt.Errorf("%s %w: resume it or choose another directory", dir, ErrRunExists)
 	}
 	if err := c.Validate(); err != nil {
 		return Result{}, fmt.Errorf("run config: %w", err)
@@ -325,10 +331,28 @@ func (r *runner) initialise() error {
 	if err := model.WriteFileAtomic(filepath.Join(r.dir, InitFile), append(b, '\n')); err != nil {
 		return err
 	}
+	if err := r.saveInit(); err != nil {
+		return err
+	}
 	if err := truncateMetrics(filepath.Join(r.dir, DiagFile), 0); err != nil {
 		return err
 	}
 	return truncateMetrics(filepath.Join(r.dir, MetricsFile), 0)
+}
+
+// saveInit writes the step-0 weights to DIR/init/, whole or not at all (a temporary directory renamed).
+func (r *runner) saveInit() error {
+	dst, tmp := filepath.Join(r.dir, InitDir), filepath.Join(r.dir, ".tmp-"+InitDir)
+	os.RemoveAll(tmp)
+	if err := r.m.Save(tmp, initRecord(r.c)); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("step-0 weights: %w", err)
+	}
+	os.RemoveAll(dst)
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("step-0 weights: %w", err)
+	}
+	return nil
 }
 
 // diagnose appends one diagnostics line when diagnostics are on and due at the current step.
@@ -522,7 +546,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 			r.lastCk = ck
 		}
 		if interrupted && !done {
-			return Result{}, fmt.Errorf("%w at step %d: checkpoint %s written; continue with: smallinit train --resume %s", ErrInterrupted, r.st.Step, r.lastCk, r.dir)
+			return Result{}, fmt.Errorf("%w at step %d: checkpoint %s written; resume %s to continue", ErrInterrupted, r.st.Step, r.lastCk, r.dir)
 		}
 	}
 	// The tokenizer first: model.Save writes config.json last, and its presence is what tells a finished run

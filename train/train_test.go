@@ -109,7 +109,7 @@ func TestResumeIsExact(t *testing.T) {
 			cancel()
 		}
 	}})
-	if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "--resume") {
+	if !errors.Is(err, ErrInterrupted) || !strings.Contains(err.Error(), "resume ") {
 		t.Fatalf("interrupted run returned %v, want ErrInterrupted with a resume hint", err)
 	}
 	if _, err := Resume(context.Background(), split, Options{Diagnostics: probeLoss}); err != nil {

@@ -26,8 +26,8 @@ func (cmd *auditCmd) Run() error {
 // run is Run with its outputs given: the report goes to stdout, progress to log.
 func (cmd *auditCmd) run(stdout, log io.Writer, tty bool) error {
 	p := newByteProgress(log, tty, "audit")
-	rep, err := audit.Run(cmd.Model, audit.Options{Workers: cmd.Workers, Z: cmd.Z, Progress: p.update})
-	p.finish()
+	rep, err := audit.Run(cmd.Model, audit.Options{Workers: cmd.Workers, Z: cmd.Z, Progress: p.Update})
+	p.Finish()
 	if err != nil {
 		return err
 	}

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/internal/progress"
 	"github.com/smallinit/smallinit/tokenizer"
 )
 
@@ -50,14 +50,17 @@ func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
 	if cmd.SampleMB < 1 {
 		return fmt.Errorf("--tokenizer-sample-mb %d: must be positive", cmd.SampleMB)
 	}
-	p := &dataProgress{log: log, tty: tty}
+	p := &progress.Bytes{Log: log, TTY: tty, Desc: "encoding", Min: 32 << 20, Every: 10 * time.Second, Unit: 1 << 20, Name: "MB",
+		Verb: " read", Last: true, Count: true}
 	st, err := data.PrepareFiles(cmd.Out, data.PrepareOptions{
 		Inputs: cmd.In, TokenizerFile: cmd.Tokenizer, Vocab: cmd.vocab(0), ValFraction: cmd.ValFraction,
 		TextColumn: cmd.TextColumn, DocSep: cmd.DocSep, SkipBad: cmd.SkipBad,
-		TokenizerSample: int64(cmd.SampleMB) << 20, Workers: cmd.Workers, Log: log, Progress: p.update,
+		TokenizerSample: int64(cmd.SampleMB) << 20, Workers: cmd.Workers, Log: log, Progress: p.Update,
 	})
-	p.finish()
-	if err != nil {
+	p.Finish()
+	if errors.Is(err, data.ErrNoColumn) {
+		return fmt.Errorf("--text-column %s: %w", cmd.TextColumn, err)
+	} else if err != nil {
 		return err
 	}
 	printDataSummary(stdout, cmd.Out, &st.Stats)
@@ -116,54 +119,6 @@ func (cmd *dataPrepareCmd) runEmbedded(stdout, log io.Writer) error {
 func printDataSummary(w io.Writer, dir string, st *data.Stats) {
 	fmt.Fprintf(w, "%s: %d training documents (%d tokens), %d validation documents (%d tokens), %.3f bytes/token, vocabulary %d\n",
 		dir, st.Train.Documents, st.Train.Tokens, st.Val.Documents, st.Val.Tokens, st.BytesPerToken, st.VocabSize)
-}
-
-// dataProgressMin is the input size from which progress is shown: smaller inputs are done in moments.
-const dataProgressMin = 32 << 20
-
-// dataProgressEvery is the interval of the plain progress lines written when stderr is not a terminal.
-const dataProgressEvery = 10 * time.Second
-
-// dataProgress shows encoding progress in bytes of input read: a progress bar on a terminal, else a line every
-// dataProgressEvery. It is updated from one goroutine (PrepareFiles' reader) and finished after PrepareFiles.
-type dataProgress struct {
-	log   io.Writer
-	tty   bool
-	bar   *progressbar.ProgressBar
-	start time.Time
-	last  time.Time
-}
-
-func (p *dataProgress) update(done, total int64) {
-	if total < dataProgressMin {
-		return
-	}
-	if p.start.IsZero() {
-		p.start = time.Now()
-		p.last = p.start
-	}
-	if p.tty {
-		if p.bar == nil {
-			p.bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(p.log), progressbar.OptionSetDescription("encoding"),
-				progressbar.OptionShowBytes(true), progressbar.OptionShowCount(), progressbar.OptionSetWidth(30),
-				progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond),
-				progressbar.OptionOnCompletion(func() { fmt.Fprintln(p.log) }))
-		}
-		p.bar.Set64(done)
-		return
-	}
-	if now := time.Now(); now.Sub(p.last) >= dataProgressEvery || done == total {
-		p.last = now
-		fmt.Fprintf(p.log, "encoding: %.1f of %.1f MB read (%.0f%%), %.0fs\n", float64(done)/(1<<20), float64(total)/(1<<20),
-			100*float64(done)/float64(total), now.Sub(p.start).Seconds())
-	}
-}
-
-// finish ends an unfinished progress bar's line (after an error), so that the next message starts a line.
-func (p *dataProgress) finish() {
-	if p.bar != nil && !p.bar.IsFinished() {
-		fmt.Fprintln(p.log)
-	}
 }
 
 // vocab is --vocab, or dflt when it was not given (so that --vocab 0 is an error, not the default).

@@ -156,29 +156,3 @@ func TestDataPrepareRun(t *testing.T) {
 		})
 	}
 }
-
-// TestDataProgress: without a terminal, progress is plain lines (the last at 100%); small inputs show none; on
-// a terminal a byte progress bar is drawn.
-func TestDataProgress(t *testing.T) {
-	var buf bytes.Buffer
-	p := &dataProgress{log: &buf}
-	p.update(1<<20, 8<<20)
-	if buf.Len() != 0 {
-		t.Errorf("progress on a small input: %q", buf.String())
-	}
-	p.update(10<<20, 100<<20)
-	p.update(20<<20, 100<<20)
-	p.update(100<<20, 100<<20)
-	p.finish()
-	if s := buf.String(); !strings.Contains(s, "100.0 of 100.0 MB read (100%)") || strings.Contains(s, "20.0 of") {
-		t.Errorf("plain progress lines:\n%s", s)
-	}
-	buf.Reset()
-	p = &dataProgress{log: &buf, tty: true}
-	p.update(50<<20, 100<<20)
-	p.update(100<<20, 100<<20)
-	p.finish()
-	if s := buf.String(); !strings.Contains(s, "encoding") || !strings.Contains(s, "100%") {
-		t.Errorf("progress bar: %q", s)
-	}
-}

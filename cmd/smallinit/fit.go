@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -49,6 +50,9 @@ func (c *fitCmd) run(w io.Writer) error {
 		}
 	}
 	rep, err := fit.Analyze(t, o)
+	if err != nil {
+		err = fmt.Errorf("fit (--baseline %q, --treated %q): %w", c.Baseline, c.Treated, err)
+	}
 	if rep != nil {
 		if c.JSON {
 			enc := json.NewEncoder(w)

@@ -11,10 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/internal/progress"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/safetensors"
 	"github.com/smallinit/smallinit/scale"
@@ -98,19 +98,19 @@ func (cmd *initCmd) run(ctx context.Context, stdout, log io.Writer, tty bool) er
 	p := newByteProgress(log, tty, "init "+cmd.Out)
 	start := time.Now()
 	res, err := scale.Init(cmd.Out, c, recipe, cmd.Seed, scale.InitOptions{
-		DType: dtype, ShardSize: shard, Progress: p.update, Context: ctx,
+		DType: dtype, ShardSize: shard, Progress: p.Update, Context: ctx,
 		Record: map[string]any{"recipe": recipe, "seed": cmd.Seed},
 	})
-	p.finish()
+	p.Finish()
 	if err != nil {
-		return err
+		return fmt.Errorf("--out %s: %w", cmd.Out, err)
 	}
 	secs := time.Since(start).Seconds()
 	if cmd.JSON {
 		return json.NewEncoder(stdout).Encode(initRecord{Out: cmd.Out, Params: c.NumParams(), DType: string(dtype),
 			Files: res.Files, Bytes: res.Bytes, Seconds: secs, Tensors: res.Stds})
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d parameters, %s\n", cmd.Out, c.NumParams(), describe(c))
+	fmt.Fprintf(stdout, "wrote %s: %d parameters, %s\n", cmd.Out, c.NumParams(), c.Describe())
 	fmt.Fprintf(stdout, "%s in %s, %.2f GB of tensors in %.1fs\n", dtype, strings.Join(res.Files, " "), float64(res.Bytes)/1e9, secs)
 	for _, gap := range model.TransformersGaps(c) {
 		fmt.Fprintf(log, "note: transformers would not load this model exactly: %s\n", gap)
@@ -123,61 +123,8 @@ func (cmd *initCmd) run(ctx context.Context, stdout, log io.Writer, tty bool) er
 	return tw.Flush()
 }
 
-// describe is a one-line summary of a config's shape and switches.
-func describe(c model.Config) string {
-	return fmt.Sprintf("V=%d d=%d L=%d H=%d d_ff=%d T=%d %s ε=%g gate=%s tied=%v",
-		c.Vocab, c.Dim, c.Layers, c.Heads, c.FFN, c.SeqLen, c.Norm, c.NormEps, c.AttnGate, c.Tied)
-}
-
-// byteProgressMin is the smallest job (in bytes) worth a progress display.
-const byteProgressMin = 64 << 20
-
-// byteProgressEvery is the interval of the plain progress lines written when the log is not a terminal.
-const byteProgressEvery = 15 * time.Second
-
-// byteProgress shows the progress of a job counted in bytes (tensor data written or read): a progress bar on a
-// terminal, else a line every byteProgressEvery. Its update method has the signature of the scale package's
-// Progress callbacks, which are serialised.
-type byteProgress struct {
-	log   io.Writer
-	tty   bool
-	desc  string
-	bar   *progressbar.ProgressBar
-	start time.Time
-	last  time.Time
-}
-
-func newByteProgress(log io.Writer, tty bool, desc string) *byteProgress {
-	return &byteProgress{log: log, tty: tty, desc: desc}
-}
-
-func (p *byteProgress) update(done, total int64) {
-	if total < byteProgressMin {
-		return
-	}
-	now := time.Now()
-	if p.start.IsZero() {
-		p.start, p.last = now, now
-	}
-	if p.tty {
-		if p.bar == nil {
-			p.bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(p.log), progressbar.OptionSetDescription(p.desc),
-				progressbar.OptionShowBytes(true), progressbar.OptionSetWidth(30), progressbar.OptionSetPredictTime(true),
-				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(p.log) }))
-		}
-		p.bar.Set64(done)
-		return
-	}
-	if now.Sub(p.last) >= byteProgressEvery {
-		p.last = now
-		fmt.Fprintf(p.log, "%s: %.2f of %.2f GB (%.0f%%), %.0fs\n", p.desc, float64(done)/1e9, float64(total)/1e9,
-			100*float64(done)/float64(total), now.Sub(p.start).Seconds())
-	}
-}
-
-// finish ends an unfinished progress bar's line (after an error), so that the next message starts a line.
-func (p *byteProgress) finish() {
-	if p.bar != nil && !p.bar.IsFinished() {
-		fmt.Fprintln(p.log)
-	}
+// newByteProgress shows the progress of a job counted in tensor bytes written or read: a bar on a terminal,
+// else a line every 15 s, for jobs of 64 MiB and more.
+func newByteProgress(log io.Writer, tty bool, desc string) *progress.Bytes {
+	return &progress.Bytes{Log: log, TTY: tty, Desc: desc, Min: 64 << 20, Every: 15 * time.Second, Unit: 1e9, Name: "GB"}
 }

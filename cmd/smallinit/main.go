@@ -28,6 +28,7 @@ type cli struct {
 	Report     reportCmd     `cmd:"" help:"One self-contained HTML report (inline SVG) of run directories: loss curves, loss against γ and N, the 2×2 of fixes, weight trajectories, heatmaps, sink and saturation, compare, coordinate check."`
 	Audit      auditCmd      `cmd:"" help:"How a checkpoint was initialised (γ-rule/fixed/Xavier/Kaiming, depth scaling, norm gains), or where its weights are now."`
 	Coordcheck coordcheckCmd `cmd:"" help:"Residual ratio against width at init and after a few steps (μP-style coordinate check)."`
+	Study      studyCmd      `cmd:"" help:"Run a plan file (arms × seeds × a budget, in TOML) with the demo's and reproduce's machinery: sizing, resumable runs, summary, report."`
 }
 
 func main() {

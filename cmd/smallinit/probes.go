@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/smallinit/smallinit/eval"
-	"github.com/smallinit/smallinit/model"
 )
 
 type probesCmd struct {
@@ -28,60 +25,16 @@ type probesMakeCmd struct {
 	Digits int      `default:"3" help:"Digits of an addition operand (1 to 9; operands and sums are zero-padded and written least-significant digit first); fewer digits are learnt sooner."`
 }
 
-// probesManifest is probes.json: how the files were made and what they hold.
-type probesManifest struct {
-	Seed      uint64            `json:"seed"`
-	Train     int               `json:"train_per_kind"`
-	Test      int               `json:"test_per_kind"`
-	Table     int               `json:"table"`
-	AddDigits int               `json:"add_digits"`
-	Kinds     []string          `json:"kinds"`
-	Files     map[string]string `json:"files"`
-	Counts    map[string]int    `json:"counts"`
-}
-
 func (cmd *probesMakeCmd) Run() error { return cmd.run(os.Stdout) }
 
 func (cmd *probesMakeCmd) run(stdout io.Writer) error {
 	if cmd.Digits == 0 {
 		return fmt.Errorf("--digits 0: want 1 to 9")
 	}
-	ps, err := eval.MakeProbes(eval.ProbeConfig{Seed: cmd.Seed, Train: cmd.N, Test: cmd.Test, Table: cmd.Table,
+	ps, man, err := eval.WriteProbeSet(cmd.Out, eval.ProbeConfig{Seed: cmd.Seed, Train: cmd.N, Test: cmd.Test, Table: cmd.Table,
 		Kinds: cmd.Kinds, AddDigits: cmd.Digits})
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(cmd.Out, 0o755); err != nil {
-		return fmt.Errorf("probes: %w", err)
-	}
-	var text bytes.Buffer
-	for _, p := range ps.Train {
-		text.WriteString(p.Text())
-		text.WriteByte('\n')
-	}
-	files := map[string][]byte{"train.txt": text.Bytes()}
-	for name, set := range map[string][]eval.Probe{"train.jsonl": ps.Train, "test.jsonl": ps.Test, "recall.jsonl": ps.Recall} {
-		if files[name], err = eval.ProbeRecords(set); err != nil {
-			return err
-		}
-	}
-	man := probesManifest{Seed: cmd.Seed, Train: cmd.N, Test: cmd.Test, Table: cmd.Table, AddDigits: cmd.Digits, Kinds: ps.Kinds,
-		Counts: map[string]int{"train": len(ps.Train), "test": len(ps.Test), "recall": len(ps.Recall)},
-		Files: map[string]string{
-			"train.txt":    "training text, one probe per line (prompt, space, answer); mix it into a training corpus",
-			"train.jsonl":  "the same probes as records {prompt, answer, kind, chance}; addition answers are written least-significant digit first, chance is what the best guess that does not do the task scores",
-			"test.jsonl":   "held-out prompts that occur nowhere in training: reasoning kinds measure generalisation, memorisation kinds are at chance by design",
-			"recall.jsonl": "prompts taken from training: memorisation kinds measure memorisation, reasoning kinds give the training accuracy",
-		}}
-	mb, err := json.MarshalIndent(man, "", "  ")
-	if err != nil {
-		return err
-	}
-	files["probes.json"] = append(mb, '\n')
-	for _, name := range []string{"train.txt", "train.jsonl", "test.jsonl", "recall.jsonl", "probes.json"} {
-		if err := model.WriteFileAtomic(filepath.Join(cmd.Out, name), files[name]); err != nil {
-			return err
-		}
 	}
 	kinds := strings.Join(man.Kinds, ", ")
 	if slices.Contains(man.Kinds, "add") || slices.Contains(man.Kinds, "add_mem") {

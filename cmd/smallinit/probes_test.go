@@ -109,7 +109,7 @@ func TestProbesMakeKinds(t *testing.T) {
 	if !strings.Contains(out.String(), "(add; 2-digit operands)") {
 		t.Errorf("summary %q", out.String())
 	}
-	var man probesManifest
+	var man eval.ProbeManifest
 	b, _ := os.ReadFile(filepath.Join(dir, "probes.json"))
 	if err := json.Unmarshal(b, &man); err != nil {
 		t.Fatal(err)

@@ -1,18 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/sweep"
 )
 
@@ -72,21 +71,10 @@ func (c *sweepRunCmd) run(ctx context.Context, stdout, log io.Writer) error {
 		return err
 	}
 	reps, err := sweep.Execute(ctx, g, c.Out, sweep.Options{Jobs: c.Jobs, Index: c.Index, Cores: c.Cores, StaleAfter: c.StaleAfter, Log: log})
-	if len(reps) > 0 {
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "index\tid\toutcome\ttime\tval loss")
-		for _, r := range reps {
-			t, loss := "", ""
-			if r.Elapsed > 0 {
-				t = r.Elapsed.Round(time.Millisecond).String()
-			}
-			if r.Outcome == sweep.Finished {
-				loss = fmt.Sprintf("%.4f", r.Result.ValLoss)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", r.Run.Index, r.Run.ID, r.Outcome, t, loss)
-		}
-		tw.Flush()
+	if err != nil {
+		err = fmt.Errorf("sweep run %s (--out %s, --index %d): %w", c.Grid, c.Out, c.Index, err)
 	}
+	sweep.WriteReports(stdout, reps)
 	return err
 }
 
@@ -102,7 +90,7 @@ func (c *sweepStatusCmd) Run() error { return c.run(os.Stdout) }
 func (c *sweepStatusCmd) run(w io.Writer) error {
 	_, sts, err := sweep.Status(c.Dir, c.StaleAfter)
 	if err != nil {
-		return err
+		return notSweep(err, c.Dir)
 	}
 	return sweep.WriteStatus(w, sts)
 }
@@ -119,30 +107,23 @@ func (c *sweepCollectCmd) Run() error { return c.run(os.Stdout) }
 func (c *sweepCollectCmd) run(w io.Writer) error {
 	t, err := sweep.Collect(c.Dir)
 	if err != nil {
+		return notSweep(err, c.Dir)
+	}
+	stem, err := t.WriteFiles(cmp.Or(c.Out, filepath.Join(c.Dir, "results")))
+	if err != nil {
 		return err
-	}
-	stem := c.Out
-	if stem == "" {
-		stem = filepath.Join(c.Dir, "results")
-	}
-	if ext := strings.ToLower(filepath.Ext(stem)); ext == ".csv" || ext == ".json" {
-		stem = strings.TrimSuffix(stem, filepath.Ext(stem))
-	}
-	for _, f := range []struct {
-		ext   string
-		write func(io.Writer) error
-	}{{".csv", t.WriteCSV}, {".json", t.WriteJSON}} {
-		var b strings.Builder
-		if err := f.write(&b); err != nil {
-			return err
-		}
-		if err := model.WriteFileAtomic(stem+f.ext, []byte(b.String())); err != nil {
-			return err
-		}
 	}
 	if err := t.WriteText(w); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(w, "wrote %s.csv and %s.json (%s)\n", stem, stem, sweep.NDefinition)
+	return err
+}
+
+// notSweep adds how to make dir a sweep directory to an error saying it is not one.
+func notSweep(err error, dir string) error {
+	if errors.Is(err, sweep.ErrNotSweep) {
+		return fmt.Errorf("%w; run `smallinit sweep run GRID --out %s` first", err, dir)
+	}
 	return err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -36,15 +38,24 @@ func (cmd *trainCmd) Run() error {
 	case cmd.Out == "":
 		return errors.New("--out DIR is required (or --resume DIR)")
 	default:
-		c, lerr := train.Load(cmd.Config, cmd.Set)
+		sets, lerr := override.ParseAll(cmd.Set)
+		if lerr != nil {
+			return fmt.Errorf("--set: %w", lerr)
+		}
+		c, lerr := train.LoadSets(cmd.Config, sets)
 		if lerr != nil {
 			return lerr
 		}
 		fmt.Fprintf(os.Stderr, "run %s: %s, %d steps of %d×%d tokens, init %s γ=%g, seed %d\n", cmd.Out,
-			describe(c.Model.Config), c.TotalSteps(), c.Train.BatchSize, c.Model.SeqLen, c.Init.Rule, c.Init.Gamma, c.Seed)
+			c.Model.Config.Describe(), c.TotalSteps(), c.Train.BatchSize, c.Model.SeqLen, c.Init.Rule, c.Init.Gamma, c.Seed)
 		res, err = train.Start(ctx, c, cmd.Out, opts)
 	}
-	if err != nil {
+	switch dir := cmp.Or(cmd.Resume, cmd.Out); {
+	case errors.Is(err, train.ErrRunExists):
+		return fmt.Errorf("--out: %w (smallinit train --resume %s continues it)", err, dir)
+	case errors.Is(err, train.ErrInterrupted):
+		return fmt.Errorf("%w; continue with: smallinit train --resume %s", err, dir)
+	case err != nil:
 		return err
 	}
 	fmt.Printf("done: %d steps, train loss %.4f", res.Steps, res.Loss)

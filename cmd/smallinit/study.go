@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/summary"
+)
+
+type studyCmd struct {
+	Plan      string        `arg:"" help:"A plan file (TOML: arms × seeds × a budget; smallinit demo --print-plan shows one), or a built-in plan: demo, reproduce, coordcheck."`
+	Out       string        `default:"smallinit-study" type:"path" help:"Directory for the data, the groups' runs, sizing.json, summary.json and report.html."`
+	Budget    time.Duration `help:"Wall-clock budget for all runs (e.g. 30m, 2h; default: the plan's); sets the steps per run."`
+	Steps     int           `help:"Steps per run (overrides --budget)."`
+	Seeds     int           `help:"Seeds per arm, 0 … N−1 (default: the plan's)."`
+	Jobs      int           `default:"1" help:"Runs of a sweep group trained at once (they share the cores)."`
+	Index     int           `default:"-1" help:"Run only the run with this index of the whole plan (one task of a job array); no summary or report. −1: every run."`
+	PrintPlan bool          `help:"Print the plan (TOML) and exit."`
+}
+
+// Run runs a plan with the machinery of demo and reproduce (sizing, resumable runs, summary, report); a
+// coordinate-check plan prints its table. The built-in reproduce plan run this way has no claims: use
+// smallinit reproduce for those.
+func (cmd *studyCmd) Run() error {
+	p, err := experiment.Load(cmd.Plan)
+	if err != nil {
+		return err
+	}
+	if cmd.PrintPlan {
+		_, err := os.Stdout.Write(p.Text)
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if p.Kind == experiment.KindCoordcheck {
+		res, err := experiment.Coordcheck(ctx, p, experiment.CoordOptions{})
+		if err != nil {
+			return err
+		}
+		return experiment.WriteCoordTable(os.Stdout, res)
+	}
+	o := experiment.Options{Out: cmd.Out, Budget: cmd.Budget, Steps: cmd.Steps, Jobs: cmd.Jobs, Task: cmd.Index >= 0, Index: cmd.Index,
+		Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd()))}
+	if cmd.Seeds > 0 {
+		o.Seeds = experiment.SeedRange(cmd.Seeds)
+	}
+	out, err := experiment.Run(ctx, p, o)
+	if err != nil {
+		return fmt.Errorf("plan %s (--out %s): %w", p.Name, cmd.Out, err)
+	}
+	if len(out.Rows) > 0 {
+		summary.WriteTable(os.Stdout, out.Rows)
+	}
+	fmt.Printf("\nplan %s: %d runs of %d steps under %s", p.Name, out.Runs, out.Steps, out.Out)
+	if out.Report != "" {
+		fmt.Printf(", report in %s", out.Report)
+	}
+	fmt.Println()
+	return nil
+}

@@ -1,0 +1,118 @@
+package diag
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+)
+
+// CompareFiles compares the model directories a and b on a token file (Compare, at most windows windows, 0:
+// all) and, unless dump is "", writes every token's row to dump (.csv, else JSON lines). A regular file is
+// written under a temporary name and renamed into place, so that a failure leaves no partial dump; anything
+// else (/dev/stdout, a pipe) is written directly: renaming over it would replace the device or pipe.
+func CompareFiles(a, b, tokens string, bins, windows int, dump string) (Comparison, error) {
+	if bins < 1 {
+		return Comparison{}, fmt.Errorf("%d difficulty bins: must be positive", bins)
+	}
+	pool := kernel.NewPool(0)
+	defer pool.Close()
+	ma, _, err := model.Load(a, 8, pool)
+	if err != nil {
+		return Comparison{}, err
+	}
+	mb, _, err := model.Load(b, 8, pool)
+	if err != nil {
+		return Comparison{}, err
+	}
+	toks, err := data.ReadTokens(tokens, min(ma.Config.Vocab, mb.Config.Vocab))
+	if err != nil {
+		return Comparison{}, err
+	}
+	var keep func(TokenGap)
+	var finish func() error
+	if dump != "" {
+		// A regular file is written under a temporary name and renamed into place, so that a failure leaves no
+		// partial dump; anything else (/dev/stdout, a pipe) is written directly: renaming over it would
+		// replace the device or pipe with a file.
+		var tmp *os.File
+		var err error
+		st, serr := os.Stat(dump)
+		direct := serr == nil && !st.Mode().IsRegular()
+		if direct {
+			tmp, err = os.OpenFile(dump, os.O_WRONLY, 0)
+		} else {
+			tmp, err = os.CreateTemp(filepath.Dir(dump), ".dump*")
+		}
+		if err != nil {
+			return Comparison{}, fmt.Errorf("dump: %w", err)
+		}
+		if direct {
+			defer tmp.Close()
+		} else {
+			defer os.Remove(tmp.Name())
+		}
+		w := bufio.NewWriter(tmp)
+		csv := strings.HasSuffix(strings.ToLower(dump), ".csv")
+		if csv {
+			fmt.Fprintln(w, "pos,token,p_a,p_b,delta_sym,log_gap,difficulty")
+		}
+		enc := json.NewEncoder(w)
+		keep = func(g TokenGap) {
+			if csv {
+				fmt.Fprintf(w, "%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g\n", g.Pos, g.Token, g.PA, g.PB, g.DeltaSym, g.LogGap, g.Difficulty)
+			} else {
+				enc.Encode(g)
+			}
+		}
+		finish = func() error {
+			err := w.Flush()
+			if direct {
+				if err != nil {
+					return fmt.Errorf("dump %s: %w", dump, err)
+				}
+				return nil
+			}
+			if cerr := tmp.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = os.Rename(tmp.Name(), dump)
+			}
+			if err != nil {
+				return fmt.Errorf("dump %s: %w", dump, err)
+			}
+			return nil
+		}
+	}
+	cmp, err := Compare(ma, mb, toks, bins, windows, keep)
+	if err != nil {
+		return Comparison{}, fmt.Errorf("compare %s and %s on %s: %w", a, b, tokens, err)
+	}
+	if finish != nil {
+		if err := finish(); err != nil {
+			return cmp, err
+		}
+	}
+	return cmp, nil
+}
+
+// WriteText prints the comparison of models a and b: the totals and one line per difficulty bin.
+func (c Comparison) WriteText(w io.Writer, a, b string) error {
+	fmt.Fprintf(w, "A = %s\nB = %s\n%d tokens in %d windows: loss A %.4f, loss B %.4f, mean Δ_sym %+.4f, A wins %.1f%% of tokens\n\n",
+		a, b, c.All.Count, c.Windows, c.All.MeanLossA, c.All.MeanLossB, c.All.MeanDeltaSym, 100*c.All.WinShareA)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "bin\tdifficulty\ttokens\tmean Δ_sym\tloss A\tloss B\tloss reduction\tA wins\t")
+	for i, bn := range c.Bins {
+		fmt.Fprintf(tw, "%d\t%.2f-%.2f\t%d\t%+.4f\t%.4f\t%.4f\t%+.4f\t%.1f%%\t\n", i+1, bn.Lo, bn.Hi, bn.Count, bn.MeanDeltaSym, bn.MeanLossA, bn.MeanLossB, bn.LossReduction, 100*bn.WinShareA)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,347 @@
+package experiment
+
+import (
+	"embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/sweep"
+)
+
+// Plan kinds.
+const (
+	KindTrain      = "train"      // arms × seeds trained to a budget, summarised and reported
+	KindCoordcheck = "coordcheck" // residual ratios against width at a few steps (coordcheck.go)
+)
+
+// Group data sources: what a group's runs train on.
+const (
+	DataCorpus = "corpus" // OUT/data/train.tok
+	DataProbes = "probes" // OUT/probes-data/train.tok, the corpus with reasoning and memorisation probes mixed in
+)
+
+// Plan is a study: named recipes (arms, in groups) × seeds × a budget, the sizing of the budget, what the
+// runs train on and how the result is summarised and reported. It is read from a TOML plan file (the
+// built-in plans are in plans/; Builtin returns them).
+type Plan struct {
+	Name    string
+	Title   string
+	Kind    string
+	Seeds   []uint64       // train.seed of each run of an arm
+	Budget  Budget         // how the steps per run are sized
+	Data    DataSpec       // the corpus
+	Base    []override.Set // every run's recipe, before its group's and arm's
+	PerStep []PerStep      // keys set from the run's steps
+	Groups  []Group
+	Summary bool // write summary.json (each run scored on the whole validation split) and print its table
+	Report  ReportSpec
+	Coord   CoordSpec // KindCoordcheck only
+	Text    []byte    // the plan file as read
+}
+
+// Budget sizes a plan: Minutes of wall-clock time for all runs together, divided by a throughput probe's
+// tokens/s (times Efficiency) and each run's cost relative to the base model.
+type Budget struct {
+	Minutes        float64
+	Efficiency     float64
+	MinSteps       int
+	RefuseBelowMin bool     // fewer steps than MinSteps is an error (else MinSteps are trained)
+	LongMinutes    float64  // from this budget on, LongSeeds replace Seeds (0: never)
+	LongSeeds      []uint64 //
+}
+
+// Duration is the budget of Minutes.
+func (b Budget) Duration() time.Duration { return time.Duration(b.Minutes * float64(time.Minute)) }
+
+// DataSpec is a plan's corpus: the embedded one, tokenized to Vocab tokens; Probes when a group trains on the
+// probe mix.
+type DataSpec struct {
+	Corpus string
+	Vocab  int
+	Probes bool
+}
+
+// PerStep sets Key to max(steps/Div, 1).
+type PerStep struct {
+	Key string
+	Div int
+}
+
+// Group is one output directory of runs: explicit arms (run directories named by arm, steps and seed), or
+// axes whose cartesian product (× seeds) is a sweep (package sweep: ids, locks, job arrays, collect).
+type Group struct {
+	Name string
+	Data string         // DataCorpus or DataProbes
+	Sets []override.Set // the group's recipe on top of the base
+	Arms []Arm          // explicit arms; or
+	Axes []sweep.Axis   // a grid (the seed axis is the plan's seeds)
+}
+
+// Arm is a named recipe: the overrides that make it differ from its group's.
+type Arm struct {
+	Name string
+	Sets []override.Set
+}
+
+// ReportSpec says what the plan's HTML report shows.
+type ReportSpec struct {
+	Title          string
+	Exclude        []string  // groups left out of the report
+	Compare        [2]string // arms whose first seeds' final models the token-difficulty comparison contrasts
+	CompareWindows int       // validation windows of that comparison (0: all)
+}
+
+// CoordSpec is a coordinate check's widths, steps, learning rate and batch.
+type CoordSpec struct {
+	Widths []int
+	Steps  []int
+	LR     float64
+	Batch  int
+}
+
+// planFile is the TOML layout of a plan file.
+type planFile struct {
+	Name    string         `toml:"name"`
+	Title   string         `toml:"title"`
+	Kind    string         `toml:"kind"`
+	Seeds   []uint64       `toml:"seeds"`
+	Summary bool           `toml:"summary"`
+	Base    map[string]any `toml:"base"`
+	PerStep map[string]int `toml:"per_steps"`
+	Budget  struct {
+		Minutes        float64  `toml:"minutes"`
+		Efficiency     float64  `toml:"efficiency"`
+		MinSteps       int      `toml:"min_steps"`
+		RefuseBelowMin bool     `toml:"refuse_below_min"`
+		LongMinutes    float64  `toml:"long_minutes"`
+		LongSeeds      []uint64 `toml:"long_seeds"`
+	} `toml:"budget"`
+	Data struct {
+		Corpus string `toml:"corpus"`
+		Vocab  int    `toml:"vocab"`
+		Probes bool   `toml:"probes"`
+	} `toml:"data"`
+	Report struct {
+		Title          string   `toml:"title"`
+		Exclude        []string `toml:"exclude"`
+		Compare        []string `toml:"compare"`
+		CompareWindows int      `toml:"compare_windows"`
+	} `toml:"report"`
+	Coordcheck struct {
+		Widths []int   `toml:"widths"`
+		Steps  []int   `toml:"steps"`
+		LR     float64 `toml:"lr"`
+		Batch  int     `toml:"batch"`
+	} `toml:"coordcheck"`
+	Group []struct {
+		Name string         `toml:"name"`
+		Data string         `toml:"data"`
+		Set  map[string]any `toml:"set"`
+		Axes map[string]any `toml:"axes"`
+		Arm  []struct {
+			Name string         `toml:"name"`
+			Set  map[string]any `toml:"set"`
+		} `toml:"arm"`
+	} `toml:"group"`
+}
+
+//go:embed plans/*.toml
+var builtin embed.FS
+
+// Builtins lists the names of the built-in plans.
+func Builtins() []string {
+	entries, _ := builtin.ReadDir("plans")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".toml"))
+	}
+	return names
+}
+
+// Builtin returns the built-in plan of that name (demo, reproduce, coordcheck).
+func Builtin(name string) (*Plan, error) {
+	b, err := builtin.ReadFile("plans/" + name + ".toml")
+	if err != nil {
+		return nil, fmt.Errorf("no built-in plan %q (have %s)", name, strings.Join(Builtins(), ", "))
+	}
+	p, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("built-in plan %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// Load reads a plan file, or a built-in plan when path names one and no such file exists.
+func Load(path string) (*Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if slices.Contains(Builtins(), path) {
+			return Builtin(path)
+		}
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	p, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Parse reads a plan from TOML (see plans/demo.toml for the layout). Every key is checked: an unknown one, a
+// group without arms or axes, an arm without a name or a bad value is an error naming it. The recipes are
+// resolved (train.LoadSets) by Run, which names the arm whose recipe does not load.
+func Parse(text []byte) (*Plan, error) {
+	var f planFile
+	md, err := toml.Decode(string(text), &f)
+	if err != nil {
+		return nil, err
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		var keys []string
+		for _, k := range und {
+			keys = append(keys, k.String())
+		}
+		sort.Strings(keys)
+		return nil, fmt.Errorf("unknown key %s", strings.Join(keys, ", "))
+	}
+	p := &Plan{Name: f.Name, Title: f.Title, Kind: f.Kind, Seeds: f.Seeds, Summary: f.Summary, Text: text,
+		Base: override.Flatten(f.Base),
+		Budget: Budget{Minutes: f.Budget.Minutes, Efficiency: f.Budget.Efficiency, MinSteps: f.Budget.MinSteps,
+			RefuseBelowMin: f.Budget.RefuseBelowMin, LongMinutes: f.Budget.LongMinutes, LongSeeds: f.Budget.LongSeeds},
+		Data:   DataSpec{Corpus: f.Data.Corpus, Vocab: f.Data.Vocab, Probes: f.Data.Probes},
+		Report: ReportSpec{Title: f.Report.Title, Exclude: f.Report.Exclude, CompareWindows: f.Report.CompareWindows},
+		Coord:  CoordSpec{Widths: f.Coordcheck.Widths, Steps: f.Coordcheck.Steps, LR: f.Coordcheck.LR, Batch: f.Coordcheck.Batch},
+	}
+	if p.Name == "" {
+		return nil, fmt.Errorf("name: a plan needs a name")
+	}
+	if p.Kind == "" {
+		p.Kind = KindTrain
+	}
+	if p.Report.Title == "" {
+		p.Report.Title = p.Title
+	}
+	if len(p.Seeds) == 0 {
+		p.Seeds = []uint64{0}
+	}
+	for k, n := range f.PerStep {
+		if n < 1 {
+			return nil, fmt.Errorf("per_steps %q = %d: want a divisor ≥ 1", k, n)
+		}
+		p.PerStep = append(p.PerStep, PerStep{Key: k, Div: n})
+	}
+	sort.Slice(p.PerStep, func(i, j int) bool { return p.PerStep[i].Key < p.PerStep[j].Key })
+	switch len(f.Report.Compare) {
+	case 0:
+	case 2:
+		p.Report.Compare = [2]string{f.Report.Compare[0], f.Report.Compare[1]}
+	default:
+		return nil, fmt.Errorf("report.compare: want two arm names, have %d", len(f.Report.Compare))
+	}
+	switch p.Kind {
+	case KindCoordcheck:
+		c := p.Coord
+		if len(c.Widths) < 2 || len(c.Steps) == 0 || !(c.LR > 0) || c.Batch < 1 {
+			return nil, fmt.Errorf("coordcheck: want at least two widths, a step, lr > 0 and batch ≥ 1 (have %+v)", c)
+		}
+		return p, nil
+	case KindTrain:
+	default:
+		return nil, fmt.Errorf("kind %q: want %s or %s", p.Kind, KindTrain, KindCoordcheck)
+	}
+	if p.Data.Corpus != "embedded" {
+		return nil, fmt.Errorf("data.corpus %q: this build prepares only the embedded corpus", p.Data.Corpus)
+	}
+	if p.Data.Vocab < 257 {
+		return nil, fmt.Errorf("data.vocab = %d: want at least 257 (the 256 bytes and <|endoftext|>)", p.Data.Vocab)
+	}
+	if !(p.Budget.Minutes > 0) || !(p.Budget.Efficiency > 0) || p.Budget.Efficiency > 1 || p.Budget.MinSteps < 1 {
+		return nil, fmt.Errorf("budget: want minutes > 0, efficiency in (0, 1] and min_steps ≥ 1")
+	}
+	if len(f.Group) == 0 {
+		return nil, fmt.Errorf("no [[group]]: nothing to run")
+	}
+	names := map[string]bool{}
+	for i, fg := range f.Group {
+		g := Group{Name: fg.Name, Data: fg.Data, Sets: override.Flatten(fg.Set)}
+		where := fmt.Sprintf("group %d (%s)", i+1, g.Name)
+		if g.Name == "" || filepath.Base(g.Name) != g.Name || names[g.Name] {
+			return nil, fmt.Errorf("%s: want a unique directory name", where)
+		}
+		names[g.Name] = true
+		if g.Data == "" {
+			g.Data = DataCorpus
+		}
+		if g.Data != DataCorpus && g.Data != DataProbes {
+			return nil, fmt.Errorf("%s: data %q: want %s or %s", where, g.Data, DataCorpus, DataProbes)
+		}
+		if g.Data == DataProbes && !p.Data.Probes {
+			return nil, fmt.Errorf("%s: trains on the probe mix but data.probes is false", where)
+		}
+		if (len(fg.Arm) > 0) == (len(fg.Axes) > 0) {
+			return nil, fmt.Errorf("%s: want either [[group.arm]]s or axes", where)
+		}
+		arms := map[string]bool{}
+		for _, fa := range fg.Arm {
+			if fa.Name == "" || filepath.Base(fa.Name) != fa.Name || arms[fa.Name] {
+				return nil, fmt.Errorf("%s: arm %q: want a unique name usable in a directory name", where, fa.Name)
+			}
+			arms[fa.Name] = true
+			g.Arms = append(g.Arms, Arm{Name: fa.Name, Sets: override.Flatten(fa.Set)})
+		}
+		for _, s := range override.Flatten(fg.Axes) {
+			list, ok := s.Value.([]any)
+			if !ok || len(list) == 0 {
+				return nil, fmt.Errorf("%s: axes %q: want a non-empty list", where, s.Key)
+			}
+			if s.Key == "seed" {
+				return nil, fmt.Errorf("%s: axes: seed is the plan's seeds, not an axis", where)
+			}
+			g.Axes = append(g.Axes, sweep.Axis{Key: s.Key, Values: list})
+		}
+		p.Groups = append(p.Groups, g)
+	}
+	for _, a := range p.Report.Compare {
+		if a != "" && p.findArm(a) == nil {
+			return nil, fmt.Errorf("report.compare: no arm %q", a)
+		}
+	}
+	return p, nil
+}
+
+// findArm returns the arm of that name in an arms group, and its group.
+func (p *Plan) findArm(name string) *Group {
+	for i := range p.Groups {
+		for _, a := range p.Groups[i].Arms {
+			if a.Name == name {
+				return &p.Groups[i]
+			}
+		}
+	}
+	return nil
+}
+
+// SeedsFor are the seeds a budget runs: LongSeeds from LongMinutes on, else Seeds.
+func (p *Plan) SeedsFor(budget time.Duration) []uint64 {
+	if p.Budget.LongMinutes > 0 && len(p.Budget.LongSeeds) > 0 && budget.Minutes() >= p.Budget.LongMinutes {
+		return p.Budget.LongSeeds
+	}
+	return p.Seeds
+}
+
+// SeedRange is the seeds 0 … n−1.
+func SeedRange(n int) []uint64 {
+	s := make([]uint64, n)
+	for i := range s {
+		s[i] = uint64(i)
+	}
+	return s
+}

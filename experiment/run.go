@@ -1,0 +1,363 @@
+package experiment
+
+import (
+	"cmp"
+	"context"
+
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/summary"
+	"github.com/smallinit/smallinit/sweep"
+	"github.com/smallinit/smallinit/train"
+)
+
+// Directories of a plan's output directory OUT besides its groups'.
+const (
+	DataDir      = "data"        // the prepared corpus
+	ProbeDataDir = "probes-data" // the corpus with probes mixed in (plans with data.probes, or Options.Probes)
+)
+
+// Options control one execution of a plan.
+type Options struct {
+	Out    string
+	Budget time.Duration // the wall-clock budget for all runs (0: the plan's)
+	Steps  int           // > 0: steps per run instead of sizing the budget
+	Seeds  []uint64      // nil: the plan's (SeedsFor the budget)
+	// Probes trains every group on the probe mix and scores the probes in the summary; the groups, summary and
+	// report get the suffix "-probes", so the plain runs stay beside them (the demo's --probes).
+	Probes    bool
+	ProbeTest int // held-out (and recalled) probes per kind of the mix (0: 100)
+	Windows   int // validation windows per file the summary scores (0: all)
+	Jobs      int // runs trained at once in a sweep group (≤ 1: one at a time)
+	// Task runs only the run numbered Index of the whole plan (groups in order, then as the group lists its
+	// runs): one task of a scheduler's job array. It writes no summary and no report.
+	Task     bool
+	Index    int
+	Log      io.Writer // progress lines (nil: silent)
+	Progress bool      // progress bars for the arms' training (terminals)
+	// Evaluate, when set, is called after the runs and the summary, before the report (reproduce checks its
+	// claims there, and may set the outcome's comparison).
+	Evaluate func(*Outcome) error
+}
+
+// Outcome is what Run did.
+type Outcome struct {
+	Plan     *Plan
+	Out      string
+	Suffix   string // "" or "-probes"
+	DataDir  string
+	ProbeDir string // "" without a probe mix
+	Stats    *data.Stats
+	Steps    int // per run
+	Seeds    []uint64
+	Runs     int   // runs of the plan
+	Tokens   int64 // training tokens per run of the base shape
+	Rows     []summary.Row
+	// CompareA and CompareB are the run directories the report's token-difficulty comparison contrasts.
+	CompareA, CompareB string
+	Report             string // the HTML report written ("" when none)
+}
+
+func (o *Options) logf(format string, a ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, format, a...)
+	}
+}
+
+// Run executes a training plan: it prepares the data (once), sizes the budget (or reuses OUT/sizing.json),
+// trains every run of every group (resuming interrupted and skipping finished ones), writes the summary,
+// calls Options.Evaluate and writes the report.
+func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
+	if p.Kind != KindTrain {
+		return nil, fmt.Errorf("plan %s is a %s plan, not a training plan", p.Name, p.Kind)
+	}
+	if o.Budget <= 0 {
+		o.Budget = p.Budget.Duration()
+	}
+	if o.Seeds == nil {
+		o.Seeds = p.SeedsFor(o.Budget)
+	}
+	out := &Outcome{Plan: p, Out: o.Out, Seeds: o.Seeds, DataDir: filepath.Join(o.Out, DataDir)}
+	if o.Probes {
+		out.Suffix = "-probes"
+	}
+	var err error
+	if out.Stats, err = prepareData(out.DataDir, p.Data.Vocab, &o); err != nil {
+		return nil, err
+	}
+	if p.Data.Probes || o.Probes {
+		out.ProbeDir = filepath.Join(o.Out, ProbeDataDir)
+		if _, err := os.Stat(filepath.Join(out.ProbeDir, data.TrainFile)); err != nil {
+			o.logf("mixing reasoning and memorisation probes into the corpus (%.0f%% of the tokens) in %s\n", 100*eval.ProbeMixShare, out.ProbeDir)
+		}
+		if err := eval.WriteProbeMix(out.ProbeDir, out.DataDir, out.Stats.VocabSize, eval.ProbeMixConfig(cmp.Or(o.ProbeTest, 100)), eval.ProbeMixShare); err != nil {
+			return nil, err
+		}
+	}
+	if out.Steps, err = size(p, out, &o); err != nil {
+		return nil, err
+	}
+	runs, err := expand(p, out, out.Steps, &o)
+	if err != nil {
+		return nil, err
+	}
+	out.Runs = len(runs)
+	base, err := train.LoadSets("", out.baseSets(p, nil, out.Steps))
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: base recipe: %w", p.Name, err)
+	}
+	out.Tokens = int64(out.Steps) * int64(base.Train.BatchSize) * int64(base.Model.SeqLen)
+	if o.Task && (o.Index < 0 || o.Index >= len(runs)) {
+		return nil, fmt.Errorf("plan %s has runs 0 … %d, not %d", p.Name, len(runs)-1, o.Index)
+	}
+	for gi := range p.Groups {
+		g := &p.Groups[gi]
+		if g.Axes != nil {
+			if err := runSweep(ctx, g, runs, out, &o); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for i, r := range runs {
+			if r.group != g || (o.Task && i != o.Index) {
+				continue
+			}
+			row, err := runArm(ctx, r, i, len(runs), out, &o)
+			if err != nil {
+				return nil, err
+			}
+			if p.Summary {
+				out.Rows = append(out.Rows, row)
+			}
+		}
+	}
+	if o.Task {
+		return out, nil
+	}
+	if p.Summary {
+		if err := summary.Write(filepath.Join(o.Out, summary.FileName(out.Suffix)),
+			summary.Summary{Steps: out.Steps, Seed: o.Seeds[0], Data: out.Stats, Runs: out.Rows}); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range runs {
+		if r.arm != "" && r.seed == o.Seeds[0] {
+			if r.arm == p.Report.Compare[0] {
+				out.CompareA = r.dir
+			}
+			if r.arm == p.Report.Compare[1] {
+				out.CompareB = r.dir
+			}
+		}
+	}
+	if o.Evaluate != nil {
+		if err := o.Evaluate(out); err != nil {
+			return nil, err
+		}
+	}
+	var dirs []string
+	for _, g := range p.Groups {
+		if !slices.Contains(p.Report.Exclude, g.Name) {
+			dirs = append(dirs, filepath.Join(o.Out, g.Name+out.Suffix))
+		}
+	}
+	out.Report = filepath.Join(o.Out, "report"+out.Suffix+".html")
+	if err := WriteReport(dirs, out.Report, p.Report.Title, out.CompareA, out.CompareB, max(o.Windows, p.Report.CompareWindows)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// prepareData tokenizes the embedded corpus into dir unless it is there.
+func prepareData(dir string, vocab int, o *Options) (*data.Stats, error) {
+	st, err := data.ReadStats(dir)
+	if err == nil {
+		o.logf("reusing the prepared corpus in %s\n", dir)
+		return st, nil
+	}
+	o.logf("preparing the embedded corpus in %s (byte-level BPE, %d tokens)...\n", dir, vocab)
+	t0 := time.Now()
+	if st, err = data.PrepareEmbedded(dir, vocab, nil); err != nil {
+		return nil, err
+	}
+	o.logf("prepared %d training and %d validation tokens (%.2f bytes/token) in %.1fs\n",
+		st.Train.Tokens, st.Val.Tokens, st.BytesPerToken, time.Since(t0).Seconds())
+	return st, nil
+}
+
+// baseSets is the recipe every run of group g (nil: the base model) starts from at steps per run: the plan's
+// base, the keys set from the data and the steps, then the group's own keys.
+func (out *Outcome) baseSets(p *Plan, g *Group, steps int) []override.Set {
+	trainDir := out.DataDir
+	if out.ProbeDir != "" && (out.Suffix != "" || g != nil && g.Data == DataProbes) {
+		trainDir = out.ProbeDir
+	}
+	sets := append([]override.Set(nil), p.Base...)
+	sets = append(sets, override.Set{Key: "model.vocab_size", Value: int64(out.Stats.VocabSize)},
+		override.Set{Key: "train.steps", Value: int64(steps)})
+	for _, ps := range p.PerStep {
+		sets = append(sets, override.Set{Key: ps.Key, Value: int64(max(steps/ps.Div, 1))})
+	}
+	sets = append(sets, override.Set{Key: "data.train", Value: filepath.Join(trainDir, data.TrainFile)},
+		override.Set{Key: "data.val", Value: filepath.Join(out.DataDir, data.ValFile)})
+	if g != nil {
+		sets = append(sets, g.Sets...)
+	}
+	return sets
+}
+
+// planRun is one run of a plan: an arm's seed, or a point of a sweep group.
+type planRun struct {
+	group *Group
+	arm   string // "" for a sweep point
+	seed  uint64
+	dir   string
+	cfg   train.Config
+	local int // index within its sweep
+}
+
+// expand resolves every run of the plan at steps per run; a recipe that does not load is an error naming the
+// arm (or the sweep run) and the key.
+func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
+	var runs []planRun
+	for gi := range p.Groups {
+		g := &p.Groups[gi]
+		if g.Axes != nil {
+			sp, err := sweepPlan(g, out, steps, o)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range sp.Runs {
+				runs = append(runs, planRun{group: g, dir: sweep.RunDir(out.groupDir(g), r), cfg: r.Config, local: r.Index})
+			}
+			continue
+		}
+		for _, a := range g.Arms {
+			for _, seed := range o.Seeds {
+				sets := append(append(out.baseSets(p, g, steps), a.Sets...), override.Set{Key: "seed", Value: int64(seed)})
+				cfg, err := train.LoadSets("", sets)
+				if err != nil {
+					return nil, fmt.Errorf("plan %s: group %s: arm %s: %w", p.Name, g.Name, a.Name, err)
+				}
+				dir := filepath.Join(out.groupDir(g), fmt.Sprintf("%s-%dsteps-seed%d", a.Name, steps, seed))
+				runs = append(runs, planRun{group: g, arm: a.Name, seed: seed, dir: dir, cfg: cfg})
+			}
+		}
+	}
+	return runs, nil
+}
+
+func (out *Outcome) groupDir(g *Group) string { return filepath.Join(out.Out, g.Name+out.Suffix) }
+
+// gridText is a sweep group's grid file: its base recipe and its axes with the plan's seeds.
+func gridText(p *Plan, g *Group, out *Outcome, steps int, seeds []uint64) ([]byte, error) {
+	base, err := override.Document(out.baseSets(p, g, steps))
+	if err != nil {
+		return nil, err
+	}
+	axes := append([]sweep.Axis(nil), g.Axes...)
+	sv := make([]any, len(seeds))
+	for i, s := range seeds {
+		sv[i] = int64(s)
+	}
+	axes = append(axes, sweep.Axis{Key: "seed", Values: sv})
+	text := fmt.Sprintf("# written by smallinit (plan %s, group %s)\n[base]\n%s\n[axes]\n", p.Name, g.Name, base)
+	for _, a := range axes {
+		v, err := override.Value(a.Values)
+		if err != nil {
+			return nil, fmt.Errorf("axes %q: %w", a.Key, err)
+		}
+		text += fmt.Sprintf("%q = %s\n", a.Key, v)
+	}
+	return []byte(text), nil
+}
+
+// sweepPlan expands a sweep group without writing anything.
+func sweepPlan(g *Group, out *Outcome, steps int, o *Options) (*sweep.Plan, error) {
+	text, err := gridText(out.Plan, g, out, steps, o.Seeds)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: group %s: %w", out.Plan.Name, g.Name, err)
+	}
+	grid, err := sweep.ParseGridText(text, out.Out)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: group %s: %w", out.Plan.Name, g.Name, err)
+	}
+	sp, err := grid.Expand()
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: group %s: %w", out.Plan.Name, g.Name, err)
+	}
+	return sp, nil
+}
+
+// runSweep writes a sweep group's grid (OUT/<group>.grid.toml) and executes it (every run, or the task's).
+func runSweep(ctx context.Context, g *Group, runs []planRun, out *Outcome, o *Options) error {
+	index := -1
+	if o.Task {
+		r := runs[o.Index]
+		if r.group != g {
+			return nil
+		}
+		index = r.local
+	}
+	text, err := gridText(out.Plan, g, out, out.Steps, o.Seeds)
+	if err != nil {
+		return err
+	}
+	dir := out.groupDir(g)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	gpath := filepath.Join(out.Out, g.Name+out.Suffix+".grid.toml")
+	if err := model.WriteFileAtomic(gpath, text); err != nil {
+		return err
+	}
+	grid, err := sweep.ParseGrid(gpath)
+	if err != nil {
+		return err
+	}
+	o.logf("\n== %s: %s\n", g.Name, dir)
+	if _, err := sweep.Execute(ctx, grid, dir, sweep.Options{Jobs: o.Jobs, Index: index, Log: o.Log}); err != nil {
+		return fmt.Errorf("%s sweep: %w", g.Name, err)
+	}
+	return nil
+}
+
+// runArm trains (or resumes, or reads back) one arm's run and scores it for the summary when the plan has one.
+func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options) (summary.Row, error) {
+	c := r.cfg
+	o.logf("\n[%d/%d] %s: γ = %g, ε = %g, gate %s, %d steps -> %s\n", i+1, n, r.arm, c.Init.Gamma, c.Model.NormEps, c.Model.AttnGate, c.TotalSteps(), r.dir)
+	opts := train.Options{Log: o.Log, Progress: o.Progress, Diagnostics: diag.Training}
+	var res train.Result
+	var err error
+	if _, serr := os.Stat(filepath.Join(r.dir, train.ConfigFile)); serr == nil {
+		res, err = train.Resume(ctx, r.dir, opts)
+	} else {
+		res, err = train.Start(ctx, c, r.dir, opts)
+	}
+	if err != nil {
+		return summary.Row{}, err
+	}
+	if !out.Plan.Summary {
+		return summary.Row{}, nil
+	}
+	probeDir := ""
+	if out.Suffix != "" || r.group.Data == DataProbes {
+		probeDir = out.ProbeDir
+	}
+	row, err := Score(r.dir, out.DataDir, probeDir, out.Stats, res, o.Windows)
+	if err != nil {
+		return row, err
+	}
+	row.Run, row.Gamma, row.NormEps, row.AttnGate, row.Steps = r.arm, c.Init.Gamma, c.Model.NormEps, c.Model.AttnGate, c.TotalSteps()
+	return row, nil
+}

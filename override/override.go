@@ -1,0 +1,233 @@
+// Package override is the one override language of run configs, plans and grids: dotted TOML keys with
+// TOML values ("model.norm_eps=1e-12", "model.qk_norm=true", "model.attn_gate=elementwise"), parsed once into
+// typed values. A bare word that is not a TOML value is a string, so `--set model.attn_gate=none` needs no
+// quotes. Whoever holds an override holds its typed value: nothing downstream re-decides quoting from text.
+package override
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Set is one override: a dotted config key and its value as TOML decodes it (int64, float64, string, bool,
+// or a list or table of those).
+type Set struct {
+	Key   string
+	Value any
+}
+
+// Parse reads "key=value": value in TOML syntax, or a bare word taken as a string. The error names the text.
+func Parse(kv string) (Set, error) {
+	k, v, ok := strings.Cut(kv, "=")
+	k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	if !ok || k == "" {
+		return Set{}, fmt.Errorf("override %q: want key=value", kv)
+	}
+	var doc map[string]any
+	if _, err := toml.Decode("v = "+v, &doc); err != nil {
+		return Set{Key: k, Value: v}, nil // a bare word: a string
+	}
+	return Set{Key: k, Value: doc["v"]}, nil
+}
+
+// ParseAll parses each of kvs (see Parse).
+func ParseAll(kvs []string) ([]Set, error) {
+	out := make([]Set, 0, len(kvs))
+	for _, kv := range kvs {
+		s, err := Parse(kv)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// String is "key=value" with the value in TOML syntax: what Parse reads back to the same Set.
+func (s Set) String() string {
+	v, err := Value(s.Value)
+	if err != nil {
+		return s.Key + "=" + fmt.Sprint(s.Value)
+	}
+	return s.Key + "=" + v
+}
+
+// Value writes v as a TOML value.
+func Value(v any) (string, error) {
+	if x, ok := v.(int); ok {
+		v = int64(x)
+	}
+	if x, ok := v.(float64); ok && (math.IsNaN(x) || math.IsInf(x, 0)) {
+		return "", fmt.Errorf("value %v is not finite", x)
+	}
+	var b strings.Builder
+	if err := toml.NewEncoder(&b).Encode(map[string]any{"v": v}); err != nil {
+		return "", err
+	}
+	s, ok := strings.CutPrefix(strings.TrimSpace(b.String()), "v = ")
+	if !ok {
+		return "", fmt.Errorf("value %v cannot be written as a key=value override", v)
+	}
+	return s, nil
+}
+
+// Format is the canonical text of a scalar value, used in run ids, hashes, labels and tables: integers in
+// decimal, floats in Go's shortest 'g' form (so 1 and 1.0 read the same), strings as they are.
+func Format(v any) string {
+	switch x := v.(type) {
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int:
+		return strconv.Itoa(x)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// Equal reports whether two values are the same value: numbers by value whatever their TOML type (1 = 1.0),
+// others by their canonical text.
+func Equal(a, b any) bool {
+	fa, aNum := number(a)
+	fb, bNum := number(b)
+	if aNum && bNum {
+		return fa == fb
+	}
+	if aNum != bNum {
+		return false
+	}
+	return Format(a) == Format(b)
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+// Document writes sets as a TOML document of dotted keys, one per line, in their order; a later set of a key
+// replaces an earlier one.
+func Document(sets []Set) (string, error) {
+	var b strings.Builder
+	seen := map[string]int{}
+	var lines []string
+	for _, s := range sets {
+		v, err := Value(s.Value)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", s.Key, err)
+		}
+		line := fmt.Sprintf("%s = %s\n", s.Key, v)
+		if i, ok := seen[s.Key]; ok {
+			lines[i] = line
+			continue
+		}
+		seen[s.Key] = len(lines)
+		lines = append(lines, line)
+	}
+	for _, l := range lines {
+		b.WriteString(l)
+	}
+	return b.String(), nil
+}
+
+// ErrUnknownKey is wrapped by Decode's error for a key its destination has no field for.
+var ErrUnknownKey = errors.New("unknown key")
+
+// Decode applies sets to dst (a struct with toml tags) and returns the decoding metadata. A key dst has no
+// field for is an error naming it; so is a value of the wrong type.
+func Decode(sets []Set, dst any) (toml.MetaData, error) {
+	doc, err := Document(sets)
+	if err != nil {
+		return toml.MetaData{}, err
+	}
+	md, err := toml.Decode(doc, dst)
+	if err != nil {
+		return md, keyError(sets, dst, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		sort.Strings(keys)
+		return md, fmt.Errorf("%w %s", ErrUnknownKey, strings.Join(keys, ", "))
+	}
+	return md, nil
+}
+
+// keyError rewrites a decoding error as one naming the offending key and the type its field wants, found by
+// decoding the sets one at a time into a scratch value of dst's type.
+func keyError(sets []Set, dst any, err error) error {
+	t := reflect.TypeOf(dst)
+	if t.Kind() != reflect.Pointer {
+		return err
+	}
+	for _, s := range sets {
+		doc, derr := Document([]Set{s})
+		if derr != nil {
+			return derr
+		}
+		_, e := toml.Decode(doc, reflect.New(t.Elem()).Interface())
+		if e == nil {
+			continue
+		}
+		v, _ := Value(s.Value)
+		msg := e.Error()
+		if _, want, ok := strings.Cut(msg, "destination has type "); ok {
+			switch want {
+			case "boolean":
+				want = "true or false"
+			case "integer":
+				want = "an integer"
+			case "float":
+				want = "a number"
+			default:
+				want = "a " + want
+			}
+			return fmt.Errorf("%s = %s: want %s", s.Key, v, want)
+		}
+		if pe, ok := e.(toml.ParseError); ok {
+			msg = pe.Message
+		}
+		return fmt.Errorf("%s = %s: %s", s.Key, v, msg)
+	}
+	return err
+}
+
+// Flatten turns a decoded TOML table into dotted keys and their values (lists are values).
+func Flatten(m map[string]any) []Set {
+	var out []Set
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if sub, ok := v.(map[string]any); ok {
+			for k, vv := range sub {
+				if prefix != "" {
+					k = prefix + "." + k
+				}
+				walk(k, vv)
+			}
+			return
+		}
+		out = append(out, Set{Key: prefix, Value: v})
+	}
+	walk("", m)
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}

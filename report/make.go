@@ -1,0 +1,134 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Request is a report to make from files: the runs found under Dirs and the optional inputs beside them.
+type Request struct {
+	Dirs           []string
+	Out            string   // the HTML file, written atomically
+	Title          string   // page title
+	Compare        string   // "A=DIR,B=DIR" (two runs' final models compared over A's data.val) or a compare JSON file
+	CompareWindows int      // validation windows scored by an A=DIR,B=DIR comparison (0: all)
+	CompareBins    int      // its difficulty quantiles
+	Fit            string   // a size law file (ReadLaw), "" for none
+	Coordchecks    []string // coordinate-check files (ReadCoordcheck)
+	HeatmapTensor  string   // the matrix of the heatmaps ("" for DefaultHeatmapTensor)
+	NoHeatmaps     bool
+	MaxArms        int       // arms in the per-arm figures (0: 8)
+	Generated      string    // the header's line about when and how it was made
+	Warn           io.Writer // every run's problems and progress notes (nil: silent)
+}
+
+// InputError is a failure of one of a Request's inputs; Input names the Request field ("Compare", "Fit",
+// "Coordchecks", "MaxArms"), so that a command can name its flag.
+type InputError struct {
+	Input string
+	Err   error
+}
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Make gathers the runs, reads the inputs, draws the report and writes it to r.Out. A report of runs none of
+// which can be read completely, or of nothing at all, is an error rather than a page.
+func Make(r Request) (*Page, *Data, error) {
+	warn := func(format string, a ...any) {
+		if r.Warn != nil {
+			fmt.Fprintf(r.Warn, format, a...)
+		}
+	}
+	if r.MaxArms < 0 {
+		return nil, nil, &InputError{"MaxArms", fmt.Errorf("%d arms: must be at least 1 (0: the default 8)", r.MaxArms)}
+	}
+	if r.MaxArms == 0 {
+		r.MaxArms = 8 // as Build does, so that the heatmaps and the trajectories agree
+	}
+	d, err := Gather(r.Dirs)
+	if err != nil {
+		return nil, nil, err
+	}
+	readable := 0
+	for _, run := range d.Runs {
+		for _, p := range run.Problems {
+			warn("smallinit report: warning: %s: %s\n", run.Dir, p)
+		}
+		if len(run.Problems) == 0 {
+			readable++
+		}
+	}
+	if readable == 0 && len(d.Runs) > 0 {
+		return nil, d, fmt.Errorf("report: no run could be read completely (first: %s: %s)", d.Runs[0].Dir, strings.Join(d.Runs[0].Problems, "; "))
+	}
+	o := Options{Title: r.Title, MaxArms: r.MaxArms, HeatTensor: r.HeatmapTensor, Generated: r.Generated}
+	if r.Fit != "" {
+		if o.Law, err = ReadLaw(r.Fit); err != nil {
+			return nil, d, &InputError{"Fit", err}
+		}
+	}
+	for _, p := range r.Coordchecks {
+		cc, err := ReadCoordcheck(p)
+		if err != nil {
+			return nil, d, &InputError{"Coordchecks", err}
+		}
+		o.Coordchecks = append(o.Coordchecks, cc)
+	}
+	if r.Compare != "" {
+		if strings.Contains(r.Compare, "=") {
+			a, b, err := ParseCompareSpec(r.Compare)
+			if err != nil {
+				return nil, d, &InputError{"Compare", err}
+			}
+			warn("comparing %s and %s...\n", a, b)
+			if o.Compare, err = CompareModels(a, b, r.CompareWindows, r.CompareBins); err != nil {
+				return nil, d, &InputError{"Compare", err}
+			}
+		} else if o.Compare, err = ReadCompare(r.Compare); err != nil {
+			return nil, d, &InputError{"Compare", err}
+		}
+	}
+	if len(d.Runs) == 0 && o.Compare == nil && len(o.Coordchecks) == 0 {
+		var why []string
+		for _, s := range d.Skipped {
+			why = append(why, s.Path+": "+s.Reason)
+		}
+		return nil, d, fmt.Errorf("nothing to report: no run directory (config.toml + metrics.jsonl) found (%s)", strings.Join(why, "; "))
+	}
+	if !r.NoHeatmaps {
+		var problems []string
+		o.Heatmaps, problems = Heatmaps(d, r.HeatmapTensor, r.MaxArms)
+		for _, p := range problems {
+			o.Notes = append(o.Notes, "heatmap "+p)
+		}
+	}
+	pg, err := Build(d, o)
+	if err != nil {
+		return nil, d, err
+	}
+	if err := WriteFile(r.Out, pg.HTML); err != nil {
+		return nil, d, err
+	}
+	return pg, d, nil
+}
+
+// WriteSummary prints what a made report holds: its runs and arms, the figures drawn and those not drawn.
+func WriteSummary(w io.Writer, out string, pg *Page, d *Data) {
+	complete := 0
+	for _, r := range d.Runs {
+		if r.Complete {
+			complete++
+		}
+	}
+	var drawn []string
+	for _, f := range pg.Figures {
+		drawn = append(drawn, f.ID)
+	}
+	fmt.Fprintf(w, "wrote %s: %d runs (%d complete) in %d arms; %d figures: %s\n", out, len(d.Runs), complete, len(d.Arms),
+		len(pg.Figures), strings.Join(drawn, ", "))
+	for _, om := range pg.Omitted {
+		fmt.Fprintf(w, "  not drawn: %s (%s)\n", om.Title, om.Reason)
+	}
+}

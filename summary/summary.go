@@ -1,0 +1,98 @@
+// Package summary owns summary.json, the table a plan writes of its finished runs: each run's final model
+// scored on the whole validation split, per language, and (on a probe mix) on the probes. The experiment
+// package writes it and the report package reads it; nobody else defines its rows.
+package summary
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/model"
+)
+
+// File is the summary's name in a plan's output directory; a variant of the plan (the demo on the probe mix)
+// writes File with its suffix before ".json" (summary-probes.json).
+const File = "summary.json"
+
+// FileName is the summary file of the variant with suffix ("" or "-probes").
+func FileName(suffix string) string { return "summary" + suffix + ".json" }
+
+// Row is one run: its recipe's headline values, the steps it trained, its losses and where it lives.
+type Row struct {
+	Run        string             `json:"run"`
+	Gamma      float64            `json:"gamma"`
+	NormEps    float64            `json:"norm_eps"`
+	AttnGate   string             `json:"attn_gate"`
+	Steps      int                `json:"steps"`
+	TrainLoss  float64            `json:"train_loss"`
+	ValLoss    float64            `json:"val_loss"`
+	ValBPB     float64            `json:"val_bits_per_byte"`
+	LangLoss   map[string]float64 `json:"val_loss_by_lang"`
+	LangBPB    map[string]float64 `json:"val_bits_per_byte_by_lang"`
+	TokensPerS float64            `json:"tokens_per_s"`
+	Dir        string             `json:"dir"`
+	Probes     *eval.ProbeScores  `json:"probes,omitempty"` // runs trained on the probe mix
+}
+
+// Summary is the whole file. Its fields are in the JSON keys' sorted order, so that the file's bytes are the
+// ones the earlier map-based writer produced.
+type Summary struct {
+	Data  *data.Stats `json:"data"`
+	Runs  []Row       `json:"runs"`
+	Seed  uint64      `json:"seed"`
+	Steps int         `json:"steps"`
+}
+
+// Write writes s to path atomically (indented JSON).
+func Write(path string, s Summary) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return model.WriteFileAtomic(path, append(b, '\n'))
+}
+
+// Read reads a summary file; a file without rows is an error.
+func Read(path string) (Summary, error) {
+	var s Summary
+	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(s.Runs) == 0 {
+		return s, fmt.Errorf("%s: no runs", path)
+	}
+	return s, nil
+}
+
+// WriteTable prints the rows as the demo's table (and, when they were scored on probes, the probe table).
+func WriteTable(w io.Writer, rows []Row) {
+	fmt.Fprintf(w, "\nvalidation loss (nats/token) and bits per byte on the held-out 5%% of each corpus file\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\tγ\tε\tgate\tval loss\tval bpb\ten loss\ten bpb\tzh loss\tzh bpb\ttrain loss\ttokens/s\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%g\t%g\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.0f\t\n", r.Run, r.Gamma, r.NormEps, r.AttnGate,
+			r.ValLoss, r.ValBPB, r.LangLoss["en"], r.LangBPB["en"], r.LangLoss["zh"], r.LangBPB["zh"], r.TrainLoss, r.TokensPerS)
+	}
+	tw.Flush()
+	if len(rows) == 0 || rows[0].Probes == nil {
+		return
+	}
+	p := rows[0].Probes
+	fmt.Fprintf(w, "\nprobes (exact match; gold answer loss per token): %d held-out reasoning prompts (chance %.3f), %d recalled memorisation prompts\n",
+		p.ReasoningCount, p.ReasoningChance, p.MemorisationCount)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\treasoning acc\treasoning loss\tmemorisation acc\tmemorisation loss\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%.3f\t%.4f\t%.3f\t%.4f\t\n", r.Run, r.Probes.ReasoningAcc, r.Probes.ReasoningLoss, r.Probes.MemorisationAcc, r.Probes.MemorisationLoss)
+	}
+	tw.Flush()
+}

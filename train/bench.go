@@ -1,0 +1,202 @@
+package train
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/optim"
+)
+
+// BenchOptions set a throughput measurement.
+type BenchOptions struct {
+	Batch   int     // sequences per step
+	Steps   int     // timed steps
+	Warmup  int     // untimed steps first
+	Threads int     // worker threads (0: GOMAXPROCS)
+	Peak    float64 // peak fp32 GFLOP/s the model FLOP/s are compared to (0: no share)
+	Kernels bool    // also time each training matmul shape
+	Profile string  // write a CPU profile of the timed steps to this file ("": none)
+	Log     io.Writer
+}
+
+// BenchResult is a throughput measurement (`smallinit bench --json` prints it); times are medians over the
+// timed steps.
+type BenchResult struct {
+	Tool        string        `json:"tool"`
+	Preset      string        `json:"preset"`
+	Impl        string        `json:"kernel_impl"`
+	Threads     int           `json:"threads"`
+	Batch       int           `json:"batch"`
+	SeqLen      int           `json:"seq_len"`
+	TokensPerS  float64       `json:"tokens_per_s"`
+	StepS       float64       `json:"step_s"`
+	ForwardS    float64       `json:"forward_s"`
+	BackwardS   float64       `json:"backward_s"`
+	OptimizerS  float64       `json:"optimizer_s"`
+	ModelGFLOPs float64       `json:"model_gflops"`
+	PeakShare   float64       `json:"peak_share"`
+	PeakMemMB   float64       `json:"peak_mem_mb"`
+	Loss        float64       `json:"last_loss"`
+	Kernels     []KernelBench `json:"kernels,omitempty"`
+}
+
+// KernelBench is one matmul shape's GFLOP/s.
+type KernelBench struct {
+	Shape  string  `json:"shape"`
+	GFLOPs float64 `json:"gflops"`
+}
+
+// FwdBwdTokensPerS is the tokens per second of the forward and backward passes alone (no optimizer step):
+// what a plan's sizing divides its budget by.
+func (r BenchResult) FwdBwdTokensPerS() float64 {
+	return float64(r.Batch*r.SeqLen) / (r.ForwardS + r.BackwardS)
+}
+
+// Benchmark times training steps (forward, backward, AdamW) of a γ = 1 model of config c on random tokens.
+// The model, its gradients, activations and AdamW's moments must fit this machine's memory.
+func Benchmark(c model.Config, o BenchOptions) (BenchResult, error) {
+	if o.Batch < 1 || o.Steps < 1 || o.Warmup < 0 {
+		return BenchResult{}, fmt.Errorf("bench: batch %d and steps %d must be positive and warmup %d non-negative", o.Batch, o.Steps, o.Warmup)
+	}
+	if err := model.CheckMemory(c, o.Batch, 8*float64(c.NumParams())); err != nil {
+		return BenchResult{}, err
+	}
+	pool := kernel.NewPool(o.Threads)
+	defer pool.Close()
+	m, err := model.New(c, o.Batch, pool)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	if _, err := gammainit.Apply(m, gammainit.Default(), 0); err != nil {
+		return BenchResult{}, err
+	}
+	opt, err := optim.NewAdamW(optim.DefaultAdamW(), m.Specs, pool)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := o.Batch * c.SeqLen
+	in, tg := make([]int32, n), make([]int32, n)
+	for i := range in {
+		in[i], tg[i] = int32(rng.IntN(c.Vocab)), int32(rng.IntN(c.Vocab))
+	}
+	var fwd, bwd, opts, step []float64
+	var loss float64
+	for s := 0; s < o.Warmup+o.Steps; s++ {
+		if s == o.Warmup && o.Profile != "" {
+			f, err := os.Create(o.Profile)
+			if err != nil {
+				return BenchResult{}, fmt.Errorf("cpu profile: %w", err)
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return BenchResult{}, fmt.Errorf("cpu profile %s: %w", o.Profile, err)
+			}
+			defer pprof.StopCPUProfile()
+		}
+		t0 := time.Now()
+		if loss, err = m.Forward(in, tg); err != nil {
+			return BenchResult{}, err
+		}
+		t1 := time.Now()
+		m.ZeroGrads()
+		m.Backward()
+		t2 := time.Now()
+		opt.Update(m.Params.Flat, m.Grads.Flat, 3e-4, optim.ClipScale(opt.GradNorm(m.Grads.Flat), 1))
+		t3 := time.Now()
+		if s >= o.Warmup {
+			fwd = append(fwd, t1.Sub(t0).Seconds())
+			bwd = append(bwd, t2.Sub(t1).Seconds())
+			opts = append(opts, t3.Sub(t2).Seconds())
+			step = append(step, t3.Sub(t0).Seconds())
+		}
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "\rstep %d/%d  %.3fs", s+1, o.Warmup+o.Steps, t3.Sub(t0).Seconds())
+		}
+	}
+	if o.Log != nil {
+		fmt.Fprintln(o.Log)
+	}
+	r := BenchResult{Tool: "smallinit", Impl: kernel.Impl(), Threads: pool.Workers(), Batch: o.Batch, SeqLen: c.SeqLen,
+		StepS: median(step), ForwardS: median(fwd), BackwardS: median(bwd), OptimizerS: median(opts), Loss: loss}
+	r.TokensPerS = float64(n) / r.StepS
+	r.ModelGFLOPs = c.FLOPsPerToken() * r.TokensPerS / 1e9
+	if o.Peak > 0 {
+		r.PeakShare = r.ModelGFLOPs / o.Peak
+	}
+	r.PeakMemMB = peakMemMB()
+	if o.Kernels {
+		r.Kernels = benchKernels(pool)
+	}
+	return r, nil
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchKernels times each training matmul shape (median of 5 runs after one warm-up).
+func benchKernels(pool *kernel.Pool) []KernelBench {
+	var out []KernelBench
+	for _, s := range kernel.BenchShapes() {
+		a, b, c := make([]float32, s.M*s.K), make([]float32, s.K*s.N), make([]float32, s.M*s.N)
+		for i := range a {
+			a[i] = float32(i%7) * 0.1
+		}
+		for i := range b {
+			b[i] = float32(i%5) * 0.1
+		}
+		lda, ldb := s.K, s.N
+		if s.TransA {
+			lda = s.M
+		}
+		if s.TransB {
+			ldb = s.K
+		}
+		var ts []float64
+		for r := 0; r < 6; r++ {
+			t0 := time.Now()
+			pool.Gemm(s.TransA, s.TransB, s.M, s.N, s.K, a, lda, b, ldb, c, s.N, false)
+			if r > 0 {
+				ts = append(ts, time.Since(t0).Seconds())
+			}
+		}
+		out = append(out, KernelBench{Shape: s.Name, GFLOPs: 2 * float64(s.M) * float64(s.N) * float64(s.K) / median(ts) / 1e9})
+	}
+	return out
+}
+
+// peakMemMB is the process's peak resident set (VmHWM on Linux; the Go heap's Sys elsewhere).
+func peakMemMB() float64 {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+				if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
+					return kb / 1024
+				}
+			}
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.Sys) / (1 << 20)
+}
