@@ -14,8 +14,11 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // Input formats, named by the file extension that selects them. Compressed variants are gzip streams of the
@@ -186,6 +189,9 @@ type Document struct {
 	Index int64
 	// Where locates the record for messages: "line 7", "row group 2 row 130", or "" for a whole file.
 	Where string
+	// Replaced reports that the record's bytes were not valid UTF-8 and JSON decoding replaced the invalid
+	// bytes with U+FFFD (plain text and Parquet strings are kept byte for byte and never replaced).
+	Replaced bool
 }
 
 // BadRecordError reports a malformed record (an invalid JSON line, a line or row without a string text):
@@ -202,6 +208,17 @@ func (e *BadRecordError) Error() string { return fmt.Sprintf("read %s %s: %v", e
 
 // Unwrap returns the underlying problem.
 func (e *BadRecordError) Unwrap() error { return e.Err }
+
+// MaxDocument is the longest document (and the longest line of a JSON-lines or line-per-document file) an input
+// may hold: 64 MiB. A plain-text file read as one document must fit in it (split a larger one into documents at
+// blank lines or at lines); a longer JSON line is a malformed record. It bounds the memory of reading any input,
+// a decompression bomb included.
+const MaxDocument = 64 << 20
+
+// MaxExpansion bounds how many times its compressed size a gzip input may expand to (beyond its first MiB):
+// text compresses 3-10x, gzip's own limit is about 1032x, so an input past 200x is refused as a likely
+// decompression bomb.
+const MaxExpansion = 200
 
 // InputReader streams the documents of one input file, holding at most one document (one Parquet page) in
 // memory, except that a plain-text file read with DocSepFile is one document and is read whole.
@@ -239,7 +256,7 @@ func OpenInput(path string, opt InputOptions) (*InputReader, error) {
 	default:
 		return nil, fmt.Errorf("document separator %q: want %q, %q or %q", opt.DocSep, DocSepFile, DocSepBlank, DocSepLine)
 	}
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.NoLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read: %w", err)
 	}
@@ -266,7 +283,7 @@ func OpenInput(path string, opt InputOptions) (*InputReader, error) {
 			f.Close()
 			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
-		src = r.gz
+		src = &expansionGuard{r: r.gz, path: path, compressed: &r.read}
 	}
 	r.br = bufio.NewReaderSize(src, 1<<20)
 	return r, nil
@@ -326,10 +343,17 @@ func (r *InputReader) next() (Document, error) {
 	r.eof = true
 	var sb strings.Builder
 	if r.gz == nil {
+		if r.size > MaxDocument {
+			return Document{}, r.tooLong("the whole file", r.size)
+		}
 		sb.Grow(int(r.size)) // read once into a buffer of the right size, not doubled up to it
 	}
-	if _, err := io.Copy(&sb, r.br); err != nil {
+	n, err := io.Copy(&sb, io.LimitReader(r.br, MaxDocument+1))
+	if err != nil {
 		return Document{}, fmt.Errorf("read %s: %w", r.path, err)
+	}
+	if n > MaxDocument {
+		return Document{}, r.tooLong("the whole file", n)
 	}
 	r.index++
 	return Document{Text: sb.String(), Index: 0}, nil
@@ -342,8 +366,25 @@ func (r *InputReader) readLine() ([]byte, error) {
 		return nil, io.EOF
 	}
 	r.linebuf = r.linebuf[:0]
+	long := int64(0) // bytes of an over-long line dropped so far
 	for {
 		chunk, err := r.br.ReadSlice('\n')
+		if long > 0 || len(r.linebuf)+len(chunk) > MaxDocument {
+			long += int64(len(chunk)) // the rest of the line is read and dropped, never held
+			if long == int64(len(chunk)) {
+				long += int64(len(r.linebuf))
+				r.linebuf = r.linebuf[:0]
+			}
+			if err == nil || err == io.EOF {
+				r.line++
+				r.eof = err == io.EOF
+				return nil, &BadRecordError{Path: r.path, Where: fmt.Sprintf("line %d", r.line),
+					Err: fmt.Errorf("%s long, more than the %s a line may be", inputfile.Bytes(long), inputfile.Bytes(MaxDocument))}
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+		}
 		r.linebuf = append(r.linebuf, chunk...)
 		switch {
 		case err == nil:
@@ -409,6 +450,9 @@ func (r *InputReader) nextBlock() (Document, error) {
 		if sb.Len() == 0 {
 			first = r.line
 		}
+		if sb.Len()+len(line) > MaxDocument {
+			return Document{}, r.tooLong(fmt.Sprintf("the paragraph from line %d", first), int64(sb.Len()+len(line)))
+		}
 		sb.Write(line)
 	}
 	if sb.Len() == 0 {
@@ -441,7 +485,7 @@ func (r *InputReader) nextJSON() (Document, error) {
 		if perr != nil {
 			return Document{}, &BadRecordError{Path: r.path, Where: where, Err: perr}
 		}
-		return Document{Text: text, Index: idx, Where: where}, nil
+		return Document{Text: text, Index: idx, Where: where, Replaced: !utf8.Valid(line)}, nil
 	}
 }
 
@@ -486,6 +530,30 @@ func jsonKind(v any) string {
 		return "null"
 	}
 	return "a number"
+}
+
+// tooLong is the error for a document over MaxDocument.
+func (r *InputReader) tooLong(what string, n int64) error {
+	return fmt.Errorf("read %s: %s is one document of %s or more, over the %s a document may be: split it into documents at blank lines or at lines",
+		r.path, what, inputfile.Bytes(n), inputfile.Bytes(MaxDocument))
+}
+
+// expansionGuard fails a gzip stream that expands past MaxExpansion times the compressed bytes read so far.
+type expansionGuard struct {
+	r          io.Reader
+	path       string
+	compressed *atomic.Int64
+	expanded   int64
+}
+
+func (g *expansionGuard) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	g.expanded += int64(n)
+	if c := g.compressed.Load(); g.expanded > 1<<20 && g.expanded > MaxExpansion*c {
+		return n, fmt.Errorf("read %s: %s of compressed data expand to %s or more, over %dx: refused as a likely decompression bomb",
+			g.path, inputfile.Bytes(c), inputfile.Bytes(g.expanded), MaxExpansion)
+	}
+	return n, err
 }
 
 // countingReader counts the bytes read through it.

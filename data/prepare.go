@@ -3,10 +3,12 @@ package data
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/smallinit/smallinit/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 
 	"github.com/smallinit/smallinit/corpus"
 	"github.com/smallinit/smallinit/tokenizer"
@@ -173,7 +175,7 @@ func WriteStats(dir string, st *Stats) error {
 // ReadStats reads dir/stats.json.
 func ReadStats(dir string) (*Stats, error) {
 	path := filepath.Join(dir, StatsFile)
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("read data stats: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/smallinit/smallinit/internal/atomicfile"
 	"io"
 	"math"
 	"os"
@@ -16,6 +15,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 
 	"github.com/smallinit/smallinit/tokenizer"
 )
@@ -76,6 +78,8 @@ type FileInputStats struct {
 	BadRecords int64 `json:"bad_records"`
 	// EmptyDocuments counts documents with empty text, which are left out (they hold no training signal).
 	EmptyDocuments int64 `json:"empty_documents"`
+	// ReplacedUTF8 counts JSON records whose invalid UTF-8 bytes were replaced with U+FFFD when decoded.
+	ReplacedUTF8 int64 `json:"replaced_utf8_records"`
 }
 
 // FileStats is stats.json of a directory prepared by PrepareFiles: Stats, whose fields it shares (so ReadStats
@@ -90,6 +94,10 @@ type FileStats struct {
 	TokenizerSample int64   `json:"tokenizer_sample_bytes,omitempty"` // bytes of text a trained tokenizer saw
 	BadRecords      int64   `json:"bad_records"`
 	EmptyDocuments  int64   `json:"empty_documents"`
+	ReplacedUTF8    int64   `json:"replaced_utf8_records"` // JSON records with invalid UTF-8, replaced by U+FFFD
+	// PreTokenizer is the tokenizer's splitter (tokenizer.PreTokenizer): "… (approximate)" when a loaded file's
+	// pre-tokenizer is one this package only approximates, so ids may differ from Hugging Face's on some text.
+	PreTokenizer string `json:"pre_tokenizer"`
 	// Inputs are the per-file counts, in reading order.
 	Inputs []FileInputStats `json:"inputs"`
 }
@@ -218,13 +226,16 @@ func prepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 	var tokRaw []byte // the tokenizer file's bytes, copied to dir
 	var sampled int64
 	if opt.TokenizerFile != "" {
-		if tokRaw, err = os.ReadFile(opt.TokenizerFile); err != nil {
+		if tokRaw, err = inputfile.ReadFile(opt.TokenizerFile, inputfile.MaxTokenizer); err != nil {
 			return nil, fmt.Errorf("prepare: tokenizer: %w", err)
 		}
 		if tok, err = tokenizer.Load(opt.TokenizerFile); err != nil {
 			return nil, fmt.Errorf("prepare: %w", err)
 		}
-		logf("using the tokenizer %s (%d tokens)", opt.TokenizerFile, tok.VocabSize())
+		logf("using the tokenizer %s (%d tokens, pre-tokenizer %s)", opt.TokenizerFile, tok.VocabSize(), tok.PreTokenizer())
+		if strings.HasSuffix(tok.PreTokenizer(), "(approximate)") {
+			logf("warning: %s: its pre-tokenizer is not one this tokenizer implements exactly; it is approximated by Llama 3's pattern, so ids can differ from Hugging Face's on some text (recorded in stats.json as pre_tokenizer)", opt.TokenizerFile)
+		}
 	} else {
 		sample, err := trainingSample(files, in, opt)
 		if err != nil {
@@ -267,6 +278,7 @@ func prepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 	if opt.TokenizerFile != "" {
 		st.Tokenizer = opt.TokenizerFile
 	}
+	st.PreTokenizer = tok.PreTokenizer()
 	for i, f := range files {
 		st.Inputs[i] = FileInputStats{InputStats: InputStats{Name: f.Path}, Format: f.Format}
 	}
@@ -279,6 +291,7 @@ func prepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 		st.Val.add(in.Val)
 		st.BadRecords += in.BadRecords
 		st.EmptyDocuments += in.EmptyDocuments
+		st.ReplacedUTF8 += in.ReplacedUTF8
 		if n := in.Train.Tokens + in.Val.Tokens; n > 0 {
 			in.BytesPerToken = float64(in.Train.Bytes+in.Val.Bytes) / float64(n)
 		}
@@ -294,6 +307,9 @@ func prepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 		logf("warning: no document fell into the validation split (%d documents, fraction %g): val.tok is empty", st.Train.Documents, opt.ValFraction)
 	}
 	st.BytesPerToken = float64(st.Train.Bytes+st.Val.Bytes) / float64(st.Train.Tokens+st.Val.Tokens)
+	if st.ReplacedUTF8 > 0 {
+		logf("warning: %d JSON record(s) held invalid UTF-8, replaced by U+FFFD when decoded; stats.json counts them per input (replaced_utf8_records)", st.ReplacedUTF8)
+	}
 	if st.BadRecords > 0 {
 		logf("skipped %d bad record(s); stats.json counts them per input", st.BadRecords)
 	}
@@ -515,10 +531,11 @@ func encodeAll(files []InputFile, in InputOptions, opt PrepareOptions, tok *toke
 	readErr := make(chan error, 1)
 	bad := make([]int64, len(files))
 	empty := make([]int64, len(files))
+	replaced := make([]int64, len(files))
 
 	go func() {
 		defer close(jobs)
-		readErr <- readBatches(files, in, opt, total, bad, empty, jobs, slots, quit)
+		readErr <- readBatches(files, in, opt, total, bad, empty, replaced, jobs, slots, quit)
 	}()
 	done := make(chan struct{})
 	for range opt.Workers {
@@ -587,7 +604,7 @@ func encodeAll(files []InputFile, in InputOptions, opt PrepareOptions, tok *toke
 		return rerr
 	}
 	for i := range files {
-		st.Inputs[i].BadRecords, st.Inputs[i].EmptyDocuments = bad[i], empty[i]
+		st.Inputs[i].BadRecords, st.Inputs[i].EmptyDocuments, st.Inputs[i].ReplacedUTF8 = bad[i], empty[i], replaced[i]
 	}
 	return nil
 }
@@ -614,7 +631,7 @@ func writeBatch(b *encBatch, train, val *TokWriter, st *FileStats) error {
 
 // readBatches reads every input in order, cuts the documents into batches and sends them to jobs, taking a slot
 // per batch. It counts bad records (with SkipBad) and empty documents per input, and reports progress.
-func readBatches(files []InputFile, in InputOptions, opt PrepareOptions, total int64, bad, empty []int64,
+func readBatches(files []InputFile, in InputOptions, opt PrepareOptions, total int64, bad, empty, replaced []int64,
 	jobs chan<- *encBatch, slots chan struct{}, quit <-chan struct{}) error {
 	seq := 0
 	cur := &encBatch{}
@@ -663,6 +680,9 @@ func readBatches(files []InputFile, in InputOptions, opt PrepareOptions, total i
 			if err != nil {
 				r.Close()
 				return fmt.Errorf("prepare: %w", err)
+			}
+			if d.Replaced {
+				replaced[fi]++
 			}
 			if d.Text == "" {
 				empty[fi]++

@@ -5,9 +5,10 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
-	"github.com/smallinit/smallinit/internal/atomicfile"
 	"io"
-	"os"
+
+	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // Token file format (.tok), little-endian throughout:
@@ -28,7 +29,7 @@ const (
 // ReadTokens reads a whole token file. It checks the magic, version, width and that the file holds exactly
 // the count the header claims before allocating, and that every id is below vocab (pass 0 to skip that check).
 func ReadTokens(path string, vocab int) ([]int32, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.NoLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read tokens: %w", err)
 	}

@@ -3,6 +3,8 @@ package eval
 import (
 	"fmt"
 	"strings"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // CMMLU and C-Eval: four-choice exams in Chinese, released as per-subject CSV files. Both are scored the way
@@ -57,7 +59,7 @@ func parseChineseMC(row csvRow) (doc, error) {
 	case ans == "":
 		return doc{}, fmt.Errorf("empty answer (C-Eval's test split has no released answers: score its val split)")
 	case len(ans) != 1 || gold < 0:
-		return doc{}, fmt.Errorf("answer %q, want one of A, B, C, D", ans)
+		return doc{}, fmt.Errorf("answer %s, want one of A, B, C, D", inputfile.Quote(ans))
 	}
 	ctx := q + "\nA. " + f[1] + "\nB. " + f[2] + "\nC. " + f[3] + "\nD. " + f[4] + "\n答案："
 	return mcDoc(ctx, []string{"A", "B", "C", "D"}, gold), nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/tokenizer"
 )
@@ -72,7 +73,7 @@ func WriteProbeMix(dir, dataDir string, vocab int, c ProbeConfig, share float64)
 			return err
 		}
 	}
-	tb, err := os.ReadFile(tokPath)
+	tb, err := inputfile.ReadFile(tokPath, inputfile.MaxTable)
 	if err != nil {
 		return fmt.Errorf("probe mix: %w", err)
 	}

@@ -313,6 +313,10 @@ type ProbeConfig struct {
 	AddDigits int
 }
 
+// MaxProbes is the most probes of one kind MakeProbes makes for each set (train, test, table): ten million
+// (about 1 GB of training text per kind), so a mistyped count fails at once instead of after minutes.
+const MaxProbes = 10_000_000
+
 // ProbeSet is what MakeProbes makes.
 type ProbeSet struct {
 	// Kinds are the kinds made, in ProbeKinds order.
@@ -333,6 +337,9 @@ type ProbeSet struct {
 func MakeProbes(c ProbeConfig) (*ProbeSet, error) {
 	if c.Train < 1 || c.Test < 1 || c.Table < 1 {
 		return nil, fmt.Errorf("probes: train %d, test %d and table %d must all be positive", c.Train, c.Test, c.Table)
+	}
+	if c.Train > MaxProbes || c.Test > MaxProbes || c.Table > MaxProbes {
+		return nil, fmt.Errorf("probes: train %d, test %d, table %d: each at most %d per kind", c.Train, c.Test, c.Table, MaxProbes)
 	}
 	digits := c.AddDigits
 	if digits == 0 {

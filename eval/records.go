@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // rawRecord is one record as read, before its kind parses it: a line of a line-based file, or a row of a CSV
@@ -64,7 +66,7 @@ func openRecords(path string, ks kindSpec) (recordSource, error) {
 		if st.IsDir() {
 			return nil, fmt.Errorf("%s is a directory (only the CSV kinds read a directory of files)", path)
 		}
-		f, err := os.Open(path)
+		f, err := inputfile.Open(path, inputfile.NoLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +173,7 @@ func (s *csvSource) next() (rawRecord, error) {
 
 // open opens one CSV file and reads its header; s.r stays nil for an empty file.
 func (s *csvSource) open(path string) error {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.NoLimit)
 	if err != nil {
 		return err
 	}

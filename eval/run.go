@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // Options control RunTask.
@@ -132,7 +133,7 @@ func RunTask(ctx context.Context, spec TaskSpec, be Backend, o Options) (*TaskRe
 	}
 	res := &TaskResult{Task: spec.Name, Kind: spec.Kind, File: spec.File, Metrics: Metrics{}}
 	if spec.Kind == KindLM {
-		f, err := os.Open(spec.File)
+		f, err := inputfile.Open(spec.File, inputfile.NoLimit)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", spec.Name, err)
 		}
@@ -251,6 +252,9 @@ func (r *runner) nextDoc(src recordSource) (doc, bool, error) {
 			} else {
 				d, perr = r.ks.parse(rec.text)
 			}
+		}
+		if perr == nil {
+			perr = d.check()
 		}
 		if perr != nil {
 			if err := r.malformed(&RecordError{File: rec.file, Line: rec.line, Err: perr.Error()}); err != nil {

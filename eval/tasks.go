@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // Kind is a task's record format and scoring rule.
@@ -237,6 +239,17 @@ func capitalize(s string) string {
 	return string(unicode.ToUpper(r)) + strings.ToLower(s[n:])
 }
 
+// check refuses a multiple-choice doc with an empty choice: an empty continuation has log-likelihood 0, the
+// largest there is, so it would win every record whatever the model (HellaSwag endings ["", ""] scored).
+func (d *doc) check() error {
+	for i, c := range d.conts {
+		if len(d.choices) > 0 && strings.TrimSpace(c) == "" {
+			return fmt.Errorf("choice %d is empty: an empty continuation would always win", i)
+		}
+	}
+	return nil
+}
+
 // mcDoc builds a multiple-choice doc whose choices share one context.
 func mcDoc(ctx string, choices []string, gold int) doc {
 	d := doc{choices: choices, gold: gold}
@@ -423,7 +436,7 @@ func parseMGSM(line []byte) (doc, error) {
 		return doc{}, errors.New("empty question")
 	}
 	if _, err := strconv.ParseFloat(a, 64); err != nil {
-		return doc{}, fmt.Errorf("answer_number %q is not a number", f[1])
+		return doc{}, fmt.Errorf("answer_number %s is not a number", inputfile.Quote(f[1]))
 	}
 	return genDoc("Question: "+q+"\nAnswer:", " "+a, a), nil
 }

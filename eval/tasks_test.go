@@ -391,3 +391,21 @@ func TestTaskMalformedRecords(t *testing.T) {
 		t.Error("a file without records: no error")
 	}
 }
+
+// TestEmptyChoiceIsMalformed: a multiple-choice record with an empty (or blank) choice is refused, since an
+// empty continuation has log-likelihood 0 and always wins; before, HellaSwag endings ["", ""] scored.
+func TestEmptyChoiceIsMalformed(t *testing.T) {
+	for name, line := range map[string]string{
+		"empty":  `{"activity_label": "a", "ctx_a": "b", "ctx_b": "c", "ctx": "b c", "endings": ["", ""], "label": 0}`,
+		"blank":  `{"activity_label": "a", "ctx_a": "b", "ctx_b": "c", "ctx": "b c", "endings": ["x", "  "], "label": 0}`,
+		"filled": `{"activity_label": "a", "ctx_a": "b", "ctx_b": "c", "ctx": "b c", "endings": ["x", "y"], "label": 0}`,
+	} {
+		d, err := parseHellaSwag([]byte(line))
+		if err == nil {
+			err = d.check()
+		}
+		if (err == nil) != (name == "filled") || err != nil && !strings.Contains(err.Error(), "is empty") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package experiment
 import (
 	"embed"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/sweep"
 )
@@ -181,7 +181,7 @@ func Builtin(name string) (*Plan, error) {
 
 // Load reads a plan file, or a built-in plan when path names one and no such file exists.
 func Load(path string) (*Plan, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
 		if slices.Contains(Builtins(), path) {
 			return Builtin(path)

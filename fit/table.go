@@ -5,11 +5,12 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // Table is a table of runs as text cells: the input of Analyze. `smallinit sweep collect` writes one (CSV,
@@ -22,7 +23,7 @@ type Table struct {
 
 // ReadTable reads a .json or .csv table.
 func ReadTable(path string) (*Table, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
 		return nil, fmt.Errorf("table: %w", err)
 	}

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"unsafe"
@@ -45,6 +46,10 @@ type scratch struct {
 	_    [64]byte  // keep workers' headers on separate cache lines
 }
 
+// MaxWorkers is the most workers a pool takes: far above any machine this runs on, far below what would
+// exhaust memory with per-worker scratch (a million workers took 2.2 GB before failing).
+const MaxWorkers = 1024
+
 // NewPool starts workers-1 goroutines; the caller of For and Gemm acts as
 // worker 0. workers <= 0 means runtime.GOMAXPROCS(0).
 func NewPool(workers int) *Pool { return newPoolImpl(workers, active) }
@@ -52,6 +57,9 @@ func NewPool(workers int) *Pool { return newPoolImpl(workers, active) }
 func newPoolImpl(workers int, im *impl) *Pool {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
+	}
+	if workers > MaxWorkers {
+		panic(fmt.Sprintf("kernel: NewPool(%d): at most %d workers", workers, MaxWorkers))
 	}
 	p := &Pool{
 		n:       workers,

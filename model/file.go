@@ -3,7 +3,6 @@ package model
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/smallinit/smallinit/internal/atomicfile"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +10,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/safetensors"
@@ -80,7 +82,7 @@ type ropeScalingJSON struct {
 // what the windowed model does.
 func ReadConfig(dir string) (Config, json.RawMessage, error) {
 	path := filepath.Join(dir, ConfigFile)
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
 		return Config{}, nil, fmt.Errorf("read model config: %w", err)
 	}
@@ -117,6 +119,10 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 	if _, ok := present["sliding_window"]; !ok && fc.ModelType == "mistral" {
 		w := 4096 // MistralConfig's default: absent is not null
 		fc.SlidingWindow = &w
+	}
+	if _, ok := present["rope_theta"]; ok && !(fc.RopeTheta > 1) {
+		// Absent, transformers' LlamaConfig default of 10000 applies; given, it must be a usable base.
+		return bad("rope_theta = %g: must be > 1 (leave the key out for the default 10000)", fc.RopeTheta)
 	}
 	if len(fc.MLPOnlyLayers) > 0 {
 		return bad("mlp_only_layers is not supported (use decoder_sparse_step)")

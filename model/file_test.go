@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -496,5 +497,52 @@ func TestValidateRefusesHugeTensorCounts(t *testing.T) {
 	})
 	if n > 100 {
 		t.Errorf("Validate allocated %.0f times refusing it", n)
+	}
+}
+
+// TestRopeThetaGivenMustBeUsable: rope_theta 0 (or negative) in config.json is refused naming the key, where
+// before 0 silently became 10000; an absent key keeps transformers' default of 10000.
+func TestRopeThetaGivenMustBeUsable(t *testing.T) {
+	c := Config{Vocab: 32, Dim: 16, Layers: 1, Heads: 2, FFN: 32, SeqLen: 8, NormEps: 1e-5, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, FFNKind: FFNDense}
+	base, err := ConfigJSON(c, nil, "float32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, old, new, want string
+	}{
+		{"zero", `"rope_theta": 10000,`, `"rope_theta": 0,`, "rope_theta = 0: must be > 1"},
+		{"negative", `"rope_theta": 10000,`, `"rope_theta": -10000,`, "rope_theta = -10000: must be > 1"},
+		{"absent", `"rope_theta": 10000,`, ``, ""},
+	} {
+		dir := t.TempDir()
+		text := strings.Replace(string(base), tc.old, tc.new, 1)
+		if text == string(base) {
+			t.Fatalf("%s: the config has no %s", tc.name, tc.old)
+		}
+		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(text), 0o644)
+		got, _, err := ReadConfig(dir)
+		switch {
+		case tc.want == "" && (err != nil || got.RopeTheta != 10000):
+			t.Errorf("%s: %v, rope_theta %g, want 10000", tc.name, err, got.RopeTheta)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestNewRefusesABatchThatCannotFit: a batch of a billion windows (analyze --probes 1000000000 asked for 49 TB)
+// is refused by New with the estimate, before anything is allocated.
+func TestNewRefusesABatchThatCannotFit(t *testing.T) {
+	c := Config{Vocab: 64, Dim: 16, Layers: 1, Heads: 2, FFN: 32, SeqLen: 64, NormEps: 1e-5, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, FFNKind: FFNDense}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	_, err := New(c, 1_000_000_000, kernel.NewPool(1))
+	runtime.ReadMemStats(&m1)
+	if err == nil || !strings.Contains(err.Error(), "batch 1000000000") || !strings.Contains(err.Error(), "of memory") {
+		t.Fatalf("New with a billion-window batch: %v", err)
+	}
+	if m1.TotalAlloc-m0.TotalAlloc > 1<<20 {
+		t.Errorf("refusing the batch allocated %d bytes", m1.TotalAlloc-m0.TotalAlloc)
 	}
 }

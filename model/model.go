@@ -123,6 +123,11 @@ func New(c Config, batch int, pool *kernel.Pool) (*Model, error) {
 	if batch <= 0 {
 		return nil, fmt.Errorf("batch size %d: must be positive", batch)
 	}
+	// Every caller's batch goes through here (training, evaluation, probes of analyze): refused before it is
+	// allocated, a batch that cannot fit is an error, not an out-of-memory kill.
+	if err := CheckMemory(c, batch, 0); err != nil {
+		return nil, err
+	}
 	if c.FFNKind == "" {
 		c.FFNKind = FFNDense
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/train"
@@ -110,7 +110,7 @@ func CompareModels(a, b string, windows, bins int) (*CompareData, error) {
 // ReadCompare reads a comparison from `smallinit compare --json` output ({"a", "b", "tokens", "comparison"})
 // or a bare diag.Comparison.
 func ReadCompare(path string) (*CompareData, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
 		return nil, fmt.Errorf("comparison: %w", err)
 	}

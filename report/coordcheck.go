@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // Coordcheck is a coordinate check (diag.Coordcheck, the output of `smallinit coordcheck --json`) and the file
@@ -26,7 +26,7 @@ type Coordcheck struct {
 
 // ReadCoordcheck reads a coordinate check saved from `smallinit coordcheck --json`.
 func ReadCoordcheck(path string) (*Coordcheck, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
 		return nil, fmt.Errorf("coordinate check: %w", err)
 	}

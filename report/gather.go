@@ -16,6 +16,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/summary"
@@ -228,7 +229,7 @@ func readRun(dir string) *Run {
 // readLines calls fn on every non-empty line of a JSON-lines file. A malformed last line (a run killed while
 // writing it) is ignored; any other malformed line is reported after the rest are read.
 func readLines(path string, fn func([]byte) error) error {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.NoLimit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("no %s", filepath.Base(path))

@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // Law is a saturating power law L(N) = E + A·N^(−α).
@@ -108,7 +109,7 @@ func FitLaw(n, loss []float64) (Law, bool) {
 // ReadLaw reads a size law from a JSON file: `smallinit fit --json`'s report (its first law of kind "size"),
 // or a bare {"E": ..., "A": ..., "alpha": ...}.
 func ReadLaw(path string) (*Law, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
 		return nil, fmt.Errorf("size law: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"unsafe"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // File is an open safetensors file whose header has been read and fully
@@ -34,7 +36,7 @@ type File struct {
 // never tensor data, so a header claiming huge tensors is refused before any
 // allocation. Every error names path.
 func Open(path string) (*File, error) {
-	fh, err := os.Open(path)
+	fh, err := inputfile.Open(path, inputfile.NoLimit)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors %s: %w", path, err)
 	}

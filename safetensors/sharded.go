@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // Reader is what model loaders use, so they need not care whether a
@@ -73,7 +75,7 @@ func OpenSharded(dir string) (*Sharded, error) {
 
 func openIndex(path string) (*Sharded, error) {
 	dir := filepath.Dir(path)
-	fh, err := os.Open(path)
+	fh, err := inputfile.Open(path, inputfile.NoLimit)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors %s: %w", path, err)
 	}

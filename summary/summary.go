@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 )
 
@@ -60,7 +60,7 @@ func Write(path string, s Summary) error {
 // Read reads a summary file; a file without rows is an error.
 func Read(path string) (Summary, error) {
 	var s Summary
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
 		return s, err
 	}

@@ -1,12 +1,13 @@
 package sweep
 
 import (
-	"github.com/smallinit/smallinit/internal/allocs"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/internal/allocs"
 )
 
 // FuzzParseGrid reads arbitrary bytes as a grid file. Errors must name the file; parsing may allocate at most

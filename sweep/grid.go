@@ -48,6 +48,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/train"
 )
@@ -70,7 +71,7 @@ type Axis struct {
 // ParseGrid reads and checks a grid file (see the package comment for its format). It does not resolve the
 // runs' configs: Expand does.
 func ParseGrid(path string) (*Grid, error) {
-	text, err := os.ReadFile(path)
+	text, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("grid: %w", err)
 	}
@@ -104,7 +105,11 @@ func parseGrid(text []byte, dir string) (*Grid, error) {
 		if !filepath.IsAbs(b) {
 			g.BaseFile = filepath.Join(dir, b)
 		}
-		if _, err := os.Stat(g.BaseFile); err != nil {
+		st, err := os.Stat(g.BaseFile)
+		if err == nil {
+			err = inputfile.Check(g.BaseFile, st, inputfile.MaxConfig)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("base: %w", err)
 		}
 	case map[string]any:

@@ -11,19 +11,22 @@ import (
 	"path/filepath"
 	"slices"
 	"text/tabwriter"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/internal/runlock"
 )
 
 // Files of a sweep directory DIR. Each run lives in DIR/runs/<id>/, a `smallinit train` run directory
 // (config.toml, metrics.jsonl, checkpoints/, final/) plus the sweep's own files below.
 const (
-	PlanFile  = "plan.json"   // the expansion: axes, runs, fingerprint
-	GridFile  = "grid.toml"   // a copy of the grid file as first run
-	BaseCopy  = "base.toml"   // a copy of the base run config file, when the grid names one
-	RunsDir   = "runs"        // one directory per run
-	ErrorFile = "error.txt"   // in a run directory: why its last attempt failed (removed when it is retried)
-	LockFile  = "lock"        // in a run directory: held while a process runs it (see lock.go)
-	LogFile   = "train.log"   // in a run directory: the training log lines of every attempt
-	doneFile  = "config.json" // in final/: written last by model.Save, so its presence means the run finished
+	PlanFile  = "plan.json"      // the expansion: axes, runs, fingerprint
+	GridFile  = "grid.toml"      // a copy of the grid file as first run
+	BaseCopy  = "base.toml"      // a copy of the base run config file, when the grid names one
+	RunsDir   = "runs"           // one directory per run
+	ErrorFile = "error.txt"      // in a run directory: why its last attempt failed (removed when it is retried)
+	LockFile  = runlock.FileName // in a run directory: held while a process runs it (package runlock)
+	LogFile   = "train.log"      // in a run directory: the training log lines of every attempt
+	doneFile  = "config.json"    // in final/: written last by model.Save, so its presence means the run finished
 )
 
 const planVersion = 1
@@ -115,7 +118,7 @@ func Prepare(dir string, g *Grid, p *Plan) error {
 		return err
 	}
 	if g.BaseFile != "" {
-		base, err := os.ReadFile(g.BaseFile)
+		base, err := inputfile.ReadFile(g.BaseFile, inputfile.MaxConfig)
 		if err != nil {
 			return fmt.Errorf("base: %w", err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/smallinit/smallinit/diag"
 	"io"
 	"io/fs"
 	"os"
@@ -14,6 +13,9 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/internal/runlock"
 
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/train"
@@ -78,7 +80,7 @@ func Execute(ctx context.Context, g *Grid, dir string, o Options) ([]Report, err
 		return nil, err
 	}
 	if o.StaleAfter <= 0 {
-		o.StaleAfter = DefaultStaleAfter
+		o.StaleAfter = runlock.DefaultStaleAfter
 	}
 	if o.Poll <= 0 {
 		o.Poll = min(o.StaleAfter/10, 10*time.Second)
@@ -191,19 +193,19 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 	defer cancel(nil)
 	lost := func() { cancel(errLockLost) }
 	lockPath := filepath.Join(rd, LockFile)
-	var lock *runLock
+	var lock *runlock.Lock
 	var err error
 	if o.Index >= 0 {
-		lock, err = waitLock(ctx, lockPath, o.StaleAfter, o.Poll, lost, func() bool { return isDone(rd) },
+		lock, err = runlock.Wait(ctx, lockPath, o.StaleAfter, o.Poll, lost, func() bool { return isDone(rd) },
 			func(holder string) { logf("%s: waiting for the lock (%s)\n", r.ID, holder) })
 	} else {
-		lock, err = acquireLock(lockPath, o.StaleAfter, lost)
+		lock, err = runlock.Acquire(lockPath, o.StaleAfter, lost)
 	}
-	var busy *busyError
+	var busy *runlock.BusyError
 	switch {
 	case errors.As(err, &busy):
 		rep.Outcome = Busy
-		logf("%s: running elsewhere (%s)\n", r.ID, busy.holder)
+		logf("%s: running elsewhere (%s)\n", r.ID, busy.Holder)
 		return rep
 	case err != nil && ctx.Err() != nil:
 		rep.Outcome = NotStarted
@@ -215,7 +217,7 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 		logf("%s: finished by another process\n", r.ID)
 		return rep
 	}
-	defer lock.release()
+	defer lock.Release()
 	if isDone(rd) { // finished by another process between the first check and the lock
 		rep.Outcome = AlreadyDone
 		return rep
@@ -228,7 +230,7 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 		return fail(err)
 	}
 	defer lf.Close()
-	topts := train.Options{Log: lf, Diagnostics: diag.Training} // diagnostics.jsonl when the run's diagnostics_interval > 0
+	topts := train.Options{Log: lf, Diagnostics: diag.Training, LockHeld: true} // diagnostics.jsonl when the run's diagnostics_interval > 0
 	if o.AfterStep != nil {
 		topts.AfterStep = func(step int) { o.AfterStep(r, step) }
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -301,14 +302,14 @@ func TestSweepLocks(t *testing.T) {
 		os.MkdirAll(rd, 0o755)
 		return filepath.Join(rd, LockFile)
 	}
-	held, err := acquireLock(lockOf(0), time.Minute, nil) // a live holder (this process)
+	held, err := runlock.Acquire(lockOf(0), time.Minute, nil) // a live holder (this process)
 	if err != nil {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	dead, _ := json.Marshal(lockInfo{PID: 1 << 30, Host: host, Token: "x"}) // no such pid
+	dead, _ := json.Marshal(map[string]any{"pid": 1 << 30, "host": host, "token": "x"}) // no such pid
 	os.WriteFile(lockOf(1), dead, 0o644)
-	old, _ := json.Marshal(lockInfo{PID: 1, Host: "elsewhere", Token: "y"})
+	old, _ := json.Marshal(map[string]any{"pid": 1, "host": "elsewhere", "token": "y"})
 	os.WriteFile(lockOf(2), old, 0o644)
 	past := time.Now().Add(-2 * time.Minute)
 	os.Chtimes(lockOf(2), past, past)
@@ -332,7 +333,7 @@ func TestSweepLocks(t *testing.T) {
 	// An --index task waits for the holder, then runs.
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		held.release()
+		held.Release()
 	}()
 	start := time.Now()
 	reps, err = Execute(context.Background(), g, dir, Options{Index: 0, StaleAfter: time.Minute, Poll: 50 * time.Millisecond})
@@ -341,29 +342,6 @@ func TestSweepLocks(t *testing.T) {
 	}
 	if time.Since(start) < 250*time.Millisecond {
 		t.Errorf("--index 0 did not wait for the lock")
-	}
-}
-
-// TestSweepLockLostStopsHolder checks that a holder whose lock file is taken away is told so at its next heartbeat.
-func TestSweepLockLostStopsHolder(t *testing.T) {
-	path := filepath.Join(t.TempDir(), LockFile)
-	lost := make(chan struct{})
-	l, err := acquireLock(path, 50*time.Millisecond, func() { close(lost) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := acquireLock(path, time.Minute, nil); err == nil {
-		t.Fatal("second acquire of a fresh lock succeeded")
-	}
-	os.WriteFile(path, []byte(`{"pid":1,"host":"other"}`), 0o644)
-	select {
-	case <-lost:
-	case <-time.After(2 * time.Second):
-		t.Fatal("lost not called")
-	}
-	l.release()
-	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "other") {
-		t.Error("release removed another process's lock")
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -42,7 +44,7 @@ func Status(dir string, staleAfter time.Duration) (*Plan, []RunStatus, error) {
 		return nil, nil, err
 	}
 	if staleAfter <= 0 {
-		staleAfter = DefaultStaleAfter
+		staleAfter = runlock.DefaultStaleAfter
 	}
 	host, _ := os.Hostname()
 	out := make([]RunStatus, len(p.Runs))
@@ -58,7 +60,7 @@ func Status(dir string, staleAfter time.Duration) (*Plan, []RunStatus, error) {
 		case isDone(rd):
 			st.State = StateDone
 		case lockErr == nil:
-			_, holder, stale := inspectLock(filepath.Join(rd, LockFile), host, staleAfter)
+			_, holder, stale := runlock.Inspect(filepath.Join(rd, LockFile), host, staleAfter)
 			if stale {
 				st.Note = "stale lock: " + holder
 				if errErr == nil {
@@ -111,7 +113,7 @@ type metricsSummary struct {
 func readMetrics(path string) (metricsSummary, error) {
 	nan := math.NaN()
 	s := metricsSummary{TrainLoss: nan, ValLoss: nan, BestValLoss: nan, TokensPerS: nan}
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.NoLimit)
 	if err != nil {
 		return s, err
 	}

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/smallinit/smallinit/internal/atomicfile"
 	"io"
 	"math"
-	"os"
 	"strings"
+
+	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // fileSections keeps the sections of a loaded tokenizer.json that this package does not interpret (or only
@@ -160,7 +161,7 @@ func (t *Tokenizer) marshal() ([]byte, error) {
 // duplicate tokens or ids, ids that are not dense (0..n-1 with vocabulary and added tokens together), merges that
 // are malformed, repeated or refer to unknown tokens.
 func Load(path string) (*Tokenizer, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path, inputfile.MaxTokenizer)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: load: %w", err)
 	}
@@ -201,7 +202,7 @@ func parse(data []byte) (*Tokenizer, error) {
 	case m.Type == nil:
 		return nil, errors.New(`model: no "type" (want "BPE")`)
 	case *m.Type != "BPE":
-		return nil, fmt.Errorf("model: type %q, want \"BPE\"", *m.Type)
+		return nil, fmt.Errorf("model: type %s, want \"BPE\"", q(*m.Type))
 	case m.Dropout != nil && *m.Dropout != 0:
 		return nil, fmt.Errorf("model: dropout %g is not supported", *m.Dropout)
 	case m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "":
@@ -231,7 +232,7 @@ func parse(data []byte) (*Tokenizer, error) {
 	}
 	for _, a := range added {
 		if a.ID < 0 {
-			return nil, fmt.Errorf("added token %q: negative id %d", a.Content, a.ID)
+			return nil, fmt.Errorf("added token %s: negative id %d", q(a.Content), a.ID)
 		}
 		n = max(n, int(a.ID)+1)
 	}
@@ -249,12 +250,12 @@ func parse(data []byte) (*Tokenizer, error) {
 	for i, k := range keys {
 		id := ids[i]
 		if used[id] {
-			return nil, fmt.Errorf("vocab: duplicate id %d (%q and %q)", id, owner[id], k)
+			return nil, fmt.Errorf("vocab: duplicate id %d (%s and %s)", id, q(owner[id]), q(k))
 		}
 		raw, ok := byteLevelDecode(k)
 		if !ok {
 			if !addedContent[k] {
-				return nil, fmt.Errorf("vocab: token %q (id %d) is not byte-level: it has a character outside the GPT-2 byte alphabet", k, id)
+				return nil, fmt.Errorf("vocab: token %s (id %d) is not byte-level: it has a character outside the GPT-2 byte alphabet", q(k), id)
 			}
 			raw = []byte(k)
 		}
@@ -263,7 +264,7 @@ func parse(data []byte) (*Tokenizer, error) {
 	seen := make(map[string]bool, len(added))
 	for _, a := range added {
 		if seen[a.Content] {
-			return nil, fmt.Errorf("added_tokens: %q is listed twice", a.Content)
+			return nil, fmt.Errorf("added_tokens: %s is listed twice", q(a.Content))
 		}
 		seen[a.Content] = true
 		if used[a.ID] {
@@ -271,7 +272,7 @@ func parse(data []byte) (*Tokenizer, error) {
 				vocab[a.ID] = a.Content
 				continue
 			}
-			return nil, fmt.Errorf("added_tokens: duplicate id %d (%q and %q)", a.ID, owner[a.ID], a.Content)
+			return nil, fmt.Errorf("added_tokens: duplicate id %d (%s and %s)", a.ID, q(owner[a.ID]), q(a.Content))
 		}
 		vocab[a.ID], used[a.ID], owner[a.ID] = a.Content, true, a.Content
 	}
@@ -301,7 +302,7 @@ func parse(data []byte) (*Tokenizer, error) {
 		for i, p := range parts {
 			id, ok := byKey[p]
 			if !ok {
-				return nil, fmt.Errorf("merge %d: %s refers to unknown token %q", r, truncate(mj), p)
+				return nil, fmt.Errorf("merge %d: %s refers to unknown token %s", r, truncate(mj), q(p))
 			}
 			merges[r][i] = id
 		}
@@ -351,14 +352,14 @@ func parseVocab(raw json.RawMessage) (keys []string, ids []int, err error) {
 		k := tok.(string) // object keys are always strings
 		var num json.Number
 		if err := dec.Decode(&num); err != nil {
-			return nil, nil, fmt.Errorf("vocab: token %q: id is not a number", k)
+			return nil, nil, fmt.Errorf("vocab: token %s: id is not a number", q(k))
 		}
 		id, err := num.Int64()
 		if err != nil || id < 0 || id >= math.MaxInt32 {
-			return nil, nil, fmt.Errorf("vocab: token %q: id %s is not a valid id", k, num)
+			return nil, nil, fmt.Errorf("vocab: token %s: id %s is not a valid id", q(k), truncate(json.RawMessage(num)))
 		}
 		if seen[k] {
-			return nil, nil, fmt.Errorf("vocab: token %q is listed twice", k)
+			return nil, nil, fmt.Errorf("vocab: token %s is listed twice", q(k))
 		}
 		seen[k] = true
 		keys = append(keys, k)
@@ -446,6 +447,10 @@ func isNull(raw json.RawMessage) bool {
 }
 
 // truncate returns raw JSON shortened for an error message.
+// q quotes a string of the file for an error message, cut to a sensible length (a 50 MB token made a 52 MB
+// error line).
+func q(s string) string { return inputfile.Quote(s) }
+
 func truncate(raw json.RawMessage) string {
 	s := string(raw)
 	if len(s) > 80 {

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -318,5 +319,16 @@ func TestByteLevelAlphabet(t *testing.T) {
 	}
 	if _, ok := byteLevelDecode("a b"); ok {
 		t.Error(`"a b" decoded as byte-level`)
+	}
+}
+
+// TestErrorsQuoteTokensShort: an error quoting a token of the file cuts it (a 50 MB token made a 52 MB line).
+func TestErrorsQuoteTokensShort(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	path := filepath.Join(t.TempDir(), "tokenizer.json")
+	os.WriteFile(path, []byte(`{"model": {"type": "BPE", "vocab": {"`+long+`": 0, "`+long+`": 1}, "merges": []}}`), 0o644)
+	_, err := Load(path)
+	if err == nil || len(err.Error()) > 400 || !strings.Contains(err.Error(), "bytes in all") {
+		t.Fatalf("error of %d bytes: %.300v", len(fmt.Sprint(err)), err)
 	}
 }

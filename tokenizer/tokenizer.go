@@ -105,6 +105,13 @@ const (
 	maxVocabTokens = 1 << 30
 )
 
+// MaxPreToken is the longest pre-token merged as one piece: a longer one (a run of a million spaces, random
+// bytes without a break) is cut into pieces of at most MaxPreToken bytes, at UTF-8 boundaries, each merged on
+// its own. This bounds the memory of a merge (about 36 bytes per byte of the piece) whatever the input; Hugging
+// Face's tokenizers merge across the cut, so ids can differ from theirs for such pre-tokens only, which no
+// natural text has.
+const MaxPreToken = 64 << 10
+
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 // newTokenizer builds a Tokenizer and its lookup tables from a vocabulary (raw bytes per id), which ids belong to
@@ -259,6 +266,14 @@ func (t *Tokenizer) appendWord(dst []int32, w string, cache *wordCache) []int32 
 		return append(dst, t.byteID[w[0]])
 	}
 	if len(w) > maxCachedWord {
+		for len(w) > MaxPreToken {
+			cut := MaxPreToken
+			for cut > MaxPreToken-utf8.UTFMax && !utf8.RuneStart(w[cut]) {
+				cut--
+			}
+			dst = t.bpe(dst, w[:cut])
+			w = w[cut:]
+		}
 		return t.bpe(dst, w)
 	}
 	var k0, k1 uint64

@@ -189,3 +189,25 @@ func TestCacheReset(t *testing.T) {
 		t.Error("encoding with cache resets differs")
 	}
 }
+
+// TestLongPreTokenIsCutInBoundedPieces: a 3 MiB pre-token without a break (one "word" of letters) encodes as
+// the concatenation of its MaxPreToken-byte pieces' encodings (merged whole, tokens of "abc"-runs would span
+// the cuts, which fall inside the period), and decodes back.
+func TestLongPreTokenIsCutInBoundedPieces(t *testing.T) {
+	tok, err := Train([]string{strings.Repeat("abc", 4000)}, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	word := strings.Repeat("abc", 1<<20)
+	ids := tok.Encode(word)
+	if got := string(tok.Decode(ids)); got != word {
+		t.Fatalf("round trip lost the word (%d bytes back of %d)", len(got), len(word))
+	}
+	var want []int32
+	for i := 0; i < len(word); i += MaxPreToken {
+		want = append(want, tok.Encode(word[i:min(i+MaxPreToken, len(word))])...)
+	}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("a long pre-token is not the concatenation of its %d-byte pieces' encodings", MaxPreToken)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
 	"github.com/smallinit/smallinit/safetensors"
@@ -148,7 +149,7 @@ func listCheckpoints(dir string) ([]int, error) {
 // the given step, into m and opt.
 func loadCheckpoint(ck string, step int, m *model.Model, opt *optim.AdamW) (State, error) {
 	var st State
-	b, err := os.ReadFile(filepath.Join(ck, stateFile))
+	b, err := inputfile.ReadFile(filepath.Join(ck, stateFile), inputfile.MaxConfig)
 	if err != nil {
 		return st, fmt.Errorf("resume: %w", err)
 	}

@@ -5,13 +5,14 @@ package train
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
 	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
 	"github.com/smallinit/smallinit/override"
@@ -85,7 +86,7 @@ func Load(path string, sets []string) (Config, error) {
 func LoadSets(path string, sets []override.Set) (Config, error) {
 	var file []byte
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 		if err != nil {
 			return Config{}, fmt.Errorf("run config: %w", err)
 		}
@@ -172,8 +173,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train intervals must be ≥ 0")
 	case t.KeepCheckpoints < 1:
 		return fmt.Errorf("train.keep_checkpoints = %d: must be ≥ 1", t.KeepCheckpoints)
-	case t.Threads < 0:
-		return fmt.Errorf("train.threads = %d: must be ≥ 0", t.Threads)
+	case t.Threads < 0 || t.Threads > kernel.MaxWorkers:
+		return fmt.Errorf("train.threads = %d: must be in [0, %d] (0: all cores)", t.Threads, kernel.MaxWorkers)
 	case c.Schedule.Kind == optim.ScheduleWSD && c.Schedule.Warmup+c.Schedule.DecaySteps > c.TotalSteps():
 		// An overlap would cut the warmup short with a jump down to the decay line.
 		return fmt.Errorf("schedule.warmup_steps + schedule.decay_steps = %d + %d exceeds the run's %d steps", c.Schedule.Warmup, c.Schedule.DecaySteps, c.TotalSteps())

@@ -16,6 +16,8 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
@@ -66,6 +68,10 @@ type Options struct {
 	// diagnostics.jsonl as a DiagLine {"diagnostics": ..., "step": N}. It lives outside this package (diag.Training,
 	// whose record type is diag.Record) so that train does not depend on diag.
 	Diagnostics func(step int, m *model.Model, probe []int32) (any, error)
+
+	// LockHeld says the caller already holds the run directory's lock (runlock.FileName), as a sweep task does;
+	// otherwise Start and Resume take it, so that two processes never train one directory at once.
+	LockHeld bool
 }
 
 // Result summarises a finished run.
@@ -89,6 +95,29 @@ var ErrRunExists = errors.New("already holds a run")
 // wrapping ErrInterrupted and ErrAbandoned.
 var ErrAbandoned = errors.New("run abandoned: its directory has another owner")
 
+// ErrBusy is returned when another live process holds the run directory's lock.
+var ErrBusy = errors.New("run directory in use")
+
+// lock takes dir's run lock unless the caller holds it, and returns the context the run trains under (cancelled
+// with ErrAbandoned if the lock is taken away) and the function that releases both.
+func lock(ctx context.Context, dir string, o Options) (context.Context, func(), error) {
+	if o.LockHeld {
+		return ctx, func() {}, nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	l, err := runlock.Acquire(filepath.Join(dir, runlock.FileName), runlock.DefaultStaleAfter, func() { cancel(ErrAbandoned) })
+	var busy *runlock.BusyError
+	if errors.As(err, &busy) {
+		cancel(nil)
+		return nil, nil, fmt.Errorf("%s: %w: another process trains it (%s)", dir, ErrBusy, busy.Holder)
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, nil, err
+	}
+	return ctx, func() { l.Release(); cancel(nil) }, nil
+}
+
 // Start begins a new run of c in dir, which must not hold a run already.
 func Start(ctx context.Context, c Config, dir string, o Options) (Result, error) {
 	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
@@ -110,6 +139,15 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Result{}, fmt.Errorf("run directory: %w", err)
 	}
+	ctx, unlock, err := lock(ctx, dir, o)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	// Checked again under the lock: another process may have started a run here since the first check.
+	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
+		return Result{}, fmt.Errorf("%s %w: resume it or choose another directory", dir, ErrRunExists)
+	}
 	if err := r.initialise(); err != nil {
 		return Result{}, err
 	}
@@ -122,6 +160,14 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 // Resume continues the run in dir from its newest checkpoint (or from the start if it has none), producing
 // exactly what the uninterrupted run would have.
 func Resume(ctx context.Context, dir string, o Options) (Result, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return Result{}, fmt.Errorf("resume %s: not a run directory", dir)
+	}
+	ctx, unlock, err := lock(ctx, dir, o)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
 	c, err := Load(filepath.Join(dir, ConfigFile), nil)
 	if err != nil {
 		return Result{}, fmt.Errorf("resume %s: %w", dir, err)
@@ -189,7 +235,7 @@ func (r *runner) checkLength(name string, n int64) error {
 		return fmt.Errorf("resume %s: says %s had %d bytes, it has %d", state, name, n, st.Size())
 	}
 	if n > 0 {
-		f, err := os.Open(path)
+		f, err := inputfile.Open(path, inputfile.NoLimit)
 		if err != nil {
 			return fmt.Errorf("resume %s: %w", state, err)
 		}
@@ -528,7 +574,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 // Σ Δtokens / Σ (Δtokens / tokens_per_s)).
 func finishedResult(dir string, steps int) (Result, error) {
 	path := filepath.Join(dir, MetricsFile)
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
 		return Result{}, fmt.Errorf("finished run: %w", err)
 	}
@@ -575,7 +621,7 @@ const TokenizerFile = "tokenizer.json"
 
 // copyTokenizer copies tokenizer.json from the training file's directory into dir, if there is one.
 func copyTokenizer(trainFile, dir string) error {
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(trainFile), TokenizerFile))
+	b, err := inputfile.ReadFile(filepath.Join(filepath.Dir(trainFile), TokenizerFile), inputfile.MaxTokenizer)
 	if os.IsNotExist(err) {
 		return nil
 	}

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -630,7 +631,11 @@ func badCases() []badCase {
 	// data prepare
 	prep := func(name string, want []string, in func(t *testing.T, cd string) []string, extra ...string) badCase {
 		return badCase{name: name, cmd: "data prepare", want: want, setup: func(t *testing.T, cd string) ([]string, []string) {
-			args := []string{"--out", filepath.Join(cd, "prepared"), "--vocab", "300"}
+			args := []string{"--out", filepath.Join(cd, "prepared")}
+			if !slices.Contains(extra, "--vocab") && !slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--vocab=") }) &&
+				!slices.Contains(extra, "--tokenizer") {
+				args = append(args, "--vocab", "300")
+			}
 			for _, p := range in(t, cd) {
 				args = append(args, "--in", p)
 			}
@@ -662,13 +667,15 @@ func badCases() []badCase {
 		prep("truncated gzip", []string{"cut.jsonl.gz"}, file("cut.jsonl.gz", gz.Bytes()[:gz.Len()/2])),
 		prep("corrupt parquet", []string{"bad.parquet"}, file("bad.parquet", []byte("PAR1 this is not a parquet file PAR1"))),
 		prep("parquet claiming a huge footer", []string{"bad.parquet"}, file("bad.parquet", []byte("PAR1PAR1PAR1"))),
-		prep("vocabulary too small", []string{"vocabulary size 10"}, corpus, "--vocab", "10"),
-		prep("negative vocabulary", []string{"vocabulary size -3"}, corpus, "--vocab=-3"),
-		prep("absurd vocabulary", []string{"vocabulary"}, corpus, "--vocab", "1000000000"),
+		prep("vocabulary too small", []string{"--vocab 10: must be in [257"}, corpus, "--vocab", "10"),
+		prep("negative vocabulary", []string{"--vocab -3: must be in [257"}, corpus, "--vocab=-3"),
+		prep("negative vocabulary after a space", []string{"--vocab -3: must be in [257"}, corpus, "--vocab", "-3"),
+		prep("zero vocabulary", []string{"--vocab 0: must be in [257"}, corpus, "--vocab", "0"),
+		prep("absurd vocabulary", []string{"--vocab 1000000000: must be in [257, 16777216]"}, corpus, "--vocab", "1000000000"),
 		prep("validation fraction above 1", []string{"validation fraction"}, corpus, "--val-fraction", "2"),
 		prep("NaN validation fraction", []string{"validation fraction"}, corpus, "--val-fraction", "NaN"),
 		prep("zero tokenizer sample", []string{"--tokenizer-sample-mb"}, corpus, "--tokenizer-sample-mb", "0"),
-		prep("broken tokenizer", []string{"tok.json"}, corpus, "--vocab", "0", "--tokenizer", "TOK"),
+		prep("broken tokenizer", []string{"tok.json"}, corpus, "--tokenizer", "TOK"),
 		badCase{name: "out parent is a file", cmd: "data prepare", want: []string{"afile"}, setup: func(t *testing.T, cd string) ([]string, []string) {
 			p := fileParent(t, cd)
 			return []string{"--in", fix("corpus.jsonl"), "--out", p, "--vocab", "300"}, []string{p}

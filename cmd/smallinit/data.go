@@ -25,7 +25,7 @@ type dataPrepareCmd struct {
 	In          []string `name:"in" sep:"none" placeholder:"PATH" help:"Input file or directory; repeat for several. Formats: .txt, .txt.gz, .jsonl, .jsonl.gz (one JSON object per line, text in --text-column), .parquet (text in --text-column). Directories are read recursively in sorted order, skipping hidden files. Without --in, prepares the embedded corpus."`
 	Out         string   `required:"" placeholder:"DIR" help:"Output directory (created if needed)."`
 	Tokenizer   string   `type:"existingfile" placeholder:"FILE" help:"Encode with this tokenizer.json (copied to --out) instead of training one."`
-	Vocab       int      `placeholder:"N" help:"Vocabulary size of the tokenizer to train (default 4096)."`
+	Vocab       *int     `placeholder:"N" help:"Vocabulary size of the tokenizer to train, 257 to 16777216 (default 4096)."`
 	ValFraction float64  `default:"0.01" help:"Share of documents held out for validation, in [0, 0.5]; a document is held out by a hash of (file name, document index), so the split is the same on every run."`
 	TextColumn  string   `default:"text" help:"JSON field or Parquet column holding the text."`
 	DocSep      string   `default:"file" enum:"file,blank,line" help:"How .txt files split into documents: file (the whole file is one document), blank (at blank lines), line (every non-blank line)."`
@@ -41,7 +41,7 @@ func (cmd *dataPrepareCmd) Run() error {
 
 // run is Run with its outputs given: the summary goes to stdout, messages and progress to log.
 func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
-	if cmd.Tokenizer != "" && cmd.Vocab != 0 {
+	if cmd.Tokenizer != "" && cmd.Vocab != nil {
 		return errors.New("--tokenizer and --vocab: give one (--vocab sizes a tokenizer to train)")
 	}
 	if len(cmd.In) == 0 {
@@ -53,7 +53,7 @@ func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
 	p := &progress.Bytes{Log: log, TTY: tty, Desc: "encoding", Min: 32 << 20, Every: 10 * time.Second, Unit: 1 << 20, Name: "MB",
 		Verb: " read", Last: true, Count: true}
 	st, err := data.PrepareFiles(cmd.Out, data.PrepareOptions{
-		Inputs: cmd.In, TokenizerFile: cmd.Tokenizer, Vocab: cmd.Vocab, ValFraction: cmd.ValFraction,
+		Inputs: cmd.In, TokenizerFile: cmd.Tokenizer, Vocab: cmd.vocab(0), ValFraction: cmd.ValFraction,
 		TextColumn: cmd.TextColumn, DocSep: cmd.DocSep, SkipBad: cmd.SkipBad,
 		TokenizerSample: int64(cmd.SampleMB) << 20, Workers: cmd.Workers, Log: log, Progress: p.Update,
 	})
@@ -94,10 +94,7 @@ func (cmd *dataPrepareCmd) runEmbedded(stdout, log io.Writer) error {
 	if len(only) > 0 {
 		return fmt.Errorf("%s: only for --in inputs (the embedded corpus has fixed documents and a fixed split)", strings.Join(only, ", "))
 	}
-	vocab := cmd.Vocab
-	if vocab == 0 {
-		vocab = tokenizer.DefaultVocabSize
-	}
+	vocab := cmd.vocab(tokenizer.DefaultVocabSize)
 	var tok *tokenizer.Tokenizer
 	if cmd.Tokenizer != "" {
 		var err error
@@ -122,4 +119,12 @@ func (cmd *dataPrepareCmd) runEmbedded(stdout, log io.Writer) error {
 func printDataSummary(w io.Writer, dir string, st *data.Stats) {
 	fmt.Fprintf(w, "%s: %d training documents (%d tokens), %d validation documents (%d tokens), %.3f bytes/token, vocabulary %d\n",
 		dir, st.Train.Documents, st.Train.Tokens, st.Val.Documents, st.Val.Tokens, st.BytesPerToken, st.VocabSize)
+}
+
+// vocab is --vocab, or dflt when it was not given (so that --vocab 0 is an error, not the default).
+func (cmd *dataPrepareCmd) vocab(dflt int) int {
+	if cmd.Vocab == nil {
+		return dflt
+	}
+	return *cmd.Vocab
 }

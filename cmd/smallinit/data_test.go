@@ -110,7 +110,7 @@ func TestDataPrepareRun(t *testing.T) {
 	bad := filepath.Join(src, "bad.jsonl")
 	os.WriteFile(bad, []byte("{\"text\":\"fine words here\"}\n{\"text\":\"more words\"}\n{\"text\": 3}\n{\"text\":\"last words\"}\n"), 0o644)
 	good := t.TempDir()
-	if err := (&dataPrepareCmd{In: []string{bad}, Out: good, Vocab: 300, ValFraction: 0, TextColumn: "text", DocSep: "file",
+	if err := (&dataPrepareCmd{In: []string{bad}, Out: good, Vocab: intp(300), ValFraction: 0, TextColumn: "text", DocSep: "file",
 		SkipBad: true, SampleMB: 50}).Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +125,9 @@ func TestDataPrepareRun(t *testing.T) {
 		cmd  dataPrepareCmd
 		want string // "" for success
 	}{
-		{"bad line", dataPrepareCmd{In: []string{bad}, Vocab: 300, ValFraction: 0.01, TextColumn: "text", DocSep: "file", SampleMB: 50},
+		{"bad line", dataPrepareCmd{In: []string{bad}, Vocab: intp(300), ValFraction: 0.01, TextColumn: "text", DocSep: "file", SampleMB: 50},
 			"bad.jsonl line 3"},
-		{"tokenizer and vocab", dataPrepareCmd{In: []string{bad}, Tokenizer: tokFile, Vocab: 300, ValFraction: 0.01, TextColumn: "text", DocSep: "file", SampleMB: 50},
+		{"tokenizer and vocab", dataPrepareCmd{In: []string{bad}, Tokenizer: tokFile, Vocab: intp(300), ValFraction: 0.01, TextColumn: "text", DocSep: "file", SampleMB: 50},
 			"--tokenizer and --vocab"},
 		{"embedded with file options", dataPrepareCmd{ValFraction: 0.1, TextColumn: "text", DocSep: "file", SkipBad: true, SampleMB: 50},
 			"--val-fraction, --skip-bad: only for --in"},

@@ -33,12 +33,14 @@ type cli struct {
 
 func main() {
 	var c cli
-	ctx := kong.Parse(&c,
+	parser := kong.Must(&c,
 		kong.Name("smallinit"),
 		kong.Description("smallinit: initialization scale as a measurable knob of language-model pretraining."),
 		kong.UsageOnError(),
 	)
-	if err := ctx.Run(); err != nil {
+	ctx, err := parser.Parse(joinNegativeValues(os.Args[1:]))
+	parser.FatalIfErrorf(err)
+	if err = ctx.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "smallinit:", err)
 		os.Exit(1)
 	}

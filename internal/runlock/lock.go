@@ -1,4 +1,7 @@
-package sweep
+// Package runlock is the lock on a run directory that keeps two processes from training one run: `smallinit
+// train` and `sweep run` both take it (a sweep task holds it for the run it trains), so two `train --out D` or
+// two `train --resume D` at once cannot both write D.
+package runlock
 
 import (
 	"context"
@@ -12,7 +15,7 @@ import (
 	"time"
 )
 
-// A run's lock is the file DIR/runs/<id>/lock, created with O_CREATE|O_EXCL (atomic on local file systems
+// A run's lock is the file FileName in the run directory, created with O_CREATE|O_EXCL (atomic on local file systems
 // and on NFSv3+), holding JSON {pid, host, token, started}. While it holds the lock, the process touches the
 // file's mtime every StaleAfter/5 (the heartbeat). Another process treats the lock as stale, removes it and
 // takes the run over (resuming from its checkpoint) when
@@ -26,6 +29,9 @@ import (
 // another process took the lock in between, the fresh lock is put back. A holder whose lock file disappears or
 // changes owner stops its run at the next heartbeat. A process frozen (SIGSTOP) for longer than StaleAfter can
 // still lose its lock while running: keep StaleAfter above any expected stall.
+
+// FileName is the lock's file name in a run directory.
+const FileName = "lock"
 
 // DefaultStaleAfter is the heartbeat age after which another host's lock is taken to be abandoned.
 const DefaultStaleAfter = 5 * time.Minute
@@ -42,22 +48,22 @@ func (l lockInfo) String() string {
 	return fmt.Sprintf("pid %d on %s since %s", l.PID, l.Host, l.Started.Format(time.RFC3339))
 }
 
-// busyError is returned by acquireLock when a live process holds the run.
-type busyError struct{ holder string }
+// BusyError is returned by Acquire when a live process holds the run.
+type BusyError struct{ Holder string }
 
-func (e *busyError) Error() string { return "locked by " + e.holder }
+func (e *BusyError) Error() string { return "locked by " + e.Holder }
 
-// runLock is a held lock.
-type runLock struct {
+// Lock is a held lock.
+type Lock struct {
 	path string
 	me   []byte
 	stop chan struct{}
 	done chan struct{}
 }
 
-// acquireLock takes the lock at path, or returns a *busyError naming the live holder. lost is called (once, from
-// the heartbeat goroutine) if the lock is taken away while held.
-func acquireLock(path string, staleAfter time.Duration, lost func()) (*runLock, error) {
+// Acquire takes the lock at path, or returns a *BusyError naming the live holder; a stale lock (see above) is
+// taken over. lost is called (once, from the heartbeat goroutine) if the lock is taken away while held.
+func Acquire(path string, staleAfter time.Duration, lost func()) (*Lock, error) {
 	host, _ := os.Hostname()
 	tok := make([]byte, 8)
 	rand.Read(tok)
@@ -76,16 +82,16 @@ func acquireLock(path string, staleAfter time.Duration, lost func()) (*runLock, 
 				os.Remove(path)
 				return nil, fmt.Errorf("lock %s: %w", path, err)
 			}
-			l := &runLock{path: path, me: me, stop: make(chan struct{}), done: make(chan struct{})}
+			l := &Lock{path: path, me: me, stop: make(chan struct{}), done: make(chan struct{})}
 			go l.heartbeat(staleAfter/5, lost)
 			return l, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		old, info, stale := inspectLock(path, host, staleAfter)
+		old, info, stale := Inspect(path, host, staleAfter)
 		if !stale || attempt > 0 {
-			return nil, &busyError{holder: info}
+			return nil, &BusyError{Holder: info}
 		}
 		if err := removeStale(path, old); err != nil {
 			return nil, err
@@ -93,8 +99,9 @@ func acquireLock(path string, staleAfter time.Duration, lost func()) (*runLock, 
 	}
 }
 
-// inspectLock reads a lock file and decides whether it is stale (see the comment at the top of the file).
-func inspectLock(path, host string, staleAfter time.Duration) (content []byte, holder string, stale bool) {
+// Inspect reads a lock file and decides whether it is stale (see the comment at the top of the file); host is
+// this machine's name.
+func Inspect(path, host string, staleAfter time.Duration) (content []byte, holder string, stale bool) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, "a process that just released it", errors.Is(err, fs.ErrNotExist)
@@ -135,7 +142,7 @@ func removeStale(path string, judged []byte) error {
 }
 
 // heartbeat touches the lock until release, and calls lost if the file stops being ours.
-func (l *runLock) heartbeat(every time.Duration, lost func()) {
+func (l *Lock) heartbeat(every time.Duration, lost func()) {
 	defer close(l.done)
 	if every <= 0 {
 		every = time.Second
@@ -160,8 +167,8 @@ func (l *runLock) heartbeat(every time.Duration, lost func()) {
 	}
 }
 
-// release stops the heartbeat and removes the lock if it is still ours.
-func (l *runLock) release() {
+// Release stops the heartbeat and removes the lock if it is still ours.
+func (l *Lock) Release() {
 	close(l.stop)
 	<-l.done
 	if b, err := os.ReadFile(l.path); err == nil && string(b) == string(l.me) {
@@ -169,13 +176,13 @@ func (l *runLock) release() {
 	}
 }
 
-// waitLock is acquireLock retried every poll until it succeeds, isDone reports the run finished (nil lock, nil
-// error), or ctx ends. It is how a --index task waits for a run that another task still holds.
-func waitLock(ctx context.Context, path string, staleAfter, poll time.Duration, lost func(), isDone func() bool, waiting func(holder string)) (*runLock, error) {
+// Wait is Acquire retried every poll until it succeeds, isDone reports the run finished (nil lock, nil error),
+// or ctx ends. It is how a scheduler task waits for a run that another task still holds.
+func Wait(ctx context.Context, path string, staleAfter, poll time.Duration, lost func(), isDone func() bool, waiting func(holder string)) (*Lock, error) {
 	told := false
 	for {
-		l, err := acquireLock(path, staleAfter, lost)
-		var busy *busyError
+		l, err := Acquire(path, staleAfter, lost)
+		var busy *BusyError
 		if !errors.As(err, &busy) {
 			return l, err
 		}
@@ -183,7 +190,7 @@ func waitLock(ctx context.Context, path string, staleAfter, poll time.Duration, 
 			return nil, nil
 		}
 		if !told && waiting != nil {
-			waiting(busy.holder)
+			waiting(busy.Holder)
 			told = true
 		}
 		select {

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/smallinit/smallinit/tokenizer"
+)
+
+// Ranges of numeric flags, checked when the command line is parsed (kong calls each command's Validate), so a
+// value out of range is refused naming the flag before any work starts. Library packages check their own
+// options too (train.threads, probe counts, batch memory); these are the flags whose range is the CLI's.
+
+func (cmd *dataPrepareCmd) Validate() error {
+	if cmd.Vocab != nil && (*cmd.Vocab < 257 || *cmd.Vocab > 1<<24) {
+		return fmt.Errorf("--vocab %d: must be in [257, %d] (256 bytes and %s at least); leave it out for %d",
+			*cmd.Vocab, 1<<24, tokenizer.EndOfText, tokenizer.DefaultVocabSize)
+	}
+	return nonNegative("--workers", cmd.Workers)
+}
+
+func (cmd *auditCmd) Validate() error { return nonNegative("--workers", cmd.Workers) }
+
+func (cmd *evalTasksCmd) Validate() error {
+	if err := nonNegative("--shots", cmd.Shots); err != nil {
+		return err
+	}
+	return nonNegative("--limit", cmd.Limit)
+}
+
+func (cmd *generateCmd) Validate() error {
+	switch {
+	case cmd.MaxTokens < 1:
+		return fmt.Errorf("--max-tokens %d: must be at least 1", cmd.MaxTokens)
+	case !(cmd.Temperature >= 0):
+		return fmt.Errorf("--temperature %g: must be ≥ 0 (0 is greedy decoding)", cmd.Temperature)
+	case cmd.TopK < 0:
+		return fmt.Errorf("--top-k %d: must be ≥ 0 (0: all tokens)", cmd.TopK)
+	case !(cmd.TopP > 0 && cmd.TopP <= 1):
+		return fmt.Errorf("--top-p %g: must be in (0, 1]", cmd.TopP)
+	}
+	return nil
+}
+
+func (cmd *initCmd) Validate() error {
+	if strings.HasPrefix(strings.TrimSpace(cmd.ShardSize), "-") {
+		return fmt.Errorf("--shard-size %s: must be positive (e.g. 2GB, 500MB)", cmd.ShardSize)
+	}
+	return nil
+}
+
+func (cmd *analyzeCmd) Validate() error {
+	if cmd.Probes < 1 || cmd.Probes > maxProbeWindows {
+		return fmt.Errorf("--probes %d: must be in [1, %d]", cmd.Probes, maxProbeWindows)
+	}
+	return nil
+}
+
+// maxProbeWindows bounds analyze's probe windows: the activation metrics are means over windows, and 4096
+// windows of 64 tokens already pin them far below any difference they are read for.
+const maxProbeWindows = 4096
+
+func nonNegative(flag string, v int) error {
+	if v < 0 {
+		return fmt.Errorf("%s %d: must be ≥ 0", flag, v)
+	}
+	return nil
+}
+
+// negativeNumber matches a command-line word that is a negative number (-3, -0.5, -1e-3, -5MB), which the flag
+// parser would otherwise take for a short flag.
+var negativeNumber = regexp.MustCompile(`^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[A-Za-z]*$`)
+
+// joinNegativeValues rewrites "--flag -3" as "--flag=-3", so that a negative value after a space is read as the
+// flag's value (and then range-checked) instead of failing with the parser's "expected int value but got "-3"
+// (short flag)". smallinit has no short flags and no positional argument that is a negative number. Words after
+// "--" are left alone.
+func joinNegativeValues(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if strings.HasPrefix(a, "--") && !strings.Contains(a, "=") && i+1 < len(args) && negativeNumber.MatchString(args[i+1]) {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}

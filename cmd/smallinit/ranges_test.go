@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func intp(v int) *int { return &v }
+
+func TestJoinNegativeValues(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"data", "prepare", "--workers", "-3"}, []string{"data", "prepare", "--workers=-3"}},
+		{[]string{"generate", "--temperature", "-1.5", "--top-p", "0.9"}, []string{"generate", "--temperature=-1.5", "--top-p", "0.9"}},
+		{[]string{"init", "--shard-size", "-5MB"}, []string{"init", "--shard-size=-5MB"}},
+		{[]string{"--x=-3", "--json", "--", "--y", "-4"}, []string{"--x=-3", "--json", "--", "--y", "-4"}},
+		{[]string{"--set", "-notanumber"}, []string{"--set", "-notanumber"}},
+	} {
+		if got := joinNegativeValues(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("joinNegativeValues(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestFlagRanges runs the binary with out-of-range values, after a space and after "=": each is refused with a
+// message naming the flag and its range, never the parser's "(short flag)" or a silent default.
+func TestFlagRanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped in -short mode")
+	}
+	bin := t.TempDir() + "/smallinit"
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"data", "prepare", "--out", dir + "/d", "--workers", "-3"}, "--workers -3: must be ≥ 0"},
+		{[]string{"data", "prepare", "--out", dir + "/d", "--workers=-3"}, "--workers -3: must be ≥ 0"},
+		{[]string{"data", "prepare", "--out", dir + "/d", "--vocab", "0"}, "--vocab 0: must be in [257"},
+		{[]string{"eval-tasks", "--model", dir, "--task", "hellaswag=x", "--shots", "-2"}, "--shots -2: must be ≥ 0"},
+		{[]string{"generate", "--model", dir, "--prompt", "a", "--max-tokens", "-1"}, "--max-tokens -1: must be at least 1"},
+		{[]string{"generate", "--model", dir, "--prompt", "a", "--temperature", "-1"}, "--temperature -1: must be ≥ 0"},
+		{[]string{"init", "--out", dir + "/m", "--shard-size", "-5MB"}, "--shard-size -5MB: must be positive"},
+		{[]string{"analyze", "--model", dir, "--probes", "1000000000"}, "--probes 1000000000: must be in [1, 4096]"},
+	} {
+		cmd := exec.Command(bin, tc.args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cmd.Env = os.Environ()
+		err := cmd.Run()
+		if err == nil || !strings.Contains(stderr.String(), tc.want) || strings.Contains(stderr.String(), "short flag") {
+			t.Errorf("smallinit %s: %v\n%s\nwant %q", strings.Join(tc.args, " "), err, stderr.String(), tc.want)
+		}
+	}
+}
