@@ -1,0 +1,167 @@
+package eval
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/model"
+)
+
+// SplitScore is a model's loss on one token file, every token of it scored.
+type SplitScore struct {
+	Tokens      int64   `json:"tokens"`        // target tokens scored: all of the file but its first token
+	Bytes       int64   `json:"bytes"`         // bytes of the split's documents (data.SplitStats), 0 when unknown
+	Loss        float64 `json:"loss"`          // mean next-token loss, nats per token
+	BitsPerByte float64 `json:"bits_per_byte"` // data.SplitStats.BitsPerByte of Loss; 0 when Bytes is unknown
+}
+
+// HeldOutScore is a final model's score on the whole validation split of a prepared directory (SPEC §7's
+// verdict set), overall and per language. It fills reproduce.Loss: Overall.Loss and each ByLanguage[l].Loss.
+type HeldOutScore struct {
+	Source     string                `json:"source"` // e.g. "whole validation split, 107,963 tokens (en 63,429, zh 44,533)"
+	Overall    SplitScore            `json:"overall"`
+	ByLanguage map[string]SplitScore `json:"by_language,omitempty"`
+}
+
+// Nats returns the overall and per-language losses in nats per token, the numbers the verdicts read.
+func (h HeldOutScore) Nats() (overall float64, byLanguage map[string]float64) {
+	if len(h.ByLanguage) > 0 {
+		byLanguage = map[string]float64{}
+		for l, s := range h.ByLanguage {
+			byLanguage[l] = s.Loss
+		}
+	}
+	return h.Overall.Loss, byLanguage
+}
+
+// ScoreHeldOut scores m on the whole validation split of the prepared directory dir: every token of val.tok,
+// and for the embedded corpus every token of each val.<lang>.tok (data.ValLangFile). Where the languages' files
+// hold all of val.tok's tokens (the embedded corpus), the overall loss is their token-weighted mean, which
+// scores the same tokens once rather than twice (windows then never mix languages); otherwise val.tok is scored
+// itself. Bits per byte use data.SplitStats.BitsPerByte. Use it for the verdicts only: learning rates are
+// selected with ScoreSelection, which cannot read the validation split.
+func ScoreHeldOut(m *model.Model, dir string) (HeldOutScore, error) {
+	st, err := data.ReadStats(dir)
+	if err != nil {
+		return HeldOutScore{}, err
+	}
+	if st.VocabSize != m.Config.Vocab {
+		return HeldOutScore{}, fmt.Errorf("score validation split of %s: data vocabulary %d, model vocabulary %d", dir, st.VocabSize, m.Config.Vocab)
+	}
+	out := HeldOutScore{}
+	langs := make([]string, 0, len(st.ValByLang))
+	var langTokens int64
+	for l, s := range st.ValByLang {
+		langs = append(langs, l)
+		langTokens += s.Tokens
+	}
+	slices.Sort(langs)
+	var sum float64
+	var n int64
+	if len(langs) > 0 {
+		out.ByLanguage = map[string]SplitScore{}
+		for _, l := range langs {
+			s, ls, err := scoreTokenFile(m, filepath.Join(dir, data.ValLangFile(l)), st.ValByLang[l])
+			if err != nil {
+				return out, err
+			}
+			out.ByLanguage[l] = s
+			sum, n = sum+ls, n+s.Tokens
+		}
+	}
+	if len(langs) > 0 && langTokens == st.Val.Tokens {
+		out.Overall = SplitScore{Tokens: n, Bytes: st.Val.Bytes, Loss: sum / float64(n)}
+		out.Overall.BitsPerByte = st.Val.BitsPerByte(out.Overall.Loss)
+	} else if out.Overall, _, err = scoreTokenFile(m, filepath.Join(dir, data.ValFile), st.Val); err != nil {
+		return out, err
+	}
+	out.Source = fmt.Sprintf("whole validation split of %s, %d tokens", dir, out.Overall.Tokens)
+	if len(langs) > 0 {
+		out.Source += " ("
+		for i, l := range langs {
+			if i > 0 {
+				out.Source += ", "
+			}
+			out.Source += fmt.Sprintf("%s %d", l, out.ByLanguage[l].Tokens)
+		}
+		out.Source += ")"
+	}
+	if math.IsNaN(out.Overall.Loss) || math.IsInf(out.Overall.Loss, 0) {
+		return out, fmt.Errorf("score validation split of %s: loss is %v", dir, out.Overall.Loss)
+	}
+	return out, nil
+}
+
+// ScoreSelection is a model's loss on the LR-selection slice of dir (data.SelectFile, made by
+// data.PrepareSelection): held-out training documents, disjoint from the validation split, which this function
+// never opens. A learning-rate search scores its trials with it and nothing else.
+func ScoreSelection(m *model.Model, dir string) (SplitScore, error) {
+	if _, err := data.ReadSelectionStats(dir); err != nil {
+		return SplitScore{}, fmt.Errorf("score selection slice: %w (run data.PrepareSelection first)", err)
+	}
+	s, _, err := scoreTokenFile(m, filepath.Join(dir, data.SelectFile), data.SplitStats{})
+	return s, err
+}
+
+// scoreTokenFile reads a token file and scores all its tokens (ScoreTokens); split gives its bytes for bits
+// per byte. It also returns the summed loss.
+func scoreTokenFile(m *model.Model, path string, split data.SplitStats) (SplitScore, float64, error) {
+	toks, err := data.ReadTokens(path, m.Config.Vocab)
+	if err != nil {
+		return SplitScore{}, 0, err
+	}
+	sum, n, err := ScoreTokens(m, toks)
+	if err != nil {
+		return SplitScore{}, 0, fmt.Errorf("score %s: %w", path, err)
+	}
+	s := SplitScore{Tokens: n, Bytes: split.Bytes, Loss: sum / float64(n)}
+	if split.Bytes > 0 {
+		s.BitsPerByte = split.BitsPerByte(s.Loss)
+	}
+	return s, sum, nil
+}
+
+// ScoreTokens returns the summed next-token loss (nats) of m over every target of the token stream toks,
+// toks[1:], and their count. Windows of SeqLen targets follow each other without overlap, each conditioned on
+// its own SeqLen inputs only (the windows of data.Window, batched m.Batch() at a time); the targets past the
+// last full window are scored by one window on the SeqLen tokens before the end, counting only the new ones
+// (lm-evaluation-harness's rolling windows). Unlike train.EvalLoss, a training-time monitor over the first
+// windows, no token is left out. Only the cross-entropy counts (an MoE's auxiliary loss does not).
+func ScoreTokens(m *model.Model, toks []int32) (sum float64, n int64, err error) {
+	T, B := m.Config.SeqLen, m.Batch()
+	if len(toks) < 2 {
+		return 0, 0, fmt.Errorf("%d tokens: need at least 2 to score one", len(toks))
+	}
+	in, tg := make([]int32, B*T), make([]int32, B*T)
+	add := func(skip int) {
+		for _, v := range m.TokenLoss()[skip:] {
+			sum += float64(v)
+			n++
+		}
+	}
+	nw := data.NumWindows(len(toks), T)
+	for k := 0; k < nw; k += B {
+		b := min(B, nw-k)
+		for i := 0; i < b; i++ {
+			data.Window(toks, k+i, in[i*T:(i+1)*T], tg[i*T:(i+1)*T])
+		}
+		if _, err := m.ForwardSeq(in[:b*T], tg[:b*T], T); err != nil {
+			return 0, 0, err
+		}
+		add(0)
+	}
+	if rest := len(toks) - 1 - nw*T; rest > 0 {
+		L := min(T, len(toks)-1) // the last window: L inputs ending just before the last token
+		start := len(toks) - 1 - L
+		copy(in, toks[start:start+L])
+		copy(tg, toks[start+1:])
+		if _, err := m.ForwardSeq(in[:L], tg[:L], L); err != nil {
+			return 0, 0, err
+		}
+		add(L - rest)
+	}
+	return sum, n, nil
+}
