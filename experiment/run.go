@@ -51,7 +51,7 @@ type Options struct {
 	// Describe prints the plan (Description.Write: arms, seeds, steps, tokens, expected wall time) to Log
 	// after sizing, before anything trains.
 	Describe bool
-	Progress    bool      // progress bars for the arms' training (terminals)
+	Progress bool // progress bars for the arms' training (terminals)
 	// Evaluate, when set, is called after the runs and the summary, before the report (reproduce checks its
 	// claims there, and may set the outcome's comparison).
 	Evaluate func(*Outcome) error

@@ -58,7 +58,9 @@ func (out *Outcome) trialSets(p *Plan, gamma float64, width, steps int, lr float
 		override.Set{Key: "seed", Value: int64(p.Tune.Seed)},
 		override.Set{Key: "data.val", Value: filepath.Join(out.DataDir, data.SelectFile)},
 		override.Set{Key: "train.eval_interval", Value: int64(0)},
-		override.Set{Key: "train.diagnostics_interval", Value: int64(0)})
+		override.Set{Key: "train.diagnostics_interval", Value: int64(0)},
+		// A trial is short: checkpointed at its end only (an interrupted trial trains again from the start).
+		override.Set{Key: "train.checkpoint_interval", Value: int64(steps)})
 }
 
 // runTuning runs (or resumes, or reads back) the learning-rate sweep of every γ at every width of the tier and

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"path/filepath"
@@ -130,7 +131,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err := res.evaluate(out, o.CompareWindows, o.oodWindows()); err != nil {
 			return err
 		}
-		b, _ := json.MarshalIndent(res, "", "  ")
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return fmt.Errorf("claims.json: %w", err)
+		}
 		if err := model.WriteFileAtomic(filepath.Join(o.Out, "claims.json"), append(b, '\n')); err != nil {
 			return err
 		}

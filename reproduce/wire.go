@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -228,4 +229,23 @@ func (res *Result) WriteText(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "every number in %s, figures in %s and %s\n", filepath.Join(res.Out, "claims.json"),
 		filepath.Join(res.Out, FiguresFile), filepath.Join(res.Out, "report.html"))
 	return err
+}
+
+// MarshalJSON writes NaN (one seed's standard error, a run without diagnostics) as null.
+func (a ArmSummary) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Group          string   `json:"group"`
+		Arm            string   `json:"arm"`
+		Seeds          int      `json:"seeds"`
+		LR             float64  `json:"lr"`
+		Eps            float64  `json:"norm_eps"`
+		Gate           string   `json:"attn_gate"`
+		Gamma          float64  `json:"gamma"`
+		Width          int      `json:"width"`
+		Loss           *float64 `json:"val_loss"`
+		LossSE         *float64 `json:"val_loss_se"`
+		NormSaturation *float64 `json:"norm_saturation"`
+		FirstNormSat   *float64 `json:"first_norm_saturation"`
+		SinkRate       *float64 `json:"sink_rate"`
+	}{a.Group, a.Arm, a.Seeds, a.LR, a.Eps, a.Gate, a.Gamma, a.Width, finite(a.Loss), finite(a.LossSE), finite(a.NormSaturation), finite(a.FirstNormSat), finite(a.SinkRate)})
 }
