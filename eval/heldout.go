@@ -78,7 +78,7 @@ func ScoreHeldOut(m *model.Model, dir string) (HeldOutScore, error) {
 	} else if out.Overall, _, err = scoreTokenFile(m, filepath.Join(dir, data.ValFile), st.Val); err != nil {
 		return out, err
 	}
-	out.Source = fmt.Sprintf("whole validation split of %s, %d tokens", dir, out.Overall.Tokens)
+	out.Source = fmt.Sprintf("whole validation split, %d tokens", out.Overall.Tokens)
 	if len(langs) > 0 {
 		out.Source += " ("
 		for i, l := range langs {
