@@ -136,3 +136,67 @@ func TestReadSizingRefusesGarbage(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepGroupTask: a sweep group is a sweep directory (its grid written beside it), and Task runs only the
+// plan's run of that index, with no summary or report; an index past the plan's runs is refused.
+func TestSweepGroupTask(t *testing.T) {
+	if testing.Short() {
+		t.Skip("prepares a corpus and trains a run")
+	}
+	text := strings.Replace(strings.Replace(myPlanForTest, "[[group.arm]]\nname = \"a\"\n", "", 1), `name = "runs"`, "name = \"grid\"\naxes = { \"init.gamma\" = [0.5, 1] }", 1)
+	p, err := Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	o := Options{Out: out, Steps: 1, Task: true, Index: 2}
+	if _, err := Run(context.Background(), p, o); err == nil || !strings.Contains(err.Error(), "not 2") {
+		t.Fatalf("index 2 of 2 runs: %v, want a refusal", err)
+	}
+	o.Index = 1
+	res, err := Run(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Runs != 2 || res.Report != "" || len(res.Rows) != 0 {
+		t.Errorf("task outcome %+v, want 2 runs in the plan and no summary or report", res)
+	}
+	entries, _ := os.ReadDir(filepath.Join(out, "grid", "runs"))
+	var done []string
+	for _, e := range entries {
+		if _, err := os.Stat(filepath.Join(out, "grid", "runs", e.Name(), "final", "config.json")); err == nil {
+			done = append(done, e.Name())
+		}
+	}
+	if len(done) != 1 || !strings.HasPrefix(done[0], "001-") {
+		t.Errorf("finished runs %v, want only run 001", done)
+	}
+	if _, err := os.Stat(filepath.Join(out, "grid.grid.toml")); err != nil {
+		t.Error(err)
+	}
+}
+
+const myPlanForTest = `
+name = "t"
+seeds = [0]
+[budget]
+minutes = 1
+efficiency = 0.85
+min_steps = 1
+[data]
+corpus = "embedded"
+vocab = 300
+[base]
+"model.preset" = "tiny"
+"model.hidden_size" = 32
+"model.num_attention_heads" = 2
+"model.num_hidden_layers" = 1
+"model.max_position_embeddings" = 32
+"train.batch_size" = 2
+"train.log_interval" = 1
+"train.eval_windows" = 2
+[[group]]
+name = "runs"
+[[group.arm]]
+name = "a"
+`

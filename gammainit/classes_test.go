@@ -1,18 +1,11 @@
 package gammainit
 
 import (
-	"bytes"
-	"encoding/json"
-	"flag"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/smallinit/smallinit/model"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/class_table.json from DefaultTable")
 
 // TestClassesCoverEveryTensor: every tensor of dense, MoE (shared expert, router bias), Qwen3 (q/k norms),
 // LayerNorm, gated and QKV-bias layouts has a class in Classes, whose start is what Apply gives it and whose
@@ -102,59 +95,5 @@ func TestSigma(t *testing.T) {
 	}
 	if DepthDivisor(model.ClassO, 8) != 4 || DepthDivisor(model.ClassFFNDown, 2) != 2 || DepthDivisor(model.ClassQ, 8) != 1 {
 		t.Error("DepthDivisor")
-	}
-}
-
-// TestDefaultTableFile: testdata/class_table.json, the file python/ reads, is DefaultTable as WriteJSON writes
-// it (go test ./gammainit -run TestDefaultTableFile -update rewrites it), it decodes back to the same table,
-// and every σ in it is StdFor's.
-func TestDefaultTableFile(t *testing.T) {
-	var b bytes.Buffer
-	if err := DefaultTable().WriteJSON(&b); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("testdata", "class_table.json")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	file, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(file, b.Bytes()) {
-		t.Fatalf("%s is not DefaultTable's JSON: rerun with -update", path)
-	}
-	var tab Table
-	if err := json.Unmarshal(file, &tab); err != nil {
-		t.Fatal(err)
-	}
-	if len(tab.Classes) != len(Classes()) || len(tab.Rules) != 4 {
-		t.Errorf("table has %d classes, %d rules", len(tab.Classes), len(tab.Rules))
-	}
-	drawn := 0
-	for _, ci := range tab.Classes {
-		if ci.Start == StartDrawn {
-			drawn++
-		}
-	}
-	if want := drawn * 5 * 13; len(tab.Sigmas) != want {
-		t.Errorf("%d σ cases, want %d (drawn classes × dims × recipes)", len(tab.Sigmas), want)
-	}
-	for _, sc := range tab.Sigmas {
-		spec := model.TensorSpec{Class: sc.Class, Shape: []int{sc.Dims.DOut, sc.Dims.DIn}}
-		if want := sc.Recipe.StdFor(spec, sc.Dims.Layers); sc.Sigma != want || !(want > 0) {
-			t.Fatalf("%+v: σ %v in the file, StdFor gives %v", sc, sc.Sigma, want)
-		}
-	}
-	if _, err := NewTable([]Dims{{0, 1, 1}}, []Recipe{Default()}); err == nil {
-		t.Error("d_in 0 accepted")
-	}
-	if _, err := NewTable([]Dims{{1, 1, 1}}, []Recipe{{Rule: "uniform"}}); err == nil {
-		t.Error("a bad recipe accepted")
 	}
 }

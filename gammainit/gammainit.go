@@ -7,7 +7,7 @@
 // depth scaling), how each tensor class starts (StartOf) and the random streams (Stream, Normal). Apply
 // initialises a model in memory; scale.Init streams checkpoints through the same Stream and StdFor, and the
 // audit asks StdFor for the σ of each rule it tries. Classes and Table describe the class table to other
-// implementations as JSON (Table.WriteJSON; DefaultTable, committed as testdata/class_table.json, is the
+// implementations as JSON (Table, committed as python/smallinit_torch/gammainit_table.json, is the
 // table for python/ to read instead of keeping its own copy).
 package gammainit
 

@@ -1,0 +1,12 @@
+// Package experiment owns the studies: a plan is data (a TOML file) — named recipes (arms, in groups) × seeds
+// × a budget — and this package is the one code path that sizes it (a throughput probe on the base recipe,
+// recorded in OUT/sizing.json), runs it (each arm's runs directly, each sweep group through package sweep,
+// locally with jobs or one index per scheduler task), summarises it (package summary) and assembles its
+// report (package report). The demo, the reproduction (package reproduce adds its claims) and the coordinate
+// check are built-in plans, embedded from plans/*.toml; `smallinit demo --print-plan` shows one and
+// `smallinit study FILE` runs a user's plan with the same machinery.
+//
+// Recipes use the one override language of package override: dotted keys of a `smallinit train` run config
+// with TOML values, parsed once into typed values, so a plan's `"model.qk_norm" = true` is a bool all the way
+// to train.LoadSets.
+package experiment

@@ -1,0 +1,33 @@
+"""python -m smallinit_torch COMMAND ...
+
+  train     data-parallel training of a smallinit model directory (see smallinit_torch.train)
+  analyze   weight and activation diagnostics of a model directory, as `smallinit analyze --json` prints them
+  golden | fixtures | selfcheck | adamw | bench   the reference computations (smallinit_torch.reference)"""
+import sys
+
+
+def main():
+    argv = sys.argv[1:]
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "train":
+        from .train import main as train_main
+        train_main(rest)
+    elif cmd == "analyze":
+        from .diagnostics import main as analyze_main
+        analyze_main(rest)
+    elif cmd in ("golden", "fixtures", "selfcheck", "adamw", "bench"):
+        if cmd == "bench" and "--default-settings" not in rest:
+            from .cpuenv import set_best_cpu_env
+            set_best_cpu_env()
+        from .reference import main as ref_main
+        sys.argv = [sys.argv[0]] + argv
+        ref_main()
+    else:
+        sys.exit(f"unknown command {cmd!r}\n{__doc__}")
+
+
+if __name__ == "__main__":
+    main()

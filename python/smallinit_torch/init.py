@@ -1,0 +1,363 @@
+"""gamma_init_: the initialisation rules of smallinit's Go package gammainit, in place, for any PyTorch model whose
+parameters follow a known naming.
+
+    records = gamma_init_(model, gamma=1.0)                       # the study's small init, σ = d_in^(-1)
+    records = gamma_init_(model, rule="fixed", std=0.02, depth_scale=True)
+    records = gamma_init_(model, gamma=0.5, classes={"embed": {"std": 1.0}, "o": {"rule": "kaiming"}})
+
+Rules (per tensor class; `classes` overrides a class's rule, γ or std as Go's init.classes does: an override
+that sets only std implies the fixed rule, one that sets only gamma the γ rule):
+    gamma    σ = d_in^(-γ)                 fixed    σ = std
+    xavier   σ = sqrt(2 / (d_in + d_out))  kaiming  σ = sqrt(2 / d_in)
+    depth_scale: o and ffn_down additionally × 1/sqrt(2L).
+Norm gains start at 1, biases at 0.
+
+The class of every tensor, how it starts and which axis is d_in come from gammainit_table.json, which Go's
+gammainit writes (gammainit/table.go; a Go test fails if the committed file drifts). Names are first mapped to the
+engine's Hugging Face Llama names, from:
+  - Hugging Face Llama / Mistral / Qwen2 / Qwen3 / Qwen2-MoE / Qwen3-MoE (`model.layers.N.self_attn.q_proj`, ...),
+    with or without the `model.` prefix and with wrapper prefixes (`module.`, `_orig_mod.`, `_fsdp_wrapped_module.`);
+  - torchtitan Llama 3 and Qwen3 (`tok_embeddings`, `layers.N.attention.wq`, `attention_norm`, `feed_forward.w1`
+    (gate) / `w2` (down) / `w3` (up), `ffn_norm`, `norm`, `output`; MoE `moe.router.gate`, grouped 3-D
+    `moe.experts.w1|w2|w3` [E, d_out, d_in] and `moe.shared_experts.*`);
+  - GPT-2 / nanoGPT (`transformer.wte`, `wpe`, `h.N.ln_1`, fused `attn.c_attn` = q | k | v, `attn.c_proj` (o),
+    `mlp.c_fc` (ffn_up), `mlp.c_proj` (ffn_down), `ln_f`). Hugging Face's GPT-2 stores these in `Conv1D` modules
+    whose weight is [d_in, d_out] (transposed); a module whose class is named Conv1D is read that way, nanoGPT's
+    nn.Linear the usual [d_out, d_in]. The position embedding `wpe` has no engine class: it is drawn as class
+    embed (d_in = its width). The fused c_attn's three column blocks are drawn and recorded separately
+    (`...c_attn.weight[q]`, `[k]`, `[v]`).
+The bias of a classified matrix with no class of its own (o_proj, c_proj, c_fc) starts at 0 (class "bias"). A parameter
+none of this classifies is an error listing every such name, unless `classify(name, param)` returns its class
+(a matrix class, or "norm" / "bias") or None to leave it untouched.
+
+Draws: every tensor (every fused block) draws from its own torch.Generator seeded by (seed, FNV-1a of the
+name), so adding a tensor leaves the other draws unchanged, as in Go. The values are not Go's (a different
+random generator); their std is Go's rule's (within sampling error).
+DTensor parameters (FSDP2 / tensor parallel): each rank draws its local shard in place from a stream that also
+depends on the rank, and the drawn std is all-reduced over the default process group. This path is untested here
+(Debian's torch 1.13 has no DTensor)."""
+import json
+import math
+import os
+import re
+
+import torch
+
+TABLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gammainit_table.json")
+_TABLE = None
+
+RULES = ("gamma", "fixed", "xavier", "kaiming")
+WRAPPERS = re.compile(r"^(?:(?:module|_orig_mod|_fsdp_wrapped_module|_checkpoint_wrapped_module|base_model\.model)\.)+")
+
+
+def table():
+    """The table gammainit writes (gammainit_table.json), parsed once."""
+    global _TABLE
+    if _TABLE is None:
+        with open(TABLE_PATH) as f:
+            doc = json.load(f)
+        pats = []
+        for t in doc["tensors"]:
+            rx = re.escape(t["name"]).replace(r"\{L\}", r"(\d+)").replace(r"\{E\}", r"(\d+)")
+            pats.append((re.compile("^" + rx + "$"), t))
+        doc["_patterns"] = pats
+        _TABLE = doc
+    return _TABLE
+
+
+# torchtitan (Llama 3, Qwen3) -> engine names, inside `layers.N.` and at the top
+_TITAN_LAYER = {
+    "attention.wq.weight": "self_attn.q_proj.weight", "attention.wk.weight": "self_attn.k_proj.weight",
+    "attention.wv.weight": "self_attn.v_proj.weight", "attention.wo.weight": "self_attn.o_proj.weight",
+    "attention.wq.bias": "self_attn.q_proj.bias", "attention.wk.bias": "self_attn.k_proj.bias",
+    "attention.wv.bias": "self_attn.v_proj.bias",
+    "attention.q_norm.weight": "self_attn.q_norm.weight", "attention.k_norm.weight": "self_attn.k_norm.weight",
+    "attention_norm.weight": "input_layernorm.weight", "ffn_norm.weight": "post_attention_layernorm.weight",
+    "feed_forward.w1.weight": "mlp.gate_proj.weight", "feed_forward.w2.weight": "mlp.down_proj.weight",
+    "feed_forward.w3.weight": "mlp.up_proj.weight",
+    "moe.router.gate.weight": "mlp.gate.weight",
+    "moe.shared_experts.w1.weight": "mlp.shared_expert.gate_proj.weight",
+    "moe.shared_experts.w2.weight": "mlp.shared_expert.down_proj.weight",
+    "moe.shared_experts.w3.weight": "mlp.shared_expert.up_proj.weight",
+    # grouped experts: one [E, d_out, d_in] tensor per projection (expert axis 0)
+    "moe.experts.w1": "mlp.experts.{E}.gate_proj.weight", "moe.experts.w2": "mlp.experts.{E}.down_proj.weight",
+    "moe.experts.w3": "mlp.experts.{E}.up_proj.weight",
+}
+_TITAN_TOP = {"tok_embeddings.weight": "model.embed_tokens.weight", "norm.weight": "model.norm.weight",
+              "output.weight": "lm_head.weight"}
+# GPT-2 / nanoGPT -> engine names
+_GPT2_LAYER = {"ln_1.weight": "input_layernorm.weight", "ln_1.bias": "input_layernorm.bias",
+               "ln_2.weight": "post_attention_layernorm.weight", "ln_2.bias": "post_attention_layernorm.bias",
+               "attn.c_attn.weight": "FUSED_QKV", "attn.c_attn.bias": "self_attn.q_proj.bias",
+               "attn.c_proj.weight": "self_attn.o_proj.weight", "mlp.c_fc.weight": "mlp.up_proj.weight",
+               "mlp.c_proj.weight": "mlp.down_proj.weight"}
+_GPT2_TOP = {"wte.weight": "model.embed_tokens.weight", "wpe.weight": "model.embed_tokens.weight",
+             "ln_f.weight": "model.norm.weight", "ln_f.bias": "model.norm.bias"}
+
+
+def canonical(name):
+    """The engine name of a parameter name (layer and expert indices kept), "FUSED_QKV:<layer>" for GPT-2's
+    c_attn, "GROUPED:<template>" for torchtitan's 3-D experts, or None."""
+    n = WRAPPERS.sub("", name)
+    if n == "lm_head.weight" or n.endswith(".lm_head.weight"):
+        return "lm_head.weight"
+    # GPT-2 / nanoGPT
+    m = re.match(r"^(?:.*\.)?transformer\.(?:h\.(\d+)\.(.+)|(.+))$", n) or re.match(r"^(?:h\.(\d+)\.(.+)|(wte\.weight|wpe\.weight|ln_f\.\w+))$", n)
+    if m:
+        if m.group(1) is not None:
+            inner = _GPT2_LAYER.get(m.group(2))
+            if inner == "FUSED_QKV":
+                return "FUSED_QKV:" + m.group(1)
+            return None if inner is None else f"model.layers.{m.group(1)}.{inner}"
+        return _GPT2_TOP.get(m.group(3))
+    # Hugging Face and torchtitan: `[model.]layers.N.rest`, `[model.]embed_tokens.weight`, top-level names
+    m = re.match(r"^(?:.*?\.)?(?:model\.)?layers\.(\d+)\.(.+)$", n)
+    if m:
+        layer, rest = m.groups()
+        if rest in _TITAN_LAYER:
+            t = _TITAN_LAYER[rest]
+            return ("GROUPED:" if "{E}" in t else "") + f"model.layers.{layer}.{t}"
+        return f"model.layers.{layer}.{rest}"
+    m = re.match(r"^(?:.*?\.)?(?:model\.)?(embed_tokens\.weight|norm\.weight|norm\.bias)$", n)
+    if m:
+        return "model." + m.group(1)
+    return _TITAN_TOP.get(n)
+
+
+def lookup(engine_name):
+    """The table entry of an engine tensor name, or None."""
+    for rx, t in table()["_patterns"]:
+        if rx.match(engine_name):
+            return t
+    return None
+
+
+def resolve(recipe, cls):
+    """(rule, gamma, std) in force for a class: gammainit's Recipe.resolve."""
+    rule, gamma, std = recipe["rule"], recipe.get("gamma", 1.0), recipe.get("std", 0.0)
+    o = (recipe.get("classes") or {}).get(cls)
+    if not o:
+        return rule, gamma, std
+    if o.get("rule"):
+        rule = o["rule"]
+    elif o.get("std") is not None:
+        rule = "fixed"
+    elif o.get("gamma") is not None:
+        rule = "gamma"
+    if o.get("gamma") is not None:
+        gamma = o["gamma"]
+    if o.get("std") is not None:
+        std = o["std"]
+    return rule, gamma, std
+
+
+def std_for(recipe, cls, d_in, d_out, layers):
+    """The σ the recipe gives a matrix of class cls and shape [d_out, d_in] in a model of `layers` blocks
+    (gammainit's Recipe.StdFor; checked against Go's own values by the table's examples)."""
+    rule, gamma, std = resolve(recipe, cls)
+    if rule == "gamma":
+        s = float(d_in) ** (-gamma)
+    elif rule == "fixed":
+        s = std
+    elif rule == "xavier":
+        s = math.sqrt(2.0 / (d_in + d_out))
+    elif rule == "kaiming":
+        s = math.sqrt(2.0 / d_in)
+    else:
+        raise ValueError(f"rule {rule!r}: want one of {RULES}")
+    if recipe.get("depth_scale") and cls in table()["depth_scaled"]:
+        s /= math.sqrt(2 * layers)
+    return s
+
+
+def validate(recipe):
+    """gammainit's Recipe.Validate: rule names, γ in [0, 4], std in (0, 10], known classes."""
+    def check(where, rule, gamma, std):
+        if rule == "gamma":
+            if not (0 <= gamma <= 4):
+                raise ValueError(f"{where}gamma = {gamma}: must be in [0, 4]")
+        elif rule == "fixed":
+            if not (0 < std <= 10):
+                raise ValueError(f"{where}std = {std}: must be in (0, 10]")
+        elif rule not in ("xavier", "kaiming"):
+            raise ValueError(f"{where}rule = {rule!r}: want gamma, fixed, xavier or kaiming")
+    check("init.", recipe["rule"], recipe.get("gamma", 1.0), recipe.get("std", 0.0))
+    for cls in recipe.get("classes") or {}:
+        if cls not in table()["classes"]:
+            raise ValueError(f"init.classes.{cls}: unknown tensor class (have {', '.join(table()['classes'])})")
+        check(f"init.classes.{cls}.", *resolve(recipe, cls))
+
+
+def _fnv1a64(s):
+    h = 0xcbf29ce484222325
+    for b in s.encode():
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def stream(seed, name, device="cpu", rank=0):
+    """The generator of one tensor: seeded by (seed, FNV-1a of the name[, rank of a shard])."""
+    x = (_fnv1a64(name) ^ ((int(seed) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF) ^ (rank * 0xD1B54A32D192ED03)) & 0xFFFFFFFFFFFFFFFF
+    return torch.Generator(device=device).manual_seed(x & 0x7FFFFFFFFFFFFFFF)
+
+
+def _local(p):
+    """The local shard of a DTensor parameter (and True), or p itself (and False)."""
+    t = p.data
+    if type(t).__name__ == "DTensor":
+        return t.to_local() if hasattr(t, "to_local") else t._local_tensor, True
+    return t, False
+
+
+def _rank():
+    import torch.distributed as dist
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def _sum_sq_count(t, sharded):
+    ss, n = float(t.double().pow(2).sum()), t.numel()
+    if sharded:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            v = torch.tensor([ss, float(n)], dtype=torch.float64, device=t.device)
+            dist.all_reduce(v)
+            ss, n = v[0].item(), int(v[1].item())
+    return ss, n
+
+
+def _owner_types(model):
+    """Parameter name -> class name of the module that owns it."""
+    out = {}
+    for mname, mod in model.named_modules():
+        for pname, _ in mod.named_parameters(recurse=False):
+            out[(mname + "." if mname else "") + pname] = type(mod).__name__
+    return out
+
+
+def gamma_init_(model, gamma=1.0, rule="gamma", std=0.02, classes=None, depth_scale=False, seed=0,
+                classify=None, layers=None):
+    """Initialise model's parameters in place by a gammainit recipe and return the init.json per-tensor record:
+    one dict per matrix (per fused block) {name, class, d_in, intended_std, drawn_std, gamma_eff}, in parameter
+    order. layers (for depth scaling) defaults to the number of distinct layer indices in the names. See the
+    module docstring for the namings understood and `classify`."""
+    recipe = {"rule": rule, "gamma": float(gamma), "std": float(std), "depth_scale": bool(depth_scale),
+              "classes": classes or {}}
+    validate(recipe)
+    owners = _owner_types(model)
+    plan, unknown, seen = [], [], set()
+    for name, p in model.named_parameters():
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        plan.append((name, p) + _classify(name, p, owners.get(name, ""), classify, unknown))
+    if unknown:
+        raise ValueError(f"gamma_init_: {len(unknown)} parameter(s) of no known naming (Hugging Face Llama/Mistral/"
+                         f"Qwen2/Qwen3/Qwen-MoE, torchtitan Llama 3/Qwen3, GPT-2/nanoGPT); pass classify=: "
+                         + ", ".join(f"{n} {list(s)}" for n, s in unknown))
+    if layers is None:
+        idx = set()
+        for _, _, _, eng, _ in plan:
+            m = re.search(r"layers\.(\d+)\.|^FUSED_QKV:(\d+)$", eng or "")
+            if m:
+                idx.add(int(m.group(1) or m.group(2)))
+        layers = max(len(idx), 1)
+    records = []
+    rank = _rank()
+    with torch.no_grad():
+        for name, p, kind, eng, blocks in plan:
+            if kind is None:
+                continue
+            t, sharded = _local(p)
+            if kind == "ones":
+                t.fill_(1.0)
+                continue
+            if kind == "zeros":
+                t.zero_()
+                continue
+            for label, cls, view, d_in, d_out in blocks(t):
+                s = std_for(recipe, cls, d_in, d_out, layers)
+                gname = name + (f"[{label}]" if label else "")
+                view.normal_(0.0, s, generator=stream(seed, gname, t.device, rank if sharded else 0))
+                ss, n = _sum_sq_count(view, sharded)
+                records.append({"name": gname, "class": cls, "d_in": d_in, "intended_std": s,
+                                "drawn_std": math.sqrt(ss / n), "gamma_eff": math.log(1 / s) / math.log(d_in)})
+    return records
+
+
+def _classify(name, p, owner, classify, unknown):
+    """(kind, engine name, blocks) of one parameter: kind "normal" | "ones" | "zeros" | None (left alone);
+    blocks(tensor) yields (label, class, view, d_in, d_out) for each separately drawn block."""
+    eng = canonical(name)
+    conv1d = owner == "Conv1D"  # Hugging Face GPT-2: weight [d_in, d_out]
+    if eng and eng.startswith("FUSED_QKV:"):
+        if p.dim() != 2:
+            raise ValueError(f"{name}: fused c_attn of shape {list(p.shape)}, want 2-D")
+        out_ax, in_ax = (1, 0) if conv1d else (0, 1)
+        if p.shape[out_ax] % 3:
+            raise ValueError(f"{name}: fused q|k|v of {p.shape[out_ax]} outputs, not divisible by 3")
+        if type(p.data).__name__ == "DTensor":
+            raise ValueError(f"{name}: a sharded fused c_attn is not supported")
+        third = p.shape[out_ax] // 3
+
+        def blocks(t):
+            for i, cls in enumerate(("q", "k", "v")):
+                yield cls, cls, t.narrow(out_ax, i * third, third), t.shape[in_ax], third
+        return "normal", eng, blocks
+    grouped = eng and eng.startswith("GROUPED:")
+    ent = lookup(eng.removeprefix("GROUPED:").replace("{E}", "0")) if eng else None
+    if ent is None and name.endswith(".bias") and _known_matrix(name[:-len("bias")] + "weight"):
+        ent = {"class": "bias", "init": "zeros"}  # the bias of a classified matrix, with no class of its own
+    if ent is None and classify is not None:
+        cls = classify(name, p)
+        if cls is None:
+            return None, eng, None
+        if cls == "norm":
+            ent = {"class": "norm", "init": "ones"}
+        elif cls in ("bias", "norm_bias", "qkv_bias", "router_bias"):
+            ent = {"class": cls, "init": "zeros"}
+        elif cls in table()["classes"]:
+            ent = {"class": cls, "init": "normal", "d_in_axis": 1}
+        else:
+            raise ValueError(f"classify({name!r}) returned {cls!r}: want one of {table()['classes']}, norm, bias or None")
+    if ent is None:
+        unknown.append((name, tuple(p.shape)))
+        return None, eng, None
+    if ent["init"] != "normal":
+        return ent["init"], eng, None
+    cls = ent["class"]
+    if grouped:
+        if p.dim() != 3:
+            raise ValueError(f"{name}: grouped experts of shape {list(p.shape)}, want [E, d_out, d_in]")
+
+        def blocks(t):
+            yield "", cls, t, t.shape[2], t.shape[1]
+        return "normal", eng, blocks
+    if p.dim() != 2:
+        raise ValueError(f"{name}: class {cls} of shape {list(p.shape)}, want a matrix")
+    in_ax = 1 - ent["d_in_axis"] if conv1d else ent["d_in_axis"]
+
+    def blocks(t):
+        yield "", cls, t, t.shape[in_ax], t.shape[1 - in_ax]
+    return "normal", eng, blocks
+
+
+def _known_matrix(weight_name):
+    eng = canonical(weight_name)
+    if eng is None:
+        return False
+    if eng.startswith("FUSED_QKV:"):
+        return True
+    ent = lookup(eng.removeprefix("GROUPED:").replace("{E}", "0"))
+    return ent is not None and ent["init"] == "normal"
+
+
+def init_json(records, seed=0, **recipe):
+    """The init.json document Go's trainer writes ({"recipe", "seed", "tensors"}) for gamma_init_'s records."""
+    r = {"rule": recipe.get("rule", "gamma"), "gamma": recipe.get("gamma", 1.0)}
+    if recipe.get("std") and r["rule"] == "fixed":
+        r["std"] = recipe["std"]
+    if recipe.get("depth_scale"):
+        r["depth_scale"] = True
+    if recipe.get("classes"):
+        r["classes"] = recipe["classes"]
+    return {"recipe": r, "seed": seed, "tensors": records}

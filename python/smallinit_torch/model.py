@@ -1,0 +1,379 @@
+"""The PyTorch model of the smallinit engine (the one PyTorch model of the project: the parity fixtures, the
+benchmark, the trainer and the diagnostics all use it).
+
+The model is the engine's pre-norm, decoder-only Llama layout (Hugging Face tensor names):
+    x = E[tokens]; per layer: x += o_proj(gate * attn(rope(q), rope(k), v))   with q,k,v,gate from norm1(x)
+                              x += down(silu(gate_proj(m)) * up_proj(m))       with m = norm2(x)
+    logits = norm(x) @ lm_head^T (lm_head = E when tie_word_embeddings); loss = mean next-token CE (nats)
+norm is "rmsnorm" or "layernorm" (config `norm`), attention gate "none" | "headwise" | "elementwise"
+(config `attn_gate`, tensor `self_attn.g_proj.weight`).
+Grouped-query attention: k_proj and v_proj have num_key_value_heads (KV) heads; after RoPE each is repeated for
+the H/KV query heads that read it (query head h reads kv head h // (H/KV), Hugging Face's repeat_kv).
+q/k/v biases (`self_attn.{q,k,v}_proj.bias`, none on o_proj) as model/file.go reads them: model_type qwen2 and
+qwen2_moe have them unless `attention_bias` is false (Hugging Face's Qwen2 configs have no attention_bias), any
+model_type has them with smallinit's `qkv_bias: true`; Llama's and Qwen3's `attention_bias: true` (an o_proj bias
+too) is refused.
+QK-norm (Qwen3; on for model_type qwen3 and qwen3_moe or smallinit's `qk_norm: true`, as model/file.go reads it):
+each head of q and of k, after the projection (and its bias) and before RoPE, is RMS-normalised over head_dim
+with its own gain (`self_attn.q_norm.weight`, `self_attn.k_norm.weight`, both [head_dim], shared by the heads;
+eps = rms_norm_eps), Hugging Face's Qwen3RMSNorm; it is an RMSNorm also when `norm` is layernorm.
+Mixture of experts (config `model_type` "qwen2_moe" or "qwen3_moe", or `num_experts > 0`, Qwen-MoE tensor names): the FFN of every
+block with (l+1) % decoder_sparse_step == 0 is model/moe.go's routed SwiGLU experts: top-k router with lower-index
+tie-break, optional norm_topk_prob renormalisation, optional gated shared expert, capacity_factor dropping in
+token order; loss = mean CE + (1/L_moe) sum_blocks [alpha E sum_e f_e P_e + z_coef mean lse^2] (see class MoE).
+"""
+import json
+import math
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .gate import OutputGate
+from .kernels import KERNELS
+from .safetensors import read_model_weights
+
+
+class Config:
+    def __init__(self, d):
+        self.vocab_size, self.hidden_size = d["vocab_size"], d["hidden_size"]
+        self.intermediate_size, self.num_hidden_layers = d["intermediate_size"], d["num_hidden_layers"]
+        self.n_head = d["num_attention_heads"]
+        self.n_kv_head = d.get("num_key_value_heads") or self.n_head
+        assert self.n_head % self.n_kv_head == 0, "num_key_value_heads must divide num_attention_heads"
+        # q/k/v biases: the default of Hugging Face's Qwen2 and Qwen2-MoE (whose configs have no attention_bias),
+        # or smallinit's explicit qkv_bias; Llama's and Qwen3's attention_bias would add an o_proj bias too.
+        model_type, attention_bias = d.get("model_type") or "llama", d.get("attention_bias")
+        if model_type in ("qwen2", "qwen2_moe"):
+            self.qkv_bias = attention_bias is None or bool(attention_bias)
+        else:
+            assert not attention_bias, "attention_bias (an o_proj bias as well as q/k/v biases) is not supported"
+            self.qkv_bias = False
+        if d.get("qkv_bias") is not None:
+            self.qkv_bias = bool(d["qkv_bias"])
+        self.head_dim = d.get("head_dim") or self.hidden_size // self.n_head
+        self.max_position_embeddings = d["max_position_embeddings"]
+        self.eps, self.rope_theta = d["rms_norm_eps"], d.get("rope_theta", 10000.0)
+        # RoPE frequency scaling, Hugging Face's rope_scaling as model/file.go reads it: rope_type (configs older
+        # than transformers 4.45: type) "linear" (factor) or "llama3" (factor, low_freq_factor, high_freq_factor,
+        # original_max_position_embeddings); absent, null or "default": plain RoPE. None, or the dict of its fields.
+        rs = d.get("rope_scaling") or {}
+        rope_type = rs.get("rope_type") or rs.get("type") or "default"
+        assert rope_type in ("default", "linear", "llama3"), (
+            f"rope_scaling rope_type {rope_type!r} is not supported (supported: 'linear', 'llama3', or none/'default')")
+        self.rope_scaling = None
+        if rope_type != "default":
+            factor = float(rs["factor"])
+            assert math.isfinite(factor) and factor >= 1, f"rope_scaling {rope_type}: factor = {factor}, must be >= 1"
+            self.rope_scaling = {"rope_type": rope_type, "factor": factor}
+            if rope_type == "llama3":
+                low, high = float(rs["low_freq_factor"]), float(rs["high_freq_factor"])
+                orig = int(rs["original_max_position_embeddings"])
+                assert 0 < low < high and math.isfinite(high), (
+                    f"rope_scaling llama3: low_freq_factor = {low}, high_freq_factor = {high}, want 0 < low < high")
+                assert orig >= 1, f"rope_scaling llama3: original_max_position_embeddings = {orig}, must be positive"
+                self.rope_scaling.update(low_freq_factor=low, high_freq_factor=high, original_max_position_embeddings=orig)
+        self.tie_word_embeddings = d.get("tie_word_embeddings", False)
+        self.attn_gate, self.norm = d.get("attn_gate") or "none", d.get("norm") or "rmsnorm"
+        # QK-norm: Qwen3's default (its configs have no qk_norm field), or smallinit's explicit qk_norm
+        self.qk_norm = bool(d.get("qk_norm")) or model_type in ("qwen3", "qwen3_moe")
+        assert self.attn_gate in ("none", "headwise", "elementwise") and self.norm in ("rmsnorm", "layernorm")
+        assert d.get("hidden_act", "silu") == "silu" and self.head_dim % 2 == 0
+        # Mixture of experts (Qwen-MoE field names, model/file.go): on for model_type qwen2_moe, qwen3_moe or
+        # num_experts > 0.
+        self.moe = model_type in ("qwen2_moe", "qwen3_moe") or (d.get("num_experts") or 0) > 0
+        assert not d.get("mlp_only_layers"), "mlp_only_layers is not supported (use decoder_sparse_step)"
+        self.num_experts, self.top_k = d.get("num_experts") or 0, d.get("num_experts_per_tok") or 0
+        self.expert_ffn = d.get("moe_intermediate_size") or 0
+        self.shared_ffn = d.get("shared_expert_intermediate_size") or 0
+        self.norm_topk = bool(d.get("norm_topk_prob", False))
+        self.aux_coef, self.z_coef = d.get("router_aux_loss_coef") or 0.0, d.get("router_z_loss_coef") or 0.0
+        self.sparse_step = max(d.get("decoder_sparse_step") or 0, 1)
+        self.capacity = d.get("capacity_factor") or 0.0
+        if self.moe:
+            assert 1 <= self.top_k <= self.num_experts and self.expert_ffn > 0 and self.shared_ffn >= 0
+
+    def is_moe(self, l):  # block l's FFN is a mixture of experts
+        return self.moe and (l + 1) % self.sparse_step == 0
+
+    def num_moe(self):
+        return sum(self.is_moe(l) for l in range(self.num_hidden_layers))
+
+
+
+class Linear(nn.Linear):
+    def __init__(self, d_in, d_out, bias=False):
+        super().__init__(d_in, d_out, bias=bias)
+
+    def forward(self, x):
+        y = KERNELS["linear"](x, self.weight)
+        return y if self.bias is None else y + self.bias
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.eps, self.weight = eps, nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+def rope_inv_freq_hf(dh, theta, scaling, dtype=torch.float32):
+    """The rotary frequencies with rope_scaling, op for op as Hugging Face's modeling_rope_utils computes them
+    (_compute_default_rope_parameters, then _compute_linear_scaling_rope_parameters or _compute_llama3_parameters;
+    attention_factor is 1 for both), evaluated in dtype: float32 is Hugging Face's own precision (and the Go
+    engine's ropeInvFreq), the golden values use float64. linear divides every frequency by factor; llama3 keeps
+    those whose wavelength 2 pi / f is below original / high_freq_factor, divides those above
+    original / low_freq_factor by factor, and blends the ones between, (1 - a) f / factor + a f with
+    a = (original / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, dh, 2, dtype=torch.int64).to(dtype) / dh))
+    factor = scaling["factor"]
+    if scaling["rope_type"] == "linear":
+        return inv_freq / factor
+    assert scaling["rope_type"] == "llama3", f"rope_scaling rope_type {scaling['rope_type']!r} is not supported"
+    low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old_context_len = scaling["original_max_position_embeddings"]
+    low_freq_wavelen, high_freq_wavelen = old_context_len / low, old_context_len / high
+    wavelen = 2 * math.pi / inv_freq
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    smooth_factor = (old_context_len / wavelen - low) / (high - low)
+    smoothed_inv_freq = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(is_medium_freq, smoothed_inv_freq, inv_freq_llama)
+
+
+def rope_cos_sin(T, dh, theta, dtype, scaling=None):
+    """HF Llama rotary table (with rope_scaling: rope_inv_freq_hf's frequencies), computed in float64, then cast.
+    Hugging Face and the Go engine compute the frequencies and angles in float32; the float64 table is their exact
+    value (selfcheck compares the float32 frequencies with it: same wavelength bands, within float32 rounding)."""
+    if scaling is None:
+        inv_freq = 1.0 / (theta ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh))
+    else:
+        inv_freq = rope_inv_freq_hf(dh, theta, scaling, torch.float64)
+    emb = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq).repeat(1, 2)  # = cat(freqs, freqs)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def rope_bands(c, dtype=torch.float64):
+    """Per rotary frequency i < head_dim/2 of a rope_scaling llama3 config: (wavelength 2 pi / f_i of the unscaled
+    frequency, band "kept" | "blended" | "divided", blend weight a or None), decided in dtype as Hugging Face's
+    _compute_llama3_parameters decides it."""
+    sc = c.rope_scaling
+    inv = 1.0 / (c.rope_theta ** (torch.arange(0, c.head_dim, 2, dtype=torch.int64).to(dtype) / c.head_dim))
+    old, low, high = sc["original_max_position_embeddings"], sc["low_freq_factor"], sc["high_freq_factor"]
+    wavelen = 2 * math.pi / inv
+    a = (old / wavelen - low) / (high - low)
+    out = []
+    for w, ai, short, long_ in zip(wavelen.tolist(), a.tolist(), (wavelen < old / high).tolist(), (wavelen > old / low).tolist()):
+        out.append((w, "kept", None) if short else (w, "divided", None) if long_ else (w, "blended", ai))
+    return out
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+def attention_manual(q, k, v):  # [B,H,T,dh] -> [B,H,T,dh], causal
+    return attention_probs(q, k) @ v
+
+
+class CausalAttention(nn.Module):
+    """softmax(q k^T / sqrt(dh) + causal mask) v over [B, H, T, dh] (the kernel table's attention, or the reference
+    formula); a module so that forward hooks can observe the attention inputs."""
+
+    def forward(self, q, k, v):
+        return (KERNELS["attention"] or attention_manual)(q, k, v)
+
+
+def attention_probs(q, k):
+    """The causal attention probabilities [B, H, T, T] of q and k [B, H, T, dh]."""
+    T = q.shape[-2]
+    att = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    mask = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
+    return att.masked_fill(mask, float("-inf")).softmax(-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c, hd, kvd = c, c.n_head * c.head_dim, c.n_kv_head * c.head_dim
+        self.q_proj = Linear(c.hidden_size, hd, bias=c.qkv_bias)
+        self.k_proj, self.v_proj = Linear(c.hidden_size, kvd, bias=c.qkv_bias), Linear(c.hidden_size, kvd, bias=c.qkv_bias)
+        if c.attn_gate != "none":
+            self.g_proj = OutputGate(c.hidden_size, c.n_head, c.head_dim, c.attn_gate)
+        self.o_proj = Linear(hd, c.hidden_size)
+        self.core = CausalAttention()  # no parameters: a forward hook on it sees q, k, v (diagnostics)
+        if c.qk_norm:  # Qwen3: registered after o_proj, as in Hugging Face's Qwen3Attention
+            self.q_norm, self.k_norm = RMSNorm(c.head_dim, c.eps), RMSNorm(c.head_dim, c.eps)
+
+    def forward(self, n, cos, sin):
+        B, T, _ = n.shape
+        H, KV, dh = self.c.n_head, self.c.n_kv_head, self.c.head_dim
+        q = self.q_proj(n).view(B, T, H, dh).transpose(1, 2)
+        k, v = (p(n).view(B, T, KV, dh).transpose(1, 2) for p in (self.k_proj, self.v_proj))
+        if self.c.qk_norm:  # per-head RMSNorm over the last dim (dh), before RoPE
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        if KV != H:  # repeat_kv: kv head j serves query heads j*H/KV ... (j+1)*H/KV - 1
+            k, v = k.repeat_interleave(H // KV, dim=1), v.repeat_interleave(H // KV, dim=1)
+        y = self.core(q, k, v).transpose(1, 2)  # [B,T,H,dh]
+        if self.c.attn_gate != "none":
+            y = self.g_proj(n, y)
+        return self.o_proj(y.reshape(B, T, H * dh))  # head-major channels: h*dh + j
+
+
+class MLP(nn.Module):  # SwiGLU: the dense FFN, and each routed or shared expert of an MoE block
+    def __init__(self, d, f):
+        super().__init__()
+        self.gate_proj, self.up_proj = Linear(d, f), Linear(d, f)
+        self.down_proj = Linear(f, d)
+
+    def forward(self, m):
+        return self.down_proj(F.silu(self.gate_proj(m)) * self.up_proj(m))
+
+
+def top_k_route(p, k):
+    """Indices [N, k] of the k largest entries of each row of p, largest first; on a tie the lower index wins
+    (torch.argmax returns the first maximum), as in the Go engine's topK. Not differentiable (discrete)."""
+    p = p.detach().clone()
+    sel = []
+    for _ in range(k):
+        i = p.argmax(-1)
+        sel.append(i)
+        p.scatter_(-1, i[:, None], float("-inf"))
+    return torch.stack(sel, -1)
+
+
+def moe_capacity(c, N):  # per-expert capacity ceil(c·N·k/E) (N·k: no dropping), evaluated as model/moe.go does
+    return math.ceil(c.capacity * float(N * c.top_k) / c.num_experts) if c.capacity > 0 else N * c.top_k
+
+
+class MoE(nn.Module):
+    """Mixture-of-experts FFN, exactly model/moe.go. Per token x (rows in batch-major token order):
+    p = softmax(W_r x); S = top-k of p (ties: lower expert index); w_j = p_j (/ sum_S p when norm_topk_prob);
+    y = sum_j w_j Expert_j(x) + sigmoid(w_sg x) Shared(x). Capacity c > 0: an expert accepts at most
+    ceil(c N k / E) assignments in assignment order (token n, then slot j); later ones are dropped (no output,
+    weights not renormalised). Returns (y, aux) with aux = alpha E sum_e f_e P_e + z_coef mean_n lse_n^2,
+    f_e = assignments routed to e before dropping / (N k) (a constant), P_e = mean_n p_ne.
+    Assignments are grouped by expert with one index_select and one index_add, so each expert is a dense
+    SwiGLU over its own rows: the same work as the Go engine."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.gate = Linear(c.hidden_size, c.num_experts)
+        self.experts = nn.ModuleList(MLP(c.hidden_size, c.expert_ffn) for _ in range(c.num_experts))
+        if c.shared_ffn > 0:
+            self.shared_expert = MLP(c.hidden_size, c.shared_ffn)
+            self.shared_expert_gate = Linear(c.hidden_size, 1)
+        self.stats = {}
+
+    def forward(self, m):
+        c, shape = self.c, m.shape
+        x = m.reshape(-1, shape[-1])
+        N, E, k = x.shape[0], c.num_experts, c.top_k
+        logits = self.gate(x)  # [N, E]
+        lse = torch.logsumexp(logits, -1)
+        p = torch.exp(logits - lse[:, None])
+        sel = top_k_route(p, k)  # [N, k]
+        w = p.gather(1, sel)
+        if c.norm_topk:
+            w = w / w.sum(-1, keepdim=True)
+        flat = sel.reshape(-1)  # assignment i = n*k + j
+        onehot = F.one_hot(flat, E)  # [N*k, E]
+        routed = onehot.sum(0)  # assignments per expert before dropping
+        rank = (onehot.cumsum(0) - 1).gather(1, flat[:, None])[:, 0]  # earlier assignments to the same expert
+        keep = rank < moe_capacity(c, N)
+        kept = int(keep.sum())
+        order = torch.sort(torch.where(keep, flat, torch.full_like(flat, E)), stable=True).indices[:kept]
+        rows = torch.div(order, k, rounding_mode="floor")  # token of each sorted assignment
+        counts = torch.bincount(flat[keep], minlength=E).tolist()
+        xg = x.index_select(0, rows)
+        yg = torch.cat([self.experts[e](xe) for e, xe in enumerate(xg.split(counts)) if counts[e] > 0])
+        y = x.new_zeros(x.shape).index_add(0, rows, yg * w.reshape(-1).index_select(0, order)[:, None])
+        if c.shared_ffn > 0:
+            y = y + torch.sigmoid(self.shared_expert_gate(x)) * self.shared_expert(x)
+        f = routed.to(x.dtype) / (N * k)
+        aux = c.aux_coef * E * (f * p.mean(0)).sum() + c.z_coef * (lse * lse).mean()
+        self.stats = {"dropped": N * k - kept, "routed": routed.tolist(), "sel": sel, "p": p.detach()}
+        return y.reshape(shape), aux
+
+
+def make_norm(c):
+    return RMSNorm(c.hidden_size, c.eps) if c.norm == "rmsnorm" else nn.LayerNorm(c.hidden_size, eps=c.eps)
+
+
+class Block(nn.Module):
+    def __init__(self, c, l):
+        super().__init__()
+        self.input_layernorm, self.self_attn = make_norm(c), Attention(c)
+        self.post_attention_layernorm = make_norm(c)
+        self.mlp = MoE(c) if c.is_moe(l) else MLP(c.hidden_size, c.intermediate_size)
+
+    def forward(self, x, cos, sin):  # returns (x, auxiliary loss of an MoE block or None)
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+        y = self.mlp(self.post_attention_layernorm(x))
+        y, aux = y if isinstance(y, tuple) else (y, None)
+        return x + y, aux
+
+
+class Llama(nn.Module):  # parameter names == the safetensors tensor names
+    def __init__(self, c):
+        super().__init__()
+        self.c, self.model = c, nn.Module()
+        self.model.embed_tokens = nn.Embedding(c.vocab_size, c.hidden_size)
+        self.model.layers = nn.ModuleList(Block(c, l) for l in range(c.num_hidden_layers))
+        self.model.norm = make_norm(c)
+        if not c.tie_word_embeddings:
+            self.lm_head = Linear(c.hidden_size, c.vocab_size)
+        self.rope = {}
+
+    def forward(self, idx, targets):
+        T = idx.shape[1]
+        assert T <= self.c.max_position_embeddings
+        x = self.model.embed_tokens(idx)
+        key = (T, x.dtype)
+        if key not in self.rope:
+            self.rope[key] = rope_cos_sin(T, self.c.head_dim, self.c.rope_theta, x.dtype, self.c.rope_scaling)
+        cos, sin = self.rope[key]
+        auxes = []
+        for block in self.model.layers:
+            x, aux = block(x, cos, sin)
+            if aux is not None:
+                auxes.append(aux)
+        x = self.model.norm(x)
+        head = self.model.embed_tokens.weight if self.c.tie_word_embeddings else self.lm_head.weight
+        logits = KERNELS["linear"](x, head)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        self.aux = None
+        if auxes:  # MoE: loss = mean CE + (1/L_moe) sum over MoE blocks of the auxiliary loss
+            self.aux = sum(auxes) / len(auxes)
+            loss = loss + self.aux
+        return logits, loss
+
+
+def read_config(model_dir):
+    """The Config of a model directory's config.json (Hugging Face fields plus smallinit's), and the raw dict."""
+    path = os.path.join(model_dir, "config.json")
+    with open(path) as f:
+        d = json.load(f)
+    try:
+        return Config(d), d
+    except (KeyError, AssertionError, TypeError, ValueError) as e:
+        raise ValueError(f"{path}: {type(e).__name__}: {e}") from None
+
+
+def load_model(model_dir, dtype=torch.float32):
+    """Config and Llama model of a smallinit (or Hugging Face Llama/Qwen) model directory, weights in dtype."""
+    with open(os.path.join(model_dir, "config.json")) as f:
+        c = Config(json.load(f))
+    model = Llama(c).to(dtype)
+    sd = read_model_weights(model_dir)
+    model.load_state_dict({k: v.to(dtype) for k, v in sd.items()}, strict=True)
+    return c, model
+
+# ----------------------------------------------------------------------------- golden / fixtures
+
