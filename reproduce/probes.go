@@ -85,11 +85,13 @@ func probeEvidence(rows []row, probeDir string) (*ProbeEvidence, error) {
 		}
 	}
 	if p.Pilot == nil && len(p.G05) > 0 {
-		var pilot eval.ProbeScores
-		for _, s := range p.G05 {
-			pilot = *s
-			break
+		first := -1
+		for sd := range p.G05 {
+			if first < 0 || sd < first {
+				first = sd
+			}
 		}
+		pilot := *p.G05[first] // the first seed's figures, deterministically
 		pilot.ReasoningAcc = 0
 		for _, s := range p.G05 {
 			pilot.ReasoningAcc += s.ReasoningAcc / float64(len(p.G05))

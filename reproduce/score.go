@@ -100,7 +100,7 @@ func scoreRun(dir, dataDir string, oodWindows int) (*RunScore, error) {
 	cache := filepath.Join(dir, verdictScoreFile)
 	if b, err := os.ReadFile(cache); err == nil {
 		var s RunScore
-		if json.Unmarshal(b, &s) == nil && s.HeldOut.Overall.Tokens > 0 && s.OODWindows == oodWindows {
+		if json.Unmarshal(b, &s) == nil && s.HeldOut.Overall.Tokens > 0 && s.OODWindows == oodWindows && len(s.OOD) > 0 && s.OOD[0].Tokens > 0 {
 			return &s, nil
 		}
 	}
