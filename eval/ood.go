@@ -49,3 +49,21 @@ func (s OODScore) MarshalJSON() ([]byte, error) {
 		BitsPerByte float64 `json:"bits_per_byte"`
 	}{s.Name, s.Lang, s.Genre, s.Tokens, s.Bytes, s.LossMean, s.LossStdErr, s.BitsPerByte()})
 }
+
+// UnmarshalJSON reads what MarshalJSON writes (a cached score read back keeps its loss and bytes).
+func (s *OODScore) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Name       string  `json:"name"`
+		Lang       string  `json:"lang"`
+		Genre      string  `json:"genre"`
+		Tokens     int64   `json:"tokens"`
+		Bytes      int64   `json:"bytes"`
+		Loss       float64 `json:"loss"`
+		LossStdErr float64 `json:"loss_stderr"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = OODScore{Name: v.Name, Lang: v.Lang, Genre: v.Genre, TextScore: TextScore{Tokens: v.Tokens, Bytes: v.Bytes, LossMean: v.Loss, LossStdErr: v.LossStdErr}}
+	return nil
+}

@@ -53,3 +53,20 @@ func TestScoreOODScoresEveryText(t *testing.T) {
 		t.Error("a cancelled context scored")
 	}
 }
+
+// TestOODScoreJSONRoundTrip: a score written and read back keeps every figure (reproduce caches them).
+func TestOODScoreJSONRoundTrip(t *testing.T) {
+	in := OODScore{Name: "en_x", Lang: "en", Genre: "g", TextScore: TextScore{Tokens: 10, Bytes: 25, LossMean: 3.5, LossStdErr: 0.25}}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out OODScore
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Name != in.Name || out.Lang != in.Lang || out.Genre != in.Genre || out.Tokens != in.Tokens || out.Bytes != in.Bytes ||
+		out.LossMean != in.LossMean || out.LossStdErr != in.LossStdErr || out.BitsPerByte() != in.BitsPerByte() {
+		t.Errorf("round trip: %+v, want %+v", out, in)
+	}
+}

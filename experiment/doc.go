@@ -9,4 +9,9 @@
 // Recipes use the one override language of package override: dotted keys of a `smallinit train` run config
 // with TOML values, parsed once into typed values, so a plan's `"model.qk_norm" = true` is a bool all the way
 // to train.LoadSets.
+//
+// A plan may also name budget tiers ([[tier]]: seeds, the ladder group's widths, the LR sweep's widths, a
+// smoke-test statement), a learning-rate sweep ([tune]: package tune over short trials scored on the
+// LR-selection slice, tuning.go) and groups whose arms derive keys (lr = "tuned", emulate_eps, ladder, their
+// own seeds; tier.go). Describe prints what a budget will run before anything trains.
 package experiment

@@ -3,7 +3,6 @@ package experiment
 import (
 	"embed"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/sweep"
 )
@@ -44,8 +44,47 @@ type Plan struct {
 	Summary bool // write summary.json (each run scored on the whole validation split) and print its table
 	Report  ReportSpec
 	Coord   CoordSpec // KindCoordcheck only
-	Text    []byte    // the plan file as read
+	// Tiers are named budgets ([[tier]]): the one a budget selects (TierFor) sets the seeds, the ladder's widths
+	// and the LR sweep's widths, and may declare itself a smoke test. Nil: Seeds and the groups' axes as written.
+	Tiers []Tier
+	Tune  *TuneSpec // [tune]: the learning-rate sweep of groups with lr = "tuned" (nil: no group is tuned)
+	Text  []byte    // the plan file as read
 }
+
+// Tier is one named budget of a plan (e.g. "2h"): a budget of at least Minutes (and below the next tier's)
+// runs Seeds, gives the groups marked ladder the widths Widths and sweeps the learning rate at TuneWidths.
+// Smoke, when not empty, says why its verdicts are inconclusive by design (printed with the plan).
+type Tier struct {
+	Name       string
+	Minutes    float64
+	Seeds      []uint64
+	Widths     []int // model.hidden_size of the ladder groups besides their other widths (nil: as written)
+	TuneWidths []int // widths the LR sweep runs at (nil: TuneSpec.Widths)
+	Smoke      string
+}
+
+// TuneSpec is a plan's learning-rate sweep (package tune): for every γ of Gammas at every width of Widths, a
+// factor-2 grid of Values learning rates around Center, by successive halving from MaxSteps/Eta^k up to
+// MaxSteps = max(steps/StepsDiv, MinSteps) steps per trial, each trial trained on the training documents
+// without the LR-selection slice and scored on that slice (data.PrepareSelection, eval.ScoreSelection), never on
+// the validation split. Sets is the trials' recipe on top of the base (e.g. both fixes); Seed their seed.
+type TuneSpec struct {
+	Gammas   []float64
+	Widths   []int
+	Center   float64
+	Values   int
+	StepsDiv int
+	MinSteps int
+	Eta      int
+	Seed     uint64
+	Sets     []override.Set
+}
+
+// Group learning-rate modes.
+const (
+	LRShared = "shared" // the base recipe's schedule.lr (the study's cost-free reading)
+	LRTuned  = "tuned"  // each arm at the LR the plan's sweep chose for its γ at its width (tune.AtWidth between swept widths)
+)
 
 // Budget sizes a plan: Minutes of wall-clock time for all runs together, divided by a throughput probe's
 // tokens/s (times Efficiency) and each run's cost relative to the base model.
@@ -83,7 +122,18 @@ type Group struct {
 	Sets []override.Set // the group's recipe on top of the base
 	Arms []Arm          // explicit arms; or
 	Axes []sweep.Axis   // a grid (the seed axis is the plan's seeds)
+	// LR is LRShared (default) or LRTuned. EmulateEps > 0 sets each arm's model.norm_eps to the width-emulated
+	// ε_eq = 1e-5·(EmulateEps/d)^(2γ) of its own γ and width (gammainit.EmulatedEps). Ladder marks the group
+	// whose model.hidden_size axis the tier replaces. Seeds, when set, replace the plan's (a pilot's own seed).
+	// A group with LRTuned, EmulateEps or Ladder derives keys per arm, so its axes are run as arms, one per point.
+	LR         string
+	EmulateEps int
+	Ladder     bool
+	Seeds      []uint64
 }
+
+// derived reports whether the group's arms get keys computed per arm (run as arms, not as a sweep).
+func (g *Group) derived() bool { return g.LR == LRTuned || g.EmulateEps > 0 || g.Ladder }
 
 // Arm is a named recipe: the overrides that make it differ from its group's.
 type Arm struct {
@@ -141,12 +191,35 @@ type planFile struct {
 		LR     float64 `toml:"lr"`
 		Batch  int     `toml:"batch"`
 	} `toml:"coordcheck"`
+	Tier []struct {
+		Name       string   `toml:"name"`
+		Minutes    float64  `toml:"minutes"`
+		Seeds      []uint64 `toml:"seeds"`
+		Widths     []int    `toml:"widths"`
+		TuneWidths []int    `toml:"tune_widths"`
+		Smoke      string   `toml:"smoke"`
+	} `toml:"tier"`
+	Tune *struct {
+		Gammas   []float64      `toml:"gammas"`
+		Widths   []int          `toml:"widths"`
+		Center   float64        `toml:"center"`
+		Values   int            `toml:"values"`
+		StepsDiv int            `toml:"steps_div"`
+		MinSteps int            `toml:"min_steps"`
+		Eta      int            `toml:"eta"`
+		Seed     uint64         `toml:"seed"`
+		Set      map[string]any `toml:"set"`
+	} `toml:"tune"`
 	Group []struct {
-		Name string         `toml:"name"`
-		Data string         `toml:"data"`
-		Set  map[string]any `toml:"set"`
-		Axes map[string]any `toml:"axes"`
-		Arm  []struct {
+		Name       string         `toml:"name"`
+		Data       string         `toml:"data"`
+		LR         string         `toml:"lr"`
+		EmulateEps int            `toml:"emulate_eps"`
+		Ladder     bool           `toml:"ladder"`
+		Seeds      []uint64       `toml:"seeds"`
+		Set        map[string]any `toml:"set"`
+		Axes       map[string]any `toml:"axes"`
+		Arm        []struct {
 			Name string         `toml:"name"`
 			Set  map[string]any `toml:"set"`
 		} `toml:"arm"`
@@ -181,7 +254,7 @@ func Builtin(name string) (*Plan, error) {
 
 // Load reads a plan file, or a built-in plan when path names one and no such file exists.
 func Load(path string) (*Plan, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
 		if slices.Contains(Builtins(), path) {
 			return Builtin(path)
@@ -271,8 +344,25 @@ func Parse(text []byte) (*Plan, error) {
 	}
 	names := map[string]bool{}
 	for i, fg := range f.Group {
-		g := Group{Name: fg.Name, Data: fg.Data, Sets: override.Flatten(fg.Set)}
+		g := Group{Name: fg.Name, Data: fg.Data, Sets: override.Flatten(fg.Set), LR: fg.LR, EmulateEps: fg.EmulateEps, Ladder: fg.Ladder, Seeds: fg.Seeds}
 		where := fmt.Sprintf("group %d (%s)", i+1, g.Name)
+		switch g.LR {
+		case "":
+			g.LR = LRShared
+		case LRShared:
+		case LRTuned:
+			if f.Tune == nil {
+				return nil, fmt.Errorf("%s: lr = %q but the plan has no [tune]", where, LRTuned)
+			}
+		default:
+			return nil, fmt.Errorf("%s: lr %q: want %s or %s", where, g.LR, LRShared, LRTuned)
+		}
+		if g.EmulateEps < 0 {
+			return nil, fmt.Errorf("%s: emulate_eps = %d: want a target width > 0 (or 0: off)", where, g.EmulateEps)
+		}
+		if g.derived() && len(fg.Arm) > 0 {
+			return nil, fmt.Errorf("%s: lr = tuned, emulate_eps and ladder apply to axes, not to [[group.arm]]s", where)
+		}
 		if g.Name == "" || filepath.Base(g.Name) != g.Name || names[g.Name] {
 			return nil, fmt.Errorf("%s: want a unique directory name", where)
 		}
@@ -309,6 +399,9 @@ func Parse(text []byte) (*Plan, error) {
 		}
 		p.Groups = append(p.Groups, g)
 	}
+	if err := parseTiers(p, &f); err != nil {
+		return nil, err
+	}
 	for _, a := range p.Report.Compare {
 		if a != "" && p.findArm(a) == nil {
 			return nil, fmt.Errorf("report.compare: no arm %q", a)
@@ -329,8 +422,11 @@ func (p *Plan) findArm(name string) *Group {
 	return nil
 }
 
-// SeedsFor are the seeds a budget runs: LongSeeds from LongMinutes on, else Seeds.
+// SeedsFor are the seeds a budget runs: its tier's, else LongSeeds from LongMinutes on, else Seeds.
 func (p *Plan) SeedsFor(budget time.Duration) []uint64 {
+	if t := p.TierFor(budget); t != nil && len(t.Seeds) > 0 {
+		return t.Seeds
+	}
 	if p.Budget.LongMinutes > 0 && len(p.Budget.LongSeeds) > 0 && budget.Minutes() >= p.Budget.LongMinutes {
 		return p.Budget.LongSeeds
 	}

@@ -41,10 +41,17 @@ type Options struct {
 	Jobs      int // runs trained at once in a sweep group (≤ 1: one at a time)
 	// Task runs only the run numbered Index of the whole plan (groups in order, then as the group lists its
 	// runs): one task of a scheduler's job array. It writes no summary and no report.
-	Task     bool
-	Index    int
-	Log      io.Writer // progress lines (nil: silent)
-	Progress bool      // progress bars for the arms' training (terminals)
+	Task  bool
+	Index int
+	// ScoreTokens are the forward-only tokens each final model is scored on after training (the validation
+	// split and the out-of-distribution texts a plan's evaluator reads): only the printed wall-time estimate
+	// uses them.
+	ScoreTokens int64
+	Log         io.Writer // progress lines (nil: silent)
+	// Describe prints the plan (Description.Write: arms, seeds, steps, tokens, expected wall time) to Log
+	// after sizing, before anything trains.
+	Describe bool
+	Progress bool // progress bars for the arms' training (terminals)
 	// Evaluate, when set, is called after the runs and the summary, before the report (reproduce checks its
 	// claims there, and may set the outcome's comparison).
 	Evaluate func(*Outcome) error
@@ -66,6 +73,20 @@ type Outcome struct {
 	// CompareA and CompareB are the run directories the report's token-difficulty comparison contrasts.
 	CompareA, CompareB string
 	Report             string // the HTML report written ("" when none)
+	Tier               *Tier  // the budget's tier (nil for a plan without tiers)
+	// Tuned are the learning-rate sweep's results by γ and width (nil without [tune]).
+	Tuned map[string]Tuned
+	// RunList is every run of the plan with its resolved recipe, in run order (the evaluator reads it).
+	RunList []RunInfo
+}
+
+// RunInfo is one run of a plan: its group, arm ("" for a sweep point), seed, directory and resolved recipe.
+type RunInfo struct {
+	Group  string
+	Arm    string
+	Seed   uint64
+	Dir    string
+	Config train.Config
 }
 
 func (o *Options) logf(format string, a ...any) {
@@ -104,7 +125,26 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 			return nil, err
 		}
 	}
+	out.Tier = p.TierFor(o.Budget)
 	if out.Steps, err = size(p, out, &o); err != nil {
+		return nil, err
+	}
+	if o.Describe && o.Log != nil && !o.Task {
+		do := o
+		do.Steps = out.Steps
+		tps := 0.0
+		if s, err := ReadSizing(filepath.Join(o.Out, SizingFile)); err == nil {
+			tps = s.ProbeTokensPerS
+		}
+		d, err := Describe(p, do, tps)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.Write(o.Log); err != nil {
+			return nil, err
+		}
+	}
+	if out.Tuned, err = runTuning(ctx, p, out, &o); err != nil {
 		return nil, err
 	}
 	runs, err := expand(p, out, out.Steps, &o)
@@ -112,6 +152,9 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		return nil, err
 	}
 	out.Runs = len(runs)
+	for _, r := range runs {
+		out.RunList = append(out.RunList, RunInfo{Group: r.group.Name, Arm: r.arm, Seed: r.cfg.Seed, Dir: r.dir, Config: r.cfg})
+	}
 	base, err := train.LoadSets("", out.baseSets(p, nil, out.Steps))
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: base recipe: %w", p.Name, err)
@@ -122,7 +165,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	}
 	for gi := range p.Groups {
 		g := &p.Groups[gi]
-		if g.Axes != nil {
+		if g.Axes != nil && !g.derived() {
 			if err := runSweep(ctx, g, runs, out, &o); err != nil {
 				return nil, err
 			}
@@ -198,9 +241,12 @@ func prepareData(dir string, vocab int, o *Options) (*data.Stats, error) {
 // baseSets is the recipe every run of group g (nil: the base model) starts from at steps per run: the plan's
 // base, the keys set from the data and the steps, then the group's own keys.
 func (out *Outcome) baseSets(p *Plan, g *Group, steps int) []override.Set {
-	trainDir := out.DataDir
+	trainDir, trainFile := out.DataDir, data.TrainFile
+	if p.Tune != nil {
+		trainFile = data.SelectTrainFile // the LR-selection slice is never trained on
+	}
 	if out.ProbeDir != "" && (out.Suffix != "" || g != nil && g.Data == DataProbes) {
-		trainDir = out.ProbeDir
+		trainDir, trainFile = out.ProbeDir, data.TrainFile
 	}
 	sets := append([]override.Set(nil), p.Base...)
 	sets = append(sets, override.Set{Key: "model.vocab_size", Value: int64(out.Stats.VocabSize)},
@@ -208,7 +254,7 @@ func (out *Outcome) baseSets(p *Plan, g *Group, steps int) []override.Set {
 	for _, ps := range p.PerStep {
 		sets = append(sets, override.Set{Key: ps.Key, Value: int64(max(steps/ps.Div, 1))})
 	}
-	sets = append(sets, override.Set{Key: "data.train", Value: filepath.Join(trainDir, data.TrainFile)},
+	sets = append(sets, override.Set{Key: "data.train", Value: filepath.Join(trainDir, trainFile)},
 		override.Set{Key: "data.val", Value: filepath.Join(out.DataDir, data.ValFile)})
 	if g != nil {
 		sets = append(sets, g.Sets...)
@@ -232,7 +278,7 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 	var runs []planRun
 	for gi := range p.Groups {
 		g := &p.Groups[gi]
-		if g.Axes != nil {
+		if g.Axes != nil && !g.derived() {
 			sp, err := sweepPlan(g, out, steps, o)
 			if err != nil {
 				return nil, err
@@ -242,10 +288,23 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 			}
 			continue
 		}
-		for _, a := range g.Arms {
-			for _, seed := range o.Seeds {
+		arms := g.Arms
+		if g.derived() {
+			arms = nil
+			for _, pt := range points(groupAxes(g, out.Tier)) {
+				arms = append(arms, Arm{Name: pointName(pt), Sets: pt})
+			}
+		}
+		for _, a := range arms {
+			for _, seed := range groupSeeds(g, o) {
 				sets := append(append(out.baseSets(p, g, steps), a.Sets...), override.Set{Key: "seed", Value: int64(seed)})
 				cfg, err := train.LoadSets("", sets)
+				if err == nil && g.derived() {
+					var more []override.Set
+					if more, err = out.derivedSets(p, g, cfg); err == nil {
+						cfg, err = train.LoadSets("", append(sets, more...))
+					}
+				}
 				if err != nil {
 					return nil, fmt.Errorf("plan %s: group %s: arm %s: %w", p.Name, g.Name, a.Name, err)
 				}
@@ -266,6 +325,9 @@ func gridText(p *Plan, g *Group, out *Outcome, steps int, seeds []uint64) ([]byt
 		return nil, err
 	}
 	axes := append([]sweep.Axis(nil), g.Axes...)
+	if g.Seeds != nil {
+		seeds = g.Seeds
+	}
 	sv := make([]any, len(seeds))
 	for i, s := range seeds {
 		sv[i] = int64(s)

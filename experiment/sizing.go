@@ -64,46 +64,124 @@ func size(p *Plan, out *Outcome, o *Options) (int, error) {
 	} else if err != nil && !os.IsNotExist(err) {
 		return 0, err
 	}
-	// The cost of each run relative to one of the base recipe: FLOPs per step.
-	const probeSteps = 100
-	base, err := train.LoadSets("", out.baseSets(p, nil, probeSteps))
-	if err != nil {
-		return 0, fmt.Errorf("plan %s: base recipe: %w", p.Name, err)
-	}
-	runs, err := expand(p, out, probeSteps, o)
+	e, err := estimate(p, out, o, 0)
 	if err != nil {
 		return 0, err
 	}
-	perStep := func(c train.Config) float64 {
-		return c.Model.FLOPsPerToken() * float64(c.Train.BatchSize*c.Model.SeqLen)
-	}
-	var cost float64
-	for _, r := range runs {
-		cost += perStep(r.cfg) / perStep(base)
-	}
-	res, err := train.Benchmark(base.Model.Config, train.BenchOptions{Batch: base.Train.BatchSize, Steps: 3, Warmup: 1})
-	if err != nil {
-		return 0, fmt.Errorf("throughput probe: %w", err)
-	}
-	tps := res.FwdBwdTokensPerS()
-	stepTokens := base.Train.BatchSize * base.Model.SeqLen
-	steps := int(o.Budget.Seconds() * tps * p.Budget.Efficiency / cost / float64(stepTokens))
-	o.logf("throughput probe: %.0f tokens/s on the base model, so %d runs of %d steps of %d×%d tokens fit %s\n",
-		tps, len(runs), steps, base.Train.BatchSize, base.Model.SeqLen, o.Budget)
-	if steps < p.Budget.MinSteps {
+	o.logf("throughput probe: %.0f tokens/s on the base model, so %d runs of %d steps of %d tokens (and an LR sweep of at most %d trial steps) fit %s\n",
+		e.TokensPerS, e.Runs, e.Steps, e.StepTokens, e.TuneSteps, o.Budget)
+	if e.Steps < p.Budget.MinSteps {
 		if p.Budget.RefuseBelowMin {
-			return 0, fmt.Errorf("a budget of %s gives only %d steps per run for %d runs (fewer than %d): give a larger budget", o.Budget, steps, len(runs), p.Budget.MinSteps)
+			return 0, fmt.Errorf("a budget of %s gives only %d steps per run for %d runs (fewer than %d): give a larger budget", o.Budget, e.Steps, e.Runs, p.Budget.MinSteps)
 		}
-		steps = p.Budget.MinSteps
+		e.Steps = p.Budget.MinSteps
 	}
-	b, _ := json.MarshalIndent(Sizing{Budget: o.Budget.String(), Seeds: len(o.Seeds), Steps: steps, ProbeTokensPerS: tps}, "", "  ")
+	b, _ := json.MarshalIndent(Sizing{Budget: o.Budget.String(), Seeds: len(o.Seeds), Steps: e.Steps, ProbeTokensPerS: e.TokensPerS}, "", "  ")
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return 0, err
 	}
 	if err := model.WriteFileAtomic(path, append(b, '\n')); err != nil {
 		return 0, err
 	}
-	return steps, nil
+	return e.Steps, nil
+}
+
+// Estimate is how a budget is spent: the throughput probe, the steps per run, the training cost in steps of the
+// base model and the expected wall time.
+type Estimate struct {
+	TokensPerS float64 // the throughput probe's forward+backward tokens/s on the base model
+	StepTokens int     // tokens per step (batch × sequence)
+	Steps      int     // per main run
+	Runs       int     // main runs
+	// RunCost is the main runs' cost per step in base-model steps (a run of a wider model costs more);
+	// TuneSteps the LR sweep's worst-case trial steps (tune.Options.WorstCaseSteps) and TuneCost their cost in
+	// base-model steps.
+	RunCost   float64
+	TuneSteps int
+	TuneCost  float64
+	// ScoreTokens are the forward-only tokens of scoring every final model (Options.ScoreTokens per run).
+	ScoreTokens int64
+	Wall        time.Duration // expected: training at TokensPerS·Efficiency, scoring at ForwardSpeedup× that
+}
+
+// ForwardSpeedup is the assumed speed of a forward-only pass (scoring) relative to forward+backward, for the
+// wall-time estimate: the backward pass costs about twice the forward.
+const ForwardSpeedup = 3
+
+// estimate sizes the budget at tokens/s tps (0: run the throughput probe): the largest steps per run whose
+// main runs and worst-case LR sweep fit the budget's training time.
+func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error) {
+	const probeSteps = 100
+	base, err := train.LoadSets("", out.baseSets(p, nil, probeSteps))
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: base recipe: %w", p.Name, err)
+	}
+	runs, err := expand(p, out, probeSteps, o)
+	if err != nil {
+		return nil, err
+	}
+	perStep := func(c train.Config) float64 {
+		return c.Model.FLOPsPerToken() * float64(c.Train.BatchSize*c.Model.SeqLen)
+	}
+	e := &Estimate{Runs: len(runs), StepTokens: base.Train.BatchSize * base.Model.SeqLen, TokensPerS: tps}
+	for _, r := range runs {
+		e.RunCost += perStep(r.cfg) / perStep(base)
+	}
+	tuneAt := func(steps int) (int, float64, error) {
+		if p.Tune == nil {
+			return 0, 0, nil
+		}
+		var n int
+		var cost float64
+		for _, w := range p.tuneWidths(out.Tier) {
+			for _, g := range p.Tune.Gammas {
+				c, err := train.LoadSets("", out.trialSets(p, g, w, probeSteps, p.Tune.Center))
+				if err != nil {
+					return 0, 0, fmt.Errorf("plan %s: LR sweep recipe: %w", p.Name, err)
+				}
+				ws := p.Tune.options(steps).WorstCaseSteps()
+				n += ws
+				cost += float64(ws) * perStep(c) / perStep(base)
+			}
+		}
+		return n, cost, nil
+	}
+	if e.TokensPerS == 0 {
+		res, err := train.Benchmark(base.Model.Config, train.BenchOptions{Batch: base.Train.BatchSize, Steps: 3, Warmup: 1})
+		if err != nil {
+			return nil, fmt.Errorf("throughput probe: %w", err)
+		}
+		e.TokensPerS = res.FwdBwdTokensPerS()
+	}
+	budgetSteps := o.Budget.Seconds() * e.TokensPerS * p.Budget.Efficiency / float64(e.StepTokens)
+	if o.Steps > 0 {
+		e.Steps = o.Steps
+	} else {
+		// The largest steps whose main runs and worst-case sweep fit (binary search; the sweep's cost grows
+		// with the steps).
+		lo, hi := 0, int(budgetSteps/e.RunCost)+1
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			_, tc, err := tuneAt(mid)
+			if err != nil {
+				return nil, err
+			}
+			if float64(mid)*e.RunCost+tc <= budgetSteps {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		e.Steps = lo
+	}
+	if e.TuneSteps, e.TuneCost, err = tuneAt(max(e.Steps, 1)); err != nil {
+		return nil, err
+	}
+	e.ScoreTokens = int64(e.Runs) * o.ScoreTokens
+	train := (float64(e.Steps)*e.RunCost + e.TuneCost) * float64(e.StepTokens) / (e.TokensPerS * p.Budget.Efficiency)
+	score := float64(e.ScoreTokens) / (ForwardSpeedup * e.TokensPerS)
+	e.Wall = time.Duration((train + score) * float64(time.Second))
+	return e, nil
 }
 
 func durationOfMinutes(m float64) time.Duration { return time.Duration(m * float64(time.Minute)) }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
-	"github.com/smallinit/smallinit/sweep"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -57,6 +57,15 @@ type Result struct {
 	// Inputs are the per-seed losses every verdict read (all but the per-token losses, which claim 4 summarises
 	// per bin).
 	Inputs *Evidence `json:"inputs,omitempty"`
+	// Tier is the budget's tier and Smoke its smoke-test statement ("" for a budget that claims verdicts).
+	Tier  string `json:"tier,omitempty"`
+	Smoke string `json:"smoke_test,omitempty"`
+	// Tuned are the learning-rate sweeps (every trial: the LR curves), by width and γ.
+	Tuned []experiment.Tuned `json:"lr_sweeps,omitempty"`
+	// Arms are each arm's mean loss with its final norm saturation and sink rate; RunScores every final model's
+	// scores (validation split overall and per language, out-of-distribution texts, mechanism).
+	Arms      []ArmSummary `json:"arms"`
+	RunScores []RunRecord  `json:"runs_scored"`
 }
 
 // ArmLoss is one configuration's validation loss over its seeds.
@@ -96,40 +105,21 @@ func (r row) num(key string) float64 {
 
 func (r row) str(key string) string { return fmt.Sprint(r.values[key]) }
 
-// gather collects every finished run of every experiment.
-func gather(out string) ([]row, error) {
-	var rows []row
-	for _, exp := range Experiments {
-		dir := filepath.Join(out, exp)
-		plan, err := sweep.ReadPlan(dir)
-		if err != nil {
-			return nil, err
-		}
-		t, err := sweep.Collect(dir)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range t.Rows {
-			if r.State != sweep.StateDone || math.IsNaN(r.ValLoss) {
-				continue
-			}
-			rows = append(rows, row{exp: exp, dir: sweep.RunDir(dir, plan.Runs[r.Index]), values: r.Values, n: r.N, loss: r.ValLoss})
-		}
-	}
-	return rows, nil
-}
-
-func (res *Result) evaluate(out, dataDir, probeDir string, windows int) error {
-	rows, err := gather(out)
+// evaluate scores every run of the outcome, builds the Evidence, judges claims 1-4 and claim 5.
+func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int) error {
+	recs, err := scoreRuns(out, oodWindows)
 	if err != nil {
 		return err
 	}
-	ev, err := evidenceFromRows(rows, probeDir)
+	res.RunScores = recs
+	res.Arms = summarise(recs)
+	rows := rowsOf(recs)
+	ev, err := evidenceOf(recs, out.ProbeDir)
 	if err != nil {
 		return err
 	}
 	var tokErr error
-	ev.Tokens, ev.TokenRef, res.CompareA, res.CompareB, tokErr = tokenEvidence(rows, dataDir, windows)
+	ev.Tokens, ev.TokenRef, res.CompareA, res.CompareB, tokErr = tokenEvidence(rows, out.DataDir, windows)
 	res.Inputs = ev
 	res.ValLoss = map[string]ArmLoss{}
 	label := func(a *Arm) {
@@ -146,6 +136,9 @@ func (res *Result) evaluate(out, dataDir, probeDir string, windows int) error {
 	for i := range ev.Gamma {
 		label(&ev.Gamma[i].Arm)
 	}
+	for i := range ev.SharedLR {
+		label(&ev.SharedLR[i].Arm)
+	}
 	label(ev.NoFix05)
 	label(ev.NoFix1)
 	for i := range ev.Ladder {
@@ -160,68 +153,14 @@ func (res *Result) evaluate(out, dataDir, probeDir string, windows int) error {
 			}
 		}
 	}
+	if res.Smoke != "" {
+		for i := range res.Claims {
+			res.Claims[i].Reason = strings.TrimPrefix(res.Claims[i].Reason+"; smoke-test budget: "+res.Smoke, "; ")
+		}
+	}
 	// Claim 5: condensation then expansion.
 	res.Claims = append(res.Claims, condensationClaim(rows))
 	return nil
-}
-
-// evidenceFromRows fills the verdicts' inputs from the sweeps of this package's plan (ExpGamma, ExpDefault,
-// ExpSizes, ExpProbes). Its losses are the runs' last training-time validation losses, which Source says.
-func evidenceFromRows(rows []row, probeDir string) (*Evidence, error) {
-	ev := &Evidence{Width: 128, Source: "last training-time validation loss (the first train.eval_windows windows of val.tok, not the whole validation split)"}
-	arm := func(name string, match func(r row) bool) Arm {
-		a := Arm{Name: name, Seeds: map[int]Loss{}}
-		for _, r := range rows {
-			if match(r) {
-				a.Seeds[int(r.num("seed"))] = Loss{Overall: r.loss}
-			}
-		}
-		return a
-	}
-	gammaAt := func(exp string, g float64) func(r row) bool {
-		return func(r row) bool { return r.exp == exp && r.num("init.gamma") == g }
-	}
-	for _, g := range gammas {
-		ev.Gamma = append(ev.Gamma, GammaArm{Gamma: g, Arm: arm(fmt.Sprintf("gamma%g fixed", g), gammaAt(ExpGamma, g))})
-	}
-	noFix := func(g float64) *Arm {
-		a := arm(fmt.Sprintf("gamma%g default", g), func(r row) bool {
-			return r.exp == ExpDefault && r.num("init.gamma") == g && r.str("model.attn_gate") == "none"
-		})
-		return &a
-	}
-	ev.NoFix05, ev.NoFix1 = noFix(0.5), noFix(1)
-	// The ladder: the sizes sweep's widths and the γ sweep's width 128.
-	n := map[int]float64{}
-	for _, r := range rows {
-		switch r.exp {
-		case ExpGamma:
-			n[128] = float64(r.n)
-		case ExpSizes:
-			n[int(r.num("model.hidden_size"))] = float64(r.n)
-		}
-	}
-	ws := make([]int, 0, len(n))
-	for w := range n {
-		ws = append(ws, w)
-	}
-	slices.Sort(ws)
-	for _, w := range ws {
-		at := func(g float64) func(r row) bool {
-			if w == 128 {
-				return gammaAt(ExpGamma, g)
-			}
-			return func(r row) bool { return gammaAt(ExpSizes, g)(r) && int(r.num("model.hidden_size")) == w }
-		}
-		ev.Ladder = append(ev.Ladder, Rung{Width: w, N: n[w],
-			G05: arm(fmt.Sprintf("gamma0.5 fixed d=%d", w), at(0.5)), G1: arm(fmt.Sprintf("gamma1 fixed d=%d", w), at(1))})
-	}
-	p, err := probeEvidence(rows, probeDir)
-	if err != nil {
-		return nil, err
-	}
-	ev.Probes = p
-	return ev, nil
 }
 
 // seedPairs returns, per seed (ascending), the γ = 1 and γ = 0.5 run directories of the γ sweep (width 128, both

@@ -66,6 +66,9 @@ type Arm struct {
 	Name  string       `json:"name"`  // e.g. "γ=1 ε=1e-12 gate d=256"
 	LR    float64      `json:"lr"`    // its own tuned learning rate, or the shared one
 	Seeds map[int]Loss `json:"seeds"` // seed → loss
+	// OOD is, per seed, the bits per byte on each out-of-distribution text (corpus/ood), reported beside the
+	// verdicts (generalisation), not judged.
+	OOD map[int]map[string]float64 `json:"ood_bits_per_byte,omitempty"`
 }
 
 // Overall is the arm's overall loss per seed.
@@ -139,4 +142,36 @@ type ProbeEvidence struct {
 	Pilot *eval.ProbeScores         `json:"pilot"`
 	G05   map[int]*eval.ProbeScores `json:"gamma0.5"`
 	G1    map[int]*eval.ProbeScores `json:"gamma1"`
+}
+
+// OODText is the arm's bits per byte on one out-of-distribution text per seed.
+func (a *Arm) OODText(name string) stats.BySeed {
+	out := stats.BySeed{}
+	if a != nil {
+		for s, m := range a.OOD {
+			if v, ok := m[name]; ok {
+				out[s] = v
+			}
+		}
+	}
+	return out
+}
+
+// oodTexts lists the out-of-distribution texts any seed of the arms was scored on, sorted.
+func oodTexts(arms ...*Arm) []string {
+	var out []string
+	for _, a := range arms {
+		if a == nil {
+			continue
+		}
+		for _, m := range a.OOD {
+			for k := range m {
+				if !slices.Contains(out, k) {
+					out = append(out, k)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -61,32 +61,37 @@ func scoreProbes(runDir, probeDir string) (*eval.ProbeScores, error) {
 	return s, nil
 }
 
-// probeEvidence scores the probe arm's finished runs per seed. Until the plan runs a pilot of its own, the
-// pilot is the γ = 0.5 probe arm itself: its mean exact match over seeds (and the chance and prompt count of
-// its first seed).
+// probeEvidence scores the probe runs per seed. The pilot is the ExpPilot group's γ = 0.5 run (a seed of its
+// own, so the pilot that decides whether the probes are judged is not one of the compared runs); a plan
+// without a pilot group falls back to the γ = 0.5 probe arm itself (its mean exact match over seeds, the
+// chance and prompt count of its first seed).
 func probeEvidence(rows []row, probeDir string) (*ProbeEvidence, error) {
 	p := &ProbeEvidence{G05: map[int]*eval.ProbeScores{}, G1: map[int]*eval.ProbeScores{}}
 	for _, r := range rows {
-		if r.exp != ExpProbes {
+		if r.exp != ExpProbes && r.exp != ExpPilot {
 			continue
 		}
 		s, err := scoreProbes(r.dir, probeDir)
 		if err != nil {
 			return nil, err
 		}
-		switch r.num("init.gamma") {
-		case 0.5:
+		switch {
+		case r.exp == ExpPilot:
+			p.Pilot = s
+		case r.num("init.gamma") == 0.5:
 			p.G05[int(r.num("seed"))] = s
-		case 1:
+		case r.num("init.gamma") == 1:
 			p.G1[int(r.num("seed"))] = s
 		}
 	}
-	if len(p.G05) > 0 {
-		var pilot eval.ProbeScores
-		for _, s := range p.G05 {
-			pilot = *s
-			break
+	if p.Pilot == nil && len(p.G05) > 0 {
+		first := -1
+		for sd := range p.G05 {
+			if first < 0 || sd < first {
+				first = sd
+			}
 		}
+		pilot := *p.G05[first] // the first seed's figures, deterministically
 		pilot.ReasoningAcc = 0
 		for _, s := range p.G05 {
 			pilot.ReasoningAcc += s.ReasoningAcc / float64(len(p.G05))

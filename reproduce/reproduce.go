@@ -5,77 +5,148 @@
 package reproduce
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/model"
 )
 
-// Experiment names: the groups of the reproduce plan, each a sweep directory. No configuration is trained
-// twice: the fully fixed corner of the 2×2 and the width-128 point of the size ladder are the γ sweep's runs.
+// Experiment names: the groups of the reproduce plan. No configuration is trained twice: the fully fixed
+// corner of the 2×2 and the width-128 rung of the size ladder are the γ grid's runs.
 const (
-	ExpGamma   = "gamma"    // γ ∈ {0.5, 0.75, 1, 1.25, 1.5} at width 128 with both fixes (ε = 1e-12, elementwise gate)
-	ExpDefault = "eps1e-5"  // γ ∈ {0.5, 1} × gate ∈ {none, elementwise} at ε = 1e-5
-	ExpEpsOnly = "eps1e-12" // γ ∈ {0.5, 1} at ε = 1e-12 without gate
-	ExpSizes   = "sizes"    // widths 64, 96, 160 × γ ∈ {0.5, 1} with both fixes (with width 128: 4 sizes)
-	ExpProbes  = "probes"   // γ ∈ {0.5, 1} with both fixes, width 128, on the corpus with probes mixed in (probes.go)
+	ExpGamma    = "gamma"        // γ ∈ {0.5, 0.75, 1, 1.25, 1.5} at width 128 with both fixes (ε = 1e-12, gate), each at its tuned LR
+	ExpSharedLR = "shared-lr"    // γ ∈ {0.5, 1}, both fixes, width 128, at the shared LR (the cost-free reading)
+	ExpEmulated = "emulated-eps" // γ ∈ {0.5, 1} × gate ∈ {none, elementwise} at the width-emulated ε of a 2048-wide model
+	ExpEpsOnly  = "eps1e-12"     // γ ∈ {0.5, 1} at ε = 1e-12 without gate
+	ExpSizes    = "sizes"        // the tier's ladder widths × γ ∈ {0.5, 1} with both fixes (with width 128: ≥ 4 sizes)
+	ExpPilot    = "probe-pilot"  // γ = 0.5, both fixes, on the probe mix, its own seed: the probes' pilot (probes.go)
+	ExpProbes   = "probes"       // γ ∈ {0.5, 1} with both fixes, width 128, on the corpus with probes mixed in (probes.go)
 )
 
 // Experiments lists them in run order (the plan's group order; TestPlanGroups checks).
-var Experiments = []string{ExpGamma, ExpDefault, ExpEpsOnly, ExpSizes, ExpProbes}
+var Experiments = []string{ExpGamma, ExpSharedLR, ExpEmulated, ExpEpsOnly, ExpSizes, ExpPilot, ExpProbes}
 
-// gammas are the γ sweep's values (the plan's gamma group; TestPlanGroups checks).
+// gammas are the γ grid's values (the plan's gamma group; TestPlanGroups checks).
 var gammas = []float64{0.5, 0.75, 1, 1.25, 1.5}
 
 // Options control a reproduction.
 type Options struct {
 	Out    string
 	Budget time.Duration
-	Seeds  int // 0: the plan's (2 for budgets under 4 h, else 3)
+	Seeds  int // 0: the plan's tier's (3 up to 2 h, 4 at 8 h, 5 at 24 h)
 	Steps  int // > 0: steps per run instead of sizing from the budget (tests)
 	Jobs   int // runs of a sweep trained at once (≤ 1: one at a time)
 	// CompareWindows limits the validation windows of the token-level comparison (0: all).
 	CompareWindows int
 	// ProbeTest is the held-out (and recalled) probes per kind the probe arm is scored on (0: 100).
 	ProbeTest int
-	Log       io.Writer
+	// OODWindows bounds the windows scored per out-of-distribution text (0: DefaultOODWindows; < 0: whole).
+	OODWindows int
+	// Plan replaces the built-in plan (tests run a tiny one).
+	Plan *experiment.Plan
+	Log  io.Writer
 }
 
 // Plan is the built-in reproduce plan.
 func Plan() (*experiment.Plan, error) { return experiment.Builtin("reproduce") }
 
-// Run runs the reproduce plan (data once, sizing from a throughput probe or OUT/sizing.json, the sweeps,
-// resuming finished and interrupted runs), evaluates the claims, writes them to OUT/claims.json and writes
-// OUT/report.html with claim 4's comparison.
-func Run(ctx context.Context, o Options) (*Result, error) {
-	p, err := Plan()
-	if err != nil {
-		return nil, err
+func (o *Options) plan() (*experiment.Plan, error) {
+	if o.Plan != nil {
+		return o.Plan, nil
 	}
+	return Plan()
+}
+
+func (o *Options) oodWindows() int {
+	switch {
+	case o.OODWindows == 0:
+		return DefaultOODWindows
+	case o.OODWindows < 0:
+		return 0
+	}
+	return o.OODWindows
+}
+
+// experimentOptions are the plan's options for o.
+func (o *Options) experimentOptions(p *experiment.Plan) experiment.Options {
 	var seeds []uint64
 	if o.Seeds > 0 {
 		seeds = experiment.SeedRange(o.Seeds)
 	}
+	// Scoring each final model: the validation split (about 108,000 tokens of the embedded corpus) and the
+	// out-of-distribution texts' windows, for the wall-time estimate.
+	seq := int64(128)
+	for _, s := range p.Base {
+		if s.Key == "model.max_position_embeddings" {
+			if v, ok := s.Value.(int64); ok {
+				seq = v
+			}
+		}
+	}
+	score := int64(108_000) + int64(3*o.oodWindows())*seq
+	return experiment.Options{Out: o.Out, Budget: o.Budget, Steps: o.Steps, Seeds: seeds, ProbeTest: o.ProbeTest, Jobs: o.Jobs,
+		Log: o.Log, ScoreTokens: score, Describe: true}
+}
+
+// Describe is the reproduction's plan for o without training anything: arms, seeds, steps, tokens and the
+// expected wall time from the throughput probe (tps > 0 replaces the probe).
+func Describe(o Options, tps float64) (*experiment.Description, error) {
+	p, err := o.plan()
+	if err != nil {
+		return nil, err
+	}
+	return experiment.Describe(p, o.experimentOptions(p), tps)
+}
+
+// Run runs the reproduce plan (data once, sizing from a throughput probe or OUT/sizing.json, the LR sweep, the
+// arms, resuming finished and interrupted runs), scores every final model (whole validation split, per
+// language, out-of-distribution texts, final saturation and sink rate), judges the claims, writes them with
+// every number behind them to OUT/claims.json, the figures to OUT/reproduce-figures.html and OUT/report.html
+// with claim 4's comparison.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	p, err := o.plan()
+	if err != nil {
+		return nil, err
+	}
 	var res *Result
 	eval := func(out *experiment.Outcome) error {
 		res = &Result{Steps: out.Steps, Seeds: len(out.Seeds), Runs: out.Runs, Tokens: out.Tokens, Out: o.Out}
-		if err := res.evaluate(o.Out, out.DataDir, out.ProbeDir, o.CompareWindows); err != nil {
+		if out.Tier != nil {
+			res.Tier, res.Smoke = out.Tier.Name, out.Tier.Smoke
+		}
+		for _, t := range out.Tuned {
+			res.Tuned = append(res.Tuned, t)
+		}
+		slices.SortFunc(res.Tuned, func(a, b experiment.Tuned) int {
+			return cmp.Or(cmp.Compare(a.Width, b.Width), cmp.Compare(a.Gamma, b.Gamma))
+		})
+		if err := res.evaluate(out, o.CompareWindows, o.oodWindows()); err != nil {
 			return err
 		}
-		b, _ := json.MarshalIndent(res, "", "  ")
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return fmt.Errorf("claims.json: %w", err)
+		}
 		if err := model.WriteFileAtomic(filepath.Join(o.Out, "claims.json"), append(b, '\n')); err != nil {
+			return err
+		}
+		if err := writeFigures(filepath.Join(o.Out, FiguresFile), res); err != nil {
 			return err
 		}
 		out.CompareA, out.CompareB = res.CompareA, res.CompareB
 		return nil
 	}
-	if _, err := experiment.Run(ctx, p, experiment.Options{Out: o.Out, Budget: o.Budget, Steps: o.Steps, Seeds: seeds,
-		ProbeTest: o.ProbeTest, Jobs: o.Jobs, Log: o.Log, Evaluate: eval}); err != nil {
+	eo := o.experimentOptions(p)
+	eo.Evaluate = eval
+	if _, err := experiment.Run(ctx, p, eo); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -1,8 +1,10 @@
 package reproduce
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,90 +13,261 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smallinit/smallinit/data"
-	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/gammainit"
 )
 
-// TestReproduceEndToEnd runs every experiment for two steps with one seed: every claim gets a verdict and
-// evidence (claim 1 twice: validation loss, and reasoning against memorisation on the probe arm), claims.json
-// is written, and a second call trains nothing new (the sweeps skip finished runs). The first call is a
-// budgeted one resuming from a sizing file of two steps, as after an interruption.
-func TestReproduceEndToEnd(t *testing.T) {
-	out := t.TempDir()
-	sizing := `{"budget": "30m0s", "seeds": 1, "steps": 2, "probe_tokens_per_s": 1000}`
-	if err := os.WriteFile(filepath.Join(out, experiment.SizingFile), []byte(sizing), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(context.Background(), Options{Out: out, Budget: 30 * time.Minute, Seeds: 1, CompareWindows: 8, ProbeTest: 4})
+// tinyPlan is the built-in reproduce plan shrunk to seconds: one layer, widths 16 to 40, a 32-token context,
+// a 512-token vocabulary and LR-sweep trials of a few steps. Everything else (groups, tiers, the sweep's γ
+// grid and rules) is the built-in plan's.
+func tinyPlan(t *testing.T) *experiment.Plan {
+	t.Helper()
+	p, err := Plan()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Steps != 2 {
-		t.Fatalf("resumed with %d steps per run, want the sizing file's 2", res.Steps)
-	}
-	// Every compared arm found its runs (axis values read back from the sweep plans are json.Number; an arm
-	// without runs has a mean loss of 0).
-	if len(res.ValLoss) == 0 {
-		t.Fatal("no validation losses compared")
-	}
-	for arm, v := range res.ValLoss {
-		if !(v.Mean > 0) || v.Seeds != 1 || v.SE != nil {
-			t.Errorf("arm %s: %+v, want a mean over its one seed and no standard error", arm, v)
+	text := string(p.Text)
+	for _, r := range [][2]string{
+		{`"model.max_position_embeddings" = 128`, `"model.max_position_embeddings" = 32` + "\n" + `"model.hidden_size" = 32` + "\n" + `"model.num_hidden_layers" = 1`},
+		{`"train.batch_size" = 16`, `"train.batch_size" = 4`},
+		{`vocab = 4096`, `vocab = 512`},
+		{`widths = [64, 96, 160]`, `widths = [16, 24, 40]`},
+		{`widths = [64, 128]`, `widths = [16, 32]`},
+		{`steps_div = 4`, `steps_div = 1`},
+		{`min_steps = 10`, `min_steps = 3`},
+	} {
+		if !strings.Contains(text, r[0]) {
+			t.Fatalf("built-in plan lacks %q", r[0])
 		}
+		text = strings.Replace(text, r[0], r[1], 1)
+	}
+	tiny, err := experiment.Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tiny
+}
+
+// TestReproduceEndToEnd runs the tiny plan for 4 steps per run and 3 seeds under the 30m tier: the LR sweep
+// ran for every γ at both widths, the Evidence has the shape the verdicts need (3 seeds per arm, ≥ 4 widths,
+// each arm at its own tuned LR, the no-fix arms at their own γ's emulated ε, a reference model for claim 4, a
+// pilot), every number reaches claims.json, the figures are written, and a second call (as after an
+// interruption) trains and scores nothing new and gives the same claims.
+func TestReproduceEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 64 tiny runs and 10 LR sweeps")
+	}
+	out := t.TempDir()
+	var log bytes.Buffer
+	o := Options{Out: out, Budget: 30 * time.Minute, Steps: 4, CompareWindows: 4, ProbeTest: 4, OODWindows: 2, Plan: tinyPlan(t), Log: &log}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "SMOKE TEST") || !strings.Contains(log.String(), "expected wall time") {
+		t.Errorf("the plan was not printed before running:\n%.2000s", log.String())
+	}
+	if res.Tier != "30m" || res.Smoke == "" || res.Seeds != 3 {
+		t.Errorf("tier %q smoke %q seeds %d, want the 30m smoke-test tier with 3 seeds", res.Tier, res.Smoke, res.Seeds)
+	}
+	ev := res.Inputs
+	if len(res.Tuned) != 10 {
+		t.Fatalf("%d LR sweeps, want 5 γ × 2 widths", len(res.Tuned))
+	}
+	lrAt := map[float64]float64{}
+	for _, tr := range res.Tuned {
+		if len(tr.Result.Curve) < 4 || !(tr.Result.LR > 0) {
+			t.Errorf("sweep γ=%g d=%d: %d trials, LR %g", tr.Gamma, tr.Width, len(tr.Result.Curve), tr.Result.LR)
+		}
+		if tr.Width == ev.Width {
+			lrAt[tr.Gamma] = tr.Result.LR
+		}
+	}
+	if ev.Width != 32 || len(ev.Gamma) != 5 {
+		t.Fatalf("γ grid at width %d with %d arms, want width 32 and 5 arms", ev.Width, len(ev.Gamma))
+	}
+	for _, g := range ev.Gamma {
+		if len(g.Seeds) != 3 || g.LR != lrAt[g.Gamma] {
+			t.Errorf("γ=%g: %d seeds at LR %g, want 3 at its tuned LR %g", g.Gamma, len(g.Seeds), g.LR, lrAt[g.Gamma])
+		}
+		for s, l := range g.Seeds {
+			if !(l.Overall > 0) || len(l.ByLanguage) != 2 || len(g.OOD[s]) != 3 {
+				t.Errorf("γ=%g seed %d: loss %+v, OOD %v; want overall, en and zh, and 3 OOD texts", g.Gamma, s, l, g.OOD[s])
+			}
+		}
+	}
+	if len(ev.SharedLR) != 2 || ev.SharedLR[0].LR != 2e-3 || len(ev.SharedLR[0].Seeds) != 3 {
+		t.Errorf("shared-LR arms %+v, want γ 0.5 and 1 at 2e-3 with 3 seeds", ev.SharedLR)
+	}
+	for _, a := range []*Arm{ev.NoFix05, ev.NoFix1} {
+		if a == nil || len(a.Seeds) != 3 {
+			t.Fatalf("no-fix arm %+v, want 3 seeds", a)
+		}
+	}
+	for _, r := range res.RunScores {
+		if r.Group == ExpEmulated {
+			want, _ := gammainit.EmulatedEps(1e-5, r.Gamma, r.Width, 2048)
+			if math.Abs(r.Eps-want) > 1e-12*want {
+				t.Errorf("%s: ε %g, want ε_eq %g of its own γ", r.Dir, r.Eps, want)
+			}
+		}
+	}
+	if len(ev.Ladder) < MinWidths {
+		t.Fatalf("ladder of %d widths, want ≥ %d", len(ev.Ladder), MinWidths)
+	}
+	var ws []int
+	for _, r := range ev.Ladder {
+		ws = append(ws, r.Width)
+		if len(r.G05.Seeds) != 3 || len(r.G1.Seeds) != 3 || !(r.G05.LR > 0) || !(r.N > 0) {
+			t.Errorf("rung %d: %d and %d seeds, LR %g, N %g", r.Width, len(r.G05.Seeds), len(r.G1.Seeds), r.G05.LR, r.N)
+		}
+	}
+	if !slices.Equal(ws, []int{16, 24, 32, 40}) {
+		t.Errorf("ladder widths %v, want 16 24 32 40", ws)
+	}
+	if len(ev.Tokens) != 3 || ev.TokenRef == "" {
+		t.Fatalf("claim 4: %d seeds of per-token losses, reference %q; want 3 and a reference model", len(ev.Tokens), ev.TokenRef)
+	}
+	for _, tl := range ev.Tokens {
+		if len(tl.A) == 0 || len(tl.A) != len(tl.Ref) || len(tl.B) != len(tl.Ref) {
+			t.Errorf("seed %d: %d, %d, %d per-token losses", tl.Seed, len(tl.A), len(tl.B), len(tl.Ref))
+		}
+	}
+	if ev.Probes == nil || ev.Probes.Pilot == nil || len(ev.Probes.G05) != 3 {
+		t.Errorf("probes %+v, want a pilot and 3 seeds per arm", ev.Probes)
 	}
 	if len(res.Claims) != 6 {
 		t.Fatalf("%d claims, want 6", len(res.Claims))
 	}
-	// One seed carries no estimate of the noise between seeds: no claim can be decided. The probes of a
-	// two-step pilot are untestable (it learnt nothing above chance).
-	for i, c := range res.Claims {
-		want := Inconclusive
-		if i == 1 {
-			want = Untestable
-		}
-		if c.Verdict != want || c.Evidence == "" {
-			t.Errorf("claim %d with one seed: verdict %q, evidence %q; want %s", c.N, c.Verdict, c.Evidence, want)
+	for _, c := range res.Claims[:5] {
+		if !strings.Contains(c.Reason, "smoke-test budget") {
+			t.Errorf("claim %d: reason %q does not say the budget is a smoke test", c.N, c.Reason)
 		}
 	}
-	if c := res.Claims[1]; c.N != 1 || !strings.Contains(c.Evidence, "held-out reasoning prompts") || !strings.Contains(c.Evidence, "(24 prompts)") {
-		t.Errorf("claim 1's reasoning half: %+v, want the probe scores of 6 reasoning kinds × 4 held-out prompts", c)
+	for _, a := range res.Arms {
+		if a.Seeds < 1 || math.IsNaN(a.NormSaturation) || math.IsNaN(a.SinkRate) {
+			t.Errorf("arm %s/%s: %+v, want saturation and sink rate from its final diagnostics", a.Group, a.Arm, a)
+		}
 	}
-	if !strings.Contains(res.Claims[2].Evidence, "effective model size") && !strings.Contains(res.Claims[2].Evidence, "size law") {
-		t.Errorf("claim 2 evidence lacks the size law: %s", res.Claims[2].Evidence)
-	}
-	// The probe arm's training file is the corpus with probes making up a quarter of its tokens.
-	corpus, err := data.ReadTokens(filepath.Join(out, "data", data.TrainFile), 1<<16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mixed, err := data.ReadTokens(filepath.Join(out, ProbeDataDir, data.TrainFile), 1<<16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if share := 1 - float64(len(corpus))/float64(len(mixed)); math.Abs(share-eval.ProbeMixShare) > 0.001 {
-		t.Errorf("probes are %.4f of the mixed training tokens, want %g", share, eval.ProbeMixShare)
+	var text bytes.Buffer
+	if err := res.WriteText(&text); err != nil || !strings.Contains(text.String(), "sink rate") {
+		t.Errorf("terminal output: %v\n%s", err, text.String())
 	}
 	b, err := os.ReadFile(filepath.Join(out, "claims.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Result
-	if err := json.Unmarshal(b, &back); err != nil || len(back.Claims) != 6 {
-		t.Fatalf("claims.json: %v", err)
-	}
-	before, _ := os.Stat(filepath.Join(out, ExpGamma, "runs"))
-	if _, err := Run(context.Background(), Options{Out: out, Steps: 2, Seeds: 1, CompareWindows: 8, ProbeTest: 4}); err != nil {
+	var back map[string]any
+	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := os.Stat(filepath.Join(out, ExpGamma, "runs"))
-	if !after.ModTime().Equal(before.ModTime()) {
-		t.Error("second run changed the γ sweep's runs directory")
+	for _, k := range []string{"claims", "inputs", "lr_sweeps", "arms", "runs_scored", "tier", "smoke_test"} {
+		if back[k] == nil {
+			t.Errorf("claims.json lacks %q", k)
+		}
+	}
+	fig, err := os.ReadFile(filepath.Join(out, FiguresFile))
+	if err != nil || strings.Count(string(fig), "<svg") != 3 || !strings.Contains(string(fig), "sink rate") {
+		t.Errorf("figures: %v, %d plots (want 2 LR-curve plots and the gain figure)", err, strings.Count(string(fig), "<svg"))
+	}
+	// Resume: nothing is trained, swept or scored again (a finished run resumed re-saves its final model and
+	// rewrites its metrics unchanged; its lines and the cached scores stay).
+	stamp := func() map[string]string {
+		m := map[string]string{}
+		filepath.Walk(out, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || fi.IsDir() {
+				return nil
+			}
+			switch {
+			case fi.Name() == "metrics.jsonl":
+				b, _ := os.ReadFile(p)
+				m[p] = fmt.Sprint(bytes.Count(b, []byte("\n")), " lines")
+			case fi.Name() == verdictScoreFile || fi.Name() == "selection_score.json" || filepath.Base(filepath.Dir(p)) == experiment.TuneDir:
+				m[p] = fi.ModTime().String()
+			}
+			return nil
+		})
+		return m
+	}
+	before := stamp()
+	log.Reset()
+	again, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := stamp()
+	if len(after) != len(before) {
+		t.Errorf("resume: %d files, had %d", len(after), len(before))
+	}
+	for p, v := range before {
+		if after[p] != v {
+			t.Errorf("resume changed %s: %s, was %s", p, after[p], v)
+		}
+	}
+	if strings.Contains(log.String(), "trial lr") {
+		t.Error("resume ran LR-sweep trials again")
+	}
+	for i := range res.Claims {
+		if again.Claims[i].Verdict != res.Claims[i].Verdict || again.Claims[i].Evidence != res.Claims[i].Evidence {
+			t.Errorf("claim %d changed on resume", res.Claims[i].N)
+		}
+	}
+}
+
+// TestPrintPlans: every budget's printed plan (at a given throughput, no probe) lists its tier's seeds and
+// widths, the LR sweep and the time arithmetic; 30m says it is a smoke test; 24h reaches width 256; the 2h
+// plan's expected wall time is within 2 h 15 min.
+func TestPrintPlans(t *testing.T) {
+	for _, tc := range []struct {
+		budget time.Duration
+		tier   string
+		seeds  int
+		widest int
+		smoke  bool
+	}{
+		{30 * time.Minute, "30m", 3, 160, true},
+		{2 * time.Hour, "2h", 3, 160, false},
+		{8 * time.Hour, "8h", 4, 192, false},
+		{24 * time.Hour, "24h", 5, 256, false},
+	} {
+		d, err := Describe(Options{Out: t.TempDir(), Budget: tc.budget}, 20000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := d.Write(&b); err != nil {
+			t.Fatal(err)
+		}
+		s := b.String()
+		if d.Tier.Name != tc.tier || len(d.Seeds) != tc.seeds || strings.Contains(s, "SMOKE TEST") != tc.smoke {
+			t.Errorf("%s: tier %s, %d seeds, smoke %v:\n%s", tc.budget, d.Tier.Name, len(d.Seeds), strings.Contains(s, "SMOKE TEST"), s)
+		}
+		widest, widths := 0, map[int]bool{}
+		for _, a := range d.Arms {
+			widest = max(widest, a.Width)
+			if a.Group == ExpSizes || a.Group == ExpGamma {
+				widths[a.Width] = true
+			}
+			if a.Group != ExpPilot && len(a.Seeds) != tc.seeds {
+				t.Errorf("%s: arm %s/%s has %d seeds", tc.budget, a.Group, a.Arm, len(a.Seeds))
+			}
+		}
+		if widest != tc.widest || len(widths) < MinWidths {
+			t.Errorf("%s: widest %d (want %d), ladder widths %v", tc.budget, widest, tc.widest, widths)
+		}
+		for _, want := range []string{"LR sweep (package tune)", "throughput probe 20000 tokens/s", "expected wall time"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("%s: plan lacks %q:\n%s", tc.budget, want, s)
+			}
+		}
+		if d.Estimate.Wall > tc.budget+tc.budget/8 || d.Estimate.Wall < tc.budget*3/4 {
+			t.Errorf("%s: expected wall time %s", tc.budget, d.Estimate.Wall)
+		}
 	}
 }
 
 // TestPlanGroups: the reproduce plan's groups are the experiments the claims read, in that order, and its γ
-// sweep is the gammas the claims compare.
+// grid and LR sweep are the gammas the claims compare.
 func TestPlanGroups(t *testing.T) {
 	p, err := Plan()
 	if err != nil {
@@ -116,8 +289,8 @@ func TestPlanGroups(t *testing.T) {
 			got = append(got, x)
 		}
 	}
-	if p.Groups[0].Axes[0].Key != "init.gamma" || !slices.Equal(got, gammas) {
-		t.Errorf("γ sweep %+v, want init.gamma over %v", p.Groups[0].Axes, gammas)
+	if p.Groups[0].Axes[0].Key != "init.gamma" || !slices.Equal(got, gammas) || !slices.Equal(p.Tune.Gammas, gammas) {
+		t.Errorf("γ grid %+v and LR sweep %v, want init.gamma over %v", p.Groups[0].Axes, p.Tune.Gammas, gammas)
 	}
 }
 

@@ -222,6 +222,9 @@ func judgeLoss(ev *Evidence) Claim {
 	for _, lang := range languages(g05, g1) {
 		c.add("gain on "+lang, false, gain(g05.Language(lang), g1.Language(lang)))
 	}
+	for _, text := range oodTexts(g05, g1) {
+		c.add("gain on out-of-distribution "+text+" (bits per byte)", false, gain(g05.OODText(text), g1.OODText(text)))
+	}
 	var s05, s1 *Arm
 	for i := range ev.SharedLR {
 		switch ev.SharedLR[i].Gamma {

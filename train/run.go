@@ -146,7 +146,7 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 	defer unlock()
 	// Checked again under the lock: another process may have started a run here since the first check.
 	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
-		return Result{}, fmt.Errorf("%s already holds a run: resume it or choose another directory", dir)
+		return Result{}, fmt.Errorf("%s %w: resume it or choose another directory", dir, ErrRunExists)
 	}
 	if err := r.initialise(); err != nil {
 		return Result{}, err

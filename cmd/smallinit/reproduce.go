@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -13,35 +11,30 @@ import (
 )
 
 type reproduceCmd struct {
-	Budget    time.Duration `default:"30m" help:"Wall-clock budget for all runs (e.g. 30m, 2h, 8h); sets the steps per run."`
-	Out       string        `default:"smallinit-reproduce" type:"path" help:"Directory for data, sweeps, claims.json."`
-	Seeds     int           `help:"Seeds per configuration (default 2, 3 from 4h)."`
+	Budget    time.Duration `default:"30m" help:"Wall-clock budget for all runs: 30m (smoke test), 2h, 8h, 24h pick the plan's tiers (seeds, ladder widths); sets the steps per run."`
+	Out       string        `default:"smallinit-reproduce" type:"path" help:"Directory for data, runs, claims.json; run again to resume."`
+	Seeds     int           `help:"Seeds per verdict arm (default: the tier's, 3 up to 2h)."`
 	Steps     int           `help:"Steps per run (overrides --budget)."`
 	Jobs      int           `default:"1" help:"Runs of a sweep trained at once (they share the cores)."`
-	PrintPlan bool          `help:"Print the reproduction's plan (TOML) and exit."`
+	PrintPlan bool          `help:"Print the reproduction's plan for the budget (arms, seeds, steps, tokens, expected wall time from a throughput probe) and exit; the plan file itself: smallinit study reproduce --print-plan."`
 }
 
 // Run runs the study's experiments scaled to this machine and prints, for each claim of SPEC's
 // introduction, whether this run supports it, with the numbers.
 func (cmd *reproduceCmd) Run() error {
+	o := reproduce.Options{Out: cmd.Out, Budget: cmd.Budget, Seeds: cmd.Seeds, Steps: cmd.Steps, Jobs: cmd.Jobs, Log: os.Stderr}
 	if cmd.PrintPlan {
-		p, err := reproduce.Plan()
+		d, err := reproduce.Describe(o, 0)
 		if err != nil {
 			return err
 		}
-		_, err = os.Stdout.Write(p.Text)
-		return err
+		return d.Write(os.Stdout)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := reproduce.Run(ctx, reproduce.Options{Out: cmd.Out, Budget: cmd.Budget, Seeds: cmd.Seeds, Steps: cmd.Steps, Jobs: cmd.Jobs, Log: os.Stderr})
+	res, err := reproduce.Run(ctx, o)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("reproduction in %s: %d runs of %d steps (%d tokens each), %d seeds per configuration\n\n", res.Out, res.Runs, res.Steps, res.Tokens, res.Seeds)
-	for _, c := range res.Claims {
-		fmt.Printf("claim %d: %s\n  %s: %s\n\n", c.N, c.Text, c.Verdict, c.Evidence)
-	}
-	fmt.Printf("details in %s/claims.json, figures in %s\n", res.Out, filepath.Join(res.Out, "report.html"))
-	return nil
+	return res.WriteText(os.Stdout)
 }

@@ -1,0 +1,147 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/smallinit/smallinit/data"
+)
+
+// Description is what a plan will run under a budget, computed without training: what Run prints first and
+// what `--print-plan` prints.
+type Description struct {
+	Plan     *Plan
+	Budget   time.Duration
+	Tier     *Tier
+	Seeds    []uint64
+	Estimate *Estimate
+	Arms     []ArmLine
+	Tune     *TuneSpec
+	// TuneWidths and TuneRungs are the LR sweep's widths and steps per trial of each rung (nil without [tune]).
+	TuneWidths []int
+	TuneRungs  []int
+}
+
+// ArmLine is one arm of a description: its runs (one per seed) share the recipe but the seed.
+type ArmLine struct {
+	Group, Arm string
+	Seeds      []uint64
+	Gamma      float64
+	Width      int
+	Eps        float64
+	Gate       string
+	LR         string // "tuned" or the shared value
+	Steps      int
+	Tokens     int64 // per run
+	Params     int64 // non-embedding
+}
+
+// Describe sizes the plan for o (Options.Steps, the sizing file of the same budget, or a fresh throughput
+// probe; tps > 0 skips the probe) and lists its arms, training nothing. The corpus need not be prepared: its
+// vocabulary is then the plan's.
+func Describe(p *Plan, o Options, tps float64) (*Description, error) {
+	if p.Kind != KindTrain {
+		return nil, fmt.Errorf("plan %s is a %s plan, not a training plan", p.Name, p.Kind)
+	}
+	if o.Budget <= 0 {
+		o.Budget = p.Budget.Duration()
+	}
+	if o.Seeds == nil {
+		o.Seeds = p.SeedsFor(o.Budget)
+	}
+	out := &Outcome{Plan: p, Out: o.Out, Seeds: o.Seeds, DataDir: filepath.Join(o.Out, DataDir), Tier: p.TierFor(o.Budget)}
+	st, err := data.ReadStats(out.DataDir)
+	if err != nil {
+		st = &data.Stats{VocabSize: p.Data.Vocab}
+	}
+	out.Stats = st
+	if p.Data.Probes {
+		out.ProbeDir = filepath.Join(o.Out, ProbeDataDir)
+	}
+	if s, err := ReadSizing(filepath.Join(o.Out, SizingFile)); err == nil && s.matches(&o) && o.Steps == 0 {
+		o.Steps = s.Steps
+		if tps == 0 {
+			tps = s.ProbeTokensPerS
+		}
+	}
+	e, err := estimate(p, out, &o, tps)
+	if err != nil {
+		return nil, err
+	}
+	if o.Steps == 0 && e.Steps < p.Budget.MinSteps {
+		if p.Budget.RefuseBelowMin {
+			return nil, fmt.Errorf("a budget of %s gives only %d steps per run for %d runs (fewer than %d): give a larger budget", o.Budget, e.Steps, e.Runs, p.Budget.MinSteps)
+		}
+		e.Steps = p.Budget.MinSteps
+	}
+	runs, err := expand(p, out, e.Steps, &o)
+	if err != nil {
+		return nil, err
+	}
+	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune}
+	if p.Tune != nil {
+		d.TuneWidths = p.tuneWidths(out.Tier)
+		d.TuneRungs = p.Tune.options(e.Steps).Rungs()
+	}
+	at := map[string]int{}
+	for _, r := range runs {
+		name := r.arm
+		if name == "" { // a sweep point: named by the values the reproduce-like plans vary
+			name = fmt.Sprintf("gamma%g-d%d-eps%g-%s", r.cfg.Init.Gamma, r.cfg.Model.Dim, r.cfg.Model.NormEps, r.cfg.Model.AttnGate)
+		}
+		key := r.group.Name + "/" + name
+		if i, ok := at[key]; ok {
+			d.Arms[i].Seeds = append(d.Arms[i].Seeds, r.cfg.Seed)
+			continue
+		}
+		c := r.cfg
+		lr := fmt.Sprintf("%g", c.Schedule.PeakLR)
+		if r.group.LR == LRTuned {
+			lr = "tuned"
+		}
+		at[key] = len(d.Arms)
+		d.Arms = append(d.Arms, ArmLine{Group: r.group.Name, Arm: name, Seeds: []uint64{c.Seed}, Gamma: c.Init.Gamma, Width: c.Model.Dim,
+			Eps: c.Model.NormEps, Gate: c.Model.AttnGate, LR: lr, Steps: c.TotalSteps(),
+			Tokens: int64(c.TotalSteps()) * int64(c.Train.BatchSize) * int64(c.Model.SeqLen), Params: c.Model.NonEmbeddingParams()})
+	}
+	return d, nil
+}
+
+// Write prints the description: budget, tier, seeds, the arms, the LR sweep and the time arithmetic.
+func (d *Description) Write(w io.Writer) error {
+	e := d.Estimate
+	fmt.Fprintf(w, "plan %s, budget %s", d.Plan.Name, d.Budget)
+	if d.Tier != nil {
+		fmt.Fprintf(w, " (tier %s)", d.Tier.Name)
+	}
+	fmt.Fprintf(w, ": %d seeds per verdict arm %v, %d runs of %d steps × %d tokens (%d tokens per run of the base shape)\n",
+		len(d.Seeds), d.Seeds, e.Runs, e.Steps, e.StepTokens, int64(e.Steps)*int64(e.StepTokens))
+	if d.Tier != nil && d.Tier.Smoke != "" {
+		fmt.Fprintf(w, "SMOKE TEST: %s\n", d.Tier.Smoke)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "group\tarm\tseeds\tγ\twidth\tN (non-emb.)\tε\tgate\tLR\tsteps\ttokens/run")
+	for _, a := range d.Arms {
+		ss := make([]string, len(a.Seeds))
+		for i, s := range a.Seeds {
+			ss[i] = fmt.Sprint(s)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%g\t%d\t%d\t%.3g\t%s\t%s\t%d\t%d\n", a.Group, a.Arm, strings.Join(ss, ","), a.Gamma, a.Width, a.Params, a.Eps, a.Gate, a.LR, a.Steps, a.Tokens)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if d.Tune != nil {
+		fmt.Fprintf(w, "LR sweep (package tune): γ ∈ %v at widths %v, %d-value factor-2 grid around %g extended to bracket the best, successive halving over trials of %v steps, seed %d; trained without the LR-selection slice, scored on it (never the validation split): at most %d trial steps\n",
+			d.Tune.Gammas, d.TuneWidths, d.Tune.Values, d.Tune.Center, d.TuneRungs, d.Tune.Seed, e.TuneSteps)
+	}
+	fmt.Fprintf(w, "time: throughput probe %.0f tokens/s (forward+backward, base model) × efficiency %.3g; training %.0f base-model steps (runs %.1f × %d steps + LR sweep at most %.0f) × %d tokens = %.1f min; scoring %d forward tokens at %d× = %.1f min; expected wall time %s (budget %s)\n",
+		e.TokensPerS, d.Plan.Budget.Efficiency, float64(e.Steps)*e.RunCost+e.TuneCost, e.RunCost, e.Steps, e.TuneCost, e.StepTokens,
+		(float64(e.Steps)*e.RunCost+e.TuneCost)*float64(e.StepTokens)/(e.TokensPerS*d.Plan.Budget.Efficiency)/60,
+		e.ScoreTokens, ForwardSpeedup, float64(e.ScoreTokens)/(ForwardSpeedup*e.TokensPerS)/60, e.Wall.Round(time.Minute), d.Budget)
+	return nil
+}

@@ -1,0 +1,190 @@
+package experiment
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/tune"
+)
+
+// parseTiers reads [[tier]] and [tune] of a plan file into p, checking them.
+func parseTiers(p *Plan, f *planFile) error {
+	for i, ft := range f.Tier {
+		t := Tier{Name: ft.Name, Minutes: ft.Minutes, Seeds: ft.Seeds, Widths: ft.Widths, TuneWidths: ft.TuneWidths, Smoke: ft.Smoke}
+		where := fmt.Sprintf("tier %d (%s)", i+1, t.Name)
+		if t.Name == "" || !(t.Minutes > 0) {
+			return fmt.Errorf("%s: want a name and minutes > 0", where)
+		}
+		if i > 0 && t.Minutes <= p.Tiers[i-1].Minutes {
+			return fmt.Errorf("%s: tiers must be listed by increasing minutes", where)
+		}
+		for _, w := range append(append([]int(nil), t.Widths...), t.TuneWidths...) {
+			if w < 1 {
+				return fmt.Errorf("%s: width %d: want ≥ 1", where, w)
+			}
+		}
+		if t.TuneWidths != nil && len(t.TuneWidths) != 2 {
+			return fmt.Errorf("%s: tune_widths: want two widths (the smallest and a middle one), have %d", where, len(t.TuneWidths))
+		}
+		p.Tiers = append(p.Tiers, t)
+	}
+	if ft := f.Tune; ft != nil {
+		t := &TuneSpec{Gammas: ft.Gammas, Widths: ft.Widths, Center: ft.Center, Values: ft.Values, StepsDiv: ft.StepsDiv,
+			MinSteps: ft.MinSteps, Eta: ft.Eta, Seed: ft.Seed, Sets: override.Flatten(ft.Set)}
+		if len(t.Gammas) == 0 || len(t.Widths) != 2 || !(t.Center > 0) || t.Values < 4 || t.StepsDiv < 1 || t.MinSteps < 1 || t.Eta < 0 || t.Eta == 1 {
+			return fmt.Errorf("tune: want gammas, two widths, center > 0, values ≥ 4, steps_div ≥ 1, min_steps ≥ 1 and eta 0 or ≥ 2 (have %+v)", *t)
+		}
+		p.Tune = t
+	}
+	return nil
+}
+
+// TierFor is the tier a budget selects: the last whose Minutes the budget reaches, or the first when it reaches
+// none; nil for a plan without tiers.
+func (p *Plan) TierFor(budget time.Duration) *Tier {
+	if len(p.Tiers) == 0 {
+		return nil
+	}
+	t := &p.Tiers[0]
+	for i := range p.Tiers {
+		if budget.Minutes() >= p.Tiers[i].Minutes*(1-1e-9) {
+			t = &p.Tiers[i]
+		}
+	}
+	return t
+}
+
+// TierNamed is the tier of that name (e.g. "2h"), or nil.
+func (p *Plan) TierNamed(name string) *Tier {
+	for i := range p.Tiers {
+		if p.Tiers[i].Name == name {
+			return &p.Tiers[i]
+		}
+	}
+	return nil
+}
+
+// tuneWidths are the widths the LR sweep runs at under tier t.
+func (p *Plan) tuneWidths(t *Tier) []int {
+	if t != nil && t.TuneWidths != nil {
+		return t.TuneWidths
+	}
+	if p.Tune == nil {
+		return nil
+	}
+	return p.Tune.Widths
+}
+
+// groupAxes are g's axes under tier t: a ladder group's model.hidden_size axis is the tier's widths.
+func groupAxes(g *Group, t *Tier) []axis {
+	var out []axis
+	for _, a := range g.Axes {
+		vals := a.Values
+		if g.Ladder && a.Key == "model.hidden_size" && t != nil && t.Widths != nil {
+			vals = nil
+			for _, w := range t.Widths {
+				vals = append(vals, int64(w))
+			}
+		}
+		out = append(out, axis{a.Key, vals})
+	}
+	return out
+}
+
+type axis struct {
+	key    string
+	values []any
+}
+
+// points is the cartesian product of the axes, in the axes' order (the last varies fastest).
+func points(axes []axis) [][]override.Set {
+	out := [][]override.Set{nil}
+	for _, a := range axes {
+		var next [][]override.Set
+		for _, p := range out {
+			for _, v := range a.values {
+				next = append(next, append(slices.Clone(p), override.Set{Key: a.key, Value: v}))
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// pointName names an arm of a derived group from its values, e.g. "gamma1-hidden_size64-attn_gatenone".
+func pointName(sets []override.Set) string {
+	name := ""
+	for i, s := range sets {
+		if i > 0 {
+			name += "-"
+		}
+		k := s.Key
+		if j := lastDot(k); j >= 0 {
+			k = k[j+1:]
+		}
+		name += fmt.Sprintf("%s%v", k, s.Value)
+	}
+	if name == "" {
+		name = "arm"
+	}
+	return name
+}
+
+func lastDot(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '.' {
+			return i
+		}
+	}
+	return -1
+}
+
+// groupSeeds are the seeds of g's arms: its own, else the run's.
+func groupSeeds(g *Group, o *Options) []uint64 {
+	if g.Seeds != nil {
+		return g.Seeds
+	}
+	return o.Seeds
+}
+
+// derivedSets are the keys a derived group computes for one arm from its resolved recipe c: the tuned
+// learning rate of its γ at its width, and the width-emulated ε of its γ and width. Before the sweep has run
+// (sizing) a tuned arm keeps the base learning rate: the cost of a run does not depend on it.
+func (out *Outcome) derivedSets(p *Plan, g *Group, c train.Config) ([]override.Set, error) {
+	var sets []override.Set
+	gamma, d := c.Init.Gamma, c.Model.Dim
+	if g.LR == LRTuned && out.Tuned != nil {
+		lr, err := out.TunedLR(p, gamma, d)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, override.Set{Key: "schedule.lr", Value: lr})
+	}
+	if g.EmulateEps > 0 {
+		eps, err := gammainit.EmulatedEps(EmulatedEpsBase, gamma, d, g.EmulateEps)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, override.Set{Key: "model.norm_eps", Value: eps})
+	}
+	return sets, nil
+}
+
+// EmulatedEpsBase is the ε a width-emulated arm emulates at its target width: the default RMSNorm ε (SPEC §7).
+const EmulatedEpsBase = 1e-5
+
+// TunedLR is the learning rate of γ at width d: the sweep's choice where it ran at d, else tune.AtWidth
+// between the two swept widths.
+func (out *Outcome) TunedLR(p *Plan, gamma float64, d int) (float64, error) {
+	ws := p.tuneWidths(out.Tier)
+	a, okA := out.Tuned[tuneKey(gamma, ws[0])]
+	b, okB := out.Tuned[tuneKey(gamma, ws[1])]
+	if !okA || !okB {
+		return 0, fmt.Errorf("no learning-rate sweep of γ = %g at widths %v (the plan's [tune] gammas must cover every tuned arm)", gamma, ws)
+	}
+	return tune.AtWidth(tune.Swept{Width: a.Width, LR: a.Result.LR}, tune.Swept{Width: b.Width, LR: b.Result.LR}, d)
+}

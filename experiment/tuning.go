@@ -1,0 +1,167 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/tune"
+)
+
+// TuneDir (in the output directory) holds the learning-rate sweep: one directory of trial runs per γ and width
+// and its tune.Result as <γ and width>.json.
+const TuneDir = "tune"
+
+// selectionScoreFile (in a trial's run directory) caches its score on the LR-selection slice.
+const selectionScoreFile = "selection_score.json"
+
+// Tuned is the sweep's outcome for one γ at one width.
+type Tuned struct {
+	Gamma  float64     `json:"gamma"`
+	Width  int         `json:"width"`
+	Result tune.Result `json:"result"`
+}
+
+// tuneKey names a sweep point (its directory and result file).
+func tuneKey(gamma float64, width int) string { return fmt.Sprintf("gamma%g-d%d", gamma, width) }
+
+// options are the sweep's options at steps per main run: trials of at most max(steps/StepsDiv, MinSteps)
+// steps, three rungs of halving rate Eta (default 3).
+func (t *TuneSpec) options(steps int) tune.Options {
+	eta := t.Eta
+	if eta == 0 {
+		eta = tune.DefaultEta
+	}
+	hi := max(steps/t.StepsDiv, t.MinSteps)
+	lo := max((hi+eta*eta-1)/(eta*eta), 1) // three rungs: lo, lo·eta, hi
+	return tune.Options{Center: t.Center, Values: t.Values, Eta: eta, MinSteps: lo, MaxSteps: hi}
+}
+
+// trialSets is the recipe of one trial: the base at steps, the sweep's sets, γ, width, learning rate and seed,
+// training on the documents outside the selection slice and monitoring on the slice (never the validation
+// split).
+func (out *Outcome) trialSets(p *Plan, gamma float64, width, steps int, lr float64) []override.Set {
+	sets := append(out.baseSets(p, nil, steps), p.Tune.Sets...)
+	return append(sets,
+		override.Set{Key: "init.gamma", Value: gamma},
+		override.Set{Key: "model.hidden_size", Value: int64(width)},
+		override.Set{Key: "schedule.lr", Value: lr},
+		override.Set{Key: "seed", Value: int64(p.Tune.Seed)},
+		override.Set{Key: "data.val", Value: filepath.Join(out.DataDir, data.SelectFile)},
+		override.Set{Key: "train.eval_interval", Value: int64(0)},
+		override.Set{Key: "train.diagnostics_interval", Value: int64(0)},
+		// A trial is short: checkpointed at its end only (an interrupted trial trains again from the start).
+		override.Set{Key: "train.checkpoint_interval", Value: int64(steps)})
+}
+
+// runTuning runs (or resumes, or reads back) the learning-rate sweep of every γ at every width of the tier and
+// returns the results by tuneKey.
+func runTuning(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[string]Tuned, error) {
+	if p.Tune == nil {
+		return nil, nil
+	}
+	if _, err := data.ReadSelectionStats(out.DataDir); err != nil && !o.Task {
+		o.logf("carving the LR-selection slice out of the training documents (%.0f%%)\n", 100*data.DefaultSelectShare)
+		if _, err := data.PrepareSelection(out.DataDir, data.DefaultSelectShare); err != nil {
+			return nil, err
+		}
+	}
+	res := map[string]Tuned{}
+	topts := p.Tune.options(out.Steps)
+	for _, w := range p.tuneWidths(out.Tier) {
+		for _, g := range p.Tune.Gammas {
+			key := tuneKey(g, w)
+			path := filepath.Join(o.Out, TuneDir, key+".json")
+			if b, err := os.ReadFile(path); err == nil {
+				var t Tuned
+				if err := json.Unmarshal(b, &t); err == nil && t.Result.LR > 0 {
+					res[key] = t
+					continue
+				}
+			}
+			if o.Task {
+				return nil, fmt.Errorf("learning-rate sweep %s has not run: run the plan once without a task index first (the tasks of a job array read its results)", key)
+			}
+			o.logf("\n== learning-rate sweep γ = %g, width %d: %d-value factor-2 grid around %g, trials of %v steps (at most %d steps)\n",
+				g, w, topts.Values, topts.Center, topts.Rungs(), topts.WorstCaseSteps())
+			r, err := tune.Select(topts, func(lr float64, steps int) (float64, error) {
+				return out.trial(ctx, p, g, w, steps, lr, o)
+			})
+			if err != nil {
+				return nil, fmt.Errorf("learning-rate sweep %s: %w", key, err)
+			}
+			o.logf("γ = %g, width %d: learning rate %g (selection loss %.4f, bracketed %v, %d trial steps)\n", g, w, r.LR, r.Loss, r.Bracketed, r.Steps)
+			t := Tuned{Gamma: g, Width: w, Result: r}
+			b, _ := json.MarshalIndent(t, "", "  ")
+			if err := model.WriteFileAtomic(path, append(b, '\n')); err != nil {
+				return nil, err
+			}
+			res[key] = t
+		}
+	}
+	return res, nil
+}
+
+// trial trains one sweep trial (resuming it if interrupted) and returns its loss on the selection slice.
+func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, steps int, lr float64, o *Options) (float64, error) {
+	dir := filepath.Join(o.Out, TuneDir, tuneKey(gamma, width), fmt.Sprintf("lr%g-%dsteps", lr, steps))
+	cache := filepath.Join(dir, selectionScoreFile)
+	if b, err := os.ReadFile(cache); err == nil {
+		var s eval.SplitScore
+		if json.Unmarshal(b, &s) == nil {
+			return s.Loss, nil
+		}
+	}
+	cfg, err := train.LoadSets("", out.trialSets(p, gamma, width, steps, lr))
+	if err != nil {
+		return 0, fmt.Errorf("trial recipe: %w", err)
+	}
+	topts := train.Options{}
+	if _, serr := os.Stat(filepath.Join(dir, train.ConfigFile)); serr == nil {
+		_, err = train.Resume(ctx, dir, topts)
+	} else {
+		_, err = train.Start(ctx, cfg, dir, topts)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, err
+		}
+		// A diverged trial (non-finite loss) is the worst trial, not the end of the sweep.
+		o.logf("trial lr %g, %d steps: %v (counted as diverged)\n", lr, steps, err)
+		return mustCache(cache, eval.SplitScore{Loss: math.Inf(1)})
+	}
+	pool := kernel.NewPool(0)
+	defer pool.Close()
+	m, _, err := model.Load(filepath.Join(dir, train.FinalDir), 16, pool)
+	if err != nil {
+		return 0, err
+	}
+	s, err := eval.ScoreSelection(m, out.DataDir)
+	if err != nil {
+		return 0, err
+	}
+	o.logf("  trial lr %g, %d steps: selection loss %.4f\n", lr, steps, s.Loss)
+	return mustCache(cache, s)
+}
+
+// mustCache records a trial's finite selection score in its run directory and returns its loss. A diverged
+// trial (+Inf) is not cached: its run directory is, and resuming it diverges again.
+func mustCache(path string, s eval.SplitScore) (float64, error) {
+	if math.IsNaN(s.Loss) || math.IsInf(s.Loss, 0) {
+		return math.Inf(1), nil
+	}
+	b, _ := json.Marshal(s)
+	if err := model.WriteFileAtomic(path, b); err != nil {
+		return 0, err
+	}
+	return s.Loss, nil
+}

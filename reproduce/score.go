@@ -1,0 +1,165 @@
+package reproduce
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/tokenizer"
+	"github.com/smallinit/smallinit/train"
+)
+
+// verdictScoreFile (in a run directory) caches the run's RunScore, so a resumed reproduction scores nothing twice.
+const verdictScoreFile = "verdict_score.json"
+
+// DefaultOODWindows bounds each out-of-distribution text to its first windows of the model's context (0 would
+// score each text whole, about 150,000 tokens a text, too slow for 60 models in a 2-hour budget).
+const DefaultOODWindows = 256
+
+// RunScore is what a verdict reads of one final model: its score on the whole validation split (overall, per
+// language), on the out-of-distribution texts, and the mechanism's state at the end of training (the last
+// diagnostics record): norm saturation and sink rate.
+type RunScore struct {
+	HeldOut eval.HeldOutScore `json:"held_out"`
+	OOD     []eval.OODScore   `json:"ood"`
+	// OODWindows is the windows per text scored (0: whole).
+	OODWindows int `json:"ood_windows"`
+	// NormSaturation is SPEC §4's s = ε/(mean(x²)+ε) averaged over every norm (both norms of each block and the
+	// final norm) on the diagnostics probes; FirstNormSaturation the first block's attention norm alone (the norm
+	// the width-emulated ε targets). SinkRate is the % of (layer, head) pairs with α > 0.3. NaN (null) when the
+	// run recorded no activation diagnostics.
+	NormSaturation      float64 `json:"norm_saturation"`
+	FirstNormSaturation float64 `json:"first_norm_saturation"`
+	SinkRate            float64 `json:"sink_rate"`
+	DiagStep            int     `json:"diagnostics_step"`
+}
+
+// MarshalJSON writes the NaN of a run without diagnostics as null.
+func (s RunScore) MarshalJSON() ([]byte, error) {
+	type plain RunScore
+	return json.Marshal(struct {
+		plain
+		NormSaturation      *float64 `json:"norm_saturation"`
+		FirstNormSaturation *float64 `json:"first_norm_saturation"`
+		SinkRate            *float64 `json:"sink_rate"`
+	}{plain(s), finite(s.NormSaturation), finite(s.FirstNormSaturation), finite(s.SinkRate)})
+}
+
+// UnmarshalJSON reads a null back as NaN.
+func (s *RunScore) UnmarshalJSON(b []byte) error {
+	type plain RunScore
+	var v struct {
+		plain
+		NormSaturation      *float64 `json:"norm_saturation"`
+		FirstNormSaturation *float64 `json:"first_norm_saturation"`
+		SinkRate            *float64 `json:"sink_rate"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = RunScore(v.plain)
+	get := func(p *float64) float64 {
+		if p == nil {
+			return math.NaN()
+		}
+		return *p
+	}
+	s.NormSaturation, s.FirstNormSaturation, s.SinkRate = get(v.NormSaturation), get(v.FirstNormSaturation), get(v.SinkRate)
+	return nil
+}
+
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// OODBitsPerByte is the score's bits per byte per out-of-distribution text.
+func (s *RunScore) OODBitsPerByte() map[string]float64 {
+	out := map[string]float64{}
+	for _, o := range s.OOD {
+		out[o.Name] = o.BitsPerByte()
+	}
+	return out
+}
+
+// scoreRun scores the final model of the run in dir (cached in the run directory): eval.ScoreHeldOut on the
+// prepared directory dataDir, eval.ScoreOOD with its tokenizer, and the last diagnostics record's saturation
+// and sink rate.
+func scoreRun(dir, dataDir string, oodWindows int) (*RunScore, error) {
+	cache := filepath.Join(dir, verdictScoreFile)
+	if b, err := os.ReadFile(cache); err == nil {
+		var s RunScore
+		if json.Unmarshal(b, &s) == nil && s.HeldOut.Overall.Tokens > 0 && s.OODWindows == oodWindows && len(s.OOD) > 0 && s.OOD[0].Tokens > 0 {
+			return &s, nil
+		}
+	}
+	pool := kernel.NewPool(0)
+	defer pool.Close()
+	m, _, err := model.Load(filepath.Join(dir, train.FinalDir), 16, pool)
+	if err != nil {
+		return nil, err
+	}
+	s := &RunScore{OODWindows: oodWindows}
+	if s.HeldOut, err = eval.ScoreHeldOut(m, dataDir); err != nil {
+		return nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	tok, err := tokenizer.Load(filepath.Join(dataDir, data.TokenizerFile))
+	if err != nil {
+		return nil, err
+	}
+	if s.OOD, err = eval.ScoreOOD(context.Background(), eval.NewLM(m, tok, nil), oodWindows); err != nil {
+		return nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	s.NormSaturation, s.FirstNormSaturation, s.SinkRate, s.DiagStep, err = mechanism(filepath.Join(dir, train.DiagFile))
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.MarshalIndent(s, "", "  ")
+	if err := model.WriteFileAtomic(cache, append(b, '\n')); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// mechanism reads the last diagnostics record with activation metrics: the mean norm saturation over every
+// norm, the first norm's, and the sink rate. No such record gives NaN and step −1.
+func mechanism(path string) (sat, first, sink float64, step int, err error) {
+	sat, first, sink, step = math.NaN(), math.NaN(), math.NaN(), -1
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return sat, first, sink, step, nil
+	}
+	if err != nil {
+		return sat, first, sink, step, err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec train.DiagLine[diag.Record]
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			return sat, first, sink, step, fmt.Errorf("%s: %w", path, err)
+		}
+		a := rec.Diagnostics.Activations
+		if a == nil || len(a.Layers) == 0 {
+			continue
+		}
+		s, n := a.FinalNorm.Saturation, 1
+		for _, l := range a.Layers {
+			s, n = s+l.AttnNorm.Saturation+l.FFNNorm.Saturation, n+2
+		}
+		sat, first, sink, step = s/float64(n), a.Layers[0].AttnNorm.Saturation, a.SinkRate, rec.Step
+	}
+	return sat, first, sink, step, nil
+}

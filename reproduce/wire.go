@@ -1,0 +1,251 @@
+package reproduce
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/smallinit/smallinit/experiment"
+)
+
+// RunRecord is one final model of the reproduction as claims.json keeps it: where it is, its recipe's values,
+// and every number it was scored to.
+type RunRecord struct {
+	Group string   `json:"group"`
+	Arm   string   `json:"arm"`
+	Seed  int      `json:"seed"`
+	Dir   string   `json:"dir"`
+	Gamma float64  `json:"gamma"`
+	Width int      `json:"width"`
+	N     int64    `json:"n"` // non-embedding parameters
+	Eps   float64  `json:"norm_eps"`
+	Gate  string   `json:"attn_gate"`
+	LR    float64  `json:"lr"`
+	Steps int      `json:"steps"`
+	Score RunScore `json:"score"`
+}
+
+// scoreRuns scores every finished run of the outcome (RunScore, cached per run directory), in run order.
+func scoreRuns(out *experiment.Outcome, oodWindows int) ([]RunRecord, error) {
+	var recs []RunRecord
+	for _, r := range out.RunList {
+		c := r.Config
+		s, err := scoreRun(r.Dir, out.DataDir, oodWindows)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, RunRecord{Group: r.Group, Arm: r.Arm, Seed: int(r.Seed), Dir: r.Dir, Gamma: c.Init.Gamma, Width: c.Model.Dim,
+			N: c.Model.NonEmbeddingParams(), Eps: c.Model.NormEps, Gate: c.Model.AttnGate, LR: c.Schedule.PeakLR, Steps: c.TotalSteps(), Score: *s})
+	}
+	return recs, nil
+}
+
+// rowsOf are the records as the claims' readers take them (seedPairs, claim 5, the probe arms).
+func rowsOf(recs []RunRecord) []row {
+	var rows []row
+	for _, r := range recs {
+		rows = append(rows, row{exp: r.Group, dir: r.Dir, n: r.N, loss: r.Score.HeldOut.Overall.Loss,
+			values: map[string]any{"init.gamma": r.Gamma, "seed": float64(r.Seed), "model.hidden_size": float64(r.Width), "model.attn_gate": r.Gate}})
+	}
+	return rows
+}
+
+// armOf collects the records that match into one arm, per seed; its LR is theirs (the same for every seed of
+// an arm) and its name says what it is.
+func armOf(name string, recs []RunRecord, match func(r *RunRecord) bool) Arm {
+	a := Arm{Name: name, Seeds: map[int]Loss{}, OOD: map[int]map[string]float64{}}
+	for i := range recs {
+		r := &recs[i]
+		if !match(r) {
+			continue
+		}
+		a.Seeds[r.Seed] = HeldOutLoss(r.Score.HeldOut)
+		a.OOD[r.Seed] = r.Score.OODBitsPerByte()
+		a.LR = r.LR
+	}
+	return a
+}
+
+// evidenceOf is the verdicts' Evidence from the scored runs of the reproduce plan: the γ grid (ExpGamma), the
+// shared-LR arms (ExpSharedLR), the no-fix arms at the width-emulated ε without gate (ExpEmulated), the ladder
+// (ExpSizes with the γ grid's width), the probe pilot and arms. The per-token losses are filled by the caller.
+func evidenceOf(recs []RunRecord, probeDir string) (*Evidence, error) {
+	ev := &Evidence{}
+	for _, r := range recs {
+		if r.Group == ExpGamma {
+			ev.Width = r.Width
+			if ev.Source == "" {
+				ev.Source = r.Score.HeldOut.Source + "; final models"
+			}
+		}
+	}
+	in := func(group string, g float64) func(r *RunRecord) bool {
+		return func(r *RunRecord) bool { return r.Group == group && r.Gamma == g }
+	}
+	for _, g := range gammas {
+		ev.Gamma = append(ev.Gamma, GammaArm{Gamma: g, Arm: armOf(fmt.Sprintf("γ=%g ε=1e-12 gate d=%d tuned LR", g, ev.Width), recs, in(ExpGamma, g))})
+	}
+	for _, g := range []float64{0.5, 1} {
+		a := armOf(fmt.Sprintf("γ=%g ε=1e-12 gate d=%d shared LR", g, ev.Width), recs, in(ExpSharedLR, g))
+		if len(a.Seeds) > 0 {
+			ev.SharedLR = append(ev.SharedLR, GammaArm{Gamma: g, Arm: a})
+		}
+	}
+	noFix := func(g float64) *Arm {
+		var eps float64
+		for _, r := range recs {
+			if r.Group == ExpEmulated && r.Gamma == g {
+				eps = r.Eps
+			}
+		}
+		a := armOf(fmt.Sprintf("γ=%g ε_eq=%.3g (2048-wide saturation) no gate d=%d", g, eps, ev.Width), recs, func(r *RunRecord) bool {
+			return in(ExpEmulated, g)(r) && r.Gate == "none"
+		})
+		return &a
+	}
+	ev.NoFix05, ev.NoFix1 = noFix(0.5), noFix(1)
+	n := map[int]int64{}
+	for _, r := range recs {
+		if r.Group == ExpSizes || r.Group == ExpGamma {
+			n[r.Width] = r.N
+		}
+	}
+	ws := make([]int, 0, len(n))
+	for w := range n {
+		ws = append(ws, w)
+	}
+	slices.Sort(ws)
+	for _, w := range ws {
+		at := func(g float64) func(r *RunRecord) bool {
+			return func(r *RunRecord) bool {
+				return r.Gamma == g && r.Width == w && (r.Group == ExpSizes || r.Group == ExpGamma)
+			}
+		}
+		ev.Ladder = append(ev.Ladder, Rung{Width: w, N: float64(n[w]),
+			G05: armOf(fmt.Sprintf("γ=0.5 fixed d=%d", w), recs, at(0.5)), G1: armOf(fmt.Sprintf("γ=1 fixed d=%d", w), recs, at(1))})
+	}
+	p, err := probeEvidence(rowsOf(recs), probeDir)
+	if err != nil {
+		return nil, err
+	}
+	ev.Probes = p
+	return ev, nil
+}
+
+// ArmSummary is one arm's mean over its seeds, for the terminal and the report: its loss on the whole
+// validation split beside its mechanism's state (norm saturation, sink rate), so a reader sees whether the
+// mechanism was active.
+type ArmSummary struct {
+	Group, Arm     string
+	Seeds          int
+	LR             float64
+	Eps            float64
+	Gate           string
+	Gamma          float64
+	Width          int
+	Loss, LossSE   float64
+	NormSaturation float64
+	FirstNormSat   float64
+	SinkRate       float64
+}
+
+// summarise averages the records of each arm over seeds, in run order.
+func summarise(recs []RunRecord) []ArmSummary {
+	var out []ArmSummary
+	at := map[string]int{}
+	losses := map[string][]float64{}
+	for _, r := range recs {
+		key := r.Group + "/" + r.Arm
+		if r.Arm == "" {
+			key = r.Group + fmt.Sprintf("/γ=%g d=%d", r.Gamma, r.Width)
+		}
+		i, ok := at[key]
+		if !ok {
+			i = len(out)
+			at[key] = i
+			out = append(out, ArmSummary{Group: r.Group, Arm: r.Arm, LR: r.LR, Eps: r.Eps, Gate: r.Gate, Gamma: r.Gamma, Width: r.Width})
+			if out[i].Arm == "" {
+				out[i].Arm = fmt.Sprintf("gamma%g", r.Gamma)
+			}
+		}
+		a := &out[i]
+		a.Seeds++
+		a.NormSaturation += r.Score.NormSaturation
+		a.FirstNormSat += r.Score.FirstNormSaturation
+		a.SinkRate += r.Score.SinkRate
+		losses[key] = append(losses[key], r.Score.HeldOut.Overall.Loss)
+	}
+	for key, i := range at {
+		a := &out[i]
+		a.Loss, a.LossSE = meanSE(losses[key])
+		a.NormSaturation /= float64(a.Seeds)
+		a.FirstNormSat /= float64(a.Seeds)
+		a.SinkRate /= float64(a.Seeds)
+	}
+	return out
+}
+
+// fmtNum writes a NaN as "n/a".
+func fmtNum(format string, v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+// WriteText prints the reproduction for a terminal: the runs, each arm's loss beside its final norm saturation
+// and sink rate (whether the mechanism was active), and every claim's verdict with its evidence.
+func (res *Result) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "reproduction in %s: %d runs of %d steps (%d tokens each), %d seeds per verdict arm", res.Out, res.Runs, res.Steps, res.Tokens, res.Seeds)
+	if res.Tier != "" {
+		fmt.Fprintf(w, ", tier %s", res.Tier)
+	}
+	fmt.Fprintln(w)
+	if res.Smoke != "" {
+		fmt.Fprintf(w, "SMOKE TEST: %s\n", res.Smoke)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "group\tarm\tseeds\tLR\tval loss ± SE\tnorm saturation (mean / first)\tsink rate %")
+	for _, a := range res.Arms {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3g\t%s ± %s\t%s / %s\t%s\n", a.Group, a.Arm, a.Seeds, a.LR, fmtNum("%.4f", a.Loss), fmtNum("%.4f", a.LossSE),
+			fmtNum("%.3g", a.NormSaturation), fmtNum("%.3g", a.FirstNormSat), fmtNum("%.1f", a.SinkRate))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, c := range res.Claims {
+		fmt.Fprintf(w, "claim %d: %s\n  %s", c.N, c.Text, c.Verdict)
+		if c.Reason != "" {
+			fmt.Fprintf(w, " (%s)", c.Reason)
+		}
+		fmt.Fprintf(w, ": %s\n\n", c.Evidence)
+	}
+	_, err := fmt.Fprintf(w, "every number in %s, figures in %s and %s\n", filepath.Join(res.Out, "claims.json"),
+		filepath.Join(res.Out, FiguresFile), filepath.Join(res.Out, "report.html"))
+	return err
+}
+
+// MarshalJSON writes NaN (one seed's standard error, a run without diagnostics) as null.
+func (a ArmSummary) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Group          string   `json:"group"`
+		Arm            string   `json:"arm"`
+		Seeds          int      `json:"seeds"`
+		LR             float64  `json:"lr"`
+		Eps            float64  `json:"norm_eps"`
+		Gate           string   `json:"attn_gate"`
+		Gamma          float64  `json:"gamma"`
+		Width          int      `json:"width"`
+		Loss           *float64 `json:"val_loss"`
+		LossSE         *float64 `json:"val_loss_se"`
+		NormSaturation *float64 `json:"norm_saturation"`
+		FirstNormSat   *float64 `json:"first_norm_saturation"`
+		SinkRate       *float64 `json:"sink_rate"`
+	}{a.Group, a.Arm, a.Seeds, a.LR, a.Eps, a.Gate, a.Gamma, a.Width, finite(a.Loss), finite(a.LossSE), finite(a.NormSaturation), finite(a.FirstNormSat), finite(a.SinkRate)})
+}
