@@ -38,11 +38,12 @@ type Pool struct {
 
 // scratch is one worker's packing memory, grown on demand and then reused.
 type scratch struct {
-	a    []float32 // packed A block, MC×KC in MR-row panels
-	b    []float32 // packed B block for GemmOn, KC×NC in NR-column panels
-	tile []float32 // MR×NR result of an edge tile
-	args gemmArgs  // operands of the worker's current GemmOn
-	_    [64]byte  // keep workers' headers on separate cache lines
+	a    []float32   // packed A block, MC×KC in MR-row panels
+	b    []float32   // packed B block for GemmOn, KC×NC in NR-column panels
+	tile []float32   // MR×NR result of an edge tile
+	args gemmArgs    // operands of the worker's current GemmOn
+	bf   bf16Buffers // bf16 pair copies of GemmBF16's operands
+	_    [64]byte    // keep workers' headers on separate cache lines
 }
 
 // NewPool starts workers-1 goroutines; the caller of For and Gemm acts as

@@ -27,6 +27,7 @@ type benchCmd struct {
 	Threads int      `help:"Worker threads (default: GOMAXPROCS)."`
 	Peak    float64  `default:"225" help:"Peak fp32 GFLOP/s the model FLOP/s are compared to."`
 	Kernels bool     `help:"Also measure matmul GFLOP/s on the training shapes."`
+	Prec    string   `name:"precision" default:"f32" enum:"f32,bf16" help:"Matmul precision, as train.precision: f32 or bf16."`
 	JSON    bool     `name:"json" help:"Print one JSON object."`
 	Profile string   `name:"cpuprofile" type:"path" help:"Write a CPU profile of the timed steps (go tool pprof)."`
 }
@@ -36,6 +37,7 @@ type benchResult struct {
 	Tool        string        `json:"tool"`
 	Preset      string        `json:"preset"`
 	Impl        string        `json:"kernel_impl"`
+	Precision   string        `json:"precision"`
 	Threads     int           `json:"threads"`
 	Batch       int           `json:"batch"`
 	SeqLen      int           `json:"seq_len"`
@@ -90,6 +92,10 @@ func (cmd *benchCmd) Run() error {
 	if err != nil {
 		return err
 	}
+	if cmd.Prec == "bf16" && !kernel.HasBF16() {
+		return fmt.Errorf("--precision bf16: this CPU has no AVX512_BF16 (kernels: %s)", kernel.Impl())
+	}
+	m.SetBF16Matmuls(cmd.Prec == "bf16")
 	if _, err := gammainit.Apply(m, gammainit.Default(), 0); err != nil {
 		return err
 	}
@@ -142,7 +148,7 @@ func (cmd *benchCmd) Run() error {
 	if !cmd.JSON {
 		fmt.Fprintln(os.Stderr)
 	}
-	r := benchResult{Tool: "smallinit", Preset: cmd.Preset, Impl: kernel.Impl(), Threads: pool.Workers(),
+	r := benchResult{Tool: "smallinit", Preset: cmd.Preset, Impl: kernel.Impl(), Precision: cmd.Prec, Threads: pool.Workers(),
 		Batch: cmd.Batch, SeqLen: c.SeqLen, StepS: median(step), ForwardS: median(fwd), BackwardS: median(bwd),
 		OptimizerS: median(opt_), Loss: loss}
 	r.TokensPerS = float64(n) / r.StepS
