@@ -165,7 +165,7 @@ func (p *Pool) GemmBF16(transA, transB bool, m, n, k int, a []float32, lda int, 
 	if args.trivial() {
 		return
 	}
-	p.gemm(&p.impl.gemmBF16, p.convertBF16(&p.scratch[0].bf, args))
+	p.gemm(&p.impl.gemmBF16, p.convertBF16(&p.scratch[0].bf, args, p.parallel() && float64(m)*float64(n)*float64(k) >= parallelMinWork))
 }
 
 // GemmOnBF16 is GemmBF16 on the calling goroutine with worker w's buffers,
@@ -178,53 +178,100 @@ func (p *Pool) GemmOnBF16(w int, transA, transB bool, m, n, k int, a []float32, 
 	if args.trivial() {
 		return
 	}
-	p.gemmSerial(w, &p.impl.gemmBF16, p.convertBF16(&p.scratch[w].bf, args))
+	p.gemmSerial(w, &p.impl.gemmBF16, p.convertBF16(&p.scratch[w].bf, args, false))
 }
 
 // convertBF16 converts op(A) and op(B) of args into bf's buffers as pair
 // matrices and returns the arguments of the equivalent ⌈k/2⌉-deep product on
 // them. op(A) with k contiguous (A not transposed) becomes m rows of k2
 // pairs; with k across rows (A transposed) k2 rows of m pairs, still
-// transposed; likewise for B.
-func (p *Pool) convertBF16(bf *bf16Buffers, a gemmArgs) gemmArgs {
+// transposed; likewise for B. With parallel the rows are spread over the
+// pool's workers (the conversion is memory-bound and, serial, would cost a
+// fair part of a small product).
+func (p *Pool) convertBF16(bf *bf16Buffers, a gemmArgs, parallel bool) gemmArgs {
 	k2 := (a.k + 1) / 2
 	bf.a = growU32(bf.a, a.m*k2)
 	bf.b = growU32(bf.b, a.n*k2)
-	im := p.impl
+	ops := [2]bf16Operand{
+		{dst: bf.a, src: a.a, ld: a.lda, kRows: a.transA, other: a.m, k: a.k},
+		{dst: bf.b, src: a.b, ld: a.ldb, kRows: !a.transB, other: a.n, k: a.k},
+	}
+	na, nb := ops[0].rows(), ops[1].rows()
+	if parallel {
+		p.cvt = ops
+		p.For(na+nb, max(1, (na+nb)/(8*p.n)), p.cvtFn)
+		p.cvt = [2]bf16Operand{}
+	} else {
+		ops[0].convert(p.impl, 0, na)
+		ops[1].convert(p.impl, 0, nb)
+	}
 	out := a
 	out.k = k2
-	out.a, out.lda = convertOperand(im, bf.a, a.a, a.lda, a.transA, a.m, a.k), k2
+	out.a, out.lda = f32View(bf.a), k2
 	if a.transA {
 		out.lda = a.m
 	}
-	out.b, out.ldb = convertOperand(im, bf.b, a.b, a.ldb, !a.transB, a.n, a.k), k2
+	out.b, out.ldb = f32View(bf.b), k2
 	if !a.transB {
 		out.ldb = a.n
 	}
 	return out
 }
 
-// convertOperand converts a k-deep operand with `other` rows or columns
-// into dst: with kRows false the operand is `other` rows of k contiguous
-// values (stride ld) and dst becomes other×k2 pairs; with kRows true it is k
-// rows of `other` values and dst becomes k2×other pairs. It returns dst as
-// the float32 view the packers read (they copy 32-bit words unchanged).
-func convertOperand(im *impl, dst []uint32, src []float32, ld int, kRows bool, other, k int) []float32 {
-	k2 := (k + 1) / 2
-	if !kRows {
-		for r := 0; r < other; r++ {
-			im.cvtPairs(dst[r*k2:(r+1)*k2], src[r*ld:r*ld+k])
-		}
-	} else {
-		for s := 0; s < k2; s++ {
-			lo := src[2*s*ld : 2*s*ld+other]
-			var hi []float32
-			if 2*s+1 < k {
-				hi = src[(2*s+1)*ld : (2*s+1)*ld+other]
-			}
-			im.cvtInterleave(dst[s*other:(s+1)*other], lo, hi)
-		}
+// bf16Operand is one operand of a GemmBF16 being converted: a k-deep operand
+// with `other` rows or columns. With kRows false it is `other` rows of k
+// contiguous values (stride ld) and dst becomes other×k2 pairs; with kRows
+// true it is k rows of `other` values and dst becomes k2×other pairs.
+type bf16Operand struct {
+	dst      []uint32
+	src      []float32
+	ld       int
+	kRows    bool
+	other, k int
+}
+
+// rows is the number of destination rows.
+func (o *bf16Operand) rows() int {
+	if o.kRows {
+		return (o.k + 1) / 2
 	}
+	return o.other
+}
+
+// convert fills destination rows [lo, hi).
+func (o *bf16Operand) convert(im *impl, lo, hi int) {
+	k, k2, ld, other := o.k, (o.k+1)/2, o.ld, o.other
+	if !o.kRows {
+		for r := lo; r < hi; r++ {
+			im.cvtPairs(o.dst[r*k2:(r+1)*k2], o.src[r*ld:r*ld+k])
+		}
+		return
+	}
+	for s := lo; s < hi; s++ {
+		lo := o.src[2*s*ld : 2*s*ld+other]
+		var hi []float32
+		if 2*s+1 < k {
+			hi = o.src[(2*s+1)*ld : (2*s+1)*ld+other]
+		}
+		im.cvtInterleave(o.dst[s*other:(s+1)*other], lo, hi)
+	}
+}
+
+// convertRange is the For body of a parallel conversion: items [0, rows of
+// A) are A's destination rows, the rest B's.
+func (p *Pool) convertRange(_, lo, hi int) {
+	na := p.cvt[0].rows()
+	if lo < na {
+		p.cvt[0].convert(p.impl, lo, min(hi, na))
+	}
+	if hi > na {
+		p.cvt[1].convert(p.impl, max(lo, na)-na, hi-na)
+	}
+}
+
+// f32View is dst as the float32 slice the packers read (they copy 32-bit
+// words unchanged).
+func f32View(dst []uint32) []float32 {
 	if len(dst) == 0 {
 		return nil
 	}

@@ -33,6 +33,10 @@ type Pool struct {
 	g      gemmJob
 	gemmFn func(w int)
 
+	// Current parallel GemmBF16 operand conversion.
+	cvt   [2]bf16Operand
+	cvtFn func(worker, lo, hi int)
+
 	scratch []scratch
 }
 
@@ -63,6 +67,7 @@ func newPoolImpl(workers int, im *impl) *Pool {
 	}
 	p.forFn = p.forWorker
 	p.gemmFn = p.gemmWorker
+	p.cvtFn = p.convertRange
 	for w := 1; w < workers; w++ {
 		p.wake[w] = make(chan struct{}, 1)
 		go p.helper(w)
