@@ -6,6 +6,7 @@
 # bfloat16, median of 5) and prints.
 #
 #   scripts/bench-vs-pytorch.sh [rounds] [presets...]      (default: 3 rounds of tiny small medium)
+#   STEPS=4 scripts/bench-vs-pytorch.sh ...                  (timed steps per run; default 10, medium 5)
 #
 # PyTorch runs python/torchref.py bench at its best settings (OMP_WAIT_POLICY=PASSIVE, 2 threads, fused
 # attention, foreach AdamW, OPENBLAS_CORETYPE from the CPU flags). Debian's python3-torch calls the system
@@ -19,7 +20,7 @@ presets=${*:-tiny small medium}
 go build -o /tmp/smallinit-bench ./cmd/smallinit
 out=$(mktemp -d)
 for p in $presets; do
-  steps=10; [ "$p" = medium ] && steps=5
+  steps=${STEPS:-10}; [ "$p" = medium ] && steps=${STEPS:-5}
   for r in $(seq "$rounds"); do
     /tmp/smallinit-bench bench --preset "$p" --steps "$steps" --json >>"$out/go-$p.jsonl"
     if grep -qw avx512_bf16 /proc/cpuinfo; then
