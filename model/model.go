@@ -25,9 +25,10 @@ type Model struct {
 	Grads  Weights      // gradient views with the same layout; Backward accumulates into them
 
 	pool  *kernel.Pool
-	batch int // B, the most sequences one Forward can take
-	n     int // rows (b·T) of the current Forward
-	t     int // sequence length T of the current Forward
+	bf16  bool // matmuls through Pool.GemmBF16 (SetBF16Matmuls)
+	batch int  // B, the most sequences one Forward can take
+	n     int  // rows (b·T) of the current Forward
+	t     int  // sequence length T of the current Forward
 	rope  ropeTable
 	acts  activations
 
@@ -230,7 +231,7 @@ func (m *Model) blockForward(l int, r blockRun, x, out []float32) {
 	m.blk = r
 
 	m.normForward(N, x, A.n1, A.s1, W.Norm1, W.Norm1B)
-	m.pool.Gemm(false, true, N, wq, d, A.n1, d, W.QKVG, d, A.qkvg, wq, false)
+	m.gemm(false, true, N, wq, d, A.n1, d, W.QKVG, d, A.qkvg, wq, false)
 	m.parallel((*Model).ropeGateForward, l, N, 64)
 	if r.k == nil {
 		m.parallel((*Model).attentionForward, l, (N/r.t)*c.Heads, 1)
@@ -241,7 +242,7 @@ func (m *Model) blockForward(l int, r blockRun, x, out []float32) {
 		m.parallel((*Model).gateForward, l, N, 64)
 	}
 	copy(A.h[:N*d], x)
-	m.pool.Gemm(false, true, N, d, a, A.yg, a, W.O, a, A.h, d, true)
+	m.gemm(false, true, N, d, a, A.yg, a, W.O, a, A.h, d, true)
 
 	m.normForward(N, A.h[:N*d], A.n2, A.s2, W.Norm2, W.Norm2B)
 	copy(out, A.h[:N*d])
@@ -258,7 +259,7 @@ func (m *Model) blockForward(l int, r blockRun, x, out []float32) {
 func (m *Model) headForward(rows int, x, nf []float32, st normStats, logits []float32) {
 	c := m.Config
 	m.normForward(rows, x, nf, st, m.Params.NormF, m.Params.NormFB)
-	m.pool.Gemm(false, true, rows, c.Vocab, c.Dim, nf, c.Dim, m.Params.Head, c.Dim, logits, c.Vocab, false)
+	m.gemm(false, true, rows, c.Vocab, c.Dim, nf, c.Dim, m.Params.Head, c.Dim, logits, c.Vocab, false)
 }
 
 // Backward accumulates the gradient of the last Forward's mean loss into Grads (call ZeroGrads first unless
@@ -271,8 +272,8 @@ func (m *Model) Backward() {
 
 	// Head: logits = nf · W_headᵀ.
 	m.parallel((*Model).lossBackward, 0, N, 16)
-	m.pool.Gemm(false, false, N, d, V, A.logits, V, m.Params.Head, d, A.dn, d, false)
-	m.pool.Gemm(true, false, V, d, N, A.logits, V, A.nf, d, m.Grads.Head, d, true)
+	m.gemm(false, false, N, d, V, A.logits, V, m.Params.Head, d, A.dn, d, false)
+	m.gemm(true, false, V, d, N, A.logits, V, A.nf, d, m.Grads.Head, d, true)
 	clear(A.dx[:N*d])
 	m.normBackward(m.residual(c.Layers), A.sf, m.Params.NormF, m.Grads.NormF, m.Grads.NormFB)
 
@@ -287,8 +288,8 @@ func (m *Model) Backward() {
 		m.normBackward(L.h[:N*d], L.s2, W.Norm2, G.Norm2, G.Norm2B)
 
 		// Attention: h = x + yg · W_oᵀ.
-		m.pool.Gemm(false, false, N, a, d, A.dx, d, W.O, a, A.dyg, a, false)
-		m.pool.Gemm(true, false, d, a, N, A.dx, d, L.yg, a, G.O, a, true)
+		m.gemm(false, false, N, a, d, A.dx, d, W.O, a, A.dyg, a, false)
+		m.gemm(true, false, d, a, N, A.dx, d, L.yg, a, G.O, a, true)
 		if c.AttnGate != GateNone {
 			m.parallel((*Model).gateBackward, l, N, 64)
 		}
@@ -297,8 +298,8 @@ func (m *Model) Backward() {
 		if c.QKVBias {
 			m.parallel((*Model).qkvBiasBackward, l, c.qkvDim(), 64)
 		}
-		m.pool.Gemm(false, false, N, d, wq, A.dqkvg, wq, W.QKVG, d, A.dn, d, false)
-		m.pool.Gemm(true, false, wq, d, N, A.dqkvg, wq, L.n1, d, G.QKVG, d, true)
+		m.gemm(false, false, N, d, wq, A.dqkvg, wq, W.QKVG, d, A.dn, d, false)
+		m.gemm(true, false, wq, d, N, A.dqkvg, wq, L.n1, d, G.QKVG, d, true)
 		m.normBackward(m.residual(l), L.s1, W.Norm1, G.Norm1, G.Norm1B)
 	}
 	m.parallel((*Model).embedBackward, 0, d, 8)

@@ -55,6 +55,10 @@ type LoopConfig struct {
 	SkipNonFinite    bool    `toml:"skip_nonfinite"` // skip a batch with a non-finite loss or gradient instead of stopping
 	Threads          int     `toml:"threads"`        // worker threads (0: all cores)
 	DiagnosticsEvery int     `toml:"diagnostics_interval"`
+	// Precision of the matrix products: "f32" (also when empty) or "bf16" (bfloat16 operands, float32
+	// accumulation; master weights, gradients, norms, softmax, loss and AdamW stay float32). "bf16" needs a
+	// CPU with AVX512_BF16: elsewhere the run refuses it rather than crawl through the kernels' pure-Go twin.
+	Precision string `toml:"precision,omitempty"`
 }
 
 // Default returns the defaults of every key: the tiny preset, γ = 1, SPEC §3's AdamW and cosine schedule.
@@ -175,6 +179,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train.keep_checkpoints = %d: must be ≥ 1", t.KeepCheckpoints)
 	case t.Threads < 0 || t.Threads > kernel.MaxWorkers:
 		return fmt.Errorf("train.threads = %d: must be in [0, %d] (0: all cores)", t.Threads, kernel.MaxWorkers)
+	case t.Precision != "" && t.Precision != "f32" && t.Precision != "bf16":
+		return fmt.Errorf("train.precision = %q: must be \"f32\" or \"bf16\"", t.Precision)
 	case c.Schedule.Kind == optim.ScheduleWSD && c.Schedule.Warmup+c.Schedule.DecaySteps > c.TotalSteps():
 		// An overlap would cut the warmup short with a jump down to the decay line.
 		return fmt.Errorf("schedule.warmup_steps + schedule.decay_steps = %d + %d exceeds the run's %d steps", c.Schedule.Warmup, c.Schedule.DecaySteps, c.TotalSteps())
