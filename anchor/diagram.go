@@ -42,7 +42,8 @@ type CellResult struct {
 // ResultsFile is the JSON-lines file of cell results in a diagram's output directory.
 const ResultsFile = "results.jsonl"
 
-// Cells lists the grid's runs, composite first.
+// Cells lists the grid's runs seed by seed (so that a diagram cut short has whole seeds), each seed's
+// composite cells (depth, then γ, then rate) before its mix cells.
 func (g Grid) Cells() []Cell {
 	var cs []Cell
 	for _, s := range g.Seeds {
@@ -53,9 +54,7 @@ func (g Grid) Cells() []Cell {
 				}
 			}
 		}
-	}
-	if g.MixDepth > 0 {
-		for _, s := range g.Seeds {
+		if g.MixDepth > 0 {
 			for _, gm := range g.Gammas {
 				for _, lr := range g.LRs {
 					cs = append(cs, Cell{Task: TaskMix, Gamma: gm, Layers: g.MixDepth, LR: lr, Seed: s})
