@@ -42,17 +42,21 @@ type CellResult struct {
 // ResultsFile is the JSON-lines file of cell results in a diagram's output directory.
 const ResultsFile = "results.jsonl"
 
-// Cells lists the grid's runs seed by seed (so that a diagram cut short has whole seeds), each seed's
-// composite cells (depth, then γ, then rate) before its mix cells.
+// Cells lists the grid's runs seed by seed (so that a diagram cut short has whole seeds); within a seed the
+// composite cells of the first depth (γ, then rate), then the mix cells, then the composite cells of the
+// other depths, so that a cut keeps both tasks.
 func (g Grid) Cells() []Cell {
 	var cs []Cell
-	for _, s := range g.Seeds {
-		for _, L := range g.Depths {
-			for _, gm := range g.Gammas {
-				for _, lr := range g.LRs {
-					cs = append(cs, Cell{Task: TaskComposite, Gamma: gm, Layers: L, LR: lr, Seed: s})
-				}
+	comp := func(s uint64, L int) {
+		for _, gm := range g.Gammas {
+			for _, lr := range g.LRs {
+				cs = append(cs, Cell{Task: TaskComposite, Gamma: gm, Layers: L, LR: lr, Seed: s})
 			}
+		}
+	}
+	for _, s := range g.Seeds {
+		if len(g.Depths) > 0 {
+			comp(s, g.Depths[0])
 		}
 		if g.MixDepth > 0 {
 			for _, gm := range g.Gammas {
@@ -60,6 +64,9 @@ func (g Grid) Cells() []Cell {
 					cs = append(cs, Cell{Task: TaskMix, Gamma: gm, Layers: g.MixDepth, LR: lr, Seed: s})
 				}
 			}
+		}
+		for _, L := range g.Depths[min(1, len(g.Depths)):] {
+			comp(s, L)
 		}
 	}
 	return cs
@@ -140,6 +147,9 @@ func Run(ctx context.Context, g Grid, out string, log io.Writer) ([]CellResult, 
 			pool := kernel.NewPool(max(1, g.Budget.Threads))
 			defer pool.Close()
 			for c := range todo {
+				if ctx.Err() != nil {
+					continue // drain: a cancelled diagram starts no new cell
+				}
 				r, err := runCell(ctx, g, c, seeds[c.Seed], out, pool)
 				mu.Lock()
 				if err != nil {

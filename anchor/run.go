@@ -3,6 +3,7 @@ package anchor
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/smallinit/smallinit/data"
@@ -93,7 +94,7 @@ func WriteTokens(path string, ex []Example) error {
 
 // TrainCell trains cell c on the token file tok in dir through train.Start and returns the final model (with
 // room for evalBatch sequences per forward pass) and the run's result. A directory that holds a finished run
-// is reused: its final model is loaded without training again.
+// is reused (its final model is loaded without training again), one that holds an interrupted run is resumed.
 func TrainCell(ctx context.Context, c Cell, s Shape, b Budget, tok, dir string, evalBatch int, pool *kernel.Pool) (*model.Model, train.Result, error) {
 	tc, err := RunConfig(c, s, b, tok)
 	if err != nil {
@@ -103,7 +104,12 @@ func TrainCell(ctx context.Context, c Cell, s Shape, b Budget, tok, dir string, 
 	if m, _, err := model.Load(final, evalBatch, pool); err == nil {
 		return m, train.Result{Dir: dir, Steps: b.Steps}, nil
 	}
-	res, err := train.Start(ctx, tc, dir, train.Options{})
+	var res train.Result
+	if _, err := os.Stat(filepath.Join(dir, train.ConfigFile)); err == nil {
+		res, err = train.Resume(ctx, dir, train.Options{}) // an interrupted cell continues exactly where it stopped
+	} else {
+		res, err = train.Start(ctx, tc, dir, train.Options{})
+	}
 	if err != nil {
 		return nil, res, fmt.Errorf("anchor cell %s: %w", c.Name(), err)
 	}
