@@ -3,12 +3,15 @@ package anchor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/train"
 )
 
 // TestRunTinyGridAndResume runs a 2-cell grid of a tiny model for a few steps end to end (data, training
@@ -60,5 +63,30 @@ func TestRunTinyGridAndResume(t *testing.T) {
 	}
 	if !strings.Contains(w.String(), "condensation of anchor-g0.50-L1") {
 		t.Errorf("render output lacks the condensation diagnostics:\n%s", w.String())
+	}
+}
+
+// TestInterruptedCellResumes: a cancelled cell reports the interruption (not a missing model), and running
+// it again resumes its directory to the end.
+func TestInterruptedCellResumes(t *testing.T) {
+	out := t.TempDir()
+	s := Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: model.NormLayer}
+	b := Budget{Steps: 6, Batch: 8, Threads: 1}
+	tok := filepath.Join(out, "train.tok")
+	if err := WriteTokens(tok, CompositeTrain(100, 1)); err != nil {
+		t.Fatal(err)
+	}
+	c := Cell{Task: TaskComposite, Gamma: 0.5, Layers: 1, LR: 1e-3, Seed: 1}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	pool := kernel.NewPool(1)
+	defer pool.Close()
+	dir := filepath.Join(out, "run")
+	if _, _, err := TrainCell(ctx, c, s, b, tok, dir, 8, pool); !errors.Is(err, train.ErrInterrupted) {
+		t.Fatalf("cancelled cell: error %v, want train.ErrInterrupted", err)
+	}
+	m, _, err := TrainCell(context.Background(), c, s, b, tok, dir, 8, pool)
+	if err != nil || m == nil {
+		t.Fatalf("resumed cell: %v", err)
 	}
 }

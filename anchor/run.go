@@ -105,7 +105,7 @@ func TrainCell(ctx context.Context, c Cell, s Shape, b Budget, tok, dir string, 
 		return m, train.Result{Dir: dir, Steps: b.Steps}, nil
 	}
 	var res train.Result
-	if _, err := os.Stat(filepath.Join(dir, train.ConfigFile)); err == nil {
+	if _, serr := os.Stat(filepath.Join(dir, train.ConfigFile)); serr == nil {
 		res, err = train.Resume(ctx, dir, train.Options{}) // an interrupted cell continues exactly where it stopped
 	} else {
 		res, err = train.Start(ctx, tc, dir, train.Options{})
