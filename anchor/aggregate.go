@@ -23,6 +23,10 @@ type PhaseCell struct {
 	SeenTest         float64 // seen-pair test accuracy at that rate
 	Test34           float64
 	LRs              []float64 // the chosen rate of each seed
+	// Per seed (in seed order) at the chosen rate, for paired comparisons between cells (the same seed draws
+	// the same data): the (4,3) inferential and symmetric shares and the seed.
+	InfBySeed, SymBySeed []float64
+	SeedIDs              []uint64
 }
 
 // MixPoint is one γ of the mix task over seeds, at the rate (per seed) with the best mean of the memory and
@@ -88,6 +92,7 @@ func Phase(res []CellResult) []PhaseCell {
 			st, t34 = append(st, c.SeenTest), append(t34, c.Test34)
 			pc.LRs = append(pc.LRs, best.Cell.LR)
 		}
+		pc.InfBySeed, pc.SymBySeed, pc.SeedIDs = inf, sym, sortedSeeds(seeds)
 		pc.InfBest, _ = meanSD(ib)
 		pc.SymBest, _ = meanSD(sb)
 		pc.Inf, pc.SDInf = meanSD(inf)

@@ -31,6 +31,9 @@ func TestPhaseSelectsRatesBothWays(t *testing.T) {
 	if !near(c.Inf, 0.05) || !near(c.Sym, 0.85) || !near(c.SeenTest, 0.98) || c.LRs[0] != 1e-3 || c.LRs[1] != 3e-4 {
 		t.Errorf("our selection: %+v, want inf 0.05, sym 0.85, seen 0.98, rates [1e-3 3e-4]", c)
 	}
+	if len(c.InfBySeed) != 2 || c.InfBySeed[0] != 0.1 || c.SymBySeed[1] != 0.9 || c.SeedIDs[1] != 2 {
+		t.Errorf("per-seed shares %v %v of seeds %v, want [0.1 0] [0.8 0.9] of [1 2]", c.InfBySeed, c.SymBySeed, c.SeedIDs)
+	}
 	if !near(c.InfBest, 0.35) || !near(c.SymBest, 0.85) {
 		t.Errorf("paper's selection: inf* %g sym* %g, want 0.35 and 0.85", c.InfBest, c.SymBest)
 	}
