@@ -11,7 +11,7 @@ import (
 // PhaseCell is one (γ, depth) cell of the composite phase diagram over seeds. Per seed the learning rate is
 // picked two ways: the paper's (2405.05409 §4: for each mapping, the highest (4,3) accuracy over the rates,
 // so InfBest and SymBest may come from different rates) and ours (the rate with the best seen-pair test
-// accuracy, whose (4,3) shares Inf, Sym, Other then sum to 1). Values are means over seeds with their sample
+// accuracy, ties to the lower final training loss, whose (4,3) shares Inf, Sym, Other then sum to 1). Values are means over seeds with their sample
 // standard deviation (SD*, 0 with one seed).
 type PhaseCell struct {
 	Gamma            float64
@@ -82,7 +82,8 @@ func Phase(res []CellResult) []PhaseCell {
 			for _, r := range runs {
 				bi = math.Max(bi, r.Composite.Unseen.Inferential)
 				bs = math.Max(bs, r.Composite.Unseen.Symmetric)
-				if r.Composite.SeenTest > best.Composite.SeenTest {
+				// Ties (common at 100% seen-pair accuracy) go to the better fit: the lower final training loss.
+				if r.Composite.SeenTest > best.Composite.SeenTest || r.Composite.SeenTest == best.Composite.SeenTest && r.Loss < best.Loss {
 					best = r
 				}
 			}

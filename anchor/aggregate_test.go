@@ -22,6 +22,9 @@ func TestPhaseSelectsRatesBothWays(t *testing.T) {
 		compositeResult(0.5, 2, 3e-4, 2, 0.0, 0.9, 0.97),
 		compositeResult(0.8, 2, 1e-3, 1, 1, 0, 0.5), // below 90%: hatched
 	}
+	tie := compositeResult(0.8, 2, 3e-4, 1, 0, 1, 0.5) // same seen accuracy as the 1e-3 run, worse fit
+	tie.Loss = 1
+	res = append(res, tie)
 	ph := Phase(res)
 	if len(ph) != 2 || ph[0].Gamma != 0.5 || ph[1].Gamma != 0.8 {
 		t.Fatalf("cells %+v", ph)
@@ -39,6 +42,9 @@ func TestPhaseSelectsRatesBothWays(t *testing.T) {
 	}
 	if !near(c.SDSym, math.Sqrt(0.005)) {
 		t.Errorf("sd of the symmetric share %g, want %g", c.SDSym, math.Sqrt(0.005))
+	}
+	if ph[1].LRs[0] != 1e-3 || ph[1].Inf != 1 {
+		t.Errorf("tie at equal seen accuracy went to rate %g (inferential %g), want 1e-3, the lower loss", ph[1].LRs[0], ph[1].Inf)
 	}
 	var b bytes.Buffer
 	WriteTable(&b, ph, nil)
