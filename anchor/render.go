@@ -17,8 +17,8 @@ import (
 
 // Render writes out/table.txt, out/condensation.json and out/diagram.html (self-contained: inline SVG, no
 // scripts) for the results of g, and the table to w. The condensation diagnostics are those of the smallest
-// and the largest γ at the smallest depth, first seed, at that cell's chosen rate (skipped when their models
-// are not in out/runs).
+// and the largest γ at the smallest depth among the cells that fit the seen pairs (test accuracy ≥ 90%; all
+// cells if none does), first seed, at that cell's chosen rate (skipped when their models are not in out/runs).
 func Render(g Grid, res []CellResult, out string, w io.Writer) error {
 	phase, mix := Phase(res), MixCurve(res)
 	var tb bytes.Buffer
@@ -49,17 +49,23 @@ func extremes(g Grid, phase []PhaseCell, out string) []Condensation {
 		return nil
 	}
 	minL := phase[0].Layers
-	var at []PhaseCell
+	var at, fit []PhaseCell
 	for _, p := range phase {
 		if p.Layers == minL {
 			at = append(at, p)
+			if p.SeenTest >= 0.9 {
+				fit = append(fit, p)
+			}
 		}
+	}
+	if len(fit) > 0 {
+		at = fit // compare models that fit the seen pairs, as 2405.05409 Fig. 5 compares γ = 0.5 with γ = 0.8
 	}
 	pool := kernel.NewPool(1)
 	defer pool.Close()
 	var conds []Condensation
 	for _, p := range []PhaseCell{at[0], at[len(at)-1]} {
-		c := Cell{Task: TaskComposite, Gamma: p.Gamma, Layers: p.Layers, LR: p.LRs[0], Seed: g.Seeds[0]}
+		c := Cell{Task: TaskComposite, Gamma: p.Gamma, Layers: p.Layers, LR: p.LRs[0], Seed: p.SeedIDs[0]}
 		m, _, err := model.Load(filepath.Join(out, "runs", c.Name(), train.FinalDir), 1, pool)
 		if err != nil {
 			continue
