@@ -28,6 +28,7 @@ type Model struct {
 	bf16  bool // matmuls through Pool.GemmBF16 (SetBF16Matmuls)
 	batch int  // B, the most sequences one Forward can take
 	n     int  // rows (b·T) of the current Forward
+	nLoss int  // rows of the current Forward whose target is not IgnoreTarget: the loss is their mean
 	t     int  // sequence length T of the current Forward
 	rope  ropeTable
 	acts  activations
@@ -164,9 +165,16 @@ func (m *Model) residual(l int) []float32 {
 	return m.acts.x[l*nd : l*nd+m.n*m.Config.Dim]
 }
 
+// IgnoreTarget as a target id drops its position from the loss (PyTorch's cross_entropy ignore_index default):
+// the loss is the mean over the other positions and an ignored position gets no gradient. Tasks that score
+// only an answer token (the anchor functions of Zhang et al. 2024, "cross-entropy loss on the last token")
+// mark every other position with it.
+const IgnoreTarget int32 = -100
+
 // Forward runs the model on b = len(inputs)/T sequences of length T = SeqLen (b ≤ Batch) and returns the
 // mean next-token cross-entropy against targets plus the MoE auxiliary loss, if any (SPEC §1 "Loss").
-// inputs and targets are row-major [b, T]; every id must be in [0, V). The activations stay in the model for
+// inputs and targets are row-major [b, T]; every input id must be in [0, V), every target too or IgnoreTarget
+// (the mean then runs over the positions not ignored; at least one must be left). The activations stay in the model for
 // Backward, Logits, TokenLoss and diagnostics.
 func (m *Model) Forward(inputs, targets []int32) (float64, error) {
 	return m.ForwardSeq(inputs, targets, m.Config.SeqLen)
@@ -185,11 +193,19 @@ func (m *Model) ForwardSeq(inputs, targets []int32, T int) (float64, error) {
 	if len(targets) != len(inputs) {
 		return 0, fmt.Errorf("forward: %d targets for %d inputs", len(targets), len(inputs))
 	}
+	nLoss := 0
 	for i := range inputs {
-		if uint32(inputs[i]) >= uint32(c.Vocab) || uint32(targets[i]) >= uint32(c.Vocab) {
+		if uint32(inputs[i]) >= uint32(c.Vocab) || uint32(targets[i]) >= uint32(c.Vocab) && targets[i] != IgnoreTarget {
 			return 0, fmt.Errorf("forward: token %d (input %d, target %d) outside the vocabulary [0, %d)", i, inputs[i], targets[i], c.Vocab)
 		}
+		if targets[i] != IgnoreTarget {
+			nLoss++
+		}
 	}
+	if nLoss == 0 {
+		return 0, fmt.Errorf("forward: all %d targets are IgnoreTarget: no position left for the loss", len(targets))
+	}
+	m.nLoss = nLoss
 	m.t = T
 	m.n = len(inputs)
 	N := m.n
@@ -214,7 +230,7 @@ func (m *Model) ForwardSeq(inputs, targets []int32, T int) (float64, error) {
 			}
 		}
 	}
-	return sum/float64(N) + m.aux, nil
+	return sum/float64(nLoss) + m.aux, nil
 }
 
 // AuxLoss is the auxiliary part of the last Forward's loss (MoE load-balancing and z-loss; 0 for dense
@@ -332,7 +348,7 @@ func (m *Model) embedBackward(_, _, lo, hi int) {
 // Logits returns the [b·T, V] logits of the last Forward (valid until Backward, which overwrites them).
 func (m *Model) Logits() []float32 { return m.acts.logits[:m.n*m.Config.Vocab] }
 
-// TokenLoss returns the per-token cross-entropy of the last Forward, [b·T] in nats.
+// TokenLoss returns the per-token cross-entropy of the last Forward, [b·T] in nats (0 at ignored positions).
 func (m *Model) TokenLoss() []float32 { return m.acts.loss[:m.n] }
 
 // lossForward computes, per row, the log-sum-exp of the logits and the cross-entropy lse − z[target].
@@ -344,16 +360,25 @@ func (m *Model) lossForward(_, w, lo, hi int) {
 		mx := kernel.MaxF(z)
 		lse := mx + float32(math.Log(float64(kernel.ExpShiftSum(tmp, z, mx, 1))))
 		m.acts.lse[n] = lse
-		m.acts.loss[n] = lse - z[m.acts.target[n]]
+		if tg := m.acts.target[n]; tg == IgnoreTarget {
+			m.acts.loss[n] = 0
+		} else {
+			m.acts.loss[n] = lse - z[tg]
+		}
 	}
 }
 
-// lossBackward turns each logits row into dL/dz = (softmax(z) − onehot(target)) / N in place.
+// lossBackward turns each logits row into dL/dz = (softmax(z) − onehot(target)) / N' in place, N' the rows not
+// ignored; an ignored row's gradient is zero.
 func (m *Model) lossBackward(_, _, lo, hi int) {
 	V := m.Config.Vocab
-	inv := 1 / float32(m.n)
+	inv := 1 / float32(m.nLoss)
 	for n := lo; n < hi; n++ {
 		z := m.acts.logits[n*V : (n+1)*V]
+		if m.acts.target[n] == IgnoreTarget {
+			clear(z)
+			continue
+		}
 		kernel.ExpShiftSum(z, z, m.acts.lse[n], 1)
 		kernel.Scale(inv, z)
 		z[m.acts.target[n]] -= inv
