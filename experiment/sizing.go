@@ -147,7 +147,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		return n, cost, nil
 	}
 	if e.TokensPerS == 0 {
-		res, err := train.Benchmark(base.Model.Config, train.BenchOptions{Batch: base.Train.BatchSize, Steps: 3, Warmup: 1})
+		res, err := train.Benchmark(base.Model.Config, train.BenchOptions{Batch: base.Train.BatchSize, Steps: 3, Warmup: 1, Precision: base.Train.Precision})
 		if err != nil {
 			return nil, fmt.Errorf("throughput probe: %w", err)
 		}

@@ -74,8 +74,8 @@ func hasImpl(name string) bool {
 	return false
 }
 
-// benchGemm runs one shape on pool p and reports GFLOP/s.
-func benchGemm(b *testing.B, p *Pool, s Shape, on bool) {
+// benchGemm runs one shape on pool p (GemmBF16 with bf16) and reports GFLOP/s.
+func benchGemm(b *testing.B, p *Pool, s Shape, on, bf16 bool) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	a := randSlice(rng, s.M*s.K)
 	bm := randSlice(rng, s.K*s.N)
@@ -90,6 +90,12 @@ func benchGemm(b *testing.B, p *Pool, s Shape, on bool) {
 	f := func() { p.Gemm(s.TransA, s.TransB, s.M, s.N, s.K, a, lda, bm, ldb, c, s.N, false) }
 	if on {
 		f = func() { p.GemmOn(0, s.TransA, s.TransB, s.M, s.N, s.K, a, lda, bm, ldb, c, s.N, false) }
+	}
+	if bf16 {
+		f = func() { p.GemmBF16(s.TransA, s.TransB, s.M, s.N, s.K, a, lda, bm, ldb, c, s.N, false) }
+		if on {
+			f = func() { p.GemmOnBF16(0, s.TransA, s.TransB, s.M, s.N, s.K, a, lda, bm, ldb, c, s.N, false) }
+		}
 	}
 	f()
 	cpu0 := processCPUSeconds()
@@ -117,15 +123,20 @@ var attentionShapes = []Shape{
 }
 
 // BenchmarkGemm measures the six training shapes on all workers with the
-// implementation chosen at init, and the attention shapes on one thread.
+// implementation chosen at init, and the attention shapes on one thread;
+// each float32 shape is followed by its GemmBF16 run ("bf16/…"; the flops
+// counted are the same 2·M·N·K), so that the two alternate on a noisy
+// machine.
 func BenchmarkGemm(b *testing.B) {
 	p := NewPool(0)
 	defer p.Close()
 	for _, s := range BenchShapes() {
-		b.Run(s.Name, func(b *testing.B) { benchGemm(b, p, s, false) })
+		b.Run(s.Name, func(b *testing.B) { benchGemm(b, p, s, false, false) })
+		b.Run("bf16/"+s.Name, func(b *testing.B) { benchGemm(b, p, s, false, true) })
 	}
 	for _, s := range attentionShapes {
-		b.Run("on1/"+s.Name, func(b *testing.B) { benchGemm(b, p, s, true) })
+		b.Run("on1/"+s.Name, func(b *testing.B) { benchGemm(b, p, s, true, false) })
+		b.Run("bf16/on1/"+s.Name, func(b *testing.B) { benchGemm(b, p, s, true, true) })
 	}
 }
 
@@ -135,7 +146,7 @@ func BenchmarkGemmImpl(b *testing.B) {
 	for _, im := range available() {
 		p := newPoolImpl(0, im)
 		for _, s := range BenchShapes() {
-			b.Run(im.name+"/"+s.Name, func(b *testing.B) { benchGemm(b, p, s, false) })
+			b.Run(im.name+"/"+s.Name, func(b *testing.B) { benchGemm(b, p, s, false, false) })
 		}
 		p.Close()
 	}

@@ -26,10 +26,11 @@ type gemmArgs struct {
 // gemmJob is the shared state of a parallel Pool.Gemm.
 type gemmJob struct {
 	args    gemmArgs
-	nc      int // columns per jc block
-	mc      int // rows per ic block (a multiple of MR, at most the impl's MC)
-	nIC     int // ic blocks
-	nGroups int // column groups per ic block; a task is (ic block, group)
+	im      *gemmImpl // the micro-kernel and blocking (float32 or bf16 pairs)
+	nc      int       // columns per jc block
+	mc      int       // rows per ic block (a multiple of MR, at most the impl's MC)
+	nIC     int       // ic blocks
+	nGroups int       // column groups per ic block; a task is (ic block, group)
 	bbuf    []float32
 	jc      []jcState      // per jc block
 	stepOK  []atomic.Int32 // B chunks packed, per (jc block, KC step)
@@ -69,12 +70,19 @@ func (p *Pool) Gemm(transA, transB bool, m, n, k int, a []float32, lda int, b []
 	if args.trivial() {
 		return
 	}
-	im := &p.impl.gemm
+	p.gemm(&p.impl.gemm, args)
+}
+
+// gemm runs validated, non-trivial args with the micro-kernel im, in
+// parallel when the product is large enough.
+func (p *Pool) gemm(im *gemmImpl, args gemmArgs) {
+	m, n, k := args.m, args.n, args.k
 	if !p.parallel() || float64(m)*float64(n)*float64(k) < parallelMinWork {
-		p.gemmSerial(0, args)
+		p.gemmSerial(0, im, args)
 		return
 	}
 	g := &p.g
+	g.im = im
 	w := p.n
 	// jc blocks: the whole K extent of a block of B columns is packed once
 	// and shared, so the workers meet only between jc blocks. The block is
@@ -127,7 +135,7 @@ func (p *Pool) GemmOn(w int, transA, transB bool, m, n, k int, a []float32, lda 
 	if args.trivial() {
 		return
 	}
-	p.gemmSerial(w, args)
+	p.gemmSerial(w, &p.impl.gemm, args)
 }
 
 // trivial validates the arguments and handles the empty cases, reporting
@@ -179,7 +187,7 @@ func checkMatrix(name string, l, rows, cols, ld int) {
 func (p *Pool) gemmWorker(w int) {
 	g := &p.g
 	a := &g.args
-	im := &p.impl.gemm
+	im := g.im
 	mr, nr, kcMax := im.mr, im.nr, im.kc
 	sc := &p.scratch[w]
 	sc.a = growAligned(sc.a, g.mc*min(kcMax, a.k))
@@ -234,9 +242,9 @@ func (p *Pool) gemmWorker(w int) {
 	}
 }
 
-// gemmSerial runs the whole blocked GEMM on the caller with worker w's buffers.
-func (p *Pool) gemmSerial(w int, args gemmArgs) {
-	im := &p.impl.gemm
+// gemmSerial runs the whole blocked GEMM on the caller with worker w's
+// buffers and the micro-kernel im.
+func (p *Pool) gemmSerial(w int, im *gemmImpl, args gemmArgs) {
 	sc := &p.scratch[w]
 	// The arguments live in the scratch (not on the stack) because the
 	// packers are called through function values, which makes them escape.

@@ -1,6 +1,10 @@
 package kernel
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 //go:generate go run -C _asm . -out ../kernels_amd64.s -stubs ../kernels_amd64_stubs.go -pkg kernel
 
@@ -36,6 +40,55 @@ var avx512Impl = &impl{
 	swiglu:      swigluAVX512,
 	swigluBack:  swigluBackAVX512,
 	rmsNormBack: rmsNormBackAVX512,
+
+	gemmBF16:      genericBF16Gemm,
+	cvtPairs:      cvtPairsGeneric,
+	cvtInterleave: cvtInterleaveGeneric,
+}
+
+// avx512BF16Impl is avx512Impl plus the AVX512_BF16 GEMM: the 14×32 pair
+// kernel (VDPBF16PS with an embedded-broadcast A pair; the float32 kernel's
+// register plan, each instruction doing 32 multiply-adds instead of 16) and
+// VCVTNE2PS2BF16 converters. Blocking: KC = 256 pairs keeps the B
+// micro-panel at 32 KiB, as in the float32 kernel; A is always packed (no
+// in-place variant).
+var avx512BF16Impl = func() *impl {
+	c := *avx512Impl
+	c.gemmBF16 = gemmImpl{
+		mr: 14, nr: 32,
+		mc: 448, kc: bf16KC, nc: 2048,
+		kern:  gemmKernBF16AVX512Wrapper,
+		packA: packAAVX512, packB: packBAVX512,
+	}
+	c.cvtPairs = cvtPairsBF16
+	c.cvtInterleave = cvtInterleaveBF16
+	c.bf16Native = true
+	return &c
+}()
+
+// gemmKernBF16AVX512Wrapper adapts the pair kernel to the float32 kernel
+// signature the blocking code calls (the panels hold bf16 pairs).
+func gemmKernBF16AVX512Wrapper(k int, a, b, c *float32, ldc int, accum int) {
+	gemmKernBF16AVX512_14x32(k, (*uint32)(unsafe.Pointer(a)), (*uint32)(unsafe.Pointer(b)), c, ldc, accum)
+}
+
+// cvtPairsBF16 is cvtPairsGeneric with VCVTNE2PS2BF16 on whole 32-value blocks.
+func cvtPairsBF16(dst []uint32, src []float32) {
+	n := len(src) &^ 31
+	cvtPairsBF16AVX512(dst[:n/2], src[:n])
+	cvtPairsGeneric(dst[n/2:], src[n:])
+}
+
+// cvtInterleaveBF16 is cvtInterleaveGeneric with VCVTNE2PS2BF16 and VPERMW
+// on whole 16-value blocks.
+func cvtInterleaveBF16(dst []uint32, lo, hi []float32) {
+	if hi == nil {
+		cvtInterleaveGeneric(dst, lo, nil)
+		return
+	}
+	n := len(lo) &^ 15
+	cvtInterleaveBF16AVX512(dst[:n], lo[:n], hi[:n])
+	cvtInterleaveGeneric(dst[n:], lo[n:], hi[n:len(lo)])
 }
 
 // avx2Impl uses a 6×16 ymm micro-kernel (12 accumulators, Haswell..Zen 3).
@@ -58,6 +111,10 @@ var avx2Impl = &impl{
 	swiglu:      swigluWith(expAVX2Tail),
 	swigluBack:  swigluBackGeneric,
 	rmsNormBack: rmsNormBackGeneric,
+
+	gemmBF16:      genericBF16Gemm,
+	cvtPairs:      cvtPairsGeneric,
+	cvtInterleave: cvtInterleaveGeneric,
 }
 
 // expAVX2Tail runs expAVX2 on the multiple-of-8 prefix and the rest through
@@ -77,6 +134,9 @@ func expAVX2Tail(dst, src []float32) {
 func available() []*impl {
 	var l []*impl
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512BW {
+		if cpu.X86.HasAVX512BF16 {
+			l = append(l, avx512BF16Impl)
+		}
 		l = append(l, avx512Impl)
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {

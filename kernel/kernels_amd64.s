@@ -1033,6 +1033,1618 @@ storeset:
 	VZEROUPPER
 	RET
 
+// func gemmKernBF16AVX512_14x32(k int, a *uint32, b *uint32, c *float32, ldc int, accum int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·gemmKernBF16AVX512_14x32(SB), NOSPLIT, $0-48
+	MOVQ       k+0(FP), SI
+	MOVQ       a+8(FP), AX
+	MOVQ       b+16(FP), BX
+	MOVQ       c+24(FP), CX
+	MOVQ       ldc+32(FP), DX
+	MOVQ       accum+40(FP), R8
+	SHLQ       $0x02, DX
+	MOVQ       CX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 124(R10)
+	ADDQ       DX, R10
+	VPXORD     Z0, Z0, Z0
+	VPXORD     Z1, Z1, Z1
+	VPXORD     Z2, Z2, Z2
+	VPXORD     Z3, Z3, Z3
+	VPXORD     Z4, Z4, Z4
+	VPXORD     Z5, Z5, Z5
+	VPXORD     Z6, Z6, Z6
+	VPXORD     Z7, Z7, Z7
+	VPXORD     Z8, Z8, Z8
+	VPXORD     Z9, Z9, Z9
+	VPXORD     Z10, Z10, Z10
+	VPXORD     Z11, Z11, Z11
+	VPXORD     Z12, Z12, Z12
+	VPXORD     Z13, Z13, Z13
+	VPXORD     Z14, Z14, Z14
+	VPXORD     Z15, Z15, Z15
+	VPXORD     Z16, Z16, Z16
+	VPXORD     Z17, Z17, Z17
+	VPXORD     Z18, Z18, Z18
+	VPXORD     Z19, Z19, Z19
+	VPXORD     Z20, Z20, Z20
+	VPXORD     Z21, Z21, Z21
+	VPXORD     Z22, Z22, Z22
+	VPXORD     Z23, Z23, Z23
+	VPXORD     Z24, Z24, Z24
+	VPXORD     Z25, Z25, Z25
+	VPXORD     Z26, Z26, Z26
+	VPXORD     Z27, Z27, Z27
+	MOVQ       SI, R10
+	SHRQ       $0x02, R10
+	ANDQ       $0x03, SI
+	JZ         loop4check
+
+loop1:
+	VMOVUPS (BX), Z28
+	VMOVUPS 64(BX), Z29
+
+	// VDPBF16PS zmm0, zmm28, dword ptr [AX+0]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x00
+
+	// VDPBF16PS zmm1, zmm29, dword ptr [AX+0]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x08
+
+	// VDPBF16PS zmm2, zmm28, dword ptr [AX+4]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x01
+
+	// VDPBF16PS zmm3, zmm29, dword ptr [AX+4]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x01
+
+	// VDPBF16PS zmm4, zmm28, dword ptr [AX+8]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x02
+
+	// VDPBF16PS zmm5, zmm29, dword ptr [AX+8]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x02
+
+	// VDPBF16PS zmm6, zmm28, dword ptr [AX+12]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x03
+
+	// VDPBF16PS zmm7, zmm29, dword ptr [AX+12]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x03
+
+	// VDPBF16PS zmm8, zmm28, dword ptr [AX+16]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x04
+
+	// VDPBF16PS zmm9, zmm29, dword ptr [AX+16]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x04
+
+	// VDPBF16PS zmm10, zmm28, dword ptr [AX+20]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x05
+
+	// VDPBF16PS zmm11, zmm29, dword ptr [AX+20]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x05
+
+	// VDPBF16PS zmm12, zmm28, dword ptr [AX+24]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x06
+
+	// VDPBF16PS zmm13, zmm29, dword ptr [AX+24]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x06
+
+	// VDPBF16PS zmm14, zmm28, dword ptr [AX+28]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x07
+
+	// VDPBF16PS zmm15, zmm29, dword ptr [AX+28]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x07
+
+	// VDPBF16PS zmm16, zmm28, dword ptr [AX+32]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x08
+
+	// VDPBF16PS zmm17, zmm29, dword ptr [AX+32]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x08
+
+	// VDPBF16PS zmm18, zmm28, dword ptr [AX+36]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x09
+
+	// VDPBF16PS zmm19, zmm29, dword ptr [AX+36]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x09
+
+	// VDPBF16PS zmm20, zmm28, dword ptr [AX+40]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x0a
+
+	// VDPBF16PS zmm21, zmm29, dword ptr [AX+40]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x0a
+
+	// VDPBF16PS zmm22, zmm28, dword ptr [AX+44]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x0b
+
+	// VDPBF16PS zmm23, zmm29, dword ptr [AX+44]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x0b
+
+	// VDPBF16PS zmm24, zmm28, dword ptr [AX+48]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x0c
+
+	// VDPBF16PS zmm25, zmm29, dword ptr [AX+48]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x0c
+
+	// VDPBF16PS zmm26, zmm28, dword ptr [AX+52]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x0d
+
+	// VDPBF16PS zmm27, zmm29, dword ptr [AX+52]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x0d
+	ADDQ $0x00000038, AX
+	ADDQ $0x00000080, BX
+	DECQ SI
+	JNZ  loop1
+
+loop4check:
+	TESTQ  R10, R10
+	JZ     store
+	IMUL3Q $0x0000000e, DX, R11
+	ADDQ   CX, R11
+	MOVQ   $0x0000000e, R12
+
+loop4:
+	VMOVUPS (BX), Z28
+	VMOVUPS 64(BX), Z29
+
+	// VDPBF16PS zmm0, zmm28, dword ptr [AX+0]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x00
+
+	// VDPBF16PS zmm1, zmm29, dword ptr [AX+0]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x08
+
+	// VDPBF16PS zmm2, zmm28, dword ptr [AX+4]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x01
+
+	// VDPBF16PS zmm3, zmm29, dword ptr [AX+4]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x01
+
+	// VDPBF16PS zmm4, zmm28, dword ptr [AX+8]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x02
+
+	// VDPBF16PS zmm5, zmm29, dword ptr [AX+8]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x02
+
+	// VDPBF16PS zmm6, zmm28, dword ptr [AX+12]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x03
+
+	// VDPBF16PS zmm7, zmm29, dword ptr [AX+12]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x03
+
+	// VDPBF16PS zmm8, zmm28, dword ptr [AX+16]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x04
+
+	// VDPBF16PS zmm9, zmm29, dword ptr [AX+16]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x04
+
+	// VDPBF16PS zmm10, zmm28, dword ptr [AX+20]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x05
+
+	// VDPBF16PS zmm11, zmm29, dword ptr [AX+20]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x05
+
+	// VDPBF16PS zmm12, zmm28, dword ptr [AX+24]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x06
+
+	// VDPBF16PS zmm13, zmm29, dword ptr [AX+24]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x06
+
+	// VDPBF16PS zmm14, zmm28, dword ptr [AX+28]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x07
+
+	// VDPBF16PS zmm15, zmm29, dword ptr [AX+28]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x07
+
+	// VDPBF16PS zmm16, zmm28, dword ptr [AX+32]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x08
+
+	// VDPBF16PS zmm17, zmm29, dword ptr [AX+32]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x08
+
+	// VDPBF16PS zmm18, zmm28, dword ptr [AX+36]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x09
+
+	// VDPBF16PS zmm19, zmm29, dword ptr [AX+36]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x09
+
+	// VDPBF16PS zmm20, zmm28, dword ptr [AX+40]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x0a
+
+	// VDPBF16PS zmm21, zmm29, dword ptr [AX+40]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x0a
+
+	// VDPBF16PS zmm22, zmm28, dword ptr [AX+44]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x0b
+
+	// VDPBF16PS zmm23, zmm29, dword ptr [AX+44]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x0b
+
+	// VDPBF16PS zmm24, zmm28, dword ptr [AX+48]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x0c
+
+	// VDPBF16PS zmm25, zmm29, dword ptr [AX+48]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x0c
+
+	// VDPBF16PS zmm26, zmm28, dword ptr [AX+52]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x0d
+
+	// VDPBF16PS zmm27, zmm29, dword ptr [AX+52]{1to16}
+	BYTE       $0x62
+	BYTE       $0x62
+	BYTE       $0x16
+	BYTE       $0x50
+	BYTE       $0x52
+	BYTE       $0x58
+	BYTE       $0x0d
+	TESTQ      R12, R12
+	JZ         nopf
+	PREFETCHT0 (R11)
+	PREFETCHT0 64(R11)
+	PREFETCHT0 124(R11)
+	ADDQ       DX, R11
+	DECQ       R12
+
+nopf:
+	VMOVUPS 128(BX), Z30
+	VMOVUPS 192(BX), Z31
+
+	// VDPBF16PS zmm0, zmm30, dword ptr [AX+56]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x0e
+
+	// VDPBF16PS zmm1, zmm31, dword ptr [AX+56]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x0e
+
+	// VDPBF16PS zmm2, zmm30, dword ptr [AX+60]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x0f
+
+	// VDPBF16PS zmm3, zmm31, dword ptr [AX+60]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x0f
+
+	// VDPBF16PS zmm4, zmm30, dword ptr [AX+64]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x10
+
+	// VDPBF16PS zmm5, zmm31, dword ptr [AX+64]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x10
+
+	// VDPBF16PS zmm6, zmm30, dword ptr [AX+68]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x11
+
+	// VDPBF16PS zmm7, zmm31, dword ptr [AX+68]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x11
+
+	// VDPBF16PS zmm8, zmm30, dword ptr [AX+72]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x12
+
+	// VDPBF16PS zmm9, zmm31, dword ptr [AX+72]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x12
+
+	// VDPBF16PS zmm10, zmm30, dword ptr [AX+76]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x13
+
+	// VDPBF16PS zmm11, zmm31, dword ptr [AX+76]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x13
+
+	// VDPBF16PS zmm12, zmm30, dword ptr [AX+80]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x14
+
+	// VDPBF16PS zmm13, zmm31, dword ptr [AX+80]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x14
+
+	// VDPBF16PS zmm14, zmm30, dword ptr [AX+84]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x15
+
+	// VDPBF16PS zmm15, zmm31, dword ptr [AX+84]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x15
+
+	// VDPBF16PS zmm16, zmm30, dword ptr [AX+88]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x16
+
+	// VDPBF16PS zmm17, zmm31, dword ptr [AX+88]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x16
+
+	// VDPBF16PS zmm18, zmm30, dword ptr [AX+92]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x17
+
+	// VDPBF16PS zmm19, zmm31, dword ptr [AX+92]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x17
+
+	// VDPBF16PS zmm20, zmm30, dword ptr [AX+96]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x18
+
+	// VDPBF16PS zmm21, zmm31, dword ptr [AX+96]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x18
+
+	// VDPBF16PS zmm22, zmm30, dword ptr [AX+100]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x19
+
+	// VDPBF16PS zmm23, zmm31, dword ptr [AX+100]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x19
+
+	// VDPBF16PS zmm24, zmm30, dword ptr [AX+104]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x1a
+
+	// VDPBF16PS zmm25, zmm31, dword ptr [AX+104]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x1a
+
+	// VDPBF16PS zmm26, zmm30, dword ptr [AX+108]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x1b
+
+	// VDPBF16PS zmm27, zmm31, dword ptr [AX+108]{1to16}
+	BYTE    $0x62
+	BYTE    $0x62
+	BYTE    $0x06
+	BYTE    $0x50
+	BYTE    $0x52
+	BYTE    $0x58
+	BYTE    $0x1b
+	VMOVUPS 256(BX), Z28
+	VMOVUPS 320(BX), Z29
+
+	// VDPBF16PS zmm0, zmm28, dword ptr [AX+112]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x1c
+
+	// VDPBF16PS zmm1, zmm29, dword ptr [AX+112]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x1c
+
+	// VDPBF16PS zmm2, zmm28, dword ptr [AX+116]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x1d
+
+	// VDPBF16PS zmm3, zmm29, dword ptr [AX+116]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x1d
+
+	// VDPBF16PS zmm4, zmm28, dword ptr [AX+120]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x1e
+
+	// VDPBF16PS zmm5, zmm29, dword ptr [AX+120]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x1e
+
+	// VDPBF16PS zmm6, zmm28, dword ptr [AX+124]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x1f
+
+	// VDPBF16PS zmm7, zmm29, dword ptr [AX+124]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x1f
+
+	// VDPBF16PS zmm8, zmm28, dword ptr [AX+128]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x20
+
+	// VDPBF16PS zmm9, zmm29, dword ptr [AX+128]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x20
+
+	// VDPBF16PS zmm10, zmm28, dword ptr [AX+132]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x21
+
+	// VDPBF16PS zmm11, zmm29, dword ptr [AX+132]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x21
+
+	// VDPBF16PS zmm12, zmm28, dword ptr [AX+136]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x22
+
+	// VDPBF16PS zmm13, zmm29, dword ptr [AX+136]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x22
+
+	// VDPBF16PS zmm14, zmm28, dword ptr [AX+140]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x23
+
+	// VDPBF16PS zmm15, zmm29, dword ptr [AX+140]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x23
+
+	// VDPBF16PS zmm16, zmm28, dword ptr [AX+144]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x24
+
+	// VDPBF16PS zmm17, zmm29, dword ptr [AX+144]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x24
+
+	// VDPBF16PS zmm18, zmm28, dword ptr [AX+148]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x25
+
+	// VDPBF16PS zmm19, zmm29, dword ptr [AX+148]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x25
+
+	// VDPBF16PS zmm20, zmm28, dword ptr [AX+152]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x26
+
+	// VDPBF16PS zmm21, zmm29, dword ptr [AX+152]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x26
+
+	// VDPBF16PS zmm22, zmm28, dword ptr [AX+156]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x27
+
+	// VDPBF16PS zmm23, zmm29, dword ptr [AX+156]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x27
+
+	// VDPBF16PS zmm24, zmm28, dword ptr [AX+160]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x28
+
+	// VDPBF16PS zmm25, zmm29, dword ptr [AX+160]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x16
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x28
+
+	// VDPBF16PS zmm26, zmm28, dword ptr [AX+164]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x1e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x29
+
+	// VDPBF16PS zmm27, zmm29, dword ptr [AX+164]{1to16}
+	BYTE    $0x62
+	BYTE    $0x62
+	BYTE    $0x16
+	BYTE    $0x50
+	BYTE    $0x52
+	BYTE    $0x58
+	BYTE    $0x29
+	VMOVUPS 384(BX), Z30
+	VMOVUPS 448(BX), Z31
+
+	// VDPBF16PS zmm0, zmm30, dword ptr [AX+168]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x2a
+
+	// VDPBF16PS zmm1, zmm31, dword ptr [AX+168]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x2a
+
+	// VDPBF16PS zmm2, zmm30, dword ptr [AX+172]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x2b
+
+	// VDPBF16PS zmm3, zmm31, dword ptr [AX+172]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x2b
+
+	// VDPBF16PS zmm4, zmm30, dword ptr [AX+176]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x2c
+
+	// VDPBF16PS zmm5, zmm31, dword ptr [AX+176]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x2c
+
+	// VDPBF16PS zmm6, zmm30, dword ptr [AX+180]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x2d
+
+	// VDPBF16PS zmm7, zmm31, dword ptr [AX+180]{1to16}
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x2d
+
+	// VDPBF16PS zmm8, zmm30, dword ptr [AX+184]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x2e
+
+	// VDPBF16PS zmm9, zmm31, dword ptr [AX+184]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x2e
+
+	// VDPBF16PS zmm10, zmm30, dword ptr [AX+188]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x2f
+
+	// VDPBF16PS zmm11, zmm31, dword ptr [AX+188]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x2f
+
+	// VDPBF16PS zmm12, zmm30, dword ptr [AX+192]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x30
+
+	// VDPBF16PS zmm13, zmm31, dword ptr [AX+192]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x30
+
+	// VDPBF16PS zmm14, zmm30, dword ptr [AX+196]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x31
+
+	// VDPBF16PS zmm15, zmm31, dword ptr [AX+196]{1to16}
+	BYTE $0x62
+	BYTE $0x72
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x31
+
+	// VDPBF16PS zmm16, zmm30, dword ptr [AX+200]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x32
+
+	// VDPBF16PS zmm17, zmm31, dword ptr [AX+200]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x32
+
+	// VDPBF16PS zmm18, zmm30, dword ptr [AX+204]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x33
+
+	// VDPBF16PS zmm19, zmm31, dword ptr [AX+204]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x33
+
+	// VDPBF16PS zmm20, zmm30, dword ptr [AX+208]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x60
+	BYTE $0x34
+
+	// VDPBF16PS zmm21, zmm31, dword ptr [AX+208]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x68
+	BYTE $0x34
+
+	// VDPBF16PS zmm22, zmm30, dword ptr [AX+212]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x70
+	BYTE $0x35
+
+	// VDPBF16PS zmm23, zmm31, dword ptr [AX+212]{1to16}
+	BYTE $0x62
+	BYTE $0xe2
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x78
+	BYTE $0x35
+
+	// VDPBF16PS zmm24, zmm30, dword ptr [AX+216]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x40
+	BYTE $0x36
+
+	// VDPBF16PS zmm25, zmm31, dword ptr [AX+216]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x48
+	BYTE $0x36
+
+	// VDPBF16PS zmm26, zmm30, dword ptr [AX+220]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x0e
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x50
+	BYTE $0x37
+
+	// VDPBF16PS zmm27, zmm31, dword ptr [AX+220]{1to16}
+	BYTE $0x62
+	BYTE $0x62
+	BYTE $0x06
+	BYTE $0x50
+	BYTE $0x52
+	BYTE $0x58
+	BYTE $0x37
+	ADDQ $0x000000e0, AX
+	ADDQ $0x00000200, BX
+	DECQ R10
+	JNZ  loop4
+
+store:
+	TESTQ   R8, R8
+	JZ      storeset
+	VADDPS  (CX), Z0, Z0
+	VMOVUPS Z0, (CX)
+	VADDPS  64(CX), Z1, Z1
+	VMOVUPS Z1, 64(CX)
+	ADDQ    DX, CX
+	VADDPS  (CX), Z2, Z2
+	VMOVUPS Z2, (CX)
+	VADDPS  64(CX), Z3, Z3
+	VMOVUPS Z3, 64(CX)
+	ADDQ    DX, CX
+	VADDPS  (CX), Z4, Z4
+	VMOVUPS Z4, (CX)
+	VADDPS  64(CX), Z5, Z5
+	VMOVUPS Z5, 64(CX)
+	ADDQ    DX, CX
+	VADDPS  (CX), Z6, Z6
+	VMOVUPS Z6, (CX)
+	VADDPS  64(CX), Z7, Z7
+	VMOVUPS Z7, 64(CX)
+	ADDQ    DX, CX
+	VADDPS  (CX), Z8, Z8
+	VMOVUPS Z8, (CX)
+	VADDPS  64(CX), Z9, Z9
+	VMOVUPS Z9, 64(CX)
+	ADDQ    DX, CX
+	VADDPS  (CX), Z10, Z10
+	VMOVUPS Z10, (CX)
+	VADDPS  64(CX), Z11, Z11
+	VMOVUPS Z11, 64(CX)
+	ADDQ    DX, CX
+	VADDPS  (CX), Z12, Z12
+	VMOVUPS Z12, (CX)
+	VADDPS  64(CX), Z13, Z13
+	VMOVUPS Z13, 64(CX)
+	ADDQ    DX, CX
+	VADDPS  (CX), Z14, Z14
+	VMOVUPS Z14, (CX)
+	VADDPS  64(CX), Z15, Z15
+	VMOVUPS Z15, 64(CX)
+	ADDQ    DX, CX
+	VADDPS  (CX), Z16, Z16
+	VMOVUPS Z16, (CX)
+	VADDPS  64(CX), Z17, Z17
+	VMOVUPS Z17, 64(CX)
+	ADDQ    DX, CX
+	VADDPS  (CX), Z18, Z18
+	VMOVUPS Z18, (CX)
+	VADDPS  64(CX), Z19, Z19
+	VMOVUPS Z19, 64(CX)
+	ADDQ    DX, CX
+	VADDPS  (CX), Z20, Z20
+	VMOVUPS Z20, (CX)
+	VADDPS  64(CX), Z21, Z21
+	VMOVUPS Z21, 64(CX)
+	ADDQ    DX, CX
+	VADDPS  (CX), Z22, Z22
+	VMOVUPS Z22, (CX)
+	VADDPS  64(CX), Z23, Z23
+	VMOVUPS Z23, 64(CX)
+	ADDQ    DX, CX
+	VADDPS  (CX), Z24, Z24
+	VMOVUPS Z24, (CX)
+	VADDPS  64(CX), Z25, Z25
+	VMOVUPS Z25, 64(CX)
+	ADDQ    DX, CX
+	VADDPS  (CX), Z26, Z26
+	VMOVUPS Z26, (CX)
+	VADDPS  64(CX), Z27, Z27
+	VMOVUPS Z27, 64(CX)
+	VZEROUPPER
+	RET
+
+storeset:
+	VMOVUPS Z0, (CX)
+	VMOVUPS Z1, 64(CX)
+	ADDQ    DX, CX
+	VMOVUPS Z2, (CX)
+	VMOVUPS Z3, 64(CX)
+	ADDQ    DX, CX
+	VMOVUPS Z4, (CX)
+	VMOVUPS Z5, 64(CX)
+	ADDQ    DX, CX
+	VMOVUPS Z6, (CX)
+	VMOVUPS Z7, 64(CX)
+	ADDQ    DX, CX
+	VMOVUPS Z8, (CX)
+	VMOVUPS Z9, 64(CX)
+	ADDQ    DX, CX
+	VMOVUPS Z10, (CX)
+	VMOVUPS Z11, 64(CX)
+	ADDQ    DX, CX
+	VMOVUPS Z12, (CX)
+	VMOVUPS Z13, 64(CX)
+	ADDQ    DX, CX
+	VMOVUPS Z14, (CX)
+	VMOVUPS Z15, 64(CX)
+	ADDQ    DX, CX
+	VMOVUPS Z16, (CX)
+	VMOVUPS Z17, 64(CX)
+	ADDQ    DX, CX
+	VMOVUPS Z18, (CX)
+	VMOVUPS Z19, 64(CX)
+	ADDQ    DX, CX
+	VMOVUPS Z20, (CX)
+	VMOVUPS Z21, 64(CX)
+	ADDQ    DX, CX
+	VMOVUPS Z22, (CX)
+	VMOVUPS Z23, 64(CX)
+	ADDQ    DX, CX
+	VMOVUPS Z24, (CX)
+	VMOVUPS Z25, 64(CX)
+	ADDQ    DX, CX
+	VMOVUPS Z26, (CX)
+	VMOVUPS Z27, 64(CX)
+	VZEROUPPER
+	RET
+
+// func cvtPairsBF16AVX512(dst []uint32, src []float32)
+// Requires: AVX, AVX512F
+TEXT ·cvtPairsBF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	SHRQ $0x05, CX
+	JZ   done
+
+loop:
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z1
+
+	// VCVTNE2PS2BF16 zmm2, zmm1, zmm0
+	BYTE    $0x62
+	BYTE    $0xf2
+	BYTE    $0x77
+	BYTE    $0x48
+	BYTE    $0x72
+	BYTE    $0xd0
+	VMOVUPS Z2, (DI)
+	ADDQ    $0x80, SI
+	ADDQ    $0x40, DI
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func cvtInterleaveBF16AVX512(dst []uint32, lo []float32, hi []float32)
+// Requires: AVX, AVX512BW, AVX512F
+TEXT ·cvtInterleaveBF16AVX512(SB), NOSPLIT, $0-72
+	MOVQ      dst_base+0(FP), DI
+	MOVQ      lo_base+24(FP), SI
+	MOVQ      hi_base+48(FP), DX
+	MOVQ      lo_len+32(FP), CX
+	SHRQ      $0x04, CX
+	JZ        done
+	VMOVDQU16 bf16interleave<>+0(SB), Z3
+
+loop:
+	VMOVUPS (SI), Z0
+	VMOVUPS (DX), Z1
+
+	// VCVTNE2PS2BF16 zmm2, zmm1, zmm0
+	BYTE    $0x62
+	BYTE    $0xf2
+	BYTE    $0x77
+	BYTE    $0x48
+	BYTE    $0x72
+	BYTE    $0xd0
+	VPERMW  Z2, Z3, Z2
+	VMOVUPS Z2, (DI)
+	ADDQ    $0x40, SI
+	ADDQ    $0x40, DX
+	ADDQ    $0x40, DI
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+DATA bf16interleave<>+0(SB)/2, $0x0000
+DATA bf16interleave<>+2(SB)/2, $0x0010
+DATA bf16interleave<>+4(SB)/2, $0x0001
+DATA bf16interleave<>+6(SB)/2, $0x0011
+DATA bf16interleave<>+8(SB)/2, $0x0002
+DATA bf16interleave<>+10(SB)/2, $0x0012
+DATA bf16interleave<>+12(SB)/2, $0x0003
+DATA bf16interleave<>+14(SB)/2, $0x0013
+DATA bf16interleave<>+16(SB)/2, $0x0004
+DATA bf16interleave<>+18(SB)/2, $0x0014
+DATA bf16interleave<>+20(SB)/2, $0x0005
+DATA bf16interleave<>+22(SB)/2, $0x0015
+DATA bf16interleave<>+24(SB)/2, $0x0006
+DATA bf16interleave<>+26(SB)/2, $0x0016
+DATA bf16interleave<>+28(SB)/2, $0x0007
+DATA bf16interleave<>+30(SB)/2, $0x0017
+DATA bf16interleave<>+32(SB)/2, $0x0008
+DATA bf16interleave<>+34(SB)/2, $0x0018
+DATA bf16interleave<>+36(SB)/2, $0x0009
+DATA bf16interleave<>+38(SB)/2, $0x0019
+DATA bf16interleave<>+40(SB)/2, $0x000a
+DATA bf16interleave<>+42(SB)/2, $0x001a
+DATA bf16interleave<>+44(SB)/2, $0x000b
+DATA bf16interleave<>+46(SB)/2, $0x001b
+DATA bf16interleave<>+48(SB)/2, $0x000c
+DATA bf16interleave<>+50(SB)/2, $0x001c
+DATA bf16interleave<>+52(SB)/2, $0x000d
+DATA bf16interleave<>+54(SB)/2, $0x001d
+DATA bf16interleave<>+56(SB)/2, $0x000e
+DATA bf16interleave<>+58(SB)/2, $0x001e
+DATA bf16interleave<>+60(SB)/2, $0x000f
+DATA bf16interleave<>+62(SB)/2, $0x001f
+GLOBL bf16interleave<>(SB), RODATA|NOPTR, $64
+
 // func dotAVX512(x []float32, y []float32) float32
 // Requires: AVX, AVX512F, SSE
 TEXT ·dotAVX512(SB), NOSPLIT, $0-52

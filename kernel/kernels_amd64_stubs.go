@@ -21,6 +21,27 @@ func gemmKernAVX512_14x32_rowA(k int, a *float32, lda int, b *float32, c *float3
 //go:noescape
 func gemmKernAVX2_6x16(k int, a *float32, b *float32, c *float32, ldc int, accum int)
 
+// gemmKernBF16AVX512_14x32 computes the 14×32 tile C = A·B (accum == 0) or C += A·B (accum != 0) from packed
+// bf16 pair panels: A has k steps of 14 dwords, B k steps of 32 dwords (each dword two bf16,
+// the even k in the low half). Per step and element: c += a.hi·b.hi, then c += a.lo·b.lo,
+// each a float32 FMA (VDPBF16PS: denormal inputs read as 0, denormal results flushed to 0).
+// The tile's sum starts at 0 and is added to C at the end, like the float32 kernel's.
+//
+//go:noescape
+func gemmKernBF16AVX512_14x32(k int, a *uint32, b *uint32, c *float32, ldc int, accum int)
+
+// cvtPairsBF16AVX512 sets dst[j] = bf16(src[2j]) | bf16(src[2j+1])<<16 (VCVTNE2PS2BF16, round to
+// nearest even) for j < len(src)/32·16; the Go wrapper converts the rest.
+//
+//go:noescape
+func cvtPairsBF16AVX512(dst []uint32, src []float32)
+
+// cvtInterleaveBF16AVX512 sets dst[j] = bf16(lo[j]) | bf16(hi[j])<<16 (VCVTNE2PS2BF16 and a
+// VPERMW interleave) for j < len(lo)/16·16; the Go wrapper converts the rest.
+//
+//go:noescape
+func cvtInterleaveBF16AVX512(dst []uint32, lo []float32, hi []float32)
+
 // dotAVX512 returns Σ x[i]·y[i] over len(x) elements (len(y) >= len(x)).
 //
 //go:noescape

@@ -41,11 +41,11 @@ func (m *Model) attentionForward(_, w, lo, hi int) {
 		att := A.att[bh*T*T : (bh+1)*T*T]
 		for i0 := 0; i0 < T; i0 += m.attnBlock {
 			i1 := min(i0+m.attnBlock, T)
-			m.pool.GemmOn(w, false, true, i1-i0, i1, dh, q[i0*wq:], wq, k, wq, att[i0*T:], T, false)
+			m.gemmOn(w, false, true, i1-i0, i1, dh, q[i0*wq:], wq, k, wq, att[i0*T:], T, false)
 			for i := i0; i < i1; i++ {
 				softmaxCausal(att[i*T:i*T+i1], i, scale)
 			}
-			m.pool.GemmOn(w, false, false, i1-i0, dh, i1, att[i0*T:], T, v, wq, y[i0*a:], a, false)
+			m.gemmOn(w, false, false, i1-i0, dh, i1, att[i0*T:], T, v, wq, y[i0*a:], a, false)
 		}
 	}
 }
@@ -127,8 +127,8 @@ func (m *Model) attentionBackward(l, w, lo, hi int) {
 				i1 := min(i0+m.attnBlock, T)
 				r, acc := i1-i0, i0 != last || !first
 				p := att[i0*T:]
-				m.pool.GemmOn(w, true, false, i1, dh, r, p, T, dy[i0*a:], a, dv, wq, acc)
-				m.pool.GemmOn(w, false, true, r, i1, dh, dy[i0*a:], a, v, wq, dS, T, false)
+				m.gemmOn(w, true, false, i1, dh, r, p, T, dy[i0*a:], a, dv, wq, acc)
+				m.gemmOn(w, false, true, r, i1, dh, dy[i0*a:], a, v, wq, dS, T, false)
 				for i := 0; i < r; i++ {
 					pr, ds := p[i*T:i*T+i1], dS[i*T:i*T+i1]
 					dot := kernel.Dot(pr, ds)
@@ -136,8 +136,8 @@ func (m *Model) attentionBackward(l, w, lo, hi int) {
 						ds[j] = scale * pr[j] * (ds[j] - dot)
 					}
 				}
-				m.pool.GemmOn(w, false, false, r, dh, i1, dS, T, k, wq, dq[i0*wq:], wq, false)
-				m.pool.GemmOn(w, true, false, i1, dh, r, dS, T, q[i0*wq:], wq, dk, wq, acc)
+				m.gemmOn(w, false, false, r, dh, i1, dS, T, k, wq, dq[i0*wq:], wq, false)
+				m.gemmOn(w, true, false, i1, dh, r, dS, T, q[i0*wq:], wq, dk, wq, acc)
 			}
 		}
 	}

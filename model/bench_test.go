@@ -2,7 +2,9 @@ package model
 
 import (
 	"math/rand/v2"
+	"sort"
 	"testing"
+	"time"
 
 	"github.com/smallinit/smallinit/kernel"
 )
@@ -67,4 +69,40 @@ func BenchmarkTrainStep(b *testing.B) {
 		m.Backward()
 	}
 	b.ReportMetric(float64(b.N*len(in))/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// BenchmarkPrecision: Forward, ZeroGrads and Backward of each preset at its batch, alternating float32 and bf16
+// matmuls step by step in one process (so that both see the same state of a shared machine); reports the
+// median tokens/s of each and their ratio. Run with -benchtime=Nx: N steps of each precision.
+func BenchmarkPrecision(b *testing.B) {
+	for _, name := range []string{"tiny", "small", "medium"} {
+		b.Run(name, func(b *testing.B) {
+			p, _ := LookupPreset(name)
+			m, done := benchPreset(b, name, p.Batch)
+			defer done()
+			in, tg := randomTokens(rand.New(rand.NewPCG(3, 3)), p.Batch*m.Config.SeqLen, m.Config.Vocab)
+			step := func(bf16 bool) float64 {
+				m.SetBF16Matmuls(bf16)
+				t0 := time.Now()
+				if _, err := m.Forward(in, tg); err != nil {
+					b.Fatal(err)
+				}
+				m.ZeroGrads()
+				m.Backward()
+				return time.Since(t0).Seconds()
+			}
+			step(false)
+			step(true)
+			var t32, t16 []float64
+			for b.Loop() {
+				t32 = append(t32, step(false))
+				t16 = append(t16, step(true))
+			}
+			med := func(x []float64) float64 { sort.Float64s(x); return x[len(x)/2] }
+			f, h := float64(len(in))/med(t32), float64(len(in))/med(t16)
+			b.ReportMetric(f, "f32-tokens/s")
+			b.ReportMetric(h, "bf16-tokens/s")
+			b.ReportMetric(h/f, "bf16/f32")
+		})
+	}
 }

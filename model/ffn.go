@@ -37,10 +37,10 @@ type FFNWeights struct {
 // backward pass.
 func (m *Model) ffnForward(x []float32, rows int, w FFNWeights, gu, act, sig, out []float32, accumulate bool) {
 	d, f := m.Config.Dim, w.Width
-	m.pool.Gemm(false, true, rows, 2*f, d, x, d, w.GateUp, d, gu, 2*f, false)
+	m.gemm(false, true, rows, 2*f, d, x, d, w.GateUp, d, gu, 2*f, false)
 	m.glu = gluArgs{gu: gu, act: act, sig: sig, f: f}
 	m.parallel((*Model).swigluForwardRows, 0, rows, 32)
-	m.pool.Gemm(false, true, rows, d, f, act, f, w.Down, f, out, d, accumulate)
+	m.gemm(false, true, rows, d, f, act, f, w.Down, f, out, d, accumulate)
 }
 
 // ffnBackward takes dOut [rows, d] back through an FFN whose forward saved gu, act and sig: it accumulates
@@ -48,12 +48,12 @@ func (m *Model) ffnForward(x []float32, rows int, w FFNWeights, gu, act, sig, ou
 // and dgu [rows, 2f] are scratch.
 func (m *Model) ffnBackward(x, dOut []float32, rows int, w, g FFNWeights, gu, act, sig, dact, dgu, dx []float32, accumulate bool) {
 	d, f := m.Config.Dim, w.Width
-	m.pool.Gemm(false, false, rows, f, d, dOut, d, w.Down, f, dact, f, false)
-	m.pool.Gemm(true, false, d, f, rows, dOut, d, act, f, g.Down, f, true)
+	m.gemm(false, false, rows, f, d, dOut, d, w.Down, f, dact, f, false)
+	m.gemm(true, false, d, f, rows, dOut, d, act, f, g.Down, f, true)
 	m.glu = gluArgs{gu: gu, sig: sig, dact: dact, dgu: dgu, f: f}
 	m.parallel((*Model).swigluBackwardRows, 0, rows, 32)
-	m.pool.Gemm(false, false, rows, d, 2*f, dgu, 2*f, w.GateUp, d, dx, d, accumulate)
-	m.pool.Gemm(true, false, 2*f, d, rows, dgu, 2*f, x, d, g.GateUp, d, true)
+	m.gemm(false, false, rows, d, 2*f, dgu, 2*f, w.GateUp, d, dx, d, accumulate)
+	m.gemm(true, false, 2*f, d, rows, dgu, 2*f, x, d, g.GateUp, d, true)
 }
 
 // swigluForwardRows computes σ(a) and act = silu(a) ⊙ u = a·σ(a)·u for rows [lo, hi) (kernel.SwiGLU).

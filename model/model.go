@@ -25,9 +25,11 @@ type Model struct {
 	Grads  Weights      // gradient views with the same layout; Backward accumulates into them
 
 	pool  *kernel.Pool
-	batch int // B, the most sequences one Forward can take
-	n     int // rows (b·T) of the current Forward
-	t     int // sequence length T of the current Forward
+	bf16  bool // matmuls through Pool.GemmBF16 (SetBF16Matmuls)
+	batch int  // B, the most sequences one Forward can take
+	n     int  // rows (b·T) of the current Forward
+	nLoss int  // rows of the current Forward whose target is not IgnoreTarget: the loss is their mean
+	t     int  // sequence length T of the current Forward
 	rope  ropeTable
 	acts  activations
 
@@ -163,9 +165,16 @@ func (m *Model) residual(l int) []float32 {
 	return m.acts.x[l*nd : l*nd+m.n*m.Config.Dim]
 }
 
+// IgnoreTarget as a target id drops its position from the loss (PyTorch's cross_entropy ignore_index default):
+// the loss is the mean over the other positions and an ignored position gets no gradient. Tasks that score
+// only an answer token (the anchor functions of Zhang et al. 2024, "cross-entropy loss on the last token")
+// mark every other position with it.
+const IgnoreTarget int32 = -100
+
 // Forward runs the model on b = len(inputs)/T sequences of length T = SeqLen (b ≤ Batch) and returns the
 // mean next-token cross-entropy against targets plus the MoE auxiliary loss, if any (SPEC §1 "Loss").
-// inputs and targets are row-major [b, T]; every id must be in [0, V). The activations stay in the model for
+// inputs and targets are row-major [b, T]; every input id must be in [0, V), every target too or IgnoreTarget
+// (the mean then runs over the positions not ignored; at least one must be left). The activations stay in the model for
 // Backward, Logits, TokenLoss and diagnostics.
 func (m *Model) Forward(inputs, targets []int32) (float64, error) {
 	return m.ForwardSeq(inputs, targets, m.Config.SeqLen)
@@ -184,11 +193,19 @@ func (m *Model) ForwardSeq(inputs, targets []int32, T int) (float64, error) {
 	if len(targets) != len(inputs) {
 		return 0, fmt.Errorf("forward: %d targets for %d inputs", len(targets), len(inputs))
 	}
+	nLoss := 0
 	for i := range inputs {
-		if uint32(inputs[i]) >= uint32(c.Vocab) || uint32(targets[i]) >= uint32(c.Vocab) {
+		if uint32(inputs[i]) >= uint32(c.Vocab) || uint32(targets[i]) >= uint32(c.Vocab) && targets[i] != IgnoreTarget {
 			return 0, fmt.Errorf("forward: token %d (input %d, target %d) outside the vocabulary [0, %d)", i, inputs[i], targets[i], c.Vocab)
 		}
+		if targets[i] != IgnoreTarget {
+			nLoss++
+		}
 	}
+	if nLoss == 0 {
+		return 0, fmt.Errorf("forward: all %d targets are IgnoreTarget: no position left for the loss", len(targets))
+	}
+	m.nLoss = nLoss
 	m.t = T
 	m.n = len(inputs)
 	N := m.n
@@ -213,7 +230,7 @@ func (m *Model) ForwardSeq(inputs, targets []int32, T int) (float64, error) {
 			}
 		}
 	}
-	return sum/float64(N) + m.aux, nil
+	return sum/float64(nLoss) + m.aux, nil
 }
 
 // AuxLoss is the auxiliary part of the last Forward's loss (MoE load-balancing and z-loss; 0 for dense
@@ -230,7 +247,7 @@ func (m *Model) blockForward(l int, r blockRun, x, out []float32) {
 	m.blk = r
 
 	m.normForward(N, x, A.n1, A.s1, W.Norm1, W.Norm1B)
-	m.pool.Gemm(false, true, N, wq, d, A.n1, d, W.QKVG, d, A.qkvg, wq, false)
+	m.gemm(false, true, N, wq, d, A.n1, d, W.QKVG, d, A.qkvg, wq, false)
 	m.parallel((*Model).ropeGateForward, l, N, 64)
 	if r.k == nil {
 		m.parallel((*Model).attentionForward, l, (N/r.t)*c.Heads, 1)
@@ -241,7 +258,7 @@ func (m *Model) blockForward(l int, r blockRun, x, out []float32) {
 		m.parallel((*Model).gateForward, l, N, 64)
 	}
 	copy(A.h[:N*d], x)
-	m.pool.Gemm(false, true, N, d, a, A.yg, a, W.O, a, A.h, d, true)
+	m.gemm(false, true, N, d, a, A.yg, a, W.O, a, A.h, d, true)
 
 	m.normForward(N, A.h[:N*d], A.n2, A.s2, W.Norm2, W.Norm2B)
 	copy(out, A.h[:N*d])
@@ -258,7 +275,7 @@ func (m *Model) blockForward(l int, r blockRun, x, out []float32) {
 func (m *Model) headForward(rows int, x, nf []float32, st normStats, logits []float32) {
 	c := m.Config
 	m.normForward(rows, x, nf, st, m.Params.NormF, m.Params.NormFB)
-	m.pool.Gemm(false, true, rows, c.Vocab, c.Dim, nf, c.Dim, m.Params.Head, c.Dim, logits, c.Vocab, false)
+	m.gemm(false, true, rows, c.Vocab, c.Dim, nf, c.Dim, m.Params.Head, c.Dim, logits, c.Vocab, false)
 }
 
 // Backward accumulates the gradient of the last Forward's mean loss into Grads (call ZeroGrads first unless
@@ -271,8 +288,8 @@ func (m *Model) Backward() {
 
 	// Head: logits = nf · W_headᵀ.
 	m.parallel((*Model).lossBackward, 0, N, 16)
-	m.pool.Gemm(false, false, N, d, V, A.logits, V, m.Params.Head, d, A.dn, d, false)
-	m.pool.Gemm(true, false, V, d, N, A.logits, V, A.nf, d, m.Grads.Head, d, true)
+	m.gemm(false, false, N, d, V, A.logits, V, m.Params.Head, d, A.dn, d, false)
+	m.gemm(true, false, V, d, N, A.logits, V, A.nf, d, m.Grads.Head, d, true)
 	clear(A.dx[:N*d])
 	m.normBackward(m.residual(c.Layers), A.sf, m.Params.NormF, m.Grads.NormF, m.Grads.NormFB)
 
@@ -287,8 +304,8 @@ func (m *Model) Backward() {
 		m.normBackward(L.h[:N*d], L.s2, W.Norm2, G.Norm2, G.Norm2B)
 
 		// Attention: h = x + yg · W_oᵀ.
-		m.pool.Gemm(false, false, N, a, d, A.dx, d, W.O, a, A.dyg, a, false)
-		m.pool.Gemm(true, false, d, a, N, A.dx, d, L.yg, a, G.O, a, true)
+		m.gemm(false, false, N, a, d, A.dx, d, W.O, a, A.dyg, a, false)
+		m.gemm(true, false, d, a, N, A.dx, d, L.yg, a, G.O, a, true)
 		if c.AttnGate != GateNone {
 			m.parallel((*Model).gateBackward, l, N, 64)
 		}
@@ -297,8 +314,8 @@ func (m *Model) Backward() {
 		if c.QKVBias {
 			m.parallel((*Model).qkvBiasBackward, l, c.qkvDim(), 64)
 		}
-		m.pool.Gemm(false, false, N, d, wq, A.dqkvg, wq, W.QKVG, d, A.dn, d, false)
-		m.pool.Gemm(true, false, wq, d, N, A.dqkvg, wq, L.n1, d, G.QKVG, d, true)
+		m.gemm(false, false, N, d, wq, A.dqkvg, wq, W.QKVG, d, A.dn, d, false)
+		m.gemm(true, false, wq, d, N, A.dqkvg, wq, L.n1, d, G.QKVG, d, true)
 		m.normBackward(m.residual(l), L.s1, W.Norm1, G.Norm1, G.Norm1B)
 	}
 	m.parallel((*Model).embedBackward, 0, d, 8)
@@ -331,7 +348,7 @@ func (m *Model) embedBackward(_, _, lo, hi int) {
 // Logits returns the [b·T, V] logits of the last Forward (valid until Backward, which overwrites them).
 func (m *Model) Logits() []float32 { return m.acts.logits[:m.n*m.Config.Vocab] }
 
-// TokenLoss returns the per-token cross-entropy of the last Forward, [b·T] in nats.
+// TokenLoss returns the per-token cross-entropy of the last Forward, [b·T] in nats (0 at ignored positions).
 func (m *Model) TokenLoss() []float32 { return m.acts.loss[:m.n] }
 
 // lossForward computes, per row, the log-sum-exp of the logits and the cross-entropy lse − z[target].
@@ -343,16 +360,25 @@ func (m *Model) lossForward(_, w, lo, hi int) {
 		mx := kernel.MaxF(z)
 		lse := mx + float32(math.Log(float64(kernel.ExpShiftSum(tmp, z, mx, 1))))
 		m.acts.lse[n] = lse
-		m.acts.loss[n] = lse - z[m.acts.target[n]]
+		if tg := m.acts.target[n]; tg == IgnoreTarget {
+			m.acts.loss[n] = 0
+		} else {
+			m.acts.loss[n] = lse - z[tg]
+		}
 	}
 }
 
-// lossBackward turns each logits row into dL/dz = (softmax(z) − onehot(target)) / N in place.
+// lossBackward turns each logits row into dL/dz = (softmax(z) − onehot(target)) / N' in place, N' the rows not
+// ignored; an ignored row's gradient is zero.
 func (m *Model) lossBackward(_, _, lo, hi int) {
 	V := m.Config.Vocab
-	inv := 1 / float32(m.n)
+	inv := 1 / float32(m.nLoss)
 	for n := lo; n < hi; n++ {
 		z := m.acts.logits[n*V : (n+1)*V]
+		if m.acts.target[n] == IgnoreTarget {
+			clear(z)
+			continue
+		}
 		kernel.ExpShiftSum(z, z, m.acts.lse[n], 1)
 		kernel.Scale(inv, z)
 		z[m.acts.target[n]] -= inv

@@ -217,25 +217,75 @@ func TestTrainingStepAllocatesNothing(t *testing.T) {
 		{"layernorm_headwise", testConfig(NormLayer, GateHeadwise, 1e-5, false), fillRandom},
 		{gqaCases[2].name, gqaCases[2].cfg, fillRandomAll},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := tc.cfg
-			c.SeqLen = 16
-			m := newTestModel(t, c, 2, pool)
-			tc.fill(m, 5, 1)
-			in, tg := randomTokens(rand.New(rand.NewPCG(6, 6)), 2*c.SeqLen, c.Vocab)
-			step := func() {
-				if _, err := m.Forward(in, tg); err != nil {
-					t.Fatal(err)
+		for _, bf16 := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/bf16=%v", tc.name, bf16), func(t *testing.T) {
+				c := tc.cfg
+				c.SeqLen = 16
+				m := newTestModel(t, c, 2, pool)
+				m.SetBF16Matmuls(bf16)
+				tc.fill(m, 5, 1)
+				in, tg := randomTokens(rand.New(rand.NewPCG(6, 6)), 2*c.SeqLen, c.Vocab)
+				step := func() {
+					if _, err := m.Forward(in, tg); err != nil {
+						t.Fatal(err)
+					}
+					m.ZeroGrads()
+					m.Backward()
 				}
-				m.ZeroGrads()
-				m.Backward()
-			}
-			step()
-			if a := testing.AllocsPerRun(5, step); a != 0 {
-				t.Errorf("training step allocates %v times", a)
-			}
-		})
+				step()
+				if a := testing.AllocsPerRun(5, step); a != 0 {
+					t.Errorf("training step allocates %v times", a)
+				}
+			})
+		}
 	}
+}
+
+// TestBF16MatmulsTrackFloat32: with bf16 matmuls the loss and the gradients stay close to the float32 ones
+// (bf16 keeps 8 significant bits, a relative rounding of at most 2^-9 per operand, so products and sums of
+// many of them land within about 1% — a gradient direction, not an exact result, is what bf16 training
+// promises); switching back to float32 gives the float32 results bit for bit.
+func TestBF16MatmulsTrackFloat32(t *testing.T) {
+	pool := kernel.NewPool(2)
+	defer pool.Close()
+	c := testConfig(NormRMS, GateHeadwise, 1e-5, false)
+	m := newTestModel(t, c, 2, pool)
+	fillRandom(m, 7, 0.5)
+	in, tg := randomTokens(rand.New(rand.NewPCG(8, 8)), 2*c.SeqLen, c.Vocab)
+	run := func(bf16 bool) (float64, []float32) {
+		m.SetBF16Matmuls(bf16)
+		loss, err := m.Forward(in, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.ZeroGrads()
+		m.Backward()
+		return loss, append([]float32(nil), m.Grads.Flat...)
+	}
+	l32, g32 := run(false)
+	l16, g16 := run(true)
+	l32b, g32b := run(false)
+	if l32b != l32 {
+		t.Fatalf("float32 loss after a bf16 step: %v, want %v", l32b, l32)
+	}
+	for i := range g32 {
+		if math.Float32bits(g32b[i]) != math.Float32bits(g32[i]) {
+			t.Fatalf("float32 gradient %d after a bf16 step: %v, want %v", i, g32b[i], g32[i])
+		}
+	}
+	if d := math.Abs(l16-l32) / l32; d > 1e-2 {
+		t.Errorf("bf16 loss %v vs float32 %v: relative difference %.2e > 1e-2", l16, l32, d)
+	}
+	var dot, n32, n16 float64
+	for i := range g32 {
+		dot += float64(g32[i]) * float64(g16[i])
+		n32 += float64(g32[i]) * float64(g32[i])
+		n16 += float64(g16[i]) * float64(g16[i])
+	}
+	if cos := dot / math.Sqrt(n32*n16); !(cos > 0.999) {
+		t.Errorf("bf16 gradient's cosine with the float32 one: %v, want > 0.999", cos)
+	}
+	t.Logf("loss f32 %.6f bf16 %.6f; gradient cosine %.6f, norm ratio %.4f", l32, l16, dot/math.Sqrt(n32*n16), math.Sqrt(n16/n32))
 }
 
 func TestForwardRejectsBadTokens(t *testing.T) {

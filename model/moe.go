@@ -70,7 +70,7 @@ func (m *Model) moeForward(l int, x, out []float32) {
 	W, mo := &m.Params.Layers[l], m.blk.acts.moe
 	f := c.ExpertFFN
 
-	m.pool.Gemm(false, true, N, E, d, x, d, W.Router, d, mo.probs, E, false)
+	m.gemm(false, true, N, E, d, x, d, W.Router, d, mo.probs, E, false)
 	m.parallel((*Model).moeRouteRows, l, N, 64)
 
 	// Assign sorted rows in token order; the capacity limit drops the latest assignments of a full expert.
@@ -121,7 +121,7 @@ func (m *Model) moeForward(l int, x, out []float32) {
 	}
 	if c.SharedFFN > 0 {
 		m.ffnForward(x, N, W.Shared, mo.sgu, mo.sact, mo.ssig, mo.sy, false)
-		m.pool.Gemm(false, true, N, 1, d, x, d, W.SharedGate, d, mo.sg, 1, false)
+		m.gemm(false, true, N, 1, d, x, d, W.SharedGate, d, mo.sg, 1, false)
 		for n, v := range mo.sg[:N] {
 			mo.sg[n] = float32(1 / (1 + math.Exp(-float64(v))))
 		}
@@ -240,12 +240,12 @@ func (m *Model) moeBackward(l int) {
 		}
 	}
 	m.parallel((*Model).moeRouterGradRows, l, N, 64)
-	m.pool.Gemm(true, false, E, d, N, S.dlogits, E, x, d, G.Router, d, true)
-	m.pool.Gemm(false, false, N, d, E, S.dlogits, E, W.Router, d, m.acts.dn, d, true)
+	m.gemm(true, false, E, d, N, S.dlogits, E, x, d, G.Router, d, true)
+	m.gemm(false, false, N, d, E, S.dlogits, E, W.Router, d, m.acts.dn, d, true)
 	if c.SharedFFN > 0 {
 		m.ffnBackward(x, S.dsy, N, W.Shared, G.Shared, mo.sgu, mo.sact, mo.ssig, S.dsact, S.dsgu, m.acts.dn, true)
-		m.pool.Gemm(true, false, 1, d, N, S.dsg, 1, x, d, G.SharedGate, d, true)
-		m.pool.Gemm(false, false, N, d, 1, S.dsg, 1, W.SharedGate, d, m.acts.dn, d, true)
+		m.gemm(true, false, 1, d, N, S.dsg, 1, x, d, G.SharedGate, d, true)
+		m.gemm(false, false, N, d, 1, S.dsg, 1, W.SharedGate, d, m.acts.dn, d, true)
 	}
 }
 

@@ -224,6 +224,12 @@ func (r *refModel) forward(inputs, targets []int32) (float64, []float64, []float
 	logits := make([]float64, 0, N*V)
 	losses := make([]float64, N)
 	var loss float64
+	counted := 0
+	for _, t := range targets {
+		if t != IgnoreTarget {
+			counted++
+		}
+	}
 	for n := range x {
 		z := matvec(head, r.norm(x[n], "model.norm"), V)
 		mx := math.Inf(-1)
@@ -234,8 +240,10 @@ func (r *refModel) forward(inputs, targets []int32) (float64, []float64, []float
 		for _, zv := range z {
 			s += math.Exp(zv - mx)
 		}
-		losses[n] = mx + math.Log(s) - z[targets[n]]
-		loss += losses[n] / float64(N)
+		if targets[n] != IgnoreTarget {
+			losses[n] = mx + math.Log(s) - z[targets[n]]
+			loss += losses[n] / float64(counted)
+		}
 		logits = append(logits, z...)
 	}
 	return loss + auxLoss, losses, logits

@@ -27,7 +27,9 @@ type BenchOptions struct {
 	Peak    float64 // peak fp32 GFLOP/s the model FLOP/s are compared to (0: no share)
 	Kernels bool    // also time each training matmul shape
 	Profile string  // write a CPU profile of the timed steps to this file ("": none)
-	Log     io.Writer
+	// Precision of the matmul operands: "f32" (or "") or "bf16" (refused without AVX512_BF16).
+	Precision string
+	Log       io.Writer
 }
 
 // BenchResult is a throughput measurement (`smallinit bench --json` prints it); times are medians over the
@@ -36,6 +38,7 @@ type BenchResult struct {
 	Tool        string        `json:"tool"`
 	Preset      string        `json:"preset"`
 	Impl        string        `json:"kernel_impl"`
+	Precision   string        `json:"precision"`
 	Threads     int           `json:"threads"`
 	Batch       int           `json:"batch"`
 	SeqLen      int           `json:"seq_len"`
@@ -78,6 +81,16 @@ func Benchmark(c model.Config, o BenchOptions) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
+	if o.Precision == "" {
+		o.Precision = "f32"
+	}
+	switch {
+	case o.Precision == "bf16" && !kernel.HasBF16():
+		return BenchResult{}, fmt.Errorf("precision bf16: this CPU has no AVX512_BF16 (kernels: %s)", kernel.Impl())
+	case o.Precision != "f32" && o.Precision != "bf16":
+		return BenchResult{}, fmt.Errorf("precision %q: want f32 or bf16", o.Precision)
+	}
+	m.SetBF16Matmuls(o.Precision == "bf16")
 	if _, err := gammainit.Apply(m, gammainit.Default(), 0); err != nil {
 		return BenchResult{}, err
 	}
@@ -128,7 +141,7 @@ func Benchmark(c model.Config, o BenchOptions) (BenchResult, error) {
 	if o.Log != nil {
 		fmt.Fprintln(o.Log)
 	}
-	r := BenchResult{Tool: "smallinit", Impl: kernel.Impl(), Threads: pool.Workers(), Batch: o.Batch, SeqLen: c.SeqLen,
+	r := BenchResult{Tool: "smallinit", Impl: kernel.Impl(), Precision: o.Precision, Threads: pool.Workers(), Batch: o.Batch, SeqLen: c.SeqLen,
 		StepS: median(step), ForwardS: median(fwd), BackwardS: median(bwd), OptimizerS: median(opts), Loss: loss}
 	r.TokensPerS = float64(n) / r.StepS
 	r.ModelGFLOPs = c.FLOPsPerToken() * r.TokensPerS / 1e9

@@ -55,6 +55,14 @@ type LoopConfig struct {
 	SkipNonFinite    bool    `toml:"skip_nonfinite"` // skip a batch with a non-finite loss or gradient instead of stopping
 	Threads          int     `toml:"threads"`        // worker threads (0: all cores)
 	DiagnosticsEvery int     `toml:"diagnostics_interval"`
+	// Precision of the matrix products: "f32" (also when empty) or "bf16" (bfloat16 operands, float32
+	// accumulation; master weights, gradients, norms, softmax, loss and AdamW stay float32). "bf16" needs a
+	// CPU with AVX512_BF16: elsewhere the run refuses it rather than crawl through the kernels' pure-Go twin.
+	Precision string `toml:"precision,omitempty"`
+	// LossPositions, when set, are the window positions (0 … T−1) whose next-token target counts in the
+	// training loss; every other target is model.IgnoreTarget. Fixed-format tasks whose answer sits at a known
+	// position (the anchor functions: one answer after 9 input tokens) train on the answer only. Empty: all.
+	LossPositions []int `toml:"loss_positions"`
 }
 
 // Default returns the defaults of every key: the tiny preset, γ = 1, SPEC §3's AdamW and cosine schedule.
@@ -175,6 +183,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train.keep_checkpoints = %d: must be ≥ 1", t.KeepCheckpoints)
 	case t.Threads < 0 || t.Threads > kernel.MaxWorkers:
 		return fmt.Errorf("train.threads = %d: must be in [0, %d] (0: all cores)", t.Threads, kernel.MaxWorkers)
+	case t.Precision != "" && t.Precision != "f32" && t.Precision != "bf16":
+		return fmt.Errorf("train.precision = %q: must be \"f32\" or \"bf16\"", t.Precision)
 	case c.Schedule.Kind == optim.ScheduleWSD && c.Schedule.Warmup+c.Schedule.DecaySteps > c.TotalSteps():
 		// An overlap would cut the warmup short with a jump down to the decay line.
 		return fmt.Errorf("schedule.warmup_steps + schedule.decay_steps = %d + %d exceeds the run's %d steps", c.Schedule.Warmup, c.Schedule.DecaySteps, c.TotalSteps())
@@ -182,7 +192,39 @@ func (c Config) Validate() error {
 	if c.Data.Train == "" {
 		return fmt.Errorf("data.train: no training token file given")
 	}
+	seen := make(map[int]bool, len(t.LossPositions))
+	for _, p := range t.LossPositions {
+		if p < 0 || p >= c.Model.SeqLen {
+			return fmt.Errorf("train.loss_positions: %d outside the window [0, %d)", p, c.Model.SeqLen)
+		}
+		if seen[p] {
+			return fmt.Errorf("train.loss_positions: %d given twice", p)
+		}
+		seen[p] = true
+	}
 	return nil
+}
+
+// MaskTargets sets every target of a batch of T-token windows whose window position is not in
+// train.loss_positions to model.IgnoreTarget (nothing when the list is empty).
+func (c Config) MaskTargets(targets []int32) {
+	pos := c.Train.LossPositions
+	if len(pos) == 0 {
+		return
+	}
+	T := c.Model.SeqLen
+	for b := 0; b+T <= len(targets); b += T {
+		w := targets[b : b+T]
+		for i := range w {
+			keep := false
+			for _, p := range pos {
+				keep = keep || p == i
+			}
+			if !keep {
+				w[i] = model.IgnoreTarget
+			}
+		}
+	}
 }
 
 // TotalSteps is the number of optimizer steps: train.steps, or train.tokens / (batch_size · T).

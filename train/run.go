@@ -293,11 +293,15 @@ func newRunner(c Config, dir string, o Options) (*runner, error) {
 	if err := model.CheckMemory(mc, c.Train.BatchSize, 8*float64(mc.NumParams())); err != nil {
 		return nil, fmt.Errorf("run config: %w", err)
 	}
+	if c.Train.Precision == "bf16" && !kernel.HasBF16() {
+		return nil, fmt.Errorf("train.precision = \"bf16\": this CPU has no AVX512_BF16 (kernels: %s); use \"f32\"", kernel.Impl())
+	}
 	r.pool = kernel.NewPool(c.Train.Threads)
 	if r.m, err = model.New(mc, c.Train.BatchSize, r.pool); err != nil {
 		r.pool.Close()
 		return nil, err
 	}
+	r.m.SetBF16Matmuls(c.Train.Precision == "bf16")
 	if r.opt, err = optim.NewAdamW(c.Optimizer, r.m.Specs, r.pool); err != nil {
 		r.pool.Close()
 		return nil, err
@@ -458,6 +462,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		step := r.st.Step
 		lr := r.sched.LR(step)
 		r.samp.Next(in, tg)
+		c.MaskTargets(tg)
 		loss, err := r.m.Forward(in, tg)
 		if err != nil {
 			return Result{}, fmt.Errorf("step %d: %w", step, err)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 )
 
@@ -126,6 +127,45 @@ func TestResumeIsExact(t *testing.T) {
 	}
 }
 
+// TestBF16RunResumesExactly: a train.precision = "bf16" run interrupted and resumed ends where a straight one
+// does (the precision is part of config.toml), and its weights differ from the float32 run's (the setting
+// reaches the matmuls).
+func TestBF16RunResumesExactly(t *testing.T) {
+	if !kernel.HasBF16() {
+		t.Skip("no AVX512_BF16")
+	}
+	root := t.TempDir()
+	c := smallRun(t, root, 6, "train.precision=bf16")
+	straight := filepath.Join(root, "straight")
+	if _, err := Start(context.Background(), c, straight, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	split := filepath.Join(root, "split")
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := Start(ctx, c, split, Options{AfterStep: func(s int) {
+		if s == 3 {
+			cancel()
+		}
+	}}); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("interrupted run returned %v", err)
+	}
+	if _, err := Resume(context.Background(), split, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sameRun(t, straight, split)
+	c32 := c
+	c32.Train.Precision = "f32"
+	f32 := filepath.Join(root, "f32")
+	if _, err := Start(context.Background(), c32, f32, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	wa, _ := os.ReadFile(filepath.Join(straight, FinalDir, "model.safetensors"))
+	wb, _ := os.ReadFile(filepath.Join(f32, FinalDir, "model.safetensors"))
+	if len(wa) == 0 || bytes.Equal(wa, wb) {
+		t.Error("bf16 and f32 runs ended with the same weights")
+	}
+}
+
 // TestMain lets the kill -9 test run training in a child process.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv("SMALLINIT_TEST_TRAIN_CHILD"); dir != "" {
@@ -221,6 +261,10 @@ func TestBadInputsGiveClearErrors(t *testing.T) {
 		}},
 		{"wsd decay over the warmup", "schedule.warmup_steps + schedule.decay_steps = 50 + 80 exceeds the run's 100 steps", func() error {
 			_, err := Load("", []string{"train.steps=100", "schedule.kind=wsd", "schedule.warmup_steps=50", "schedule.decay_steps=80", "data.train=x"})
+			return err
+		}},
+		{"bad precision", `train.precision = "fp8"`, func() error {
+			_, err := Load("", []string{"train.precision=fp8", "data.train=x"})
 			return err
 		}},
 		{"bad gate", "attn_gate", func() error {

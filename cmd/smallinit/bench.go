@@ -18,6 +18,7 @@ type benchCmd struct {
 	Threads int      `help:"Worker threads (default: GOMAXPROCS)."`
 	Peak    float64  `default:"225" help:"Peak fp32 GFLOP/s the model FLOP/s are compared to."`
 	Kernels bool     `help:"Also measure matmul GFLOP/s on the training shapes."`
+	Prec    string   `name:"precision" default:"f32" enum:"f32,bf16" help:"Matmul operands: f32, or bf16 (VDPBF16PS, float32 accumulation; needs AVX512_BF16)."`
 	JSON    bool     `name:"json" help:"Print one JSON object."`
 	Profile string   `name:"cpuprofile" type:"path" help:"Write a CPU profile of the timed steps (go tool pprof)."`
 }
@@ -35,7 +36,7 @@ func (cmd *benchCmd) Run() error {
 		log = nil
 	}
 	r, err := train.Benchmark(c, train.BenchOptions{Batch: cmd.Batch, Steps: cmd.Steps, Warmup: cmd.Warmup, Threads: cmd.Threads,
-		Peak: cmd.Peak, Kernels: cmd.Kernels, Profile: cmd.Profile, Log: log})
+		Peak: cmd.Peak, Kernels: cmd.Kernels, Profile: cmd.Profile, Precision: cmd.Prec, Log: log})
 	if err != nil {
 		return fmt.Errorf("bench %s (--batch %d, --steps %d, --warmup %d): %w", cmd.Preset, cmd.Batch, cmd.Steps, cmd.Warmup, err)
 	}
@@ -43,7 +44,7 @@ func (cmd *benchCmd) Run() error {
 	if cmd.JSON {
 		return json.NewEncoder(os.Stdout).Encode(r)
 	}
-	fmt.Printf("preset %s (%s), batch %d × T %d, %d threads, kernels %s\n", cmd.Preset, c.Describe(), r.Batch, r.SeqLen, r.Threads, r.Impl)
+	fmt.Printf("preset %s (%s), batch %d × T %d, %d threads, kernels %s, precision %s\n", cmd.Preset, c.Describe(), r.Batch, r.SeqLen, r.Threads, r.Impl, r.Precision)
 	fmt.Printf("tokens/s     %10.0f\n", r.TokensPerS)
 	fmt.Printf("step         %10.4f s  (forward %.4f, backward %.4f, optimizer %.4f)\n", r.StepS, r.ForwardS, r.BackwardS, r.OptimizerS)
 	fmt.Printf("model FLOP/s %10.1f GFLOP/s = %.0f%% of %.0f (FLOPs/token = 6·N_matmul + 12·L·T·d = %.3g)\n", r.ModelGFLOPs, 100*r.PeakShare, cmd.Peak, c.FLOPsPerToken())

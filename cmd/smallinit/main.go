@@ -21,6 +21,7 @@ type cli struct {
 	Compare    compareCmd    `cmd:"" help:"Per-token probability gaps between two models, binned by token difficulty."`
 	EvalTasks  evalTasksCmd  `cmd:"" help:"Benchmark tasks and probes: accuracies and smooth losses with standard errors."`
 	Probes     probesCmd     `cmd:"" help:"Reasoning and memorisation probes (probes make)."`
+	Anchor     anchorCmd     `cmd:"" help:"Anchor-function tasks (Zhang et al. 2024, Yao et al. 2025): make their data, train the γ × depth phase diagram, render it."`
 	Generate   generateCmd   `cmd:"" help:"Sample a completion from a model, streamed to stdout."`
 	Sweep      sweepCmd      `cmd:"" help:"Expand, run (locally or one --index per job-array task), watch and collect a grid of runs."`
 	Fit        fitCmd        `cmd:"" help:"Fit L(N) = E + A·N^(−α) on a baseline and report the treated runs' effective-size gain N_eff/N − 1 (SPEC §4)."`

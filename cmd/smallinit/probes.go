@@ -23,9 +23,15 @@ type probesMakeCmd struct {
 	Table  int      `default:"256" help:"Distinct prompts in each memorisation kind's table (each occurs about n/table times in training)."`
 	Kinds  []string `placeholder:"KIND" help:"Kinds to make (default: all): add, mod, hop, brackets, copy, reverse and their memorisation twins add_mem, mod_mem, ...; e.g. --kinds add for an arithmetic-only set."`
 	Digits int      `default:"3" help:"Digits of an addition operand (1 to 9; operands and sums are zero-padded and written least-significant digit first); fewer digits are learnt sooner."`
+	Task   string   `enum:",anchor,anchor-mix" default:"" help:"Instead of the text probes, an anchor-function task (as smallinit anchor make): anchor (Zhang et al. 2024, --n training sequences) or anchor-mix (Yao et al. 2025, --n sequences per anchor combination)."`
 }
 
-func (cmd *probesMakeCmd) Run() error { return cmd.run(os.Stdout) }
+func (cmd *probesMakeCmd) Run() error {
+	if cmd.Task != "" {
+		return (&anchorMakeCmd{Task: cmd.Task, Out: cmd.Out, Seed: cmd.Seed, Examples: cmd.N, PerCombo: cmd.N}).Run()
+	}
+	return cmd.run(os.Stdout)
+}
 
 func (cmd *probesMakeCmd) run(stdout io.Writer) error {
 	if cmd.Digits == 0 {

@@ -30,6 +30,9 @@ func main() {
 	gemmAVX512(14, 2, "packed")
 	gemmAVX512(14, 2, "rowA")
 	gemmAVX2(6, 2)
+	gemmBF16AVX512()
+	cvtPairsBF16AVX512()
+	cvtInterleaveBF16AVX512()
 
 	dotAVX512()
 	axpyAVX512()

@@ -1,0 +1,246 @@
+package anchor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+)
+
+// Grid is a phase-diagram experiment: the composite task over Gammas × Depths × LRs × Seeds, and the mix task
+// over Gammas × LRs × Seeds at depth MixDepth (0: no mix task).
+type Grid struct {
+	Gammas      []float64 `json:"gammas"`
+	Depths      []int     `json:"depths"`
+	LRs         []float64 `json:"lrs"`
+	Seeds       []uint64  `json:"seeds"`
+	Shape       Shape     `json:"shape"`
+	Budget      Budget    `json:"budget"`
+	Examples    int       `json:"examples"`      // composite training sequences per seed (2405.05409: 900,000)
+	MixPerCombo int       `json:"mix_per_combo"` // mix sequences per anchor combination (2502.04375: 1000)
+	MixDepth    int       `json:"mix_depth"`     // depth of the mix-task model (2502.04375: 2)
+	Jobs        int       `json:"jobs"`          // cells trained at once
+}
+
+// CellResult is one trained cell and its scores (Composite for the composite task, Mix for the mix task).
+type CellResult struct {
+	Cell      Cell            `json:"cell"`
+	Loss      float64         `json:"final_train_loss"`
+	Seconds   float64         `json:"seconds"`
+	Composite *CompositeScore `json:"composite,omitempty"`
+	Mix       *MixScore       `json:"mix,omitempty"`
+}
+
+// ResultsFile is the JSON-lines file of cell results in a diagram's output directory.
+const ResultsFile = "results.jsonl"
+
+// Cells lists the grid's runs seed by seed (so that a diagram cut short has whole seeds); within a seed the
+// composite cells of the first depth (γ, then rate), then the mix cells, then the composite cells of the
+// other depths, so that a cut keeps both tasks.
+func (g Grid) Cells() []Cell {
+	var cs []Cell
+	comp := func(s uint64, L int) {
+		for _, gm := range g.Gammas {
+			for _, lr := range g.LRs {
+				cs = append(cs, Cell{Task: TaskComposite, Gamma: gm, Layers: L, LR: lr, Seed: s})
+			}
+		}
+	}
+	for _, s := range g.Seeds {
+		if len(g.Depths) > 0 {
+			comp(s, g.Depths[0])
+		}
+		if g.MixDepth > 0 {
+			for _, gm := range g.Gammas {
+				for _, lr := range g.LRs {
+					cs = append(cs, Cell{Task: TaskMix, Gamma: gm, Layers: g.MixDepth, LR: lr, Seed: s})
+				}
+			}
+		}
+		for _, L := range g.Depths[min(1, len(g.Depths)):] {
+			comp(s, L)
+		}
+	}
+	return cs
+}
+
+// seedData is one seed's data sets, written once and shared by every cell of that seed.
+type seedData struct {
+	compTok, mixTok string
+	compTrain       []Example
+	labels          MemoryLabels
+	mixTrain        []MixExample
+	mixTest         []MixExample
+}
+
+func (g Grid) prepare(out string, seed uint64) (*seedData, error) {
+	d := &seedData{compTrain: CompositeTrain(g.Examples, seed)}
+	dir := filepath.Join(out, "data")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	d.compTok = filepath.Join(dir, fmt.Sprintf("%s-s%d.tok", TaskComposite, seed))
+	if err := WriteTokens(d.compTok, d.compTrain); err != nil {
+		return nil, err
+	}
+	if g.MixDepth > 0 {
+		d.labels = NewMemoryLabels(seed)
+		d.mixTrain, d.mixTest = Mix(g.MixPerCombo, d.labels, seed)
+		d.mixTok = filepath.Join(dir, fmt.Sprintf("%s-s%d.tok", TaskMix, seed))
+		if err := WriteTokens(d.mixTok, MixPlain(d.mixTrain)); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Run trains and scores every cell of g under out (one run directory per cell in out/runs, the results in
+// out/results.jsonl, appended as cells finish), Jobs at a time, logging one line per cell to log. Cells
+// already in results.jsonl are not run again, so an interrupted diagram resumes.
+func Run(ctx context.Context, g Grid, out string, log io.Writer) ([]CellResult, error) {
+	if g.Jobs < 1 {
+		g.Jobs = 1
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("anchor diagram: %w", err)
+	}
+	b, _ := json.MarshalIndent(g, "", "  ")
+	if err := model.WriteFileAtomic(filepath.Join(out, "grid.json"), append(b, '\n')); err != nil {
+		return nil, err
+	}
+	done, err := ReadResults(filepath.Join(out, ResultsFile))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	have := map[Cell]bool{}
+	for _, r := range done {
+		have[r.Cell] = true
+	}
+	seeds := map[uint64]*seedData{}
+	for _, s := range g.Seeds {
+		if seeds[s], err = g.prepare(out, s); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(out, ResultsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("anchor diagram: %w", err)
+	}
+	defer f.Close()
+	var mu sync.Mutex
+	var firstErr error
+	results := done
+	todo := make(chan Cell)
+	var wg sync.WaitGroup
+	for range g.Jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pool := kernel.NewPool(max(1, g.Budget.Threads))
+			defer pool.Close()
+			for c := range todo {
+				if ctx.Err() != nil {
+					continue // drain: a cancelled diagram starts no new cell
+				}
+				r, err := runCell(ctx, g, c, seeds[c.Seed], out, pool)
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+				} else {
+					results = append(results, r)
+					line, _ := json.Marshal(r)
+					if _, err := f.Write(append(line, '\n')); err != nil && firstErr == nil {
+						firstErr = err
+					}
+					if log != nil {
+						fmt.Fprintln(log, r.Line())
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, c := range g.Cells() {
+		mu.Lock()
+		stop := firstErr != nil || ctx.Err() != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
+		if !have[c] {
+			todo <- c
+		}
+	}
+	close(todo)
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
+	}
+	return results, firstErr
+}
+
+func runCell(ctx context.Context, g Grid, c Cell, d *seedData, out string, pool *kernel.Pool) (CellResult, error) {
+	t0 := time.Now()
+	tok := d.compTok
+	if c.Task == TaskMix {
+		tok = d.mixTok
+	}
+	m, res, err := TrainCell(ctx, c, g.Shape, g.Budget, tok, filepath.Join(out, "runs", c.Name()), 256, pool)
+	if err != nil {
+		return CellResult{}, err
+	}
+	r := CellResult{Cell: c, Loss: res.Loss, Seconds: time.Since(t0).Seconds()}
+	if c.Task == TaskMix {
+		s, err := EvalMix(m, d.labels, c.Seed, d.mixTrain, d.mixTest)
+		if err != nil {
+			return r, fmt.Errorf("anchor cell %s: %w", c.Name(), err)
+		}
+		r.Mix = &s
+	} else {
+		s, err := EvalComposite(m, c.Seed, d.compTrain[:min(2000, len(d.compTrain))])
+		if err != nil {
+			return r, fmt.Errorf("anchor cell %s: %w", c.Name(), err)
+		}
+		r.Composite = &s
+	}
+	return r, nil
+}
+
+// Line is a one-line summary of a cell result.
+func (r CellResult) Line() string {
+	if s := r.Composite; s != nil {
+		return fmt.Sprintf("%-34s loss %.3f  (4,3): inf %.2f sym %.2f other %.2f  seen test %.2f  (3,4) test %.2f  train %.2f  %.0fs",
+			r.Cell.Name(), r.Loss, s.Unseen.Inferential, s.Unseen.Symmetric, s.Unseen.Other, s.SeenTest, s.Test34, s.TrainAcc, r.Seconds)
+	}
+	s := r.Mix
+	return fmt.Sprintf("%-34s loss %.3f  memory %.2f  reasoning train %.2f test %.2f  %.0fs",
+		r.Cell.Name(), r.Loss, s.Memory, s.RsnTrain, s.RsnTest, r.Seconds)
+}
+
+// ReadResults reads a results.jsonl file.
+func ReadResults(path string) ([]CellResult, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []CellResult
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for dec.More() {
+		var r CellResult
+		if err := dec.Decode(&r); err != nil {
+			return out, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

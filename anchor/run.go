@@ -1,0 +1,170 @@
+package anchor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/train"
+)
+
+// Shape is the model of a run. The papers' single-head model (2405.05409 App. A) has d = 400, a feed-forward
+// width of 1200 and key/value width 200; smallinit's block differs (see README): pre-norm instead of
+// post-norm, RoPE instead of learned positions, a SwiGLU FFN (three matrices) instead of a two-matrix FNN.
+type Shape struct {
+	Dim, FFN, HeadDim int
+	Norm              string // model.NormLayer (the papers' LayerNorm) or model.NormRMS
+}
+
+// PaperShape is 2405.05409's width: d = 400, d_ff = 1200, d_k = d_v = 200, one head.
+var PaperShape = Shape{Dim: 400, FFN: 1200, HeadDim: 200, Norm: model.NormLayer}
+
+// Cell is one training run of a grid: task, initialization rate γ, depth, peak learning rate and seed.
+type Cell struct {
+	Task   string  `json:"task"` // TaskComposite or TaskMix
+	Gamma  float64 `json:"gamma"`
+	Layers int     `json:"layers"`
+	LR     float64 `json:"lr"`
+	Seed   uint64  `json:"seed"`
+}
+
+// Tasks.
+const (
+	TaskComposite = "anchor"     // 2405.05409's composite anchors with (4,3) held out
+	TaskMix       = "anchor-mix" // 2502.04375's reasoning and memory anchors
+)
+
+// Name is the cell's run-directory name.
+func (c Cell) Name() string {
+	return fmt.Sprintf("%s-g%.2f-L%d-lr%.0e-s%d", c.Task, c.Gamma, c.Layers, c.LR, c.Seed)
+}
+
+// Budget is how long a cell trains.
+type Budget struct {
+	Steps   int `json:"steps"`
+	Batch   int `json:"batch"`
+	Threads int `json:"threads"` // worker threads per run (0: all cores)
+}
+
+// RunConfig is the train.Config of a cell on the token file tok: the papers' optimiser (AdamW, β = (0.9,
+// 0.999), ε = 1e-8, weight decay 0.01, gradient clipping at 1), their schedule shape (linear warmup over 10 of
+// 210 epochs, then cosine decay to the minimum 1e-5 of a peak 2.5e-4, i.e. 4% of the peak), the γ rule on every
+// matrix, and the loss on the answer position only.
+func RunConfig(c Cell, s Shape, b Budget, tok string) (train.Config, error) {
+	vocab := CompositeVocab
+	if c.Task == TaskMix {
+		vocab = MixVocab
+	}
+	tc := train.Default()
+	tc.Seed = c.Seed
+	tc.Model.Config = model.Config{Vocab: vocab, Dim: s.Dim, FFN: s.FFN, Layers: c.Layers, Heads: 1, HeadDim: s.HeadDim,
+		SeqLen: SeqLen + 1, NormEps: 1e-5, Norm: s.Norm, AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	tc.Init = gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: c.Gamma}
+	tc.Optimizer = optim.AdamWConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01}
+	tc.Schedule = optim.Schedule{Kind: optim.ScheduleCosine, PeakLR: c.LR, Warmup: max(1, b.Steps*10/210), MinRatio: 0.04}
+	tc.Data = train.DataConfig{Train: tok}
+	tc.Train = train.LoopConfig{BatchSize: b.Batch, Steps: b.Steps, GradClip: 1, LogInterval: max(1, b.Steps/10),
+		KeepCheckpoints: 1, Threads: b.Threads, LossPositions: []int{SeqLen - 1}}
+	if err := tc.Validate(); err != nil {
+		return train.Config{}, fmt.Errorf("anchor cell %s: %w", c.Name(), err)
+	}
+	return tc, nil
+}
+
+// WriteTokens writes examples as a token file: each example's SeqLen inputs then its answer, and one padding
+// token 0 at the end (see the package documentation).
+func WriteTokens(path string, ex []Example) error {
+	ids := make([]int32, 0, len(ex)*(SeqLen+1)+1)
+	for _, e := range ex {
+		ids = append(ids, e.Tokens...)
+		ids = append(ids, e.Answer)
+	}
+	ids = append(ids, 0)
+	if err := data.WriteTokens(path, ids); err != nil {
+		return fmt.Errorf("anchor tokens %s: %w", path, err)
+	}
+	return nil
+}
+
+// TrainCell trains cell c on the token file tok in dir through train.Start and returns the final model (with
+// room for evalBatch sequences per forward pass) and the run's result. A directory that holds a finished run
+// is reused (its final model is loaded without training again), one that holds an interrupted run is resumed.
+func TrainCell(ctx context.Context, c Cell, s Shape, b Budget, tok, dir string, evalBatch int, pool *kernel.Pool) (*model.Model, train.Result, error) {
+	tc, err := RunConfig(c, s, b, tok)
+	if err != nil {
+		return nil, train.Result{}, err
+	}
+	final := filepath.Join(dir, train.FinalDir)
+	if m, _, err := model.Load(final, evalBatch, pool); err == nil {
+		return m, train.Result{Dir: dir, Steps: b.Steps}, nil
+	}
+	var res train.Result
+	if _, serr := os.Stat(filepath.Join(dir, train.ConfigFile)); serr == nil {
+		res, err = train.Resume(ctx, dir, train.Options{}) // an interrupted cell continues exactly where it stopped
+	} else {
+		res, err = train.Start(ctx, tc, dir, train.Options{})
+	}
+	if err != nil {
+		return nil, res, fmt.Errorf("anchor cell %s: %w", c.Name(), err)
+	}
+	m, _, err := model.Load(final, evalBatch, pool)
+	if err != nil {
+		return nil, res, fmt.Errorf("anchor cell %s: %w", c.Name(), err)
+	}
+	return m, res, nil
+}
+
+// Predict returns the model's argmax answer for every example: the most likely next token after its SeqLen
+// inputs.
+func Predict(m *model.Model, ex []Example) ([]int32, error) {
+	T, V := SeqLen, m.Config.Vocab
+	per := m.Batch() * m.Config.SeqLen / T
+	in, tg := make([]int32, 0, per*T), make([]int32, 0, per*T)
+	out := make([]int32, 0, len(ex))
+	for lo := 0; lo < len(ex); lo += per {
+		hi := min(len(ex), lo+per)
+		in, tg = in[:0], tg[:0]
+		for _, e := range ex[lo:hi] {
+			in = append(in, e.Tokens...)
+			for j := 0; j < T-1; j++ {
+				tg = append(tg, model.IgnoreTarget)
+			}
+			tg = append(tg, e.Answer)
+		}
+		if _, err := m.ForwardSeq(in, tg, T); err != nil {
+			return nil, fmt.Errorf("anchor predict: %w", err)
+		}
+		lg := m.Logits()
+		for b := range hi - lo {
+			row := lg[((b+1)*T-1)*V : (b+1)*T*V]
+			best := 0
+			for v := range row {
+				if row[v] > row[best] {
+					best = v
+				}
+			}
+			out = append(out, int32(best))
+		}
+	}
+	return out, nil
+}
+
+// Accuracy is the fraction of examples whose prediction is their Answer.
+func Accuracy(ex []Example, preds []int32) float64 {
+	if len(ex) == 0 {
+		return 0
+	}
+	n := 0
+	for i, e := range ex {
+		if preds[i] == e.Answer {
+			n++
+		}
+	}
+	return float64(n) / float64(len(ex))
+}

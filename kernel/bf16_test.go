@@ -1,0 +1,229 @@
+package kernel
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestRoundBF16(t *testing.T) {
+	for _, tc := range []struct {
+		in   uint32
+		want uint16
+		what string
+	}{
+		{0x3F800000, 0x3F80, "1 exact"},
+		{0x3F808000, 0x3F80, "tie to even (down)"},
+		{0x3F818000, 0x3F82, "tie to even (up)"},
+		{0x3F808001, 0x3F81, "above the tie"},
+		{0x3F807FFF, 0x3F80, "below the tie"},
+		{0xBF808001, 0xBF81, "negative"},
+		{0x7F7FFFFF, 0x7F80, "largest float32 rounds to +Inf"},
+		{0x7F800000, 0x7F80, "+Inf"},
+		{0xFF800000, 0xFF80, "-Inf"},
+		{0x7F800001, 0x7FC0, "signalling NaN becomes quiet"},
+		{0xFFC12345, 0xFFC1, "quiet NaN keeps its top bits"},
+		{0x00000001, 0x0000, "denormal to +0"},
+		{0x807FFFFF, 0x8000, "denormal to -0"},
+		{0x00800000, 0x0080, "smallest normal"},
+		{0x80000000, 0x8000, "-0"},
+	} {
+		if got := roundBF16(math.Float32frombits(tc.in)); got != tc.want {
+			t.Errorf("%s: roundBF16(%#08x) = %#04x, want %#04x", tc.what, tc.in, got, tc.want)
+		}
+	}
+	if got := RoundBF16(1.00390625); got != 1 {
+		t.Errorf("RoundBF16(1+2^-8) = %v, want 1 (tie to even)", got)
+	}
+}
+
+// specialSlice is randSlice with, at random places, the values the
+// conversion and the FTZ/DAZ rules treat specially: float32 denormals, ties,
+// tiny values whose products are denormal, zeros of both signs, ±Inf, NaN
+// (only with withNaN).
+func specialSlice(rng *rand.Rand, n int, withNaN bool) []float32 {
+	s := randSlice(rng, n)
+	specials := []float32{
+		math.Float32frombits(0x00000123), math.Float32frombits(0x80400000), 0, float32(math.Copysign(0, -1)),
+		math.Float32frombits(0x3F808000), math.Float32frombits(0x3F818000), 1e-20, -3e-21, 1e-30, 3e18,
+	}
+	if withNaN {
+		specials = append(specials, float32(math.Inf(1)), float32(math.NaN()))
+	}
+	for i := range s {
+		if rng.IntN(8) == 0 {
+			s[i] = specials[rng.IntN(len(specials))]
+		}
+	}
+	return s
+}
+
+// TestBF16ConvertMatchesTwin checks every implementation's converters
+// against the pure-Go ones bit for bit, on all lengths around the SIMD
+// blocks and on the special values.
+func TestBF16ConvertMatchesTwin(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, im := range available() {
+		for n := 0; n < 100; n++ {
+			src := specialSlice(rng, 2*n+1, true)
+			for _, odd := range []int{0, 1} {
+				s := src[:2*n+odd]
+				want := make([]uint32, n+odd)
+				got := make([]uint32, n+odd)
+				cvtPairsGeneric(want, s)
+				im.cvtPairs(got, s)
+				for j := range want {
+					if got[j] != want[j] {
+						t.Fatalf("%s cvtPairs len %d: word %d = %#08x, want %#08x", im.name, len(s), j, got[j], want[j])
+					}
+				}
+			}
+			lo, hi := src[:n], src[n:2*n]
+			want := make([]uint32, n)
+			got := make([]uint32, n)
+			cvtInterleaveGeneric(want, lo, hi)
+			im.cvtInterleave(got, lo, hi)
+			for j := range want {
+				if got[j] != want[j] {
+					t.Fatalf("%s cvtInterleave len %d: word %d = %#08x, want %#08x", im.name, n, j, got[j], want[j])
+				}
+			}
+		}
+	}
+}
+
+// bf16Reference is op(A)·op(B) in float64 with the operands rounded to bf16,
+// and the bound Σ|a||b|.
+func bf16Reference(o *gemmOperands) (ref, bound []float64) {
+	ref, bound = make([]float64, o.m*o.n), make([]float64, o.m*o.n)
+	for i := 0; i < o.m; i++ {
+		for j := 0; j < o.n; j++ {
+			var s, b float64
+			for p := 0; p < o.k; p++ {
+				var x, y float32
+				if o.transA {
+					x = o.a[p*o.lda+i]
+				} else {
+					x = o.a[i*o.lda+p]
+				}
+				if o.transB {
+					y = o.b[j*o.ldb+p]
+				} else {
+					y = o.b[p*o.ldb+j]
+				}
+				xv, yv := float64(RoundBF16(x)), float64(RoundBF16(y))
+				s += xv * yv
+				b += math.Abs(xv * yv)
+			}
+			ref[i*o.n+j], bound[i*o.n+j] = s, b
+		}
+	}
+	return ref, bound
+}
+
+// TestGemmBF16 checks the pure-Go twin against a float64 product of the
+// bf16-rounded operands (float32 accumulation: |error| <= k·2^-24·Σ|a·b|,
+// checked at 1e-5 of the bound) and every other implementation, GemmBF16
+// (two workers) and GemmOnBF16, against the twin bit for bit, on every
+// layout, with accumulate on and off; C's elements outside the window stay.
+func TestGemmBF16(t *testing.T) {
+	twin := newPoolImpl(1, genericImpl)
+	defer twin.Close()
+	impls := available()
+	pools := make([]*Pool, len(impls))
+	for i, im := range impls {
+		pools[i] = newPoolImpl(2, im)
+		defer pools[i].Close()
+	}
+	rng := rand.New(rand.NewPCG(41, 42))
+	// gemmCases without its largest products (the twin is slow), plus one
+	// crossing KC and two jc blocks of the parallel path.
+	var cases []gemmCase
+	for _, gc := range gemmCases() {
+		if gc.m*gc.n*gc.k <= 6e6 && (!testing.Short() || gc.m*gc.n*gc.k <= 1e6) {
+			cases = append(cases, gc)
+		}
+	}
+	cases = append(cases, gemmCase{m: 9, n: 2100, k: 1100, padA: 1})
+	for ci, gc := range cases {
+		for layout := 0; layout < 4; layout++ {
+			transA, transB := layout&2 != 0, layout&1 != 0
+			o := newOperands(rng, gc, transA, transB)
+			if ci%3 == 0 {
+				o.a, o.b = specialSlice(rng, len(o.a), false), specialSlice(rng, len(o.b), false)
+			}
+			var ref, bound []float64
+			if gc.m*gc.n*gc.k <= 2e6 {
+				ref, bound = bf16Reference(o)
+			}
+			size := (o.m-1)*o.ldc + o.n
+			for _, accumulate := range []bool{false, true} {
+				c0 := randSlice(rng, size+7)
+				want := append([]float32(nil), c0...)
+				twin.GemmBF16(transA, transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, want[:size], o.ldc, accumulate)
+				name := fmt.Sprintf("%dx%dx%d tA=%v tB=%v acc=%v", gc.m, gc.n, gc.k, transA, transB, accumulate)
+				for idx := range want {
+					i, j := idx/o.ldc, idx%o.ldc
+					if i >= o.m || j >= o.n {
+						if math.Float32bits(want[idx]) != math.Float32bits(c0[idx]) {
+							t.Fatalf("twin %s: C[%d] outside the window changed", name, idx)
+						}
+						continue
+					}
+					if ref == nil {
+						continue
+					}
+					r, b := ref[i*o.n+j], bound[i*o.n+j]
+					if accumulate {
+						r += float64(c0[idx])
+						b += math.Abs(float64(c0[idx]))
+					}
+					if d := math.Abs(float64(want[idx]) - r); !(d <= 1e-5*b+1e-30) {
+						t.Fatalf("twin %s: C[%d,%d] = %v, want %v (bound %v)", name, i, j, want[idx], r, b)
+					}
+				}
+				for pi, im := range impls {
+					p := pools[pi]
+					for _, on := range []bool{false, true} {
+						got := append([]float32(nil), c0...)
+						if on {
+							p.GemmOnBF16(1, transA, transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, got[:size], o.ldc, accumulate)
+						} else {
+							p.GemmBF16(transA, transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, got[:size], o.ldc, accumulate)
+						}
+						for idx := range got {
+							if math.Float32bits(got[idx]) != math.Float32bits(want[idx]) {
+								t.Fatalf("%s (native %v, GemmOn %v) %s: C[%d] = %v (%#08x), twin %v (%#08x)", im.name, im.bf16Native, on, name,
+									idx, got[idx], math.Float32bits(got[idx]), want[idx], math.Float32bits(want[idx]))
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGemmBF16NoAlloc checks that GemmBF16 and GemmOnBF16 allocate nothing
+// once their buffers have grown.
+func TestGemmBF16NoAlloc(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	rng := rand.New(rand.NewPCG(5, 6))
+	m, n, k := 300, 300, 300
+	a, b, c := randSlice(rng, m*k), randSlice(rng, k*n), make([]float32, m*n)
+	for _, tc := range []struct {
+		name string
+		f    func()
+	}{
+		{"GemmBF16", func() { p.GemmBF16(false, true, m, n, k, a, k, b, k, c, n, false) }},
+		{"GemmBF16Small", func() { p.GemmBF16(true, false, 20, 30, 40, a, 20, b, 30, c, 30, true) }},
+		{"GemmOnBF16", func() { p.GemmOnBF16(1, false, false, 64, 32, 256, a, 256, b, 32, c, 32, false) }},
+	} {
+		tc.f()
+		if allocs := testing.AllocsPerRun(20, tc.f); allocs != 0 {
+			t.Errorf("%s: %v allocations per call", tc.name, allocs)
+		}
+	}
+}
