@@ -21,6 +21,7 @@ type Description struct {
 	Estimate *Estimate
 	Arms     []ArmLine
 	Tune     *TuneSpec
+	Extra    []ExtraWork // Options.Extra, costed in Estimate.ExtraCost
 	// TuneWidths and TuneRungs are the LR sweep's widths and steps per trial of each rung (nil without [tune]).
 	TuneWidths []int
 	TuneRungs  []int
@@ -82,7 +83,7 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune}
+	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune, Extra: o.Extra}
 	if p.Tune != nil {
 		d.TuneWidths = p.tuneWidths(out.Tier)
 		d.TuneRungs = p.Tune.options(e.Steps).Rungs()
@@ -139,9 +140,16 @@ func (d *Description) Write(w io.Writer) error {
 		fmt.Fprintf(w, "LR sweep (package tune): γ ∈ %v at widths %v, %d-value factor-2 grid around %g extended to bracket the best, successive halving over trials of %v steps, seed %d; trained without the LR-selection slice, scored on it (never the validation split): at most %d trial steps\n",
 			d.Tune.Gammas, d.TuneWidths, d.Tune.Values, d.Tune.Center, d.TuneRungs, d.Tune.Seed, e.TuneSteps)
 	}
-	fmt.Fprintf(w, "time: throughput probe %.0f tokens/s (forward+backward, base model) × efficiency %.3g; training %.0f base-model steps (runs %.1f × %d steps + LR sweep at most %.0f) × %d tokens = %.1f min; scoring %d forward tokens at %d× = %.1f min; expected wall time %s (budget %s)\n",
-		e.TokensPerS, d.Plan.Budget.Efficiency, float64(e.Steps)*e.RunCost+e.TuneCost, e.RunCost, e.Steps, e.TuneCost, e.StepTokens,
-		(float64(e.Steps)*e.RunCost+e.TuneCost)*float64(e.StepTokens)/(e.TokensPerS*d.Plan.Budget.Efficiency)/60,
+	extra := 0.0
+	for i, x := range d.Extra {
+		c := e.ExtraCost[i]
+		extra += c
+		fmt.Fprintf(w, "%s: %s; %.0f base-model steps = %.1f min (taken from the budget)\n", x.Name, x.Text, c,
+			c*float64(e.StepTokens)/(e.TokensPerS*d.Plan.Budget.Efficiency)/60)
+	}
+	fmt.Fprintf(w, "time: throughput probe %.0f tokens/s (forward+backward, base model) × efficiency %.3g; training %.0f base-model steps (runs %.1f × %d steps + LR sweep at most %.0f + extra %.0f) × %d tokens = %.1f min; scoring %d forward tokens at %d× = %.1f min; expected wall time %s (budget %s)\n",
+		e.TokensPerS, d.Plan.Budget.Efficiency, float64(e.Steps)*e.RunCost+e.TuneCost+extra, e.RunCost, e.Steps, e.TuneCost, extra, e.StepTokens,
+		(float64(e.Steps)*e.RunCost+e.TuneCost+extra)*float64(e.StepTokens)/(e.TokensPerS*d.Plan.Budget.Efficiency)/60,
 		e.ScoreTokens, ForwardSpeedup, float64(e.ScoreTokens)/(ForwardSpeedup*e.TokensPerS)/60, e.Wall.Round(time.Minute), d.Budget)
 	return nil
 }

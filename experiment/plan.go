@@ -48,7 +48,23 @@ type Plan struct {
 	// and the LR sweep's widths, and may declare itself a smoke test. Nil: Seeds and the groups' axes as written.
 	Tiers []Tier
 	Tune  *TuneSpec // [tune]: the learning-rate sweep of groups with lr = "tuned" (nil: no group is tuned)
-	Text  []byte    // the plan file as read
+	// Anchor is [anchor]: the anchor-function grid a plan's evaluator runs besides its groups (package anchor;
+	// reproduce's claim 1, reasoning half). Nil: none. Package experiment only reads and checks it.
+	Anchor *AnchorSpec
+	Text   []byte // the plan file as read
+}
+
+// AnchorSpec is a plan's anchor-function grid (2405.05409's composite task, package anchor): every γ of Gammas
+// at depth Depth, every rate of LRs (the best per cell is kept), on the plan's seeds, a model of width Dim,
+// feed-forward width FFN and head width HeadDim, Batch sequences per step drawn from Examples training
+// sequences, Steps steps unless the budget's tier sets AnchorSteps.
+type AnchorSpec struct {
+	Gammas            []float64
+	Depth             int
+	LRs               []float64
+	Dim, FFN, HeadDim int
+	Batch, Examples   int
+	Steps             int
 }
 
 // Tier is one named budget of a plan (e.g. "2h"): a budget of at least Minutes (and below the next tier's)
@@ -61,6 +77,8 @@ type Tier struct {
 	Widths     []int // model.hidden_size of the ladder groups besides their other widths (nil: as written)
 	TuneWidths []int // widths the LR sweep runs at (nil: TuneSpec.Widths)
 	Smoke      string
+	// AnchorSteps are the steps per cell of the plan's anchor grid under this tier (0: AnchorSpec.Steps).
+	AnchorSteps int
 }
 
 // TuneSpec is a plan's learning-rate sweep (package tune): for every γ of Gammas at every width of Widths, a
@@ -192,13 +210,25 @@ type planFile struct {
 		Batch  int     `toml:"batch"`
 	} `toml:"coordcheck"`
 	Tier []struct {
-		Name       string   `toml:"name"`
-		Minutes    float64  `toml:"minutes"`
-		Seeds      []uint64 `toml:"seeds"`
-		Widths     []int    `toml:"widths"`
-		TuneWidths []int    `toml:"tune_widths"`
-		Smoke      string   `toml:"smoke"`
+		Name        string   `toml:"name"`
+		Minutes     float64  `toml:"minutes"`
+		Seeds       []uint64 `toml:"seeds"`
+		Widths      []int    `toml:"widths"`
+		TuneWidths  []int    `toml:"tune_widths"`
+		Smoke       string   `toml:"smoke"`
+		AnchorSteps int      `toml:"anchor_steps"`
 	} `toml:"tier"`
+	Anchor *struct {
+		Gammas   []float64 `toml:"gammas"`
+		Depth    int       `toml:"depth"`
+		LRs      []float64 `toml:"lrs"`
+		Dim      int       `toml:"dim"`
+		FFN      int       `toml:"ffn"`
+		HeadDim  int       `toml:"head_dim"`
+		Batch    int       `toml:"batch"`
+		Examples int       `toml:"examples"`
+		Steps    int       `toml:"steps"`
+	} `toml:"anchor"`
 	Tune *struct {
 		Gammas   []float64      `toml:"gammas"`
 		Widths   []int          `toml:"widths"`

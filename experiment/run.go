@@ -55,6 +55,17 @@ type Options struct {
 	// Evaluate, when set, is called after the runs and the summary, before the report (reproduce checks its
 	// claims there, and may set the outcome's comparison).
 	Evaluate func(*Outcome) error
+	// Extra is work the evaluator does besides the groups (reproduce's anchor grid): its training cost is taken
+	// from the budget before the runs are sized, and it is listed with the plan.
+	Extra []ExtraWork
+}
+
+// ExtraWork is training outside the plan's groups: what it is (Text, printed with the plan) and its
+// forward+backward cost in FLOPs (model.Config.FLOPsPerToken × tokens), which the throughput probe converts
+// into time at the base model's FLOPs per token.
+type ExtraWork struct {
+	Name, Text string
+	FLOPs      float64
 }
 
 // Outcome is what Run did.

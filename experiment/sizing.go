@@ -99,6 +99,8 @@ type Estimate struct {
 	RunCost   float64
 	TuneSteps int
 	TuneCost  float64
+	// ExtraCost is Options.Extra's training in base-model steps, one entry per item, taken from the budget.
+	ExtraCost []float64
 	// ScoreTokens are the forward-only tokens of scoring every final model (Options.ScoreTokens per run).
 	ScoreTokens int64
 	Wall        time.Duration // expected: training at TokensPerS·Efficiency, scoring at ForwardSpeedup× that
@@ -127,6 +129,11 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 	for _, r := range runs {
 		e.RunCost += perStep(r.cfg) / perStep(base)
 	}
+	extra := 0.0
+	for _, x := range o.Extra {
+		e.ExtraCost = append(e.ExtraCost, x.FLOPs/perStep(base))
+		extra += x.FLOPs / perStep(base)
+	}
 	tuneAt := func(steps int) (int, float64, error) {
 		if p.Tune == nil {
 			return 0, 0, nil
@@ -153,7 +160,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		}
 		e.TokensPerS = res.FwdBwdTokensPerS()
 	}
-	budgetSteps := o.Budget.Seconds() * e.TokensPerS * p.Budget.Efficiency / float64(e.StepTokens)
+	budgetSteps := o.Budget.Seconds()*e.TokensPerS*p.Budget.Efficiency/float64(e.StepTokens) - extra
 	if o.Steps > 0 {
 		e.Steps = o.Steps
 	} else {
@@ -178,7 +185,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		return nil, err
 	}
 	e.ScoreTokens = int64(e.Runs) * o.ScoreTokens
-	train := (float64(e.Steps)*e.RunCost + e.TuneCost) * float64(e.StepTokens) / (e.TokensPerS * p.Budget.Efficiency)
+	train := (float64(e.Steps)*e.RunCost + e.TuneCost + extra) * float64(e.StepTokens) / (e.TokensPerS * p.Budget.Efficiency)
 	score := float64(e.ScoreTokens) / (ForwardSpeedup * e.TokensPerS)
 	e.Wall = time.Duration((train + score) * float64(time.Second))
 	return e, nil

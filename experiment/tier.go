@@ -14,7 +14,7 @@ import (
 // parseTiers reads [[tier]] and [tune] of a plan file into p, checking them.
 func parseTiers(p *Plan, f *planFile) error {
 	for i, ft := range f.Tier {
-		t := Tier{Name: ft.Name, Minutes: ft.Minutes, Seeds: ft.Seeds, Widths: ft.Widths, TuneWidths: ft.TuneWidths, Smoke: ft.Smoke}
+		t := Tier{Name: ft.Name, Minutes: ft.Minutes, Seeds: ft.Seeds, Widths: ft.Widths, TuneWidths: ft.TuneWidths, Smoke: ft.Smoke, AnchorSteps: ft.AnchorSteps}
 		where := fmt.Sprintf("tier %d (%s)", i+1, t.Name)
 		if t.Name == "" || !(t.Minutes > 0) {
 			return fmt.Errorf("%s: want a name and minutes > 0", where)
@@ -26,6 +26,9 @@ func parseTiers(p *Plan, f *planFile) error {
 			if w < 1 {
 				return fmt.Errorf("%s: width %d: want ≥ 1", where, w)
 			}
+		}
+		if t.AnchorSteps < 0 {
+			return fmt.Errorf("%s: anchor_steps %d: want ≥ 0", where, t.AnchorSteps)
 		}
 		if t.TuneWidths != nil && len(t.TuneWidths) != 2 {
 			return fmt.Errorf("%s: tune_widths: want two widths (the smallest and a middle one), have %d", where, len(t.TuneWidths))
@@ -40,7 +43,32 @@ func parseTiers(p *Plan, f *planFile) error {
 		}
 		p.Tune = t
 	}
+	if fa := f.Anchor; fa != nil {
+		a := &AnchorSpec{Gammas: fa.Gammas, Depth: fa.Depth, LRs: fa.LRs, Dim: fa.Dim, FFN: fa.FFN, HeadDim: fa.HeadDim,
+			Batch: fa.Batch, Examples: fa.Examples, Steps: fa.Steps}
+		if len(a.Gammas) < 2 || a.Depth < 1 || len(a.LRs) == 0 || a.Dim < 1 || a.FFN < 1 || a.HeadDim < 1 || a.Batch < 1 || a.Examples < a.Batch || a.Steps < 1 {
+			return fmt.Errorf("anchor: want ≥ 2 gammas, depth ≥ 1, lrs, dim, ffn, head_dim, batch, steps ≥ 1 and examples ≥ batch (have %+v)", *a)
+		}
+		for _, lr := range a.LRs {
+			if !(lr > 0) {
+				return fmt.Errorf("anchor: lr %g: want > 0", lr)
+			}
+		}
+		p.Anchor = a
+	}
 	return nil
+}
+
+// AnchorSteps are the steps per cell of the plan's anchor grid under tier t: the tier's, else the grid's (0
+// without [anchor]).
+func (p *Plan) AnchorSteps(t *Tier) int {
+	if p.Anchor == nil {
+		return 0
+	}
+	if t != nil && t.AnchorSteps > 0 {
+		return t.AnchorSteps
+	}
+	return p.Anchor.Steps
 }
 
 // TierFor is the tier a budget selects: the last whose Minutes the budget reaches, or the first when it reaches

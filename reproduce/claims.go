@@ -105,8 +105,9 @@ func (r row) num(key string) float64 {
 
 func (r row) str(key string) string { return fmt.Sprint(r.values[key]) }
 
-// evaluate scores every run of the outcome, builds the Evidence, judges claims 1-4 and claim 5.
-func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int) error {
+// evaluate scores every run of the outcome, builds the Evidence, judges claims 1-4, claim 1's reasoning half
+// on the anchor grid anc (when the plan has one) and claim 5.
+func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int, anc *AnchorEvidence) error {
 	recs, err := scoreRuns(out, oodWindows)
 	if err != nil {
 		return err
@@ -145,7 +146,11 @@ func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int) er
 		label(&ev.Ladder[i].G05)
 		label(&ev.Ladder[i].G1)
 	}
+	ev.Anchor = anc
 	res.Claims = Judge(ev, 500)
+	if anc != nil {
+		res.Claims = append(res.Claims, judgeAnchor(anc))
+	}
 	if tokErr != nil {
 		for i := range res.Claims {
 			if res.Claims[i].N == 4 {

@@ -27,16 +27,17 @@ import (
 type Evidence struct {
 	// Source says what the losses were measured on, e.g. "whole validation split, 1,204,224 tokens"; every
 	// verdict quotes it.
-	Source   string         `json:"source"`
-	Width    int            `json:"width"` // the width of Gamma, NoFix05/NoFix1 and Tokens
-	Gamma    []GammaArm     `json:"gamma"`
-	NoFix05  *Arm           `json:"no_fix_gamma0.5,omitempty"`
-	NoFix1   *Arm           `json:"no_fix_gamma1,omitempty"`
-	Ladder   []Rung         `json:"ladder"`
-	Tokens   []TokenLosses  `json:"-"`                         // large; claim 4 writes its per-bin figures instead
-	TokenRef string         `json:"token_reference,omitempty"` // what the reference model of Tokens is
-	Probes   *ProbeEvidence `json:"probes,omitempty"`
-	SharedLR []GammaArm     `json:"shared_lr,omitempty"` // optional: the γ arms at one shared LR (the study's "cost-free" reading), reported beside claim 1
+	Source   string          `json:"source"`
+	Width    int             `json:"width"` // the width of Gamma, NoFix05/NoFix1 and Tokens
+	Gamma    []GammaArm      `json:"gamma"`
+	NoFix05  *Arm            `json:"no_fix_gamma0.5,omitempty"`
+	NoFix1   *Arm            `json:"no_fix_gamma1,omitempty"`
+	Ladder   []Rung          `json:"ladder"`
+	Tokens   []TokenLosses   `json:"-"`                         // large; claim 4 writes its per-bin figures instead
+	TokenRef string          `json:"token_reference,omitempty"` // what the reference model of Tokens is
+	Probes   *ProbeEvidence  `json:"probes,omitempty"`
+	Anchor   *AnchorEvidence `json:"anchor,omitempty"`    // claim 1's reasoning half on the anchor-function tasks (anchor.go)
+	SharedLR []GammaArm      `json:"shared_lr,omitempty"` // optional: the γ arms at one shared LR (the study's "cost-free" reading), reported beside claim 1
 }
 
 // Loss is a final model's loss on the whole validation split in nats per token, overall and per language

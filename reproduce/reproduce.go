@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/smallinit/smallinit/anchor"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/model"
 )
@@ -50,6 +51,8 @@ type Options struct {
 	ProbeTest int
 	// OODWindows bounds the windows scored per out-of-distribution text (0: DefaultOODWindows; < 0: whole).
 	OODWindows int
+	// AnchorSteps > 0 replaces the tier's steps per cell of the anchor grid (tests).
+	AnchorSteps int
 	// Plan replaces the built-in plan (tests run a tiny one).
 	Plan *experiment.Plan
 	Log  io.Writer
@@ -76,7 +79,7 @@ func (o *Options) oodWindows() int {
 }
 
 // experimentOptions are the plan's options for o.
-func (o *Options) experimentOptions(p *experiment.Plan) experiment.Options {
+func (o *Options) experimentOptions(p *experiment.Plan) (experiment.Options, error) {
 	var seeds []uint64
 	if o.Seeds > 0 {
 		seeds = experiment.SeedRange(o.Seeds)
@@ -92,8 +95,29 @@ func (o *Options) experimentOptions(p *experiment.Plan) experiment.Options {
 		}
 	}
 	score := int64(108_000) + int64(3*o.oodWindows())*seq
-	return experiment.Options{Out: o.Out, Budget: o.Budget, Steps: o.Steps, Seeds: seeds, ProbeTest: o.ProbeTest, Jobs: o.Jobs,
+	eo := experiment.Options{Out: o.Out, Budget: o.Budget, Steps: o.Steps, Seeds: seeds, ProbeTest: o.ProbeTest, Jobs: o.Jobs,
 		Log: o.Log, ScoreTokens: score, Describe: true}
+	if g := o.anchorGrid(p); g != nil {
+		w, err := anchorWork(g)
+		if err != nil {
+			return eo, err
+		}
+		eo.Extra = append(eo.Extra, w)
+	}
+	return eo, nil
+}
+
+// anchorGrid is the plan's anchor grid under o's budget and seeds (nil without [anchor]).
+func (o *Options) anchorGrid(p *experiment.Plan) *anchor.Grid {
+	budget := o.Budget
+	if budget <= 0 {
+		budget = p.Budget.Duration()
+	}
+	seeds := p.SeedsFor(budget)
+	if o.Seeds > 0 {
+		seeds = experiment.SeedRange(o.Seeds)
+	}
+	return anchorOf(p, &experiment.Outcome{Seeds: seeds, Tier: p.TierFor(budget)}, o.AnchorSteps)
 }
 
 // Describe is the reproduction's plan for o without training anything: arms, seeds, steps, tokens and the
@@ -103,7 +127,11 @@ func Describe(o Options, tps float64) (*experiment.Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	return experiment.Describe(p, o.experimentOptions(p), tps)
+	eo, err := o.experimentOptions(p)
+	if err != nil {
+		return nil, err
+	}
+	return experiment.Describe(p, eo, tps)
 }
 
 // Run runs the reproduce plan (data once, sizing from a throughput probe or OUT/sizing.json, the LR sweep, the
@@ -128,7 +156,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		slices.SortFunc(res.Tuned, func(a, b experiment.Tuned) int {
 			return cmp.Or(cmp.Compare(a.Width, b.Width), cmp.Compare(a.Gamma, b.Gamma))
 		})
-		if err := res.evaluate(out, o.CompareWindows, o.oodWindows()); err != nil {
+		var anc *AnchorEvidence
+		if g := anchorOf(p, out, o.AnchorSteps); g != nil {
+			if anc, err = runAnchor(ctx, g, anchorDir(o.Out), &o); err != nil {
+				return err
+			}
+		}
+		if err := res.evaluate(out, o.CompareWindows, o.oodWindows(), anc); err != nil {
 			return err
 		}
 		b, err := json.MarshalIndent(res, "", "  ")
@@ -144,7 +178,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		out.CompareA, out.CompareB = res.CompareA, res.CompareB
 		return nil
 	}
-	eo := o.experimentOptions(p)
+	eo, err := o.experimentOptions(p)
+	if err != nil {
+		return nil, err
+	}
 	eo.Evaluate = eval
 	if _, err := experiment.Run(ctx, p, eo); err != nil {
 		return nil, err
