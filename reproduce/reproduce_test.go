@@ -35,6 +35,13 @@ func tinyPlan(t *testing.T) *experiment.Plan {
 		{`widths = [64, 128]`, `widths = [16, 32]`},
 		{`steps_div = 4`, `steps_div = 1`},
 		{`min_steps = 10`, `min_steps = 3`},
+		// The anchor grid at a tiny shape, 2 steps per cell at the 30m tier (its wiring, not its phases).
+		{`anchor_steps = 100`, `anchor_steps = 2`},
+		{`dim = 128`, `dim = 16`},
+		{`ffn = 384`, `ffn = 32`},
+		{`head_dim = 64`, `head_dim = 8`},
+		{`batch = 128`, `batch = 8`},
+		{`examples = 100000`, `examples = 64`},
 	} {
 		if !strings.Contains(text, r[0]) {
 			t.Fatalf("built-in plan lacks %q", r[0])
@@ -136,10 +143,16 @@ func TestReproduceEndToEnd(t *testing.T) {
 	if ev.Probes == nil || ev.Probes.Pilot == nil || len(ev.Probes.G05) != 3 {
 		t.Errorf("probes %+v, want a pilot and 3 seeds per arm", ev.Probes)
 	}
-	if len(res.Claims) != 6 {
-		t.Fatalf("%d claims, want 6", len(res.Claims))
+	if len(res.Claims) != 7 {
+		t.Fatalf("%d claims, want 7", len(res.Claims))
 	}
-	for _, c := range res.Claims[:5] {
+	if an := res.Claims[5]; an.N != 1 || !strings.Contains(an.Text, "anchor-function") || an.Evidence == "" || an.Detail == nil {
+		t.Errorf("claim 6 is not the anchor claim: %+v", an)
+	}
+	if a := ev.Anchor; a == nil || len(a.Cells) != 2*2*3 || len(a.Phase) != 2 || a.Grid.Budget.Steps != 2 {
+		t.Errorf("anchor evidence %+v, want 12 cells (γ 0.5, 1 × 2 LRs × 3 seeds) of 2 steps in 2 phase cells", a)
+	}
+	for _, c := range res.Claims[:6] {
 		if !strings.Contains(c.Reason, "smoke-test budget") {
 			t.Errorf("claim %d: reason %q does not say the budget is a smoke test", c.N, c.Reason)
 		}
@@ -215,7 +228,7 @@ func TestReproduceEndToEnd(t *testing.T) {
 }
 
 // TestPrintPlans: every budget's printed plan (at a given throughput, no probe) lists its tier's seeds and
-// widths, the LR sweep and the time arithmetic; 30m says it is a smoke test; 24h reaches width 256; the 2h
+// widths, the LR sweep, the anchor grid with its cost and the time arithmetic; 30m says it is a smoke test; 24h reaches width 256; the 2h
 // plan's expected wall time is within 2 h 15 min.
 func TestPrintPlans(t *testing.T) {
 	for _, tc := range []struct {
@@ -224,11 +237,13 @@ func TestPrintPlans(t *testing.T) {
 		seeds  int
 		widest int
 		smoke  bool
+		// anchorSteps are the anchor grid's steps per cell (≥ 1000 from 2h, where the phases appear).
+		anchorSteps int
 	}{
-		{30 * time.Minute, "30m", 3, 160, true},
-		{2 * time.Hour, "2h", 3, 160, false},
-		{8 * time.Hour, "8h", 4, 192, false},
-		{24 * time.Hour, "24h", 5, 256, false},
+		{30 * time.Minute, "30m", 3, 160, true, 100},
+		{2 * time.Hour, "2h", 3, 160, false, 1000},
+		{8 * time.Hour, "8h", 4, 192, false, 1500},
+		{24 * time.Hour, "24h", 5, 256, false, 1500},
 	} {
 		d, err := Describe(Options{Out: t.TempDir(), Budget: tc.budget}, 20000)
 		if err != nil {
@@ -255,7 +270,8 @@ func TestPrintPlans(t *testing.T) {
 		if widest != tc.widest || len(widths) < MinWidths {
 			t.Errorf("%s: widest %d (want %d), ladder widths %v", tc.budget, widest, tc.widest, widths)
 		}
-		for _, want := range []string{"LR sweep (package tune)", "throughput probe 20000 tokens/s", "expected wall time"} {
+		anchorLine := fmt.Sprintf("anchor: claim 1 (reasoning) on the anchor-function tasks: γ [0.5 1] × depth [2] × LR [0.0003 0.001] × seeds %v = %d cells × %d steps × 128 sequences", d.Seeds, 4*tc.seeds, tc.anchorSteps)
+		for _, want := range []string{"LR sweep (package tune)", "throughput probe 20000 tokens/s", "expected wall time", anchorLine, "(taken from the budget)"} {
 			if !strings.Contains(s, want) {
 				t.Errorf("%s: plan lacks %q:\n%s", tc.budget, want, s)
 			}

@@ -9,7 +9,7 @@ import (
 )
 
 // TestReproducePrintPlan: `smallinit reproduce --budget B --print-plan` prints each budget's plan (tier,
-// seeds, arms, the LR sweep, the time arithmetic from a throughput probe) and trains nothing.
+// seeds, arms, the LR sweep, the anchor grid, the time arithmetic from a throughput probe) and trains nothing.
 func TestReproducePrintPlan(t *testing.T) {
 	for _, tc := range []struct {
 		budget time.Duration
@@ -35,7 +35,7 @@ func TestReproducePrintPlan(t *testing.T) {
 			t.Fatalf("%s: %v", tc.budget, runErr)
 		}
 		s := string(b)
-		for _, want := range append(tc.want, "LR sweep (package tune)", "throughput probe", "expected wall time", "emulated-eps", "shared-lr", "probe-pilot") {
+		for _, want := range append(tc.want, "LR sweep (package tune)", "throughput probe", "expected wall time", "emulated-eps", "shared-lr", "probe-pilot", "anchor: claim 1 (reasoning)") {
 			if !strings.Contains(s, want) {
 				t.Errorf("%s: plan lacks %q:\n%s", tc.budget, want, s)
 			}

@@ -1,0 +1,112 @@
+package reproduce
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/smallinit/smallinit/anchor"
+	"github.com/smallinit/smallinit/experiment"
+)
+
+// anchorWorld builds the results of a γ ∈ {0.5, 1} anchor grid at depth 2 with two rates per seed: per seed,
+// the better rate (seen-pair test accuracy seen) has the given (4,3) inferential and symmetric shares, the
+// other rate learns nothing; anchor.Phase must pick the better one.
+func anchorWorld(seen float64, inf05, sym05, inf1, sym1 []float64) *AnchorEvidence {
+	var res []anchor.CellResult
+	add := func(g float64, inf, sym []float64) {
+		for i := range inf {
+			s := uint64(i)
+			good := &anchor.CompositeScore{Unseen: anchor.Shares{Inferential: inf[i], Symmetric: sym[i], Other: 1 - inf[i] - sym[i]}, SeenTest: seen}
+			bad := &anchor.CompositeScore{Unseen: anchor.Shares{Other: 1}, SeenTest: seen / 10}
+			res = append(res,
+				anchor.CellResult{Cell: anchor.Cell{Task: anchor.TaskComposite, Gamma: g, Layers: 2, LR: 3e-4, Seed: s}, Loss: 3, Composite: bad},
+				anchor.CellResult{Cell: anchor.Cell{Task: anchor.TaskComposite, Gamma: g, Layers: 2, LR: 1e-3, Seed: s}, Loss: 0.1, Composite: good})
+		}
+	}
+	add(0.5, inf05, sym05)
+	add(1, inf1, sym1)
+	g := anchor.Grid{Gammas: []float64{0.5, 1}, Depths: []int{2}, LRs: []float64{3e-4, 1e-3}, Budget: anchor.Budget{Steps: 1000, Batch: 128}}
+	return &AnchorEvidence{Dir: "anchor", Grid: g, Cells: res, Phase: anchor.Phase(res)}
+}
+
+// TestJudgeAnchor: the anchor claim's verdict on constructed worlds with known answers.
+func TestJudgeAnchor(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		a          *AnchorEvidence
+		want       string
+		reason     string // in the reason
+		evidence   string // in the evidence
+		intervalLo int    // sign of the decisive interval's lower bound (0: not checked)
+	}{
+		{"γ=1 infers, γ=0.5 symmetric", anchorWorld(1, []float64{0.02, 0.05, 0.03}, []float64{0.9, 0.85, 0.95}, []float64{0.7, 0.76, 0.8}, []float64{0, 0.02, 0.01}),
+			Supported, "", "symmetric 0.900", 1},
+		{"γ=0.5 infers more", anchorWorld(1, []float64{0.7, 0.76, 0.8}, []float64{0, 0.02, 0.01}, []float64{0.02, 0.05, 0.03}, []float64{0.9, 0.85, 0.95}),
+			NotSupported, "", "inferential 0.753", -1},
+		{"within the noise", anchorWorld(1, []float64{0.4, 0.2, 0.5}, []float64{0.5, 0.7, 0.4}, []float64{0.3, 0.8, 0.1}, []float64{0.6, 0.1, 0.8}),
+			Inconclusive, "within the noise", "", 0},
+		{"γ=1 infers, γ=0.5 other", anchorWorld(1, []float64{0.02, 0.05, 0.03}, []float64{0.2, 0.3, 0.25}, []float64{0.7, 0.76, 0.8}, []float64{0, 0.02, 0.01}),
+			Inconclusive, "not mostly symmetric", "", 1},
+		{"seen pairs not learnt", anchorWorld(0.5, []float64{0.02, 0.05, 0.03}, []float64{0.9, 0.85, 0.95}, []float64{0.7, 0.76, 0.8}, []float64{0, 0.02, 0.01}),
+			Untestable, "did not learn the seen pairs (seen-pair test accuracy γ=0.5 0.500, γ=1 0.500; need ≥ 0.90)", "", 0},
+		{"two seeds", anchorWorld(1, []float64{0.02, 0.05}, []float64{0.9, 0.85}, []float64{0.7, 0.76}, []float64{0, 0.02}),
+			Inconclusive, "too few seeds", "", 0},
+		{"no grid", nil, Inconclusive, "no anchor grid", "", 0},
+		{"no γ=1 cell", &AnchorEvidence{Grid: anchor.Grid{Depths: []int{2}}}, Inconclusive, "anchor cells missing", "", 0},
+	} {
+		c := judgeAnchor(tc.a)
+		if c.N != 1 || c.Verdict != tc.want || !strings.Contains(c.Reason, tc.reason) || !strings.Contains(c.Evidence, tc.evidence) {
+			t.Errorf("%s: %s (%s): %s; want %s with %q, %q", tc.name, c.Verdict, c.Reason, c.Evidence, tc.want, tc.reason, tc.evidence)
+			continue
+		}
+		if tc.intervalLo != 0 {
+			e := c.Tests[0].Estimate
+			if e.N != 3 || tc.intervalLo > 0 && !(e.Lo > 0) || tc.intervalLo < 0 && !(e.Hi < 0) {
+				t.Errorf("%s: decisive estimate %+v", tc.name, e)
+			}
+			if !c.Tests[0].Decisive || c.Tests[1].Decisive || c.Detail == nil {
+				t.Errorf("%s: tests %+v, detail %v", tc.name, c.Tests, c.Detail)
+			}
+		}
+	}
+}
+
+// TestAnchorGridOfPlan: the built-in plan's anchor grid is γ ∈ {0.5, 1} at depth 2, two rates, the tier's
+// seeds and steps (2h: 1000 steps, the budget at which the phases appeared), and costs cells × steps ×
+// batch × window tokens at the cell model's FLOPs per token.
+func TestAnchorGridOfPlan(t *testing.T) {
+	p, err := Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		o     Options
+		steps int
+		seeds int
+	}{
+		{Options{Budget: 30 * 60e9}, 100, 3},
+		{Options{Budget: 120 * 60e9}, 1000, 3},
+		{Options{Budget: 480 * 60e9}, 1500, 4},
+		{Options{Budget: 120 * 60e9, AnchorSteps: 2, Seeds: 5}, 2, 5},
+	} {
+		g := tc.o.anchorGrid(p)
+		if g == nil || g.Budget.Steps != tc.steps || len(g.Seeds) != tc.seeds || len(g.Cells()) != 2*2*tc.seeds || g.Shape.Dim != 128 || g.Depths[0] != 2 {
+			t.Fatalf("%s: grid %+v", tc.o.Budget, g)
+		}
+		w, err := anchorWork(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc1, err := anchor.RunConfig(g.Cells()[0], g.Shape, g.Budget, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := float64(len(g.Cells())*tc.steps*128*tc1.Model.SeqLen) * tc1.Model.FLOPsPerToken()
+		if d := w.FLOPs/want - 1; d > 1e-9 || d < -1e-9 || !strings.Contains(w.Text, "cells") {
+			t.Errorf("%s: work %+v, want %g FLOPs", tc.o.Budget, w, want)
+		}
+	}
+	if (&Options{Plan: &experiment.Plan{}}).anchorGrid(&experiment.Plan{}) != nil {
+		t.Error("a plan without [anchor] has an anchor grid")
+	}
+}
