@@ -2,7 +2,9 @@ package reproduce
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 
@@ -65,8 +67,22 @@ func anchorWork(g *anchor.Grid) (experiment.ExtraWork, error) {
 }
 
 // runAnchor trains and scores the grid under dir (anchor.Run: cells already in its results are not run
-// again) and aggregates it.
+// again) and aggregates it. A directory holding a grid of another shape, budget or data size is refused:
+// its cells, named without their steps, would be taken for this grid's.
 func runAnchor(ctx context.Context, g *anchor.Grid, dir string, o *Options) (*AnchorEvidence, error) {
+	path := filepath.Join(dir, "grid.json")
+	if b, err := os.ReadFile(path); err == nil {
+		var old anchor.Grid
+		if err := json.Unmarshal(b, &old); err != nil {
+			return nil, fmt.Errorf("anchor grid: %s: %w (delete %s to run the grid again)", path, err, dir)
+		}
+		if old.Shape != g.Shape || old.Budget.Steps != g.Budget.Steps || old.Budget.Batch != g.Budget.Batch || old.Examples != g.Examples {
+			return nil, fmt.Errorf("anchor grid: %s holds a grid of %d steps × %d sequences, shape %+v, %d examples, not this budget's %d × %d, %+v, %d: use another --out or delete %s",
+				path, old.Budget.Steps, old.Budget.Batch, old.Shape, old.Examples, g.Budget.Steps, g.Budget.Batch, g.Shape, g.Examples, dir)
+		}
+	} else if !os.IsNotExist(err) {
+		return nil, fmt.Errorf("anchor grid: %w", err)
+	}
 	if o.Log != nil {
 		fmt.Fprintf(o.Log, "anchor grid: %d cells of %d steps into %s\n", len(g.Cells()), g.Budget.Steps, dir)
 	}

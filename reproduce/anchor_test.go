@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -108,5 +109,36 @@ func TestAnchorGridOfPlan(t *testing.T) {
 	}
 	if (&Options{Plan: &experiment.Plan{}}).anchorGrid(&experiment.Plan{}) != nil {
 		t.Error("a plan without [anchor] has an anchor grid")
+	}
+}
+
+// TestAnchorGridRunsAndResumes: a tiny grid (2 steps, width 16) trains its 4 cells into the directory, is
+// aggregated into γ = 0.5 and γ = 1 cells and judged; run again it trains nothing; a grid of other steps in the
+// same directory is refused.
+func TestAnchorGridRunsAndResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 4 tiny anchor cells")
+	}
+	p := &experiment.Plan{Anchor: &experiment.AnchorSpec{Gammas: []float64{0.5, 1}, Depth: 1, LRs: []float64{1e-3}, Dim: 16, FFN: 32, HeadDim: 8, Batch: 8, Examples: 64, Steps: 2}}
+	g := anchorGrid(p, []uint64{1, 2}, 2)
+	dir := t.TempDir()
+	var log strings.Builder
+	a, err := runAnchor(context.Background(), g, dir, &Options{Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Cells) != 4 || len(a.Phase) != 2 || a.Phase[0].Seeds != 2 || strings.Count(log.String(), "anchor-g") != 4 {
+		t.Fatalf("cells %d, phase %+v:\n%s", len(a.Cells), a.Phase, log.String())
+	}
+	if c := judgeAnchor(a); c.Evidence == "" || c.Verdict == Supported {
+		t.Errorf("2 steps at width 16: %s (%s): %s", c.Verdict, c.Reason, c.Evidence)
+	}
+	log.Reset()
+	again, err := runAnchor(context.Background(), g, dir, &Options{Log: &log})
+	if err != nil || len(again.Cells) != 4 || strings.Contains(log.String(), "anchor-g") {
+		t.Errorf("resume: %v, %d cells, log:\n%s", err, len(again.Cells), log.String())
+	}
+	if _, err := runAnchor(context.Background(), anchorGrid(p, []uint64{1, 2}, 3), dir, &Options{}); err == nil || !strings.Contains(err.Error(), "holds a grid of 2 steps") {
+		t.Errorf("a grid of 3 steps over one of 2: %v", err)
 	}
 }

@@ -17,8 +17,9 @@ const (
 	// (Bonferroni over claims), and within a claim Holm keeps its comparisons at ClaimAlpha together.
 	FamilyAlpha = 0.05
 	// TestedClaims are the verdicts decided by a test: claim 1 (validation loss), claim 1 (reasoning probes),
-	// claims 2, 3 and 4. Claim 5 reads trajectories, not a test.
-	TestedClaims = 5
+	// claim 1 (reasoning, anchor-function tasks: anchor.go), claims 2, 3 and 4. Claim 5 reads trajectories, not
+	// a test.
+	TestedClaims = 6
 	ClaimAlpha   = FamilyAlpha / TestedClaims
 	// MinSeeds is the fewest paired seeds a decisive comparison needs (SPEC §7: n ≥ 3); below it the claim is
 	// "inconclusive: too few seeds".

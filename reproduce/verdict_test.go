@@ -157,7 +157,7 @@ var claimNames = []string{"claim 1 (loss)", "claim 1 (probes)", "claim 2", "clai
 // simulated reproductions each with 3 seeds and 4 widths: where γ = 1 helps and its help grows with N, claims
 // 1-4 are supported in at least 90% of them; where it hurts, not supported in at least 90%; with no effect at
 // all, each claim is inconclusive in at least 95% of them (its false-positive rate, logged; by design at most
-// ClaimAlpha = 1%). The whole reproduction's false-positive rate (any claim decided) is by design at most
+// ClaimAlpha = 5%/6 ≈ 0.83%). The whole reproduction's false-positive rate (any claim decided) is by design at most
 // FamilyAlpha = 5%; it is logged and checked against that bound with two binomial standard errors of 200
 // reproductions, 5% + 2·√(0.05·0.95/200) = 8.1%.
 func TestSyntheticWorldsGiveTheKnownVerdicts(t *testing.T) {
