@@ -130,7 +130,9 @@ func TestAnchorGridRunsAndResumes(t *testing.T) {
 	if len(a.Cells) != 4 || len(a.Phase) != 2 || a.Phase[0].Seeds != 2 || strings.Count(log.String(), "anchor-g") != 4 {
 		t.Fatalf("cells %d, phase %+v:\n%s", len(a.Cells), a.Phase, log.String())
 	}
-	if c := judgeAnchor(a); c.Evidence == "" || c.Verdict == Supported {
+	c := judgeAnchor(a)
+	t.Logf("claim %d: %s\n  %s (%s): %s", c.N, c.Text, c.Verdict, c.Reason, c.Evidence)
+	if c.Evidence == "" || c.Verdict == Supported {
 		t.Errorf("2 steps at width 16: %s (%s): %s", c.Verdict, c.Reason, c.Evidence)
 	}
 	log.Reset()
