@@ -27,7 +27,7 @@ func demoPlan(t *testing.T) *Plan {
 // train again on the probe mix, beside the plain runs, and are scored on the probes.
 func TestDemoEndToEnd(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains 12 runs")
+		t.Skip("short mode: trains 12 runs")
 	}
 	out := t.TempDir()
 	o := Options{Out: out, Steps: 3, Windows: 8}
@@ -141,7 +141,7 @@ func TestReadSizingRefusesGarbage(t *testing.T) {
 // plan's run of that index, with no summary or report; an index past the plan's runs is refused.
 func TestSweepGroupTask(t *testing.T) {
 	if testing.Short() {
-		t.Skip("prepares a corpus and trains a run")
+		t.Skip("short mode: prepares a corpus and trains a run")
 	}
 	text := strings.Replace(strings.Replace(myPlanForTest, "[[group.arm]]\nname = \"a\"\n", "", 1), `name = "runs"`, "name = \"grid\"\naxes = { \"init.gamma\" = [0.5, 1] }", 1)
 	p, err := Parse([]byte(text))
