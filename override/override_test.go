@@ -1,0 +1,65 @@
+package override
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestParseTypesValues: a value is read as TOML (so true is a bool, 1e-12 a float, 3 an int), a bare word as a
+// string, and String writes what Parse reads back to the same value.
+func TestParseTypesValues(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want any
+	}{
+		{"model.qk_norm=true", true},
+		{"model.norm_eps=1e-12", 1e-12},
+		{"train.steps=3", int64(3)},
+		{"model.attn_gate=elementwise", "elementwise"},
+		{`model.attn_gate="none"`, "none"},
+		{"init.gamma = 0.5", 0.5},
+	} {
+		s, err := Parse(tc.in)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tc.in, err)
+		}
+		if !Equal(s.Value, tc.want) {
+			t.Errorf("Parse(%q) = %#v, want %#v", tc.in, s.Value, tc.want)
+		}
+		back, err := Parse(s.String())
+		if err != nil || !Equal(back.Value, s.Value) || back.Key != s.Key {
+			t.Errorf("Parse(%q.String() = %q) = %#v, %v", tc.in, s.String(), back, err)
+		}
+	}
+	for _, bad := range []string{"no-equals", "=3", ""} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) accepted", bad)
+		}
+	}
+}
+
+// TestDecodeNamesTheKey: an unknown key and a value of the wrong type are errors naming the key.
+func TestDecodeNamesTheKey(t *testing.T) {
+	var dst struct {
+		Model struct {
+			QKNorm bool    `toml:"qk_norm"`
+			Eps    float64 `toml:"norm_eps"`
+		} `toml:"model"`
+	}
+	sets, err := ParseAll([]string{"model.qk_norm=true", "model.norm_eps=1e-12"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(sets, &dst); err != nil || !dst.Model.QKNorm || dst.Model.Eps != 1e-12 {
+		t.Fatalf("Decode: %v, %+v", err, dst)
+	}
+	unknown, _ := ParseAll([]string{"model.qk_nrom=true"})
+	if _, err := Decode(unknown, &dst); !errors.Is(err, ErrUnknownKey) || !strings.Contains(err.Error(), "model.qk_nrom") {
+		t.Errorf("unknown key: %v", err)
+	}
+	wrong, _ := ParseAll([]string{"model.qk_norm=yes"})
+	if _, err := Decode(wrong, &dst); err == nil || !strings.Contains(err.Error(), "model.qk_norm") {
+		t.Errorf("a string for a bool: %v", err)
+	}
+}
