@@ -1,7 +1,9 @@
 package sweep
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/runlock"
 
 	"github.com/smallinit/smallinit/model"
@@ -23,7 +26,7 @@ import (
 
 // Options control Execute.
 type Options struct {
-	Jobs       int           // runs trained at once (≤ 1: one at a time)
+	Jobs       int           // runs trained at once (≤ 1 but AutoJobs: one at a time; AutoJobs: measured, see Execute)
 	Index      int           // run only the run with this index (a job array task); −1: every run
 	Cores      int           // cores shared by the jobs (0: runtime.NumCPU())
 	StaleAfter time.Duration // lock heartbeat age after which another host's lock is stale (0: DefaultStaleAfter)
@@ -33,6 +36,11 @@ type Options struct {
 	// AfterStep, when set, is called after every training step of every run (tests interrupt sweeps with it).
 	AfterStep func(r Run, step int)
 }
+
+// AutoJobs as Options.Jobs lets Execute choose: a packing probe (train.ProbePacking) on the largest selected
+// run's model, recorded in DIR/packing.json and reused by later calls, decides between one run on all cores
+// and one run per core.
+const AutoJobs = -1
 
 // Outcome is what Execute did with one run.
 type Outcome string
@@ -89,9 +97,6 @@ func Execute(ctx context.Context, g *Grid, dir string, o Options) ([]Report, err
 	if cores <= 0 {
 		cores = runtime.NumCPU()
 	}
-	jobs := max(1, min(o.Jobs, len(sel)))
-	threads := max(1, cores/jobs)
-
 	var logMu sync.Mutex
 	logf := func(format string, a ...any) {
 		if o.Log == nil {
@@ -101,6 +106,19 @@ func Execute(ctx context.Context, g *Grid, dir string, o Options) ([]Report, err
 		defer logMu.Unlock()
 		fmt.Fprintf(o.Log, format, a...)
 	}
+	jobs := o.Jobs
+	if jobs == AutoJobs {
+		jobs = 1
+		if o.Index < 0 && len(sel) > 1 && cores > 1 {
+			pk, err := packing(dir, sel, cores, logf)
+			if err != nil {
+				return nil, err
+			}
+			jobs = pk.Jobs
+		}
+	}
+	jobs = max(1, min(jobs, len(sel)))
+	threads := max(1, cores/jobs)
 	logf("sweep %s: %d runs, running %d with %d in parallel, %d threads each\n", dir, len(p.Runs), len(sel), jobs, threads)
 
 	reports := make([]Report, len(sel))
@@ -129,6 +147,48 @@ dispatch:
 	close(work)
 	wg.Wait()
 	return reports, summarise(dir, reports)
+}
+
+// packingFile is where Execute records its packing probe, so that a resumed sweep keeps its choice.
+const packingFile = "packing.json"
+
+// packing is Execute's AutoJobs choice: DIR/packing.json when it was measured for this many cores, else a
+// packing probe on the selected run with the most parameters (the one packing helps least and that needs the
+// most memory), recorded there.
+func packing(dir string, sel []Run, cores int, logf func(string, ...any)) (train.Packing, error) {
+	path := filepath.Join(dir, packingFile)
+	var pk train.Packing
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &pk); err != nil {
+			return pk, fmt.Errorf("sweep: %s: %w (delete it to measure again)", path, err)
+		}
+		if pk.Cores == cores && pk.Jobs >= 1 {
+			logf("%s (recorded in %s)\n", pk, path)
+			return pk, nil
+		}
+	}
+	big := sel[0]
+	for _, r := range sel[1:] {
+		if r.Params > big.Params {
+			big = r
+		}
+	}
+	c := big.Config
+	prec := cmp.Or(c.Train.Precision, "f32")
+	logf("packing probe on run %s (%d parameters, batch %d, %s)...\n", big.ID, big.Params, c.Train.BatchSize, prec)
+	pk, err := train.ProbePacking(c.Model.Config, c.Train.BatchSize, prec, cores, 3, 2)
+	if err != nil {
+		return pk, fmt.Errorf("sweep %s: %w", dir, err)
+	}
+	b, err := json.MarshalIndent(pk, "", "  ")
+	if err != nil {
+		return pk, err
+	}
+	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
+		return pk, fmt.Errorf("sweep: %w", err)
+	}
+	logf("%s\n", pk)
+	return pk, nil
 }
 
 // summarise is Execute's error: the failed and interrupted runs, or nil.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -147,6 +148,49 @@ func TestSweepJobsAndIndexAgree(t *testing.T) {
 	p, err := ReadPlan(a)
 	if err != nil || len(p.Runs) != 4 || p.Runs[3].ID != reps[3].Run.ID {
 		t.Errorf("plan.json: %v", err)
+	}
+}
+
+// TestSweepAutoJobs: with AutoJobs the sweep measures packing once, records the measurement and its choice in
+// DIR/packing.json, runs with the chosen jobs × threads, and reuses the record when run again; a damaged record
+// is refused naming the file.
+func TestSweepAutoJobs(t *testing.T) {
+	g := microGrid(t, t.TempDir(), "")
+	dir := filepath.Join(t.TempDir(), "s")
+	var log bytes.Buffer
+	reps, err := Execute(context.Background(), g, dir, Options{Jobs: AutoJobs, Index: -1, Cores: 2, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, packingFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pk train.Packing
+	if err := json.Unmarshal(b, &pk); err != nil {
+		t.Fatal(err)
+	}
+	if pk.Cores != 2 || !(pk.One > 0 && pk.Packed > 0) || math.Abs(pk.Gain-pk.Packed/pk.One) > 1e-9 {
+		t.Fatalf("packing.json: %+v", pk)
+	}
+	if want := map[bool]int{true: 2, false: 1}[pk.Gain >= train.PackingGainMin]; pk.Jobs != want {
+		t.Errorf("gain %.2f chose %d jobs, want %d", pk.Gain, pk.Jobs, want)
+	}
+	if reps[0].Threads != 2/pk.Jobs || !strings.Contains(log.String(), "packing probe: 1 run × 2 threads") {
+		t.Errorf("ran with %d threads per run for %d jobs; log:\n%s", reps[0].Threads, pk.Jobs, log.String())
+	}
+	log.Reset()
+	if _, err := Execute(context.Background(), g, dir, Options{Jobs: AutoJobs, Index: -1, Cores: 2, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "recorded in") {
+		t.Errorf("second call measured again:\n%s", log.String())
+	}
+	if err := os.WriteFile(filepath.Join(dir, packingFile), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Execute(context.Background(), g, dir, Options{Jobs: AutoJobs, Index: -1, Cores: 2}); err == nil || !strings.Contains(err.Error(), packingFile) {
+		t.Errorf("damaged packing.json: %v", err)
 	}
 }
 

@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/smallinit/smallinit/diag"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/diag"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/report"

@@ -15,14 +15,14 @@ type reproduceCmd struct {
 	Out       string        `default:"smallinit-reproduce" type:"path" help:"Directory for data, runs, claims.json; run again to resume."`
 	Seeds     int           `help:"Seeds per verdict arm (default: the tier's, 3 up to 2h)."`
 	Steps     int           `help:"Steps per run (overrides --budget)."`
-	Jobs      int           `default:"1" help:"Runs of a sweep trained at once (they share the cores)."`
+	Jobs      jobsFlag      `default:"auto" help:"Runs of a sweep trained at once (they share the cores), or auto: a packing probe on the largest run's model measures one run on all cores against one run per core and keeps the faster (recorded in each sweep's packing.json)."`
 	PrintPlan bool          `help:"Print the reproduction's plan for the budget (arms, seeds, steps, tokens, expected wall time from a throughput probe) and exit; the plan file itself: smallinit study reproduce --print-plan."`
 }
 
 // Run runs the study's experiments scaled to this machine and prints, for each claim of SPEC's
 // introduction, whether this run supports it, with the numbers.
 func (cmd *reproduceCmd) Run() error {
-	o := reproduce.Options{Out: cmd.Out, Budget: cmd.Budget, Seeds: cmd.Seeds, Steps: cmd.Steps, Jobs: cmd.Jobs, Log: os.Stderr}
+	o := reproduce.Options{Out: cmd.Out, Budget: cmd.Budget, Seeds: cmd.Seeds, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Log: os.Stderr}
 	if cmd.PrintPlan {
 		d, err := reproduce.Describe(o, 0)
 		if err != nil {

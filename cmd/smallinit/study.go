@@ -20,7 +20,7 @@ type studyCmd struct {
 	Budget    time.Duration `help:"Wall-clock budget for all runs (e.g. 30m, 2h; default: the plan's); sets the steps per run."`
 	Steps     int           `help:"Steps per run (overrides --budget)."`
 	Seeds     int           `help:"Seeds per arm, 0 … N−1 (default: the plan's)."`
-	Jobs      int           `default:"1" help:"Runs of a sweep group trained at once (they share the cores)."`
+	Jobs      jobsFlag      `default:"auto" help:"Runs of a sweep trained at once (they share the cores), or auto: a packing probe on the largest run's model measures one run on all cores against one run per core and keeps the faster (recorded in each sweep's packing.json)."`
 	Index     int           `default:"-1" help:"Run only the run with this index of the whole plan (one task of a job array); no summary or report. −1: every run."`
 	PrintPlan bool          `help:"Print the plan (TOML) and exit."`
 }
@@ -46,7 +46,7 @@ func (cmd *studyCmd) Run() error {
 		}
 		return experiment.WriteCoordTable(os.Stdout, res)
 	}
-	o := experiment.Options{Out: cmd.Out, Budget: cmd.Budget, Steps: cmd.Steps, Jobs: cmd.Jobs, Task: cmd.Index >= 0, Index: cmd.Index,
+	o := experiment.Options{Out: cmd.Out, Budget: cmd.Budget, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Task: cmd.Index >= 0, Index: cmd.Index,
 		Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd()))}
 	if cmd.Seeds > 0 {
 		o.Seeds = experiment.SeedRange(cmd.Seeds)

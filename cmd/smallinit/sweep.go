@@ -52,7 +52,7 @@ func (c *sweepPlanCmd) run(w io.Writer) error {
 type sweepRunCmd struct {
 	Grid       string        `arg:"" type:"existingfile" help:"Grid file (TOML)."`
 	Out        string        `required:"" type:"path" placeholder:"DIR" help:"Sweep directory: DIR/grid.toml, DIR/plan.json and one run directory per run in DIR/runs/<id>/. A directory holding another grid's sweep is refused."`
-	Jobs       int           `default:"1" help:"Runs trained at once; each gets train.threads = cores/jobs unless the grid sets train.threads."`
+	Jobs       jobsFlag      `default:"auto" help:"Runs trained at once, each with train.threads = cores/jobs unless the grid sets it, or auto: a packing probe on the largest run's model measures one run on all cores against one run per core and keeps the faster (recorded in DIR/packing.json)."`
 	Index      int           `default:"-1" placeholder:"I" help:"Run only run I (0-based), e.g. --index $SLURM_ARRAY_TASK_ID or --index $JOB_COMPLETION_INDEX; waits if another task holds its lock. -1: every run."`
 	Cores      int           `help:"Cores shared by the jobs (default: all of this machine's)."`
 	StaleAfter time.Duration `default:"5m" help:"A run lock whose heartbeat is older than this is taken to be abandoned (its holder was killed) and the run is taken over."`
@@ -70,7 +70,7 @@ func (c *sweepRunCmd) run(ctx context.Context, stdout, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	reps, err := sweep.Execute(ctx, g, c.Out, sweep.Options{Jobs: c.Jobs, Index: c.Index, Cores: c.Cores, StaleAfter: c.StaleAfter, Log: log})
+	reps, err := sweep.Execute(ctx, g, c.Out, sweep.Options{Jobs: int(c.Jobs), Index: c.Index, Cores: c.Cores, StaleAfter: c.StaleAfter, Log: log})
 	if err != nil {
 		err = fmt.Errorf("sweep run %s (--out %s, --index %d): %w", c.Grid, c.Out, c.Index, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/sweep"
 )
 
 // microSweepGrid writes random tokens (vocab 64, PCG seeds 1 and 2) and a grid of 4 micro runs (γ × seed, a
@@ -74,8 +75,13 @@ func TestSweepCommandsParse(t *testing.T) {
 	if r := c.Sweep.Run; r.Index != 3 || r.Jobs != 2 || r.StaleAfter.Minutes() != 1 || r.Grid != grid {
 		t.Errorf("sweep run parsed as %+v", r)
 	}
-	if _, err := parser.Parse([]string{"sweep", "run", grid, "--out", filepath.Join(dir, "s")}); err != nil || c.Sweep.Run.Index != -1 || c.Sweep.Run.Jobs != 1 {
+	if _, err := parser.Parse([]string{"sweep", "run", grid, "--out", filepath.Join(dir, "s")}); err != nil || c.Sweep.Run.Index != -1 || c.Sweep.Run.Jobs != jobsFlag(sweep.AutoJobs) {
 		t.Errorf("sweep run defaults: index %d jobs %d (%v)", c.Sweep.Run.Index, c.Sweep.Run.Jobs, err)
+	}
+	for _, bad := range []string{"0", "two"} {
+		if _, err := parser.Parse([]string{"sweep", "run", grid, "--out", filepath.Join(dir, "s"), "--jobs", bad}); err == nil || !strings.Contains(err.Error(), "want auto or a count") {
+			t.Errorf("--jobs %s: error %v, want one naming the accepted values", bad, err)
+		}
 	}
 	if _, err := parser.Parse([]string{"fit", grid, "--baseline", "init.gamma=0.5", "--treated", "init.gamma=1", "--bootstrap", "10", "--json"}); err != nil {
 		t.Fatal(err)

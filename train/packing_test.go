@@ -1,0 +1,35 @@
+package train
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/smallinit/smallinit/model"
+)
+
+// TestProbePacking: the probe reports both arrangements' aggregate tokens/s, their ratio, and the choice the
+// ratio implies; one core needs no measurement; bad counts are refused.
+func TestProbePacking(t *testing.T) {
+	c := model.Config{Vocab: 64, Dim: 16, FFN: 32, Layers: 1, Heads: 2, SeqLen: 8, NormEps: 1e-5, Norm: model.NormRMS,
+		AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	p, err := ProbePacking(c, 2, "f32", 2, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(p.One > 0 && p.Packed > 0) || math.Abs(p.Gain-p.Packed/p.One) > 1e-12 {
+		t.Fatalf("%+v", p)
+	}
+	if want := map[bool]int{true: 2, false: 1}[p.Gain >= PackingGainMin]; p.Jobs != want {
+		t.Errorf("gain %.3f chose %d jobs, want %d", p.Gain, p.Jobs, want)
+	}
+	if s := p.String(); !strings.Contains(s, "1 run × 2 threads") || !strings.Contains(s, "2 runs × 1 thread") {
+		t.Errorf("String: %s", s)
+	}
+	if p, err := ProbePacking(c, 2, "f32", 1, 2, 1); err != nil || p.Jobs != 1 || p.One != 0 {
+		t.Errorf("one core: %+v, %v", p, err)
+	}
+	if _, err := ProbePacking(c, 2, "f32", 2, 0, 1); err == nil {
+		t.Error("0 steps accepted")
+	}
+}
