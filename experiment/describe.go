@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -36,6 +37,7 @@ type ArmLine struct {
 	Eps        float64
 	Gate       string
 	LR         string // "tuned" or the shared value
+	Precision  string // train.precision of its matmuls: "f32" or "bf16"
 	Steps      int
 	Tokens     int64 // per run
 	Params     int64 // non-embedding
@@ -106,7 +108,7 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 		}
 		at[key] = len(d.Arms)
 		d.Arms = append(d.Arms, ArmLine{Group: r.group.Name, Arm: name, Seeds: []uint64{c.Seed}, Gamma: c.Init.Gamma, Width: c.Model.Dim,
-			Eps: c.Model.NormEps, Gate: c.Model.AttnGate, LR: lr, Steps: c.TotalSteps(),
+			Eps: c.Model.NormEps, Gate: c.Model.AttnGate, LR: lr, Precision: cmp.Or(c.Train.Precision, "f32"), Steps: c.TotalSteps(),
 			Tokens: int64(c.TotalSteps()) * int64(c.Train.BatchSize) * int64(c.Model.SeqLen), Params: c.Model.NonEmbeddingParams()})
 	}
 	return d, nil
@@ -135,6 +137,18 @@ func (d *Description) Write(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	precs := map[string][]string{}
+	for _, a := range d.Arms {
+		precs[a.Precision] = append(precs[a.Precision], a.Group+"/"+a.Arm)
+	}
+	switch {
+	case len(precs) == 1:
+		for p := range precs {
+			fmt.Fprintf(w, "matmul precision: %s in every arm (train.precision)\n", p)
+		}
+	case len(precs) > 1:
+		fmt.Fprintf(w, "matmul precision: bf16 in %s; f32 in the others (train.precision)\n", strings.Join(precs["bf16"], ", "))
 	}
 	if d.Tune != nil {
 		fmt.Fprintf(w, "LR sweep (package tune): γ ∈ %v at widths %v, %d-value factor-2 grid around %g extended to bracket the best, successive halving over trials of %v steps, seed %d; trained without the LR-selection slice, scored on it (never the validation split): at most %d trial steps\n",

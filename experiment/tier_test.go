@@ -106,7 +106,8 @@ func TestTiers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	if err := short.Write(&b); err != nil || !strings.Contains(b.String(), "SMOKE TEST: too short") || !slices.Equal(short.TuneWidths, []int{16, 32}) {
+	if err := short.Write(&b); err != nil || !strings.Contains(b.String(), "SMOKE TEST: too short") || !slices.Equal(short.TuneWidths, []int{16, 32}) ||
+		!strings.Contains(b.String(), "matmul precision: f32 in every arm") {
 		t.Errorf("short tier: %v, sweep widths %v\n%s", err, short.TuneWidths, b.String())
 	}
 	// The tuned LR of a width between or beyond the swept ones.
