@@ -21,6 +21,7 @@ Subcommands (run with /usr/bin/python3 python/torchref.py SUBCOMMAND ...):
            Write adamw.safetensors: 20 float32 steps of torch.optim.AdamW with clip_grad_norm_(1.0) and the
            engine's cosine schedule on pseudo-random gradients (inputs, lr, params after every step, moments).
   bench    --preset tiny|small|medium|tiny-moe|small-moe [--steps 20] [--warmup 3] [--threads 2] [--default-settings]
+           [--precision f32|bf16]
            [--gate none|headwise|elementwise] [--norm rmsnorm|layernorm] [--tied] [--matmul blas|onednn] [--json]
            Train on random tokens in float32 (AdamW lr 3e-4, betas (0.9,0.95), eps 1e-8, wd 0.1, clip 1.0)
            and print median tokens/s, step/forward/backward/optimizer seconds and model FLOP/s
@@ -707,7 +708,8 @@ def bench(a):
     for step in range(a.warmup + a.steps):
         tokens = torch.randint(0, c.vocab_size, (B, T + 1), generator=gen)
         t0 = time.perf_counter()
-        _, loss = model(tokens[:, :-1], tokens[:, 1:])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            _, loss = model(tokens[:, :-1], tokens[:, 1:])
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
@@ -725,7 +727,7 @@ def bench(a):
     r = {"tool": "pytorch", "torch": torch.__version__, "preset": a.preset, "tokens_per_s": round(tps, 1),
          "step_s": step_s, "forward_s": fwd_s, "backward_s": bwd_s, "optimizer_s": opt_s, "model_gflops": round(gflops, 3),
          "threads": torch.get_num_threads(), "settings": "best" if best else "default", "matmul": a.matmul,
-         "gate": a.gate, "steps": a.steps, "blas": blas_library(), "n_matmul": n_matmul}
+         "gate": a.gate, "steps": a.steps, "blas": blas_library(), "n_matmul": n_matmul, "precision": a.precision}
     if c.moe:
         r.update(experts=c.num_experts, top_k=c.top_k, expert_ffn=c.expert_ffn)
     if a.json:
@@ -839,6 +841,8 @@ def main():
     b.add_argument("--norm", choices=("rmsnorm", "layernorm"), default="rmsnorm")
     b.add_argument("--tied", action="store_true")
     b.add_argument("--matmul", choices=("blas", "onednn"), default="blas")
+    b.add_argument("--precision", choices=("f32", "bf16"), default="f32",
+                   help="bf16: the forward under torch.autocast('cpu', bfloat16) (PyTorch's mixed precision)")
     b.add_argument("--json", action="store_true")
     a = ap.parse_args()
     if a.cmd == "golden":
