@@ -3,12 +3,14 @@ package experiment
 import (
 	"cmp"
 	"context"
-
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/smallinit/smallinit/data"
@@ -38,7 +40,7 @@ type Options struct {
 	Probes    bool
 	ProbeTest int // held-out (and recalled) probes per kind of the mix (0: 100)
 	Windows   int // validation windows per file the summary scores (0: all)
-	Jobs      int // runs trained at once in a sweep group (≤ 1: one at a time)
+	Jobs      int // runs of a group trained at once, arms or sweep (≤ 1 but sweep.AutoJobs: one at a time; AutoJobs: measured)
 	// Task runs only the run numbered Index of the whole plan (groups in order, then as the group lists its
 	// runs): one task of a scheduler's job array. It writes no summary and no report.
 	Task  bool
@@ -182,17 +184,18 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 			}
 			continue
 		}
+		var idx []int
 		for i, r := range runs {
-			if r.group != g || (o.Task && i != o.Index) {
-				continue
+			if r.group == g && (!o.Task || i == o.Index) {
+				idx = append(idx, i)
 			}
-			row, err := runArm(ctx, r, i, len(runs), out, &o)
-			if err != nil {
-				return nil, err
-			}
-			if p.Summary {
-				out.Rows = append(out.Rows, row)
-			}
+		}
+		rows, err := runArms(ctx, runs, idx, out, &o)
+		if err != nil {
+			return nil, err
+		}
+		if p.Summary {
+			out.Rows = append(out.Rows, rows...)
 		}
 	}
 	if o.Task {
@@ -405,11 +408,113 @@ func runSweep(ctx context.Context, g *Group, runs []planRun, out *Outcome, o *Op
 	return nil
 }
 
+// runArms trains runs[idx...] of one group of arms: one at a time on all cores, or, with Options.Jobs > 1
+// (AutoJobs: as OUT/packing.json chooses, see train.PackingFor), that many at once with cores/jobs threads
+// each, their training logs in each run's train.log and one line per run on Log. The rows come back in the
+// order of idx either way, so that the summary does not depend on the packing (and neither do the weights:
+// the kernels' results do not depend on the thread count).
+func runArms(ctx context.Context, runs []planRun, idx []int, out *Outcome, o *Options) ([]summary.Row, error) {
+	jobs := o.Jobs
+	if jobs == sweep.AutoJobs {
+		jobs = 1
+		if !o.Task && len(idx) > 1 && runtime.NumCPU() > 1 {
+			pk, err := train.PackingFor(filepath.Join(o.Out, PackingFile), runs[idx[0]].cfg, runtime.NumCPU(), o.Log)
+			if err != nil {
+				return nil, err
+			}
+			jobs = pk.Jobs
+		}
+	}
+	jobs = max(1, min(jobs, len(idx)))
+	rows := make([]summary.Row, len(idx))
+	if jobs == 1 {
+		for k, i := range idx {
+			row, err := runArm(ctx, runs[i], i, len(runs), out, o, 0)
+			if err != nil {
+				return nil, err
+			}
+			rows[k] = row
+		}
+		return rows, nil
+	}
+	threads := max(1, runtime.NumCPU()/jobs)
+	po := *o // the packed runs share Log: one line at a time
+	if o.Log != nil {
+		po.Log = &lockedWriter{w: o.Log}
+	}
+	o = &po
+	o.logf("\n%s: %d runs, %d at a time with %d threads each (logs in each run's %s)\n", runs[idx[0]].group.Name, len(idx), jobs, threads, TrainLogFile)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errs := make([]error, len(idx))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range work {
+				rows[k], errs[k] = runArm(ctx, runs[idx[k]], idx[k], len(runs), out, o, threads)
+				if errs[k] != nil {
+					cancel(errs[k])
+				}
+			}
+		}()
+	}
+	for k := range idx {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- k
+	}
+	close(work)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return rows, ctx.Err()
+}
+
+// lockedWriter serialises the writes of packed runs to one log.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// PackingFile records, in OUT, the packing probe that chose the jobs of a plan's groups of arms.
+const PackingFile = "packing.json"
+
+// TrainLogFile is a packed arm's training log, in its run directory.
+const TrainLogFile = "train.log"
+
 // runArm trains (or resumes, or reads back) one arm's run and scores it for the summary when the plan has one.
-func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options) (summary.Row, error) {
+//
+// threads > 0 packs it beside others: a new run gets train.threads = threads (unless its recipe sets it), its
+// training log goes to DIR/train.log, and Log gets one line when it starts and one when it ends.
+func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, threads int) (summary.Row, error) {
 	c := r.cfg
 	o.logf("\n[%d/%d] %s: γ = %g, ε = %g, gate %s, %d steps -> %s\n", i+1, n, r.arm, c.Init.Gamma, c.Model.NormEps, c.Model.AttnGate, c.TotalSteps(), r.dir)
 	opts := train.Options{Log: o.Log, Progress: o.Progress, Diagnostics: diag.Training}
+	if threads > 0 {
+		if c.Train.Threads == 0 {
+			c.Train.Threads = threads
+		}
+		if err := os.MkdirAll(r.dir, 0o755); err != nil {
+			return summary.Row{}, err
+		}
+		lf, err := os.OpenFile(filepath.Join(r.dir, TrainLogFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return summary.Row{}, err
+		}
+		defer lf.Close()
+		opts.Log, opts.Progress = lf, false
+	}
 	var res train.Result
 	var err error
 	if _, serr := os.Stat(filepath.Join(r.dir, train.ConfigFile)); serr == nil {
@@ -418,7 +523,10 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options) 
 		res, err = train.Start(ctx, c, r.dir, opts)
 	}
 	if err != nil {
-		return summary.Row{}, err
+		return summary.Row{}, fmt.Errorf("%s: %w", r.arm, err)
+	}
+	if threads > 0 {
+		o.logf("[%d/%d] %s: done, validation loss %.4f, %.0f tokens/s\n", i+1, n, r.arm, res.ValLoss, res.TokensPerS)
 	}
 	if !out.Plan.Summary {
 		return summary.Row{}, nil

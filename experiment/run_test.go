@@ -11,6 +11,7 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/summary"
+	"github.com/smallinit/smallinit/sweep"
 )
 
 func demoPlan(t *testing.T) *Plan {
@@ -93,6 +94,55 @@ func TestDemoEndToEnd(t *testing.T) {
 	summary.WriteTable(&table, probed.Rows)
 	if !strings.Contains(table.String(), "memorisation acc") {
 		t.Errorf("the table has no probe columns:\n%s", table.String())
+	}
+}
+
+// TestPackedArmsMatchSerial: a group of arms trained two at a time (one thread each, logs in each run's
+// train.log) gives the rows, in the same order, and the final weights, bit for bit, of the group trained one
+// run at a time on all cores.
+func TestPackedArmsMatchSerial(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: trains 8 runs")
+	}
+	serial, packed := t.TempDir(), t.TempDir()
+	a, err := Run(context.Background(), demoPlan(t), Options{Out: serial, Steps: 3, Windows: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Run(context.Background(), demoPlan(t), Options{Out: packed, Steps: 3, Windows: 8, Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Rows) != 4 || len(b.Rows) != 4 {
+		t.Fatalf("%d and %d rows, want 4", len(a.Rows), len(b.Rows))
+	}
+	for i := range a.Rows {
+		ra, rb := a.Rows[i], b.Rows[i]
+		if ra.Run != rb.Run || ra.ValLoss != rb.ValLoss || ra.TrainLoss != rb.TrainLoss {
+			t.Errorf("row %d: serial %s val %v train %v, packed %s val %v train %v", i, ra.Run, ra.ValLoss, ra.TrainLoss, rb.Run, rb.ValLoss, rb.TrainLoss)
+		}
+		wa, err := os.ReadFile(filepath.Join(ra.Dir, "final", "model.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wb, err := os.ReadFile(filepath.Join(rb.Dir, "final", "model.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(wa) != string(wb) {
+			t.Errorf("%s: packed final weights differ from serial ones", ra.Run)
+		}
+		if _, err := os.Stat(filepath.Join(rb.Dir, TrainLogFile)); err != nil {
+			t.Errorf("packed run %s has no %s: %v", rb.Run, TrainLogFile, err)
+		}
+	}
+	// AutoJobs measures packing once (OUT/packing.json) before the group; the finished runs are read back.
+	var log strings.Builder
+	if _, err := Run(context.Background(), demoPlan(t), Options{Out: packed, Steps: 3, Windows: 8, Jobs: sweep.AutoJobs, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(packed, PackingFile)); err != nil || !strings.Contains(log.String(), "packing probe: 1 run") {
+		t.Errorf("AutoJobs: %v; log:\n%s", err, log.String())
 	}
 }
 

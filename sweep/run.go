@@ -1,9 +1,7 @@
 package sweep
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +15,6 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/diag"
-	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/runlock"
 
 	"github.com/smallinit/smallinit/model"
@@ -110,7 +107,7 @@ func Execute(ctx context.Context, g *Grid, dir string, o Options) ([]Report, err
 	if jobs == AutoJobs {
 		jobs = 1
 		if o.Index < 0 && len(sel) > 1 && cores > 1 {
-			pk, err := packing(dir, sel, cores, logf)
+			pk, err := packing(dir, sel, cores, o.Log)
 			if err != nil {
 				return nil, err
 			}
@@ -152,42 +149,19 @@ dispatch:
 // packingFile is where Execute records its packing probe, so that a resumed sweep keeps its choice.
 const packingFile = "packing.json"
 
-// packing is Execute's AutoJobs choice: DIR/packing.json when it was measured for this many cores, else a
-// packing probe on the selected run with the most parameters (the one packing helps least and that needs the
-// most memory), recorded there.
-func packing(dir string, sel []Run, cores int, logf func(string, ...any)) (train.Packing, error) {
-	path := filepath.Join(dir, packingFile)
-	var pk train.Packing
-	if b, err := os.ReadFile(path); err == nil {
-		if err := json.Unmarshal(b, &pk); err != nil {
-			return pk, fmt.Errorf("sweep: %s: %w (delete it to measure again)", path, err)
-		}
-		if pk.Cores == cores && pk.Jobs >= 1 {
-			logf("%s (recorded in %s)\n", pk, path)
-			return pk, nil
-		}
-	}
+// packing is Execute's AutoJobs choice (train.PackingFor, recorded in DIR/packing.json) for the selected
+// run with the most parameters: the one packing helps least and that needs the most memory.
+func packing(dir string, sel []Run, cores int, log io.Writer) (train.Packing, error) {
 	big := sel[0]
 	for _, r := range sel[1:] {
 		if r.Params > big.Params {
 			big = r
 		}
 	}
-	c := big.Config
-	prec := cmp.Or(c.Train.Precision, "f32")
-	logf("packing probe on run %s (%d parameters, batch %d, %s)...\n", big.ID, big.Params, c.Train.BatchSize, prec)
-	pk, err := train.ProbePacking(c.Model.Config, c.Train.BatchSize, prec, cores, 3, 2)
+	pk, err := train.PackingFor(filepath.Join(dir, packingFile), big.Config, cores, log)
 	if err != nil {
 		return pk, fmt.Errorf("sweep %s: %w", dir, err)
 	}
-	b, err := json.MarshalIndent(pk, "", "  ")
-	if err != nil {
-		return pk, err
-	}
-	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
-		return pk, fmt.Errorf("sweep: %w", err)
-	}
-	logf("%s\n", pk)
 	return pk, nil
 }
 

@@ -1,9 +1,14 @@
 package train
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"sync"
 
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/model"
 )
 
@@ -78,4 +83,41 @@ func ProbePacking(c model.Config, batch int, precision string, cores, steps, rou
 		p.Jobs = cores
 	}
 	return p, nil
+}
+
+// PackingFor is the packing choice for runs of config c on cores cores: the record at path when it was
+// measured for this many cores, else a ProbePacking (3 timed steps, 2 rounds) on c's model, batch and
+// precision, recorded at path (atomically) so that a resumed sweep or plan keeps its choice. Both the
+// measurement and the choice are logged. A record that does not parse is an error naming the file.
+func PackingFor(path string, c Config, cores int, log io.Writer) (Packing, error) {
+	logf := func(format string, a ...any) {
+		if log != nil {
+			fmt.Fprintf(log, format, a...)
+		}
+	}
+	var pk Packing
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &pk); err != nil {
+			return pk, fmt.Errorf("packing record %s: %w (delete it to measure again)", path, err)
+		}
+		if pk.Cores == cores && pk.Jobs >= 1 {
+			logf("%s (recorded in %s)\n", pk, path)
+			return pk, nil
+		}
+	}
+	prec := cmp.Or(c.Train.Precision, "f32")
+	logf("packing probe: %d-parameter model, batch %d, %s...\n", c.Model.NumParams(), c.Train.BatchSize, prec)
+	pk, err := ProbePacking(c.Model.Config, c.Train.BatchSize, prec, cores, 3, 2)
+	if err != nil {
+		return pk, err
+	}
+	b, err := json.MarshalIndent(pk, "", "  ")
+	if err != nil {
+		return pk, err
+	}
+	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
+		return pk, fmt.Errorf("packing record: %w", err)
+	}
+	logf("%s\n", pk)
+	return pk, nil
 }
