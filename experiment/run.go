@@ -454,6 +454,9 @@ func runArms(ctx context.Context, runs []planRun, idx []int, out *Outcome, o *Op
 		go func() {
 			defer wg.Done()
 			for k := range work {
+				if ctx.Err() != nil { // stopped while this run waited for a worker: leave it unstarted
+					continue
+				}
 				rows[k], errs[k] = runArm(ctx, runs[idx[k]], idx[k], len(runs), out, o, threads)
 				if errs[k] != nil {
 					cancel(errs[k])
@@ -461,11 +464,13 @@ func runArms(ctx context.Context, runs []planRun, idx []int, out *Outcome, o *Op
 			}
 		}()
 	}
+dispatch:
 	for k := range idx {
-		if ctx.Err() != nil {
-			break
+		select {
+		case work <- k:
+		case <-ctx.Done():
+			break dispatch
 		}
-		work <- k
 	}
 	close(work)
 	wg.Wait()
