@@ -126,7 +126,7 @@ def main(studies):
                 if not any(r["d"] for r in f.values()):
                     continue
                 _, drows, dok = compare(name, f, b, "d")
-                table(f"γ = {g}: {name} (weights' diagnostics)", drows, ".4g")
+                table(f"γ = {g}: {name} (diagnostics.jsonl)", drows, ".4g")
                 if not one:
                     print(f"\nbf16 mean inside the f32 seed range at every diagnostics step: {'yes' if dok else 'NO'}")
             if one and g in spreads:
