@@ -16,6 +16,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/internal/workers"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/summary"
@@ -447,33 +448,14 @@ func runArms(ctx context.Context, runs []planRun, idx []int, out *Outcome, o *Op
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	errs := make([]error, len(idx))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range work {
-				if ctx.Err() != nil { // stopped while this run waited for a worker: leave it unstarted
-					continue
-				}
-				rows[k], errs[k] = runArm(ctx, runs[idx[k]], idx[k], len(runs), out, o, threads)
-				if errs[k] != nil {
-					cancel(errs[k])
-				}
-			}
-		}()
-	}
-dispatch:
-	for k := range idx {
-		select {
-		case work <- k:
-		case <-ctx.Done():
-			break dispatch
+	workers.Each(ctx, len(idx), jobs, func(k int) {
+		if ctx.Err() != nil { // stopped while this run waited for a worker: leave it unstarted
+			return
 		}
-	}
-	close(work)
-	wg.Wait()
+		if rows[k], errs[k] = runArm(ctx, runs[idx[k]], idx[k], len(runs), out, o, threads); errs[k] != nil {
+			cancel(errs[k])
+		}
+	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

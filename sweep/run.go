@@ -16,6 +16,7 @@ import (
 
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/internal/runlock"
+	"github.com/smallinit/smallinit/internal/workers"
 
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/train"
@@ -119,30 +120,10 @@ func Execute(ctx context.Context, g *Grid, dir string, o Options) ([]Report, err
 	logf("sweep %s: %d runs, running %d with %d in parallel, %d threads each\n", dir, len(p.Runs), len(sel), jobs, threads)
 
 	reports := make([]Report, len(sel))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				reports[i] = runOne(ctx, sel[i], dir, o, threads, logf)
-			}
-		}()
+	started := workers.Each(ctx, len(sel), jobs, func(i int) { reports[i] = runOne(ctx, sel[i], dir, o, threads, logf) })
+	for j := started; j < len(sel); j++ {
+		reports[j] = Report{Run: sel[j], Outcome: NotStarted}
 	}
-dispatch:
-	for i := range sel {
-		select {
-		case work <- i:
-		case <-ctx.Done():
-			for j := i; j < len(sel); j++ {
-				reports[j] = Report{Run: sel[j], Outcome: NotStarted}
-			}
-			break dispatch
-		}
-	}
-	close(work)
-	wg.Wait()
 	return reports, summarise(dir, reports)
 }
 

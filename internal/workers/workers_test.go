@@ -1,0 +1,45 @@
+package workers
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+)
+
+// TestEach: every index runs exactly once on at most jobs goroutines; a cancelled context stops the hand-out
+// and the count says how far it got.
+func TestEach(t *testing.T) {
+	for _, tc := range []struct{ n, jobs int }{{0, 2}, {1, 1}, {7, 2}, {5, 0}, {3, 8}} {
+		var seen [16]atomic.Int32
+		var running, peak atomic.Int32
+		got := Each(context.Background(), tc.n, tc.jobs, func(i int) {
+			r := running.Add(1)
+			for p := peak.Load(); r > p && !peak.CompareAndSwap(p, r); p = peak.Load() {
+			}
+			seen[i].Add(1)
+			running.Add(-1)
+		})
+		if got != tc.n {
+			t.Errorf("n %d jobs %d: handed out %d", tc.n, tc.jobs, got)
+		}
+		for i := range tc.n {
+			if seen[i].Load() != 1 {
+				t.Errorf("n %d jobs %d: index %d ran %d times", tc.n, tc.jobs, i, seen[i].Load())
+			}
+		}
+		if p := int(peak.Load()); p > max(1, tc.jobs) {
+			t.Errorf("n %d jobs %d: %d at once", tc.n, tc.jobs, p)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var ran atomic.Int32
+	got := Each(ctx, 10, 1, func(i int) {
+		ran.Add(1)
+		if i == 2 {
+			cancel()
+		}
+	})
+	if got < 3 || got > 4 || int(ran.Load()) != got {
+		t.Errorf("cancelled after index 2: handed out %d, ran %d", got, ran.Load())
+	}
+}
