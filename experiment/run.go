@@ -474,7 +474,8 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
-// PackingFile records, in OUT, the packing probe that chose the jobs of a plan's groups of arms.
+// PackingFile records, in OUT, the packing probe that chose the jobs of a plan's groups of arms (probed on a
+// group's first run; a group whose first run has another model size or precision measures again).
 const PackingFile = "packing.json"
 
 // TrainLogFile is a packed arm's training log, in its run directory.

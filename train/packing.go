@@ -26,6 +26,7 @@ type Packing struct {
 	Gain      float64 `json:"gain"`                     // Packed / One
 	Jobs      int     `json:"jobs"`                     // the choice: Cores when Gain ≥ PackingGainMin, else 1
 	Precision string  `json:"precision"`
+	Params    int64   `json:"n_params"` // parameters of the probed model
 }
 
 // String is the measurement and the choice in one line, for logs.
@@ -39,7 +40,7 @@ func (p Packing) String() string {
 // after one warm-up), medians of the rounds, so that both arrangements see the same machine. cores < 2 needs
 // no measurement and returns Jobs 1.
 func ProbePacking(c model.Config, batch int, precision string, cores, steps, rounds int) (Packing, error) {
-	p := Packing{Cores: cores, Jobs: 1, Precision: precision}
+	p := Packing{Cores: cores, Jobs: 1, Precision: precision, Params: c.NumParams()}
 	if cores < 2 {
 		return p, nil
 	}
@@ -86,7 +87,7 @@ func ProbePacking(c model.Config, batch int, precision string, cores, steps, rou
 }
 
 // PackingFor is the packing choice for runs of config c on cores cores: the record at path when it was
-// measured for this many cores, else a ProbePacking (3 timed steps, 2 rounds) on c's model, batch and
+// measured for this many cores, this model size and precision, else a ProbePacking (3 timed steps, 2 rounds) on c's model, batch and
 // precision, recorded at path (atomically) so that a resumed sweep or plan keeps its choice. Both the
 // measurement and the choice are logged. A record that does not parse is an error naming the file.
 func PackingFor(path string, c Config, cores int, log io.Writer) (Packing, error) {
@@ -96,16 +97,16 @@ func PackingFor(path string, c Config, cores int, log io.Writer) (Packing, error
 		}
 	}
 	var pk Packing
+	prec := cmp.Or(c.Train.Precision, "f32")
 	if b, err := os.ReadFile(path); err == nil {
 		if err := json.Unmarshal(b, &pk); err != nil {
 			return pk, fmt.Errorf("packing record %s: %w (delete it to measure again)", path, err)
 		}
-		if pk.Cores == cores && pk.Jobs >= 1 {
+		if pk.Cores == cores && pk.Jobs >= 1 && pk.Params == c.Model.NumParams() && pk.Precision == prec {
 			logf("%s (recorded in %s)\n", pk, path)
 			return pk, nil
 		}
 	}
-	prec := cmp.Or(c.Train.Precision, "f32")
 	logf("packing probe: %d-parameter model, batch %d, %s...\n", c.Model.NumParams(), c.Train.BatchSize, prec)
 	pk, err := ProbePacking(c.Model.Config, c.Train.BatchSize, prec, cores, 3, 2)
 	if err != nil {
