@@ -410,7 +410,8 @@ func runSweep(ctx context.Context, g *Group, runs []planRun, out *Outcome, o *Op
 }
 
 // runArms trains runs[idx...] of one group of arms: one at a time on all cores, or, with Options.Jobs > 1
-// (AutoJobs: as OUT/packing.json chooses, see train.PackingFor), that many at once with cores/jobs threads
+// (AutoJobs: as OUT/packing.json chooses, see train.PackingFor; probed on the group's first run, and again
+// for a group whose first run has another model size or precision), that many at once with cores/jobs threads
 // each, their training logs in each run's train.log and one line per run on Log. The rows come back in the
 // order of idx either way, so that the summary does not depend on the packing (and neither do the weights:
 // the kernels' results do not depend on the thread count).
@@ -419,7 +420,7 @@ func runArms(ctx context.Context, runs []planRun, idx []int, out *Outcome, o *Op
 	if jobs == sweep.AutoJobs {
 		jobs = 1
 		if !o.Task && len(idx) > 1 && runtime.NumCPU() > 1 {
-			pk, err := train.PackingFor(filepath.Join(o.Out, PackingFile), runs[idx[0]].cfg, runtime.NumCPU(), o.Log)
+			pk, err := train.PackingFor(filepath.Join(o.Out, train.PackingFile), runs[idx[0]].cfg, runtime.NumCPU(), o.Log)
 			if err != nil {
 				return nil, err
 			}
@@ -459,7 +460,7 @@ func runArms(ctx context.Context, runs []planRun, idx []int, out *Outcome, o *Op
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return rows, ctx.Err()
+	return rows, context.Cause(ctx)
 }
 
 // lockedWriter serialises the writes of packed runs to one log.
@@ -473,10 +474,6 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(b)
 }
-
-// PackingFile records, in OUT, the packing probe that chose the jobs of a plan's groups of arms (probed on a
-// group's first run; a group whose first run has another model size or precision measures again).
-const PackingFile = "packing.json"
 
 // TrainLogFile is a packed arm's training log, in its run directory.
 const TrainLogFile = "train.log"

@@ -12,6 +12,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/sweep"
+	"github.com/smallinit/smallinit/train"
 )
 
 func demoPlan(t *testing.T) *Plan {
@@ -141,7 +142,7 @@ func TestPackedArmsMatchSerial(t *testing.T) {
 	if _, err := Run(context.Background(), demoPlan(t), Options{Out: packed, Steps: 3, Windows: 8, Jobs: sweep.AutoJobs, Log: &log}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(packed, PackingFile)); err != nil || !strings.Contains(log.String(), "packing probe: 1 run") {
+	if _, err := os.Stat(filepath.Join(packed, train.PackingFile)); err != nil || !strings.Contains(log.String(), "packing probe: 1 run") {
 		t.Errorf("AutoJobs: %v; log:\n%s", err, log.String())
 	}
 }

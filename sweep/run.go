@@ -127,9 +127,6 @@ func Execute(ctx context.Context, g *Grid, dir string, o Options) ([]Report, err
 	return reports, summarise(dir, reports)
 }
 
-// packingFile is where Execute records its packing probe, so that a resumed sweep keeps its choice.
-const packingFile = "packing.json"
-
 // packing is Execute's AutoJobs choice (train.PackingFor, recorded in DIR/packing.json) for the selected
 // run with the most parameters: the one packing helps least and that needs the most memory.
 func packing(dir string, sel []Run, cores int, log io.Writer) (train.Packing, error) {
@@ -139,7 +136,7 @@ func packing(dir string, sel []Run, cores int, log io.Writer) (train.Packing, er
 			big = r
 		}
 	}
-	pk, err := train.PackingFor(filepath.Join(dir, packingFile), big.Config, cores, log)
+	pk, err := train.PackingFor(filepath.Join(dir, train.PackingFile), big.Config, cores, log)
 	if err != nil {
 		return pk, fmt.Errorf("sweep %s: %w", dir, err)
 	}

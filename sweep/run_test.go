@@ -162,7 +162,7 @@ func TestSweepAutoJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, packingFile))
+	b, err := os.ReadFile(filepath.Join(dir, train.PackingFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,10 +186,10 @@ func TestSweepAutoJobs(t *testing.T) {
 	if !strings.Contains(log.String(), "recorded in") {
 		t.Errorf("second call measured again:\n%s", log.String())
 	}
-	if err := os.WriteFile(filepath.Join(dir, packingFile), []byte("{"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, train.PackingFile), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Execute(context.Background(), g, dir, Options{Jobs: AutoJobs, Index: -1, Cores: 2}); err == nil || !strings.Contains(err.Error(), packingFile) {
+	if _, err := Execute(context.Background(), g, dir, Options{Jobs: AutoJobs, Index: -1, Cores: 2}); err == nil || !strings.Contains(err.Error(), train.PackingFile) {
 		t.Errorf("damaged packing.json: %v", err)
 	}
 }

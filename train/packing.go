@@ -3,12 +3,14 @@ package train
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"sync"
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 )
 
@@ -86,10 +88,14 @@ func ProbePacking(c model.Config, batch int, precision string, cores, steps, rou
 	return p, nil
 }
 
+// PackingFile is the name of the packing record in a sweep directory or a plan's output directory.
+const PackingFile = "packing.json"
+
 // PackingFor is the packing choice for runs of config c on cores cores: the record at path when it was
-// measured for this many cores, this model size and precision, else a ProbePacking (3 timed steps, 2 rounds) on c's model, batch and
-// precision, recorded at path (atomically) so that a resumed sweep or plan keeps its choice. Both the
-// measurement and the choice are logged. A record that does not parse is an error naming the file.
+// measured for this many cores, this model size and this precision, else a ProbePacking (3 timed steps, 2
+// rounds) on c's model, batch and precision, recorded at path (atomically) so that a resumed sweep or plan
+// keeps its choice. Both the measurement and the choice are logged. A record that cannot be read or parsed
+// is an error naming the file.
 func PackingFor(path string, c Config, cores int, log io.Writer) (Packing, error) {
 	logf := func(format string, a ...any) {
 		if log != nil {
@@ -98,7 +104,9 @@ func PackingFor(path string, c Config, cores int, log io.Writer) (Packing, error
 	}
 	var pk Packing
 	prec := cmp.Or(c.Train.Precision, "f32")
-	if b, err := os.ReadFile(path); err == nil {
+	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
+	switch {
+	case err == nil:
 		if err := json.Unmarshal(b, &pk); err != nil {
 			return pk, fmt.Errorf("packing record %s: %w (delete it to measure again)", path, err)
 		}
@@ -106,13 +114,15 @@ func PackingFor(path string, c Config, cores int, log io.Writer) (Packing, error
 			logf("%s (recorded in %s)\n", pk, path)
 			return pk, nil
 		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return pk, fmt.Errorf("packing record: %w", err)
 	}
 	logf("packing probe: %d-parameter model, batch %d, %s...\n", c.Model.NumParams(), c.Train.BatchSize, prec)
-	pk, err := ProbePacking(c.Model.Config, c.Train.BatchSize, prec, cores, 3, 2)
+	pk, err = ProbePacking(c.Model.Config, c.Train.BatchSize, prec, cores, 3, 2)
 	if err != nil {
 		return pk, err
 	}
-	b, err := json.MarshalIndent(pk, "", "  ")
+	b, err = json.MarshalIndent(pk, "", "  ")
 	if err != nil {
 		return pk, err
 	}
