@@ -59,34 +59,59 @@ func specialSlice(rng *rand.Rand, n int, withNaN bool) []float32 {
 	return s
 }
 
-// TestBF16ConvertMatchesTwin checks every implementation's converters
-// against the pure-Go ones bit for bit, on all lengths around the SIMD
-// blocks and on the special values.
-func TestBF16ConvertMatchesTwin(t *testing.T) {
+// TestBF16PackMatchesTwin checks every implementation's bf16 packers
+// against the pure-Go ones bit for bit: both layouts of each operand, depths
+// around the 16-pair blocks and KC, an odd k, ragged row and column counts,
+// offsets into the matrix, padded strides and the special values. The
+// destination starts as garbage, so every word of the panels must be written.
+func TestBF16PackMatchesTwin(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	for _, im := range available() {
-		for n := 0; n < 100; n++ {
-			src := specialSlice(rng, 2*n+1, true)
-			for _, odd := range []int{0, 1} {
-				s := src[:2*n+odd]
-				want := make([]uint32, n+odd)
-				got := make([]uint32, n+odd)
-				cvtPairsGeneric(want, s)
-				im.cvtPairs(got, s)
-				for j := range want {
-					if got[j] != want[j] {
-						t.Fatalf("%s cvtPairs len %d: word %d = %#08x, want %#08x", im.name, len(s), j, got[j], want[j])
-					}
+		g := &im.gemmBF16
+		for _, kf := range []int{1, 2, 31, 32, 33, 64, 65, 97, 512, 513, 545, 1100} {
+			k2 := (kf + 1) / 2
+			for _, pc := range []int{0, 5, bf16KC} {
+				if pc >= k2 {
+					continue
 				}
-			}
-			lo, hi := src[:n], src[n:2*n]
-			want := make([]uint32, n)
-			got := make([]uint32, n)
-			cvtInterleaveGeneric(want, lo, hi)
-			im.cvtInterleave(got, lo, hi)
-			for j := range want {
-				if got[j] != want[j] {
-					t.Fatalf("%s cvtInterleave len %d: word %d = %#08x, want %#08x", im.name, n, j, got[j], want[j])
+				for _, kc := range []int{min(bf16KC, k2-pc), min(7, k2-pc)} {
+					for _, rows := range []int{1, g.mr - 1, g.mr, g.nr + 1, 3*g.mr + 2} {
+						for _, trans := range []bool{false, true} {
+							const off, pad = 3, 5
+							// The operand as A (transA = trans) and as B (transB = !trans),
+							// so that both packers see both memory layouts.
+							ld, n := kf+pad, (off+rows)*(kf+pad)
+							if trans {
+								ld, n = off+rows+pad, kf*(off+rows+pad)
+							}
+							src := specialSlice(rng, n, true)
+							a := gemmArgs{transA: trans, transB: !trans, m: off + rows, n: off + rows, k: k2, kf: kf,
+								a: src, lda: ld, b: src, ldb: ld}
+							for _, tc := range []struct {
+								name       string
+								pack, twin packFunc
+								w          int
+							}{
+								{"packA", g.packA, packABF16Generic, g.mr},
+								{"packB", g.packB, packBBF16Generic, g.nr},
+							} {
+								size := ceilDiv(rows, tc.w) * tc.w * kc
+								want, got := make([]float32, size), make([]float32, size)
+								for i := range want {
+									want[i] = math.Float32frombits(0xDEADBEEF)
+									got[i] = want[i]
+								}
+								tc.twin(g, &a, want, off, rows, pc, kc)
+								tc.pack(g, &a, got, off, rows, pc, kc)
+								for i := range want {
+									if w, x := math.Float32bits(want[i]), math.Float32bits(got[i]); w != x {
+										t.Fatalf("%s %s kf=%d pc=%d kc=%d rows=%d k-across-rows=%v: word %d = %#08x, twin %#08x",
+											im.name, tc.name, kf, pc, kc, rows, trans, i, x, w)
+									}
+								}
+							}
+						}
+					}
 				}
 			}
 		}

@@ -21,6 +21,7 @@ type gemmArgs struct {
 	c              []float32
 	ldc            int
 	accumulate     bool
+	kf             int // a bf16 product's depth in values (k counts pairs; see gemmArgs.pairs); 0 otherwise
 }
 
 // gemmJob is the shared state of a parallel Pool.Gemm.
@@ -66,7 +67,7 @@ const maxSharedB = 1 << 20
 // grown to the problem size. It panics if a slice is too short for its
 // dimensions and stride.
 func (p *Pool) Gemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
-	args := gemmArgs{transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate}
+	args := gemmArgs{transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate, 0}
 	if args.trivial() {
 		return
 	}
@@ -131,7 +132,7 @@ func (p *Pool) GemmOn(w int, transA, transB bool, m, n, k int, a []float32, lda 
 	if w < 0 || w >= p.n {
 		panic("kernel.GemmOn: worker index out of range")
 	}
-	args := gemmArgs{transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate}
+	args := gemmArgs{transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate, 0}
 	if args.trivial() {
 		return
 	}

@@ -45,13 +45,10 @@ type impl struct {
 	swigluBack  func(dg, du, dact, g, u, sig []float32)
 	rmsNormBack func(dx, dy, x, g, dg []float32, rstd, invN float32)
 
-	// bf16 GEMM (bf16.go): the pair micro-kernel and blocking, the operand
-	// converters, and whether they are the AVX512_BF16 ones (bf16Native) or
-	// the pure-Go twin.
-	gemmBF16      gemmImpl
-	cvtPairs      func(dst []uint32, src []float32)
-	cvtInterleave func(dst []uint32, lo, hi []float32)
-	bf16Native    bool
+	// bf16 GEMM (bf16.go): the pair micro-kernel, packers and blocking, and
+	// whether they are the AVX512_BF16 ones (bf16Native) or the pure-Go twin.
+	gemmBF16   gemmImpl
+	bf16Native bool
 }
 
 // genericBF16Gemm is the pure-Go bf16 pair GEMM (the twin of the
@@ -59,7 +56,7 @@ type impl struct {
 var genericBF16Gemm = gemmImpl{
 	mr: 4, nr: 4,
 	mc: 128, kc: bf16KC, nc: 1024,
-	kern: gemmKernBF16Generic4x4, packA: packAGeneric, packB: packBGeneric,
+	kern: gemmKernBF16Generic4x4, packA: packABF16Generic, packB: packBBF16Generic,
 }
 
 // genericImpl is the pure-Go implementation, available everywhere.
@@ -82,9 +79,7 @@ var genericImpl = &impl{
 	swigluBack:  swigluBackGeneric,
 	rmsNormBack: rmsNormBackGeneric,
 
-	gemmBF16:      genericBF16Gemm,
-	cvtPairs:      cvtPairsGeneric,
-	cvtInterleave: cvtInterleaveGeneric,
+	gemmBF16: genericBF16Gemm,
 }
 
 // active is the implementation used by the exported functions and new pools.

@@ -41,27 +41,23 @@ var avx512Impl = &impl{
 	swigluBack:  swigluBackAVX512,
 	rmsNormBack: rmsNormBackAVX512,
 
-	gemmBF16:      genericBF16Gemm,
-	cvtPairs:      cvtPairsGeneric,
-	cvtInterleave: cvtInterleaveGeneric,
+	gemmBF16: genericBF16Gemm,
 }
 
 // avx512BF16Impl is avx512Impl plus the AVX512_BF16 GEMM: the 14×32 pair
 // kernel (VDPBF16PS with an embedded-broadcast A pair; the float32 kernel's
 // register plan, each instruction doing 32 multiply-adds instead of 16) and
-// VCVTNE2PS2BF16 converters. Blocking: KC = 256 pairs keeps the B
-// micro-panel at 32 KiB, as in the float32 kernel; A is always packed (no
-// in-place variant).
+// the float32 packers' bf16 twins, which convert with VCVTNE2PS2BF16 as they
+// pack. Blocking: KC = 256 pairs keeps the B micro-panel at 32 KiB, as in the
+// float32 kernel; A is always packed (no in-place variant).
 var avx512BF16Impl = func() *impl {
 	c := *avx512Impl
 	c.gemmBF16 = gemmImpl{
 		mr: 14, nr: 32,
 		mc: 448, kc: bf16KC, nc: 2048,
 		kern:  gemmKernBF16AVX512Wrapper,
-		packA: packAAVX512, packB: packBAVX512,
+		packA: packABF16AVX512, packB: packBBF16AVX512,
 	}
-	c.cvtPairs = cvtPairsBF16
-	c.cvtInterleave = cvtInterleaveBF16
 	c.bf16Native = true
 	return &c
 }()
@@ -72,23 +68,87 @@ func gemmKernBF16AVX512Wrapper(k int, a, b, c *float32, ldc int, accum int) {
 	gemmKernBF16AVX512_14x32(k, (*uint32)(unsafe.Pointer(a)), (*uint32)(unsafe.Pointer(b)), c, ldc, accum)
 }
 
-// cvtPairsBF16 is cvtPairsGeneric with VCVTNE2PS2BF16 on whole 32-value blocks.
-func cvtPairsBF16(dst []uint32, src []float32) {
-	n := len(src) &^ 31
-	cvtPairsBF16AVX512(dst[:n/2], src[:n])
-	cvtPairsGeneric(dst[n/2:], src[n:])
-}
-
-// cvtInterleaveBF16 is cvtInterleaveGeneric with VCVTNE2PS2BF16 and VPERMW
-// on whole 16-value blocks.
-func cvtInterleaveBF16(dst []uint32, lo, hi []float32) {
-	if hi == nil {
-		cvtInterleaveGeneric(dst, lo, nil)
+// packABF16AVX512 is packABF16Generic with the AVX-512 bf16 packers: the
+// pairs with both values inside k go through the assembly (16×16 transposes
+// for row-major A, interleaved row copies for transposed A); the last pair
+// of an odd k and the steps past the last 16-pair block, through the twin.
+func packABF16AVX512(im *gemmImpl, a *gemmArgs, dst []float32, ic, mc, pc, kc int) {
+	mr := im.mr
+	d, kr := u32View(dst), a.kf-2*pc
+	full := min(kc, kr/2) // pairs with both values inside k
+	if a.transA {
+		src := a.a[2*pc*a.lda+ic:]
+		panels := ceilDiv(mc, mr)
+		last := mc - (panels-1)*mr
+		if full > 0 {
+			copyPackBF16AVX512(&src[0], a.lda, full, panels, &d[0], mr, kc*mr, 1<<mr-1, 1<<last-1)
+		}
+		if full < kc {
+			pairCopy(src[2*full*a.lda:], a.lda, kr-2*full, kc-full, mc, d[full*mr:], mr, kc*mr)
+		}
 		return
 	}
-	n := len(lo) &^ 15
-	cvtInterleaveBF16AVX512(dst[:n], lo[:n], hi[:n])
-	cvtInterleaveGeneric(dst[n:], lo[n:], hi[n:len(lo)])
+	nblk := full / 16
+	for q0 := 0; q0 < mc; q0 += mr {
+		rows := min(mr, mc-q0)
+		pd := d[q0*kc : q0*kc+mr*kc]
+		i0 := ic + q0
+		if nblk > 0 {
+			var ptrs [16]*float32
+			for r := range ptrs {
+				if r < rows {
+					ptrs[r] = &a.a[(i0+r)*a.lda+2*pc]
+				} else {
+					ptrs[r] = &zeroRow[0]
+				}
+			}
+			transPackBF16AVX512(&ptrs, nblk, &pd[0], mr, 1<<mr-1)
+		}
+		if s0 := 16 * nblk; s0 < kc {
+			pairGather(a.a[i0*a.lda+2*(pc+s0):], a.lda, kr-2*s0, kc-s0, rows, pd[s0*mr:], mr, kc*mr)
+		}
+	}
+}
+
+// packBBF16AVX512 is packBBF16Generic with the AVX-512 bf16 packers (NR = 32).
+func packBBF16AVX512(im *gemmImpl, a *gemmArgs, dst []float32, j0, nc, pc, kc int) {
+	const nr = 32
+	d, kr := u32View(dst), a.kf-2*pc
+	full := min(kc, kr/2)
+	if !a.transB {
+		src := a.b[2*pc*a.ldb+j0:]
+		panels := ceilDiv(nc, nr)
+		last := nc - (panels-1)*nr
+		if full > 0 {
+			copyPackBF16AVX512(&src[0], a.ldb, full, panels, &d[0], nr, kc*nr, 1<<nr-1, 1<<last-1)
+		}
+		if full < kc {
+			pairCopy(src[2*full*a.ldb:], a.ldb, kr-2*full, kc-full, nc, d[full*nr:], nr, kc*nr)
+		}
+		return
+	}
+	nblk := full / 16
+	for q0 := 0; q0 < nc; q0 += nr {
+		cols := min(nr, nc-q0)
+		pd := d[q0*kc : q0*kc+nr*kc]
+		j := j0 + q0
+		if nblk > 0 {
+			for h := 0; h < nr; h += 16 {
+				var ptrs [16]*float32
+				for r := range ptrs {
+					if h+r < cols {
+						ptrs[r] = &a.b[(j+h+r)*a.ldb+2*pc]
+					} else {
+						ptrs[r] = &zeroRow[0]
+					}
+				}
+				transPackBF16AVX512(&ptrs, nblk, &pd[h], nr, 0xFFFF)
+			}
+		}
+		if s0 := 16 * nblk; s0 < kc {
+			pairGather(a.b[j*a.ldb+2*(pc+s0):], a.ldb, kr-2*s0, kc-s0, cols, pd[s0*nr:], nr, kc*nr)
+		}
+	}
 }
 
 // avx2Impl uses a 6×16 ymm micro-kernel (12 accumulators, Haswell..Zen 3).
@@ -112,9 +172,7 @@ var avx2Impl = &impl{
 	swigluBack:  swigluBackGeneric,
 	rmsNormBack: rmsNormBackGeneric,
 
-	gemmBF16:      genericBF16Gemm,
-	cvtPairs:      cvtPairsGeneric,
-	cvtInterleave: cvtInterleaveGeneric,
+	gemmBF16: genericBF16Gemm,
 }
 
 // expAVX2Tail runs expAVX2 on the multiple-of-8 prefix and the rest through
@@ -146,7 +204,7 @@ func available() []*impl {
 }
 
 // zeroRow is the source of the missing rows of edge panels in the
-// transposing packer; it must be at least KC long.
+// transposing packers; it must be at least KC long (2·KC for bf16 pairs).
 var zeroRow [1024]float32
 
 // packAAVX512 is packAGeneric with the AVX-512 packers: 16×16 register

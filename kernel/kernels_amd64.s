@@ -2547,103 +2547,459 @@ storeset:
 	VZEROUPPER
 	RET
 
-// func cvtPairsBF16AVX512(dst []uint32, src []float32)
-// Requires: AVX, AVX512F
-TEXT ·cvtPairsBF16AVX512(SB), NOSPLIT, $0-48
-	MOVQ dst_base+0(FP), DI
-	MOVQ src_base+24(FP), SI
-	MOVQ src_len+32(FP), CX
-	SHRQ $0x05, CX
-	JZ   done
+// func transPackBF16AVX512(rows *[16]*float32, nblk int, dst *uint32, dstStride int, mask int)
+// Requires: AVX, AVX512F, MMX+
+TEXT ·transPackBF16AVX512(SB), NOSPLIT, $0-40
+	MOVQ  rows+0(FP), SI
+	MOVQ  nblk+8(FP), CX
+	MOVQ  dst+16(FP), DI
+	MOVQ  dstStride+24(FP), DX
+	MOVQ  mask+32(FP), AX
+	KMOVW AX, K1
+	SHLQ  $0x02, DX
+	XORQ  R8, R8
+	TESTQ CX, CX
+	JZ    done
 
-loop:
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
+block:
+	MOVQ       (SI), R9
+	VMOVUPS    (R9)(R8*1), Z16
+	VMOVUPS    64(R9)(R8*1), Z17
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
 
-	// VCVTNE2PS2BF16 zmm2, zmm1, zmm0
-	BYTE    $0x62
-	BYTE    $0xf2
-	BYTE    $0x77
-	BYTE    $0x48
-	BYTE    $0x72
-	BYTE    $0xd0
-	VMOVUPS Z2, (DI)
-	ADDQ    $0x80, SI
-	ADDQ    $0x40, DI
-	DECQ    CX
-	JNZ     loop
+	// VCVTNE2PS2BF16 zmm0, zmm17, zmm16
+	BYTE       $0x62
+	BYTE       $0xb2
+	BYTE       $0x77
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xc0
+	MOVQ       8(SI), R9
+	VMOVUPS    (R9)(R8*1), Z18
+	VMOVUPS    64(R9)(R8*1), Z19
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm1, zmm19, zmm18
+	BYTE       $0x62
+	BYTE       $0xb2
+	BYTE       $0x67
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xca
+	MOVQ       16(SI), R9
+	VMOVUPS    (R9)(R8*1), Z20
+	VMOVUPS    64(R9)(R8*1), Z21
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm2, zmm21, zmm20
+	BYTE       $0x62
+	BYTE       $0xb2
+	BYTE       $0x57
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xd4
+	MOVQ       24(SI), R9
+	VMOVUPS    (R9)(R8*1), Z22
+	VMOVUPS    64(R9)(R8*1), Z23
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm3, zmm23, zmm22
+	BYTE       $0x62
+	BYTE       $0xb2
+	BYTE       $0x47
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xde
+	MOVQ       32(SI), R9
+	VMOVUPS    (R9)(R8*1), Z24
+	VMOVUPS    64(R9)(R8*1), Z25
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm4, zmm25, zmm24
+	BYTE       $0x62
+	BYTE       $0x92
+	BYTE       $0x37
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xe0
+	MOVQ       40(SI), R9
+	VMOVUPS    (R9)(R8*1), Z26
+	VMOVUPS    64(R9)(R8*1), Z27
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm5, zmm27, zmm26
+	BYTE       $0x62
+	BYTE       $0x92
+	BYTE       $0x27
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xea
+	MOVQ       48(SI), R9
+	VMOVUPS    (R9)(R8*1), Z28
+	VMOVUPS    64(R9)(R8*1), Z29
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm6, zmm29, zmm28
+	BYTE       $0x62
+	BYTE       $0x92
+	BYTE       $0x17
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xf4
+	MOVQ       56(SI), R9
+	VMOVUPS    (R9)(R8*1), Z30
+	VMOVUPS    64(R9)(R8*1), Z31
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm7, zmm31, zmm30
+	BYTE       $0x62
+	BYTE       $0x92
+	BYTE       $0x07
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xfe
+	MOVQ       64(SI), R9
+	VMOVUPS    (R9)(R8*1), Z16
+	VMOVUPS    64(R9)(R8*1), Z17
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm8, zmm17, zmm16
+	BYTE       $0x62
+	BYTE       $0x32
+	BYTE       $0x77
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xc0
+	MOVQ       72(SI), R9
+	VMOVUPS    (R9)(R8*1), Z18
+	VMOVUPS    64(R9)(R8*1), Z19
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm9, zmm19, zmm18
+	BYTE       $0x62
+	BYTE       $0x32
+	BYTE       $0x67
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xca
+	MOVQ       80(SI), R9
+	VMOVUPS    (R9)(R8*1), Z20
+	VMOVUPS    64(R9)(R8*1), Z21
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm10, zmm21, zmm20
+	BYTE       $0x62
+	BYTE       $0x32
+	BYTE       $0x57
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xd4
+	MOVQ       88(SI), R9
+	VMOVUPS    (R9)(R8*1), Z22
+	VMOVUPS    64(R9)(R8*1), Z23
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm11, zmm23, zmm22
+	BYTE       $0x62
+	BYTE       $0x32
+	BYTE       $0x47
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xde
+	MOVQ       96(SI), R9
+	VMOVUPS    (R9)(R8*1), Z24
+	VMOVUPS    64(R9)(R8*1), Z25
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm12, zmm25, zmm24
+	BYTE       $0x62
+	BYTE       $0x12
+	BYTE       $0x37
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xe0
+	MOVQ       104(SI), R9
+	VMOVUPS    (R9)(R8*1), Z26
+	VMOVUPS    64(R9)(R8*1), Z27
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm13, zmm27, zmm26
+	BYTE       $0x62
+	BYTE       $0x12
+	BYTE       $0x27
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xea
+	MOVQ       112(SI), R9
+	VMOVUPS    (R9)(R8*1), Z28
+	VMOVUPS    64(R9)(R8*1), Z29
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm14, zmm29, zmm28
+	BYTE       $0x62
+	BYTE       $0x12
+	BYTE       $0x17
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xf4
+	MOVQ       120(SI), R9
+	VMOVUPS    (R9)(R8*1), Z30
+	VMOVUPS    64(R9)(R8*1), Z31
+	PREFETCHT0 512(R9)(R8*1)
+	PREFETCHT0 576(R9)(R8*1)
+
+	// VCVTNE2PS2BF16 zmm15, zmm31, zmm30
+	BYTE       $0x62
+	BYTE       $0x12
+	BYTE       $0x07
+	BYTE       $0x40
+	BYTE       $0x72
+	BYTE       $0xfe
+	VUNPCKLPS  Z1, Z0, Z16
+	VUNPCKHPS  Z1, Z0, Z17
+	VUNPCKLPS  Z3, Z2, Z18
+	VUNPCKHPS  Z3, Z2, Z19
+	VUNPCKLPS  Z5, Z4, Z20
+	VUNPCKHPS  Z5, Z4, Z21
+	VUNPCKLPS  Z7, Z6, Z22
+	VUNPCKHPS  Z7, Z6, Z23
+	VUNPCKLPS  Z9, Z8, Z24
+	VUNPCKHPS  Z9, Z8, Z25
+	VUNPCKLPS  Z11, Z10, Z26
+	VUNPCKHPS  Z11, Z10, Z27
+	VUNPCKLPS  Z13, Z12, Z28
+	VUNPCKHPS  Z13, Z12, Z29
+	VUNPCKLPS  Z15, Z14, Z30
+	VUNPCKHPS  Z15, Z14, Z31
+	VSHUFPS    $0x44, Z18, Z16, Z0
+	VSHUFPS    $0xee, Z18, Z16, Z1
+	VSHUFPS    $0x44, Z19, Z17, Z2
+	VSHUFPS    $0xee, Z19, Z17, Z3
+	VSHUFPS    $0x44, Z22, Z20, Z4
+	VSHUFPS    $0xee, Z22, Z20, Z5
+	VSHUFPS    $0x44, Z23, Z21, Z6
+	VSHUFPS    $0xee, Z23, Z21, Z7
+	VSHUFPS    $0x44, Z26, Z24, Z8
+	VSHUFPS    $0xee, Z26, Z24, Z9
+	VSHUFPS    $0x44, Z27, Z25, Z10
+	VSHUFPS    $0xee, Z27, Z25, Z11
+	VSHUFPS    $0x44, Z30, Z28, Z12
+	VSHUFPS    $0xee, Z30, Z28, Z13
+	VSHUFPS    $0x44, Z31, Z29, Z14
+	VSHUFPS    $0xee, Z31, Z29, Z15
+	VSHUFF32X4 $0x88, Z4, Z0, Z16
+	VSHUFF32X4 $0xdd, Z4, Z0, Z17
+	VSHUFF32X4 $0x88, Z5, Z1, Z18
+	VSHUFF32X4 $0xdd, Z5, Z1, Z19
+	VSHUFF32X4 $0x88, Z6, Z2, Z20
+	VSHUFF32X4 $0xdd, Z6, Z2, Z21
+	VSHUFF32X4 $0x88, Z7, Z3, Z22
+	VSHUFF32X4 $0xdd, Z7, Z3, Z23
+	VSHUFF32X4 $0x88, Z12, Z8, Z24
+	VSHUFF32X4 $0xdd, Z12, Z8, Z25
+	VSHUFF32X4 $0x88, Z13, Z9, Z26
+	VSHUFF32X4 $0xdd, Z13, Z9, Z27
+	VSHUFF32X4 $0x88, Z14, Z10, Z28
+	VSHUFF32X4 $0xdd, Z14, Z10, Z29
+	VSHUFF32X4 $0x88, Z15, Z11, Z30
+	VSHUFF32X4 $0xdd, Z15, Z11, Z31
+	VSHUFF32X4 $0x88, Z24, Z16, Z0
+	VSHUFF32X4 $0xdd, Z24, Z16, Z4
+	VSHUFF32X4 $0x88, Z25, Z17, Z8
+	VSHUFF32X4 $0xdd, Z25, Z17, Z12
+	VSHUFF32X4 $0x88, Z26, Z18, Z1
+	VSHUFF32X4 $0xdd, Z26, Z18, Z5
+	VSHUFF32X4 $0x88, Z27, Z19, Z9
+	VSHUFF32X4 $0xdd, Z27, Z19, Z13
+	VSHUFF32X4 $0x88, Z28, Z20, Z2
+	VSHUFF32X4 $0xdd, Z28, Z20, Z6
+	VSHUFF32X4 $0x88, Z29, Z21, Z10
+	VSHUFF32X4 $0xdd, Z29, Z21, Z14
+	VSHUFF32X4 $0x88, Z30, Z22, Z3
+	VSHUFF32X4 $0xdd, Z30, Z22, Z7
+	VSHUFF32X4 $0x88, Z31, Z23, Z11
+	VSHUFF32X4 $0xdd, Z31, Z23, Z15
+	VMOVUPS    Z0, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z1, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z2, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z3, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z8, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z9, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z10, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z11, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z4, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z5, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z6, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z7, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z12, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z13, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z14, K1, (DI)
+	ADDQ       DX, DI
+	VMOVUPS    Z15, K1, (DI)
+	ADDQ       DX, DI
+	ADDQ       $0x80, R8
+	DECQ       CX
+	JNZ        block
 
 done:
 	VZEROUPPER
 	RET
 
-// func cvtInterleaveBF16AVX512(dst []uint32, lo []float32, hi []float32)
-// Requires: AVX, AVX512BW, AVX512F
-TEXT ·cvtInterleaveBF16AVX512(SB), NOSPLIT, $0-72
-	MOVQ      dst_base+0(FP), DI
-	MOVQ      lo_base+24(FP), SI
-	MOVQ      hi_base+48(FP), DX
-	MOVQ      lo_len+32(FP), CX
-	SHRQ      $0x04, CX
-	JZ        done
-	VMOVDQU16 bf16interleave<>+0(SB), Z3
+// func copyPackBF16AVX512(src *float32, lds int, kc int, panels int, dst *uint32, w int, pstride int, fullMask int, lastMask int)
+// Requires: AVX, AVX512BW, AVX512F, CMOV
+TEXT ·copyPackBF16AVX512(SB), NOSPLIT, $0-72
+	MOVQ      src+0(FP), SI
+	MOVQ      lds+8(FP), BX
+	MOVQ      kc+16(FP), CX
+	MOVQ      dst+32(FP), DI
+	MOVQ      w+40(FP), R9
+	MOVQ      pstride+48(FP), R8
+	MOVQ      fullMask+56(FP), AX
+	KMOVW     AX, K3
+	SHRQ      $0x10, AX
+	KMOVW     AX, K4
+	MOVQ      lastMask+64(FP), AX
+	KMOVW     AX, K5
+	SHRQ      $0x10, AX
+	KMOVW     AX, K6
+	VMOVDQU16 bf16pairs<>+0(SB), Z6
+	SHLQ      $0x02, BX
+	SHLQ      $0x02, R9
+	SHLQ      $0x02, R8
 
-loop:
-	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z1
+group:
+	TESTQ   CX, CX
+	JZ      done
+	MOVQ    $0x00000004, R10
+	CMPQ    CX, R10
+	CMOVQLT CX, R10
+	MOVQ    SI, R12
+	MOVQ    DI, R13
+	MOVQ    panels+24(FP), R11
+	KMOVW   K3, K1
+	KMOVW   K4, K2
 
-	// VCVTNE2PS2BF16 zmm2, zmm1, zmm0
+panel:
+	CMPQ  R11, $0x01
+	JNE   rows
+	KMOVW K5, K1
+	KMOVW K6, K2
+
+rows:
+	MOVQ R12, AX
+	MOVQ R13, R14
+	MOVQ R10, DX
+
+row:
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z 64(AX), K2, Z1
+	VMOVUPS.Z (AX)(BX*1), K1, Z2
+	VMOVUPS.Z 64(AX)(BX*1), K2, Z3
+
+	// VCVTNE2PS2BF16 zmm4, zmm2, zmm0
+	BYTE $0x62
+	BYTE $0xf2
+	BYTE $0x6f
+	BYTE $0x48
+	BYTE $0x72
+	BYTE $0xe0
+
+	// VCVTNE2PS2BF16 zmm5, zmm3, zmm1
 	BYTE    $0x62
 	BYTE    $0xf2
-	BYTE    $0x77
+	BYTE    $0x67
 	BYTE    $0x48
 	BYTE    $0x72
-	BYTE    $0xd0
-	VPERMW  Z2, Z3, Z2
-	VMOVUPS Z2, (DI)
-	ADDQ    $0x40, SI
-	ADDQ    $0x40, DX
-	ADDQ    $0x40, DI
-	DECQ    CX
-	JNZ     loop
+	BYTE    $0xe9
+	VPERMW  Z4, Z6, Z4
+	VPERMW  Z5, Z6, Z5
+	VMOVUPS Z4, K3, (R14)
+	VMOVUPS Z5, K4, 64(R14)
+	ADDQ    BX, AX
+	ADDQ    BX, AX
+	ADDQ    R9, R14
+	DECQ    DX
+	JNZ     row
+	ADDQ    R9, R12
+	ADDQ    R8, R13
+	DECQ    R11
+	JNZ     panel
+	MOVQ    R10, AX
+	IMULQ   BX, AX
+	ADDQ    AX, SI
+	ADDQ    AX, SI
+	MOVQ    R10, AX
+	IMULQ   R9, AX
+	ADDQ    AX, DI
+	SUBQ    R10, CX
+	JMP     group
 
 done:
 	VZEROUPPER
 	RET
 
-DATA bf16interleave<>+0(SB)/2, $0x0000
-DATA bf16interleave<>+2(SB)/2, $0x0010
-DATA bf16interleave<>+4(SB)/2, $0x0001
-DATA bf16interleave<>+6(SB)/2, $0x0011
-DATA bf16interleave<>+8(SB)/2, $0x0002
-DATA bf16interleave<>+10(SB)/2, $0x0012
-DATA bf16interleave<>+12(SB)/2, $0x0003
-DATA bf16interleave<>+14(SB)/2, $0x0013
-DATA bf16interleave<>+16(SB)/2, $0x0004
-DATA bf16interleave<>+18(SB)/2, $0x0014
-DATA bf16interleave<>+20(SB)/2, $0x0005
-DATA bf16interleave<>+22(SB)/2, $0x0015
-DATA bf16interleave<>+24(SB)/2, $0x0006
-DATA bf16interleave<>+26(SB)/2, $0x0016
-DATA bf16interleave<>+28(SB)/2, $0x0007
-DATA bf16interleave<>+30(SB)/2, $0x0017
-DATA bf16interleave<>+32(SB)/2, $0x0008
-DATA bf16interleave<>+34(SB)/2, $0x0018
-DATA bf16interleave<>+36(SB)/2, $0x0009
-DATA bf16interleave<>+38(SB)/2, $0x0019
-DATA bf16interleave<>+40(SB)/2, $0x000a
-DATA bf16interleave<>+42(SB)/2, $0x001a
-DATA bf16interleave<>+44(SB)/2, $0x000b
-DATA bf16interleave<>+46(SB)/2, $0x001b
-DATA bf16interleave<>+48(SB)/2, $0x000c
-DATA bf16interleave<>+50(SB)/2, $0x001c
-DATA bf16interleave<>+52(SB)/2, $0x000d
-DATA bf16interleave<>+54(SB)/2, $0x001d
-DATA bf16interleave<>+56(SB)/2, $0x000e
-DATA bf16interleave<>+58(SB)/2, $0x001e
-DATA bf16interleave<>+60(SB)/2, $0x000f
-DATA bf16interleave<>+62(SB)/2, $0x001f
-GLOBL bf16interleave<>(SB), RODATA|NOPTR, $64
+DATA bf16pairs<>+0(SB)/2, $0x0000
+DATA bf16pairs<>+2(SB)/2, $0x0010
+DATA bf16pairs<>+4(SB)/2, $0x0001
+DATA bf16pairs<>+6(SB)/2, $0x0011
+DATA bf16pairs<>+8(SB)/2, $0x0002
+DATA bf16pairs<>+10(SB)/2, $0x0012
+DATA bf16pairs<>+12(SB)/2, $0x0003
+DATA bf16pairs<>+14(SB)/2, $0x0013
+DATA bf16pairs<>+16(SB)/2, $0x0004
+DATA bf16pairs<>+18(SB)/2, $0x0014
+DATA bf16pairs<>+20(SB)/2, $0x0005
+DATA bf16pairs<>+22(SB)/2, $0x0015
+DATA bf16pairs<>+24(SB)/2, $0x0006
+DATA bf16pairs<>+26(SB)/2, $0x0016
+DATA bf16pairs<>+28(SB)/2, $0x0007
+DATA bf16pairs<>+30(SB)/2, $0x0017
+DATA bf16pairs<>+32(SB)/2, $0x0008
+DATA bf16pairs<>+34(SB)/2, $0x0018
+DATA bf16pairs<>+36(SB)/2, $0x0009
+DATA bf16pairs<>+38(SB)/2, $0x0019
+DATA bf16pairs<>+40(SB)/2, $0x000a
+DATA bf16pairs<>+42(SB)/2, $0x001a
+DATA bf16pairs<>+44(SB)/2, $0x000b
+DATA bf16pairs<>+46(SB)/2, $0x001b
+DATA bf16pairs<>+48(SB)/2, $0x000c
+DATA bf16pairs<>+50(SB)/2, $0x001c
+DATA bf16pairs<>+52(SB)/2, $0x000d
+DATA bf16pairs<>+54(SB)/2, $0x001d
+DATA bf16pairs<>+56(SB)/2, $0x000e
+DATA bf16pairs<>+58(SB)/2, $0x001e
+DATA bf16pairs<>+60(SB)/2, $0x000f
+DATA bf16pairs<>+62(SB)/2, $0x001f
+GLOBL bf16pairs<>(SB), RODATA|NOPTR, $64
 
 // func dotAVX512(x []float32, y []float32) float32
 // Requires: AVX, AVX512F, SSE

@@ -30,17 +30,18 @@ func gemmKernAVX2_6x16(k int, a *float32, b *float32, c *float32, ldc int, accum
 //go:noescape
 func gemmKernBF16AVX512_14x32(k int, a *uint32, b *uint32, c *float32, ldc int, accum int)
 
-// cvtPairsBF16AVX512 sets dst[j] = bf16(src[2j]) | bf16(src[2j+1])<<16 (VCVTNE2PS2BF16, round to
-// nearest even) for j < len(src)/32·16; the Go wrapper converts the rest.
+// transPackBF16AVX512 sets dst[s*dstStride+r] = bf16(rows[r][2s]) | bf16(rows[r][2s+1])<<16
+// (VCVTNE2PS2BF16, round to nearest even) for s < 16·nblk and the lanes r of mask.
 //
 //go:noescape
-func cvtPairsBF16AVX512(dst []uint32, src []float32)
+func transPackBF16AVX512(rows *[16]*float32, nblk int, dst *uint32, dstStride int, mask int)
 
-// cvtInterleaveBF16AVX512 sets dst[j] = bf16(lo[j]) | bf16(hi[j])<<16 (VCVTNE2PS2BF16 and a
-// VPERMW interleave) for j < len(lo)/16·16; the Go wrapper converts the rest.
+// copyPackBF16AVX512 sets dst[q*pstride + s*w + c] = bf16(src[2s*lds + q*w + c]) | bf16(src[(2s+1)*lds + q*w + c])<<16
+// for s < kc, q < panels, c < w (w <= 32). fullMask is (1<<w)-1; in the last panel only the lanes of
+// lastMask are read, the others are set to 0.
 //
 //go:noescape
-func cvtInterleaveBF16AVX512(dst []uint32, lo []float32, hi []float32)
+func copyPackBF16AVX512(src *float32, lds int, kc int, panels int, dst *uint32, w int, pstride int, fullMask int, lastMask int)
 
 // dotAVX512 returns Σ x[i]·y[i] over len(x) elements (len(y) >= len(x)).
 //

@@ -34,21 +34,16 @@ type Pool struct {
 	g      gemmJob
 	gemmFn func(w int)
 
-	// Current parallel GemmBF16 operand conversion.
-	cvt   [2]bf16Operand
-	cvtFn func(worker, lo, hi int)
-
 	scratch []scratch
 }
 
 // scratch is one worker's packing memory, grown on demand and then reused.
 type scratch struct {
-	a    []float32   // packed A block, MC×KC in MR-row panels
-	b    []float32   // packed B block for GemmOn, KC×NC in NR-column panels
-	tile []float32   // MR×NR result of an edge tile
-	args gemmArgs    // operands of the worker's current GemmOn
-	bf   bf16Buffers // bf16 pair copies of GemmBF16's operands
-	_    [64]byte    // keep workers' headers on separate cache lines
+	a    []float32 // packed A block, MC×KC in MR-row panels
+	b    []float32 // packed B block for GemmOn, KC×NC in NR-column panels
+	tile []float32 // MR×NR result of an edge tile
+	args gemmArgs  // operands of the worker's current GemmOn
+	_    [64]byte  // keep workers' headers on separate cache lines
 }
 
 // MaxWorkers is the most workers a pool takes: far above any machine this runs on, far below what would
@@ -75,7 +70,6 @@ func newPoolImpl(workers int, im *impl) *Pool {
 	}
 	p.forFn = p.forWorker
 	p.gemmFn = p.gemmWorker
-	p.cvtFn = p.convertRange
 	for w := 1; w < workers; w++ {
 		p.wake[w] = make(chan struct{}, 1)
 		go p.helper(w)

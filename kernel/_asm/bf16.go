@@ -209,64 +209,131 @@ func gemmBF16AVX512() {
 	RET()
 }
 
-// cvtPairsBF16AVX512 emits the pairing converter for operands whose k runs
-// along memory: dst[j] = bf16(src[2j]) | bf16(src[2j+1])<<16.
-func cvtPairsBF16AVX512() {
-	TEXT("cvtPairsBF16AVX512", NOSPLIT, "func(dst []uint32, src []float32)")
+// transPackBF16AVX512 emits the pairing packer for operands whose k runs
+// along memory (row-major op(A), transposed B): the float32 transposing
+// packer (transPackAVX512) with each row's 32 floats converted to 16 bf16
+// pairs on load, so that a block of 16 pairs × 16 rows becomes 16 steps of
+// 16 dwords. Converting inside the packer saves the separate conversion pass
+// over the operand (and its writes).
+func transPackBF16AVX512() {
+	TEXT("transPackBF16AVX512", NOSPLIT, "func(rows *[16]*float32, nblk int, dst *uint32, dstStride int, mask int)")
 	Pragma("noescape")
-	Doc("cvtPairsBF16AVX512 sets dst[j] = bf16(src[2j]) | bf16(src[2j+1])<<16 (VCVTNE2PS2BF16, round to",
-		"nearest even) for j < len(src)/32·16; the Go wrapper converts the rest.")
-	d, s, n := RDI, RSI, RCX
-	Load(Param("dst").Base(), d)
-	Load(Param("src").Base(), s)
-	Load(Param("src").Len(), n)
-	SHRQ(U8(5), n)
+	Doc("transPackBF16AVX512 sets dst[s*dstStride+r] = bf16(rows[r][2s]) | bf16(rows[r][2s+1])<<16",
+		"(VCVTNE2PS2BF16, round to nearest even) for s < 16·nblk and the lanes r of mask.")
+	rows, nblk, dst, stride, off, p := RSI, RCX, RDI, RDX, R8, R9
+	Load(Param("rows"), rows)
+	Load(Param("nblk"), nblk)
+	Load(Param("dst"), dst)
+	Load(Param("dstStride"), stride)
+	Load(Param("mask"), RAX)
+	KMOVW(EAX, K1)
+	SHLQ(U8(2), stride)
+	XORQ(off, off)
+	TESTQ(nblk, nblk)
 	JZ(LabelRef("done"))
-	Label("loop")
-	VMOVUPS(Mem{Base: s}, Z0)
-	VMOVUPS(Mem{Base: s, Disp: 64}, Z1)
-	vcvtne2ps2bf16(Z0, Z1, Z2)
-	VMOVUPS(Z2, Mem{Base: d})
-	ADDQ(U8(128), s)
-	ADDQ(U8(64), d)
-	DECQ(n)
-	JNZ(LabelRef("loop"))
+	Label("block")
+	for r := 0; r < 16; r++ {
+		t0, t1 := zmm[16+2*(r%8)], zmm[17+2*(r%8)]
+		MOVQ(Mem{Base: rows, Disp: 8 * r}, p)
+		VMOVUPS(Mem{Base: p, Index: off, Scale: 1}, t0)
+		VMOVUPS(Mem{Base: p, Index: off, Scale: 1, Disp: 64}, t1)
+		PREFETCHT0(Mem{Base: p, Index: off, Scale: 1, Disp: 512})
+		PREFETCHT0(Mem{Base: p, Index: off, Scale: 1, Disp: 576})
+		vcvtne2ps2bf16(t0, t1, zmm[r])
+	}
+	transpose16x16(dst, stride)
+	ADDQ(U8(128), off)
+	DECQ(nblk)
+	JNZ(LabelRef("block"))
 	Label("done")
 	VZEROUPPER()
 	RET()
 }
 
-// cvtInterleaveBF16AVX512 emits the interleaving converter for operands whose
-// k runs across rows: dst[j] = bf16(lo[j]) | bf16(hi[j])<<16.
-func cvtInterleaveBF16AVX512() {
-	TEXT("cvtInterleaveBF16AVX512", NOSPLIT, "func(dst []uint32, lo, hi []float32)")
+// copyPackBF16AVX512 emits the interleaving packer for operands whose k runs
+// across rows (transposed A, row-major B): the float32 row-copying packer
+// (copyPackAVX512) reading two source rows per step, 2s and 2s+1, and
+// storing their bf16 values interleaved as pairs (VCVTNE2PS2BF16, then a
+// VPERMW that puts row 2s+1's value of each column above row 2s's).
+func copyPackBF16AVX512() {
+	TEXT("copyPackBF16AVX512", NOSPLIT, "func(src *float32, lds int, kc int, panels int, dst *uint32, w int, pstride int, fullMask int, lastMask int)")
 	Pragma("noescape")
-	Doc("cvtInterleaveBF16AVX512 sets dst[j] = bf16(lo[j]) | bf16(hi[j])<<16 (VCVTNE2PS2BF16 and a",
-		"VPERMW interleave) for j < len(lo)/16·16; the Go wrapper converts the rest.")
-	tab := GLOBL("bf16interleave", RODATA|NOPTR)
+	Doc("copyPackBF16AVX512 sets dst[q*pstride + s*w + c] = bf16(src[2s*lds + q*w + c]) | bf16(src[(2s+1)*lds + q*w + c])<<16",
+		"for s < kc, q < panels, c < w (w <= 32). fullMask is (1<<w)-1; in the last panel only the lanes of",
+		"lastMask are read, the others are set to 0.")
+	tab := GLOBL("bf16pairs", RODATA|NOPTR)
 	for i := 0; i < 16; i++ {
 		DATA(4*i, U16(i))
 		DATA(4*i+2, U16(16+i))
 	}
-	d, lo, hi, n := RDI, RSI, RDX, RCX
-	Load(Param("dst").Base(), d)
-	Load(Param("lo").Base(), lo)
-	Load(Param("hi").Base(), hi)
-	Load(Param("lo").Len(), n)
-	SHRQ(U8(4), n)
+	src, lds, kc, dst, ps, wb, g, qn, srcq, dstq, s, d, n := RSI, RBX, RCX, RDI, R8, R9, R10, R11, R12, R13, RAX, R14, RDX
+	Load(Param("src"), src)
+	Load(Param("lds"), lds)
+	Load(Param("kc"), kc)
+	Load(Param("dst"), dst)
+	Load(Param("w"), wb)
+	Load(Param("pstride"), ps)
+	Load(Param("fullMask"), s)
+	KMOVW(EAX, K3)
+	SHRQ(U8(16), s)
+	KMOVW(EAX, K4)
+	Load(Param("lastMask"), s)
+	KMOVW(EAX, K5)
+	SHRQ(U8(16), s)
+	KMOVW(EAX, K6)
+	VMOVDQU16(tab, Z6)
+	SHLQ(U8(2), lds)
+	SHLQ(U8(2), wb)
+	SHLQ(U8(2), ps)
+	Label("group")
+	TESTQ(kc, kc)
 	JZ(LabelRef("done"))
-	VMOVDQU16(tab, Z3)
-	Label("loop")
-	VMOVUPS(Mem{Base: lo}, Z0)
-	VMOVUPS(Mem{Base: hi}, Z1)
-	vcvtne2ps2bf16(Z0, Z1, Z2)
-	VPERMW(Z2, Z3, Z2)
-	VMOVUPS(Z2, Mem{Base: d})
-	ADDQ(U8(64), lo)
-	ADDQ(U8(64), hi)
-	ADDQ(U8(64), d)
+	MOVQ(U32(4), g)
+	CMPQ(kc, g)
+	CMOVQLT(kc, g)
+	MOVQ(src, srcq)
+	MOVQ(dst, dstq)
+	Load(Param("panels"), qn)
+	KMOVW(K3, K1)
+	KMOVW(K4, K2)
+	Label("panel")
+	CMPQ(qn, U8(1))
+	JNE(LabelRef("rows"))
+	KMOVW(K5, K1)
+	KMOVW(K6, K2)
+	Label("rows")
+	MOVQ(srcq, s)
+	MOVQ(dstq, d)
+	MOVQ(g, n)
+	Label("row")
+	VMOVUPS_Z(Mem{Base: s}, K1, Z0)
+	VMOVUPS_Z(Mem{Base: s, Disp: 64}, K2, Z1)
+	VMOVUPS_Z(Mem{Base: s, Index: lds, Scale: 1}, K1, Z2)
+	VMOVUPS_Z(Mem{Base: s, Index: lds, Scale: 1, Disp: 64}, K2, Z3)
+	vcvtne2ps2bf16(Z0, Z2, Z4)
+	vcvtne2ps2bf16(Z1, Z3, Z5)
+	VPERMW(Z4, Z6, Z4)
+	VPERMW(Z5, Z6, Z5)
+	VMOVUPS(Z4, K3, Mem{Base: d})
+	VMOVUPS(Z5, K4, Mem{Base: d, Disp: 64})
+	ADDQ(lds, s)
+	ADDQ(lds, s)
+	ADDQ(wb, d)
 	DECQ(n)
-	JNZ(LabelRef("loop"))
+	JNZ(LabelRef("row"))
+	ADDQ(wb, srcq)
+	ADDQ(ps, dstq)
+	DECQ(qn)
+	JNZ(LabelRef("panel"))
+	MOVQ(g, s)
+	IMULQ(lds, s)
+	ADDQ(s, src)
+	ADDQ(s, src)
+	MOVQ(g, s)
+	IMULQ(wb, s)
+	ADDQ(s, dst)
+	SUBQ(g, kc)
+	JMP(LabelRef("group"))
 	Label("done")
 	VZEROUPPER()
 	RET()

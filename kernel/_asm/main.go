@@ -31,8 +31,8 @@ func main() {
 	gemmAVX512(14, 2, "rowA")
 	gemmAVX2(6, 2)
 	gemmBF16AVX512()
-	cvtPairsBF16AVX512()
-	cvtInterleaveBF16AVX512()
+	transPackBF16AVX512()
+	copyPackBF16AVX512()
 
 	dotAVX512()
 	axpyAVX512()
@@ -929,6 +929,19 @@ func transPackAVX512() {
 		VMOVUPS(Mem{Base: p, Index: off, Scale: 1}, zmm[r])
 		PREFETCHT0(Mem{Base: p, Index: off, Scale: 1, Disp: 512})
 	}
+	transpose16x16(dst, stride)
+	ADDQ(U8(64), off)
+	DECQ(nblk)
+	JNZ(LabelRef("block"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// transpose16x16 emits the 16×16 dword transpose of zmm0-15 (row r in zmm r)
+// and stores column c at dst + c·stride under mask K1, advancing dst by
+// 16·stride. It uses all 32 zmm registers.
+func transpose16x16(dst, stride Register) {
 	// Stage 1: interleave row pairs.
 	for i := 0; i < 8; i++ {
 		VUNPCKLPS(zmm[2*i+1], zmm[2*i], zmm[16+2*i])
@@ -968,12 +981,6 @@ func transPackAVX512() {
 		VMOVUPS(col[c], K1, Mem{Base: dst})
 		ADDQ(stride, dst)
 	}
-	ADDQ(U8(64), off)
-	DECQ(nblk)
-	JNZ(LabelRef("block"))
-	Label("done")
-	VZEROUPPER()
-	RET()
 }
 
 // copyPackAVX512 emits the row-copying packer (op(A) panels for A
