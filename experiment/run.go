@@ -503,6 +503,9 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 	var res train.Result
 	var err error
 	if _, serr := os.Stat(filepath.Join(r.dir, train.ConfigFile)); serr == nil {
+		if _, err := train.SameConfig(r.dir, c); err != nil {
+			return summary.Row{}, fmt.Errorf("%s: %w", r.arm, err)
+		}
 		res, err = train.Resume(ctx, r.dir, opts)
 	} else {
 		res, err = train.Start(ctx, c, r.dir, opts)

@@ -114,6 +114,16 @@ func runTuning(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[stri
 // trial trains one sweep trial (resuming it if interrupted) and returns its loss on the selection slice.
 func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, steps int, lr float64, o *Options) (float64, error) {
 	dir := filepath.Join(o.Out, TuneDir, tuneKey(gamma, width), fmt.Sprintf("lr%g-%dsteps", lr, steps))
+	cfg, err := train.LoadSets("", out.trialSets(p, gamma, width, steps, lr))
+	if err != nil {
+		return 0, fmt.Errorf("trial recipe: %w", err)
+	}
+	_, serr := os.Stat(filepath.Join(dir, train.ConfigFile))
+	if serr == nil {
+		if _, err := train.SameConfig(dir, cfg); err != nil {
+			return 0, fmt.Errorf("LR sweep trial: %w", err)
+		}
+	}
 	cache := filepath.Join(dir, selectionScoreFile)
 	if b, err := os.ReadFile(cache); err == nil {
 		var s eval.SplitScore
@@ -121,12 +131,8 @@ func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, st
 			return s.Loss, nil
 		}
 	}
-	cfg, err := train.LoadSets("", out.trialSets(p, gamma, width, steps, lr))
-	if err != nil {
-		return 0, fmt.Errorf("trial recipe: %w", err)
-	}
 	topts := train.Options{}
-	if _, serr := os.Stat(filepath.Join(dir, train.ConfigFile)); serr == nil {
+	if serr == nil {
 		_, err = train.Resume(ctx, dir, topts)
 	} else {
 		_, err = train.Start(ctx, cfg, dir, topts)

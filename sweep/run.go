@@ -249,7 +249,7 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 	start := time.Now()
 	if _, serr := os.Stat(filepath.Join(rd, train.ConfigFile)); serr == nil {
 		rep.Resumed = true
-		if rep.Threads, err = sameConfig(rd, r.Config); err != nil {
+		if rep.Threads, err = train.SameConfig(rd, r.Config); err != nil {
 			return fail(err)
 		}
 		logf("%s: resuming\n", r.ID)
@@ -278,29 +278,6 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 		return fail(err)
 	}
 	return rep
-}
-
-// sameConfig checks that an earlier attempt's config.toml is the plan's config for the run (train.threads
-// aside), so that a resumed run is the run the plan describes; it returns the threads the run uses.
-func sameConfig(rd string, want train.Config) (threads int, err error) {
-	have, err := train.Load(filepath.Join(rd, train.ConfigFile), nil)
-	if err != nil {
-		return 0, err
-	}
-	threads = have.Train.Threads
-	have.Train.Threads, want.Train.Threads = 0, 0
-	a, err := have.Encode()
-	if err != nil {
-		return 0, err
-	}
-	b, err := want.Encode()
-	if err != nil {
-		return 0, err
-	}
-	if string(a) != string(b) {
-		return 0, fmt.Errorf("%s differs from the plan's config for this run (edited by hand?): move the run directory away to start it afresh", filepath.Join(rd, train.ConfigFile))
-	}
-	return threads, nil
 }
 
 // WriteReports prints what Execute did with each run: index, id, outcome, time and final validation loss.

@@ -157,6 +157,32 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 	return r.loop(ctx)
 }
 
+// SameConfig checks that the config.toml of an earlier attempt at a run in dir is want (train.threads aside),
+// so that a sweep or a plan resumes the run it describes and not one edited by hand or planned with other
+// settings (another precision, say); it returns the threads the earlier attempt used.
+func SameConfig(dir string, want Config) (threads int, err error) {
+	path := filepath.Join(dir, ConfigFile)
+	have, err := Load(path, nil)
+	if err != nil {
+		return 0, err
+	}
+	threads = have.Train.Threads
+	have.Train.Threads, want.Train.Threads = 0, 0
+	a, err := have.Encode()
+	if err != nil {
+		return 0, err
+	}
+	b, err := want.Encode()
+	if err != nil {
+		return 0, err
+	}
+	if string(a) != string(b) {
+		return 0, fmt.Errorf("%s differs from the plan's config for this run (edited by hand, or planned with other settings?): "+
+			"move the run directory away to start it afresh", path)
+	}
+	return threads, nil
+}
+
 // Resume continues the run in dir from its newest checkpoint (or from the start if it has none), producing
 // exactly what the uninterrupted run would have.
 func Resume(ctx context.Context, dir string, o Options) (Result, error) {

@@ -386,3 +386,39 @@ func TestResumeFinishedRun(t *testing.T) {
 		t.Errorf("resumed finished run: %+v (first %+v); metrics changed: %v", again, first, !bytes.Equal(before, after))
 	}
 }
+
+// TestSameConfig: an earlier attempt's config.toml matches the planned config when only train.threads differs
+// (SameConfig returns the earlier threads) and is refused, naming the file, when anything else differs.
+func TestSameConfig(t *testing.T) {
+	dir := t.TempDir()
+	c := smallRun(t, dir, 4, "train.threads=1")
+	b, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		edit    func(*Config)
+		wantErr bool
+	}{
+		{"same", func(*Config) {}, false},
+		{"other threads", func(c *Config) { c.Train.Threads = 2 }, false},
+		{"other precision", func(c *Config) { c.Train.Precision = "bf16" }, true},
+		{"other steps", func(c *Config) { c.Train.Steps++ }, true},
+	} {
+		want := c
+		tc.edit(&want)
+		threads, err := SameConfig(dir, want)
+		switch {
+		case tc.wantErr && (err == nil || !strings.Contains(err.Error(), filepath.Join(dir, ConfigFile))):
+			t.Errorf("%s: err = %v, want an error naming %s", tc.name, err, ConfigFile)
+		case !tc.wantErr && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case !tc.wantErr && threads != 1:
+			t.Errorf("%s: threads = %d, want the earlier attempt's 1", tc.name, threads)
+		}
+	}
+}
