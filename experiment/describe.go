@@ -23,6 +23,8 @@ type Description struct {
 	Arms     []ArmLine
 	Tune     *TuneSpec
 	Extra    []ExtraWork // Options.Extra, costed in Estimate.ExtraCost
+	// PrecisionNote is Options.PrecisionNote, printed after the precision line.
+	PrecisionNote string
 	// TuneWidths and TuneRungs are the LR sweep's widths and steps per trial of each rung (nil without [tune]).
 	TuneWidths []int
 	TuneRungs  []int
@@ -85,7 +87,7 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune, Extra: o.Extra}
+	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune, Extra: o.Extra, PrecisionNote: o.PrecisionNote}
 	if p.Tune != nil {
 		d.TuneWidths = p.tuneWidths(out.Tier)
 		d.TuneRungs = p.Tune.options(e.Steps).Rungs()
@@ -142,13 +144,17 @@ func (d *Description) Write(w io.Writer) error {
 	for _, a := range d.Arms {
 		precs[a.Precision] = append(precs[a.Precision], a.Group+"/"+a.Arm)
 	}
+	note := ""
+	if d.PrecisionNote != "" {
+		note = "; " + d.PrecisionNote
+	}
 	switch {
 	case len(precs) == 1:
 		for p := range precs {
-			fmt.Fprintf(w, "matmul precision: %s in every arm (train.precision)\n", p)
+			fmt.Fprintf(w, "matmul precision: %s in every arm (train.precision%s)\n", p, note)
 		}
 	case len(precs) > 1:
-		fmt.Fprintf(w, "matmul precision: bf16 in %s; f32 in the others (train.precision)\n", strings.Join(precs["bf16"], ", "))
+		fmt.Fprintf(w, "matmul precision: bf16 in %s; f32 in the others (train.precision%s)\n", strings.Join(precs["bf16"], ", "), note)
 	}
 	if d.Tune != nil {
 		fmt.Fprintf(w, "LR sweep (package tune): γ ∈ %v at widths %v, %d-value factor-2 grid around %g extended to bracket the best, successive halving over trials of %v steps, seed %d; trained without the LR-selection slice, scored on it (never the validation split): at most %d trial steps\n",

@@ -61,6 +61,8 @@ type Options struct {
 	// Extra is work the evaluator does besides the groups (reproduce's anchor grid): its training cost is taken
 	// from the budget before the runs are sized, and it is listed with the plan.
 	Extra []ExtraWork
+	// PrecisionNote says why the arms' matmul precision is what it is (printed with the plan; "": nothing).
+	PrecisionNote string
 }
 
 // ExtraWork is training outside the plan's groups: what it is (Text, printed with the plan) and its

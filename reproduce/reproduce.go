@@ -17,7 +17,9 @@ import (
 
 	"github.com/smallinit/smallinit/anchor"
 	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/override"
 )
 
 // Experiment names: the groups of the reproduce plan. No configuration is trained twice: the fully fixed
@@ -55,17 +57,60 @@ type Options struct {
 	AnchorSteps int
 	// Plan replaces the built-in plan (tests run a tiny one).
 	Plan *experiment.Plan
-	Log  io.Writer
+	// Precision is train.precision of every run of the plan, the LR sweep's trials and the sizing probe included:
+	// PrecisionF32, PrecisionBF16, or PrecisionAuto (also ""): bf16 where the CPU has AVX512_BF16
+	// (kernel.HasBF16), f32 elsewhere. bf16's loss curves and diagnostics stayed within float32's seed spread
+	// in the parity runs of docs/results/2026-12-01-bf16.md. The anchor grid trains in float32 either way.
+	Precision string
+	Log       io.Writer
+}
+
+// Precision settings of Options.Precision.
+const (
+	PrecisionAuto = "auto"
+	PrecisionF32  = "f32"
+	PrecisionBF16 = "bf16"
+)
+
+// precision resolves Options.Precision on this CPU and says why.
+func (o *Options) precision() (prec, why string, err error) {
+	switch o.Precision {
+	case "", PrecisionAuto:
+		if kernel.HasBF16() {
+			return PrecisionBF16, "auto: this CPU has AVX512_BF16; bf16 stayed within float32's seed spread in the parity runs (docs/results/2026-12-01-bf16.md)", nil
+		}
+		return PrecisionF32, "auto: this CPU has no AVX512_BF16", nil
+	case PrecisionF32:
+		return PrecisionF32, "as asked", nil
+	case PrecisionBF16:
+		if !kernel.HasBF16() {
+			return "", "", fmt.Errorf("precision bf16 needs AVX512_BF16, which this CPU lacks: use f32 or auto")
+		}
+		return PrecisionBF16, "as asked", nil
+	}
+	return "", "", fmt.Errorf("precision %q: want auto, f32 or bf16", o.Precision)
 }
 
 // Plan is the built-in reproduce plan.
 func Plan() (*experiment.Plan, error) { return experiment.Builtin("reproduce") }
 
+// plan is the plan to run (Options.Plan or the built-in one) with every run's train.precision set to
+// Options.Precision as resolved on this CPU.
 func (o *Options) plan() (*experiment.Plan, error) {
-	if o.Plan != nil {
-		return o.Plan, nil
+	p := o.Plan
+	if p == nil {
+		var err error
+		if p, err = Plan(); err != nil {
+			return nil, err
+		}
 	}
-	return Plan()
+	prec, _, err := o.precision()
+	if err != nil {
+		return nil, err
+	}
+	q := *p
+	q.Base = append(slices.Clip(p.Base), override.Set{Key: "train.precision", Value: prec})
+	return &q, nil
 }
 
 func (o *Options) oodWindows() int {
@@ -95,8 +140,12 @@ func (o *Options) experimentOptions(p *experiment.Plan) (experiment.Options, err
 		}
 	}
 	score := int64(108_000) + int64(3*o.oodWindows())*seq
+	_, why, err := o.precision()
+	if err != nil {
+		return experiment.Options{}, err
+	}
 	eo := experiment.Options{Out: o.Out, Budget: o.Budget, Steps: o.Steps, Seeds: seeds, ProbeTest: o.ProbeTest, Jobs: o.Jobs,
-		Log: o.Log, ScoreTokens: score, Describe: true}
+		Log: o.Log, ScoreTokens: score, Describe: true, PrecisionNote: why}
 	if g := o.anchorGrid(p); g != nil {
 		w, err := anchorWork(g)
 		if err != nil {

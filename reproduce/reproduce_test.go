@@ -15,6 +15,7 @@ import (
 
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/kernel"
 )
 
 // tinyPlan is the built-in reproduce plan shrunk to seconds: one layer, widths 16 to 40, a 32-token context,
@@ -320,5 +321,43 @@ func TestMeanSE(t *testing.T) {
 	}
 	if m, se := meanSE([]float64{1, 3}); m != 2 || math.Abs(se-1) > 1e-15 {
 		t.Errorf("1, 3: mean %g, se %g; want 2 and 1", m, se)
+	}
+}
+
+// TestPrecision: auto resolves to bf16 exactly where the CPU has AVX512_BF16, an explicit bf16 is refused
+// elsewhere, a bad value is refused, and the resolved precision reaches every run through the plan's base.
+func TestPrecision(t *testing.T) {
+	auto := PrecisionF32
+	if kernel.HasBF16() {
+		auto = PrecisionBF16
+	}
+	for _, tc := range []struct {
+		in, want string
+		wantErr  bool
+	}{
+		{"", auto, false},
+		{PrecisionAuto, auto, false},
+		{PrecisionF32, PrecisionF32, false},
+		{PrecisionBF16, PrecisionBF16, !kernel.HasBF16()},
+		{"fp16", "", true},
+	} {
+		o := Options{Precision: tc.in}
+		p, err := o.plan()
+		if tc.wantErr {
+			if err == nil {
+				t.Errorf("precision %q: no error", tc.in)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("precision %q: %v", tc.in, err)
+		}
+		last := p.Base[len(p.Base)-1]
+		if last.Key != "train.precision" || last.Value != tc.want {
+			t.Errorf("precision %q: the plan's last base set is %v = %v, want train.precision = %s", tc.in, last.Key, last.Value, tc.want)
+		}
+		if orig, _ := Plan(); len(orig.Base) != len(p.Base)-1 {
+			t.Errorf("precision %q: the built-in plan's base changed (%d sets, %d with the precision)", tc.in, len(orig.Base), len(p.Base))
+		}
 	}
 }
