@@ -2895,8 +2895,10 @@ TEXT ·copyPackBF16AVX512(SB), NOSPLIT, $0-72
 	SHLQ      $0x02, BX
 	SHLQ      $0x02, R9
 	SHLQ      $0x02, R8
+	CMPQ      R9, $0x40
+	JLE       group16
 
-group:
+group32:
 	TESTQ   CX, CX
 	JZ      done
 	MOVQ    $0x00000004, R10
@@ -2908,30 +2910,32 @@ group:
 	KMOVW   K3, K1
 	KMOVW   K4, K2
 
-panel:
+panel32:
 	CMPQ  R11, $0x01
-	JNE   rows
+	JNE   rows32
 	KMOVW K5, K1
 	KMOVW K6, K2
 
-rows:
+rows32:
 	MOVQ R12, AX
 	MOVQ R13, R14
 	MOVQ R10, DX
 
-row:
+row32:
 	VMOVUPS.Z (AX), K1, Z0
-	VMOVUPS.Z 64(AX), K2, Z1
 	VMOVUPS.Z (AX)(BX*1), K1, Z2
+	VMOVUPS.Z 64(AX), K2, Z1
 	VMOVUPS.Z 64(AX)(BX*1), K2, Z3
 
 	// VCVTNE2PS2BF16 zmm4, zmm2, zmm0
-	BYTE $0x62
-	BYTE $0xf2
-	BYTE $0x6f
-	BYTE $0x48
-	BYTE $0x72
-	BYTE $0xe0
+	BYTE    $0x62
+	BYTE    $0xf2
+	BYTE    $0x6f
+	BYTE    $0x48
+	BYTE    $0x72
+	BYTE    $0xe0
+	VPERMW  Z4, Z6, Z4
+	VMOVUPS Z4, K3, (R14)
 
 	// VCVTNE2PS2BF16 zmm5, zmm3, zmm1
 	BYTE    $0x62
@@ -2940,19 +2944,17 @@ row:
 	BYTE    $0x48
 	BYTE    $0x72
 	BYTE    $0xe9
-	VPERMW  Z4, Z6, Z4
 	VPERMW  Z5, Z6, Z5
-	VMOVUPS Z4, K3, (R14)
 	VMOVUPS Z5, K4, 64(R14)
 	ADDQ    BX, AX
 	ADDQ    BX, AX
 	ADDQ    R9, R14
 	DECQ    DX
-	JNZ     row
+	JNZ     row32
 	ADDQ    R9, R12
 	ADDQ    R8, R13
 	DECQ    R11
-	JNZ     panel
+	JNZ     panel32
 	MOVQ    R10, AX
 	IMULQ   BX, AX
 	ADDQ    AX, SI
@@ -2961,7 +2963,62 @@ row:
 	IMULQ   R9, AX
 	ADDQ    AX, DI
 	SUBQ    R10, CX
-	JMP     group
+	JMP     group32
+
+group16:
+	TESTQ   CX, CX
+	JZ      done
+	MOVQ    $0x00000004, R10
+	CMPQ    CX, R10
+	CMOVQLT CX, R10
+	MOVQ    SI, R12
+	MOVQ    DI, R13
+	MOVQ    panels+24(FP), R11
+	KMOVW   K3, K1
+	KMOVW   K4, K2
+
+panel16:
+	CMPQ  R11, $0x01
+	JNE   rows16
+	KMOVW K5, K1
+	KMOVW K6, K2
+
+rows16:
+	MOVQ R12, AX
+	MOVQ R13, R14
+	MOVQ R10, DX
+
+row16:
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z (AX)(BX*1), K1, Z2
+
+	// VCVTNE2PS2BF16 zmm4, zmm2, zmm0
+	BYTE    $0x62
+	BYTE    $0xf2
+	BYTE    $0x6f
+	BYTE    $0x48
+	BYTE    $0x72
+	BYTE    $0xe0
+	VPERMW  Z4, Z6, Z4
+	VMOVUPS Z4, K3, (R14)
+	ADDQ    BX, AX
+	ADDQ    BX, AX
+	ADDQ    R9, R14
+	DECQ    DX
+	JNZ     row16
+	ADDQ    R9, R12
+	ADDQ    R8, R13
+	DECQ    R11
+	JNZ     panel16
+	MOVQ    R10, AX
+	IMULQ   BX, AX
+	ADDQ    AX, SI
+	ADDQ    AX, SI
+	MOVQ    R10, AX
+	IMULQ   R9, AX
+	ADDQ    AX, DI
+	SUBQ    R10, CX
+	JMP     group16
 
 done:
 	VZEROUPPER
