@@ -102,7 +102,7 @@ def rounding(run_dir):
 
 def main(studies):
     spreads = {}  # γ → step → (lo, hi) of the first study with several seeds, for one-seed studies
-    verdict = True
+    verdict, dverdict = True, True  # validation loss; diagnostics
     for study in studies:
         rs = runs(study)
         print(f"\n## {study}")
@@ -128,6 +128,7 @@ def main(studies):
                 _, drows, dok = compare(name, f, b, "d")
                 table(f"γ = {g}: {name} (diagnostics.jsonl)", drows, ".4g")
                 if not one:
+                    dverdict &= dok
                     print(f"\nbf16 mean inside the f32 seed range at every diagnostics step: {'yes' if dok else 'NO'}")
             if one and g in spreads:
                 width = statistics.fmean(hi - lo for lo, hi in spreads[g].values())
@@ -138,7 +139,8 @@ def main(studies):
                 s0 = min(rs[g]["f32"])
                 rel, small = rounding(rs[g]["f32"][s0]["dir"])
                 print(f"\nγ = {g}: bf16 rounding of the initial weights (seed {s0}): ‖bf16(W) − W‖/‖W‖ = {rel:.5f}, smallest |W| {small:.3g}")
-    print(f"\nverdict: {'bf16 within the float32 seed spread at every evaluation of every multi-seed study' if verdict else 'bf16 OUTSIDE the float32 seed spread somewhere (see the tables)'}")
+    print(f"\nverdict, validation loss: {'bf16 within the float32 seed spread at every evaluation of every multi-seed study' if verdict else 'bf16 OUTSIDE the float32 seed spread somewhere (see the tables)'}")
+    print(f"verdict, diagnostics: {'bf16 within the float32 seed spread at every diagnostics step of every multi-seed study' if dverdict else 'bf16 OUTSIDE the float32 seed spread somewhere (see the tables)'}")
 
 
 if __name__ == "__main__":
