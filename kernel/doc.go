@@ -49,11 +49,11 @@
 // # bfloat16 products
 //
 // Pool.GemmBF16 and GemmOnBF16 are Gemm and GemmOn with both operands
-// rounded to bfloat16 (nearest even) and float32 accumulation. They convert
-// the operands into bf16 pairs (two consecutive k in one 32-bit word), reuse
-// the float32 packers and blocking on those words, and on CPUs with
-// AVX512_BF16 run a 14×32 micro-kernel of VDPBF16PS (32 multiply-adds per
-// instruction, twice VFMADD231PS's 16). Go's assembler and avo have no
+// rounded to bfloat16 (nearest even) and float32 accumulation. Their packers
+// convert the float32 operands while packing them into panels of bf16 pairs
+// (two consecutive k in one 32-bit word), the float32 blocking runs on those
+// words, and on CPUs with AVX512_BF16 a 14×32 micro-kernel of VDPBF16PS
+// (32 multiply-adds per instruction, twice VFMADD231PS's 16) consumes them. Go's assembler and avo have no
 // mnemonics for AVX512_BF16, so the generator encodes VDPBF16PS and
 // VCVTNE2PS2BF16 itself as BYTE directives (_asm/bf16.go). A pure-Go twin
 // defines every result exactly (bf16.go: the conversion, the per-pair
