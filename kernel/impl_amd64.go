@@ -75,20 +75,11 @@ func gemmKernBF16AVX512Wrapper(k int, a, b, c *float32, ldc int, accum int) {
 func packABF16AVX512(im *gemmImpl, a *gemmArgs, dst []float32, ic, mc, pc, kc int) {
 	mr := im.mr
 	d, kr := u32View(dst), a.kf-2*pc
-	full := min(kc, kr/2) // pairs with both values inside k
 	if a.transA {
-		src := a.a[2*pc*a.lda+ic:]
-		panels := ceilDiv(mc, mr)
-		last := mc - (panels-1)*mr
-		if full > 0 {
-			copyPackBF16AVX512(&src[0], a.lda, full, panels, &d[0], mr, kc*mr, 1<<mr-1, 1<<last-1)
-		}
-		if full < kc {
-			pairCopy(src[2*full*a.lda:], a.lda, kr-2*full, kc-full, mc, d[full*mr:], mr, kc*mr)
-		}
+		pairCopyAVX512(a.a[2*pc*a.lda+ic:], a.lda, kr, kc, mc, d, mr)
 		return
 	}
-	nblk := full / 16
+	nblk := min(kc, kr/2) / 16 // blocks of pairs with both values inside k
 	for q0 := 0; q0 < mc; q0 += mr {
 		rows := min(mr, mc-q0)
 		pd := d[q0*kc : q0*kc+mr*kc]
@@ -114,20 +105,11 @@ func packABF16AVX512(im *gemmImpl, a *gemmArgs, dst []float32, ic, mc, pc, kc in
 func packBBF16AVX512(im *gemmImpl, a *gemmArgs, dst []float32, j0, nc, pc, kc int) {
 	const nr = 32
 	d, kr := u32View(dst), a.kf-2*pc
-	full := min(kc, kr/2)
 	if !a.transB {
-		src := a.b[2*pc*a.ldb+j0:]
-		panels := ceilDiv(nc, nr)
-		last := nc - (panels-1)*nr
-		if full > 0 {
-			copyPackBF16AVX512(&src[0], a.ldb, full, panels, &d[0], nr, kc*nr, 1<<nr-1, 1<<last-1)
-		}
-		if full < kc {
-			pairCopy(src[2*full*a.ldb:], a.ldb, kr-2*full, kc-full, nc, d[full*nr:], nr, kc*nr)
-		}
+		pairCopyAVX512(a.b[2*pc*a.ldb+j0:], a.ldb, kr, kc, nc, d, nr)
 		return
 	}
-	nblk := full / 16
+	nblk := min(kc, kr/2) / 16
 	for q0 := 0; q0 < nc; q0 += nr {
 		cols := min(nr, nc-q0)
 		pd := d[q0*kc : q0*kc+nr*kc]
@@ -148,6 +130,20 @@ func packBBF16AVX512(im *gemmImpl, a *gemmArgs, dst []float32, j0, nc, pc, kc in
 		if s0 := 16 * nblk; s0 < kc {
 			pairGather(a.b[j*a.ldb+2*(pc+s0):], a.ldb, kr-2*s0, kc-s0, cols, pd[s0*nr:], nr, kc*nr)
 		}
+	}
+}
+
+// pairCopyAVX512 is pairCopy (panel stride kc·w) through copyPackBF16AVX512 for the pairs with both values
+// inside k, and through the twin for the last pair of an odd k.
+func pairCopyAVX512(src []float32, lds, kr, kc, cols int, d []uint32, w int) {
+	full := min(kc, kr/2)
+	panels := ceilDiv(cols, w)
+	last := cols - (panels-1)*w
+	if full > 0 {
+		copyPackBF16AVX512(&src[0], lds, full, panels, &d[0], w, kc*w, 1<<w-1, 1<<last-1)
+	}
+	if full < kc {
+		pairCopy(src[2*full*lds:], lds, kr-2*full, kc-full, cols, d[full*w:], w, kc*w)
 	}
 }
 
