@@ -266,30 +266,18 @@ func copyPackBF16AVX512() {
 		DATA(4*i, U16(i))
 		DATA(4*i+2, U16(16+i))
 	}
-	src, lds, kc, dst, ps, wb, g, qn, srcq, dstq, s, d, n := RSI, RBX, RCX, RDI, R8, R9, R10, R11, R12, R13, RAX, R14, RDX
-	Load(Param("src"), src)
-	Load(Param("lds"), lds)
-	Load(Param("kc"), kc)
-	Load(Param("dst"), dst)
-	Load(Param("w"), wb)
-	Load(Param("pstride"), ps)
-	Load(Param("fullMask"), s)
-	KMOVW(EAX, K3)
-	SHRQ(U8(16), s)
-	KMOVW(EAX, K4)
-	Load(Param("lastMask"), s)
-	KMOVW(EAX, K5)
-	SHRQ(U8(16), s)
-	KMOVW(EAX, K6)
+	r := loadPackRegs()
+	Load(Param("pstride"), r.ps)
+	r.loadMasks()
+	s, d, lds, wb := r.s, r.d, r.lds, r.wb
 	VMOVDQU16(tab, Z6)
 	SHLQ(U8(2), lds)
 	SHLQ(U8(2), wb)
-	SHLQ(U8(2), ps)
+	SHLQ(U8(2), r.ps)
 	// Panels of at most 16 columns (A's MR = 14) need one vector per row: a loop of its own skips the
 	// second half's loads, conversion and store, which would all be masked out.
 	CMPQ(wb, U8(64))
 	JLE(LabelRef("group16"))
-	r := packRegs{src: src, lds: lds, kc: kc, dst: dst, ps: ps, wb: wb, g: g, qn: qn, srcq: srcq, dstq: dstq, s: s, d: d, n: n}
 	row := func(halves int) func() {
 		return func() {
 			VMOVUPS_Z(Mem{Base: s}, K1, Z0)

@@ -995,25 +995,13 @@ func copyPackAVX512() {
 	Pragma("noescape")
 	Doc("copyPackAVX512 sets dst[q*kc*w + kk*w + c] = src[kk*lds + q*w + c] for kk < kc, q < panels, c < w (w <= 32).",
 		"fullMask is (1<<w)-1; in the last panel only the lanes of lastMask are read, the others are set to 0.")
-	src, lds, kc, dst, ps, wb, g, qn, srcq, dstq, s, d, n := RSI, RBX, RCX, RDI, R8, R9, R10, R11, R12, R13, RAX, R14, RDX
-	Load(Param("src"), src)
-	Load(Param("lds"), lds)
-	Load(Param("kc"), kc)
-	Load(Param("dst"), dst)
-	Load(Param("w"), wb)
-	Load(Param("fullMask"), s)
-	KMOVW(EAX, K3)
-	SHRQ(U8(16), s)
-	KMOVW(EAX, K4)
-	Load(Param("lastMask"), s)
-	KMOVW(EAX, K5)
-	SHRQ(U8(16), s)
-	KMOVW(EAX, K6)
-	SHLQ(U8(2), lds)
-	SHLQ(U8(2), wb)
-	MOVQ(kc, ps)
-	IMULQ(wb, ps)
-	r := packRegs{src: src, lds: lds, kc: kc, dst: dst, ps: ps, wb: wb, g: g, qn: qn, srcq: srcq, dstq: dstq, s: s, d: d, n: n}
+	r := loadPackRegs()
+	r.loadMasks()
+	s, d := r.s, r.d
+	SHLQ(U8(2), r.lds)
+	SHLQ(U8(2), r.wb)
+	MOVQ(r.kc, r.ps)
+	IMULQ(r.wb, r.ps)
 	r.loop("", 8, 1, func() {
 		VMOVUPS_Z(Mem{Base: s}, K1, Z0)
 		VMOVUPS_Z(Mem{Base: s, Disp: 64}, K2, Z1)
@@ -1028,6 +1016,31 @@ func copyPackAVX512() {
 // packRegs are the registers of the row-copying packers' loop (copyPackAVX512, copyPackBF16AVX512).
 type packRegs struct {
 	src, lds, kc, dst, ps, wb, g, qn, srcq, dstq, s, d, n Register
+}
+
+// loadPackRegs assigns the row-copying packers' registers and loads their common arguments (src, lds, kc,
+// dst and w, the last into wb).
+func loadPackRegs() packRegs {
+	r := packRegs{src: RSI, lds: RBX, kc: RCX, dst: RDI, ps: R8, wb: R9, g: R10, qn: R11, srcq: R12, dstq: R13, s: RAX, d: R14, n: RDX}
+	Load(Param("src"), r.src)
+	Load(Param("lds"), r.lds)
+	Load(Param("kc"), r.kc)
+	Load(Param("dst"), r.dst)
+	Load(Param("w"), r.wb)
+	return r
+}
+
+// loadMasks sets K3/K4 to the low and high 16 bits of fullMask and K5/K6 to those of lastMask (through s,
+// which must be RAX).
+func (r packRegs) loadMasks() {
+	Load(Param("fullMask"), r.s)
+	KMOVW(EAX, K3)
+	SHRQ(U8(16), r.s)
+	KMOVW(EAX, K4)
+	Load(Param("lastMask"), r.s)
+	KMOVW(EAX, K5)
+	SHRQ(U8(16), r.s)
+	KMOVW(EAX, K6)
 }
 
 // loop emits the row-copying packers' loop: steps (kc of them) in groups of up to `group`, each group spread
