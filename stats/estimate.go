@@ -70,10 +70,10 @@ type Estimate struct {
 	Hi     float64   `json:"hi"`    // Mean + T·SE
 	P      float64   `json:"p"`     // two-sided p-value of the mean being 0: 2·(1 − F_df(|Mean|/SE))
 	// MDE is the minimum detectable effect: the true mean that a two-sided level-α t-test on these n seeds
-	// would detect with probability Power, taking the measured SE as the true one,
-	// MDE = (t_{1−α/2, df} + t_{Power, df})·SE (the usual multiplier of a minimum detectable effect, e.g.
-	// Bloom 1995). A verdict "inconclusive" with |Mean| < MDE says the budget could not have seen an effect
-	// that small; SPEC §7 asks every verdict to state it.
+	// would detect with probability Power, taking the measured SE as the true one, computed exactly from the
+	// noncentral t (MDEMultiplier; the shortcut (t_{1−α/2} + t_{Power})·SE understates it at few seeds). A
+	// verdict "inconclusive" with |Mean| < MDE says the budget could not have seen an effect that small; every
+	// verdict states it (docs/definitions.md, "Power and the minimum detectable effect").
 	MDE float64 `json:"mde"`
 }
 
@@ -113,7 +113,7 @@ func Mean(values []float64, seeds []int, alpha float64) Estimate {
 	default:
 		e.P = 0 // identical non-zero differences on every seed
 	}
-	e.MDE = (e.T + TQuantile(Power, df)) * e.SE
+	e.MDE = MDEMultiplier(n, alpha, Power) * e.SE
 	return e
 }
 

@@ -20,7 +20,7 @@ func TestMeanOfFourValues(t *testing.T) {
 	}{
 		{"mean", e.Mean, 2.5}, {"sd", e.SD, math.Sqrt(5.0 / 3)}, {"se", e.SE, se},
 		{"t", e.T, 3.1824463052837084}, {"lo", e.Lo, 2.5 - 3.1824463052837084*se}, {"hi", e.Hi, 2.5 + 3.1824463052837084*se},
-		{"p", e.P, 0.030466291662170991}, {"mde", e.MDE, 2.685861418511878},
+		{"p", e.P, 0.030466291662170991}, {"mde", e.MDE, MDEMultiplier(4, 0.05, Power) * se}, // the multiplier: power_test.go
 	} {
 		if math.Abs(c.got-c.want) > 1e-10*math.Abs(c.want) {
 			t.Errorf("%s = %.15g, want %.15g", c.name, c.got, c.want)
