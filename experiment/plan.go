@@ -51,7 +51,10 @@ type Plan struct {
 	// Anchor is [anchor]: the anchor-function grid a plan's evaluator runs besides its groups (package anchor;
 	// reproduce's claim 1, reasoning half). Nil: none. Package experiment only reads and checks it.
 	Anchor *AnchorSpec
-	Text   []byte // the plan file as read
+	// Primaries is [primaries]: the plan's pre-registered primary comparisons, their smallest effect of interest,
+	// variance priors and horizon (primaries.go). Nil: none.
+	Primaries *Primaries
+	Text      []byte // the plan file as read
 }
 
 // AnchorSpec is a plan's anchor-function grid (2405.05409's composite task, package anchor): every γ of Gammas
@@ -229,7 +232,8 @@ type planFile struct {
 		Examples int       `toml:"examples"`
 		Steps    int       `toml:"steps"`
 	} `toml:"anchor"`
-	Tune *struct {
+	Primaries *primariesFile `toml:"primaries"`
+	Tune      *struct {
 		Gammas   []float64      `toml:"gammas"`
 		Widths   []int          `toml:"widths"`
 		Center   float64        `toml:"center"`
@@ -430,6 +434,9 @@ func Parse(text []byte) (*Plan, error) {
 		p.Groups = append(p.Groups, g)
 	}
 	if err := parseTiers(p, &f); err != nil {
+		return nil, err
+	}
+	if p.Primaries, err = parsePrimaries(f.Primaries); err != nil {
 		return nil, err
 	}
 	for _, a := range p.Report.Compare {

@@ -43,7 +43,7 @@ func TestJudgeAnchor(t *testing.T) {
 		{"γ=1 infers, γ=0.5 symmetric", anchorWorld(1, []float64{0.02, 0.05, 0.03}, []float64{0.9, 0.85, 0.95}, []float64{0.7, 0.76, 0.8}, []float64{0, 0.02, 0.01}),
 			Supported, "", "symmetric 0.900", 1},
 		{"γ=0.5 infers more", anchorWorld(1, []float64{0.7, 0.76, 0.8}, []float64{0, 0.02, 0.01}, []float64{0.02, 0.05, 0.03}, []float64{0.9, 0.85, 0.95}),
-			NotSupported, "", "inferential 0.753", -1},
+			Contradicted, "", "inferential 0.753", -1},
 		{"within the noise", anchorWorld(1, []float64{0.4, 0.2, 0.5}, []float64{0.5, 0.7, 0.4}, []float64{0.3, 0.8, 0.1}, []float64{0.6, 0.1, 0.8}),
 			Inconclusive, "within the noise", "", 0},
 		{"γ=1 infers, γ=0.5 other", anchorWorld(1, []float64{0.02, 0.05, 0.03}, []float64{0.2, 0.3, 0.25}, []float64{0.7, 0.76, 0.8}, []float64{0, 0.02, 0.01}),

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/smallinit/smallinit/data"
@@ -18,18 +17,20 @@ import (
 	"github.com/smallinit/smallinit/train"
 )
 
-// Verdicts of a claim.
+// Verdicts of a claim (docs/definitions.md, "Verdicts").
 const (
-	Supported    = "supported"
-	NotSupported = "not supported"
-	Inconclusive = "inconclusive"
+	Supported          = "supported"
+	Contradicted       = "contradicted"
+	NoMeaningfulEffect = "no meaningful effect" // the interval lies inside ±δ, the smallest effect of interest
+	Inconclusive       = "inconclusive"
 )
 
 // Claim is one claim of SPEC's introduction checked against this reproduction.
 type Claim struct {
 	N        int    `json:"claim"`
+	ID       string `json:"id,omitempty"` // "H1", "H2" for the plan's primaries; "" for a secondary
 	Text     string `json:"text"`
-	Verdict  string `json:"verdict"`          // Supported, NotSupported, Inconclusive or Untestable
+	Verdict  string `json:"verdict"`          // Supported, Contradicted, NoMeaningfulEffect, Inconclusive, Untestable or UntestableHorizon
 	Reason   string `json:"reason,omitempty"` // why it is not decided (e.g. "too few seeds: ...")
 	Evidence string `json:"evidence"`         // the numbers, with their uncertainty
 	// Tests are the paired comparisons behind the verdict, each with its per-seed values, interval, degrees of
@@ -66,6 +67,8 @@ type Result struct {
 	// scores (validation split overall and per language, out-of-distribution texts, mechanism).
 	Arms      []ArmSummary `json:"arms"`
 	RunScores []RunRecord  `json:"runs_scored"`
+	// Primaries is the plan's statement of its primaries, δ and predicted power, printed before any number.
+	Primaries string `json:"primaries,omitempty"`
 }
 
 // ArmLoss is one configuration's validation loss over its seeds.
@@ -77,6 +80,7 @@ type ArmLoss struct {
 
 // row is one finished run.
 type row struct {
+	seedN  int
 	exp    string
 	dir    string
 	values map[string]any
@@ -105,6 +109,9 @@ func (r row) num(key string) float64 {
 
 func (r row) str(key string) string { return fmt.Sprint(r.values[key]) }
 
+// seed is the run's seed as the integer it is (never through a float's text: 1e6 prints as "1e+06").
+func (r row) seed() int { return r.seedN }
+
 // evaluate scores every run of the outcome, builds the Evidence, judges claims 1-4, claim 1's reasoning half
 // on the anchor grid anc (when the plan has one) and claim 5.
 func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int, anc *AnchorEvidence) error {
@@ -118,6 +125,10 @@ func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int, an
 	ev, err := evidenceOf(recs, out.ProbeDir)
 	if err != nil {
 		return err
+	}
+	ev.Primaries = out.Plan.Primaries
+	if ev.Primaries != nil {
+		res.Primaries = describePrimaries(ev.Primaries, ev)
 	}
 	var tokErr error
 	ev.Tokens, ev.TokenRef, res.CompareA, res.CompareB, tokErr = tokenEvidence(rows, out.DataDir, windows)
@@ -170,20 +181,21 @@ func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int, an
 
 // seedPairs returns, per seed (ascending), the γ = 1 and γ = 0.5 run directories of the γ sweep (width 128, both
 // fixes), for the seeds that have both.
-func seedPairs(rows []row) (seeds []string, pairs map[string][2]string) {
-	pairs = map[string][2]string{}
+func seedPairs(rows []row) (seeds []int, pairs map[int][2]string) {
+	pairs = map[int][2]string{}
 	for _, r := range rows {
 		if r.exp != ExpGamma {
 			continue
 		}
-		p := pairs[r.str("seed")]
+		seed := r.seed()
+		p := pairs[seed]
 		switch r.num("init.gamma") {
 		case 1:
 			p[0] = r.dir
 		case 0.5:
 			p[1] = r.dir
 		}
-		pairs[r.str("seed")] = p
+		pairs[seed] = p
 	}
 	for sd, p := range pairs {
 		if p[0] != "" && p[1] != "" {
@@ -233,8 +245,7 @@ func tokenEvidence(rows []row, dataDir string, windows int) (ts []TokenLosses, r
 				return nil, ref, a, b, err
 			}
 		}
-		seed, _ := strconv.Atoi(sd)
-		t := TokenLosses{Seed: seed}
+		t := TokenLosses{Seed: sd}
 		if _, err := diag.Compare(ma, mb, toks, DifficultyBins, windows, func(g diag.TokenGap) {
 			t.A, t.B = append(t.A, float32(-math.Log(g.PA))), append(t.B, float32(-math.Log(g.PB)))
 		}); err != nil {
@@ -250,21 +261,20 @@ func tokenEvidence(rows []row, dataDir string, windows int) (ts []TokenLosses, r
 	return ts, ref, a, b, nil
 }
 
+// Claim5SlowBound is the smallest ratio of γ = 0.5's final to initial mean stable rank for it to count as
+// "changing slowly" (choice: it may lose at most half its stable rank; docs/definitions.md, "Condensation").
+const Claim5SlowBound = 0.5
+
 // condensationClaim reads the γ = 1 and γ = 0.5 runs' diagnostics (width 128, fixes), seed by seed: the mean
 // stable rank of the block matrices over training. Condense-then-expand: γ = 1's minimum is below 0.9 of its
-// start and its end above 1.1 of the minimum, while γ = 0.5 changes less (relative range). Supported when every
-// seed (at least two) shows all three; not supported when no seed's γ = 1 condenses; otherwise, or with one
-// seed, inconclusive.
+// start and its end above 1.1 of the minimum; γ = 0.5 changes slowly: its final stable rank is at least
+// Claim5SlowBound of its initial one. The depth contrast (each γ's minimum over its start) is reported.
+// Supported when every seed (at least two) shows all three; contradicted when no seed's γ = 1 condenses, or
+// every seed's γ = 0.5 falls below the bound; otherwise, or with one seed, inconclusive.
 func condensationClaim(rows []row) Claim {
 	c := Claim{N: 5, Text: "with γ = 1 weights first condense (stable rank drops) then expand; γ = 0.5 starts diffuse and changes slowly", Verdict: Inconclusive}
 	seeds, pairs := seedPairs(rows)
-	span := func(ts []float64) float64 {
-		mn, mx := math.Inf(1), math.Inf(-1)
-		for _, v := range ts {
-			mn, mx = math.Min(mn, v), math.Max(mx, v)
-		}
-		return (mx - mn) / ts[0]
-	}
+	depth := func(ts []float64) float64 { return slices.Min(ts) / ts[0] }
 	fmtTraj := func(ts []float64) string {
 		s := make([]string, len(ts))
 		for i, v := range ts {
@@ -273,7 +283,7 @@ func condensationClaim(rows []row) Claim {
 		return strings.Join(s, " ")
 	}
 	var ev []string
-	shown, condensing, all := 0, 0, 0
+	shown, condensing, fast, all := 0, 0, 0, 0
 	for _, sd := range seeds {
 		t1, err := stableRankTrajectory(filepath.Join(pairs[sd][0], train.DiagFile))
 		if err != nil {
@@ -288,37 +298,45 @@ func condensationClaim(rows []row) Claim {
 		if len(t1) < 3 || len(t05) < 3 {
 			continue
 		}
-		lo, at := math.Inf(1), 0
-		for i, v := range t1 {
-			if v < lo {
-				lo, at = v, i
-			}
-		}
-		condensed := lo < 0.9*t1[0] && at > 0
-		expanded := t1[len(t1)-1] > 1.1*lo && at < len(t1)-1
-		slower := span(t05) < span(t1)
+		ok, slow, condensed := condenseExpand(t1), t05[len(t05)-1] >= Claim5SlowBound*t05[0], slices.Min(t1) < 0.9*t1[0]
 		shown++
 		if condensed {
 			condensing++
 		}
-		if condensed && expanded && slower {
+		if !slow {
+			fast++
+		}
+		if ok && slow {
 			all++
 		}
-		ev = append(ev, fmt.Sprintf("seed %s: γ=1 %s; γ=0.5 %s; relative range γ=1 %.2f, γ=0.5 %.2f", sd, fmtTraj(t1), fmtTraj(t05), span(t1), span(t05)))
+		ev = append(ev, fmt.Sprintf("seed %d: γ=1 %s; γ=0.5 %s; minimum over start γ=1 %.2f, γ=0.5 %.2f; γ=0.5 final over initial %.2f", sd, fmtTraj(t1), fmtTraj(t05),
+			depth(t1), depth(t05), t05[len(t05)-1]/t05[0]))
 	}
 	if shown == 0 {
 		c.Evidence = "diagnostics missing"
 		return c
 	}
-	c.Evidence = fmt.Sprintf("mean stable rank of the block matrices over training; %s; %d of %d seeds condense then expand with γ = 0.5 changing less",
-		strings.Join(ev, "; "), all, shown)
+	c.Evidence = fmt.Sprintf("mean stable rank of the block matrices over training; %s; %d of %d seeds have γ = 1 condense then expand with γ = 0.5 keeping ≥ %.0f%% of its stable rank",
+		strings.Join(ev, "; "), all, shown, 100*Claim5SlowBound)
 	switch {
 	case shown >= 2 && all == shown:
 		c.Verdict = Supported
-	case shown >= 2 && condensing == 0:
-		c.Verdict = NotSupported
+	case shown >= 2 && (condensing == 0 || fast == shown):
+		c.Verdict = Contradicted
 	}
 	return c
+}
+
+// condenseExpand reports whether a stable-rank trajectory dips below 0.9 of its start after the start and ends
+// above 1.1 of that minimum.
+func condenseExpand(ts []float64) bool {
+	lo, at := math.Inf(1), 0
+	for i, v := range ts {
+		if v < lo {
+			lo, at = v, i
+		}
+	}
+	return lo < 0.9*ts[0] && at > 0 && ts[len(ts)-1] > 1.1*lo && at < len(ts)-1
 }
 
 // stableRankTrajectory is the mean stable rank of the q, k, v, o and FFN matrices at each diagnostics step.

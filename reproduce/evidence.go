@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/stats"
 )
 
@@ -38,6 +39,9 @@ type Evidence struct {
 	Probes   *ProbeEvidence  `json:"probes,omitempty"`
 	Anchor   *AnchorEvidence `json:"anchor,omitempty"`    // claim 1's reasoning half on the anchor-function tasks (anchor.go)
 	SharedLR []GammaArm      `json:"shared_lr,omitempty"` // optional: the γ arms at one shared LR (the study's "cost-free" reading), reported beside claim 1
+	// Primaries are the plan's pre-registered primaries (nil: claim 1's loss and claim 2's slope are judged as
+	// secondaries, the protocol of plans without [primaries]).
+	Primaries *experiment.Primaries `json:"primaries,omitempty"`
 }
 
 // Loss is a final model's loss on the whole validation split in nats per token, overall and per language
@@ -70,6 +74,11 @@ type Arm struct {
 	// OOD is, per seed, the bits per byte on each out-of-distribution text (corpus/ood), reported beside the
 	// verdicts (generalisation), not judged.
 	OOD map[int]map[string]float64 `json:"ood_bits_per_byte,omitempty"`
+	// Spike is, per seed, the training loss's largest rise over its running minimum (stats.Spike); Plateau the
+	// relative spread of its mean stable rank over the last 3 diagnostics (stats.TailSpread). A seed without
+	// the record is absent.
+	Spike   map[int]float64 `json:"spike,omitempty"`
+	Plateau map[int]float64 `json:"stable_rank_tail_spread,omitempty"`
 }
 
 // Overall is the arm's overall loss per seed.

@@ -153,7 +153,7 @@ func gainFigure(res *Result) (string, string) {
 	if res.Inputs == nil || len(res.Inputs.Ladder) == 0 {
 		return svgPlot{title: "γ = 1 gain against ln N"}.render(), "no ladder"
 	}
-	alpha := ClaimAlpha / 2
+	alpha := ClaimAlpha
 	s := svgSeries{name: "mean gain, t-interval"}
 	var xs, ys []float64
 	for _, r := range res.Inputs.Ladder {

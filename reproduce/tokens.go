@@ -120,12 +120,13 @@ func judgeTokens(ev *Evidence) Claim {
 		zero[s] = 0
 	}
 	var c claimTests
+	c.delta = ev.delta()
 	c.add("loss reduction, bins 4-9 minus bins 1-3", true, stats.Paired(me, zero))
 	c.add("loss reduction, bins 4-9 minus bin 10", true, stats.Paired(mh, zero))
 	c.add("overall loss reduction L(γ=0.5) − L(γ=1)", false, stats.Paired(ov, zero))
 	c.add("Δ_sym, bins 4-9 minus bins 1-3", false, stats.Paired(dme, zero))
 	cl := claimOf(4, text, fmt.Sprintf("γ=1 against γ=0.5, width %d, both fixes; tokens in %d quantiles of the loss of %s", ev.Width, DifficultyBins, refName(ev)), &c, "", nil)
-	alpha := c.alpha()
+	alpha := ClaimAlpha
 	bins := make([]TokenBin, DifficultyBins)
 	var reds []string
 	for q := range bins {

@@ -8,28 +8,30 @@ import (
 	"github.com/smallinit/smallinit/stats"
 )
 
-// How a claim is judged (SPEC §7). Every tested claim is a family of paired comparisons by seed; Holm corrects
-// over the family's decisive comparisons; the claim is supported when every one of them goes the claim's way
-// beyond the noise, not supported when any goes the other way, and inconclusive otherwise.
+// How a claim is judged (docs/definitions.md, "Verdicts"). The plan's primaries (primaries.go) are judged as
+// their own family; every other claim is a secondary, judged in a separate stated family: each of the
+// TestedClaims at ClaimAlpha = FamilyAlpha/TestedClaims (Bonferroni over claims). Within a claim made of several
+// decisive comparisons, "supported" needs each of them to pass at ClaimAlpha (intersection-union: no
+// correction needed), "contradicted" needs one to go against the claim after Holm over the claim's decisive
+// comparisons, and "no meaningful effect" needs each to lie inside ±δ (two one-sided tests at ClaimAlpha).
 const (
 	// FamilyAlpha (choice) bounds the chance that a reproduction in a world without any effect decides one or
-	// more of its tested claims: each of the TestedClaims is judged at ClaimAlpha = FamilyAlpha/TestedClaims
-	// (Bonferroni over claims), and within a claim Holm keeps its comparisons at ClaimAlpha together.
+	// more of its secondary claims.
 	FamilyAlpha = 0.05
-	// TestedClaims are the verdicts decided by a test: claim 1 (validation loss), claim 1 (reasoning probes),
-	// claim 1 (reasoning, anchor-function tasks: anchor.go), claims 2, 3 and 4. Claim 5 reads trajectories, not
-	// a test.
+	// TestedClaims are the secondary verdicts decided by a test: claim 1 (reasoning probes), claim 1
+	// (reasoning, anchor-function tasks: anchor.go), claim 2 (the fixes' effect on the gain), claims 3 and 4,
+	// and claim 1 (validation loss) when a plan has no primaries. Claim 5 reads trajectories, not a test.
 	TestedClaims = 6
 	ClaimAlpha   = FamilyAlpha / TestedClaims
-	// MinSeeds is the fewest paired seeds a decisive comparison needs (SPEC §7: n ≥ 3); below it the claim is
+	// MinSeeds is the fewest paired seeds a decisive comparison needs (n ≥ 3); below it the claim is
 	// "inconclusive: too few seeds".
 	MinSeeds = 3
-	// MinWidths is the fewest widths claim 2's gain-against-ln N and the size law need (SPEC §4: ≥ 4 sizes).
+	// MinWidths is the fewest widths claim 2's gain-against-ln N and the size law need (≥ 4 sizes).
 	MinWidths = 4
 	// ProbeSEs: a probe is judged only when the γ = 0.5 pilot's exact match exceeds chance by this many
-	// binomial standard errors (SPEC §7).
+	// binomial standard errors.
 	ProbeSEs = 5
-	// DifficultyBins are claim 4's quantiles of reference difficulty (SPEC §4: default 10). Easy: bins 1-3;
+	// DifficultyBins are claim 4's quantiles of reference difficulty (default 10). Easy: bins 1-3;
 	// medium-to-hard: 4-9; the hardest bin holds the rare and noisy tokens.
 	DifficultyBins = 10
 )
@@ -38,41 +40,121 @@ const (
 // ProbeSEs binomial standard errors of chance).
 const Untestable = "untestable at this budget"
 
+// UntestableHorizon is the verdict of a comparison whose γ = 1 runs had not finished condensing: their mean
+// stable rank had not plateaued (docs/definitions.md, "Horizon"), so the comparison measures the transient.
+const UntestableHorizon = "untestable at this horizon"
+
 // Test is one paired comparison a claim reads, its numbers kept whole for claims.json.
 type Test struct {
 	Name     string         `json:"name"`     // what is compared, signed so that positive is the claim's direction
 	Decisive bool           `json:"decisive"` // the verdict reads it (else it is reported beside)
 	Estimate stats.Estimate `json:"estimate"` // mean over seeds with its t-interval at level Estimate.Alpha
 	PHolm    *float64       `json:"p_holm,omitempty"`
-	Result   int            `json:"result"` // +1: the claim's direction beyond the noise after Holm, −1: against, 0: neither
+	// Delta is the smallest effect of interest in the comparison's units (0: none stated, so "no meaningful
+	// effect" cannot be reached); PTOST the two one-sided tests' p-value of the mean lying inside ±Delta.
+	Delta float64  `json:"delta,omitempty"`
+	PTOST *float64 `json:"p_tost,omitempty"`
+	// PSignFlip is the sign-flip permutation p-value beside the t-test (exact; it needs no normality, and
+	// cannot fall below 2/2^n).
+	PSignFlip *float64 `json:"p_sign_flip,omitempty"`
+	// LeaveOneOut is the mean without each seed in turn (in Estimate.Seeds order); RestsOnOneSeed says that
+	// dropping one seed changes the comparison's decision.
+	LeaveOneOut    []float64 `json:"leave_one_seed_out_means,omitempty"`
+	RestsOnOneSeed bool      `json:"rests_on_one_seed,omitempty"`
+	Decision       string    `json:"decision,omitempty"` // Supported, Contradicted, NoMeaningfulEffect or Inconclusive
+	Result         int       `json:"result"`             // +1: the claim's direction beyond the noise, −1: against, 0: neither
 }
 
 // claimTests collects a claim's comparisons. The intervals and minimum detectable effects of all of them are
-// stated at ClaimAlpha/m for m decisive comparisons (Bonferroni: the level of Holm's first step; a later step
-// can decide a comparison whose interval touches 0).
+// stated at the claim's level alpha (ClaimAlpha for a secondary claim).
 type claimTests struct {
 	tests []Test
+	// delta is the claim's smallest effect of interest (0: none), given to every comparison added after it is
+	// set.
+	delta float64
 }
 
 func (c *claimTests) add(name string, decisive bool, d stats.Diff) {
-	c.tests = append(c.tests, Test{Name: name, Decisive: decisive, Estimate: stats.Estimate{Seeds: d.Seeds, Values: d.Values}})
+	c.tests = append(c.tests, Test{Name: name, Decisive: decisive, Delta: c.delta, Estimate: stats.Estimate{Seeds: d.Seeds, Values: d.Values}})
 }
 
-// judge fills the estimates and the Holm decisions and returns the verdict with its reason.
-func (c *claimTests) judge() (verdict, reason string) {
-	m := 0
-	for _, t := range c.tests {
-		if t.Decisive {
-			m++
+// decide is one comparison's decision at level alpha: "no meaningful effect" when its two one-sided tests place
+// it inside ±delta (even if it is also beyond 0: an effect smaller than the smallest of interest), "supported"
+// when pFor ≤ alpha with a positive mean, "contradicted" when pAgainst ≤ alpha with a negative mean, else
+// "inconclusive". pFor and pAgainst are the p-values the rule reads for each direction (a claim's IUT reads
+// the raw p for "supported" and Holm's for "contradicted").
+func decide(e stats.Estimate, delta, pTOST, pFor, pAgainst, alpha float64) string {
+	switch {
+	case delta > 0 && pTOST <= alpha:
+		return NoMeaningfulEffect
+	case pFor <= alpha && e.Mean > 0:
+		return Supported
+	case pAgainst <= alpha && e.Mean < 0:
+		return Contradicted
+	}
+	return Inconclusive
+}
+
+// measure fills a comparison's estimate at level alpha, its TOST and sign-flip p-values and its
+// leave-one-seed-out means.
+func (t *Test) measure(alpha float64) {
+	t.Estimate = stats.Mean(t.Estimate.Values, t.Estimate.Seeds, alpha)
+	if p := stats.SignFlipP(t.Estimate.Values); !math.IsNaN(p) {
+		t.PSignFlip = &p
+	}
+	if t.Delta > 0 {
+		if p := stats.TOST(t.Estimate.Values, t.Delta); !math.IsNaN(p) {
+			t.PTOST = &p
 		}
 	}
-	alpha := ClaimAlpha / float64(max(m, 1))
+	t.LeaveOneOut = nil
+	if n := len(t.Estimate.Values); n >= 3 {
+		for i := range t.Estimate.Values {
+			rest := append(append([]float64{}, t.Estimate.Values[:i]...), t.Estimate.Values[i+1:]...)
+			t.LeaveOneOut = append(t.LeaveOneOut, stats.Mean(rest, nil, alpha).Mean)
+		}
+	}
+}
+
+// fragile reports whether dropping any one seed changes the decision d of a comparison judged at alpha on raw
+// p-values (the leave-one-seed-out check of a verdict resting on one seed).
+func (t *Test) fragile(d string, alpha float64) bool {
+	vs := t.Estimate.Values
+	if len(vs) < 3 || d == Inconclusive {
+		return false
+	}
+	for i := range vs {
+		rest := append(append([]float64{}, vs[:i]...), vs[i+1:]...)
+		e := stats.Mean(rest, nil, alpha)
+		pt := math.NaN()
+		if t.Delta > 0 {
+			pt = stats.TOST(rest, t.Delta)
+		}
+		if decide(e, t.Delta, pt, e.P, e.P, alpha) != d {
+			return true
+		}
+	}
+	return false
+}
+
+func pOr1(p *float64) float64 {
+	if p == nil || math.IsNaN(*p) {
+		return 1
+	}
+	return *p
+}
+
+// judge fills the estimates and decisions and returns the verdict with its reason (the rules above).
+func (c *claimTests) judge() (verdict, reason string) {
+	alpha := ClaimAlpha
+	m := 0
 	var ps []float64
 	var few []string
 	for i := range c.tests {
 		t := &c.tests[i]
-		t.Estimate = stats.Mean(t.Estimate.Values, t.Estimate.Seeds, alpha)
+		t.measure(alpha)
 		if t.Decisive {
+			m++
 			ps = append(ps, t.Estimate.P)
 			if t.Estimate.N < MinSeeds {
 				few = append(few, fmt.Sprintf("%s has %d", t.Name, t.Estimate.N))
@@ -83,10 +165,12 @@ func (c *claimTests) judge() (verdict, reason string) {
 		return Inconclusive, "nothing to compare"
 	}
 	if len(few) > 0 {
-		return Inconclusive, fmt.Sprintf("too few seeds: %s paired seeds, need %d (SPEC §7)", strings.Join(few, ", "), MinSeeds)
+		return Inconclusive, fmt.Sprintf("too few seeds: %s paired seeds, need %d", strings.Join(few, ", "), MinSeeds)
 	}
 	adj := stats.Holm(ps)
-	k, pos, neg := 0, 0, 0
+	k := 0
+	count := map[string]int{}
+	var fragile []string
 	for i := range c.tests {
 		t := &c.tests[i]
 		if !t.Decisive {
@@ -95,28 +179,31 @@ func (c *claimTests) judge() (verdict, reason string) {
 		p := adj[k]
 		k++
 		t.PHolm = &p
-		if p <= ClaimAlpha {
-			switch {
-			case t.Estimate.Mean > 0:
-				t.Result = 1
-			case t.Estimate.Mean < 0:
-				t.Result = -1
-			}
+		t.Decision = decide(t.Estimate, t.Delta, pOr1(t.PTOST), t.Estimate.P, p, alpha)
+		switch t.Decision {
+		case Supported:
+			t.Result = 1
+		case Contradicted:
+			t.Result = -1
 		}
-		switch t.Result {
-		case 1:
-			pos++
-		case -1:
-			neg++
+		count[t.Decision]++
+		if t.RestsOnOneSeed = t.fragile(t.Decision, alpha); t.RestsOnOneSeed {
+			fragile = append(fragile, t.Name)
 		}
+	}
+	note := ""
+	if len(fragile) > 0 {
+		note = "; rests on one seed (leave-one-seed-out changes the decision of " + strings.Join(fragile, ", ") + ")"
 	}
 	switch {
-	case neg > 0:
-		return NotSupported, ""
-	case pos == m:
-		return Supported, ""
+	case count[Contradicted] > 0:
+		return Contradicted, strings.TrimPrefix(note, "; ")
+	case count[Supported] == m:
+		return Supported, strings.TrimPrefix(note, "; ")
+	case count[NoMeaningfulEffect] == m:
+		return NoMeaningfulEffect, "every decisive comparison lies inside ±δ" + note
 	}
-	return Inconclusive, "within the noise: an effect smaller than the MDE could not have been seen"
+	return Inconclusive, "within the noise: an effect smaller than the MDE could not have been seen" + note
 }
 
 // text writes the tests as evidence: mean, interval, df, n, Holm p and MDE.
@@ -132,6 +219,18 @@ func (c *claimTests) text() string {
 		}
 		if t.PHolm != nil {
 			s += fmt.Sprintf(", p_Holm %.3g", *t.PHolm)
+		}
+		if t.PSignFlip != nil {
+			s += fmt.Sprintf(", sign-flip p %.3g", *t.PSignFlip)
+		}
+		if t.Delta > 0 {
+			s += fmt.Sprintf(", δ %.4g", t.Delta)
+			if t.PTOST != nil {
+				s += fmt.Sprintf(" (TOST p %.3g)", *t.PTOST)
+			}
+		}
+		if t.RestsOnOneSeed {
+			s += " [rests on one seed]"
 		}
 		if !t.Decisive {
 			s += " [reported]"
@@ -151,19 +250,9 @@ func claimOf(n int, text, header string, c *claimTests, extra string, detail any
 	if extra != "" {
 		ev += "; " + extra
 	}
-	ev += fmt.Sprintf(" (paired by seed; intervals at α = %.3g, Holm over the %s at %.3g; MDE at %.0f%% power)",
-		c.alpha(), decisiveNames(c.tests), ClaimAlpha, 100*stats.Power)
+	ev += fmt.Sprintf(" (secondary; paired by seed; intervals at α = %.3g; supported when each of the %s passes at that level, contradicted after Holm over them; MDE from the noncentral t at %.0f%% power)",
+		ClaimAlpha, decisiveNames(c.tests), 100*stats.Power)
 	return Claim{N: n, Text: text, Verdict: v, Reason: reason, Evidence: ev, Tests: c.tests, Detail: detail}
-}
-
-func (c *claimTests) alpha() float64 {
-	m := 0
-	for _, t := range c.tests {
-		if t.Decisive {
-			m++
-		}
-	}
-	return ClaimAlpha / float64(max(m, 1))
 }
 
 func decisiveNames(ts []Test) string {
@@ -191,11 +280,17 @@ func bySeed(d stats.Diff) stats.BySeed {
 	return out
 }
 
-// Judge decides claims 1 (validation loss), 1 (reasoning probes), 2, 3 and 4 from the evidence, in that
-// order. bootstrap resamples of seeds give the effective-size intervals of claim 2 (0: none; they are
-// reported, not decisive).
+// Judge decides the plan's primaries H1 and H2 (primaries.go) when ev.Primaries is set, else claim 1
+// (validation loss) as a secondary; then claims 1 (reasoning probes), 2, 3 and 4, in that order. bootstrap
+// resamples of seeds give the effective-size intervals of claim 2 (0: none; they are reported, not decisive).
 func Judge(ev *Evidence, bootstrap int) []Claim {
-	return []Claim{judgeLoss(ev), judgeProbes(ev.Probes), judgeFixes(ev, bootstrap), judgeShape(ev), judgeTokens(ev)}
+	var cs []Claim
+	if ev.Primaries != nil {
+		cs = judgePrimaries(ev)
+	} else {
+		cs = []Claim{judgeLoss(ev)}
+	}
+	return append(cs, judgeProbes(ev.Probes), judgeFixes(ev, bootstrap), judgeShape(ev), judgeTokens(ev))
 }
 
 func (ev *Evidence) gammaArm(g float64) *Arm {
@@ -218,6 +313,7 @@ func source(ev *Evidence) string {
 // learning rate. Decisive: the paired overall gain. Reported: the gain per language and at the shared LR.
 func judgeLoss(ev *Evidence) Claim {
 	var c claimTests
+	c.delta = ev.delta()
 	g05, g1 := ev.gammaArm(0.5), ev.gammaArm(1)
 	c.add("γ=1 gain L(γ=0.5) − L(γ=1), overall", true, gain(g05.Overall(), g1.Overall()))
 	for _, lang := range languages(g05, g1) {
@@ -251,6 +347,7 @@ func judgeLoss(ev *Evidence) Claim {
 // reported. Not a best-of-grid: picking the lowest of five arms would favour whichever arm's seeds were lucky.
 func judgeShape(ev *Evidence) Claim {
 	var c claimTests
+	c.delta = ev.delta()
 	at := -1
 	for i, g := range ev.Gamma {
 		if g.Gamma == 1 {
@@ -280,18 +377,19 @@ func judgeShape(ev *Evidence) Claim {
 func judgeFixes(ev *Evidence, bootstrap int) Claim {
 	text := "ε = 1e-5 and the attention sink hold γ = 1 back, more as models grow; with both fixes γ = 1 is worth more model size"
 	var c claimTests
+	c.delta = ev.delta()
 	fixed := gain(ev.gammaArm(0.5).Overall(), ev.gammaArm(1).Overall())
 	none := gain(ev.NoFix05.Overall(), ev.NoFix1.Overall())
 	c.add(fmt.Sprintf("gain with both fixes − gain without, width %d", ev.Width), true, stats.Paired(bySeed(fixed), bySeed(none)))
 	slopes, perSeed := ladderSlopes(ev.Ladder)
-	c.add("slope of the gain (both fixes) against ln N", true, slopes)
+	c.add("slope of the gain (both fixes) against ln N", ev.Primaries == nil, slopes) // with primaries: H2
 	for _, r := range ev.Ladder {
 		c.add(fmt.Sprintf("gain at width %d", r.Width), false, gain(r.G05.Overall(), r.G1.Overall()))
 	}
 	eff := effectiveSize(ev.Ladder, bootstrap)
 	detail := map[string]any{"slope_per_seed_points": perSeed, "effective_size": eff}
 	cl := claimOf(2, text, fmt.Sprintf("gain = L(γ=0.5) − L(γ=1), %s", source(ev)), &c, eff.text(), detail)
-	if len(ev.Ladder) < MinWidths && cl.Verdict != NotSupported {
+	if ev.Primaries == nil && len(ev.Ladder) < MinWidths && cl.Verdict != Contradicted {
 		cl.Verdict, cl.Reason = Inconclusive, fmt.Sprintf("the ladder has %d widths, need %d", len(ev.Ladder), MinWidths)
 	}
 	return cl
@@ -324,4 +422,13 @@ func ladderSlopes(ladder []Rung) (stats.Diff, map[int][][2]float64) {
 		zero[s] = 0
 	}
 	return stats.Paired(by, zero), pts
+}
+
+// delta is the smallest effect of interest in nats of the secondary loss comparisons: the primaries' δ, or 0
+// (none stated) for a plan without primaries.
+func (ev *Evidence) delta() float64 {
+	if ev.Primaries == nil {
+		return 0
+	}
+	return ev.Primaries.DeltaH1()
 }

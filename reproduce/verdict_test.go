@@ -168,12 +168,12 @@ func TestSyntheticWorldsGiveTheKnownVerdicts(t *testing.T) {
 		min  float64
 	}{
 		{helps(), Supported, 0.9},
-		{hurts(), NotSupported, 0.9},
+		{hurts(), Contradicted, 0.9},
 		{null(), Inconclusive, 0.95},
 	} {
 		per, all := rates(tc.w, reps, 1)
 		for i, r := range per {
-			t.Logf("%s, %s: supported %.3f, not supported %.3f, inconclusive %.3f", tc.w.name, claimNames[i], r[Supported], r[NotSupported], r[Inconclusive])
+			t.Logf("%s, %s: supported %.3f, not supported %.3f, inconclusive %.3f", tc.w.name, claimNames[i], r[Supported], r[Contradicted], r[Inconclusive])
 			if r[tc.want] < tc.min {
 				t.Errorf("%s, %s: %s in %.3f of %d reproductions, want at least %.2f", tc.w.name, claimNames[i], tc.want, r[tc.want], reps, tc.min)
 			}

@@ -27,6 +27,8 @@ type RunRecord struct {
 	LR    float64  `json:"lr"`
 	Steps int      `json:"steps"`
 	Score RunScore `json:"score"`
+	// Health is the run's spike statistic and stable-rank plateau check (health.go).
+	Health Health `json:"health"`
 }
 
 // scoreRuns scores every finished run of the outcome (RunScore, cached per run directory), in run order.
@@ -38,8 +40,12 @@ func scoreRuns(out *experiment.Outcome, oodWindows int) ([]RunRecord, error) {
 		if err != nil {
 			return nil, err
 		}
+		h, err := healthOf(r.Dir)
+		if err != nil {
+			return nil, err
+		}
 		recs = append(recs, RunRecord{Group: r.Group, Arm: r.Arm, Seed: int(r.Seed), Dir: r.Dir, Gamma: c.Init.Gamma, Width: c.Model.Dim,
-			N: c.Model.NonEmbeddingParams(), Eps: c.Model.NormEps, Gate: c.Model.AttnGate, LR: c.Schedule.PeakLR, Steps: c.TotalSteps(), Score: *s})
+			N: c.Model.NonEmbeddingParams(), Eps: c.Model.NormEps, Gate: c.Model.AttnGate, LR: c.Schedule.PeakLR, Steps: c.TotalSteps(), Score: *s, Health: h})
 	}
 	return recs, nil
 }
@@ -48,7 +54,7 @@ func scoreRuns(out *experiment.Outcome, oodWindows int) ([]RunRecord, error) {
 func rowsOf(recs []RunRecord) []row {
 	var rows []row
 	for _, r := range recs {
-		rows = append(rows, row{exp: r.Group, dir: r.Dir, n: r.N, loss: r.Score.HeldOut.Overall.Loss,
+		rows = append(rows, row{seedN: r.Seed, exp: r.Group, dir: r.Dir, n: r.N, loss: r.Score.HeldOut.Overall.Loss,
 			values: map[string]any{"init.gamma": r.Gamma, "seed": float64(r.Seed), "model.hidden_size": float64(r.Width), "model.attn_gate": r.Gate}})
 	}
 	return rows
@@ -57,7 +63,7 @@ func rowsOf(recs []RunRecord) []row {
 // armOf collects the records that match into one arm, per seed; its LR is theirs (the same for every seed of
 // an arm) and its name says what it is.
 func armOf(name string, recs []RunRecord, match func(r *RunRecord) bool) Arm {
-	a := Arm{Name: name, Seeds: map[int]Loss{}, OOD: map[int]map[string]float64{}}
+	a := Arm{Name: name, Seeds: map[int]Loss{}, OOD: map[int]map[string]float64{}, Spike: map[int]float64{}, Plateau: map[int]float64{}}
 	for i := range recs {
 		r := &recs[i]
 		if !match(r) {
@@ -65,6 +71,12 @@ func armOf(name string, recs []RunRecord, match func(r *RunRecord) bool) Arm {
 		}
 		a.Seeds[r.Seed] = HeldOutLoss(r.Score.HeldOut)
 		a.OOD[r.Seed] = r.Score.OODBitsPerByte()
+		if !math.IsNaN(r.Health.Spike) {
+			a.Spike[r.Seed] = r.Health.Spike
+		}
+		if !math.IsNaN(r.Health.Plateau) {
+			a.Plateau[r.Seed] = r.Health.Plateau
+		}
 		a.LR = r.LR
 	}
 	return a
@@ -208,6 +220,7 @@ func (res *Result) WriteText(w io.Writer) error {
 	if res.Smoke != "" {
 		fmt.Fprintf(w, "SMOKE TEST: %s\n", res.Smoke)
 	}
+	fmt.Fprint(w, res.Primaries)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "group\tarm\tseeds\tLR\tval loss ± SE\tnorm saturation (mean / first)\tsink rate %")
@@ -220,7 +233,11 @@ func (res *Result) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	for _, c := range res.Claims {
-		fmt.Fprintf(w, "claim %d: %s\n  %s", c.N, c.Text, c.Verdict)
+		id := fmt.Sprintf("claim %d", c.N)
+		if c.ID != "" {
+			id = fmt.Sprintf("primary %s (claim %d)", c.ID, c.N)
+		}
+		fmt.Fprintf(w, "%s: %s\n  %s", id, c.Text, c.Verdict)
 		if c.Reason != "" {
 			fmt.Fprintf(w, " (%s)", c.Reason)
 		}

@@ -218,3 +218,35 @@ func TOST(values []float64, delta float64) (p float64) {
 	pHigh := TCDF((e.Mean-delta)/e.SE, df)    // H0: mean ≥ +delta
 	return math.Max(pLow, pHigh)
 }
+
+// Spike is the largest rise of a loss curve over its running minimum, max_i (loss_i − min_{j ≤ i} loss_j): 0 for
+// a curve that never rises, the height of the worst spike otherwise (docs/definitions.md, "Learning rates"). A
+// non-finite loss makes it +Inf (a diverged run spiked without bound).
+func Spike(losses []float64) float64 {
+	best, worst := math.Inf(1), 0.0
+	for _, l := range losses {
+		if !finite(l) {
+			return math.Inf(1)
+		}
+		best = math.Min(best, l)
+		worst = math.Max(worst, l-best)
+	}
+	return worst
+}
+
+// TailSpread is the relative spread of the last k values, (max − min)/max of them: how far a trajectory still
+// moves at its end (γ = 1's mean stable rank has plateaued when its last 3 lie within 5%, docs/definitions.md,
+// "Horizon"). NaN with fewer than k values or a non-positive maximum.
+func TailSpread(xs []float64, k int) float64 {
+	if k < 1 || len(xs) < k {
+		return math.NaN()
+	}
+	mn, mx := math.Inf(1), math.Inf(-1)
+	for _, v := range xs[len(xs)-k:] {
+		mn, mx = math.Min(mn, v), math.Max(mx, v)
+	}
+	if !(mx > 0) {
+		return math.NaN()
+	}
+	return (mx - mn) / mx
+}

@@ -154,3 +154,26 @@ func TestTOSTMatchesTheIntervalInsideTheMargin(t *testing.T) {
 		t.Errorf("identical values outside the margin: p %g, want 1", p)
 	}
 }
+
+func TestSpikeAndTailSpread(t *testing.T) {
+	for _, c := range []struct {
+		losses []float64
+		want   float64
+	}{
+		{[]float64{5, 4, 3, 2}, 0},          // never rises
+		{[]float64{5, 4, 4.5, 3, 3.2}, 0.5}, // the worst rise over the running minimum
+		{[]float64{5, 3, 6, 2, 2.5}, 3},     // a spike that recovers still counts
+		{[]float64{5, 4, math.NaN()}, math.Inf(1)},
+		{nil, 0},
+	} {
+		if got := Spike(c.losses); got != c.want && math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("Spike(%v) = %g, want %g", c.losses, got, c.want)
+		}
+	}
+	if got := TailSpread([]float64{40, 5, 9.5, 9.8, 10}, 3); math.Abs(got-0.05) > 1e-12 {
+		t.Errorf("TailSpread = %g, want 0.05", got)
+	}
+	if !math.IsNaN(TailSpread([]float64{1, 2}, 3)) {
+		t.Error("two values have a spread of the last three")
+	}
+}

@@ -1,0 +1,167 @@
+package reproduce
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/stats"
+)
+
+// judgePrimaries decides the plan's two pre-registered primaries (experiment.Primaries) as one family, Holm
+// over the two at the plan's α (docs/definitions.md, "Verdicts"):
+//
+//   - H1 (claim 1): the paired gain L(γ=0.5) − L(γ=1) at the γ grid's width with both fixes, each γ at its tuned
+//     LR; the same gain at the matched (shared) LR is reported beside it.
+//   - H2 (claim 2): the per-seed least-squares slope of that paired gain against ln N over the ladder, which
+//     needs ≥ MinWidths widths spanning ≥ MinSpan in width.
+//
+// Each is "supported" or "contradicted" when its Holm-adjusted p is at most α with the mean on that side, "no
+// meaningful effect" when its two one-sided tests (also Holm-adjusted) place it inside ±δ, and otherwise
+// inconclusive; "untestable at this horizon" when a γ = 1 run it reads had not plateaued.
+func judgePrimaries(ev *Evidence) []Claim {
+	spec := ev.Primaries
+	h1 := Test{Name: "H1: γ=1 gain L(γ=0.5) − L(γ=1), tuned LR", Decisive: true, Delta: spec.DeltaH1()}
+	g05, g1 := ev.gammaArm(0.5), ev.gammaArm(1)
+	d := gain(g05.Overall(), g1.Overall())
+	h1.Estimate = stats.Estimate{Seeds: d.Seeds, Values: d.Values}
+
+	lnSpan, widths := ladderSpan(ev.Ladder)
+	h2 := Test{Name: "H2: slope of the gain against ln N", Decisive: true, Delta: spec.DeltaH2(lnSpan)}
+	slopes, perSeed := ladderSlopes(ev.Ladder)
+	h2.Estimate = stats.Estimate{Seeds: slopes.Seeds, Values: slopes.Values}
+
+	tests := []*Test{&h1, &h2}
+	ps := make([]float64, 2)
+	pt := make([]float64, 2)
+	for i, t := range tests {
+		t.measure(spec.Alpha)
+		ps[i] = t.Estimate.P
+		pt[i] = pOr1(t.PTOST)
+	}
+	adj, adjT := stats.Holm(ps), stats.Holm(pt)
+	for i, t := range tests {
+		p := adj[i]
+		t.PHolm = &p
+		if t.PTOST != nil {
+			q := adjT[i]
+			t.PTOST = &q
+		}
+		t.Decision = decide(t.Estimate, t.Delta, pOr1(t.PTOST), p, p, spec.Alpha)
+		switch t.Decision {
+		case Supported:
+			t.Result = 1
+		case Contradicted:
+			t.Result = -1
+		}
+		t.RestsOnOneSeed = t.fragile(t.Decision, spec.Alpha/2)
+	}
+
+	var matched []Test
+	if s05, s1 := sharedArm(ev, 0.5), sharedArm(ev, 1); s05 != nil && s1 != nil {
+		dm := gain(s05.Overall(), s1.Overall())
+		m := Test{Name: fmt.Sprintf("H1 at the matched (shared) LR %g [reported]", s1.LR), Delta: spec.DeltaH1(), Estimate: stats.Estimate{Seeds: dm.Seeds, Values: dm.Values}}
+		m.measure(spec.Alpha)
+		matched = append(matched, m)
+	}
+
+	one := func(n int, id, text string, t Test, extra []Test, unplateaued []string, need string) Claim {
+		c := Claim{N: n, ID: id, Text: text, Verdict: t.Decision, Tests: append([]Test{t}, extra...)}
+		var parts []string
+		for _, x := range c.Tests {
+			parts = append(parts, (&claimTests{tests: []Test{x}}).text())
+		}
+		c.Evidence = fmt.Sprintf("%s; primary family: Holm over H1 and H2 at α = %g, intervals at α = %g, MDE from the noncentral t at %.0f%% power",
+			strings.Join(parts, "; "), spec.Alpha, spec.Alpha, 100*stats.Power)
+		switch {
+		case need != "":
+			c.Verdict, c.Reason = Inconclusive, need
+		case t.Estimate.N < MinSeeds:
+			c.Verdict, c.Reason = Inconclusive, fmt.Sprintf("too few seeds: %d paired, need %d", t.Estimate.N, MinSeeds)
+		case len(unplateaued) > 0:
+			c.Verdict = UntestableHorizon
+			c.Reason = fmt.Sprintf("γ = 1's mean stable rank had not plateaued (last 3 diagnostics within %g%%) in %s", 100*spec.PlateauTolerance, strings.Join(unplateaued, ", "))
+		case t.Decision == Inconclusive && !math.IsNaN(t.Estimate.MDE) && t.Estimate.MDE > t.Delta:
+			c.Reason = fmt.Sprintf("the MDE %.4g is above δ %.4g: the budget could not tell an effect of interest from none", t.Estimate.MDE, t.Delta)
+		}
+		if t.RestsOnOneSeed {
+			c.Reason = strings.TrimPrefix(c.Reason+"; rests on one seed (leave-one-seed-out changes the decision)", "; ")
+		}
+		return c
+	}
+	need2 := ""
+	if len(widths) < spec.MinWidths || (len(widths) > 0 && float64(widths[len(widths)-1]) < spec.MinSpan*float64(widths[0])) {
+		need2 = fmt.Sprintf("the ladder has widths %v; H2 needs ≥ %d widths spanning ≥ %gx", widths, spec.MinWidths, spec.MinSpan)
+	}
+	c1 := one(1, "H1", "γ = 1 lowers validation loss against γ = 0.5 (with ε = 1e-12 and the gate)", h1, matched,
+		unplateaued(spec, []*Arm{g1}), "")
+	var g1s []*Arm
+	for i := range ev.Ladder {
+		g1s = append(g1s, &ev.Ladder[i].G1)
+	}
+	c2 := one(2, "H2", "with both fixes, γ = 1's gain grows with model size", h2, nil, unplateaued(spec, g1s), need2)
+	c2.Detail = map[string]any{"slope_per_seed_points": perSeed, "ln_span": lnSpan}
+	return []Claim{c1, c2}
+}
+
+// ladderSpan is ln(N_max/N_min) over the ladder's rungs and their widths, ascending.
+func ladderSpan(ladder []Rung) (float64, []int) {
+	var ws []int
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range ladder {
+		ws = append(ws, r.Width)
+		lo, hi = math.Min(lo, r.N), math.Max(hi, r.N)
+	}
+	slices.Sort(ws)
+	if len(ladder) < 2 || !(lo > 0) {
+		return math.NaN(), ws
+	}
+	return math.Log(hi / lo), ws
+}
+
+// sharedArm is the shared-LR arm of γ g, or nil.
+func sharedArm(ev *Evidence, g float64) *Arm {
+	for i := range ev.SharedLR {
+		if ev.SharedLR[i].Gamma == g {
+			return &ev.SharedLR[i].Arm
+		}
+	}
+	return nil
+}
+
+// unplateaued names the γ = 1 arms (and seeds) whose mean stable rank still moved more than the plan's
+// tolerance over its last 3 diagnostics; an arm without the record is not flagged (a plan without
+// diagnostics cannot check, and says so through its missing plateau values in claims.json).
+func unplateaued(spec *experiment.Primaries, arms []*Arm) []string {
+	var out []string
+	for _, a := range arms {
+		if a == nil {
+			continue
+		}
+		var seeds []int
+		for s, v := range a.Plateau {
+			if v > spec.PlateauTolerance {
+				seeds = append(seeds, s)
+			}
+		}
+		slices.Sort(seeds)
+		if len(seeds) > 0 {
+			out = append(out, fmt.Sprintf("%s seeds %v", a.Name, seeds))
+		}
+	}
+	return out
+}
+
+// describePrimaries is the primaries' statement printed before any number of a reproduction's result.
+func describePrimaries(spec *experiment.Primaries, ev *Evidence) string {
+	lnSpan, _ := ladderSpan(ev.Ladder)
+	var b strings.Builder
+	n := 0
+	if g1 := ev.gammaArm(1); g1 != nil {
+		n = len(g1.Seeds)
+	}
+	spec.Write(&b, n, lnSpan)
+	return b.String()
+}
