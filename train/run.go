@@ -1,7 +1,6 @@
 package train
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,6 +80,11 @@ type Result struct {
 	Loss       float64 // mean training loss over the last logging interval
 	ValLoss    float64 // NaN when there is no validation file
 	TokensPerS float64 // over the whole run, evaluation and checkpoints included
+
+	// Set by StartOrResume, also with an error: whether dir held the run already, and the threads it trains
+	// with (c's for a new run, the earlier attempt's config.toml's for a resumed one).
+	Resumed bool
+	Threads int
 }
 
 // ErrInterrupted is returned when the context is cancelled: the run stopped after a step and saved a checkpoint.
@@ -155,6 +159,41 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 		return Result{}, err
 	}
 	return r.loop(ctx)
+}
+
+// StartOrResume trains the run of c in dir, whatever dir holds: the one "start this run, or resume it" of
+// every caller (a sweep's runs, a plan's arms, learning-rate trials, anchor cells). With no run in dir it
+// starts one. Otherwise, under the run's lock, it checks once that the run is c (SameConfig: train.threads
+// aside), so that an edited or differently planned directory is refused rather than resumed under its own
+// config, and then resumes it; a run that already finished is only read back (its final model untouched).
+// The lock is taken unless o.LockHeld.
+func StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result, error) {
+	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err != nil {
+		res, err := Start(ctx, c, dir, o)
+		res.Threads = c.Train.Threads
+		if !errors.Is(err, ErrRunExists) {
+			return res, err
+		}
+		// Another process started it between the check and Start's lock: resume it, as if it had been there.
+	}
+	ctx, unlock, err := lock(ctx, dir, o)
+	if err != nil {
+		return Result{Resumed: true}, err
+	}
+	defer unlock()
+	o.LockHeld = true
+	threads, err := SameConfig(dir, c)
+	if err != nil {
+		return Result{Resumed: true}, err
+	}
+	var res Result
+	if (&Run{dir: dir}).Done() {
+		res, err = finishedResult(dir, c.TotalSteps())
+	} else {
+		res, err = Resume(ctx, dir, o)
+	}
+	res.Resumed, res.Threads = true, threads
+	return res, err
 }
 
 // SameConfig checks that the config.toml of an earlier attempt at a run in dir is want (train.threads aside),
@@ -357,7 +396,8 @@ func (r *runner) initialise() error {
 	if err != nil {
 		return err
 	}
-	b, _ := json.MarshalIndent(map[string]any{"recipe": r.c.Init, "seed": r.c.Seed, "optimizer": r.c.Optimizer, "tensors": stds}, "", "  ")
+	opt := r.c.Optimizer
+	b, _ := json.MarshalIndent(InitRecord{Recipe: r.c.Init, Seed: r.c.Seed, Optimizer: &opt, Tensors: stds}, "", "  ")
 	if err := model.WriteFileAtomic(filepath.Join(r.dir, InitFile), append(b, '\n')); err != nil {
 		return err
 	}
@@ -600,36 +640,16 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	return Result{Dir: r.dir, Steps: r.st.Step, Loss: lastLoss, ValLoss: lastVal, TokensPerS: tps}, nil
 }
 
-// finishedResult is the Result of a finished run read from its metrics.jsonl: the last logged training and
-// validation losses, and the training throughput over the logged intervals (tokens over the time they took,
-// Σ Δtokens / Σ (Δtokens / tokens_per_s)).
+// finishedResult is the Result of a finished run read from its metrics.jsonl (Summarise): the last logged
+// training and validation losses and the training throughput over the logged intervals (0 when no line has one).
 func finishedResult(dir string, steps int) (Result, error) {
-	path := filepath.Join(dir, MetricsFile)
-	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
+	s, err := (&Run{dir: dir}).Summary()
 	if err != nil {
 		return Result{}, fmt.Errorf("finished run: %w", err)
 	}
-	res := Result{Dir: dir, Steps: steps, Loss: math.NaN(), ValLoss: math.NaN()}
-	var prev int64
-	var tokens, secs float64
-	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var m Metrics
-		if err := json.Unmarshal(line, &m); err != nil {
-			return Result{}, fmt.Errorf("finished run: %s line %d: %w", path, i+1, err)
-		}
-		if m.Loss != 0 {
-			res.Loss = m.Loss
-		}
-		if m.ValLoss != nil {
-			res.ValLoss = *m.ValLoss
-		}
-		if d := float64(m.Tokens - prev); d > 0 && m.TokensPerS > 0 {
-			tokens, secs = tokens+d, secs+d/m.TokensPerS
-		}
-		prev = m.Tokens
-	}
-	if secs > 0 {
-		res.TokensPerS = tokens / secs
+	res := Result{Dir: dir, Steps: steps, Loss: s.TrainLoss, ValLoss: s.ValLoss}
+	if !math.IsNaN(s.TokensPerS) {
+		res.TokensPerS = s.TokensPerS
 	}
 	return res, nil
 }
@@ -643,8 +663,8 @@ func finite(v float64) *float64 {
 	return &v
 }
 
-// initRecord is what a saved model's config.json records as its init recipe.
-func initRecord(c Config) any { return map[string]any{"recipe": c.Init, "seed": c.Seed} }
+// initRecord is what a saved model's config.json records as its init recipe (smallinit_init).
+func initRecord(c Config) any { return ModelInitRecord(c) }
 
 // TokenizerFile is the tokenizer a prepared data directory holds beside its token files; a run copies it into
 // its final model directory so that text-level tools (eval-tasks, generate) find it there.
