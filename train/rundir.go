@@ -45,6 +45,19 @@ func OpenRun(dir string) (*Run, error) {
 	return &Run{dir: dir}, nil
 }
 
+// IsRunDir says whether dir looks like a run directory: it holds config.toml or metrics.jsonl (a run so old or
+// broken that one of them is missing is still a run to list).
+func IsRunDir(dir string) bool {
+	return isRegular(filepath.Join(dir, ConfigFile)) || isRegular(filepath.Join(dir, MetricsFile))
+}
+
+// Checkpoints are the steps of the run's complete checkpoints, ascending; HasModel(CheckpointSub(step)) says
+// whether one holds a whole model.
+func (r *Run) Checkpoints() ([]int, error) { return listCheckpoints(r.dir) }
+
+// CheckpointSub is the subdirectory of a run that holds the checkpoint of step.
+func CheckpointSub(step int) string { return filepath.Join(checkpointsDir, checkpointName(step)) }
+
 // Dir is the run directory.
 func (r *Run) Dir() string { return r.dir }
 
