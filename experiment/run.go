@@ -502,16 +502,7 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 		defer lf.Close()
 		opts.Log, opts.Progress = lf, false
 	}
-	var res train.Result
-	var err error
-	if _, serr := os.Stat(filepath.Join(r.dir, train.ConfigFile)); serr == nil {
-		if _, err := train.SameConfig(r.dir, c); err != nil {
-			return summary.Row{}, fmt.Errorf("%s: %w", r.arm, err)
-		}
-		res, err = train.Resume(ctx, r.dir, opts)
-	} else {
-		res, err = train.Start(ctx, c, r.dir, opts)
-	}
+	res, err := train.StartOrResume(ctx, c, r.dir, opts)
 	if err != nil {
 		return summary.Row{}, fmt.Errorf("%s: %w", r.arm, err)
 	}
@@ -525,7 +516,7 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 	if out.Suffix != "" || r.group.Data == DataProbes {
 		probeDir = out.ProbeDir
 	}
-	row, err := Score(r.dir, out.DataDir, probeDir, out.Stats, res, o.Windows)
+	row, err := Score(r.dir, out.DataDir, probeDir, res, o.Windows)
 	if err != nil {
 		return row, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -315,8 +316,16 @@ func (r *Run) Tokens() int64 { return train.Summarise(r.Metrics).Tokens }
 // TrainLoss is the last logged training loss (NaN if none).
 func (r *Run) TrainLoss() float64 { return train.Summarise(r.Metrics).TrainLoss }
 
-// ValLoss is the last logged validation loss (NaN if none): at the end of a complete run, the final one.
-func (r *Run) ValLoss() float64 { return train.Summarise(r.Metrics).ValLoss }
+// ValLoss is the run's final validation loss: the score of the plan's summary.json row naming the run when there
+// is one (eval.ScoreHeldOut: every token of the validation split, the number the plan's table shows), else the
+// last val_loss of metrics.jsonl (the training-time monitor on the first train.eval_windows windows); NaN if
+// neither.
+func (r *Run) ValLoss() float64 {
+	if r.Summary != nil && r.Summary.ValLoss > 0 && !math.IsInf(r.Summary.ValLoss, 0) {
+		return r.Summary.ValLoss
+	}
+	return train.Summarise(r.Metrics).ValLoss
+}
 
 // TokensPerS is the training throughput over the logged intervals (train.Summarise; NaN if no line has one).
 func (r *Run) TokensPerS() float64 { return train.Summarise(r.Metrics).TokensPerS }

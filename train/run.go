@@ -99,6 +99,10 @@ var ErrRunExists = errors.New("already holds a run")
 // wrapping ErrInterrupted and ErrAbandoned.
 var ErrAbandoned = errors.New("run abandoned: its directory has another owner")
 
+// ErrConfigDiffers is wrapped by the error of SameConfig (and so of StartOrResume) for a run directory whose
+// config.toml is not the config asked for.
+var ErrConfigDiffers = errors.New("differs from the config asked for")
+
 // ErrBusy is returned when another live process holds the run directory's lock.
 var ErrBusy = errors.New("run directory in use")
 
@@ -216,8 +220,8 @@ func SameConfig(dir string, want Config) (threads int, err error) {
 		return 0, err
 	}
 	if string(a) != string(b) {
-		return 0, fmt.Errorf("%s differs from the plan's config for this run (edited by hand, or planned with other settings?): "+
-			"move the run directory away to start it afresh", path)
+		return 0, fmt.Errorf("%s %w for this run (edited by hand, or planned with other settings?): "+
+			"move the run directory away to start it afresh", path, ErrConfigDiffers)
 	}
 	return threads, nil
 }
