@@ -80,6 +80,7 @@ func Gather(paths []string) (*Data, error) {
 	seen := map[string]bool{}
 	roots := map[*Run]string{}
 	var summaries []summaryFile
+	seenSummary := map[string]bool{}
 	for _, root := range paths {
 		info, err := os.Stat(root)
 		if err != nil {
@@ -89,6 +90,13 @@ func Gather(paths []string) (*Data, error) {
 		if !info.IsDir() {
 			d.Skipped = append(d.Skipped, Skipped{root, "not a directory"})
 			continue
+		}
+		// A plan writes summary.json beside its groups' directories: a root that is one of them finds it above.
+		if up := filepath.Dir(root); !seenSummary[up] {
+			seenSummary[up] = true
+			if s, ok := readSummary(up); ok {
+				summaries = append(summaries, s)
+			}
 		}
 		found := 0
 		err = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
@@ -104,7 +112,8 @@ func Gather(paths []string) (*Data, error) {
 			if p != root && (strings.HasPrefix(e.Name(), ".") || e.Name() == "checkpoints" || e.Name() == train.FinalDir) {
 				return fs.SkipDir
 			}
-			if s, ok := readSummary(p); ok {
+			if s, ok := readSummary(p); ok && !seenSummary[p] {
+				seenSummary[p] = true
 				summaries = append(summaries, s)
 			}
 			if !train.IsRunDir(p) {

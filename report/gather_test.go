@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -101,6 +102,27 @@ func TestParseDiagReadsLandedFile(t *testing.T) {
 			}
 		} else if err != nil || p.Step != 3 || p.Err == "" || p.Activations != nil {
 			t.Errorf("%s: %+v, %v", tc.line, p, err)
+		}
+	}
+}
+
+// TestValLossIsTheSummaryScore: a run that a plan's summary.json names shows that score (the one the plan's
+// table shows); one without shows the last val_loss its metrics.jsonl logged; one with neither, NaN.
+func TestValLossIsTheSummaryScore(t *testing.T) {
+	logged, scored := 6.81, 6.857
+	ms := []train.Metrics{{Step: 0, ValLoss: &logged}, {Step: 10, Tokens: 100, Loss: 7}}
+	for _, tc := range []struct {
+		name string
+		run  Run
+		want float64
+	}{
+		{"summary row", Run{Metrics: ms, Summary: &summary.Row{ValLoss: scored}}, scored},
+		{"metrics only", Run{Metrics: ms}, logged},
+		{"summary row without a score", Run{Metrics: ms, Summary: &summary.Row{ValLoss: math.NaN()}}, logged},
+		{"neither", Run{}, math.NaN()},
+	} {
+		if got := tc.run.ValLoss(); !(got == tc.want || math.IsNaN(got) && math.IsNaN(tc.want)) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
