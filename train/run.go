@@ -79,7 +79,7 @@ type Result struct {
 	Steps      int
 	Loss       float64 // mean training loss over the last logging interval
 	ValLoss    float64 // NaN when there is no validation file
-	TokensPerS float64 // over the whole run, evaluation and checkpoints included
+	TokensPerS float64 // over the logged intervals of metrics.jsonl (Summarise): evaluation and checkpoints excluded
 
 	// Set by StartOrResume, also with an error: whether dir held the run already, and the threads it trains
 	// with (c's for a new run, the earlier attempt's config.toml's for a resumed one).
@@ -503,7 +503,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		r.st.MetricsBytes = pos
 		return err
 	}
-	startStep, start := r.st.Step, time.Now()
+	startStep := r.st.Step
 	if r.st.Step == 0 {
 		if err := r.diagnose(); err != nil {
 			return Result{}, err
@@ -636,12 +636,17 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	if err := r.m.Save(final, initRecord(c)); err != nil {
 		return Result{}, err
 	}
-	if startStep == total {
-		// Resumed after its last step: nothing ran, so the figures are the ones metrics.jsonl recorded.
-		return finishedResult(r.dir, r.st.Step)
+	// The throughput is metrics.jsonl's (Summarise, its one definition), over every logged interval of the run,
+	// those of earlier attempts included.
+	res, err := finishedResult(r.dir, r.st.Step)
+	if err != nil {
+		return Result{}, err
 	}
-	tps := float64(r.st.Tokens-int64(startStep*B*T)) / time.Since(start).Seconds()
-	return Result{Dir: r.dir, Steps: r.st.Step, Loss: lastLoss, ValLoss: lastVal, TokensPerS: tps}, nil
+	if startStep < total {
+		// The losses as computed: a non-finite validation loss is left out of metrics.jsonl but not of the result.
+		res.Loss, res.ValLoss = lastLoss, lastVal
+	}
+	return res, nil
 }
 
 // finishedResult is the Result of a finished run read from its metrics.jsonl (Summarise): the last logged
