@@ -431,23 +431,16 @@ func runArms(ctx context.Context, runs []planRun, idx []int, out *Outcome, o *Op
 	}
 	jobs = max(1, min(jobs, len(idx)))
 	rows := make([]summary.Row, len(idx))
-	if jobs == 1 {
-		for k, i := range idx {
-			row, err := runArm(ctx, runs[i], i, len(runs), out, o, 0)
-			if err != nil {
-				return nil, err
-			}
-			rows[k] = row
+	threads := 0 // one at a time: all cores, its log and progress on Log
+	if jobs > 1 {
+		threads = max(1, runtime.NumCPU()/jobs)
+		po := *o // the packed runs share Log: one line at a time
+		if o.Log != nil {
+			po.Log = &lockedWriter{w: o.Log}
 		}
-		return rows, nil
+		o = &po
+		o.logf("\n%s: %d runs, %d at a time with %d threads each (logs in each run's %s)\n", runs[idx[0]].group.Name, len(idx), jobs, threads, TrainLogFile)
 	}
-	threads := max(1, runtime.NumCPU()/jobs)
-	po := *o // the packed runs share Log: one line at a time
-	if o.Log != nil {
-		po.Log = &lockedWriter{w: o.Log}
-	}
-	o = &po
-	o.logf("\n%s: %d runs, %d at a time with %d threads each (logs in each run's %s)\n", runs[idx[0]].group.Name, len(idx), jobs, threads, TrainLogFile)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	errs := make([]error, len(idx))
