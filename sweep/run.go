@@ -171,10 +171,10 @@ func summarise(dir string, reports []Report) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-// isDone reports whether the run in rd has its final model: model.Save writes final/config.json last.
+// isDone reports whether the run in rd finished (train.Run.Done).
 func isDone(rd string) bool {
-	_, err := os.Stat(filepath.Join(rd, train.FinalDir, doneFile))
-	return err == nil
+	r, err := train.OpenRun(rd)
+	return err == nil && r.Done()
 }
 
 // runOne takes run r's lock and trains it (start or resume), recording a failure in error.txt.
