@@ -346,3 +346,35 @@ func TestStartOrResume(t *testing.T) {
 		t.Error("a finished run was accepted for another config")
 	}
 }
+
+// TestRunConfigAndInitNameBadFiles: a config.toml or init.json that is not one this package wrote is an error
+// naming the file, not a zero config or record.
+func TestRunConfigAndInitNameBadFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		make       func(t *testing.T, path string)
+		read       func(r *Run) error
+	}{
+		{"config is a directory", ConfigFile, func(t *testing.T, p string) { os.Mkdir(p, 0o755) }, func(r *Run) error { _, err := r.Config(); return err }},
+		{"config is not TOML", ConfigFile, writeBytes("[model\n"), func(r *Run) error { _, err := r.Config(); return err }},
+		{"config has an unknown key", ConfigFile, writeBytes("colour = 1\n"), func(r *Run) error { _, err := r.Config(); return err }},
+		{"init is not JSON", InitFile, writeBytes("{"), func(r *Run) error { _, err := r.Init(); return err }},
+		{"init has no recipe", InitFile, writeBytes(`{"seed": 1}`), func(r *Run) error { _, err := r.Init(); return err }},
+		{"init is missing", InitFile, func(*testing.T, string) {}, func(r *Run) error { _, err := r.Init(); return err }},
+		{"no final model", FinalDir, func(*testing.T, string) {}, func(r *Run) error {
+			_, err := r.FinalModel(1, nil)
+			return err
+		}},
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, tc.file)
+		tc.make(t, path)
+		r, err := OpenRun(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.read(r); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v, want an error naming %s", tc.name, err, path)
+		}
+	}
+}
