@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smallinit/smallinit/internal/workers"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 )
@@ -135,54 +136,48 @@ func Run(ctx context.Context, g Grid, out string, log io.Writer) ([]CellResult, 
 		return nil, fmt.Errorf("anchor diagram: %w", err)
 	}
 	defer f.Close()
+	var cells []Cell
+	for _, c := range g.Cells() {
+		if !have[c] {
+			cells = append(cells, c)
+		}
+	}
+	pools := make([]*kernel.Pool, g.Jobs) // one per worker, for scoring its cells' models
+	for w := range pools {
+		pools[w] = kernel.NewPool(max(1, g.Budget.Threads))
+		defer pools[w].Close()
+	}
+	// dispatch stops handing out cells after the first error; cells already training finish under ctx.
+	dispatch, stop := context.WithCancel(ctx)
+	defer stop()
 	var mu sync.Mutex
 	var firstErr error
 	results := done
-	todo := make(chan Cell)
-	var wg sync.WaitGroup
-	for range g.Jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pool := kernel.NewPool(max(1, g.Budget.Threads))
-			defer pool.Close()
-			for c := range todo {
-				if ctx.Err() != nil {
-					continue // drain: a cancelled diagram starts no new cell
-				}
-				r, err := runCell(ctx, g, c, seeds[c.Seed], out, pool)
-				mu.Lock()
-				if err != nil {
-					if firstErr == nil {
-						firstErr = err
-					}
-				} else {
-					results = append(results, r)
-					line, _ := json.Marshal(r)
-					if _, err := f.Write(append(line, '\n')); err != nil && firstErr == nil {
-						firstErr = err
-					}
-					if log != nil {
-						fmt.Fprintln(log, r.Line())
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, c := range g.Cells() {
+	workers.EachOn(dispatch, len(cells), g.Jobs, func(w, i int) {
+		if dispatch.Err() != nil {
+			return // handed out as the diagram stopped: start no new cell
+		}
+		c := cells[i]
+		r, err := runCell(ctx, g, c, seeds[c.Seed], out, pools[w])
 		mu.Lock()
-		stop := firstErr != nil || ctx.Err() != nil
-		mu.Unlock()
-		if stop {
-			break
+		defer mu.Unlock()
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			stop()
+			return
 		}
-		if !have[c] {
-			todo <- c
+		results = append(results, r)
+		line, _ := json.Marshal(r)
+		if _, err := f.Write(append(line, '\n')); err != nil && firstErr == nil {
+			firstErr = err
+			stop()
 		}
-	}
-	close(todo)
-	wg.Wait()
+		if log != nil {
+			fmt.Fprintln(log, r.Line())
+		}
+	})
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = ctx.Err()
 	}

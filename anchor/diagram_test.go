@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,5 +89,45 @@ func TestInterruptedCellResumes(t *testing.T) {
 	m, _, err := TrainCell(context.Background(), c, s, b, tok, dir, 8, pool)
 	if err != nil || m == nil {
 		t.Fatalf("resumed cell: %v", err)
+	}
+}
+
+// TestCellRefusesAnotherConfig: a cell's directory that holds a run of another config (another learning rate,
+// or another budget) is refused, finished or not, rather than resumed or read back under the config it holds;
+// the cell's own config reads its finished run back with its losses.
+func TestCellRefusesAnotherConfig(t *testing.T) {
+	out := t.TempDir()
+	s := Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: model.NormLayer}
+	b := Budget{Steps: 4, Batch: 8, Threads: 1}
+	tok := filepath.Join(out, "train.tok")
+	if err := WriteTokens(tok, CompositeTrain(100, 1)); err != nil {
+		t.Fatal(err)
+	}
+	c := Cell{Task: TaskComposite, Gamma: 0.5, Layers: 1, LR: 1e-3, Seed: 1}
+	pool := kernel.NewPool(1)
+	defer pool.Close()
+	dir := filepath.Join(out, "run")
+	_, first, err := TrainCell(context.Background(), c, s, b, tok, dir, 8, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := c
+	other.LR = 2e-3
+	longer := b
+	longer.Steps = 8
+	for name, run := range map[string]func() error{
+		"learning rate": func() error { _, _, err := TrainCell(context.Background(), other, s, b, tok, dir, 8, pool); return err },
+		"budget": func() error {
+			_, _, err := TrainCell(context.Background(), c, s, longer, tok, dir, 8, pool)
+			return err
+		},
+	} {
+		if err := run(); !errors.Is(err, train.ErrConfigDiffers) {
+			t.Errorf("another %s in the cell's directory: %v, want train.ErrConfigDiffers", name, err)
+		}
+	}
+	m, again, err := TrainCell(context.Background(), c, s, b, tok, dir, 8, pool)
+	if err != nil || m == nil || !again.Resumed || again.Loss != first.Loss || math.IsNaN(again.Loss) {
+		t.Errorf("the finished cell again: %+v, %v; want it read back with loss %v", again, err, first.Loss)
 	}
 }

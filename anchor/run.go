@@ -3,8 +3,6 @@ package anchor
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/gammainit"
@@ -92,28 +90,24 @@ func WriteTokens(path string, ex []Example) error {
 	return nil
 }
 
-// TrainCell trains cell c on the token file tok in dir through train.Start and returns the final model (with
-// room for evalBatch sequences per forward pass) and the run's result. A directory that holds a finished run
-// is reused (its final model is loaded without training again), one that holds an interrupted run is resumed.
+// TrainCell trains cell c on the token file tok in dir (train.StartOrResume: a new directory starts the run,
+// one holding the cell's interrupted run resumes it, one holding its finished run is read back, and one holding
+// another config is refused) and returns the final model, with room for evalBatch sequences per forward pass,
+// and the run's result.
 func TrainCell(ctx context.Context, c Cell, s Shape, b Budget, tok, dir string, evalBatch int, pool *kernel.Pool) (*model.Model, train.Result, error) {
 	tc, err := RunConfig(c, s, b, tok)
 	if err != nil {
 		return nil, train.Result{}, err
 	}
-	final := filepath.Join(dir, train.FinalDir)
-	if m, _, err := model.Load(final, evalBatch, pool); err == nil {
-		return m, train.Result{Dir: dir, Steps: b.Steps}, nil
-	}
-	var res train.Result
-	if _, serr := os.Stat(filepath.Join(dir, train.ConfigFile)); serr == nil {
-		res, err = train.Resume(ctx, dir, train.Options{}) // an interrupted cell continues exactly where it stopped
-	} else {
-		res, err = train.Start(ctx, tc, dir, train.Options{})
-	}
+	res, err := train.StartOrResume(ctx, tc, dir, train.Options{})
 	if err != nil {
 		return nil, res, fmt.Errorf("anchor cell %s: %w", c.Name(), err)
 	}
-	m, _, err := model.Load(final, evalBatch, pool)
+	run, err := train.OpenRun(dir)
+	if err != nil {
+		return nil, res, fmt.Errorf("anchor cell %s: %w", c.Name(), err)
+	}
+	m, err := run.FinalModel(evalBatch, pool)
 	if err != nil {
 		return nil, res, fmt.Errorf("anchor cell %s: %w", c.Name(), err)
 	}

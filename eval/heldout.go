@@ -41,9 +41,22 @@ func (h HeldOutScore) Nats() (overall float64, byLanguage map[string]float64) {
 // and for the embedded corpus every token of each val.<lang>.tok (data.ValLangFile). Where the languages' files
 // hold all of val.tok's tokens (the embedded corpus), the overall loss is their token-weighted mean, which
 // scores the same tokens once rather than twice (windows then never mix languages); otherwise val.tok is scored
-// itself. Bits per byte use data.SplitStats.BitsPerByte. Use it for the verdicts only: learning rates are
-// selected with ScoreSelection, which cannot read the validation split.
+// itself. Bits per byte use data.SplitStats.BitsPerByte.
+//
+// It is the one validation loss a file or a table shows for a finished model (summary.json, the plan tables,
+// the verdicts), and scores every token (ScoreTokens) so that the number is a property of the split and the
+// model alone: not of how the split's length falls against the context length (windows with the tail dropped
+// leave up to SeqLen tokens of each file out) nor of the batch. The val_loss lines of a run's metrics.jsonl are
+// another thing, a training-time monitor on the first train.eval_windows windows (train.EvalLoss).
+// Learning rates are selected with ScoreSelection, which cannot read the validation split.
 func ScoreHeldOut(m *model.Model, dir string) (HeldOutScore, error) {
+	return ScoreValidation(m, dir, 0)
+}
+
+// ScoreValidation is ScoreHeldOut on at most windows windows of SeqLen targets per file (0: the whole split): a
+// quick look by the same definition, every one of each file's first windows·SeqLen targets scored (bits per
+// byte then use the whole file's bytes per token). Its Source says so.
+func ScoreValidation(m *model.Model, dir string, windows int) (HeldOutScore, error) {
 	st, err := data.ReadStats(dir)
 	if err != nil {
 		return HeldOutScore{}, err
@@ -64,7 +77,7 @@ func ScoreHeldOut(m *model.Model, dir string) (HeldOutScore, error) {
 	if len(langs) > 0 {
 		out.ByLanguage = map[string]SplitScore{}
 		for _, l := range langs {
-			s, ls, err := scoreTokenFile(m, filepath.Join(dir, data.ValLangFile(l)), st.ValByLang[l])
+			s, ls, err := scoreTokenFile(m, filepath.Join(dir, data.ValLangFile(l)), st.ValByLang[l], windows)
 			if err != nil {
 				return out, err
 			}
@@ -75,10 +88,13 @@ func ScoreHeldOut(m *model.Model, dir string) (HeldOutScore, error) {
 	if len(langs) > 0 && langTokens == st.Val.Tokens {
 		out.Overall = SplitScore{Tokens: n, Bytes: st.Val.Bytes, Loss: sum / float64(n)}
 		out.Overall.BitsPerByte = st.Val.BitsPerByte(out.Overall.Loss)
-	} else if out.Overall, _, err = scoreTokenFile(m, filepath.Join(dir, data.ValFile), st.Val); err != nil {
+	} else if out.Overall, _, err = scoreTokenFile(m, filepath.Join(dir, data.ValFile), st.Val, windows); err != nil {
 		return out, err
 	}
 	out.Source = fmt.Sprintf("whole validation split, %d tokens", out.Overall.Tokens)
+	if windows > 0 {
+		out.Source = fmt.Sprintf("validation split, first %d windows of each file, %d tokens", windows, out.Overall.Tokens)
+	}
 	if len(langs) > 0 {
 		out.Source += " ("
 		for i, l := range langs {
@@ -102,16 +118,20 @@ func ScoreSelection(m *model.Model, dir string) (SplitScore, error) {
 	if _, err := data.ReadSelectionStats(dir); err != nil {
 		return SplitScore{}, fmt.Errorf("score selection slice: %w (run data.PrepareSelection first)", err)
 	}
-	s, _, err := scoreTokenFile(m, filepath.Join(dir, data.SelectFile), data.SplitStats{})
+	s, _, err := scoreTokenFile(m, filepath.Join(dir, data.SelectFile), data.SplitStats{}, 0)
 	return s, err
 }
 
-// scoreTokenFile reads a token file and scores all its tokens (ScoreTokens); split gives its bytes for bits
-// per byte. It also returns the summed loss.
-func scoreTokenFile(m *model.Model, path string, split data.SplitStats) (SplitScore, float64, error) {
+// scoreTokenFile reads a token file and scores all its tokens (ScoreTokens), or those of its first windows
+// windows when windows > 0; split gives its bytes for bits per byte (the whole file's bytes per token, also
+// under a window cap). It also returns the summed loss.
+func scoreTokenFile(m *model.Model, path string, split data.SplitStats, windows int) (SplitScore, float64, error) {
 	toks, err := data.ReadTokens(path, m.Config.Vocab)
 	if err != nil {
 		return SplitScore{}, 0, err
+	}
+	if windows > 0 {
+		toks = toks[:min(len(toks), windows*m.Config.SeqLen+1)]
 	}
 	sum, n, err := ScoreTokens(m, toks)
 	if err != nil {

@@ -139,6 +139,38 @@ func TestScoreHeldOutWholeSplitByLanguage(t *testing.T) {
 	}
 }
 
+// TestScoreValidationWindowCap: with a window cap each language file is scored on every target of its first
+// windows·SeqLen targets, by the same definition as the whole split; a cap past a file's end scores it whole.
+func TestScoreValidationWindowCap(t *testing.T) {
+	const V = 64
+	m := testModel(t, V, 16, 4, 3)
+	dir, en, zh, _ := heldOutDir(t, V)
+	T := m.Config.SeqLen
+	h, err := ScoreValidation(m, dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	se, ne, _ := ScoreTokens(m, en[:2*T+1])
+	sz, nz, _ := ScoreTokens(m, zh[:2*T+1])
+	if ne != int64(2*T) || h.ByLanguage["en"].Tokens != ne || h.ByLanguage["zh"].Tokens != nz {
+		t.Fatalf("tokens %+v, want %d per language", h, 2*T)
+	}
+	if math.Abs(h.ByLanguage["en"].Loss-se/float64(ne)) > 1e-12 || math.Abs(h.Overall.Loss-(se+sz)/float64(ne+nz)) > 1e-12 {
+		t.Errorf("capped losses %+v, want en %v overall %v", h, se/float64(ne), (se+sz)/float64(ne+nz))
+	}
+	if !strings.Contains(h.Source, "first 2 windows") {
+		t.Errorf("source %q does not say the cap", h.Source)
+	}
+	whole, err := ScoreHeldOut(m, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := ScoreValidation(m, dir, 1<<20)
+	if err != nil || big.Overall != whole.Overall {
+		t.Errorf("a cap past the end: %+v, %v; want the whole split's %+v", big.Overall, err, whole.Overall)
+	}
+}
+
 // TestScoreSelectionNeverReadsValidation checks that the selection score reads select.tok alone: it works with
 // every validation file removed, and it refuses a directory whose slice was not prepared.
 func TestScoreSelectionNeverReadsValidation(t *testing.T) {

@@ -431,23 +431,16 @@ func runArms(ctx context.Context, runs []planRun, idx []int, out *Outcome, o *Op
 	}
 	jobs = max(1, min(jobs, len(idx)))
 	rows := make([]summary.Row, len(idx))
-	if jobs == 1 {
-		for k, i := range idx {
-			row, err := runArm(ctx, runs[i], i, len(runs), out, o, 0)
-			if err != nil {
-				return nil, err
-			}
-			rows[k] = row
+	threads := 0 // one at a time: all cores, its log and progress on Log
+	if jobs > 1 {
+		threads = max(1, runtime.NumCPU()/jobs)
+		po := *o // the packed runs share Log: one line at a time
+		if o.Log != nil {
+			po.Log = &lockedWriter{w: o.Log}
 		}
-		return rows, nil
+		o = &po
+		o.logf("\n%s: %d runs, %d at a time with %d threads each (logs in each run's %s)\n", runs[idx[0]].group.Name, len(idx), jobs, threads, TrainLogFile)
 	}
-	threads := max(1, runtime.NumCPU()/jobs)
-	po := *o // the packed runs share Log: one line at a time
-	if o.Log != nil {
-		po.Log = &lockedWriter{w: o.Log}
-	}
-	o = &po
-	o.logf("\n%s: %d runs, %d at a time with %d threads each (logs in each run's %s)\n", runs[idx[0]].group.Name, len(idx), jobs, threads, TrainLogFile)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	errs := make([]error, len(idx))
@@ -502,16 +495,7 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 		defer lf.Close()
 		opts.Log, opts.Progress = lf, false
 	}
-	var res train.Result
-	var err error
-	if _, serr := os.Stat(filepath.Join(r.dir, train.ConfigFile)); serr == nil {
-		if _, err := train.SameConfig(r.dir, c); err != nil {
-			return summary.Row{}, fmt.Errorf("%s: %w", r.arm, err)
-		}
-		res, err = train.Resume(ctx, r.dir, opts)
-	} else {
-		res, err = train.Start(ctx, c, r.dir, opts)
-	}
+	res, err := train.StartOrResume(ctx, c, r.dir, opts)
 	if err != nil {
 		return summary.Row{}, fmt.Errorf("%s: %w", r.arm, err)
 	}
@@ -525,7 +509,7 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 	if out.Suffix != "" || r.group.Data == DataProbes {
 		probeDir = out.ProbeDir
 	}
-	row, err := Score(r.dir, out.DataDir, probeDir, out.Stats, res, o.Windows)
+	row, err := Score(r.dir, out.DataDir, probeDir, res, o.Windows)
 	if err != nil {
 		return row, err
 	}

@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -118,26 +119,12 @@ func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, st
 	if err != nil {
 		return 0, fmt.Errorf("trial recipe: %w", err)
 	}
-	_, serr := os.Stat(filepath.Join(dir, train.ConfigFile))
-	if serr == nil {
-		if _, err := train.SameConfig(dir, cfg); err != nil {
-			return 0, fmt.Errorf("LR sweep trial: %w", err)
-		}
-	}
+	// The trial's run first (a finished one is only read back), so that its config is checked before a cached
+	// score is trusted: an edited directory is refused, not reused.
 	cache := filepath.Join(dir, selectionScoreFile)
-	if b, err := os.ReadFile(cache); err == nil {
-		var s eval.SplitScore
-		if json.Unmarshal(b, &s) == nil {
-			return s.Loss, nil
-		}
-	}
-	topts := train.Options{}
-	if serr == nil {
-		_, err = train.Resume(ctx, dir, topts)
-	} else {
-		_, err = train.Start(ctx, cfg, dir, topts)
-	}
-	if err != nil {
+	if _, err = train.StartOrResume(ctx, cfg, dir, train.Options{}); errors.Is(err, train.ErrConfigDiffers) {
+		return 0, fmt.Errorf("LR sweep trial: %w", err)
+	} else if err != nil {
 		if ctx.Err() != nil {
 			return 0, err
 		}
@@ -145,9 +132,19 @@ func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, st
 		o.logf("trial lr %g, %d steps: %v (counted as diverged)\n", lr, steps, err)
 		return mustCache(cache, eval.SplitScore{Loss: math.Inf(1)})
 	}
+	if b, err := os.ReadFile(cache); err == nil {
+		var s eval.SplitScore
+		if json.Unmarshal(b, &s) == nil {
+			return s.Loss, nil
+		}
+	}
 	pool := kernel.NewPool(0)
 	defer pool.Close()
-	m, _, err := model.Load(filepath.Join(dir, train.FinalDir), 16, pool)
+	run, err := train.OpenRun(dir)
+	if err != nil {
+		return 0, err
+	}
+	m, err := run.FinalModel(16, pool)
 	if err != nil {
 		return 0, err
 	}

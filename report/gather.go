@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,13 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
 	"github.com/smallinit/smallinit/diag"
-	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/summary"
@@ -84,6 +80,7 @@ func Gather(paths []string) (*Data, error) {
 	seen := map[string]bool{}
 	roots := map[*Run]string{}
 	var summaries []summaryFile
+	seenSummary := map[string]bool{}
 	for _, root := range paths {
 		info, err := os.Stat(root)
 		if err != nil {
@@ -93,6 +90,13 @@ func Gather(paths []string) (*Data, error) {
 		if !info.IsDir() {
 			d.Skipped = append(d.Skipped, Skipped{root, "not a directory"})
 			continue
+		}
+		// A plan writes summary.json beside its groups' directories: a root that is one of them finds it above.
+		if up := filepath.Dir(root); !seenSummary[up] {
+			seenSummary[up] = true
+			if s, ok := readSummary(up); ok {
+				summaries = append(summaries, s)
+			}
 		}
 		found := 0
 		err = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
@@ -108,10 +112,11 @@ func Gather(paths []string) (*Data, error) {
 			if p != root && (strings.HasPrefix(e.Name(), ".") || e.Name() == "checkpoints" || e.Name() == train.FinalDir) {
 				return fs.SkipDir
 			}
-			if s, ok := readSummary(p); ok {
+			if s, ok := readSummary(p); ok && !seenSummary[p] {
+				seenSummary[p] = true
 				summaries = append(summaries, s)
 			}
-			if !isFile(filepath.Join(p, train.ConfigFile)) && !isFile(filepath.Join(p, train.MetricsFile)) {
+			if !train.IsRunDir(p) {
 				return nil
 			}
 			abs, _ := filepath.Abs(p)
@@ -166,14 +171,20 @@ func nameRuns(runs []*Run, roots map[*Run]string) {
 	}
 }
 
-// readRun reads one run directory, recording every problem in the run.
+// readRun reads one run directory (through train.Run, the owner of its files), recording every problem in the
+// run.
 func readRun(dir string) *Run {
 	r := &Run{Dir: dir}
 	bad := func(format string, a ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, a...)) }
-	cfgPath := filepath.Join(dir, train.ConfigFile)
-	if !isFile(cfgPath) {
+	tr, err := train.OpenRun(dir)
+	if err != nil {
+		bad("%v", err)
+		r.Reason = r.Problems[0]
+		return r
+	}
+	if !tr.HasConfig() {
 		bad("no %s", train.ConfigFile)
-	} else if c, err := train.Load(cfgPath, nil); err != nil {
+	} else if c, err := tr.Config(); err != nil {
 		bad("%v", err)
 	} else {
 		r.Config, r.HasConfig, r.TotalSteps = c, true, c.TotalSteps()
@@ -182,32 +193,24 @@ func readRun(dir string) *Run {
 			r.HasConfig = false
 		}
 	}
-	if err := readLines(filepath.Join(dir, train.MetricsFile), func(b []byte) error {
-		var m train.Metrics
-		if err := json.Unmarshal(b, &m); err != nil {
-			return err
-		}
-		r.Metrics = append(r.Metrics, m)
-		return nil
-	}); err != nil {
+	// Each reader returns what it could read with its error: a run with a damaged line still shows the rest.
+	if r.Metrics, err = tr.Metrics(); errors.Is(err, fs.ErrNotExist) {
+		bad("no %s", train.MetricsFile)
+	} else if err != nil {
 		bad("%v", err)
 	}
-	if isFile(filepath.Join(dir, train.DiagFile)) {
-		if err := readLines(filepath.Join(dir, train.DiagFile), func(b []byte) error {
-			p, err := parseDiag(b)
-			if err == nil {
-				r.Diagnostics = append(r.Diagnostics, p)
-			}
-			return err
-		}); err != nil {
-			bad("%v", err)
-		}
+	ds, err := train.Diagnostics[*diag.Record](tr)
+	if err != nil {
+		bad("%v", err)
 	}
-	r.Checkpoints = listCheckpoints(dir)
-	if isFile(filepath.Join(dir, train.FinalDir, model.ConfigFile)) && isFile(filepath.Join(dir, train.FinalDir, model.WeightsFile)) {
+	for _, l := range ds {
+		r.Diagnostics = append(r.Diagnostics, diagPoint(l))
+	}
+	r.Checkpoints = listCheckpoints(tr)
+	if tr.HasModel(train.FinalDir) {
 		r.FinalDir = filepath.Join(dir, train.FinalDir)
 	}
-	if isFile(filepath.Join(dir, train.InitDir, model.ConfigFile)) && isFile(filepath.Join(dir, train.InitDir, model.WeightsFile)) {
+	if tr.HasModel(train.InitDir) {
 		r.InitDir = filepath.Join(dir, train.InitDir)
 	}
 	last := r.LastStep()
@@ -226,86 +229,31 @@ func readRun(dir string) *Run {
 	return r
 }
 
-// readLines calls fn on every non-empty line of a JSON-lines file. A malformed last line (a run killed while
-// writing it) is ignored; any other malformed line is reported after the rest are read.
-func readLines(path string, fn func([]byte) error) error {
-	f, err := inputfile.Open(path, inputfile.NoLimit)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("no %s", filepath.Base(path))
-		}
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<16), 256<<20)
-	var bad []int
-	n, lastBad := 0, false
-	for sc.Scan() {
-		n++
-		line := sc.Bytes()
-		if len(strings.TrimSpace(string(line))) == 0 {
-			continue
-		}
-		lastBad = fn(line) != nil
-		if lastBad {
-			bad = append(bad, n)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Base(path), err)
-	}
-	if lastBad {
-		bad = bad[:len(bad)-1]
-	}
-	if len(bad) > 0 {
-		return fmt.Errorf("%s: %d unreadable line(s), first at line %d", filepath.Base(path), len(bad), bad[0])
-	}
-	return nil
-}
-
-// parseDiag reads one line of diagnostics.jsonl.
-func parseDiag(b []byte) (DiagPoint, error) {
-	var l struct {
-		train.DiagLine[*diag.Record]
-		Step *int `json:"step"` // shadows DiagLine.Step, to tell a line without a step from step 0
-	}
-	if err := json.Unmarshal(b, &l); err != nil {
-		return DiagPoint{}, err
-	}
-	if l.Step == nil {
-		return DiagPoint{}, errors.New("no step")
-	}
-	p := DiagPoint{Step: *l.Step, Err: l.Error}
+// diagPoint is one line of diagnostics.jsonl as the report draws it: a line without per-class means gets them
+// from its tensors.
+func diagPoint(l train.DiagLine[*diag.Record]) DiagPoint {
+	p := DiagPoint{Step: l.Step, Err: l.Error}
 	if l.Diagnostics != nil {
 		p.Record = *l.Diagnostics
 		if len(p.Classes) == 0 && len(p.Weights) > 0 {
 			p.Classes = diag.SummariseClasses(p.Weights)
 		}
 	}
-	return p, nil
+	return p
 }
 
 // listCheckpoints returns the retained checkpoints of a run that hold a model, by step.
-func listCheckpoints(dir string) []Checkpoint {
-	es, err := os.ReadDir(filepath.Join(dir, "checkpoints"))
+func listCheckpoints(tr *train.Run) []Checkpoint {
+	steps, err := tr.Checkpoints()
 	if err != nil {
 		return nil
 	}
 	var out []Checkpoint
-	for _, e := range es {
-		s, ok := strings.CutPrefix(e.Name(), "step-")
-		if !ok || !e.IsDir() {
-			continue
+	for _, step := range steps {
+		if sub := train.CheckpointSub(step); tr.HasModel(sub) {
+			out = append(out, Checkpoint{Step: step, Dir: filepath.Join(tr.Dir(), sub)})
 		}
-		step, err := strconv.Atoi(s)
-		ck := filepath.Join(dir, "checkpoints", e.Name())
-		if err != nil || !isFile(filepath.Join(ck, model.ConfigFile)) || !isFile(filepath.Join(ck, model.WeightsFile)) {
-			continue
-		}
-		out = append(out, Checkpoint{Step: step, Dir: ck})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Step < out[j].Step })
 	return out
 }
 
@@ -369,61 +317,27 @@ func (r *Run) Value(key string) string {
 }
 
 // LastStep is the step of the last metrics line (0 without metrics).
-func (r *Run) LastStep() int {
-	if len(r.Metrics) == 0 {
-		return 0
-	}
-	return r.Metrics[len(r.Metrics)-1].Step
-}
+func (r *Run) LastStep() int { return train.Summarise(r.Metrics).Step }
 
-// Tokens is the number of training tokens consumed, from the last metrics line.
-func (r *Run) Tokens() int64 {
-	if len(r.Metrics) == 0 {
-		return 0
-	}
-	return r.Metrics[len(r.Metrics)-1].Tokens
-}
+// Tokens is the number of training tokens consumed, from the last metrics line that records them.
+func (r *Run) Tokens() int64 { return train.Summarise(r.Metrics).Tokens }
 
 // TrainLoss is the last logged training loss (NaN if none).
-func (r *Run) TrainLoss() float64 {
-	for i := len(r.Metrics) - 1; i >= 0; i-- {
-		if r.Metrics[i].Loss != 0 {
-			return r.Metrics[i].Loss
-		}
-	}
-	return math.NaN()
-}
+func (r *Run) TrainLoss() float64 { return train.Summarise(r.Metrics).TrainLoss }
 
-// ValLoss is the last logged validation loss (NaN if none): at the end of a complete run, the final one.
+// ValLoss is the run's final validation loss: the score of the plan's summary.json row naming the run when there
+// is one (eval.ScoreHeldOut: every token of the validation split, the number the plan's table shows), else the
+// last val_loss of metrics.jsonl (the training-time monitor on the first train.eval_windows windows); NaN if
+// neither.
 func (r *Run) ValLoss() float64 {
-	for i := len(r.Metrics) - 1; i >= 0; i-- {
-		if v := r.Metrics[i].ValLoss; v != nil {
-			return *v
-		}
+	if r.Summary != nil && r.Summary.ValLoss > 0 && !math.IsInf(r.Summary.ValLoss, 0) {
+		return r.Summary.ValLoss
 	}
-	return math.NaN()
+	return train.Summarise(r.Metrics).ValLoss
 }
 
-// TokensPerS is the training throughput over the logged intervals: tokens divided by the summed interval
-// times (NaN if no line has a throughput).
-func (r *Run) TokensPerS() float64 {
-	var toks, secs float64
-	prev := int64(0)
-	for _, m := range r.Metrics {
-		if m.Tokens > prev && m.TokensPerS > 0 {
-			dt := float64(m.Tokens - prev)
-			toks += dt
-			secs += dt / m.TokensPerS
-		}
-		if m.Tokens > 0 {
-			prev = m.Tokens
-		}
-	}
-	if secs == 0 {
-		return math.NaN()
-	}
-	return toks / secs
-}
+// TokensPerS is the training throughput over the logged intervals (train.Summarise; NaN if no line has one).
+func (r *Run) TokensPerS() float64 { return train.Summarise(r.Metrics).TokensPerS }
 
 // N is the model's non-embedding parameter count (model.Config.NonEmbeddingParams): the N of the sweep tables
 // and of L(N).

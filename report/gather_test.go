@@ -6,11 +6,39 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/train"
 )
+
+// parseDiag reads one diagnostics line as readRun does: through train.Diagnostics (the owner of the file) and
+// diagPoint.
+func parseDiag(b []byte) (DiagPoint, error) {
+	dir, err := os.MkdirTemp("", "report-diag")
+	if err != nil {
+		return DiagPoint{}, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, train.DiagFile), append(append([]byte{}, b...), '\n'), 0o644); err != nil {
+		return DiagPoint{}, err
+	}
+	tr, err := train.OpenRun(dir)
+	if err != nil {
+		return DiagPoint{}, err
+	}
+	ls, err := train.Diagnostics[*diag.Record](tr)
+	if err != nil {
+		return DiagPoint{}, err
+	}
+	if len(ls) != 1 {
+		return DiagPoint{}, fmt.Errorf("%d lines read from one", len(ls))
+	}
+	return diagPoint(ls[0]), nil
+}
 
 // TestParseDiagReadsLandedFile: the report reads a diagnostics.jsonl written by the code as landed (the fixture
 // of diag, see diag/testdata/README.md) into diag's own record types, holding the whole record (what
@@ -64,16 +92,37 @@ func TestParseDiagReadsLandedFile(t *testing.T) {
 		t.Errorf("null class metric: %+v, %v", p.Classes, err)
 	}
 	for _, tc := range []struct{ line, want string }{
-		{`{"diagnostics": {}}`, "no step"},
+		{`{"diagnostics": {}}`, `no "step"`},
 		{`{"step": 3, "error": "json: unsupported value: NaN"}`, ""},
 	} {
 		p, err := parseDiag([]byte(tc.line))
 		if tc.want != "" {
-			if err == nil || err.Error() != tc.want {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s: %v, want error %q", tc.line, err, tc.want)
 			}
 		} else if err != nil || p.Step != 3 || p.Err == "" || p.Activations != nil {
 			t.Errorf("%s: %+v, %v", tc.line, p, err)
+		}
+	}
+}
+
+// TestValLossIsTheSummaryScore: a run that a plan's summary.json names shows that score (the one the plan's
+// table shows); one without shows the last val_loss its metrics.jsonl logged; one with neither, NaN.
+func TestValLossIsTheSummaryScore(t *testing.T) {
+	logged, scored := 6.81, 6.857
+	ms := []train.Metrics{{Step: 0, ValLoss: &logged}, {Step: 10, Tokens: 100, Loss: 7}}
+	for _, tc := range []struct {
+		name string
+		run  Run
+		want float64
+	}{
+		{"summary row", Run{Metrics: ms, Summary: &summary.Row{ValLoss: scored}}, scored},
+		{"metrics only", Run{Metrics: ms}, logged},
+		{"summary row without a score", Run{Metrics: ms, Summary: &summary.Row{ValLoss: math.NaN()}}, logged},
+		{"neither", Run{}, math.NaN()},
+	} {
+		if got := tc.run.ValLoss(); !(got == tc.want || math.IsNaN(got) && math.IsNaN(tc.want)) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -223,8 +222,11 @@ func tokenEvidence(rows []row, dataDir string, windows int) (ts []TokenLosses, r
 	pool := kernel.NewPool(0)
 	defer pool.Close()
 	load := func(dir string) (*model.Model, error) {
-		m, _, err := model.Load(filepath.Join(dir, train.FinalDir), 8, pool)
-		return m, err
+		run, err := train.OpenRun(dir)
+		if err != nil {
+			return nil, err
+		}
+		return run.FinalModel(8, pool)
 	}
 	var toks []int32
 	for i, sd := range seeds {
@@ -285,12 +287,12 @@ func condensationClaim(rows []row) Claim {
 	var ev []string
 	shown, condensing, fast, all := 0, 0, 0, 0
 	for _, sd := range seeds {
-		t1, err := stableRankTrajectory(filepath.Join(pairs[sd][0], train.DiagFile))
+		t1, err := stableRankTrajectory(pairs[sd][0])
 		if err != nil {
 			c.Evidence = err.Error()
 			return c
 		}
-		t05, err := stableRankTrajectory(filepath.Join(pairs[sd][1], train.DiagFile))
+		t05, err := stableRankTrajectory(pairs[sd][1])
 		if err != nil {
 			c.Evidence = err.Error()
 			return c
@@ -339,22 +341,21 @@ func condenseExpand(ts []float64) bool {
 	return lo < 0.9*ts[0] && at > 0 && ts[len(ts)-1] > 1.1*lo && at < len(ts)-1
 }
 
-// stableRankTrajectory is the mean stable rank of the q, k, v, o and FFN matrices at each diagnostics step.
-func stableRankTrajectory(path string) ([]float64, error) {
-	b, err := os.ReadFile(path)
+// stableRankTrajectory is the mean stable rank of the q, k, v, o and FFN matrices at each diagnostics step of
+// the run in dir.
+func stableRankTrajectory(dir string) ([]float64, error) {
+	run, err := train.OpenRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := train.Diagnostics[*diag.Record](run)
 	if err != nil {
 		return nil, err
 	}
 	var out []float64
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var rec struct {
-			Step        int `json:"step"`
-			Diagnostics struct {
-				Classes []diag.ClassSummary `json:"classes"`
-			} `json:"diagnostics"`
-		}
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+	for _, rec := range lines {
+		if rec.Diagnostics == nil {
+			continue
 		}
 		var s float64
 		var n int

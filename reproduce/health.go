@@ -1,13 +1,9 @@
 package reproduce
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
-	"path/filepath"
 
-	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/train"
 )
@@ -28,17 +24,16 @@ type Health struct {
 // healthOf reads a run directory's metrics and diagnostics.
 func healthOf(dir string) (Health, error) {
 	h := Health{Spike: math.NaN(), Plateau: math.NaN()}
-	path := filepath.Join(dir, train.MetricsFile)
-	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
+	run, err := train.OpenRun(dir)
+	if err != nil {
+		return h, err
+	}
+	ms, err := run.Metrics()
 	if err != nil {
 		return h, err
 	}
 	var losses []float64
-	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var m train.Metrics
-		if err := json.Unmarshal(line, &m); err != nil {
-			return h, fmt.Errorf("%s line %d: %w", path, i+1, err)
-		}
+	for _, m := range ms {
 		if m.Loss != 0 {
 			losses = append(losses, m.Loss)
 		}
@@ -46,8 +41,7 @@ func healthOf(dir string) (Health, error) {
 	if len(losses) > 0 {
 		h.Spike = stats.Spike(losses)
 	}
-	traj, err := stableRankTrajectory(filepath.Join(dir, train.DiagFile))
-	if err == nil {
+	if traj, err := stableRankTrajectory(dir); err == nil {
 		h.Plateau = stats.TailSpread(traj, PlateauDiagnostics)
 	}
 	return h, nil

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
@@ -106,7 +105,11 @@ func scoreRun(dir, dataDir string, oodWindows int) (*RunScore, error) {
 	}
 	pool := kernel.NewPool(0)
 	defer pool.Close()
-	m, _, err := model.Load(filepath.Join(dir, train.FinalDir), 16, pool)
+	run, err := train.OpenRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := run.FinalModel(16, pool)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +124,7 @@ func scoreRun(dir, dataDir string, oodWindows int) (*RunScore, error) {
 	if s.OOD, err = eval.ScoreOOD(context.Background(), eval.NewLM(m, tok, nil), oodWindows); err != nil {
 		return nil, fmt.Errorf("run %s: %w", dir, err)
 	}
-	s.NormSaturation, s.FirstNormSaturation, s.SinkRate, s.DiagStep, err = mechanism(filepath.Join(dir, train.DiagFile))
+	s.NormSaturation, s.FirstNormSaturation, s.SinkRate, s.DiagStep, err = mechanism(run)
 	if err != nil {
 		return nil, err
 	}
@@ -132,24 +135,17 @@ func scoreRun(dir, dataDir string, oodWindows int) (*RunScore, error) {
 	return s, nil
 }
 
-// mechanism reads the last diagnostics record with activation metrics: the mean norm saturation over every
-// norm, the first norm's, and the sink rate. No such record gives NaN and step −1.
-func mechanism(path string) (sat, first, sink float64, step int, err error) {
+// mechanism reads the last diagnostics record of run with activation metrics: the mean norm saturation over
+// every norm, the first norm's, and the sink rate. No such record gives NaN and step −1.
+func mechanism(run *train.Run) (sat, first, sink float64, step int, err error) {
 	sat, first, sink, step = math.NaN(), math.NaN(), math.NaN(), -1
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return sat, first, sink, step, nil
-	}
+	lines, err := train.Diagnostics[*diag.Record](run)
 	if err != nil {
 		return sat, first, sink, step, err
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if line == "" {
+	for _, rec := range lines {
+		if rec.Diagnostics == nil {
 			continue
-		}
-		var rec train.DiagLine[diag.Record]
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			return sat, first, sink, step, fmt.Errorf("%s: %w", path, err)
 		}
 		a := rec.Diagnostics.Activations
 		if a == nil || len(a.Layers) == 0 {

@@ -15,7 +15,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/smallinit/smallinit/model"
-	"github.com/smallinit/smallinit/train"
 )
 
 // Columns of a collected table besides the axes, which sit between "state" and "N". Package fit takes every
@@ -41,7 +40,7 @@ type Row struct {
 	TrainLoss   float64        // last logged training loss (mean over the last logging interval); NaN if none
 	ValLoss     float64        // last validation loss (at the end of a finished run); NaN if none
 	BestValLoss float64        // smallest validation loss logged; NaN if none
-	TokensPerS  float64        // training throughput (see metricsSummary); NaN if none
+	TokensPerS  float64        // training throughput (train.Summarise); NaN if none
 }
 
 // Table is a sweep's collected results: one row per run of the plan, in index order.
@@ -62,7 +61,7 @@ func Collect(dir string) (*Table, error) {
 		t.Axes = append(t.Axes, a.Key)
 	}
 	for i, r := range p.Runs {
-		m, err := readMetrics(filepath.Join(RunDir(dir, r), train.MetricsFile))
+		m, err := readMetrics(RunDir(dir, r))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("run %s: %w", r.ID, err)
 		}

@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,39 +67,6 @@ func FuzzParseGrid(f *testing.F) {
 			ids[r.ID] = true
 			if err := r.Config.Validate(); err != nil {
 				t.Fatalf("run %s: %v", r.ID, err)
-			}
-		}
-	})
-}
-
-// FuzzReadMetrics reads arbitrary bytes as a run's metrics.jsonl (status and collect read it, possibly while it
-// is being written). Errors must name the file; a summary must have no infinite losses (JSON has none); it
-// may allocate at most 1 MB plus 64 bytes per byte of the file.
-func FuzzReadMetrics(f *testing.F) {
-	f.Add([]byte(`{"step":0,"tokens":0,"val_loss":4.1}` + "\n" + `{"step":2,"tokens":64,"loss":3.9,"lr":0.001,"grad_norm":1.2,"tokens_per_s":1000}` + "\n" + `{"step":4,"tok`))
-	f.Add([]byte("{\"step\":1}\nnot json\n{\"step\":2}\n"))
-	f.Add([]byte("\n\n{\"step\":-5,\"tokens\":-1,\"tokens_per_s\":1e308,\"val_loss\":1e308}\n"))
-	f.Add([]byte(strings.Repeat("x", 100000)))
-	path := filepath.Join(f.TempDir(), "metrics.jsonl")
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		var s metricsSummary
-		var err error
-		n := allocs.Bytes(func() { s, err = readMetrics(path) })
-		if limit := uint64(1<<20 + 64*len(b)); n > limit {
-			t.Fatalf("readMetrics of %d bytes allocated %d bytes (limit %d)", len(b), n, limit)
-		}
-		if err != nil {
-			if !strings.Contains(err.Error(), path) {
-				t.Fatalf("error does not name the file: %v", err)
-			}
-			return
-		}
-		for _, v := range []float64{s.TrainLoss, s.ValLoss, s.BestValLoss} {
-			if math.IsInf(v, 0) {
-				t.Fatalf("summary %+v", s)
 			}
 		}
 	})

@@ -26,7 +26,6 @@ const (
 	ErrorFile = "error.txt"      // in a run directory: why its last attempt failed (removed when it is retried)
 	LockFile  = runlock.FileName // in a run directory: held while a process runs it (package runlock)
 	LogFile   = "train.log"      // in a run directory: the training log lines of every attempt
-	doneFile  = "config.json"    // in final/: written last by model.Save, so its presence means the run finished
 )
 
 const planVersion = 1

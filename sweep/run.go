@@ -171,10 +171,10 @@ func summarise(dir string, reports []Report) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-// isDone reports whether the run in rd has its final model: model.Save writes final/config.json last.
+// isDone reports whether the run in rd finished (train.Run.Done).
 func isDone(rd string) bool {
-	_, err := os.Stat(filepath.Join(rd, train.FinalDir, doneFile))
-	return err == nil
+	r, err := train.OpenRun(rd)
+	return err == nil && r.Done()
 }
 
 // runOne takes run r's lock and trains it (start or resume), recording a failure in error.txt.
@@ -246,23 +246,18 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 	if o.AfterStep != nil {
 		topts.AfterStep = func(step int) { o.AfterStep(r, step) }
 	}
-	start := time.Now()
-	if _, serr := os.Stat(filepath.Join(rd, train.ConfigFile)); serr == nil {
-		rep.Resumed = true
-		if rep.Threads, err = train.SameConfig(rd, r.Config); err != nil {
-			return fail(err)
-		}
-		logf("%s: resuming\n", r.ID)
-		rep.Result, err = train.Resume(runCtx, rd, topts)
-	} else {
-		c := r.Config
-		if c.Train.Threads == 0 {
-			c.Train.Threads = threads
-		}
-		rep.Threads = c.Train.Threads
-		logf("%s: started (%d threads)\n", r.ID, c.Train.Threads)
-		rep.Result, err = train.Start(runCtx, c, rd, topts)
+	c := r.Config
+	if c.Train.Threads == 0 {
+		c.Train.Threads = threads // a new run's threads; a resumed one keeps its own (train.SameConfig ignores them)
 	}
+	start := time.Now()
+	if _, serr := os.Stat(filepath.Join(rd, train.ConfigFile)); serr == nil { // for the log line only
+		logf("%s: resuming\n", r.ID)
+	} else {
+		logf("%s: started (%d threads)\n", r.ID, c.Train.Threads)
+	}
+	rep.Result, err = train.StartOrResume(runCtx, c, rd, topts)
+	rep.Resumed, rep.Threads = rep.Result.Resumed, rep.Result.Threads
 	rep.Elapsed = time.Since(start)
 	switch {
 	case err == nil:

@@ -1,18 +1,14 @@
 package sweep
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/train"
 )
@@ -51,7 +47,7 @@ func Status(dir string, staleAfter time.Duration) (*Plan, []RunStatus, error) {
 	for i, r := range p.Runs {
 		rd := RunDir(dir, r)
 		st := RunStatus{Run: r, State: StatePending}
-		if m, err := readMetrics(filepath.Join(rd, train.MetricsFile)); err == nil {
+		if m, err := readMetrics(rd); err == nil {
 			st.Step = m.Step
 		}
 		_, lockErr := os.Stat(filepath.Join(rd, LockFile))
@@ -99,69 +95,11 @@ func WriteStatus(w io.Writer, sts []RunStatus) error {
 	return err
 }
 
-// metricsSummary is what collect and status read from a run's metrics.jsonl.
-type metricsSummary struct {
-	Step        int     // last logged step
-	Tokens      int64   // training tokens seen at that step
-	TrainLoss   float64 // the last logged training loss (mean over the last logging interval); NaN if none
-	ValLoss     float64 // the last validation loss; NaN if none
-	BestValLoss float64 // the smallest validation loss; NaN if none
-	TokensPerS  float64 // logged tokens over the time the logged intervals took (evaluation excluded); NaN if none
-}
-
-// readMetrics summarises a metrics.jsonl file.
-func readMetrics(path string) (metricsSummary, error) {
-	nan := math.NaN()
-	s := metricsSummary{TrainLoss: nan, ValLoss: nan, BestValLoss: nan, TokensPerS: nan}
-	f, err := inputfile.Open(path, inputfile.NoLimit)
+// readMetrics summarises the metrics.jsonl of the run directory rd (train.Run.Summary).
+func readMetrics(rd string) (train.Summary, error) {
+	r, err := train.OpenRun(rd)
 	if err != nil {
-		return s, err
+		return train.Summarise(nil), err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var prevTokens int64
-	var tok, secs float64
-	var bad error // a line that does not parse: an error unless it is the last (a line being written)
-	for line := 1; sc.Scan(); line++ {
-		if len(strings.TrimSpace(sc.Text())) == 0 {
-			continue
-		}
-		if bad != nil {
-			return s, bad
-		}
-		var m train.Metrics
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			bad = fmt.Errorf("%s line %d: %w", path, line, err)
-			continue
-		}
-		s.Step = m.Step
-		if m.Tokens > 0 {
-			s.Tokens = m.Tokens
-		}
-		if m.Loss != 0 {
-			s.TrainLoss = m.Loss
-		}
-		if m.ValLoss != nil {
-			s.ValLoss = *m.ValLoss
-			if math.IsNaN(s.BestValLoss) || *m.ValLoss < s.BestValLoss {
-				s.BestValLoss = *m.ValLoss
-			}
-		}
-		if m.TokensPerS > 0 && m.Tokens > prevTokens {
-			dt := float64(m.Tokens - prevTokens)
-			tok += dt
-			secs += dt / m.TokensPerS
-		}
-		if m.Tokens > 0 {
-			prevTokens = m.Tokens
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return s, fmt.Errorf("%s: %w", path, err)
-	}
-	if secs > 0 {
-		s.TokensPerS = tok / secs
-	}
-	return s, nil
+	return r.Summary()
 }

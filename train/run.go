@@ -1,7 +1,6 @@
 package train
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,7 +79,12 @@ type Result struct {
 	Steps      int
 	Loss       float64 // mean training loss over the last logging interval
 	ValLoss    float64 // NaN when there is no validation file
-	TokensPerS float64 // over the whole run, evaluation and checkpoints included
+	TokensPerS float64 // over the logged intervals of metrics.jsonl (Summarise): evaluation and checkpoints excluded
+
+	// Set by StartOrResume, also with an error: whether dir held the run already, and the threads it trains
+	// with (c's for a new run, the earlier attempt's config.toml's for a resumed one).
+	Resumed bool
+	Threads int
 }
 
 // ErrInterrupted is returned when the context is cancelled: the run stopped after a step and saved a checkpoint.
@@ -94,6 +98,10 @@ var ErrRunExists = errors.New("already holds a run")
 // pruning deletes older ones, could destroy the one the new owner resumes from. The run returns an error
 // wrapping ErrInterrupted and ErrAbandoned.
 var ErrAbandoned = errors.New("run abandoned: its directory has another owner")
+
+// ErrConfigDiffers is wrapped by the error of SameConfig (and so of StartOrResume) for a run directory whose
+// config.toml is not the config asked for.
+var ErrConfigDiffers = errors.New("differs from the config asked for")
 
 // ErrBusy is returned when another live process holds the run directory's lock.
 var ErrBusy = errors.New("run directory in use")
@@ -157,6 +165,41 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 	return r.loop(ctx)
 }
 
+// StartOrResume trains the run of c in dir, whatever dir holds: the one "start this run, or resume it" of
+// every caller (a sweep's runs, a plan's arms, learning-rate trials, anchor cells). With no run in dir it
+// starts one. Otherwise, under the run's lock, it checks once that the run is c (SameConfig: train.threads
+// aside), so that an edited or differently planned directory is refused rather than resumed under its own
+// config, and then resumes it; a run that already finished is only read back (its final model untouched).
+// The lock is taken unless o.LockHeld.
+func StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result, error) {
+	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err != nil {
+		res, err := Start(ctx, c, dir, o)
+		res.Threads = c.Train.Threads
+		if !errors.Is(err, ErrRunExists) {
+			return res, err
+		}
+		// Another process started it between the check and Start's lock: resume it, as if it had been there.
+	}
+	ctx, unlock, err := lock(ctx, dir, o)
+	if err != nil {
+		return Result{Resumed: true}, err
+	}
+	defer unlock()
+	o.LockHeld = true
+	threads, err := SameConfig(dir, c)
+	if err != nil {
+		return Result{Resumed: true}, err
+	}
+	var res Result
+	if (&Run{dir: dir}).Done() {
+		res, err = finishedResult(dir, c.TotalSteps())
+	} else {
+		res, err = Resume(ctx, dir, o)
+	}
+	res.Resumed, res.Threads = true, threads
+	return res, err
+}
+
 // SameConfig checks that the config.toml of an earlier attempt at a run in dir is want (train.threads aside),
 // so that a sweep or a plan resumes the run it describes and not one edited by hand or planned with other
 // settings (another precision, say); it returns the threads the earlier attempt used.
@@ -177,8 +220,8 @@ func SameConfig(dir string, want Config) (threads int, err error) {
 		return 0, err
 	}
 	if string(a) != string(b) {
-		return 0, fmt.Errorf("%s differs from the plan's config for this run (edited by hand, or planned with other settings?): "+
-			"move the run directory away to start it afresh", path)
+		return 0, fmt.Errorf("%s %w for this run (edited by hand, or planned with other settings?): "+
+			"move the run directory away to start it afresh", path, ErrConfigDiffers)
 	}
 	return threads, nil
 }
@@ -357,7 +400,8 @@ func (r *runner) initialise() error {
 	if err != nil {
 		return err
 	}
-	b, _ := json.MarshalIndent(map[string]any{"recipe": r.c.Init, "seed": r.c.Seed, "optimizer": r.c.Optimizer, "tensors": stds}, "", "  ")
+	opt := r.c.Optimizer
+	b, _ := json.MarshalIndent(InitRecord{Recipe: r.c.Init, Seed: r.c.Seed, Optimizer: &opt, Tensors: stds}, "", "  ")
 	if err := model.WriteFileAtomic(filepath.Join(r.dir, InitFile), append(b, '\n')); err != nil {
 		return err
 	}
@@ -459,7 +503,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		r.st.MetricsBytes = pos
 		return err
 	}
-	startStep, start := r.st.Step, time.Now()
+	startStep := r.st.Step
 	if r.st.Step == 0 {
 		if err := r.diagnose(); err != nil {
 			return Result{}, err
@@ -592,44 +636,29 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	if err := r.m.Save(final, initRecord(c)); err != nil {
 		return Result{}, err
 	}
-	if startStep == total {
-		// Resumed after its last step: nothing ran, so the figures are the ones metrics.jsonl recorded.
-		return finishedResult(r.dir, r.st.Step)
+	// The throughput is metrics.jsonl's (Summarise, its one definition), over every logged interval of the run,
+	// those of earlier attempts included.
+	res, err := finishedResult(r.dir, r.st.Step)
+	if err != nil {
+		return Result{}, err
 	}
-	tps := float64(r.st.Tokens-int64(startStep*B*T)) / time.Since(start).Seconds()
-	return Result{Dir: r.dir, Steps: r.st.Step, Loss: lastLoss, ValLoss: lastVal, TokensPerS: tps}, nil
+	if startStep < total {
+		// The losses as computed: a non-finite validation loss is left out of metrics.jsonl but not of the result.
+		res.Loss, res.ValLoss = lastLoss, lastVal
+	}
+	return res, nil
 }
 
-// finishedResult is the Result of a finished run read from its metrics.jsonl: the last logged training and
-// validation losses, and the training throughput over the logged intervals (tokens over the time they took,
-// Σ Δtokens / Σ (Δtokens / tokens_per_s)).
+// finishedResult is the Result of a finished run read from its metrics.jsonl (Summarise): the last logged
+// training and validation losses and the training throughput over the logged intervals (0 when no line has one).
 func finishedResult(dir string, steps int) (Result, error) {
-	path := filepath.Join(dir, MetricsFile)
-	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
+	s, err := (&Run{dir: dir}).Summary()
 	if err != nil {
 		return Result{}, fmt.Errorf("finished run: %w", err)
 	}
-	res := Result{Dir: dir, Steps: steps, Loss: math.NaN(), ValLoss: math.NaN()}
-	var prev int64
-	var tokens, secs float64
-	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var m Metrics
-		if err := json.Unmarshal(line, &m); err != nil {
-			return Result{}, fmt.Errorf("finished run: %s line %d: %w", path, i+1, err)
-		}
-		if m.Loss != 0 {
-			res.Loss = m.Loss
-		}
-		if m.ValLoss != nil {
-			res.ValLoss = *m.ValLoss
-		}
-		if d := float64(m.Tokens - prev); d > 0 && m.TokensPerS > 0 {
-			tokens, secs = tokens+d, secs+d/m.TokensPerS
-		}
-		prev = m.Tokens
-	}
-	if secs > 0 {
-		res.TokensPerS = tokens / secs
+	res := Result{Dir: dir, Steps: steps, Loss: s.TrainLoss, ValLoss: s.ValLoss}
+	if !math.IsNaN(s.TokensPerS) {
+		res.TokensPerS = s.TokensPerS
 	}
 	return res, nil
 }
@@ -643,8 +672,8 @@ func finite(v float64) *float64 {
 	return &v
 }
 
-// initRecord is what a saved model's config.json records as its init recipe.
-func initRecord(c Config) any { return map[string]any{"recipe": c.Init, "seed": c.Seed} }
+// initRecord is what a saved model's config.json records as its init recipe (smallinit_init).
+func initRecord(c Config) any { return ModelInitRecord(c) }
 
 // TokenizerFile is the tokenizer a prepared data directory holds beside its token files; a run copies it into
 // its final model directory so that text-level tools (eval-tasks, generate) find it there.

@@ -1,5 +1,5 @@
-// Package workers runs numbered jobs on a fixed number of goroutines: the one dispatch loop of the packed
-// runs of a sweep (package sweep) and of a plan's groups of arms (package experiment).
+// Package workers runs numbered jobs on a fixed number of goroutines: the one dispatch loop of every caller
+// that trains runs side by side (a sweep's packed runs, a plan's groups of arms, an anchor diagram's cells).
 package workers
 
 import (
@@ -11,14 +11,20 @@ import (
 // ctx is done it hands out no more; it returns, after every call has returned, how many indices it handed
 // out (n unless ctx ended first), so that the caller can mark the rest as not started.
 func Each(ctx context.Context, n, jobs int, f func(i int)) int {
+	return EachOn(ctx, n, jobs, func(_, i int) { f(i) })
+}
+
+// EachOn is Each that also tells f which goroutine, 0 … jobs−1, runs index i, so that a caller can give each
+// goroutine its own resources (a kernel pool, say) without sharing them between concurrent calls.
+func EachOn(ctx context.Context, n, jobs int, f func(worker, i int)) int {
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for range max(1, jobs) {
+	for w := range max(1, jobs) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				f(i)
+				f(w, i)
 			}
 		}()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestEach: every index runs exactly once on at most jobs goroutines; a cancelled context stops the hand-out
@@ -41,5 +42,26 @@ func TestEach(t *testing.T) {
 	})
 	if got < 3 || got > 4 || int(ran.Load()) != got {
 		t.Errorf("cancelled after index 2: handed out %d, ran %d", got, ran.Load())
+	}
+}
+
+// TestEachOnWorkerOwnsItsCalls: the worker number is below jobs, and no two calls on one worker overlap, so a
+// resource indexed by it is never shared between concurrent calls.
+func TestEachOnWorkerOwnsItsCalls(t *testing.T) {
+	const jobs, n = 3, 40
+	var busy [jobs]atomic.Int32
+	var bad, ran atomic.Int32
+	got := EachOn(context.Background(), n, jobs, func(w, i int) {
+		if w < 0 || w >= jobs || busy[w].Add(1) != 1 {
+			bad.Add(1)
+		}
+		ran.Add(1)
+		time.Sleep(100 * time.Microsecond) // long enough for an overlapping call to be seen
+		if w >= 0 && w < jobs {
+			busy[w].Add(-1)
+		}
+	})
+	if got != n || ran.Load() != n || bad.Load() != 0 {
+		t.Errorf("handed out %d, ran %d, %d calls on a bad or busy worker", got, ran.Load(), bad.Load())
 	}
 }
