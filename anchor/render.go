@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/train"
@@ -26,12 +27,12 @@ func Render(g Grid, res []CellResult, out string, w io.Writer) error {
 	if _, err := w.Write(tb.Bytes()); err != nil {
 		return err
 	}
-	if err := model.WriteFileAtomic(filepath.Join(out, "table.txt"), tb.Bytes()); err != nil {
+	if err := atomicfile.Write(filepath.Join(out, "table.txt"), tb.Bytes()); err != nil {
 		return err
 	}
 	conds := extremes(g, phase, out)
 	cj, _ := json.MarshalIndent(conds, "", "  ")
-	if err := model.WriteFileAtomic(filepath.Join(out, "condensation.json"), append(cj, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(out, "condensation.json"), append(cj, '\n')); err != nil {
 		return err
 	}
 	for _, c := range conds {
@@ -40,7 +41,7 @@ func Render(g Grid, res []CellResult, out string, w io.Writer) error {
 			fmt.Fprintf(w, "  %-20s stable rank %6.2f  mean|cos| %.3f (×%.2f random)  |cos|>0.9 %.3f\n", m.Name, m.StableRank, m.MeanAbsCos, m.CosRatio, m.FracAbove09)
 		}
 	}
-	return model.WriteFileAtomic(filepath.Join(out, "diagram.html"), HTML(g, phase, mix, conds, tb.String()))
+	return atomicfile.Write(filepath.Join(out, "diagram.html"), HTML(g, phase, mix, conds, tb.String()))
 }
 
 // extremes loads and condenses the γ-extreme models of the smallest depth and the first seed.

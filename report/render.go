@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -338,34 +336,3 @@ tr.incomplete td{color:#8a5a00;background:#fff8e6}
 </body>
 </html>
 `))
-
-// WriteFile writes the page to path atomically: a temporary file in the same directory, synced and renamed
-// into place, readable by everyone (0644) like any web page.
-func WriteFile(path string, html []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	f, err := os.CreateTemp(dir, ".report-*.html")
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(html)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("report: write %s: %w", path, err)
-	}
-	return nil
-}

@@ -474,13 +474,13 @@ func TestReportDegenerateInputs(t *testing.T) {
 	}
 }
 
-func TestReportWriteFile(t *testing.T) {
+func TestReportWritePage(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "sub", "r.html")
-	if err := WriteFile(p, []byte("<!DOCTYPE html>")); err != nil {
+	if err := writePage(p, []byte("<!DOCTYPE html>")); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFile(p, []byte("<!DOCTYPE html><html></html>")); err != nil {
+	if err := writePage(p, []byte("<!DOCTYPE html><html></html>")); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(p)

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/stats"
 )
 
@@ -210,5 +210,5 @@ func writeFigures(path string, res *Result) error {
 	b.WriteString("<h2>Loss, norm saturation and sink rate per arm</h2><p>Whole validation split; saturation s = ε/(mean(x²)+ε) and sink rate (% of heads with α > 0.3) from each run's last diagnostics record, mean over seeds.</p>\n")
 	b.WriteString(mechanismTable(res.Arms))
 	b.WriteString("\n</body></html>\n")
-	return model.WriteFileAtomic(path, []byte(b.String()))
+	return atomicfile.Write(path, []byte(b.String()))
 }
