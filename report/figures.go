@@ -360,7 +360,7 @@ func fixColor(kind int) color.RGBA {
 // figLossSize draws the final validation loss against the non-embedding parameter count N, one line per arm
 // of the other keys, with L(N) = E + A·N^(−α) fitted where a line has four or more sizes (and law, when given).
 func (d *Data) figLossSize(law *Law) (*Figure, string) {
-	keys, labels, pts := d.seriesBy(func(k string) bool { return sizeKeys[k] }, func(a *Arm) float64 { return float64(a.N) })
+	keys, labels, pts := d.seriesBy(isSizeKey, func(a *Arm) float64 { return float64(a.N) })
 	most := 0 // the most sizes in one line: the gate's weights alone change N, so count within lines
 	for _, k := range keys {
 		xs := make([]float64, len(pts[k]))

@@ -17,7 +17,6 @@ import (
 
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/internal/inputfile"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/train"
@@ -204,10 +203,10 @@ func readRun(dir string) *Run {
 		}
 	}
 	r.Checkpoints = listCheckpoints(dir)
-	if isFile(filepath.Join(dir, train.FinalDir, model.ConfigFile)) && isFile(filepath.Join(dir, train.FinalDir, model.WeightsFile)) {
+	if diag.IsModelDir(filepath.Join(dir, train.FinalDir)) {
 		r.FinalDir = filepath.Join(dir, train.FinalDir)
 	}
-	if isFile(filepath.Join(dir, train.InitDir, model.ConfigFile)) && isFile(filepath.Join(dir, train.InitDir, model.WeightsFile)) {
+	if diag.IsModelDir(filepath.Join(dir, train.InitDir)) {
 		r.InitDir = filepath.Join(dir, train.InitDir)
 	}
 	last := r.LastStep()
@@ -300,7 +299,7 @@ func listCheckpoints(dir string) []Checkpoint {
 		}
 		step, err := strconv.Atoi(s)
 		ck := filepath.Join(dir, "checkpoints", e.Name())
-		if err != nil || !isFile(filepath.Join(ck, model.ConfigFile)) || !isFile(filepath.Join(ck, model.WeightsFile)) {
+		if err != nil || !diag.IsModelDir(ck) {
 			continue
 		}
 		out = append(out, Checkpoint{Step: step, Dir: ck})
@@ -428,13 +427,6 @@ func (r *Run) TokensPerS() float64 {
 // N is the model's non-embedding parameter count (model.Config.NonEmbeddingParams): the N of the sweep tables
 // and of L(N).
 func (r *Run) N() int64 { return r.Config.Model.NonEmbeddingParams() }
-
-// baseN is N of the same model without an attention gate.
-func (r *Run) baseN() int64 {
-	c := r.Config.Model.Config
-	c.AttnGate = model.GateNone
-	return c.NonEmbeddingParams()
-}
 
 // Seed is the run's seed.
 func (r *Run) Seed() uint64 { return r.Config.Seed }

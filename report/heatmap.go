@@ -13,8 +13,6 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/smallinit/smallinit/diag"
-	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -45,18 +43,16 @@ type HeatmapSet struct {
 	FromSteps string   // where each panel came from
 }
 
-// Heatmaps computes, for the first run with a final model of each arm (at most maxArms arms), the row-cosine
-// matrix of tensor (a full name, or a part of one: the first matching matrix is used) at initialisation
-// (the run's step-0 weights, init/), at the first retained checkpoint before the end and in the
-// final model. Problems are returned rather than stopping the report.
+// Heatmaps gets, for the first run with a final model of each arm (at most maxArms arms), the row-cosine
+// matrix (diag.ModelRowCosines) of tensor (a full name, or a part of one: the first matching matrix is used)
+// at initialisation (the run's step-0 weights, init/), at the first retained checkpoint before the end and in
+// the final model. Problems are returned rather than stopping the report.
 func Heatmaps(d *Data, tensor string, maxArms int) ([]HeatmapSet, []string) {
 	if tensor == "" {
 		tensor = DefaultHeatmapTensor
 	}
 	var sets []HeatmapSet
 	var problems []string
-	pool := kernel.NewPool(1)
-	defer pool.Close()
 	for _, a := range d.Arms {
 		if len(sets) == maxArms {
 			break
@@ -71,7 +67,7 @@ func Heatmaps(d *Data, tensor string, maxArms int) ([]HeatmapSet, []string) {
 		if run == nil {
 			continue
 		}
-		s, err := heatmapSet(run, tensor, pool)
+		s, err := heatmapSet(run, tensor)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", run.ID, err))
 			continue
@@ -81,53 +77,15 @@ func Heatmaps(d *Data, tensor string, maxArms int) ([]HeatmapSet, []string) {
 	return sets, problems
 }
 
-// findTensor returns the matrix named name, else the first matrix whose name contains it.
-func findTensor(specs []model.TensorSpec, name string) (model.TensorSpec, bool) {
-	for _, t := range specs {
-		if t.Name == name && t.IsMatrix() {
-			return t, true
-		}
-	}
-	for _, t := range specs {
-		if strings.Contains(t.Name, name) && t.IsMatrix() {
-			return t, true
-		}
-	}
-	return model.TensorSpec{}, false
+// heatmapPanelDir is one panel to make: the model directory it comes from and what to call it.
+type heatmapPanelDir struct {
+	dir, label, problem string // problem prefixes the panel's error
+	step                int
 }
 
-func heatmapSet(r *Run, tensor string, pool *kernel.Pool) (HeatmapSet, error) {
+func heatmapSet(r *Run, tensor string) (HeatmapSet, error) {
 	s := HeatmapSet{Run: r}
-	panel := func(m *model.Model, label string, step int) error {
-		t, ok := findTensor(m.Specs, tensor)
-		if !ok {
-			var names []string
-			for _, t := range m.Specs {
-				if t.IsMatrix() && len(names) < 6 {
-					names = append(names, t.Name)
-				}
-			}
-			return fmt.Errorf("no matrix named %q (matrices include %s, ...)", tensor, strings.Join(names, ", "))
-		}
-		rows, cols := t.Shape[0], t.Shape[1]
-		w := m.Params.Flat[t.Offset : t.Offset+t.Size()]
-		used := min(rows, MaxHeatmapRows)
-		if used < rows {
-			ids := make([]int, used)
-			for i := range ids {
-				ids[i] = i
-			}
-			w = diag.SelectRows(w, cols, ids)
-		}
-		c, _ := diag.CosineMatrix(w, used, cols)
-		s.Tensor, s.Shape, s.UsedRows = t.Name, [2]int{rows, cols}, used
-		s.Panels = append(s.Panels, HeatmapPanel{Label: label, Step: step, Rows: used, C: c})
-		return nil
-	}
-	load := func(dir string) (*model.Model, error) {
-		m, _, err := model.Load(dir, 1, pool)
-		return m, err
-	}
+	var want []heatmapPanelDir
 	// Step 0 comes from the run's own files (init/, or a step-0 checkpoint), never from redrawing the
 	// initialisation with this build's code, which may differ from the one that trained the run.
 	initDir := r.InitDir
@@ -135,13 +93,7 @@ func heatmapSet(r *Run, tensor string, pool *kernel.Pool) (HeatmapSet, error) {
 		initDir = r.Checkpoints[0].Dir
 	}
 	if initDir != "" {
-		m, err := load(initDir)
-		if err == nil {
-			err = panel(m, "step 0 (init)", 0)
-		}
-		if err != nil {
-			s.Problems = append(s.Problems, "init: "+err.Error())
-		}
+		want = append(want, heatmapPanelDir{dir: initDir, label: "step 0 (init)", problem: "init", step: 0})
 	} else {
 		s.Problems = append(s.Problems, fmt.Sprintf("init: no step-0 weights in the run (%s/ is written by runs of builds since the experiment layer)", train.InitDir))
 	}
@@ -151,24 +103,27 @@ func heatmapSet(r *Run, tensor string, pool *kernel.Pool) (HeatmapSet, error) {
 	}
 	if len(r.Checkpoints) > 0 && r.Checkpoints[0].Step > 0 && r.Checkpoints[0].Step < end {
 		ck := r.Checkpoints[0]
-		m, err := load(ck.Dir)
-		if err == nil {
-			err = panel(m, fmt.Sprintf("step %d (first checkpoint)", ck.Step), ck.Step)
+		want = append(want, heatmapPanelDir{dir: ck.Dir, label: fmt.Sprintf("step %d (first checkpoint)", ck.Step),
+			problem: fmt.Sprintf("checkpoint %d", ck.Step), step: ck.Step})
+	}
+	late := heatmapPanelDir{dir: r.FinalDir, label: fmt.Sprintf("step %d (final)", end), problem: "late", step: end}
+	if late.dir == "" {
+		late.dir, late.label = r.Checkpoints[len(r.Checkpoints)-1].Dir, fmt.Sprintf("step %d (last checkpoint)", end)
+	}
+	want = append(want, late)
+	dirs := make([]string, len(want))
+	for i, w := range want {
+		dirs[i] = w.dir
+	}
+	cos, errs := diag.ModelRowCosines(dirs, tensor, MaxHeatmapRows)
+	for i, w := range want {
+		if errs[i] != nil {
+			s.Problems = append(s.Problems, w.problem+": "+errs[i].Error())
+			continue
 		}
-		if err != nil {
-			s.Problems = append(s.Problems, fmt.Sprintf("checkpoint %d: %v", ck.Step, err))
-		}
-	}
-	lateDir, lateLabel := r.FinalDir, fmt.Sprintf("step %d (final)", end)
-	if lateDir == "" {
-		lateDir, lateLabel = r.Checkpoints[len(r.Checkpoints)-1].Dir, fmt.Sprintf("step %d (last checkpoint)", end)
-	}
-	m, err := load(lateDir)
-	if err == nil {
-		err = panel(m, lateLabel, end)
-	}
-	if err != nil {
-		s.Problems = append(s.Problems, "late: "+err.Error())
+		c := cos[i]
+		s.Tensor, s.Shape, s.UsedRows = c.Tensor, c.Shape, c.Rows
+		s.Panels = append(s.Panels, HeatmapPanel{Label: w.label, Step: w.step, Rows: c.Rows, C: c.C})
 	}
 	if len(s.Panels) == 0 {
 		return s, fmt.Errorf("%s", strings.Join(s.Problems, "; "))
