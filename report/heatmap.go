@@ -2,15 +2,9 @@ package report
 
 import (
 	"fmt"
-	"image"
-	"image/color"
-	"math"
 	"slices"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
 
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/train"
@@ -131,32 +125,6 @@ func heatmapSet(r *Run, tensor string) (HeatmapSet, error) {
 	return s, nil
 }
 
-// cosColor maps a cosine in [−1, 1] to a diverging blue–white–red colour (grey for NaN).
-func cosColor(v float32) color.RGBA {
-	x := float64(v)
-	if math.IsNaN(x) {
-		return color.RGBA{0x80, 0x80, 0x80, 0xff}
-	}
-	x = math.Max(-1, math.Min(1, x))
-	end := [3]float64{0xb2, 0x18, 0x2b} // red for +1
-	if x < 0 {
-		end, x = [3]float64{0x21, 0x66, 0xac}, -x // blue for −1
-	}
-	mix := func(e float64) uint8 { return uint8(math.Round(255 + (e-255)*x)) }
-	return color.RGBA{mix(end[0]), mix(end[1]), mix(end[2]), 0xff}
-}
-
-// cosImage is the panel as an image, row 0 at the top.
-func cosImage(p HeatmapPanel) image.Image {
-	img := image.NewRGBA(image.Rect(0, 0, p.Rows, p.Rows))
-	for i := 0; i < p.Rows; i++ {
-		for j := 0; j < p.Rows; j++ {
-			img.SetRGBA(j, i, cosColor(p.C[i*p.Rows+j]))
-		}
-	}
-	return img
-}
-
 // ColorBarHTML is an inline-CSS colour bar for the heatmaps' scale.
 const ColorBarHTML = `<div class="colorbar"><span>cos = −1</span><span class="grad"></span><span>+1</span></div>`
 
@@ -166,31 +134,28 @@ func (d *Data) figHeatmaps(sets []HeatmapSet, tensor string) (*Figure, string) {
 	if len(sets) == 0 {
 		return nil, "needs a run with a final model or a checkpoint (heatmaps of " + tensor + ")"
 	}
-	f := &Figure{ID: FigHeatmaps, Title: "Row-cosine heatmaps of " + sets[0].Tensor + ", early and late", Extra: ColorBarHTML}
+	f := &Figure{ID: FigHeatmaps, Title: "Row-cosine heatmaps of " + sets[0].Tensor + ", early and late", Extra: scales[ScaleCosine].bar}
 	cols := 0
 	for _, s := range sets {
 		cols = max(cols, len(s.Panels))
 	}
-	var rows [][]*plot.Plot
+	ch := Chart{ID: f.ID, Title: f.Title, Width: float64(min(260*cols, 780)), RowHeight: 250}
 	var runs []*Run
 	var notes []string
 	for _, s := range sets {
-		var row []*plot.Plot
+		var row []Panel
 		for _, p := range s.Panels {
-			pl := plot.New()
-			pl.Title.Text = s.Run.ID + "\n" + p.Label
+			title := s.Run.ID + "\n" + p.Label
 			if s.Run.Arm != nil {
-				pl.Title.Text = s.Run.Arm.Label + "\n" + p.Label
+				title = s.Run.Arm.Label + "\n" + p.Label
 			}
-			pl.Title.TextStyle.Font.Typeface, pl.Title.TextStyle.Font.Variant = sansFont.Typeface, sansFont.Variant
-			pl.Title.TextStyle.Font.Size = vg.Points(8)
-			pl.Add(plotter.NewImage(cosImage(p), 0, 0, float64(p.Rows), float64(p.Rows)))
-			pl.HideAxes()
-			row = append(row, pl)
-			f.Points += p.Rows * p.Rows
-			f.Series++
+			v := make([]float64, len(p.C))
+			for i, c := range p.C {
+				v[i] = float64(c)
+			}
+			row = append(row, Panel{Title: title, Grid: &Grid{NRows: p.Rows, NCols: p.Rows, V: v, Scale: ScaleCosine}})
 		}
-		rows = append(rows, row)
+		ch.Rows = append(ch.Rows, row)
 		runs = append(runs, s.Run)
 		note := fmt.Sprintf("%s is %d×%d", s.Tensor, s.Shape[0], s.Shape[1])
 		if s.UsedRows < s.Shape[0] {
@@ -203,10 +168,11 @@ func (d *Data) figHeatmaps(sets []HeatmapSet, tensor string) (*Figure, string) {
 			notes = append(notes, note)
 		}
 	}
-	var err error
-	if f.SVG, err = renderPlots(rows, vg.Points(float64(min(260*cols, 780))), vg.Points(float64(250*len(rows))), f.Title); err != nil {
+	drawn, err := DrawChart(ch)
+	if err != nil {
 		return nil, err.Error()
 	}
+	f.SVG, f.Points, f.Series = drawn.SVG, drawn.Points, drawn.Series
 	f.Caption = d.describe(runs) + " Cosine between every pair of rows of the matrix, rows reordered in each panel by hierarchical " +
 		"clustering so that aligned rows show as red blocks; one run (the first seed) per arm. Early is step 0 as the run " +
 		"wrote it at its start (init/) and the first retained checkpoint before the end, late is the final model. " + strings.Join(notes, "; ") + "."
