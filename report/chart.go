@@ -151,10 +151,18 @@ func (gc gridCells) Plot(c draw.Canvas, p *plot.Plot) {
 			c.FillPolygon(spec.color(v), c.ClipPolygonXY(pts))
 			c.StrokeLines(draw.LineStyle{Color: color.White, Width: vg.Points(1)}, c.ClipLinesXY(append(pts, pts[0]))...)
 			if g.Hatch != nil && g.Hatch[i*cols+j] {
-				step := (x1 - x0) / 5
-				for k := 1; k < 5; k++ { // diagonals from the bottom edge to the right edge
-					d := step * vg.Length(k)
-					c.StrokeLine2(hatch, x0+d, y0, x1, y0+(x1-x0-d)*(y1-y0)/(x1-x0))
+				at := func(u, v float64) (vg.Length, vg.Length) {
+					return x0 + vg.Length(u)*(x1-x0), y0 + vg.Length(v)*(y1-y0)
+				}
+				for k := 1; k < 8; k++ { // the diagonals u + v = t of the cell's unit square
+					t := float64(k) / 4
+					ua, va, ub, vb := t, 0.0, 0.0, t
+					if t > 1 {
+						ua, va, ub, vb = 1, t-1, t-1, 1
+					}
+					xa, ya := at(ua, va)
+					xb, yb := at(ub, vb)
+					c.StrokeLine2(hatch, xa, ya, xb, yb)
 				}
 			}
 			if g.Values {
