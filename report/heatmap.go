@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/train"
 )
