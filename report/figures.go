@@ -510,21 +510,31 @@ func (d *Data) figTrajectories(maxArms int) (*Figure, string) {
 		return nil, "needs an arm with weight diagnostics at two or more steps (train.diagnostics_interval > 0)"
 	}
 	classes := classOrder(arms)
-	f := &Figure{ID: FigTrajectories, Title: "Weight trajectories: stable rank and row-cosine ratio per tensor class"}
+	var metrics []diag.WeightMetric // the table's plotted metrics, one panel each
+	var names []string
+	for _, m := range diag.WeightMetrics {
+		if m.Axis != "" {
+			metrics, names = append(metrics, m), append(names, m.Name)
+		}
+	}
+	f := &Figure{ID: FigTrajectories, Title: "Weight trajectories: " + strings.Join(names, " and ") + " per tensor class"}
 	var rows [][]*plot.Plot
 	var runs []*Run
 	for _, a := range arms {
-		sr := newPlot("stable rank — "+a.Label, "step", "stable rank ‖W‖F²/‖W‖₂²")
-		useLogY(sr)
-		cr := newPlot("row-cosine ratio — "+a.Label, "step", "mean |cos| / random baseline")
-		for ci, class := range classes {
-			xs, ys := classCurve(a, class, func(c diag.ClassSummary) float64 { return c.StableRank })
-			f.Points += addLine(sr, finiteXYs(xs, ys, false, true), lineStyle(ci), len(xs) <= 12)
-			xs, ys = classCurve(a, class, func(c diag.ClassSummary) float64 { return c.CosRatio })
-			f.Points += addLine(cr, finiteXYs(xs, ys, false, false), lineStyle(ci), len(xs) <= 12)
+		var row []*plot.Plot
+		for _, m := range metrics {
+			p := newPlot(m.Name+" — "+a.Label, "step", m.Axis)
+			if m.LogY {
+				useLogY(p)
+			}
+			for ci, class := range classes {
+				xs, ys := classCurve(a, class, func(c diag.ClassSummary) float64 { return c.Mean(m.Key) })
+				f.Points += addLine(p, finiteXYs(xs, ys, false, m.LogY), lineStyle(ci), len(xs) <= 12)
+			}
+			row = append(row, p)
 		}
-		f.Series += 2 * len(classes)
-		rows = append(rows, []*plot.Plot{sr, cr})
+		f.Series += len(metrics) * len(classes)
+		rows = append(rows, row)
 		runs = append(runs, a.Runs...)
 	}
 	for ci, class := range classes {

@@ -1,0 +1,73 @@
+package diag
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+)
+
+// TestWeightMetricsTable: every row's key is the JSON key under which a tensor's weights carry the value its Of
+// reads (one spelling in tensors and class summaries), keys and old spellings are unique, and a class
+// summary written with an old spelling reads as the current key.
+func TestWeightMetricsTable(t *testing.T) {
+	var ws WeightStats
+	fill(reflect.ValueOf(&ws).Elem(), 1)
+	b, err := json.Marshal(TensorWeights{Name: "w", Class: "q", WeightStats: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, m := range WeightMetrics {
+		v, ok := obj[m.Key].(float64)
+		if !ok || v != m.Of(ws) {
+			t.Errorf("metric %s: the tensor's JSON has %v under its key, Of gives %g", m.Key, obj[m.Key], m.Of(ws))
+		}
+		for _, k := range append([]string{m.Key}, m.OldKeys...) {
+			if seen[k] {
+				t.Errorf("key %s is listed twice", k)
+			}
+			seen[k] = true
+		}
+		if m.Name == "" {
+			t.Errorf("metric %s has no name", m.Key)
+		}
+	}
+	for _, old := range []string{`{"class":"q","tensors":2,"frac_above_0_9":0.25}`, `{"class":"q","tensors":2,"frac_above_09":0.25}`} {
+		var c ClassSummary
+		if err := json.Unmarshal([]byte(old), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Mean(MetricFracAbove) != 0.25 || c.Tensors != 2 || !math.IsNaN(c.Mean(MetricStableRank)) {
+			t.Errorf("%s read as %v", old, c)
+		}
+	}
+}
+
+// TestSummariseClassesMeansFiniteValues: each class mean is over the finite values of its tensors, in
+// first-seen class order, NaN with none.
+func TestSummariseClassesMeansFiniteValues(t *testing.T) {
+	ws := []TensorWeights{
+		{Class: "q", WeightStats: WeightStats{StableRank: 2, CosRatio: 1, MeanAbsCos: 0.1, FracAbove09: math.NaN()}},
+		{Class: "k", WeightStats: WeightStats{StableRank: 5, CosRatio: math.Inf(1), MeanAbsCos: 0.2, FracAbove09: math.NaN()}},
+		{Class: "q", WeightStats: WeightStats{StableRank: 4, CosRatio: math.NaN(), MeanAbsCos: 0.3, FracAbove09: math.NaN()}},
+	}
+	cs := SummariseClasses(ws)
+	if len(cs) != 2 || cs[0].Class != "q" || cs[0].Tensors != 2 || cs[1].Class != "k" {
+		t.Fatalf("classes %v", cs)
+	}
+	for _, c := range []struct {
+		class int
+		key   string
+		want  float64
+	}{{0, MetricStableRank, 3}, {0, MetricCosRatio, 1}, {0, MetricMeanAbsCos, 0.2}, {1, MetricStableRank, 5}, {1, MetricCosRatio, math.NaN()}, {0, MetricFracAbove, math.NaN()}} {
+		got := cs[c.class].Mean(c.key)
+		if !(got == c.want || math.IsNaN(got) && math.IsNaN(c.want)) && math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("class %s %s: %g, want %g", cs[c.class].Class, c.key, got, c.want)
+		}
+	}
+}
