@@ -197,11 +197,14 @@ func gridPlot(pn Panel) (*plot.Plot, int, error) {
 	if _, ok := scales[g.Scale]; !ok {
 		return nil, 0, fmt.Errorf("grid %q: unknown colour scale %d", pn.Title, g.Scale)
 	}
-	p := newPlot(pn.Title, pn.XLabel, pn.YLabel)
-	p.Title.TextStyle.Font.Size = vg.Points(9)
+	var p *plot.Plot
 	if g.Values || g.Hatch != nil || g.Rows != nil || g.Cols != nil {
+		p = newPlot(pn.Title, pn.XLabel, pn.YLabel)
 		p.Add(gridCells{g})
-	} else {
+	} else { // a matrix picture: a small title, no grid or axes
+		p = plot.New()
+		p.Title.Text = pn.Title
+		p.Title.TextStyle.Font = font.From(sansFont, 8)
 		p.Add(plotter.NewImage(gridImage(g), 0, 0, float64(cols), float64(rows)))
 	}
 	if g.Cols != nil {
