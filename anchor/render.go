@@ -17,7 +17,7 @@ import (
 	"github.com/smallinit/smallinit/train"
 )
 
-// Render writes out/table.txt, out/condensation.json and out/diagram.html (self-contained: inline SVG, no
+// Render writes out/table.txt, out/condensation.json and out/diagram.html (Page, drawn by report: inline SVG, no
 // scripts) for the results of g, and the table to w. The condensation diagnostics are those of the smallest
 // and the largest γ at the smallest depth among the cells that fit the seen pairs (test accuracy ≥ 90%; all
 // cells if none does), first seed, at that cell's chosen rate (skipped when their models are not in out/runs).
