@@ -156,3 +156,63 @@ func SummariseClasses(ws []TensorWeights) []ClassSummary {
 	}
 	return out
 }
+
+// Figures of the report that plot per-layer activation metrics (LayerMetric.Figure).
+const (
+	FigureSink = "attention-sink"  // attention to the first token
+	FigureNorm = "norm-saturation" // the norms' output RMS
+)
+
+// LayerMetric is one row of the per-layer activation-metric table: a number for one layer of an activation
+// record (a per-head metric summarised over the heads), its JSON key in the layer's record, and the panel that
+// plots it against the layer. Adding a metric is a LayerActivations field with its computation (Activations)
+// and one row here: the report draws a panel for it in its figure.
+type LayerMetric struct {
+	Key      string                         // the JSON key of its field in a layer's record
+	Of       func(LayerActivations) float64 // its value for one layer
+	Figure   string                         // the report figure holding its panel (FigureSink, FigureNorm)
+	Title    string                         // the panel's title
+	Axis     string                         // its y label
+	YFrom0   bool                           // the y axis starts at 0
+	YAtLeast float64                        // the y axis reaches at least this (0: no minimum)
+	SharedY  bool                           // the panels of its figure share one y range
+}
+
+// LayerMetrics is the table of per-layer activation metrics, in panel order.
+var LayerMetrics = []LayerMetric{
+	{Key: "first_token_mass", Of: func(l LayerActivations) float64 { return meanFinite(l.FirstTokenMass) }, Figure: FigureSink,
+		Title: "first-token attention mass", Axis: "mean over heads and queries of A[i, 0]", YFrom0: true},
+	{Key: "sink_alpha", Of: func(l LayerActivations) float64 { return SinkRatePercent(l.SinkAlpha) }, Figure: FigureSink,
+		Title: "sink rate", Axis: fmt.Sprintf("%% of heads with α > %g", SinkThreshold), YFrom0: true, YAtLeast: 100},
+	{Key: "attn_norm", Of: func(l LayerActivations) float64 { return l.AttnNorm.OutputRMS }, Figure: FigureNorm,
+		Title: "attention input norm: r = sqrt(m / (m + ε))", Axis: "r (1: ε negligible)", YAtLeast: 1, SharedY: true},
+	{Key: "ffn_norm", Of: func(l LayerActivations) float64 { return l.FFNNorm.OutputRMS }, Figure: FigureNorm,
+		Title: "FFN input norm: r = sqrt(m / (m + ε))", Axis: "r (1: ε negligible)", YAtLeast: 1, SharedY: true},
+}
+
+// meanFinite is the plain mean of xs (NaN when empty).
+func meanFinite(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// SinkRatePercent is the percentage of heads whose first-token attention α exceeds SinkThreshold (NaN with no
+// heads).
+func SinkRatePercent(alpha []float64) float64 {
+	if len(alpha) == 0 {
+		return math.NaN()
+	}
+	n := 0
+	for _, a := range alpha {
+		if a > SinkThreshold {
+			n++
+		}
+	}
+	return 100 * float64(n) / float64(len(alpha))
+}

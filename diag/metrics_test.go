@@ -71,3 +71,33 @@ func TestSummariseClassesMeansFiniteValues(t *testing.T) {
 		}
 	}
 }
+
+// TestLayerMetricsTable: every row's key is a JSON key of a layer's activation record, its value is read from
+// that layer, and it names a figure and a panel.
+func TestLayerMetricsTable(t *testing.T) {
+	l := LayerActivations{Layer: 1, AttnNorm: NormStat{Saturation: 0.1, OutputRMS: 0.7}, FFNNorm: NormStat{Saturation: 0.2, OutputRMS: 0.9},
+		FirstTokenMass: []float64{0.2, 0.4}, SinkAlpha: []float64{0.1, 0.5, 0.6, 0.2}}
+	b, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"first_token_mass": 0.3, "sink_alpha": 50, "attn_norm": 0.7, "ffn_norm": 0.9}
+	for _, m := range LayerMetrics {
+		if _, ok := obj[m.Key]; !ok {
+			t.Errorf("metric %s: not a key of a layer's record %s", m.Key, b)
+		}
+		if w, ok := want[m.Key]; ok && math.Abs(m.Of(l)-w) > 1e-12 {
+			t.Errorf("metric %s: %g, want %g", m.Key, m.Of(l), w)
+		}
+		if m.Figure == "" || m.Title == "" || m.Axis == "" {
+			t.Errorf("metric %s has no figure, title or axis", m.Key)
+		}
+	}
+	if !math.IsNaN(SinkRatePercent(nil)) {
+		t.Error("the sink rate of no heads is not NaN")
+	}
+}
