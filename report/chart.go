@@ -312,7 +312,11 @@ func DrawChart(ch Chart) (*Figure, error) {
 	if len(rows) == 0 || cols == 0 {
 		return nil, fmt.Errorf("chart %q has no panels", ch.Title)
 	}
-	for i := 0; i < len(names)+len(palette); i++ {
+	last := -1
+	for i := range names {
+		last = max(last, i)
+	}
+	for i := 0; i <= last; i++ {
 		if n, ok := names[i]; ok {
 			f.Legend = append(f.Legend, LegendEntry{Label: n, Color: colorAt(i), Dashed: i >= len(palette)})
 		}
