@@ -12,7 +12,7 @@ import (
 func ArmLossCurves(id, label string, dirs []string) (Chart, error) {
 	d, err := Gather(dirs)
 	if err != nil {
-		return Chart{}, err
+		return Chart{}, fmt.Errorf("loss curves of %s: %w", label, err)
 	}
 	ch := Chart{ID: id, Title: "Loss curves: " + label}
 	tr := Panel{Title: "training loss", XLabel: "step", YLabel: "loss (nats/token)"}
