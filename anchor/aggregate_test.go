@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/report"
 )
 
 func compositeResult(gamma float64, L int, lr float64, seed uint64, inf, sym, seen float64) CellResult {
@@ -51,9 +53,24 @@ func TestPhaseSelectsRatesBothWays(t *testing.T) {
 	if !strings.Contains(b.String(), " 0.50  2     2  0.05 ± 0.07  0.85 ± 0.07") {
 		t.Errorf("table:\n%s", b.String())
 	}
-	page := string(HTML(Grid{}, ph, nil, nil, b.String()))
-	if strings.Count(page, "<svg") != 5 || strings.Count(page, `fill="url(#hatch)"`) != 5 {
-		t.Errorf("the page has %d heatmaps and %d hatched cells, want 5 and 5 (one per heatmap)", strings.Count(page, "<svg"), strings.Count(page, `fill="url(#hatch)"`))
+	page := Page(Grid{}, ph, nil, nil, b.String())
+	grids, hatched := 0, 0
+	for _, s := range page.Sections {
+		for _, c := range s.Charts {
+			grids++
+			for _, h := range c.Rows[0][0].Grid.Hatch {
+				if h {
+					hatched++
+				}
+			}
+		}
+	}
+	if grids != 5 || hatched != 5 {
+		t.Errorf("the page has %d heatmaps and %d hatched cells, want 5 and 5 (one per heatmap)", grids, hatched)
+	}
+	html, err := report.RenderPage(page)
+	if err != nil || strings.Count(string(html), "<svg") != 5 {
+		t.Errorf("the drawn page has %d figures (%v), want 5", strings.Count(string(html), "<svg"), err)
 	}
 }
 

@@ -15,7 +15,7 @@ type MatrixCondensation struct {
 	StableRank  float64 `json:"stable_rank"`
 	MeanAbsCos  float64 `json:"mean_abs_cos"`
 	CosRatio    float64 `json:"cos_ratio"`
-	FracAbove09 float64 `json:"frac_above_09"`
+	FracAbove09 float64 `json:"frac_abs_cos_above_0_9"`
 }
 
 // Condensation is a trained model's diagnostics: the item embeddings (tokens 20-99) and the first block's

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/workers"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
 )
 
 // Grid is a phase-diagram experiment: the composite task over Gammas × Depths × LRs × Seeds, and the mix task
@@ -114,7 +114,7 @@ func Run(ctx context.Context, g Grid, out string, log io.Writer) ([]CellResult, 
 		return nil, fmt.Errorf("anchor diagram: %w", err)
 	}
 	b, _ := json.MarshalIndent(g, "", "  ")
-	if err := model.WriteFileAtomic(filepath.Join(out, "grid.json"), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(out, "grid.json"), append(b, '\n')); err != nil {
 		return nil, err
 	}
 	done, err := ReadResults(filepath.Join(out, ResultsFile))

@@ -11,7 +11,7 @@ import (
 // "diagnostics" (as train.DiagLine) every train.diagnostics_interval steps. Writers and readers of that file
 // (report, and through its JSON keys the Python side) use this type and the ones it holds, so a metric added
 // to them reaches every reader. The fields are in the order of their JSON keys, and TensorWeights and
-// ClassSummary encode with sorted keys, so a record encodes to the same bytes as the maps diag wrote before
+// ClassSummary (whose metrics are the table WeightMetrics) encode with sorted keys, so a record encodes to the same bytes as the maps diag wrote before
 // these types existed (TestRecordReadsLandedFileAndReencodesIt).
 type Record struct {
 	Activations *ActivationStats `json:"activations"` // nil in a record without activation metrics
@@ -37,15 +37,6 @@ func (t TensorWeights) MarshalJSON() ([]byte, error) { return marshalFinite(t) }
 func (t *TensorWeights) UnmarshalJSON(b []byte) error {
 	type plain TensorWeights // without these methods
 	return unmarshalFinite(b, (*plain)(t))
-}
-
-// MarshalJSON writes non-finite metrics as null.
-func (c ClassSummary) MarshalJSON() ([]byte, error) { return marshalFinite(c) }
-
-// UnmarshalJSON reads a null or absent metric as NaN.
-func (c *ClassSummary) UnmarshalJSON(b []byte) error {
-	type plain ClassSummary
-	return unmarshalFinite(b, (*plain)(c))
 }
 
 // marshalFinite encodes the struct v as a JSON object with the keys of its json tags (embedded structs without a

@@ -2,6 +2,7 @@ package diag
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -41,7 +42,9 @@ func TestRecordReadsLandedFileAndReencodesIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sameJSON(line.Diagnostics, out); err != nil {
+		// The class summaries' "frac_above_0_9" is now spelled as in the tensors' weights; it reads from the old key.
+		landed := bytes.ReplaceAll(line.Diagnostics, []byte(`"frac_above_0_9"`), []byte(`"`+MetricFracAbove+`"`))
+		if err := sameJSON(landed, out); err != nil {
 			t.Errorf("step %d: the re-encoded record lost or changed a value of the landed one: %v", line.Step, err)
 		}
 		// 2 layers × (q, k, v, g, o) + layer 0's dense FFN (3) + layer 1's router, 2 experts and shared expert
@@ -78,11 +81,23 @@ func TestRecordRoundTrips(t *testing.T) {
 	var tw TensorWeights
 	fill(reflect.ValueOf(&tw).Elem(), 1)
 	tw.PowerIters = 0 // not written (json:"-")
-	var cs ClassSummary
-	fill(reflect.ValueOf(&cs).Elem(), 100)
+	cs := ClassSummary{Class: "q", Tensors: 4}
+	for i := range WeightMetrics {
+		cs.Means = append(cs.Means, float64(100+i)+0.25)
+	}
 	nan := tw
 	nan.EffectiveRank, nan.MeanAbsCos, nan.SigmaMax = math.NaN(), math.Inf(1), math.Inf(-1)
-	nanClass := ClassSummary{Class: "sh_gate", Tensors: 2, StableRank: 1, MeanAbsCos: math.NaN(), CosRatio: math.NaN(), FracAbove: math.Inf(1)}
+	nanClass := ClassSummary{Class: "sh_gate", Tensors: 2, Means: make([]float64, len(WeightMetrics))}
+	for i, m := range WeightMetrics {
+		switch m.Key {
+		case MetricStableRank:
+			nanClass.Means[i] = 1
+		case MetricFracAbove:
+			nanClass.Means[i] = math.Inf(1)
+		default:
+			nanClass.Means[i] = math.NaN()
+		}
+	}
 	act := ActivationStats{ProbeWindows: 3, ProbeLen: 8, ProbeLoss: 4.5, FirstTokenMass: 0.2, SinkRate: 25, FinalHiddenRMS: 1.5,
 		FinalNorm: NormStat{Saturation: 1e-7, OutputRMS: 0.99},
 		Layers: []LayerActivations{{Layer: 0, HiddenRMS: 0.06, AttnNorm: NormStat{0.5, 0.7}, FFNNorm: NormStat{0.1, 0.9}, AttnResidualRatio: 0.2,
@@ -93,7 +108,7 @@ func TestRecordRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"effective_rank":null`, `"mean_abs_cos":null`, `"sigma_max":null`, `"frac_above_0_9":null`} {
+	for _, key := range []string{`"effective_rank":null`, `"mean_abs_cos":null`, `"sigma_max":null`, `"frac_abs_cos_above_0_9":null`} {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("encoded record has no %s:\n%s", key, b)
 		}
@@ -109,7 +124,7 @@ func TestRecordRoundTrips(t *testing.T) {
 	want.Weights = []TensorWeights{tw, nan}
 	want.Weights[1].MeanAbsCos, want.Weights[1].SigmaMax = math.NaN(), math.NaN() // ±Inf is written as null
 	want.Classes = []ClassSummary{cs, nanClass}
-	want.Classes[1].FracAbove = math.NaN()
+	want.Classes[1].Means[weightMetric(MetricFracAbove)] = math.NaN()
 	if got, wnt := fmt.Sprintf("%+v %+v %+v", out.Weights, out.Classes, *out.Activations), fmt.Sprintf("%+v %+v %+v", want.Weights, want.Classes, *want.Activations); got != wnt {
 		t.Errorf("round trip:\n got %s\nwant %s", got, wnt)
 	}

@@ -1,7 +1,6 @@
 package diag
 
 import (
-	"math"
 	"sort"
 
 	"github.com/smallinit/smallinit/model"
@@ -58,48 +57,4 @@ func FrequentTokens(toks []int32, vocab int) []int {
 	}
 	sort.SliceStable(ids, func(i, j int) bool { return counts[ids[i]] > counts[ids[j]] })
 	return ids
-}
-
-// ClassSummary averages the weight metrics of the matrices of one class (over layers and experts). Each metric
-// is the mean of its finite values (a one-row matrix, such as a shared-expert gate, has no row cosines); with
-// none it is NaN, written as null.
-type ClassSummary struct {
-	Class      string  `json:"class"`
-	Tensors    int     `json:"tensors"`
-	StableRank float64 `json:"stable_rank"`
-	MeanAbsCos float64 `json:"mean_abs_cos"`
-	CosRatio   float64 `json:"cos_ratio"`
-	FracAbove  float64 `json:"frac_above_0_9"`
-}
-
-// SummariseClasses groups a weight report by tensor class, in first-seen order.
-func SummariseClasses(ws []TensorWeights) []ClassSummary {
-	var out []ClassSummary
-	type sums struct{ v, n [4]float64 }
-	var acc []sums
-	idx := map[string]int{}
-	for _, w := range ws {
-		i, ok := idx[w.Class]
-		if !ok {
-			i = len(out)
-			idx[w.Class] = i
-			out = append(out, ClassSummary{Class: w.Class})
-			acc = append(acc, sums{})
-		}
-		out[i].Tensors++
-		for k, v := range [4]float64{w.StableRank, w.MeanAbsCos, w.CosRatio, w.FracAbove09} {
-			if !math.IsNaN(v) && !math.IsInf(v, 0) {
-				acc[i].v[k] += v
-				acc[i].n[k]++
-			}
-		}
-	}
-	for i := range out {
-		var m [4]float64
-		for k := range m {
-			m[k] = acc[i].v[k] / acc[i].n[k] // 0/0 = NaN: no finite value
-		}
-		out[i].StableRank, out[i].MeanAbsCos, out[i].CosRatio, out[i].FracAbove = m[0], m[1], m[2], m[3]
-	}
-	return out
 }

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 )
 
 // ProbeManifest is probes.json: how a probe set's files were made and what they hold.
@@ -63,7 +63,7 @@ func WriteProbeSet(dir string, c ProbeConfig) (*ProbeSet, *ProbeManifest, error)
 	}
 	files["probes.json"] = append(mb, '\n')
 	for _, name := range ProbeSetFiles {
-		if err := model.WriteFileAtomic(filepath.Join(dir, name), files[name]); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, name), files[name]); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/workers"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/sweep"
@@ -232,7 +232,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		}
 	}
 	out.Report = filepath.Join(o.Out, "report"+out.Suffix+".html")
-	if err := WriteReport(dirs, out.Report, p.Report.Title, out.CompareA, out.CompareB, max(o.Windows, p.Report.CompareWindows)); err != nil {
+	if err := WriteReport(dirs, out.Report, p.Report.Title, out.CompareA, out.CompareB, max(o.Windows, p.Report.CompareWindows), o.Log); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -397,7 +397,7 @@ func runSweep(ctx context.Context, g *Group, runs []planRun, out *Outcome, o *Op
 		return err
 	}
 	gpath := filepath.Join(out.Out, g.Name+out.Suffix+".grid.toml")
-	if err := model.WriteFileAtomic(gpath, text); err != nil {
+	if err := atomicfile.Write(gpath, text); err != nil {
 		return err
 	}
 	grid, err := sweep.ParseGrid(gpath)

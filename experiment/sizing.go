@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -80,7 +80,7 @@ func size(p *Plan, out *Outcome, o *Options) (int, error) {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return 0, err
 	}
-	if err := model.WriteFileAtomic(path, append(b, '\n')); err != nil {
+	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
 		return 0, err
 	}
 	return e.Steps, nil

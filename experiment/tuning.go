@@ -11,8 +11,8 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/train"
 	"github.com/smallinit/smallinit/tune"
@@ -103,7 +103,7 @@ func runTuning(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[stri
 			o.logf("γ = %g, width %d: learning rate %g (selection loss %.4f, bracketed %v, %d trial steps)\n", g, w, r.LR, r.Loss, r.Bracketed, r.Steps)
 			t := Tuned{Gamma: g, Width: w, Result: r}
 			b, _ := json.MarshalIndent(t, "", "  ")
-			if err := model.WriteFileAtomic(path, append(b, '\n')); err != nil {
+			if err := atomicfile.Write(path, append(b, '\n')); err != nil {
 				return nil, err
 			}
 			res[key] = t
@@ -163,7 +163,7 @@ func mustCache(path string, s eval.SplitScore) (float64, error) {
 		return math.Inf(1), nil
 	}
 	b, _ := json.Marshal(s)
-	if err := model.WriteFileAtomic(path, b); err != nil {
+	if err := atomicfile.Write(path, b); err != nil {
 		return 0, err
 	}
 	return s.Loss, nil

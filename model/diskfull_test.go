@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
 )
 
-// TestWritersOnFullDisk: WriteFileAtomic and Save on a full disk fail with an error naming the file, leave
+// TestWritersOnFullDisk: atomicfile.Write and Save on a full disk fail with an error naming the file, leave
 // the previous files untouched and no temporary file behind.
 func TestWritersOnFullDisk(t *testing.T) {
 	dir, child := fulldisk.Run(t, "TestWritersOnFullDisk")
@@ -20,11 +21,11 @@ func TestWritersOnFullDisk(t *testing.T) {
 		return
 	}
 	p := filepath.Join(dir, "x.json")
-	if err := WriteFileAtomic(p, []byte("old")); err != nil {
+	if err := atomicfile.Write(p, []byte("old")); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFileAtomic(p, make([]byte, 1<<20)); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "file too large") {
-		t.Errorf("WriteFileAtomic on a full disk: %v", err)
+	if err := atomicfile.Write(p, make([]byte, 1<<20)); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "file too large") {
+		t.Errorf("atomicfile.Write on a full disk: %v", err)
 	}
 	if b, _ := os.ReadFile(p); string(b) != "old" {
 		t.Errorf("%s changed by a failed write", p)

@@ -220,7 +220,7 @@ func writeConfig(dir string, c Config, init any) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, ConfigFile), b)
+	return atomicfile.Write(filepath.Join(dir, ConfigFile), b)
 }
 
 // ConfigJSON renders config.json for c: a Hugging Face Llama (Qwen2 with q/k/v biases, Qwen3 with QK-norm,
@@ -319,10 +319,6 @@ func TransformersGaps(c Config) []string {
 	}
 	return g
 }
-
-// WriteFileAtomic writes data to a temporary file beside path, syncs it and renames it over path, so that a
-// crash leaves either the old file or the new one, never a mix.
-func WriteFileAtomic(path string, data []byte) error { return atomicfile.Write(path, data) }
 
 // Save writes the model's config and parameters to dir (created if needed). init, if non-nil, is recorded as
 // the init recipe (config.json field smallinit_init). Both files are written atomically.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/train"
 )
 
 // Arm is a group of runs whose configs differ only in the seed and in bookkeeping keys.
@@ -18,56 +18,25 @@ type Arm struct {
 	Values map[string]string // varying key → value (seed excluded)
 	Runs   []*Run            // one per seed, sorted by seed
 
-	Gamma   float64 // init.gamma of its runs
-	NormEps float64 // model.norm_eps
-	Gate    string  // model.attn_gate
-	Preset  string  // model.preset
-	N       int64   // non-embedding parameters
-	baseN   int64   // N without the attention gate's weights: the size arms are sorted by
+	Gamma    float64 // init.gamma of its runs
+	NormEps  float64 // model.norm_eps
+	Gate     string  // model.attn_gate
+	Preset   string  // model.preset
+	N        int64   // non-embedding parameters
+	baseN    int64   // N without the attention gate's weights: the size arms are sorted by
+	gated    bool    // the model has an attention gate
+	gateRank int     // none, headwise, others (train.Config.GateRank)
 }
 
-// ignoredKeys change what a run logs or where it reads from, not what it computes: they do not split arms.
-var ignoredKeys = map[string]bool{
-	"seed": true, "train.threads": true, "train.log_interval": true, "train.eval_interval": true,
-	"train.checkpoint_interval": true, "train.keep_checkpoints": true, "train.diagnostics_interval": true,
-	"train.skip_nonfinite": true, "data.train": true, "data.val": true,
-}
+// isBookkeeping and isSizeKey read a config key's role from train's key table (train.Key): a bookkeeping key
+// does not split arms, a size key sets the x of loss against N.
+func isBookkeeping(k string) bool { info, _ := train.Key(k); return info.Role == train.KeyBookkeeping }
+func isSizeKey(k string) bool     { info, _ := train.Key(k); return info.Role == train.KeySize }
 
-// keyOrder is the display order of the keys that usually vary; others follow alphabetically.
-var keyOrder = []string{"init.gamma", "model.norm_eps", "model.attn_gate", "model.preset", "model.hidden_size",
-	"model.num_hidden_layers", "model.num_attention_heads", "model.intermediate_size", "model.head_dim",
-	"train.steps", "train.tokens", "train.batch_size", "schedule.lr", "init.rule", "init.std"}
+// ShortName is the display name of a config key (γ for init.gamma, ε for model.norm_eps, ...): train.ShortName.
+func ShortName(key string) string { return train.ShortName(key) }
 
-// shortNames are the labels of well-known keys.
-var shortNames = map[string]string{
-	"init.gamma": "γ", "model.norm_eps": "ε", "model.attn_gate": "gate", "model.preset": "preset",
-	"model.hidden_size": "d", "model.num_hidden_layers": "L", "model.num_attention_heads": "H",
-	"model.intermediate_size": "d_ff", "model.head_dim": "d_h", "model.max_position_embeddings": "T",
-	"train.steps": "steps", "train.tokens": "tokens", "train.batch_size": "B", "schedule.lr": "lr",
-	"init.rule": "init", "init.std": "σ", "seed": "seed",
-}
-
-// sizeKeys are the keys that set the model's size (the x of loss against N).
-var sizeKeys = map[string]bool{"model.preset": true, "model.hidden_size": true, "model.num_hidden_layers": true,
-	"model.num_attention_heads": true, "model.intermediate_size": true, "model.head_dim": true,
-	"model.moe_intermediate_size": true, "model.num_experts": true, "train.batch_size": true}
-
-// ShortName is the display name of a config key (γ for init.gamma, ε for model.norm_eps, ...).
-func ShortName(key string) string {
-	if s, ok := shortNames[key]; ok {
-		return s
-	}
-	return key
-}
-
-func keyRank(k string) int {
-	for i, o := range keyOrder {
-		if o == k {
-			return i
-		}
-	}
-	return len(keyOrder)
-}
+func keyRank(k string) int { _, r := train.Key(k); return r }
 
 func sortKeys(keys []string) {
 	sort.Slice(keys, func(i, j int) bool {
@@ -113,7 +82,7 @@ func (d *Data) groupArms() {
 		if len(vals) < 2 {
 			continue
 		}
-		if ignoredKeys[k] {
+		if isBookkeeping(k) {
 			if k != "seed" {
 				d.Ignored = append(d.Ignored, k)
 			}
@@ -134,7 +103,8 @@ func (d *Data) groupArms() {
 		a, ok := arms[key]
 		if !ok {
 			a = &Arm{Key: key, Values: map[string]string{}, Gamma: r.Config.Init.Gamma, NormEps: r.Config.Model.NormEps,
-				Gate: r.Config.Model.AttnGate, Preset: r.Config.Model.Preset, N: r.N(), baseN: r.baseN()}
+				Gate: r.Config.Model.AttnGate, Preset: r.Config.Model.Preset, N: r.N(), baseN: r.Config.BaseN(),
+				gated: r.Config.Gated(), gateRank: r.Config.GateRank()}
 			var lab []string
 			for _, k := range d.Varying {
 				a.Values[k] = r.Value(k)
@@ -165,7 +135,7 @@ func (d *Data) groupArms() {
 		case a.NormEps != b.NormEps:
 			return a.NormEps > b.NormEps
 		case a.Gate != b.Gate:
-			return gateRank(a.Gate) < gateRank(b.Gate)
+			return a.gateRank < b.gateRank
 		}
 		return a.Key < b.Key
 	})
@@ -174,16 +144,6 @@ func (d *Data) groupArms() {
 // dataName is a data file's directory and base name: "probes-data/train.tok".
 func dataName(path string) string {
 	return filepath.Join(filepath.Base(filepath.Dir(path)), filepath.Base(path))
-}
-
-func gateRank(g string) int {
-	switch g {
-	case model.GateNone:
-		return 0
-	case model.GateHeadwise:
-		return 1
-	}
-	return 2
 }
 
 // shownKeys are the varying keys an arm label shows: when the preset varies, the shape keys it determines
@@ -199,7 +159,7 @@ func (d *Data) shownKeys(runs []*Run) map[string]bool {
 		return shown
 	}
 	for _, k := range d.Varying {
-		if !sizeKeys[k] || k == "model.preset" {
+		if !isSizeKey(k) || k == "model.preset" {
 			continue
 		}
 		byPreset := map[string]string{}
@@ -231,7 +191,7 @@ func (d *Data) labelWithout(a *Arm, drop func(string) bool) (key, label string) 
 			continue
 		}
 		ks = append(ks, k+"="+a.Values[k])
-		if presetVaries && sizeKeys[k] && k != "model.preset" {
+		if presetVaries && isSizeKey(k) && k != "model.preset" {
 			continue
 		}
 		ls = append(ls, ShortName(k)+"="+a.Values[k])
@@ -302,7 +262,7 @@ func fixKind(a *Arm) int {
 	if a.NormEps < 1e-8 {
 		k |= 1
 	}
-	if a.Gate != model.GateNone && a.Gate != "" {
+	if a.gated {
 		k |= 2
 	}
 	return k

@@ -40,7 +40,7 @@ func TestReportChromium(t *testing.T) {
 		out = keep
 	}
 	page := filepath.Join(out, "report.html")
-	if err := WriteFile(page, pg.HTML); err != nil {
+	if err := writePage(page, pg.HTML); err != nil {
 		t.Fatal(err)
 	}
 	dom, log, err := DumpDOM(page)

@@ -10,11 +10,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/internal/inputfile"
-	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -56,16 +53,16 @@ func modelDir(dir string) (string, *train.Config, error) {
 			cfg = &c
 		}
 	}
-	if isFile(filepath.Join(dir, model.ConfigFile)) {
+	if diag.IsModelDir(dir) {
 		return dir, cfg, nil
 	}
-	if isFile(filepath.Join(dir, train.FinalDir, model.ConfigFile)) {
-		return filepath.Join(dir, train.FinalDir), cfg, nil
+	if final := filepath.Join(dir, train.FinalDir); diag.IsModelDir(final) {
+		return final, cfg, nil
 	}
 	return "", cfg, fmt.Errorf("%s: neither a model directory nor a run with a final model", dir)
 }
 
-// CompareModels runs diag.Compare on the final models of runs (or model directories) a and b over the
+// CompareModels compares (diag.CompareFiles) the final models of runs (or model directories) a and b over the
 // validation tokens of a's run config (b's when a has none), scoring at most windows windows (0: all) in
 // bins difficulty quantiles.
 func CompareModels(a, b string, windows, bins int) (*CompareData, error) {
@@ -86,23 +83,9 @@ func CompareModels(a, b string, windows, bins int) (*CompareData, error) {
 	default:
 		return nil, fmt.Errorf("comparison: neither %s nor %s is a run whose config names data.val", a, b)
 	}
-	pool := kernel.NewPool(0)
-	defer pool.Close()
-	A, _, err := model.Load(ma, 8, pool)
+	cmp, err := diag.CompareFiles(ma, mb, toks, bins, windows, "")
 	if err != nil {
-		return nil, err
-	}
-	B, _, err := model.Load(mb, 8, pool)
-	if err != nil {
-		return nil, err
-	}
-	ids, err := data.ReadTokens(toks, min(A.Config.Vocab, B.Config.Vocab))
-	if err != nil {
-		return nil, fmt.Errorf("comparison: data.val: %w", err)
-	}
-	cmp, err := diag.Compare(A, B, ids, bins, windows, nil)
-	if err != nil {
-		return nil, fmt.Errorf("comparison of %s and %s: %w", a, b, err)
+		return nil, fmt.Errorf("comparison: %w", err)
 	}
 	return &CompareData{A: a, B: b, Tokens: toks, Cmp: cmp}, nil
 }

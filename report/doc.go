@@ -9,4 +9,11 @@
 // L(N) = E + A·N^(−α), the stable-rank and row-cosine trajectories per tensor class, row-cosine heatmaps of
 // one matrix early and late, the first-token attention mass, sink rate and norm output RMS per layer, the
 // token-difficulty comparison of two models and a coordinate check, followed by a table of every run.
+//
+// report is the one package that draws figures and writes pages. Other packages describe theirs as data
+// (Chart: rows of Panels of Series or Grids) and hand them over: DrawChart draws one with the palette and the
+// colour scale of its quantity (ScaleCosine for cosines, ScaleFraction for shares and accuracies), WritePage
+// lays out a PageSpec of sections, charts and tables (the reproduction's figures page, the anchor diagram).
+// report reads files only: the model computations behind the heatmaps and the token comparison are diag's
+// (diag.ModelRowCosines, diag.CompareFiles), and the meaning of config keys is train's (train.Key).
 package report

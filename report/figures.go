@@ -48,8 +48,8 @@ const (
 	FigLossSize     = "loss-vs-size"
 	FigTrajectories = "weight-trajectories"
 	FigHeatmaps     = "row-cosine-heatmaps"
-	FigSink         = "attention-sink"
-	FigNorm         = "norm-saturation"
+	FigSink         = diag.FigureSink
+	FigNorm         = diag.FigureNorm
 	FigCompare      = "token-difficulty"
 	FigCoordcheck   = "coordinate-check"
 )
@@ -360,7 +360,7 @@ func fixColor(kind int) color.RGBA {
 // figLossSize draws the final validation loss against the non-embedding parameter count N, one line per arm
 // of the other keys, with L(N) = E + A·N^(−α) fitted where a line has four or more sizes (and law, when given).
 func (d *Data) figLossSize(law *Law) (*Figure, string) {
-	keys, labels, pts := d.seriesBy(func(k string) bool { return sizeKeys[k] }, func(a *Arm) float64 { return float64(a.N) })
+	keys, labels, pts := d.seriesBy(isSizeKey, func(a *Arm) float64 { return float64(a.N) })
 	most := 0 // the most sizes in one line: the gate's weights alone change N, so count within lines
 	for _, k := range keys {
 		xs := make([]float64, len(pts[k]))
@@ -510,21 +510,31 @@ func (d *Data) figTrajectories(maxArms int) (*Figure, string) {
 		return nil, "needs an arm with weight diagnostics at two or more steps (train.diagnostics_interval > 0)"
 	}
 	classes := classOrder(arms)
-	f := &Figure{ID: FigTrajectories, Title: "Weight trajectories: stable rank and row-cosine ratio per tensor class"}
+	var metrics []diag.WeightMetric // the table's plotted metrics, one panel each
+	var names []string
+	for _, m := range diag.WeightMetrics {
+		if m.Axis != "" {
+			metrics, names = append(metrics, m), append(names, m.Name)
+		}
+	}
+	f := &Figure{ID: FigTrajectories, Title: "Weight trajectories: " + strings.Join(names, " and ") + " per tensor class"}
 	var rows [][]*plot.Plot
 	var runs []*Run
 	for _, a := range arms {
-		sr := newPlot("stable rank — "+a.Label, "step", "stable rank ‖W‖F²/‖W‖₂²")
-		useLogY(sr)
-		cr := newPlot("row-cosine ratio — "+a.Label, "step", "mean |cos| / random baseline")
-		for ci, class := range classes {
-			xs, ys := classCurve(a, class, func(c diag.ClassSummary) float64 { return c.StableRank })
-			f.Points += addLine(sr, finiteXYs(xs, ys, false, true), lineStyle(ci), len(xs) <= 12)
-			xs, ys = classCurve(a, class, func(c diag.ClassSummary) float64 { return c.CosRatio })
-			f.Points += addLine(cr, finiteXYs(xs, ys, false, false), lineStyle(ci), len(xs) <= 12)
+		var row []*plot.Plot
+		for _, m := range metrics {
+			p := newPlot(m.Name+" — "+a.Label, "step", m.Axis)
+			if m.LogY {
+				useLogY(p)
+			}
+			for ci, class := range classes {
+				xs, ys := classCurve(a, class, func(c diag.ClassSummary) float64 { return c.Mean(m.Key) })
+				f.Points += addLine(p, finiteXYs(xs, ys, false, m.LogY), lineStyle(ci), len(xs) <= 12)
+			}
+			row = append(row, p)
 		}
-		f.Series += 2 * len(classes)
-		rows = append(rows, []*plot.Plot{sr, cr})
+		f.Series += len(metrics) * len(classes)
+		rows = append(rows, row)
 		runs = append(runs, a.Runs...)
 	}
 	for ci, class := range classes {
@@ -619,28 +629,47 @@ func lastLayers(a *Arm, metric func(diag.LayerActivations) float64) (xs, ys []fl
 	return xs, ys, steps
 }
 
-func meanOf(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
+// layerPanels draws a panel for each metric of diag.LayerMetrics in figure fig: its value against the layer,
+// one line per arm (from each run's last diagnostics line, mean over the arm's seeds), with the y range its
+// row asks for. The points drawn are added to f.
+func (d *Data) layerPanels(fig string, arms []*Arm, f *Figure) []*plot.Plot {
+	var ps []*plot.Plot
+	var ms []diag.LayerMetric
+	for _, m := range diag.LayerMetrics {
+		if m.Figure != fig {
+			continue
+		}
+		p := newPlot(m.Title, "layer", m.Axis)
+		for _, a := range arms {
+			xs, ys, _ := lastLayers(a, m.Of)
+			f.Points += addLine(p, finiteXYs(xs, ys, false, false), lineStyle(d.armIndex(a)), true)
+		}
+		p.X.Tick.Marker = intTicks{}
+		ps, ms = append(ps, p), append(ms, m)
 	}
-	var s float64
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}
-
-func sinkRate(alpha []float64) float64 {
-	if len(alpha) == 0 {
-		return math.NaN()
-	}
-	n := 0
-	for _, a := range alpha {
-		if a > diag.SinkThreshold {
-			n++
+	lo, hi, shared := math.Inf(1), math.Inf(-1), false
+	for i, p := range ps {
+		if ms[i].SharedY {
+			shared = true
+			lo, hi = math.Min(lo, p.Y.Min), math.Max(hi, math.Max(p.Y.Max, ms[i].YAtLeast))
+			continue
+		}
+		if ms[i].YFrom0 {
+			p.Y.Min = 0
+		}
+		if ms[i].YAtLeast != 0 {
+			p.Y.Max = math.Max(p.Y.Max, ms[i].YAtLeast)
 		}
 	}
-	return 100 * float64(n) / float64(len(alpha))
+	if shared {
+		for i, p := range ps {
+			if ms[i].SharedY {
+				p.Y.Min, p.Y.Max = lo, hi
+				padY(p, 0.04)
+			}
+		}
+	}
+	return ps
 }
 
 // activationArms are the arms with an activation diagnostics line, and the steps of those lines.
@@ -676,26 +705,17 @@ func (d *Data) figSink() (*Figure, string) {
 		return nil, "needs activation diagnostics (diagnostics.jsonl)"
 	}
 	f := &Figure{ID: FigSink, Title: "Attention sink: first-token mass and sink rate per layer"}
-	mass := newPlot("first-token attention mass", "layer", "mean over heads and queries of A[i, 0]")
-	sink := newPlot("sink rate", "layer", fmt.Sprintf("%% of heads with α > %g", diag.SinkThreshold))
 	var runs []*Run
 	gates := map[string]bool{}
 	for _, a := range arms {
 		i := d.armIndex(a)
-		xs, ys, _ := lastLayers(a, func(l diag.LayerActivations) float64 { return meanOf(l.FirstTokenMass) })
-		f.Points += addLine(mass, finiteXYs(xs, ys, false, false), lineStyle(i), true)
-		xs, ys, _ = lastLayers(a, func(l diag.LayerActivations) float64 { return sinkRate(l.SinkAlpha) })
-		f.Points += addLine(sink, finiteXYs(xs, ys, false, false), lineStyle(i), true)
 		f.Series++
 		f.Legend = append(f.Legend, LegendEntry{Label: armName(a), Color: d.armColor(a), Dashed: i >= len(palette)})
 		runs = append(runs, a.Runs...)
 		gates[a.Gate] = true
 	}
-	mass.Y.Min, sink.Y.Min = 0, 0
-	mass.X.Tick.Marker, sink.X.Tick.Marker = intTicks{}, intTicks{}
-	sink.Y.Max = math.Max(sink.Y.Max, 100)
 	var err error
-	if f.SVG, err = renderPlots([][]*plot.Plot{{mass, sink}}, vg.Points(780), vg.Points(300), f.Title); err != nil {
+	if f.SVG, err = renderPlots([][]*plot.Plot{d.layerPanels(diag.FigureSink, arms, f)}, vg.Points(780), vg.Points(300), f.Title); err != nil {
 		return nil, err.Error()
 	}
 	var gs []string
@@ -715,29 +735,17 @@ func (d *Data) figNorm() (*Figure, string) {
 		return nil, "needs activation diagnostics (diagnostics.jsonl)"
 	}
 	f := &Figure{ID: FigNorm, Title: "Norm saturation: output RMS r per layer"}
-	attn := newPlot("attention input norm: r = sqrt(m / (m + ε))", "layer", "r (1: ε negligible)")
-	ffn := newPlot("FFN input norm: r = sqrt(m / (m + ε))", "layer", "r (1: ε negligible)")
 	var runs []*Run
 	eps := map[string]bool{}
 	for _, a := range arms {
 		i := d.armIndex(a)
-		xs, ys, _ := lastLayers(a, func(l diag.LayerActivations) float64 { return l.AttnNorm.OutputRMS })
-		f.Points += addLine(attn, finiteXYs(xs, ys, false, false), lineStyle(i), true)
-		xs, ys, _ = lastLayers(a, func(l diag.LayerActivations) float64 { return l.FFNNorm.OutputRMS })
-		f.Points += addLine(ffn, finiteXYs(xs, ys, false, false), lineStyle(i), true)
 		f.Series++
 		f.Legend = append(f.Legend, LegendEntry{Label: armName(a), Color: d.armColor(a), Dashed: i >= len(palette)})
 		runs = append(runs, a.Runs...)
 		eps[strconv.FormatFloat(a.NormEps, 'g', -1, 64)] = true
 	}
-	lo := math.Min(attn.Y.Min, ffn.Y.Min)
-	for _, p := range []*plot.Plot{attn, ffn} {
-		p.X.Tick.Marker = intTicks{}
-		p.Y.Min, p.Y.Max = lo, math.Max(1, math.Max(attn.Y.Max, ffn.Y.Max))
-		padY(p, 0.04)
-	}
 	var err error
-	if f.SVG, err = renderPlots([][]*plot.Plot{{attn, ffn}}, vg.Points(780), vg.Points(300), f.Title); err != nil {
+	if f.SVG, err = renderPlots([][]*plot.Plot{d.layerPanels(diag.FigureNorm, arms, f)}, vg.Points(780), vg.Points(300), f.Title); err != nil {
 		return nil, err.Error()
 	}
 	f.Caption = d.describe(runs) + fmt.Sprintf(" From each run's last diagnostics line (step %s), mean over seeds and probe tokens; ε ∈ {%s}. "+

@@ -13,7 +13,6 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/smallinit/smallinit/diag"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/train"
@@ -342,13 +341,6 @@ func (r *Run) TokensPerS() float64 { return train.Summarise(r.Metrics).TokensPer
 // N is the model's non-embedding parameter count (model.Config.NonEmbeddingParams): the N of the sweep tables
 // and of L(N).
 func (r *Run) N() int64 { return r.Config.Model.NonEmbeddingParams() }
-
-// baseN is N of the same model without an attention gate.
-func (r *Run) baseN() int64 {
-	c := r.Config.Model.Config
-	c.AttnGate = model.GateNone
-	return c.NonEmbeddingParams()
-}
 
 // Seed is the run's seed.
 func (r *Run) Seed() uint64 { return r.Config.Seed }

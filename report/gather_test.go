@@ -88,7 +88,7 @@ func TestParseDiagReadsLandedFile(t *testing.T) {
 	// A null class metric (a one-row matrix has no row cosines) is unknown, NaN, and not drawn; the mirror type
 	// this replaced read it as 0.
 	p, err := parseDiag([]byte(`{"diagnostics":{"classes":[{"class":"shared_gate","cos_ratio":null,"stable_rank":1,"tensors":1}]},"step":1}`))
-	if err != nil || len(p.Classes) != 1 || !math.IsNaN(p.Classes[0].CosRatio) || !math.IsNaN(p.Classes[0].MeanAbsCos) || p.Classes[0].StableRank != 1 {
+	if err != nil || len(p.Classes) != 1 || !math.IsNaN(p.Classes[0].Mean(diag.MetricCosRatio)) || !math.IsNaN(p.Classes[0].Mean(diag.MetricMeanAbsCos)) || p.Classes[0].Mean(diag.MetricStableRank) != 1 {
 		t.Errorf("null class metric: %+v, %v", p.Classes, err)
 	}
 	for _, tc := range []struct{ line, want string }{

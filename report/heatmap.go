@@ -2,19 +2,10 @@ package report
 
 import (
 	"fmt"
-	"image"
-	"image/color"
-	"math"
 	"slices"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-
 	"github.com/smallinit/smallinit/diag"
-	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -45,18 +36,16 @@ type HeatmapSet struct {
 	FromSteps string   // where each panel came from
 }
 
-// Heatmaps computes, for the first run with a final model of each arm (at most maxArms arms), the row-cosine
-// matrix of tensor (a full name, or a part of one: the first matching matrix is used) at initialisation
-// (the run's step-0 weights, init/), at the first retained checkpoint before the end and in the
-// final model. Problems are returned rather than stopping the report.
+// Heatmaps gets, for the first run with a final model of each arm (at most maxArms arms), the row-cosine
+// matrix (diag.ModelRowCosines) of tensor (a full name, or a part of one: the first matching matrix is used)
+// at initialisation (the run's step-0 weights, init/), at the first retained checkpoint before the end and in
+// the final model. Problems are returned rather than stopping the report.
 func Heatmaps(d *Data, tensor string, maxArms int) ([]HeatmapSet, []string) {
 	if tensor == "" {
 		tensor = DefaultHeatmapTensor
 	}
 	var sets []HeatmapSet
 	var problems []string
-	pool := kernel.NewPool(1)
-	defer pool.Close()
 	for _, a := range d.Arms {
 		if len(sets) == maxArms {
 			break
@@ -71,7 +60,7 @@ func Heatmaps(d *Data, tensor string, maxArms int) ([]HeatmapSet, []string) {
 		if run == nil {
 			continue
 		}
-		s, err := heatmapSet(run, tensor, pool)
+		s, err := heatmapSet(run, tensor)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", run.ID, err))
 			continue
@@ -81,53 +70,15 @@ func Heatmaps(d *Data, tensor string, maxArms int) ([]HeatmapSet, []string) {
 	return sets, problems
 }
 
-// findTensor returns the matrix named name, else the first matrix whose name contains it.
-func findTensor(specs []model.TensorSpec, name string) (model.TensorSpec, bool) {
-	for _, t := range specs {
-		if t.Name == name && t.IsMatrix() {
-			return t, true
-		}
-	}
-	for _, t := range specs {
-		if strings.Contains(t.Name, name) && t.IsMatrix() {
-			return t, true
-		}
-	}
-	return model.TensorSpec{}, false
+// heatmapPanelDir is one panel to make: the model directory it comes from and what to call it.
+type heatmapPanelDir struct {
+	dir, label, problem string // problem prefixes the panel's error
+	step                int
 }
 
-func heatmapSet(r *Run, tensor string, pool *kernel.Pool) (HeatmapSet, error) {
+func heatmapSet(r *Run, tensor string) (HeatmapSet, error) {
 	s := HeatmapSet{Run: r}
-	panel := func(m *model.Model, label string, step int) error {
-		t, ok := findTensor(m.Specs, tensor)
-		if !ok {
-			var names []string
-			for _, t := range m.Specs {
-				if t.IsMatrix() && len(names) < 6 {
-					names = append(names, t.Name)
-				}
-			}
-			return fmt.Errorf("no matrix named %q (matrices include %s, ...)", tensor, strings.Join(names, ", "))
-		}
-		rows, cols := t.Shape[0], t.Shape[1]
-		w := m.Params.Flat[t.Offset : t.Offset+t.Size()]
-		used := min(rows, MaxHeatmapRows)
-		if used < rows {
-			ids := make([]int, used)
-			for i := range ids {
-				ids[i] = i
-			}
-			w = diag.SelectRows(w, cols, ids)
-		}
-		c, _ := diag.CosineMatrix(w, used, cols)
-		s.Tensor, s.Shape, s.UsedRows = t.Name, [2]int{rows, cols}, used
-		s.Panels = append(s.Panels, HeatmapPanel{Label: label, Step: step, Rows: used, C: c})
-		return nil
-	}
-	load := func(dir string) (*model.Model, error) {
-		m, _, err := model.Load(dir, 1, pool)
-		return m, err
-	}
+	var want []heatmapPanelDir
 	// Step 0 comes from the run's own files (init/, or a step-0 checkpoint), never from redrawing the
 	// initialisation with this build's code, which may differ from the one that trained the run.
 	initDir := r.InitDir
@@ -135,13 +86,7 @@ func heatmapSet(r *Run, tensor string, pool *kernel.Pool) (HeatmapSet, error) {
 		initDir = r.Checkpoints[0].Dir
 	}
 	if initDir != "" {
-		m, err := load(initDir)
-		if err == nil {
-			err = panel(m, "step 0 (init)", 0)
-		}
-		if err != nil {
-			s.Problems = append(s.Problems, "init: "+err.Error())
-		}
+		want = append(want, heatmapPanelDir{dir: initDir, label: "step 0 (init)", problem: "init", step: 0})
 	} else {
 		s.Problems = append(s.Problems, fmt.Sprintf("init: no step-0 weights in the run (%s/ is written by runs of builds since the experiment layer)", train.InitDir))
 	}
@@ -151,55 +96,32 @@ func heatmapSet(r *Run, tensor string, pool *kernel.Pool) (HeatmapSet, error) {
 	}
 	if len(r.Checkpoints) > 0 && r.Checkpoints[0].Step > 0 && r.Checkpoints[0].Step < end {
 		ck := r.Checkpoints[0]
-		m, err := load(ck.Dir)
-		if err == nil {
-			err = panel(m, fmt.Sprintf("step %d (first checkpoint)", ck.Step), ck.Step)
+		want = append(want, heatmapPanelDir{dir: ck.Dir, label: fmt.Sprintf("step %d (first checkpoint)", ck.Step),
+			problem: fmt.Sprintf("checkpoint %d", ck.Step), step: ck.Step})
+	}
+	late := heatmapPanelDir{dir: r.FinalDir, label: fmt.Sprintf("step %d (final)", end), problem: "late", step: end}
+	if late.dir == "" {
+		late.dir, late.label = r.Checkpoints[len(r.Checkpoints)-1].Dir, fmt.Sprintf("step %d (last checkpoint)", end)
+	}
+	want = append(want, late)
+	dirs := make([]string, len(want))
+	for i, w := range want {
+		dirs[i] = w.dir
+	}
+	cos, errs := diag.ModelRowCosines(dirs, tensor, MaxHeatmapRows)
+	for i, w := range want {
+		if errs[i] != nil {
+			s.Problems = append(s.Problems, w.problem+": "+errs[i].Error())
+			continue
 		}
-		if err != nil {
-			s.Problems = append(s.Problems, fmt.Sprintf("checkpoint %d: %v", ck.Step, err))
-		}
-	}
-	lateDir, lateLabel := r.FinalDir, fmt.Sprintf("step %d (final)", end)
-	if lateDir == "" {
-		lateDir, lateLabel = r.Checkpoints[len(r.Checkpoints)-1].Dir, fmt.Sprintf("step %d (last checkpoint)", end)
-	}
-	m, err := load(lateDir)
-	if err == nil {
-		err = panel(m, lateLabel, end)
-	}
-	if err != nil {
-		s.Problems = append(s.Problems, "late: "+err.Error())
+		c := cos[i]
+		s.Tensor, s.Shape, s.UsedRows = c.Tensor, c.Shape, c.Rows
+		s.Panels = append(s.Panels, HeatmapPanel{Label: w.label, Step: w.step, Rows: c.Rows, C: c.C})
 	}
 	if len(s.Panels) == 0 {
 		return s, fmt.Errorf("%s", strings.Join(s.Problems, "; "))
 	}
 	return s, nil
-}
-
-// cosColor maps a cosine in [−1, 1] to a diverging blue–white–red colour (grey for NaN).
-func cosColor(v float32) color.RGBA {
-	x := float64(v)
-	if math.IsNaN(x) {
-		return color.RGBA{0x80, 0x80, 0x80, 0xff}
-	}
-	x = math.Max(-1, math.Min(1, x))
-	end := [3]float64{0xb2, 0x18, 0x2b} // red for +1
-	if x < 0 {
-		end, x = [3]float64{0x21, 0x66, 0xac}, -x // blue for −1
-	}
-	mix := func(e float64) uint8 { return uint8(math.Round(255 + (e-255)*x)) }
-	return color.RGBA{mix(end[0]), mix(end[1]), mix(end[2]), 0xff}
-}
-
-// cosImage is the panel as an image, row 0 at the top.
-func cosImage(p HeatmapPanel) image.Image {
-	img := image.NewRGBA(image.Rect(0, 0, p.Rows, p.Rows))
-	for i := 0; i < p.Rows; i++ {
-		for j := 0; j < p.Rows; j++ {
-			img.SetRGBA(j, i, cosColor(p.C[i*p.Rows+j]))
-		}
-	}
-	return img
 }
 
 // ColorBarHTML is an inline-CSS colour bar for the heatmaps' scale.
@@ -211,31 +133,28 @@ func (d *Data) figHeatmaps(sets []HeatmapSet, tensor string) (*Figure, string) {
 	if len(sets) == 0 {
 		return nil, "needs a run with a final model or a checkpoint (heatmaps of " + tensor + ")"
 	}
-	f := &Figure{ID: FigHeatmaps, Title: "Row-cosine heatmaps of " + sets[0].Tensor + ", early and late", Extra: ColorBarHTML}
+	f := &Figure{ID: FigHeatmaps, Title: "Row-cosine heatmaps of " + sets[0].Tensor + ", early and late", Extra: scales[ScaleCosine].bar}
 	cols := 0
 	for _, s := range sets {
 		cols = max(cols, len(s.Panels))
 	}
-	var rows [][]*plot.Plot
+	ch := Chart{ID: f.ID, Title: f.Title, Width: float64(min(260*cols, 780)), RowHeight: 250}
 	var runs []*Run
 	var notes []string
 	for _, s := range sets {
-		var row []*plot.Plot
+		var row []Panel
 		for _, p := range s.Panels {
-			pl := plot.New()
-			pl.Title.Text = s.Run.ID + "\n" + p.Label
+			title := s.Run.ID + "\n" + p.Label
 			if s.Run.Arm != nil {
-				pl.Title.Text = s.Run.Arm.Label + "\n" + p.Label
+				title = s.Run.Arm.Label + "\n" + p.Label
 			}
-			pl.Title.TextStyle.Font.Typeface, pl.Title.TextStyle.Font.Variant = sansFont.Typeface, sansFont.Variant
-			pl.Title.TextStyle.Font.Size = vg.Points(8)
-			pl.Add(plotter.NewImage(cosImage(p), 0, 0, float64(p.Rows), float64(p.Rows)))
-			pl.HideAxes()
-			row = append(row, pl)
-			f.Points += p.Rows * p.Rows
-			f.Series++
+			v := make([]float64, len(p.C))
+			for i, c := range p.C {
+				v[i] = float64(c)
+			}
+			row = append(row, Panel{Title: title, Grid: &Grid{NRows: p.Rows, NCols: p.Rows, V: v, Scale: ScaleCosine}})
 		}
-		rows = append(rows, row)
+		ch.Rows = append(ch.Rows, row)
 		runs = append(runs, s.Run)
 		note := fmt.Sprintf("%s is %d×%d", s.Tensor, s.Shape[0], s.Shape[1])
 		if s.UsedRows < s.Shape[0] {
@@ -248,10 +167,11 @@ func (d *Data) figHeatmaps(sets []HeatmapSet, tensor string) (*Figure, string) {
 			notes = append(notes, note)
 		}
 	}
-	var err error
-	if f.SVG, err = renderPlots(rows, vg.Points(float64(min(260*cols, 780))), vg.Points(float64(250*len(rows))), f.Title); err != nil {
+	drawn, err := DrawChart(ch)
+	if err != nil {
 		return nil, err.Error()
 	}
+	f.SVG, f.Points, f.Series = drawn.SVG, drawn.Points, drawn.Series
 	f.Caption = d.describe(runs) + " Cosine between every pair of rows of the matrix, rows reordered in each panel by hierarchical " +
 		"clustering so that aligned rows show as red blocks; one run (the first seed) per arm. Early is step 0 as the run " +
 		"wrote it at its start (init/) and the first retained checkpoint before the end, late is the final model. " + strings.Join(notes, "; ") + "."

@@ -3,7 +3,12 @@ package report
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/smallinit/smallinit/internal/atomicfile"
 )
 
 // Request is a report to make from files: the runs found under Dirs and the optional inputs beside them.
@@ -20,6 +25,7 @@ type Request struct {
 	NoHeatmaps     bool
 	MaxArms        int       // arms in the per-arm figures (0: 8)
 	Generated      string    // the header's line about when and how it was made
+	Notes          []string  // notes the caller adds to the page's list (e.g. a comparison it could not make)
 	Warn           io.Writer // every run's problems and progress notes (nil: silent)
 }
 
@@ -63,7 +69,7 @@ func Make(r Request) (*Page, *Data, error) {
 	if readable == 0 && len(d.Runs) > 0 {
 		return nil, d, fmt.Errorf("report: no run could be read completely (first: %s: %s)", d.Runs[0].Dir, strings.Join(d.Runs[0].Problems, "; "))
 	}
-	o := Options{Title: r.Title, MaxArms: r.MaxArms, HeatTensor: r.HeatmapTensor, Generated: r.Generated}
+	o := Options{Title: r.Title, MaxArms: r.MaxArms, HeatTensor: r.HeatmapTensor, Generated: r.Generated, Notes: slices.Clone(r.Notes)}
 	if r.Fit != "" {
 		if o.Law, err = ReadLaw(r.Fit); err != nil {
 			return nil, d, &InputError{"Fit", err}
@@ -108,7 +114,7 @@ func Make(r Request) (*Page, *Data, error) {
 	if err != nil {
 		return nil, d, err
 	}
-	if err := WriteFile(r.Out, pg.HTML); err != nil {
+	if err := writePage(r.Out, pg.HTML); err != nil {
 		return nil, d, err
 	}
 	return pg, d, nil
@@ -131,4 +137,12 @@ func WriteSummary(w io.Writer, out string, pg *Page, d *Data) {
 	for _, om := range pg.Omitted {
 		fmt.Fprintf(w, "  not drawn: %s (%s)\n", om.Title, om.Reason)
 	}
+}
+
+// writePage writes a page atomically (internal/atomicfile), creating its directory first.
+func writePage(path string, html []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return atomicfile.Write(path, html)
 }

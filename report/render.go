@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -168,6 +166,26 @@ func cssColor(c interface{ RGBA() (r, g, b, a uint32) }) string {
 	return fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
 }
 
+// newFigView is a drawn figure as the page templates show it: its SVG and colour bar as trusted HTML (report
+// drew them) and its legend as styled swatches.
+func newFigView(f Figure) figView {
+	fv := figView{Figure: f, SVGHTML: template.HTML(f.SVG), Extra: template.HTML(f.Extra)}
+	for _, l := range f.Legend {
+		lv := legendView{Label: l.Label, Class: "line"}
+		switch {
+		case l.Swatch:
+			lv.Class = "box"
+			lv.Style = template.CSS("background:" + cssColor(l.Color))
+		case l.Dashed:
+			lv.Style = template.CSS("border-top:2px dashed " + cssColor(l.Color))
+		default:
+			lv.Style = template.CSS("border-top:3px solid " + cssColor(l.Color))
+		}
+		fv.Legend = append(fv.Legend, lv)
+	}
+	return fv
+}
+
 func (d *Data) view(o Options, pg *Page) view {
 	v := view{Title: o.Title, Generated: o.Generated, Omitted: pg.Omitted}
 	complete := 0
@@ -186,21 +204,7 @@ func (d *Data) view(o Options, pg *Page) view {
 		v.Summary += " Arms differ in " + strings.Join(ks, ", ") + "."
 	}
 	for _, f := range pg.Figures {
-		fv := figView{Figure: f, SVGHTML: template.HTML(f.SVG), Extra: template.HTML(f.Extra)}
-		for _, l := range f.Legend {
-			lv := legendView{Label: l.Label, Class: "line"}
-			switch {
-			case l.Swatch:
-				lv.Class = "box"
-				lv.Style = template.CSS("background:" + cssColor(l.Color))
-			case l.Dashed:
-				lv.Style = template.CSS("border-top:2px dashed " + cssColor(l.Color))
-			default:
-				lv.Style = template.CSS("border-top:3px solid " + cssColor(l.Color))
-			}
-			fv.Legend = append(fv.Legend, lv)
-		}
-		v.Figures = append(v.Figures, fv)
+		v.Figures = append(v.Figures, newFigView(f))
 	}
 	for _, a := range d.Arms {
 		mean, se, n := a.FinalVal()
@@ -257,14 +261,8 @@ func (d *Data) view(o Options, pg *Page) view {
 	return v
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<style>
-body{margin:0;background:#fafafa;color:#222;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif}
+// pageCSS is the style of every page report writes.
+const pageCSS = `{{define "css"}}body{margin:0;background:#fafafa;color:#222;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif}
 main{max-width:1100px;margin:0 auto;padding:24px 28px 48px;background:#fff}
 h1{font-size:26px;margin:0 0 6px}
 h2{font-size:19px;margin:34px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
@@ -280,6 +278,7 @@ figcaption{color:#333;font-size:13.5px;margin-top:6px}
 .legend .box{display:inline-block;width:14px;height:12px;border:1px solid #444}
 .colorbar{display:flex;align-items:center;gap:8px;font-size:13px;margin:6px 0}
 .colorbar .grad{display:inline-block;width:220px;height:12px;border:1px solid #999;background:linear-gradient(to right,#2166ac,#ffffff,#b2182b)}
+.colorbar .grad.frac{background:linear-gradient(to right,#ffffff,#08306b)}
 table{border-collapse:collapse;font-size:13px;margin:8px 0 16px;width:100%}
 th,td{border-bottom:1px solid #e4e4e4;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f2f2f2}
@@ -287,7 +286,18 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.incomplete td{color:#8a5a00;background:#fff8e6}
 .sw{display:inline-block;width:12px;height:12px;border:1px solid #555;margin-right:6px;vertical-align:-1px}
 .omitted li,.notes li{margin:2px 0}
-</style>
+pre{background:#f6f6f6;padding:8px;font-size:12px;overflow-x:auto}
+caption{text-align:left;font-weight:bold;padding:4px 0}
+{{end}}`
+
+var pageTemplate = template.Must(template.Must(template.New("page").Parse(pageCSS)).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+{{template "css"}}</style>
 </head>
 <body>
 <main>
@@ -338,34 +348,3 @@ tr.incomplete td{color:#8a5a00;background:#fff8e6}
 </body>
 </html>
 `))
-
-// WriteFile writes the page to path atomically: a temporary file in the same directory, synced and renamed
-// into place, readable by everyone (0644) like any web page.
-func WriteFile(path string, html []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	f, err := os.CreateTemp(dir, ".report-*.html")
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(html)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("report: write %s: %w", path, err)
-	}
-	return nil
-}

@@ -451,7 +451,7 @@ func TestReportDegenerateInputs(t *testing.T) {
 		}
 	}
 	if r == nil || len(r.Diagnostics) != 2 || r.Diagnostics[1].Err == "" || len(r.Diagnostics[0].Classes) != 1 ||
-		r.Diagnostics[0].Classes[0].StableRank != 3 || r.Diagnostics[0].Classes[0].CosRatio != 1.5 || r.Complete {
+		r.Diagnostics[0].Classes[0].Mean(diag.MetricStableRank) != 3 || r.Diagnostics[0].Classes[0].Mean(diag.MetricCosRatio) != 1.5 || r.Complete {
 		t.Fatalf("run just-started: %+v", r)
 	}
 	flat := &Coordcheck{Source: "flat.json", Coordcheck: diag.Coordcheck{Gamma: 1, Points: []diag.CoordPoint{{Width: 64, AttnRatio: 0.1, FFNRatio: 0}}}}
@@ -474,13 +474,13 @@ func TestReportDegenerateInputs(t *testing.T) {
 	}
 }
 
-func TestReportWriteFile(t *testing.T) {
+func TestReportWritePage(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "sub", "r.html")
-	if err := WriteFile(p, []byte("<!DOCTYPE html>")); err != nil {
+	if err := writePage(p, []byte("<!DOCTYPE html>")); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFile(p, []byte("<!DOCTYPE html><html></html>")); err != nil {
+	if err := writePage(p, []byte("<!DOCTYPE html><html></html>")); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(p)

@@ -362,7 +362,7 @@ func stableRankTrajectory(dir string) ([]float64, error) {
 		for _, cl := range rec.Diagnostics.Classes {
 			switch cl.Class {
 			case model.ClassQ, model.ClassK, model.ClassV, model.ClassO, model.ClassFFNGate, model.ClassFFNUp, model.ClassFFNDown:
-				s += cl.StableRank
+				s += cl.Mean(diag.MetricStableRank)
 				n++
 			}
 		}

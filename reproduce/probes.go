@@ -11,6 +11,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/stats"
@@ -55,7 +56,7 @@ func scoreProbes(runDir, probeDir string) (*eval.ProbeScores, error) {
 		return nil, fmt.Errorf("score probes of %s: %w", runDir, err)
 	}
 	b, _ := json.MarshalIndent(s, "", "  ")
-	if err := model.WriteFileAtomic(cache, append(b, '\n')); err != nil {
+	if err := atomicfile.Write(cache, append(b, '\n')); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -17,8 +17,8 @@ import (
 
 	"github.com/smallinit/smallinit/anchor"
 	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/override"
 )
 
@@ -218,7 +218,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return fmt.Errorf("claims.json: %w", err)
 		}
-		if err := model.WriteFileAtomic(filepath.Join(o.Out, "claims.json"), append(b, '\n')); err != nil {
+		if err := atomicfile.Write(filepath.Join(o.Out, "claims.json"), append(b, '\n')); err != nil {
 			return err
 		}
 		if err := writeFigures(filepath.Join(o.Out, FiguresFile), res); err != nil {

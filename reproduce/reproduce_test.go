@@ -181,8 +181,9 @@ func TestReproduceEndToEnd(t *testing.T) {
 		}
 	}
 	fig, err := os.ReadFile(filepath.Join(out, FiguresFile))
-	if err != nil || strings.Count(string(fig), "<svg") != 3 || !strings.Contains(string(fig), "sink rate") {
-		t.Errorf("figures: %v, %d plots (want 2 LR-curve plots and the gain figure)", err, strings.Count(string(fig), "<svg"))
+	if err != nil || strings.Count(string(fig), `data-figure="lr-curves-`) != 2 || strings.Count(string(fig), `data-figure="gain-vs-size"`) != 1 ||
+		!strings.Contains(string(fig), `data-figure="loss-curves-`) || !strings.Contains(string(fig), "sink rate") {
+		t.Errorf("figures: %v, %d plots (want 2 LR-curve plots, the gain figure and loss curves per arm)", err, strings.Count(string(fig), "<svg"))
 	}
 	// Resume: nothing is trained, swept or scored again (a finished run resumed re-saves its final model and
 	// rewrites its metrics unchanged; its lines and the cached scores stay).

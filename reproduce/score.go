@@ -11,8 +11,8 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train"
 )
@@ -129,7 +129,7 @@ func scoreRun(dir, dataDir string, oodWindows int) (*RunScore, error) {
 		return nil, err
 	}
 	b, _ := json.MarshalIndent(s, "", "  ")
-	if err := model.WriteFileAtomic(cache, append(b, '\n')); err != nil {
+	if err := atomicfile.Write(cache, append(b, '\n')); err != nil {
 		return nil, err
 	}
 	return s, nil

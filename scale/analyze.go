@@ -88,7 +88,7 @@ func (a *Analysis) WriteText(w io.Writer, tensors bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "class\ttensors\tstable rank\tmean |cos|\t/ random\t|cos|>0.9\t")
 	for _, s := range a.Classes {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.4f\t%.2f\t%.4f\t\n", s.Class, s.Tensors, s.StableRank, s.MeanAbsCos, s.CosRatio, s.FracAbove)
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.4f\t%.2f\t%.4f\t\n", s.Class, s.Tensors, s.Mean(diag.MetricStableRank), s.Mean(diag.MetricMeanAbsCos), s.Mean(diag.MetricCosRatio), s.Mean(diag.MetricFracAbove))
 	}
 	tw.Flush()
 	if tensors {

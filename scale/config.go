@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/safetensors"
 )
@@ -39,7 +40,7 @@ func WriteConfig(dir string, c model.Config, init any, dtype safetensors.DType) 
 	if err != nil {
 		return err
 	}
-	return model.WriteFileAtomic(filepath.Join(dir, model.ConfigFile), b)
+	return atomicfile.Write(filepath.Join(dir, model.ConfigFile), b)
 }
 
 // writeFileSync writes data to path (a new file) and syncs it; the caller renames the directory into place.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
-	"github.com/smallinit/smallinit/model"
 )
 
 // File is the summary's name in a plan's output directory; a variant of the plan (the demo on the probe mix)
@@ -54,7 +54,7 @@ func Write(path string, s Summary) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return model.WriteFileAtomic(path, append(b, '\n'))
+	return atomicfile.Write(path, append(b, '\n'))
 }
 
 // Read reads a summary file; a file without rows is an error.

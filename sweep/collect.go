@@ -14,7 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 )
 
 // Columns of a collected table besides the axes, which sit between "state" and "N". Package fit takes every
@@ -200,7 +200,7 @@ func (t *Table) WriteFiles(stem string) (string, error) {
 		if err := f.write(&b); err != nil {
 			return stem, err
 		}
-		if err := model.WriteFileAtomic(stem+f.ext, []byte(b.String())); err != nil {
+		if err := atomicfile.Write(stem+f.ext, []byte(b.String())); err != nil {
 			return stem, err
 		}
 	}

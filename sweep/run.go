@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/internal/workers"
 
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -190,7 +190,7 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 		rep.Outcome, rep.Err = Failed, err
 		host, _ := os.Hostname()
 		msg := fmt.Sprintf("%s\nrun %s failed at %s on %s (pid %d)\n", err, r.ID, time.Now().UTC().Format(time.RFC3339), host, os.Getpid())
-		if werr := model.WriteFileAtomic(filepath.Join(rd, ErrorFile), []byte(msg)); werr != nil {
+		if werr := atomicfile.Write(filepath.Join(rd, ErrorFile), []byte(msg)); werr != nil {
 			logf("%s: cannot record the error: %v\n", r.ID, werr)
 		}
 		logf("%s: failed: %v\n", r.ID, err)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
@@ -91,7 +92,7 @@ func saveCheckpoint(dir string, m *model.Model, opt *optim.AdamW, st State, init
 		return fail(err)
 	}
 	b, _ := json.MarshalIndent(st, "", "  ")
-	if err := model.WriteFileAtomic(filepath.Join(tmp, stateFile), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(tmp, stateFile), append(b, '\n')); err != nil {
 		return fail(err)
 	}
 	if err := syncDir(tmp); err != nil {

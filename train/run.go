@@ -15,6 +15,7 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/kernel"
@@ -159,7 +160,7 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 	if err := r.initialise(); err != nil {
 		return Result{}, err
 	}
-	if err := model.WriteFileAtomic(filepath.Join(dir, ConfigFile), b); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, ConfigFile), b); err != nil {
 		return Result{}, err
 	}
 	return r.loop(ctx)
@@ -402,7 +403,7 @@ func (r *runner) initialise() error {
 	}
 	opt := r.c.Optimizer
 	b, _ := json.MarshalIndent(InitRecord{Recipe: r.c.Init, Seed: r.c.Seed, Optimizer: &opt, Tensors: stds}, "", "  ")
-	if err := model.WriteFileAtomic(filepath.Join(r.dir, InitFile), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(r.dir, InitFile), append(b, '\n')); err != nil {
 		return err
 	}
 	if err := r.saveInit(); err != nil {
@@ -688,5 +689,5 @@ func copyTokenizer(trainFile, dir string) error {
 	if err != nil {
 		return fmt.Errorf("copy tokenizer: %w", err)
 	}
-	return model.WriteFileAtomic(filepath.Join(dir, TokenizerFile), b)
+	return atomicfile.Write(filepath.Join(dir, TokenizerFile), b)
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/anchor"
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/internal/atomicfile"
 )
 
 // anchorCmd is issue 16's reasoning-against-memorisation experiment (package anchor).
@@ -50,7 +50,7 @@ func (cmd *anchorMakeCmd) Run() error {
 			line, _ := json.Marshal(map[string]any{"tokens": e.Tokens, "key": e.Key, "pos": e.Pos, "pair": []int{e.Pair.A1, e.Pair.A2}, "answer": e.Answer})
 			b = append(append(b, line...), '\n')
 		}
-		if err := model.WriteFileAtomic(filepath.Join(cmd.Out, name+".jsonl"), b); err != nil {
+		if err := atomicfile.Write(filepath.Join(cmd.Out, name+".jsonl"), b); err != nil {
 			return err
 		}
 	}
@@ -61,7 +61,7 @@ func (cmd *anchorMakeCmd) Run() error {
 	man, _ := json.MarshalIndent(map[string]any{"task": cmd.Task, "seed": cmd.Seed, "vocab_size": vocab,
 		"seq_len": anchor.SeqLen + 1, "loss_positions": []int{anchor.SeqLen - 1}, "counts": counts,
 		"layout": "each example is 9 input tokens then its answer; one padding token ends train.tok; train with model.max_position_embeddings=10 and train.loss_positions=[8]"}, "", "  ")
-	if err := model.WriteFileAtomic(filepath.Join(cmd.Out, "anchor.json"), append(man, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(cmd.Out, "anchor.json"), append(man, '\n')); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s: %v\n", cmd.Out, counts)

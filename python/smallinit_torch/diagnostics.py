@@ -134,7 +134,7 @@ def summarise_classes(ws):
     """diag.SummariseClasses: per class (first-seen order), the means of the finite metric values."""
     order, acc = [], {}
     keys = (("stable_rank", "stable_rank"), ("mean_abs_cos", "mean_abs_cos"), ("cos_ratio", "cos_ratio"),
-            ("frac_above_0_9", "frac_abs_cos_above_0_9"))
+            ("frac_abs_cos_above_0_9", "frac_abs_cos_above_0_9"))
     for w in ws:
         if w["class"] not in acc:
             order.append(w["class"])
