@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"time"
 
@@ -121,7 +119,7 @@ func (cmd *anchorDiagramCmd) Run() error {
 	if cmd.PerCombo == 0 {
 		g.MixDepth = 0
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	t0 := time.Now()
 	fmt.Printf("anchor diagram: %d cells of %d steps × %d sequences, %d at a time\n", len(g.Cells()), g.Budget.Steps, g.Budget.Batch, g.Jobs)

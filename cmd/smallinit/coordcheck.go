@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 
@@ -61,7 +59,7 @@ func (cmd *coordcheckCmd) Run() error {
 	if o.Sets, err = override.ParseAll(cmd.Set); err != nil {
 		return fmt.Errorf("--set: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	res, err := experiment.Coordcheck(ctx, p, o)
 	var we *experiment.WidthError

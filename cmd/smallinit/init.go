@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -64,7 +63,7 @@ func configFromPreset(name string, sets []string) (model.Config, model.Preset, e
 
 // Run writes the model directory, with a progress bar on a terminal; Ctrl-C stops it and leaves nothing behind.
 func (cmd *initCmd) Run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	return cmd.run(ctx, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
 }

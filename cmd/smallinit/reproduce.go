@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/smallinit/smallinit/reproduce"
@@ -31,7 +28,7 @@ func (cmd *reproduceCmd) Run() error {
 		}
 		return d.Write(os.Stdout)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	res, err := reproduce.Run(ctx, o)
 	if err != nil {

@@ -2,13 +2,10 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"math"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"golang.org/x/term"
 
@@ -25,7 +22,7 @@ type trainCmd struct {
 }
 
 func (cmd *trainCmd) Run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	opts := train.Options{Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd())), Diagnostics: diag.Training}
 	var res train.Result
