@@ -17,6 +17,7 @@ package audit
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/smallinit/smallinit/internal/finitejson"
 	"io"
 	"math"
 	"runtime"
@@ -765,40 +766,11 @@ func recipeString(r gammainit.Recipe) string {
 	return s
 }
 
-// num maps a non-finite value (a zero matrix's γ, a diverged model's std) to JSON null.
-func num(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
-}
-
 // MarshalJSON writes non-finite numbers as null (encoding/json rejects them).
-func (g Group) MarshalJSON() ([]byte, error) {
-	type plain Group
-	return json.Marshal(struct {
-		plain
-		Mean     *float64 `json:"mean"`
-		Std      *float64 `json:"std"`
-		MinStd   *float64 `json:"min_std"`
-		MaxStd   *float64 `json:"max_std"`
-		Gamma    *float64 `json:"gamma"`
-		GammaTol *float64 `json:"gamma_tol"`
-		Tol      *float64 `json:"tol"`
-	}{plain(g), num(g.Mean), num(g.Std), num(g.MinStd), num(g.MaxStd), num(g.Gamma), num(g.GammaTol), num(g.Tol)})
-}
+func (g Group) MarshalJSON() ([]byte, error) { return finitejson.Marshal(g) }
 
 // MarshalJSON writes non-finite numbers as null.
-func (n NormCheck) MarshalJSON() ([]byte, error) {
-	type plain NormCheck
-	return json.Marshal(struct {
-		plain
-		MaxGainDev *float64 `json:"max_gain_dev"`
-		GainMean   *float64 `json:"gain_mean"`
-		GainStd    *float64 `json:"gain_std"`
-		MaxBias    *float64 `json:"max_bias"`
-	}{plain(n), num(n.MaxGainDev), num(n.GainMean), num(n.GainStd), num(n.MaxBias)})
-}
+func (n NormCheck) MarshalJSON() ([]byte, error) { return finitejson.Marshal(n) }
 
 // WriteText prints the report as tables: one row per matrix group, the norms, the rules and the verdict.
 func (r Report) WriteText(w io.Writer) error {

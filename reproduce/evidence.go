@@ -1,7 +1,7 @@
 package reproduce
 
 import (
-	"encoding/json"
+	"github.com/smallinit/smallinit/internal/finitejson"
 	"slices"
 
 	"github.com/smallinit/smallinit/eval"
@@ -48,19 +48,7 @@ type Loss struct {
 }
 
 // MarshalJSON writes a non-finite loss (a diverged run) as null, which encoding/json cannot write.
-func (l Loss) MarshalJSON() ([]byte, error) {
-	by := map[string]*float64{}
-	for k, v := range l.ByLanguage {
-		by[k] = stats.Finite(v)
-	}
-	if len(by) == 0 {
-		by = nil
-	}
-	return json.Marshal(struct {
-		Overall    *float64            `json:"overall"`
-		ByLanguage map[string]*float64 `json:"by_language,omitempty"`
-	}{stats.Finite(l.Overall), by})
-}
+func (l Loss) MarshalJSON() ([]byte, error) { return finitejson.Marshal(l) }
 
 // Arm is one configuration's final losses per seed, with the learning rate it ran at.
 type Arm struct {

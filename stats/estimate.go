@@ -1,7 +1,7 @@
 package stats
 
 import (
-	"encoding/json"
+	"github.com/smallinit/smallinit/internal/finitejson"
 	"math"
 	"slices"
 )
@@ -129,29 +129,7 @@ func (e Estimate) Sign() int {
 }
 
 // MarshalJSON writes NaN and ±Inf (no noise estimate from one seed) as null, which encoding/json cannot.
-func (e Estimate) MarshalJSON() ([]byte, error) {
-	type plain struct {
-		Seeds  []int      `json:"seeds,omitempty"`
-		Values []*float64 `json:"values"`
-		N      int        `json:"n"`
-		Mean   *float64   `json:"mean"`
-		SD     *float64   `json:"sd"`
-		SE     *float64   `json:"se"`
-		DF     int        `json:"df"`
-		Alpha  float64    `json:"alpha"`
-		T      *float64   `json:"t"`
-		Lo     *float64   `json:"lo"`
-		Hi     *float64   `json:"hi"`
-		P      *float64   `json:"p"`
-		MDE    *float64   `json:"mde"`
-	}
-	vs := make([]*float64, len(e.Values))
-	for i, v := range e.Values {
-		vs[i] = Finite(v)
-	}
-	return json.Marshal(plain{e.Seeds, vs, e.N, Finite(e.Mean), Finite(e.SD), Finite(e.SE), e.DF, e.Alpha,
-		Finite(e.T), Finite(e.Lo), Finite(e.Hi), Finite(e.P), Finite(e.MDE)})
-}
+func (e Estimate) MarshalJSON() ([]byte, error) { return finitejson.Marshal(e) }
 
 // Finite is &x, or nil (JSON null) for NaN and ±Inf.
 func Finite(x float64) *float64 {
