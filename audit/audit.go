@@ -353,7 +353,7 @@ const ruleZero = "zero"
 
 // rule is a candidate initialisation rule.
 type rule struct {
-	kind  string  // gammainit.RuleGamma, RuleFixed, RuleXavier, RuleKaiming or ruleZero
+	kind  string  // a rule of gammainit's table (gammainit.Rules), or ruleZero
 	param float64 // γ or σ
 	depth bool    // × 1/sqrt(2L) on o and ffn_down
 	// paramTol is the relative uncertainty the rule's σ inherits from an estimated parameter, per unit of
@@ -362,18 +362,13 @@ type rule struct {
 }
 
 func (r rule) String() string {
-	var s string
-	switch r.kind {
-	case gammainit.RuleGamma:
-		s = fmt.Sprintf("γ-rule γ=%s", trim(r.param, 3))
-	case gammainit.RuleFixed:
-		s = fmt.Sprintf("fixed std %s", trim(r.param, 3))
-	case gammainit.RuleXavier:
-		s = "xavier"
-	case gammainit.RuleKaiming:
-		s = "kaiming"
-	case ruleZero:
+	if r.kind == ruleZero {
 		return "zeros"
+	}
+	row, _ := gammainit.LookupRule(r.kind)
+	s := row.AuditName
+	if row.Param != "" {
+		s = fmt.Sprintf(row.AuditName, trim(r.param, 3))
 	}
 	if r.depth {
 		s += " with 1/sqrt(2L) on o_proj/down_proj"
@@ -397,10 +392,11 @@ func trim(x float64, digits int) string {
 // σ formula of its own.
 func (r rule) recipe() gammainit.Recipe {
 	rec := gammainit.Recipe{Rule: r.kind, DepthScale: r.depth}
-	switch r.kind {
-	case gammainit.RuleGamma:
+	row, _ := gammainit.LookupRule(r.kind)
+	switch row.Param {
+	case gammainit.ParamGamma:
 		rec.Gamma = r.param
-	case gammainit.RuleFixed:
+	case gammainit.ParamStd:
 		rec.Std = r.param
 	}
 	return rec
@@ -447,6 +443,21 @@ func (r rule) matches(g *Group, layers int, z float64) bool {
 	return true
 }
 
+// namedRules are the rules of gammainit's table the audit tries as they stand: each rule without a parameter,
+// and each rule with a parameter at the values its row asks the audit to try (fixed std 0.02).
+func namedRules(depth bool) []rule {
+	var rs []rule
+	for _, row := range gammainit.Rules() {
+		if row.Param == "" {
+			rs = append(rs, rule{kind: row.Name, depth: depth})
+		}
+		for _, p := range row.AuditTries {
+			rs = append(rs, rule{kind: row.Name, param: p, depth: depth})
+		}
+	}
+	return rs
+}
+
 // candidates are the rules worth trying on groups: the named ones, and the γ rule and the fixed rule with the
 // parameter each group implies, with and without depth scaling.
 func candidates(groups []Group, layers int) []rule {
@@ -455,8 +466,7 @@ func candidates(groups []Group, layers int) []rule {
 		if depth && !hasDepthClass(groups) {
 			break
 		}
-		rs = append(rs, rule{kind: gammainit.RuleFixed, param: 0.02, depth: depth},
-			rule{kind: gammainit.RuleXavier, depth: depth}, rule{kind: gammainit.RuleKaiming, depth: depth})
+		rs = append(rs, namedRules(depth)...)
 		for i := range groups {
 			g := &groups[i]
 			if g.Std <= 0 {
@@ -524,21 +534,23 @@ func explained(r rule, groups []Group, layers int, z float64) []int {
 	return out
 }
 
-// named reports whether r is a rule of its own (fixed 0.02, Xavier, Kaiming, zeros) rather than one whose
-// parameter was estimated from the groups.
+// named reports whether r is a rule of its own (fixed 0.02, Xavier, Kaiming, zeros: a rule without a
+// parameter or one of namedRules' values) rather than one whose parameter was estimated from the groups.
 func (r rule) named() bool {
-	return r.kind != gammainit.RuleGamma && !(r.kind == gammainit.RuleFixed && r.paramTol > 0)
+	return r.kind != gammainit.RuleGamma && r.paramTol == 0
 }
 
-// ruleOrder ranks rules that explain the same groups: named rules first, then the γ rule, then a fixed σ.
+// ruleOrder ranks rules that explain the same groups: rules without a parameter first, then named parameter
+// values (fixed 0.02), then the γ rule, then an estimated fixed σ.
 func ruleOrder(r rule) int {
+	row, _ := gammainit.LookupRule(r.kind)
 	switch {
-	case r.kind == gammainit.RuleXavier, r.kind == gammainit.RuleKaiming, r.kind == ruleZero:
+	case r.kind == ruleZero, row.Param == "":
 		return 0
-	case r.kind == gammainit.RuleFixed && r.paramTol == 0:
-		return 1
 	case r.kind == gammainit.RuleGamma:
 		return 2
+	case r.paramTol == 0:
+		return 1
 	}
 	return 3
 }
@@ -638,8 +650,7 @@ func decideRules(rep *Report, groups []Group, layers int, z float64) {
 		rep.Overrides[g.Label] = ""
 		for _, depth := range []bool{main.r.depth, !main.r.depth} {
 			div := rule{depth: depth}.divisor(g.Class, layers)
-			tries := []rule{{kind: ruleZero}, {kind: gammainit.RuleFixed, param: 0.02, depth: depth},
-				{kind: gammainit.RuleXavier, depth: depth}, {kind: gammainit.RuleKaiming, depth: depth}}
+			tries := append([]rule{{kind: ruleZero}}, namedRules(depth)...)
 			if g.Std > 0 {
 				tries = append(tries, rule{kind: gammainit.RuleGamma, depth: depth,
 					param: math.Round(20*gammainit.GammaEff(g.Std*div, g.DIn)) / 20})

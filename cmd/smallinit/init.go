@@ -23,7 +23,7 @@ import (
 type initCmd struct {
 	Preset     string   `default:"tiny" help:"Model preset: tiny, small, medium, tiny-moe, small-moe, or one of the study's scales 0.1b, 0.3b, 0.7b, 1.5b (V=32000, T=2048; see model.ScalePresets)."`
 	Set        []string `placeholder:"KEY=VALUE" help:"Override a model config key (e.g. attn_gate=elementwise, norm_eps=1e-12, hidden_size=3072); repeatable."`
-	Rule       string   `default:"gamma" enum:"gamma,fixed,xavier,kaiming" help:"Initialisation rule for every matrix: ${enum}."`
+	Rule       string   `default:"gamma" enum:"${init_rules}" help:"Initialisation rule for every matrix: ${enum}."`
 	Gamma      float64  `default:"1" help:"γ of the gamma rule: σ = d_in^(-γ)."`
 	Std        float64  `default:"0.02" help:"σ of the fixed rule."`
 	DepthScale bool     `help:"Divide the std of o_proj and down_proj by sqrt(2L)."`
