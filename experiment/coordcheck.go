@@ -39,8 +39,8 @@ func (e *WidthError) Error() string { return fmt.Sprintf("width %d: %v", e.Width
 func (e *WidthError) Unwrap() error { return e.Err }
 
 // Coordcheck measures, for each width, the residual ratio RMS(F(Norm(x)))/RMS(x) of the attention and FFN
-// sub-layers (SPEC §4) at init and after a few AdamW steps on random tokens, and fits its exponent against
-// width: a μP-style coordinate check. SPEC predicts 1 − γ at init for the attention path (two matrices).
+// sub-layers (docs/definitions.md §4) at init and after a few AdamW steps on random tokens, and fits its exponent against
+// width: a μP-style coordinate check. docs/definitions.md §4 predicts 1 − γ at init for the attention path (two matrices).
 func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*diag.Coordcheck, error) {
 	if p.Kind != KindCoordcheck {
 		return nil, fmt.Errorf("plan %s is a %s plan, not a coordinate check", p.Name, p.Kind)
@@ -150,7 +150,7 @@ func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*diag.Coordcheck,
 
 // WriteCoordTable prints a coordinate check's measurements and fitted exponents.
 func WriteCoordTable(w io.Writer, r *diag.Coordcheck) error {
-	fmt.Fprintf(w, "coordinate check at γ = %g: SPEC predicts the attention residual ratio of layer 0 ∝ d^%.2f at init\n", r.Gamma, 1-r.Gamma)
+	fmt.Fprintf(w, "coordinate check at γ = %g: docs/definitions.md §4 predicts the attention residual ratio of layer 0 ∝ d^%.2f at init\n", r.Gamma, 1-r.Gamma)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "width\tstep\tlayer\thidden RMS\tattn ratio\tffn ratio\t")
 	for _, p := range r.Points {

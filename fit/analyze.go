@@ -60,7 +60,7 @@ type Cell struct {
 	Residual float64   `json:"residual"` // Loss − Fitted
 }
 
-// Gain is a treated point read through the baseline's law (SPEC §4): x_eff = (A/(L − E))^(1/α) and
+// Gain is a treated point read through the baseline's law (docs/definitions.md §4): x_eff = (A/(L − E))^(1/α) and
 // gain = x_eff/x − 1, for its mean loss over seeds and for each of its runs.
 type Gain struct {
 	Cell
@@ -103,7 +103,7 @@ func (o *Options) defaults() {
 	}
 }
 
-// Analyze fits SPEC §4's laws on the table's baseline rows and reads the treated rows through them.
+// Analyze fits docs/definitions.md §4's laws on the table's baseline rows and reads the treated rows through them.
 //
 // Rows with a "state" column other than "done" are skipped. Rows of one arm with the same size and budget are
 // the seeds of one configuration: they must agree on every axis column but the seed columns (else the arm is

@@ -1,4 +1,4 @@
-// Package gammainit initialises a model's weights by the γ rule of SPEC §2, W_ij ~ N(0, σ²) with
+// Package gammainit initialises a model's weights by the γ rule of docs/definitions.md §2, W_ij ~ N(0, σ²) with
 // σ = d_in^(−γ), and by the baselines beside it (fixed std, Xavier, Kaiming). Every tensor draws from its own
 // random stream derived from the seed and the tensor's name, so adding a tensor or a layer leaves the draws of
 // all the others unchanged.
@@ -124,7 +124,7 @@ func Sigma(rule string, gamma, std float64, dIn, dOut int) float64 {
 	return e(sigmaVars{dIn: float64(dIn), dOut: float64(dOut), gamma: gamma, std: std})
 }
 
-// GammaEff is the γ a fixed std implies at fan-in d_in: ln(1/std)/ln(d_in) (SPEC §2).
+// GammaEff is the γ a fixed std implies at fan-in d_in: ln(1/std)/ln(d_in) (docs/definitions.md §2).
 func GammaEff(std float64, dIn int) float64 { return math.Log(1/std) / math.Log(float64(dIn)) }
 
 // TensorStd is the initialisation record of one tensor: the σ the recipe asked for and the std of the draw.

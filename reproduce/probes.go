@@ -102,7 +102,7 @@ func probeEvidence(rows []row, probeDir string) (*ProbeEvidence, error) {
 }
 
 // PilotThreshold is the exact match a probe pilot must exceed for the probes to be judged: chance plus
-// ProbeSEs binomial standard errors of chance over count prompts, p₀ + 5·√(p₀(1 − p₀)/count) (SPEC §7).
+// ProbeSEs binomial standard errors of chance over count prompts, p₀ + 5·√(p₀(1 − p₀)/count) (docs/definitions.md §7).
 func PilotThreshold(chance float64, count int) float64 {
 	return chance + ProbeSEs*math.Sqrt(chance*(1-chance)/float64(count))
 }

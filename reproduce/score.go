@@ -34,7 +34,7 @@ type RunScore struct {
 	OOD     []eval.OODScore   `json:"ood"`
 	// OODWindows is the windows per text scored (0: whole).
 	OODWindows int `json:"ood_windows"`
-	// NormSaturation is SPEC §4's s = ε/(mean(x²)+ε) averaged over every norm (both norms of each block and the
+	// NormSaturation is docs/definitions.md §4's s = ε/(mean(x²)+ε) averaged over every norm (both norms of each block and the
 	// final norm) on the diagnostics probes; FirstNormSaturation the first block's attention norm alone (the norm
 	// the width-emulated ε targets). SinkRate is the % of (layer, head) pairs with α > 0.3. NaN (null) when the
 	// run recorded no activation diagnostics.

@@ -8,7 +8,7 @@ import (
 	"github.com/smallinit/smallinit/stats"
 )
 
-// How a claim is judged (SPEC §7). Every tested claim is a family of paired comparisons by seed; Holm corrects
+// How a claim is judged (docs/definitions.md §7). Every tested claim is a family of paired comparisons by seed; Holm corrects
 // over the family's decisive comparisons; the claim is supported when every one of them goes the claim's way
 // beyond the noise, not supported when any goes the other way, and inconclusive otherwise.
 const (
@@ -21,15 +21,15 @@ const (
 	// a test.
 	TestedClaims = 6
 	ClaimAlpha   = FamilyAlpha / TestedClaims
-	// MinSeeds is the fewest paired seeds a decisive comparison needs (SPEC §7: n ≥ 3); below it the claim is
+	// MinSeeds is the fewest paired seeds a decisive comparison needs (docs/definitions.md §7: n ≥ 3); below it the claim is
 	// "inconclusive: too few seeds".
 	MinSeeds = 3
-	// MinWidths is the fewest widths claim 2's gain-against-ln N and the size law need (SPEC §4: ≥ 4 sizes).
+	// MinWidths is the fewest widths claim 2's gain-against-ln N and the size law need (docs/definitions.md §4: ≥ 4 sizes).
 	MinWidths = 4
 	// ProbeSEs: a probe is judged only when the γ = 0.5 pilot's exact match exceeds chance by this many
-	// binomial standard errors (SPEC §7).
+	// binomial standard errors (docs/definitions.md §7).
 	ProbeSEs = 5
-	// DifficultyBins are claim 4's quantiles of reference difficulty (SPEC §4: default 10). Easy: bins 1-3;
+	// DifficultyBins are claim 4's quantiles of reference difficulty (docs/definitions.md §4: default 10). Easy: bins 1-3;
 	// medium-to-hard: 4-9; the hardest bin holds the rare and noisy tokens.
 	DifficultyBins = 10
 )
@@ -83,7 +83,7 @@ func (c *claimTests) judge() (verdict, reason string) {
 		return Inconclusive, "nothing to compare"
 	}
 	if len(few) > 0 {
-		return Inconclusive, fmt.Sprintf("too few seeds: %s paired seeds, need %d (SPEC §7)", strings.Join(few, ", "), MinSeeds)
+		return Inconclusive, fmt.Sprintf("too few seeds: %s paired seeds, need %d (docs/definitions.md §7)", strings.Join(few, ", "), MinSeeds)
 	}
 	adj := stats.Holm(ps)
 	k, pos, neg := 0, 0, 0

@@ -10,7 +10,7 @@ import (
 	"github.com/smallinit/smallinit/eval"
 )
 
-// world is a stand-in trainer for the verdicts (issue 15's proof): it returns every arm's final loss from a
+// world is a stand-in trainer for the verdicts (the proof that each claim can reach each verdict): it returns every arm's final loss from a
 // known law plus seed noise, and per-token losses for claim 4, so that the right verdict of each claim is
 // known.
 //
@@ -190,7 +190,7 @@ func TestSyntheticWorldsGiveTheKnownVerdicts(t *testing.T) {
 // TestConfoundedBinningFindsAShapeThatIsNotThere: in the no-effect world (6 seeds of 20,000 tokens here) A is
 // merely more confident than B;
 // binning by the compared models' own mean loss puts B's unlucky tokens in the hard bins, so A "wins" them
-// (a contrast whose interval excludes 0), while binning by the reference finds nothing (SPEC §4).
+// (a contrast whose interval excludes 0), while binning by the reference finds nothing (docs/definitions.md §4).
 func TestConfoundedBinningFindsAShapeThatIsNotThere(t *testing.T) {
 	w := null()
 	w.seeds, w.tokens = 6, 20000

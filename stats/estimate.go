@@ -10,7 +10,7 @@ import (
 const Power = 0.8
 
 // BySeed is one arm's value per seed (a final model's validation loss, a per-seed slope). Two arms are
-// compared seed by seed: the same seed gives the same data order and the same normalised init draws (SPEC §7).
+// compared seed by seed: the same seed gives the same data order and the same normalised init draws (docs/definitions.md §7).
 type BySeed map[int]float64
 
 // Diff is the seed-by-seed difference of two arms.
@@ -20,7 +20,7 @@ type Diff struct {
 	Missing []int     `json:"missing,omitempty"` // seeds only one arm has, or with a non-finite value in either
 }
 
-// Paired is x − y seed by seed over the seeds both have with finite values (SPEC §7: compare arms paired by
+// Paired is x − y seed by seed over the seeds both have with finite values (docs/definitions.md §7: compare arms paired by
 // seed). A seed without its partner, or whose value is NaN or infinite in either arm (a diverged run), is
 // listed in Missing and enters no difference.
 func Paired(x, y BySeed) Diff {
@@ -52,7 +52,7 @@ func Paired(x, y BySeed) Diff {
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
-// Estimate is the mean of per-seed values with its t-interval on n − 1 degrees of freedom (SPEC §7), the
+// Estimate is the mean of per-seed values with its t-interval on n − 1 degrees of freedom (docs/definitions.md §7), the
 // two-sided p-value of "the mean is 0", and the smallest effect the comparison could have detected.
 // With fewer than two values there is no estimate of the noise between seeds: SD, SE, T, Lo, Hi, P and MDE are
 // NaN (null in JSON).
@@ -73,7 +73,7 @@ type Estimate struct {
 	// would detect with probability Power, taking the measured SE as the true one,
 	// MDE = (t_{1−α/2, df} + t_{Power, df})·SE (the usual multiplier of a minimum detectable effect, e.g.
 	// Bloom 1995). A verdict "inconclusive" with |Mean| < MDE says the budget could not have seen an effect
-	// that small; SPEC §7 asks every verdict to state it.
+	// that small; docs/definitions.md §7 asks every verdict to state it.
 	MDE float64 `json:"mde"`
 }
 

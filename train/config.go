@@ -1,5 +1,5 @@
 // Package train runs the training loop: a TOML run config, batches from token files, AdamW with a schedule,
-// JSON-lines metrics, atomic checkpoints and exact resume (SPEC §3).
+// JSON-lines metrics, atomic checkpoints and exact resume (docs/definitions.md §3).
 package train
 
 import (
@@ -65,7 +65,7 @@ type LoopConfig struct {
 	LossPositions []int `toml:"loss_positions"`
 }
 
-// Default returns the defaults of every key: the tiny preset, γ = 1, SPEC §3's AdamW and cosine schedule.
+// Default returns the defaults of every key: the tiny preset, γ = 1, docs/definitions.md §3's AdamW and cosine schedule.
 func Default() Config {
 	p, _ := model.LookupPreset("tiny")
 	return Config{

@@ -11,7 +11,7 @@ import (
 	"github.com/smallinit/smallinit/model"
 )
 
-// anchorCmd is issue 16's reasoning-against-memorisation experiment (package anchor).
+// anchorCmd is the reasoning-against-memorisation experiment (package anchor).
 type anchorCmd struct {
 	Make    anchorMakeCmd    `cmd:"" help:"Write an anchor task's training tokens and evaluation sets (same as probes make --task)."`
 	Diagram anchorDiagramCmd `cmd:"" help:"Train the γ × depth phase diagram (composite task) and γ sweep (mix task), then write table.txt and diagram.html."`

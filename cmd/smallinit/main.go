@@ -27,7 +27,7 @@ type cli struct {
 	Anchor     anchorCmd     `cmd:"" help:"Anchor-function tasks (Zhang et al. 2024, Yao et al. 2025): make their data, train the γ × depth phase diagram, render it."`
 	Generate   generateCmd   `cmd:"" help:"Sample a completion from a model, streamed to stdout."`
 	Sweep      sweepCmd      `cmd:"" help:"Expand, run (locally or one --index per job-array task), watch and collect a grid of runs."`
-	Fit        fitCmd        `cmd:"" help:"Fit L(N) = E + A·N^(−α) on a baseline and report the treated runs' effective-size gain N_eff/N − 1 (SPEC §4)."`
+	Fit        fitCmd        `cmd:"" help:"Fit L(N) = E + A·N^(−α) on a baseline and report the treated runs' effective-size gain N_eff/N − 1 (docs/definitions.md §4)."`
 	Reproduce  reproduceCmd  `cmd:"" help:"The study's experiments scaled to this machine under a --budget, with a verdict per claim."`
 	Report     reportCmd     `cmd:"" help:"One self-contained HTML report (inline SVG) of run directories: loss curves, loss against γ and N, the 2×2 of fixes, weight trajectories, heatmaps, sink and saturation, compare, coordinate check."`
 	Audit      auditCmd      `cmd:"" help:"How a checkpoint was initialised (init rule: ${init_rules}; depth scaling, norm gains), or where its weights are now."`

@@ -17,8 +17,8 @@ type reproduceCmd struct {
 	PrintPlan bool          `help:"Print the reproduction's plan for the budget (arms, seeds, steps, tokens, expected wall time from a throughput probe) and exit; the plan file itself: smallinit study reproduce --print-plan."`
 }
 
-// Run runs the study's experiments scaled to this machine and prints, for each claim of SPEC's
-// introduction, whether this run supports it, with the numbers.
+// Run runs the study's experiments scaled to this machine and prints, for each claim of docs/definitions.md (Claims),
+// whether this run supports it, with the numbers.
 func (cmd *reproduceCmd) Run() error {
 	o := reproduce.Options{Out: cmd.Out, Budget: cmd.Budget, Seeds: cmd.Seeds, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Precision: cmd.Precision, Log: os.Stderr}
 	if cmd.PrintPlan {
