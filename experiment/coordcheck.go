@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/smallinit/smallinit/diag"
@@ -72,12 +71,7 @@ func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*diag.Coordcheck,
 		if o.Gamma != 0 {
 			sets = append(sets, override.Set{Key: "init.gamma", Value: o.Gamma})
 		}
-		for _, s := range o.Sets {
-			if !hasSection(s.Key) {
-				s.Key = "model." + s.Key
-			}
-			sets = append(sets, s)
-		}
+		sets = append(sets, o.Sets...) // train.LoadSets reads a key without a section as a model key
 		rc, err := train.LoadSets("", sets)
 		if err != nil {
 			return nil, &WidthError{Width: d, Err: err}
@@ -170,14 +164,4 @@ func sorted(xs []int) []int {
 	s := append([]int(nil), xs...)
 	sort.Ints(s)
 	return s
-}
-
-// hasSection reports whether a key names its section (model., init., optimizer., ...).
-func hasSection(key string) bool {
-	for _, sec := range []string{"model.", "init.", "optimizer.", "schedule.", "data.", "train."} {
-		if strings.HasPrefix(key, sec) {
-			return true
-		}
-	}
-	return key == "seed"
 }

@@ -88,10 +88,12 @@ func Load(path string, sets []string) (Config, error) {
 	return LoadSets(path, over)
 }
 
-// LoadSets reads a run config file (path may be empty for all defaults) and applies typed overrides. The model
+// LoadSets reads a run config file (path may be empty for all defaults) and applies typed overrides (a key
+// without a section is a model key, override.Qualify). The model
 // preset is resolved first, then the file's and the overrides' model keys are applied on top of it. Unknown
 // keys are errors naming them.
 func LoadSets(path string, sets []override.Set) (Config, error) {
+	sets = override.Qualify(sets, Config{}, "model") // "norm_eps" is "model.norm_eps"; "seed" stays
 	var file []byte
 	if path != "" {
 		b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
