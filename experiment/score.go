@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 
 	"github.com/smallinit/smallinit/data"
-	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/probes"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train"
@@ -53,7 +53,7 @@ func Score(dir, dataDir, probeDir string, st *data.Stats, res train.Result, wind
 		if err != nil {
 			return row, err
 		}
-		if row.Probes, err = eval.ScoreProbes(context.Background(), m, tok, probeDir); err != nil {
+		if row.Probes, err = probes.Score(context.Background(), m, tok, probeDir); err != nil {
 			return row, fmt.Errorf("run %s: %w", dir, err)
 		}
 	}

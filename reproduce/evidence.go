@@ -1,10 +1,11 @@
 package reproduce
 
 import (
-	"github.com/smallinit/smallinit/internal/finitejson"
 	"slices"
 
-	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/internal/finitejson"
+	"github.com/smallinit/smallinit/probes"
+
 	"github.com/smallinit/smallinit/stats"
 )
 
@@ -128,9 +129,9 @@ type TokenLosses struct {
 // ProbeEvidence is claim 1's reasoning half: a γ = 0.5 pilot, judged first (docs/definitions.md §7: a test is judged only
 // when a baseline clears chance + 5 binomial standard errors), and the γ = 0.5 and γ = 1 probe arms per seed.
 type ProbeEvidence struct {
-	Pilot *eval.ProbeScores         `json:"pilot"`
-	G05   map[int]*eval.ProbeScores `json:"gamma0.5"`
-	G1    map[int]*eval.ProbeScores `json:"gamma1"`
+	Pilot *probes.Scores         `json:"pilot"`
+	G05   map[int]*probes.Scores `json:"gamma0.5"`
+	G1    map[int]*probes.Scores `json:"gamma1"`
 }
 
 // OODText is the arm's bits per byte on one out-of-distribution text per seed.
