@@ -3,8 +3,10 @@
 // random stream derived from the seed and the tensor's name, so adding a tensor or a layer leaves the draws of
 // all the others unchanged.
 //
-// It is the one owner of the init rule: the σ formulas (Sigma, Recipe.StdFor with per-class overrides and
-// depth scaling), how each tensor class starts (StartOf) and the random streams (Stream, Normal). Apply
+// It is the one owner of the init rule: the rules table (Rules: each rule's name, parameter range and σ
+// expression, from which Validate, Sigma, the command line's choices, the audit's candidates and the Python
+// table derive), the σ formulas (Sigma, Recipe.StdFor with per-class overrides and depth scaling), how each
+// tensor class starts (StartOf) and the random streams (Stream, Normal). Apply
 // initialises a model in memory; scale.Init streams checkpoints through the same Stream and StdFor, and the
 // audit asks StdFor for the σ of each rule it tries. Classes and Table describe the class table to other
 // implementations as JSON (Table, committed as python/smallinit_torch/gammainit_table.json, is the

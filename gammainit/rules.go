@@ -21,8 +21,9 @@ const (
 	ParamStd   = "std"
 )
 
-// Rule is one initialisation rule: one row of the table every list of rules is derived from (Validate, Sigma,
-// the command line's choices, the audit's candidates and the table python/ reads). A new rule is a new row.
+// Rule is one initialisation rule (docs/definitions.md §2): one row of the table every list of rules is derived
+// from (Validate, Sigma, the command line's choices, the audit's candidates and the table python/ reads). A new
+// rule is a new row here, a line of its σ in rules_test.go, and the regenerated table file.
 type Rule struct {
 	Name string // the recipe's rule value
 	// Param is the recipe field the rule reads (ParamGamma, ParamStd), or "" for a rule without one; Validate
@@ -41,7 +42,7 @@ type Rule struct {
 	AuditTries []float64
 }
 
-// rules is the table. Order is the order help texts and the table file list them in.
+// rules is the table (docs/definitions.md §2). Order is the order help texts and the table file list them in.
 var rules = []Rule{
 	{Name: RuleGamma, Param: ParamGamma, Min: 0, Max: 4, Sigma: "d_in ** -gamma", Doc: "σ = d_in^(−γ), the study's rule",
 		AuditName: "γ-rule γ=%s"},
