@@ -129,7 +129,7 @@ func template(name string) string {
 // every tensor's start ("ones", "zeros" or drawn) is read off the result, the classes depth scaling divides are
 // those whose StdFor changes with it, and the examples are Apply's records.
 func Table() (TableDoc, error) {
-	doc := TableDoc{Format: "smallinit gammainit table v1 (written by gammainit.Table; do not edit)",
+	doc := TableDoc{Format: "smallinit gammainit table v2 (written by gammainit.Table; do not edit)",
 		Rules: tableRules(), Classes: ClassNames()}
 	pool := kernel.NewPool(1)
 	defer pool.Close()
