@@ -3,6 +3,7 @@ package gammainit
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -68,7 +69,10 @@ var sigmaOf = func() map[string]expr {
 // Rules returns the table of rules, in order (a copy).
 func Rules() []Rule {
 	out := make([]Rule, len(rules))
-	copy(out, rules)
+	for i, r := range rules {
+		r.AuditTries = slices.Clone(r.AuditTries)
+		out[i] = r
+	}
 	return out
 }
 
