@@ -103,6 +103,22 @@ func (g Grid) prepare(out string, seed uint64) (*seedData, error) {
 	return d, nil
 }
 
+// GridFile is the file of a diagram directory that holds its Grid (written by Run, read by ReadGrid).
+const GridFile = "grid.json"
+
+// ReadGrid reads the Grid of the diagram directory dir.
+func ReadGrid(dir string) (Grid, error) {
+	var g Grid
+	b, err := os.ReadFile(filepath.Join(dir, GridFile))
+	if err != nil {
+		return g, err
+	}
+	if err := json.Unmarshal(b, &g); err != nil {
+		return g, fmt.Errorf("%s: %w", filepath.Join(dir, GridFile), err)
+	}
+	return g, nil
+}
+
 // Run trains and scores every cell of g under out (one run directory per cell in out/runs, the results in
 // out/results.jsonl, appended as cells finish), Jobs at a time, logging one line per cell to log. Cells
 // already in results.jsonl are not run again, so an interrupted diagram resumes.
@@ -114,7 +130,7 @@ func Run(ctx context.Context, g Grid, out string, log io.Writer) ([]CellResult, 
 		return nil, fmt.Errorf("anchor diagram: %w", err)
 	}
 	b, _ := json.MarshalIndent(g, "", "  ")
-	if err := atomicfile.Write(filepath.Join(out, "grid.json"), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(out, GridFile), append(b, '\n')); err != nil {
 		return nil, err
 	}
 	done, err := ReadResults(filepath.Join(out, ResultsFile))

@@ -1,4 +1,4 @@
-// Package anchor is the reasoning-against-memorisation test of issue 16: the anchor-function tasks of
+// Package anchor is the reasoning-against-memorisation test: the anchor-function tasks of
 //
 //   - Zhang, Lin, Wang, Zhang, Xu, "Initialization is Critical to Whether Transformers Fit Composite Functions
 //     by Reasoning or Memorizing", NeurIPS 2024, arXiv 2405.05409 (the composite task: §3, App. B-C), and

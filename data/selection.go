@@ -14,7 +14,7 @@ import (
 	"github.com/smallinit/smallinit/tokenizer"
 )
 
-// Files of the LR-selection slice in a prepared directory (SPEC §7: "select hyperparameters on a separate
+// Files of the LR-selection slice in a prepared directory (docs/definitions.md §7: "select hyperparameters on a separate
 // slice"). The slice is carved out of the training documents, not out of the validation split, so that the
 // verdict set stays the whole validation split and is never read while hyperparameters are chosen.
 const (

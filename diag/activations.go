@@ -8,7 +8,7 @@ import (
 	"github.com/smallinit/smallinit/model"
 )
 
-// NormStat is SPEC §4's norm saturation of one norm, averaged over probe tokens: s = ε/(m + ε) (0: ε
+// NormStat is docs/definitions.md §4's norm saturation of one norm, averaged over probe tokens: s = ε/(m + ε) (0: ε
 // negligible, 1: ε dominates) and the output RMS r = sqrt(m/(m + ε)), where m is the statistic under the square
 // root (mean(x²) for RMSNorm, the variance for LayerNorm).
 type NormStat struct {
@@ -32,7 +32,7 @@ type LayerActivations struct {
 	Dropped           int       `json:"dropped_assignments,omitempty"`
 }
 
-// ActivationStats are SPEC §4's activation metrics of a model on a fixed probe set of validation windows.
+// ActivationStats are docs/definitions.md §4's activation metrics of a model on a fixed probe set of validation windows.
 type ActivationStats struct {
 	ProbeWindows   int                `json:"probe_windows"`
 	ProbeLen       int                `json:"probe_len"`
@@ -178,7 +178,7 @@ func firstTokenMass(att []float32, H, T int) (mass, alpha []float64) {
 }
 
 // Slope is the least-squares slope of y against x: with x = log width and y = log of a metric, the measured
-// exponent of a coordinate check (SPEC §4, residual ratio ∝ d^(1−γ)).
+// exponent of a coordinate check (docs/definitions.md §4, residual ratio ∝ d^(1−γ)).
 func Slope(x, y []float64) float64 {
 	var mx, my float64
 	for i := range x {

@@ -38,7 +38,7 @@ func widthConfig(d int, gate string) model.Config {
 		NormEps: 1e-5, Norm: model.NormRMS, AttnGate: gate, RopeTheta: 10000}
 }
 
-// TestNormSaturationAtInit is SPEC §4's table: with γ = 1 and ε = 1e-5 the first norm sees the embedding,
+// TestNormSaturationAtInit is docs/definitions.md §4's table: with γ = 1 and ε = 1e-5 the first norm sees the embedding,
 // mean(x²) = d^(−2), so r = sqrt(d^(−2)/(d^(−2) + ε)): 0.93 at d = 128, 0.78 at d = 256 (within 2%).
 func TestNormSaturationAtInit(t *testing.T) {
 	for _, tc := range []struct {
@@ -52,7 +52,7 @@ func TestNormSaturationAtInit(t *testing.T) {
 		}
 		r := st.Layers[0].AttnNorm.OutputRMS
 		if math.Abs(r/tc.want-1) > 0.02 {
-			t.Errorf("d=%d: output RMS of the first norm %.4f, SPEC says %.2f", tc.d, r, tc.want)
+			t.Errorf("d=%d: output RMS of the first norm %.4f, docs/definitions.md says %.2f", tc.d, r, tc.want)
 		}
 		// Per token s + r² = 1; the means over tokens differ from that only by the spread of r (Jensen).
 		if s := st.Layers[0].AttnNorm.Saturation; math.Abs(s+r*r-1) > 1e-3 {
@@ -142,7 +142,7 @@ func TestResidualRatioScalesAsWidthToOneMinusGamma(t *testing.T) {
 		var xs, ys []float64
 		for _, d := range []int{64, 128, 256, 512} {
 			c := widthConfig(d, model.GateNone)
-			c.NormEps = 1e-12 // keep ε from shrinking the norm's output at large width (that is SPEC's other effect)
+			c.NormEps = 1e-12 // keep ε from shrinking the norm's output at large width (that is the other effect of docs/definitions.md §4)
 			m := initModel(t, c, gamma, 4)
 			st, err := Activations(m, randomToks(4*64+1, 256), 4, 64)
 			if err != nil {
@@ -152,7 +152,7 @@ func TestResidualRatioScalesAsWidthToOneMinusGamma(t *testing.T) {
 		}
 		slope := Slope(xs, ys)
 		if math.Abs(slope-(1-gamma)) > 0.1 {
-			t.Errorf("γ=%g: attention residual ratio scales as d^%.3f, SPEC predicts d^%.2f", gamma, slope, 1-gamma)
+			t.Errorf("γ=%g: attention residual ratio scales as d^%.3f, docs/definitions.md §4 predicts d^%.2f", gamma, slope, 1-gamma)
 		}
 	}
 }

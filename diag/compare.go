@@ -9,7 +9,7 @@ import (
 	"github.com/smallinit/smallinit/model"
 )
 
-// TokenGap is one predicted token of a comparison between models A and B (SPEC §4 "per-token gap").
+// TokenGap is one predicted token of a comparison between models A and B (docs/definitions.md §4 "per-token gap").
 type TokenGap struct {
 	Pos        int     `json:"pos"`        // index of the target token in the token file
 	Token      int32   `json:"token"`      // the true next token

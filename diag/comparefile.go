@@ -116,3 +116,12 @@ func (c Comparison) WriteText(w io.Writer, a, b string) error {
 	}
 	return tw.Flush()
 }
+
+// CompareRecord is the file of one comparison, as `smallinit compare --json` writes it and the report reads it:
+// the two model directories, the token file, and the Comparison.
+type CompareRecord struct {
+	A          string      `json:"a"`
+	B          string      `json:"b"`
+	Tokens     string      `json:"tokens"`
+	Comparison *Comparison `json:"comparison"`
+}

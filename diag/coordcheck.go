@@ -1,7 +1,7 @@
 package diag
 
 // Coordcheck is the record of a μP-style coordinate check (the JSON that `smallinit coordcheck --json` prints and
-// the report's coordinate-check figure reads): the residual ratios of SPEC §4 at several widths and steps, and
+// the report's coordinate-check figure reads): the residual ratios of docs/definitions.md §4 at several widths and steps, and
 // their fitted exponents against width. Its writer and its readers use this one type. The fields are in the
 // order of their JSON keys (sorted, as the map the first writer encoded), so a file written before the type
 // existed and one written now are byte-identical.
@@ -10,7 +10,7 @@ type Coordcheck struct {
 	Gamma float64    `json:"gamma"` // γ of the initialisation σ = d_in^(−γ)
 	// Points are the measurements: widths ascending, then steps, then layers.
 	Points []CoordPoint `json:"points"`
-	// Predicted is SPEC's exponent 1 − γ of the attention residual ratio at init; nil in a file without it.
+	// Predicted is the exponent 1 − γ (docs/definitions.md §4) of the attention residual ratio at init; nil in a file without it.
 	Predicted *float64 `json:"predicted_attn_exponent"`
 }
 
@@ -26,7 +26,7 @@ type CoordPoint struct {
 }
 
 // CoordFit is the least-squares slope (Slope) of log(value) against log(width) at one step and layer: the
-// measured exponent. Layer 0 sees the embedding alone, so its exponent is the clean test of SPEC's d^(1−γ);
+// measured exponent. Layer 0 sees the embedding alone, so its exponent is the clean test of the d^(1−γ) of docs/definitions.md §4;
 // deeper layers' inputs already hold the earlier layers' updates, which at γ < 1 outgrow the embedding and pull
 // the exponent toward 0.
 type CoordFit struct {

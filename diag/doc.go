@@ -1,4 +1,4 @@
-// Package diag computes the training and analysis diagnostics of SPEC §4: the
+// Package diag computes the training and analysis diagnostics of docs/definitions.md §4: the
 // weight-matrix ("condensation") measurements described below, and the
 // activation-side and model-comparison measurements (norm saturation,
 // attention sink, residual ratio, per-token gaps) documented with their own

@@ -7,7 +7,7 @@ import (
 )
 
 // WeightStats are the condensation diagnostics of one weight matrix W stored
-// row-major as [Rows, Cols] = [d_out, d_in] (SPEC §4). A row of W is the
+// row-major as [Rows, Cols] = [d_out, d_in] (docs/definitions.md §4). A row of W is the
 // input-weight vector of one output unit. The json tags are the keys of the
 // weight report in diagnostics.jsonl and in analyze's JSON (see TensorWeights).
 type WeightStats struct {

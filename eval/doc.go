@@ -1,5 +1,5 @@
-// Package eval scores language models on benchmark tasks, generates text, and makes the reasoning probes
-// (SPEC §5 "Evaluation").
+// Package eval scores language models on benchmark tasks (the probe task among them; package probes makes
+// the probe datasets) and generates text (docs/definitions.md §5 "Evaluation").
 //
 // # Scoring
 //

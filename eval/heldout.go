@@ -18,7 +18,7 @@ type SplitScore struct {
 	BitsPerByte float64 `json:"bits_per_byte"` // data.SplitStats.BitsPerByte of Loss; 0 when Bytes is unknown
 }
 
-// HeldOutScore is a final model's score on the whole validation split of a prepared directory (SPEC §7's
+// HeldOutScore is a final model's score on the whole validation split of a prepared directory (docs/definitions.md §7's
 // verdict set), overall and per language. It fills reproduce.Loss: Overall.Loss and each ByLanguage[l].Loss.
 type HeldOutScore struct {
 	Source     string                `json:"source"` // e.g. "whole validation split, 107,963 tokens (en 63,429, zh 44,533)"

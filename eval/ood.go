@@ -19,7 +19,7 @@ type OODScore struct {
 
 // ScoreOOD scores the model of l on every embedded out-of-distribution text (ood.Texts), each as one document
 // with ScoreText (rolling windows, every token scored; maxWindows > 0 stops a text early, 0 scores it whole).
-// The texts are never training data, so this is the generalisation check beside the validation split (SPEC §7).
+// The texts are never training data, so this is the generalisation check beside the validation split (docs/definitions.md §7).
 func ScoreOOD(ctx context.Context, l *LM, maxWindows int) ([]OODScore, error) {
 	var out []OODScore
 	for _, t := range ood.Texts() {

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/smallinit/smallinit/diag"
@@ -39,8 +38,8 @@ func (e *WidthError) Error() string { return fmt.Sprintf("width %d: %v", e.Width
 func (e *WidthError) Unwrap() error { return e.Err }
 
 // Coordcheck measures, for each width, the residual ratio RMS(F(Norm(x)))/RMS(x) of the attention and FFN
-// sub-layers (SPEC §4) at init and after a few AdamW steps on random tokens, and fits its exponent against
-// width: a μP-style coordinate check. SPEC predicts 1 − γ at init for the attention path (two matrices).
+// sub-layers (docs/definitions.md §4) at init and after a few AdamW steps on random tokens, and fits its exponent against
+// width: a μP-style coordinate check. docs/definitions.md §4 predicts 1 − γ at init for the attention path (two matrices).
 func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*diag.Coordcheck, error) {
 	if p.Kind != KindCoordcheck {
 		return nil, fmt.Errorf("plan %s is a %s plan, not a coordinate check", p.Name, p.Kind)
@@ -72,12 +71,7 @@ func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*diag.Coordcheck,
 		if o.Gamma != 0 {
 			sets = append(sets, override.Set{Key: "init.gamma", Value: o.Gamma})
 		}
-		for _, s := range o.Sets {
-			if !hasSection(s.Key) {
-				s.Key = "model." + s.Key
-			}
-			sets = append(sets, s)
-		}
+		sets = append(sets, o.Sets...) // train.LoadSets reads a key without a section as a model key
 		rc, err := train.LoadSets("", sets)
 		if err != nil {
 			return nil, &WidthError{Width: d, Err: err}
@@ -150,7 +144,7 @@ func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*diag.Coordcheck,
 
 // WriteCoordTable prints a coordinate check's measurements and fitted exponents.
 func WriteCoordTable(w io.Writer, r *diag.Coordcheck) error {
-	fmt.Fprintf(w, "coordinate check at γ = %g: SPEC predicts the attention residual ratio of layer 0 ∝ d^%.2f at init\n", r.Gamma, 1-r.Gamma)
+	fmt.Fprintf(w, "coordinate check at γ = %g: docs/definitions.md §4 predicts the attention residual ratio of layer 0 ∝ d^%.2f at init\n", r.Gamma, 1-r.Gamma)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "width\tstep\tlayer\thidden RMS\tattn ratio\tffn ratio\t")
 	for _, p := range r.Points {
@@ -170,14 +164,4 @@ func sorted(xs []int) []int {
 	s := append([]int(nil), xs...)
 	sort.Ints(s)
 	return s
-}
-
-// hasSection reports whether a key names its section (model., init., optimizer., ...).
-func hasSection(key string) bool {
-	for _, sec := range []string{"model.", "init.", "optimizer.", "schedule.", "data.", "train."} {
-		if strings.HasPrefix(key, sec) {
-			return true
-		}
-	}
-	return key == "seed"
 }

@@ -15,10 +15,10 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
-	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/workers"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/probes"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/sweep"
 	"github.com/smallinit/smallinit/train"
@@ -135,9 +135,9 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if p.Data.Probes || o.Probes {
 		out.ProbeDir = filepath.Join(o.Out, ProbeDataDir)
 		if _, err := os.Stat(filepath.Join(out.ProbeDir, data.TrainFile)); err != nil {
-			o.logf("mixing reasoning and memorisation probes into the corpus (%.0f%% of the tokens) in %s\n", 100*eval.ProbeMixShare, out.ProbeDir)
+			o.logf("mixing reasoning and memorisation probes into the corpus (%.0f%% of the tokens) in %s\n", 100*probes.MixShare, out.ProbeDir)
 		}
-		if err := eval.WriteProbeMix(out.ProbeDir, out.DataDir, out.Stats.VocabSize, eval.ProbeMixConfig(cmp.Or(o.ProbeTest, 100)), eval.ProbeMixShare); err != nil {
+		if err := probes.WriteMix(out.ProbeDir, out.DataDir, out.Stats.VocabSize, probes.MixConfig(cmp.Or(o.ProbeTest, 100)), probes.MixShare); err != nil {
 			return nil, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/probes"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train"
@@ -42,7 +43,7 @@ func Score(dir, dataDir, probeDir string, res train.Result, windows int) (summar
 		if err != nil {
 			return row, err
 		}
-		if row.Probes, err = eval.ScoreProbes(context.Background(), m, tok, probeDir); err != nil {
+		if row.Probes, err = probes.Score(context.Background(), m, tok, probeDir); err != nil {
 			return row, fmt.Errorf("run %s: %w", dir, err)
 		}
 	}

@@ -202,7 +202,7 @@ func (out *Outcome) derivedSets(p *Plan, g *Group, c train.Config) ([]override.S
 	return sets, nil
 }
 
-// EmulatedEpsBase is the ε a width-emulated arm emulates at its target width: the default RMSNorm ε (SPEC §7).
+// EmulatedEpsBase is the ε a width-emulated arm emulates at its target width: the default RMSNorm ε (docs/definitions.md §7).
 const EmulatedEpsBase = 1e-5
 
 // TunedLR is the learning rate of γ at width d: the sweep's choice where it ran at d, else tune.AtWidth

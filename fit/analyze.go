@@ -1,9 +1,9 @@
 package fit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/smallinit/smallinit/internal/finitejson"
 	"io"
 	"math"
 	"sort"
@@ -60,7 +60,7 @@ type Cell struct {
 	Residual float64   `json:"residual"` // Loss − Fitted
 }
 
-// Gain is a treated point read through the baseline's law (SPEC §4): x_eff = (A/(L − E))^(1/α) and
+// Gain is a treated point read through the baseline's law (docs/definitions.md §4): x_eff = (A/(L − E))^(1/α) and
 // gain = x_eff/x − 1, for its mean loss over seeds and for each of its runs.
 type Gain struct {
 	Cell
@@ -79,65 +79,14 @@ type RunGain struct {
 	Gain float64 `json:"gain"`
 }
 
-// cellJSON is Cell as JSON, with non-finite numbers as null: a loss table may hold finite values whose law
-// still overflows when extrapolated (Fitted, Residual), and encoding/json rejects ±Inf and NaN. It has no
-// MarshalJSON of its own, so Gain can embed it and keep its fields flat.
-type cellJSON struct {
-	X        *float64  `json:"x"`
-	Loss     *float64  `json:"loss"`
-	Losses   []float64 `json:"losses"` // finite: cells refuses a non-finite loss
-	IDs      []string  `json:"ids"`
-	Fitted   *float64  `json:"fitted"`
-	Residual *float64  `json:"residual"`
-}
-
-func (c Cell) json() cellJSON {
-	return cellJSON{X: finite(c.X), Loss: finite(c.Loss), Losses: c.Losses, IDs: c.IDs, Fitted: finite(c.Fitted), Residual: finite(c.Residual)}
-}
-
 // MarshalJSON writes non-finite numbers (a law that overflows where it is evaluated) as null.
-func (c Cell) MarshalJSON() ([]byte, error) { return json.Marshal(c.json()) }
+func (c Cell) MarshalJSON() ([]byte, error) { return finitejson.Marshal(c) }
 
 // MarshalJSON writes non-finite numbers (an unbounded or undefined N_eff) as null.
-func (g Gain) MarshalJSON() ([]byte, error) {
-	type run struct {
-		ID   string   `json:"id"`
-		Loss *float64 `json:"loss"`
-		Eff  *float64 `json:"eff"`
-		Gain *float64 `json:"gain"`
-	}
-	out := struct {
-		cellJSON
-		Eff   *float64  `json:"eff"`
-		Gain  *float64  `json:"gain"`
-		CI    *Interval `json:"gain_ci"`
-		Runs  []run     `json:"runs"`
-		Error string    `json:"error"`
-	}{cellJSON: g.Cell.json(), Eff: finite(g.Eff), Gain: finite(g.Gain), CI: g.CI, Error: g.Error}
-	for _, r := range g.Runs {
-		out.Runs = append(out.Runs, run{r.ID, finite(r.Loss), finite(r.Eff), finite(r.Gain)})
-	}
-	return json.Marshal(out)
-}
-
-// finite is &x, or nil (JSON null) for NaN and ±Inf, which encoding/json rejects.
-func finite(x float64) *float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return nil
-	}
-	return &x
-}
+func (g Gain) MarshalJSON() ([]byte, error) { return finitejson.Marshal(g) }
 
 // MarshalJSON writes non-finite bounds (an interval reaching an unbounded N_eff) as null.
-func (iv Interval) MarshalJSON() ([]byte, error) {
-	f := func(x float64) string {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return "null"
-		}
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	}
-	return []byte(`{"lo":` + f(iv.Lo) + `,"hi":` + f(iv.Hi) + `}`), nil
-}
+func (iv Interval) MarshalJSON() ([]byte, error) { return finitejson.Marshal(iv) }
 
 func (o *Options) defaults() {
 	if o.SizeKey == "" {
@@ -154,7 +103,7 @@ func (o *Options) defaults() {
 	}
 }
 
-// Analyze fits SPEC §4's laws on the table's baseline rows and reads the treated rows through them.
+// Analyze fits docs/definitions.md §4's laws on the table's baseline rows and reads the treated rows through them.
 //
 // Rows with a "state" column other than "done" are skipped. Rows of one arm with the same size and budget are
 // the seeds of one configuration: they must agree on every axis column but the seed columns (else the arm is

@@ -23,7 +23,7 @@ type Bootstrapped struct {
 	Samples   [][]float64 `json:"-"`         // per component, the successful resamples' values
 }
 
-// Level95 is the confidence level of the intervals reported (SPEC §4 asks for a bootstrap interval; 95% percentile).
+// Level95 is the confidence level of the intervals reported (docs/definitions.md §4 asks for a bootstrap interval; 95% percentile).
 const Level95 = 0.95
 
 // Bootstrap resamples seeds: each group holds one cell's values over seeds (the losses of one size of the

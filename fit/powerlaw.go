@@ -1,4 +1,4 @@
-// Package fit fits the scaling laws of SPEC §4 "Effective model size": L(N) = E + A·N^(−α) on a baseline's
+// Package fit fits the scaling laws of docs/definitions.md §4 "Effective model size": L(N) = E + A·N^(−α) on a baseline's
 // losses over ≥ 4 model sizes N (non-embedding parameters), and reads a treated model's loss L as the size
 // the baseline would need for it, N_eff = (A/(L − E))^(1/α), and its effective-size gain N_eff/N − 1, with a
 // bootstrap interval over seeds. The same law in the token budget D, L(D) = E + B·D^(−β) at fixed N, gives the
@@ -16,7 +16,7 @@ import (
 )
 
 // PowerLaw is L(x) = E + A·x^(−α): the loss as a function of model size (or token budget) x, with E the
-// irreducible loss the law tends to as x → ∞ (SPEC §4).
+// irreducible loss the law tends to as x → ∞ (docs/definitions.md §4).
 type PowerLaw struct {
 	E     float64 `json:"E"`
 	A     float64 `json:"A"`
@@ -29,7 +29,7 @@ func (p PowerLaw) Eval(x float64) float64 { return p.E + p.A*math.Pow(x, -p.Alph
 // ErrBeyondAsymptote is returned by EffectiveSize for a loss at or below E.
 var ErrBeyondAsymptote = errors.New("loss at or below the law's asymptote E")
 
-// EffectiveSize inverts the law: the x at which it reaches loss L, x_eff = (A/(L − E))^(1/α) (SPEC §4's
+// EffectiveSize inverts the law: the x at which it reaches loss L, x_eff = (A/(L − E))^(1/α) (docs/definitions.md §4's
 // N_eff). A loss L ≤ E is below anything the law predicts at any size: EffectiveSize returns +Inf and an
 // error wrapping ErrBeyondAsymptote, since such an N_eff says more about the fit than about the model.
 func (p PowerLaw) EffectiveSize(L float64) (float64, error) {
@@ -61,7 +61,7 @@ type Law struct {
 
 // Fitting constants.
 const (
-	MinSizes = 4    // distinct x values a fit needs (SPEC §4: ≥ 4 sizes); three free parameters leave 1 dof
+	MinSizes = 4    // distinct x values a fit needs (docs/definitions.md §4: ≥ 4 sizes); three free parameters leave 1 dof
 	AlphaMin = 0.01 // the search range of α; a best fit at either end means the data do not pin α down
 	AlphaMax = 3.0
 	gridSize = 300 // log-spaced α values of the grid search
@@ -71,7 +71,7 @@ const (
 var ErrUndetermined = errors.New("the data do not determine L = E + A·x^(−α)")
 
 // ErrNegativeE is wrapped (beside ErrUndetermined) by Fit's refusal of a best fit with E < 0: a loss cannot
-// fall below zero, so such a law describes only the fitted range and its N_eff readings are artefacts (SPEC §7:
+// fall below zero, so such a law describes only the fitted range and its N_eff readings are artefacts (docs/definitions.md §7:
 // E ≥ 0 and α > 0).
 var ErrNegativeE = errors.New("the best fit has E < 0")
 
@@ -86,7 +86,7 @@ var ErrNegativeE = errors.New("the best fit has E < 0")
 // the losses do not decrease from the smallest to the largest x (flat or rising: no A > 0 fits), when no α
 // gives A > 0, or when the best α is at either end of the search range (the curvature, hence E, is not
 // determined: a straight line in log x fits as well as any power law), or when the least-squares optimum has
-// E < 0 (SPEC §7 constrains E ≥ 0; choice: Fit refuses such data, wrapping ErrNegativeE, rather than refit
+// E < 0 (docs/definitions.md §7 constrains E ≥ 0; choice: Fit refuses such data, wrapping ErrNegativeE, rather than refit
 // with E pinned at the boundary 0, because an optimum beyond the boundary means the sizes do not show the
 // law's curvature; α > 0 holds by the search range).
 func Fit(points []Point) (Law, error) {
@@ -99,7 +99,7 @@ func Fit(points []Point) (Law, error) {
 		distinct[p.X] = append(distinct[p.X], p.Y)
 	}
 	if len(distinct) < MinSizes {
-		return Law{}, fmt.Errorf("%w: %d distinct sizes, need at least %d (SPEC §4)", ErrUndetermined, len(distinct), MinSizes)
+		return Law{}, fmt.Errorf("%w: %d distinct sizes, need at least %d (docs/definitions.md §4)", ErrUndetermined, len(distinct), MinSizes)
 	}
 	xs := make([]float64, 0, len(distinct))
 	for x := range distinct {
@@ -195,8 +195,8 @@ func Fit(points []Point) (Law, error) {
 	}
 	alpha := (lo + hi) / 2
 	e, a, sse := solve(alpha)
-	if e < 0 { // SPEC §7: E ≥ 0
-		return Law{}, fmt.Errorf("%w: %w: E = %.4g, α = %.4g (SPEC §7 wants E ≥ 0: the sizes do not show where the loss levels off)", ErrUndetermined, ErrNegativeE, e, alpha)
+	if e < 0 { // docs/definitions.md §7: E ≥ 0
+		return Law{}, fmt.Errorf("%w: %w: E = %.4g, α = %.4g (docs/definitions.md §7 wants E ≥ 0: the sizes do not show where the loss levels off)", ErrUndetermined, ErrNegativeE, e, alpha)
 	}
 	law := Law{PowerLaw: PowerLaw{E: e, A: a * math.Pow(scale, alpha), Alpha: alpha}, Points: append([]Point(nil), points...)}
 	law.Residuals = make([]float64, n)

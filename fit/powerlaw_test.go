@@ -73,7 +73,7 @@ func TestFitEffectiveSizeGain(t *testing.T) {
 }
 
 // TestFitRefusals checks that Fit refuses data that do not determine the law: three sizes, flat losses,
-// rising losses, losses linear in log N (best α at the search bound), and a law whose E is below 0 (SPEC §7:
+// rising losses, losses linear in log N (best α at the search bound), and a law whose E is below 0 (docs/definitions.md §7:
 // E ≥ 0; also wrapping ErrNegativeE).
 func TestFitRefusals(t *testing.T) {
 	truth := PowerLaw{E: 1.7, A: 400, Alpha: 0.3}

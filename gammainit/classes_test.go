@@ -70,7 +70,7 @@ func TestClassesCoverEveryTensor(t *testing.T) {
 	}
 }
 
-// TestSigma checks each rule's σ against the formulas of SPEC §2 evaluated by hand.
+// TestSigma checks each rule's σ against the formulas of docs/definitions.md §2 evaluated by hand.
 func TestSigma(t *testing.T) {
 	for _, tc := range []struct {
 		rule       string

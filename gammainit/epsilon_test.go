@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestEmulatedEpsMatchesSpec checks ε_eq = ε·(d_target/d)^(2γ) against SPEC §4's 1e-5·(2048/d)² at γ = 1 and
+// TestEmulatedEpsMatchesSpec checks ε_eq = ε·(d_target/d)^(2γ) against docs/definitions.md §4's 1e-5·(2048/d)² at γ = 1 and
 // §7's (2048/d)¹ at γ = 0.5, and that a model at ε_eq saturates its first norm as a d_target-wide one does.
 func TestEmulatedEpsMatchesSpec(t *testing.T) {
 	for _, c := range []struct {
@@ -30,7 +30,7 @@ func TestEmulatedEpsMatchesSpec(t *testing.T) {
 		if math.Abs(got-c.want) > 1e-12*c.want {
 			t.Errorf("EmulatedEps(%g, γ=%g, d=%d, target=%d) = %g, want %g", c.eps, c.gamma, c.d, c.target, got, c.want)
 		}
-		// Saturation s = ε/(σ²+ε) with σ² = d^(−2γ) (SPEC §4) is the target's.
+		// Saturation s = ε/(σ²+ε) with σ² = d^(−2γ) (docs/definitions.md §4) is the target's.
 		s := func(eps float64, d int) float64 { v := math.Pow(float64(d), -2*c.gamma); return eps / (v + eps) }
 		if a, b := s(got, c.d), s(c.eps, c.target); math.Abs(a-b) > 1e-12 {
 			t.Errorf("γ=%g d=%d: saturation %g at ε_eq, %g at the target width", c.gamma, c.d, a, b)

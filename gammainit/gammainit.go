@@ -1,10 +1,12 @@
-// Package gammainit initialises a model's weights by the γ rule of SPEC §2, W_ij ~ N(0, σ²) with
+// Package gammainit initialises a model's weights by the γ rule of docs/definitions.md §2, W_ij ~ N(0, σ²) with
 // σ = d_in^(−γ), and by the baselines beside it (fixed std, Xavier, Kaiming). Every tensor draws from its own
 // random stream derived from the seed and the tensor's name, so adding a tensor or a layer leaves the draws of
 // all the others unchanged.
 //
-// It is the one owner of the init rule: the σ formulas (Sigma, Recipe.StdFor with per-class overrides and
-// depth scaling), how each tensor class starts (StartOf) and the random streams (Stream, Normal). Apply
+// It is the one owner of the init rule: the rules table (Rules: each rule's name, parameter range and σ
+// expression, from which Validate, Sigma, the command line's choices, the audit's candidates and the Python
+// table derive), the σ formulas (Sigma, Recipe.StdFor with per-class overrides and depth scaling), how each
+// tensor class starts (StartOf) and the random streams (Stream, Normal). Apply
 // initialises a model in memory; scale.Init streams checkpoints through the same Stream and StdFor, and the
 // audit asks StdFor for the σ of each rule it tries. Classes and Table describe the class table to other
 // implementations as JSON (Table, committed as python/smallinit_torch/gammainit_table.json, is the
@@ -17,14 +19,6 @@ import (
 	"strings"
 
 	"github.com/smallinit/smallinit/model"
-)
-
-// Rules for a tensor class.
-const (
-	RuleGamma   = "gamma"   // σ = d_in^(−γ)
-	RuleFixed   = "fixed"   // σ = Std (GPT-2/Megatron style 0.02)
-	RuleXavier  = "xavier"  // σ = sqrt(2 / (d_in + d_out)) (Glorot normal)
-	RuleKaiming = "kaiming" // σ = sqrt(2 / d_in) (He normal, PyTorch's kaiming_normal_ default gain)
 )
 
 // Override changes the rule of one tensor class. Zero fields inherit the recipe's.
@@ -48,23 +42,16 @@ type Recipe struct {
 // Default is the study's small init: the γ rule with γ = 1.
 func Default() Recipe { return Recipe{Rule: RuleGamma, Gamma: 1} }
 
-// Validate reports a bad rule, γ, std or class name.
+// Validate reports a bad rule, γ, std or class name: a rule not in the rules table, or a parameter outside its
+// row's range.
 func (r Recipe) Validate() error {
 	check := func(where, rule string, gamma, std float64) error {
-		switch rule {
-		case RuleGamma:
-			if math.IsNaN(gamma) || gamma < 0 || gamma > 4 {
-				return fmt.Errorf("%sgamma = %g: must be in [0, 4]", where, gamma)
-			}
-		case RuleFixed:
-			if !(std > 0) || std > 10 {
-				return fmt.Errorf("%sstd = %g: must be in (0, 10]", where, std)
-			}
-		case RuleXavier, RuleKaiming:
-		default:
-			return fmt.Errorf("%srule = %q: want %s, %s, %s or %s", where, rule, RuleGamma, RuleFixed, RuleXavier, RuleKaiming)
+		row, ok := LookupRule(rule)
+		if !ok {
+			names := RuleNames()
+			return fmt.Errorf("%srule = %q: want %s or %s", where, rule, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 		}
-		return nil
+		return row.check(where, map[string]float64{ParamGamma: gamma, ParamStd: std}[row.Param])
 	}
 	if err := check("init.", r.Rule, r.Gamma, r.Std); err != nil {
 		return err
@@ -102,9 +89,9 @@ func (r Recipe) resolve(class string) (rule string, gamma, std float64) {
 	case o.Rule != "":
 		rule = o.Rule
 	case o.Std != nil:
-		rule = RuleFixed
+		rule = RuleForParam(ParamStd)
 	case o.Gamma != nil:
-		rule = RuleGamma
+		rule = RuleForParam(ParamGamma)
 	}
 	if o.Gamma != nil {
 		gamma = *o.Gamma
@@ -127,26 +114,19 @@ func (r Recipe) StdFor(t model.TensorSpec, layers int) float64 {
 	return s
 }
 
-// Sigma is the σ of a rule for a matrix of fan-in dIn and fan-out dOut before any depth scaling (SPEC §2):
-// d_in^(−γ) for the γ rule, std for the fixed rule, sqrt(2/(d_in+d_out)) for Xavier and sqrt(2/d_in) for
-// Kaiming; NaN for an unknown rule. It is the one place these formulas are written: Apply, scale.Init and the
-// audit's candidate rules all take σ from here.
+// Sigma is the σ of a rule for a matrix of fan-in dIn and fan-out dOut before any depth scaling: its row's Sigma
+// expression of the rules table (d_in^(−γ) for the γ rule, std for the fixed rule, sqrt(2/(d_in+d_out)) for
+// Xavier and sqrt(2/d_in) for Kaiming); NaN for an unknown rule. Apply, scale.Init and the audit's candidate
+// rules all take σ from here.
 func Sigma(rule string, gamma, std float64, dIn, dOut int) float64 {
-	din, dout := float64(dIn), float64(dOut)
-	switch rule {
-	case RuleGamma:
-		return math.Pow(din, -gamma)
-	case RuleFixed:
-		return std
-	case RuleXavier:
-		return math.Sqrt(2 / (din + dout))
-	case RuleKaiming:
-		return math.Sqrt(2 / din)
+	e, ok := sigmaOf[rule]
+	if !ok {
+		return math.NaN()
 	}
-	return math.NaN()
+	return e(sigmaVars{dIn: float64(dIn), dOut: float64(dOut), gamma: gamma, std: std})
 }
 
-// GammaEff is the γ a fixed std implies at fan-in d_in: ln(1/std)/ln(d_in) (SPEC §2).
+// GammaEff is the γ a fixed std implies at fan-in d_in: ln(1/std)/ln(d_in) (docs/definitions.md §2).
 func GammaEff(std float64, dIn int) float64 { return math.Log(1/std) / math.Log(float64(dIn)) }
 
 // TensorStd is the initialisation record of one tensor: the σ the recipe asked for and the std of the draw.

@@ -25,7 +25,7 @@ func cfg(d, layers int) model.Config {
 		NormEps: 1e-5, Norm: model.NormLayer, AttnGate: model.GateElementwise, RopeTheta: 10000}
 }
 
-// TestDrawnStdMatchesGammaRule is SPEC §6: drawn stds match d_in^(−γ) within sampling error for every tensor.
+// TestDrawnStdMatchesGammaRule is docs/definitions.md §6: drawn stds match d_in^(−γ) within sampling error for every tensor.
 func TestDrawnStdMatchesGammaRule(t *testing.T) {
 	for _, tc := range []struct {
 		gamma float64
@@ -54,10 +54,10 @@ func TestDrawnStdMatchesGammaRule(t *testing.T) {
 			}
 		}
 	}
-	// SPEC §2's reference values.
+	// docs/definitions.md §2's reference values.
 	for _, tc := range []struct{ d, gamma, want float64 }{{128, 0.5, 0.0884}, {128, 1, 0.00781}, {256, 1, 0.00391}, {512, 0.5, 0.0442}} {
 		if got := math.Pow(tc.d, -tc.gamma); math.Abs(got-tc.want) > 5e-5 {
-			t.Errorf("d=%g γ=%g: σ=%g, SPEC says %g", tc.d, tc.gamma, got, tc.want)
+			t.Errorf("d=%g γ=%g: σ=%g, docs/definitions.md says %g", tc.d, tc.gamma, got, tc.want)
 		}
 	}
 }

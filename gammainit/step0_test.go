@@ -9,7 +9,7 @@ import (
 	"github.com/smallinit/smallinit/model"
 )
 
-// Step-0 oracles of SPEC §6, on the tiny preset's width (d = 128, V = 4096) with a short context.
+// Step-0 oracles of docs/definitions.md §6, on the tiny preset's width (d = 128, V = 4096) with a short context.
 func step0Model(t *testing.T, gamma, eps float64, gate string) (*model.Model, float64) {
 	t.Helper()
 	p, _ := model.LookupPreset("tiny")
@@ -38,7 +38,7 @@ func step0Model(t *testing.T, gamma, eps float64, gate string) (*model.Model, fl
 
 // TestStep0LossExcess: the final norm outputs unit RMS, so logits have variance s² ≈ d·σ_head² = d^(1−2γ),
 // and the loss under uniform targets, E_t[lse − z_t] = lse − mean(z), exceeds ln V by ≈ s²/2: 1/(2d) = 0.0039
-// at γ = 1 and ≈ 1/2 at γ = 0.5 (SPEC §6). The measured loss on random targets must agree with that
+// at γ = 1 and ≈ 1/2 at γ = 0.5 (docs/definitions.md §6). The measured loss on random targets must agree with that
 // expectation within its sampling error (3 standard errors of the mean over the batch's tokens).
 func TestStep0LossExcess(t *testing.T) {
 	lnV := math.Log(4096)

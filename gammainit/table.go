@@ -31,11 +31,35 @@ type TableExample struct {
 	Tensors []TensorStd     `json:"tensors"` // Apply's record; drawn_std of the seed-0 draw
 }
 
+// TableRule is one rule of the table: its name, the recipe key of its parameter ("" for none) with the range
+// Validate allows, and σ as an expression of d_in, d_out, gamma and std (Python's syntax and precedence).
+type TableRule struct {
+	Name    string   `json:"name"`
+	Param   string   `json:"param,omitempty"`
+	Min     *float64 `json:"min,omitempty"`
+	Max     *float64 `json:"max,omitempty"`
+	MinOpen bool     `json:"min_open,omitempty"`
+	Sigma   string   `json:"sigma"`
+}
+
+func tableRules() []TableRule {
+	var out []TableRule
+	for _, r := range rules {
+		tr := TableRule{Name: r.Name, Param: r.Param, Sigma: r.Sigma}
+		if r.Param != "" {
+			lo, hi := r.Min, r.Max
+			tr.Min, tr.Max, tr.MinOpen = &lo, &hi, r.MinOpen
+		}
+		out = append(out, tr)
+	}
+	return out
+}
+
 // TableDoc is the table: the rules, the classes a recipe may override, the classes depth scaling divides,
 // every tensor name the engine writes with its class, how it starts and which axis is d_in, and examples.
 type TableDoc struct {
 	Format      string         `json:"format"`
-	Rules       []string       `json:"rules"`
+	Rules       []TableRule    `json:"rules"`
 	Classes     []string       `json:"classes"`
 	DepthScaled []string       `json:"depth_scaled"`
 	Tensors     []TableTensor  `json:"tensors"`
@@ -54,10 +78,11 @@ func tableConfigs() []model.Config {
 	return []model.Config{dense, moe}
 }
 
-// tableRecipes are the recipes of the table's examples: every rule, depth scaling and per-class overrides.
+// tableRecipes are the recipes of the table's examples: every rule, depth scaling and per-class overrides. A rule
+// none of the fixed recipes uses gets one of its own, with its parameter mid-range.
 func tableRecipes() []Recipe {
 	f := func(v float64) *float64 { return &v }
-	return []Recipe{
+	out := []Recipe{
 		Default(),
 		{Rule: RuleGamma, Gamma: 0.5, DepthScale: true},
 		{Rule: RuleFixed, Std: 0.02},
@@ -66,6 +91,26 @@ func tableRecipes() []Recipe {
 		{Rule: RuleGamma, Gamma: 0.75, Classes: map[string]Override{model.ClassEmbed: {Std: f(0.02)},
 			model.ClassHead: {Gamma: f(1)}, model.ClassO: {Rule: RuleKaiming}, model.ClassRouter: {Rule: RuleXavier}}},
 	}
+	used := map[string]bool{}
+	for _, r := range out {
+		used[r.Rule] = true
+		for _, o := range r.Classes {
+			used[o.Rule] = true
+		}
+	}
+	for _, r := range rules {
+		if !used[r.Name] {
+			rec := Recipe{Rule: r.Name}
+			switch mid := (r.Min + r.Max) / 2; r.Param {
+			case ParamGamma:
+				rec.Gamma = mid
+			case ParamStd:
+				rec.Std = mid
+			}
+			out = append(out, rec)
+		}
+	}
+	return out
 }
 
 var indexRe = regexp.MustCompile(`\.(layers|experts)\.\d+\.`)
@@ -84,8 +129,8 @@ func template(name string) string {
 // every tensor's start ("ones", "zeros" or drawn) is read off the result, the classes depth scaling divides are
 // those whose StdFor changes with it, and the examples are Apply's records.
 func Table() (TableDoc, error) {
-	doc := TableDoc{Format: "smallinit gammainit table v1 (written by gammainit.Table; do not edit)",
-		Rules: []string{RuleGamma, RuleFixed, RuleXavier, RuleKaiming}, Classes: ClassNames()}
+	doc := TableDoc{Format: "smallinit gammainit table v2 (written by gammainit.Table; do not edit)",
+		Rules: tableRules(), Classes: ClassNames()}
 	pool := kernel.NewPool(1)
 	defer pool.Close()
 	seen := map[string]bool{}

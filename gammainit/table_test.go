@@ -68,8 +68,8 @@ func TestTableCoversEveryClass(t *testing.T) {
 		}
 	}
 	for _, r := range doc.Rules {
-		if !rules[r] {
-			t.Errorf("rule %s: in no example", r)
+		if !rules[r.Name] {
+			t.Errorf("rule %s: in no example", r.Name)
 		}
 	}
 	if len(doc.DepthScaled) != 2 {

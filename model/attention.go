@@ -6,7 +6,7 @@ import (
 	"github.com/smallinit/smallinit/kernel"
 )
 
-// Causal multi-head attention (SPEC §1), with grouped-query attention (Ainslie et al. 2023): the H query heads
+// Causal multi-head attention (docs/definitions.md §1), with grouped-query attention (Ainslie et al. 2023): the H query heads
 // share KV ≤ H key/value heads, query head h reading key/value head h / (H/KV) (Hugging Face's repeat_kv). With
 // Q, K, V of one query head ([T, d_h], rows strided through the fused qkvg buffer) and scale s = 1/sqrt(d_h):
 //

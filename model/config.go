@@ -1,5 +1,5 @@
 // Package model is smallinit's decoder-only Transformer: its configuration, its parameters laid out in one flat
-// buffer, and a forward and backward pass over preallocated activations (SPEC section 1). It reads like llm.c's
+// buffer, and a forward and backward pass over preallocated activations (docs/definitions.md §1). It reads like llm.c's
 // train_gpt2.c: every layer's forward and backward sit side by side, all activations live in one explicit struct
 // allocated once, and a training step allocates nothing.
 package model
@@ -18,7 +18,7 @@ const (
 	NormLayer = "layernorm" // LayerNorm(x) = g ⊙ (x − mean) / sqrt(var + ε) + b
 )
 
-// Attention gate kinds (config key attn_gate; SPEC §1, Qiu et al. 2025 "G1").
+// Attention gate kinds (config key attn_gate; docs/definitions.md §1, Qiu et al. 2025 "G1").
 const (
 	GateNone        = "none"        // no gate
 	GateHeadwise    = "headwise"    // one sigmoid gate per head: W_gate is [H, d]
@@ -52,7 +52,7 @@ type Config struct {
 	QKNorm             bool    `toml:"qk_norm"`             // RMSNorm (gain [d_h], ε = norm_eps) on each head of q and k before RoPE (Qwen3)
 	QKVBias            bool    `toml:"qkv_bias"`            // biases on q_proj, k_proj and v_proj, none on o_proj (Qwen2, Qwen2-MoE)
 
-	// Mixture of experts (SPEC §1 "MoE FFN"; Hugging Face Qwen-MoE field names). Used when FFNKind is "moe".
+	// Mixture of experts (docs/definitions.md §1 "MoE FFN"; Hugging Face Qwen-MoE field names). Used when FFNKind is "moe".
 	FFNKind    string  `toml:"ffn"`                             // FFNDense or FFNMoE
 	Experts    int     `toml:"num_experts"`                     // E
 	TopK       int     `toml:"num_experts_per_tok"`             // k
@@ -80,7 +80,7 @@ func (c Config) IsMoE(l int) bool {
 	return c.FFNKind == FFNMoE && c.SparseStep > 0 && (l+1)%c.SparseStep == 0
 }
 
-// DefaultFFN is SPEC §1's SwiGLU width: 8d/3 rounded up to a multiple of 64 (384 at d=128, 704 at 256, 1408 at 512).
+// DefaultFFN is docs/definitions.md §1's SwiGLU width: 8d/3 rounded up to a multiple of 64 (384 at d=128, 704 at 256, 1408 at 512).
 func DefaultFFN(d int) int { return (8*d/3 + 63) / 64 * 64 }
 
 // HeadSize returns d_h, defaulting to d/H.
@@ -230,7 +230,7 @@ func (c Config) NumParams() int64 {
 	return n
 }
 
-// NonEmbeddingParams returns N of SPEC §4 "Effective model size", the x-axis of the law L(N) = E + A·N^(−α)
+// NonEmbeddingParams returns N of docs/definitions.md §4 "Effective model size", the x-axis of the law L(N) = E + A·N^(−α)
 // (the N of the sweep tables and of the report): NumParams less the token embedding (V·d) and, when it is
 // untied, the LM head (V·d). Norm gains, attention, FFN, gate and router weights count, and for MoE models every
 // expert (total, not active, parameters). Like nanoGPT's get_num_params(non_embedding=True), it lives on the

@@ -57,7 +57,7 @@ func TestConfigKVHeadsAndQKVBias(t *testing.T) {
 	}
 }
 
-// TestNonEmbeddingParamsMatchesHandCount pins N (SPEC §4, the x-axis of L(N)) against parameter counts written
+// TestNonEmbeddingParamsMatchesHandCount pins N (docs/definitions.md §4, the x-axis of L(N)) against parameter counts written
 // out by hand from the tensor shapes: the embedding and an untied head are left out, everything else (norm
 // gains, attention, the gate, the FFN; for MoE the router, every routed expert, the shared expert and its gate)
 // is in.

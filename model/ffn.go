@@ -2,7 +2,7 @@ package model
 
 import "github.com/smallinit/smallinit/kernel"
 
-// SwiGLU feed-forward (SPEC §1): FFN(x) = W_down · (silu(W_gate·x) ⊙ (W_up·x)), silu(a) = a·σ(a). The same
+// SwiGLU feed-forward (docs/definitions.md §1): FFN(x) = W_down · (silu(W_gate·x) ⊙ (W_up·x)), silu(a) = a·σ(a). The same
 // code runs the dense FFN, every MoE expert (on its gathered rows) and the MoE shared expert.
 
 // sigmoid writes σ(x) = 1/(1 + e^(−x)) into dst, using tmp (len ≥ len(x)) for the vectorised exponential.

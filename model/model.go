@@ -172,7 +172,7 @@ func (m *Model) residual(l int) []float32 {
 const IgnoreTarget int32 = -100
 
 // Forward runs the model on b = len(inputs)/T sequences of length T = SeqLen (b ≤ Batch) and returns the
-// mean next-token cross-entropy against targets plus the MoE auxiliary loss, if any (SPEC §1 "Loss").
+// mean next-token cross-entropy against targets plus the MoE auxiliary loss, if any (docs/definitions.md §1 "Loss").
 // inputs and targets are row-major [b, T]; every input id must be in [0, V), every target too or IgnoreTarget
 // (the mean then runs over the positions not ignored; at least one must be left). The activations stay in the model for
 // Backward, Logits, TokenLoss and diagnostics.

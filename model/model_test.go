@@ -16,7 +16,7 @@ func testConfig(norm, gate string, eps float64, tied bool) Config {
 		AttnGate: gate, RopeTheta: 10000, Tied: tied}
 }
 
-// switchCases covers every architecture switch of SPEC §1.
+// switchCases covers every architecture switch of docs/definitions.md §1.
 var switchCases = []struct {
 	name string
 	cfg  Config

@@ -6,7 +6,7 @@ import (
 	"github.com/smallinit/smallinit/kernel"
 )
 
-// Mixture-of-experts FFN (SPEC §1 "MoE FFN", Hugging Face Qwen-MoE layout). For a token with normalised
+// Mixture-of-experts FFN (docs/definitions.md §1 "MoE FFN", Hugging Face Qwen-MoE layout). For a token with normalised
 // input x:
 //
 //	p = softmax(W_r·x)                      router probabilities over E experts

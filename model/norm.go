@@ -6,7 +6,7 @@ import (
 	"github.com/smallinit/smallinit/kernel"
 )
 
-// Norms (SPEC §1): RMSNorm(x) = g ⊙ x / sqrt(mean(x²) + ε), and LayerNorm(x) = g ⊙ (x − μ) / sqrt(var + ε) + b,
+// Norms (docs/definitions.md §1): RMSNorm(x) = g ⊙ x / sqrt(mean(x²) + ε), and LayerNorm(x) = g ⊙ (x − μ) / sqrt(var + ε) + b,
 // ε inside the square root. With x̂ = normalised x and r = 1/sqrt(· + ε), both backward passes are
 //
 //	dx = r · (dx̂ − x̂ · mean(dx̂ ⊙ x̂))                   (RMSNorm)

@@ -43,7 +43,7 @@ func (t TensorSpec) Size() int {
 // IsMatrix reports whether the tensor is a weight matrix (γ-initialised, weight-decayed).
 func (t TensorSpec) IsMatrix() bool { return len(t.Shape) == 2 }
 
-// FanIn is d_in of a matrix stored [d_out, d_in] (SPEC §2: the embedding's d_in is d, its second dimension).
+// FanIn is d_in of a matrix stored [d_out, d_in] (docs/definitions.md §2: the embedding's d_in is d, its second dimension).
 func (t TensorSpec) FanIn() int {
 	if len(t.Shape) != 2 {
 		return 0

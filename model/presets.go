@@ -1,8 +1,11 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/smallinit/smallinit/override"
 )
 
 // Preset is a named model shape with the batch size used to train and benchmark it. Presets are the project's
@@ -99,4 +102,34 @@ func (c *Config) FollowHiddenSize(dimSet, ffnSet bool) {
 	if dimSet && !ffnSet {
 		c.FFN = DefaultFFN(c.Dim)
 	}
+}
+
+// FromPreset returns a preset's config (LookupPreset) with overrides applied, d_ff following hidden_size
+// (FollowHiddenSize), validated. The overrides are model keys in the one override language, with or without
+// their run-config section ("norm_eps=1e-12" or "model.norm_eps=1e-12", override.Qualify); any other section is
+// an error naming the key.
+func FromPreset(name string, sets []override.Set) (Config, Preset, error) {
+	p, err := LookupPreset(name)
+	if err != nil {
+		return Config{}, p, err
+	}
+	doc := struct {
+		Model Config `toml:"model"`
+	}{p.Config}
+	sets = override.Qualify(sets, doc, "model")
+	if _, err := override.Decode(sets, &doc); errors.Is(err, override.ErrUnknownKey) {
+		return doc.Model, p, fmt.Errorf("%w (only model keys apply to a preset)", err)
+	} else if err != nil {
+		return doc.Model, p, err
+	}
+	dimSet, ffnSet := false, false
+	for _, s := range sets {
+		dimSet, ffnSet = dimSet || s.Key == "model.hidden_size", ffnSet || s.Key == "model.intermediate_size"
+	}
+	c := doc.Model
+	c.FollowHiddenSize(dimSet, ffnSet)
+	if err := c.Validate(); err != nil {
+		return c, p, err
+	}
+	return c, p, nil
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/smallinit/smallinit/kernel"
 )
 
-// refModel is a float64 twin of the model written as plainly as possible from SPEC §1, one token and one head at
+// refModel is a float64 twin of the model written as plainly as possible from docs/definitions.md §1, one token and one head at
 // a time. It is the specification the float32 engine is tested against: its forward is differentiated by central
 // finite differences, and the engine's loss, logits and gradients must match.
 type refModel struct {

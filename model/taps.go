@@ -1,6 +1,6 @@
 package model
 
-// Taps: read-only views of the activations the last Forward saved, for diagnostics (SPEC §4). They are the
+// Taps: read-only views of the activations the last Forward saved, for diagnostics (docs/definitions.md §4). They are the
 // same buffers the backward pass uses, so diagnostics never need a second implementation of the model.
 
 // Rows is the number of token rows (b·T) of the last Forward.

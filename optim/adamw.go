@@ -1,4 +1,4 @@
-// Package optim holds the optimizer (AdamW), gradient clipping and learning-rate schedules (SPEC §3).
+// Package optim holds the optimizer (AdamW), gradient clipping and learning-rate schedules (docs/definitions.md §3).
 package optim
 
 import (
@@ -9,7 +9,7 @@ import (
 	"github.com/smallinit/smallinit/model"
 )
 
-// AdamWConfig are AdamW's hyper-parameters (SPEC §3 defaults: β = (0.9, 0.95), ε = 1e-8, weight decay 0.1).
+// AdamWConfig are AdamW's hyper-parameters (docs/definitions.md §3 defaults: β = (0.9, 0.95), ε = 1e-8, weight decay 0.1).
 // With γ = 1 the early gradients are tiny, so ε is logged: it is a third hidden "ε" of the study.
 type AdamWConfig struct {
 	Beta1       float64 `toml:"beta1" json:"beta1"`
@@ -18,7 +18,7 @@ type AdamWConfig struct {
 	WeightDecay float64 `toml:"weight_decay" json:"weight_decay"`
 }
 
-// DefaultAdamW returns SPEC §3's defaults.
+// DefaultAdamW returns docs/definitions.md §3's defaults.
 func DefaultAdamW() AdamWConfig {
 	return AdamWConfig{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}
 }

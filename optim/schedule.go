@@ -12,7 +12,7 @@ const (
 	ScheduleConstant = "constant" // linear warmup, then constant
 )
 
-// Schedule gives the learning rate at each step (SPEC §3: linear warmup and cosine decay to 10%, also WSD).
+// Schedule gives the learning rate at each step (docs/definitions.md §3: linear warmup and cosine decay to 10%, also WSD).
 type Schedule struct {
 	Kind       string  `toml:"kind" json:"kind"`
 	PeakLR     float64 `toml:"lr" json:"lr"`

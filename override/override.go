@@ -1,7 +1,9 @@
-// Package override is the one override language of run configs, plans and grids: dotted TOML keys with
-// TOML values ("model.norm_eps=1e-12", "model.qk_norm=true", "model.attn_gate=elementwise"), parsed once into
-// typed values. A bare word that is not a TOML value is a string, so `--set model.attn_gate=none` needs no
-// quotes. Whoever holds an override holds its typed value: nothing downstream re-decides quoting from text.
+// Package override is the one override language of run configs, plans, grids and every command's --set: dotted
+// TOML keys with TOML values ("model.norm_eps=1e-12", "model.qk_norm=true", "model.attn_gate=elementwise"),
+// parsed once into typed values. A bare word that is not a TOML value is a string, so `--set
+// model.attn_gate=none` needs no quotes. A key without a dot that is not a top-level key of the destination
+// names a key of its default section (Qualify: "norm_eps" is "model.norm_eps" in a run config). Whoever holds an
+// override holds its typed value: nothing downstream re-decides quoting from text.
 package override
 
 import (
@@ -35,6 +37,33 @@ func Parse(kv string) (Set, error) {
 		return Set{Key: k, Value: v}, nil // a bare word: a string
 	}
 	return Set{Key: k, Value: doc["v"]}, nil
+}
+
+// Qualify gives each key without a dot its section: a key that is a top-level key of dst (a struct, or a pointer
+// to one, with toml tags; "seed" of a run config) stays as it is, any other is a key of section (so "norm_eps"
+// becomes "model.norm_eps"). Dotted keys are kept. This is the one rule by which every command's --set reads a
+// short key.
+func Qualify(sets []Set, dst any, section string) []Set {
+	t := reflect.TypeOf(dst)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	top := map[string]bool{}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
+		if name == "" {
+			name = t.Field(i).Name
+		}
+		top[name] = true
+	}
+	out := make([]Set, len(sets))
+	for i, s := range sets {
+		if !strings.Contains(s.Key, ".") && !top[s.Key] {
+			s.Key = section + "." + s.Key
+		}
+		out[i] = s
+	}
+	return out
 }
 
 // ParseAll parses each of kvs (see Parse).

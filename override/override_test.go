@@ -63,3 +63,24 @@ func TestDecodeNamesTheKey(t *testing.T) {
 		t.Errorf("a string for a bool: %v", err)
 	}
 }
+
+// TestQualifyGivesShortKeysTheirSection checks the one rule for a key without a dot: a top-level key of the
+// destination stays, any other joins the default section; dotted keys are untouched.
+func TestQualifyGivesShortKeysTheirSection(t *testing.T) {
+	type dst struct {
+		Seed  uint64         `toml:"seed"`
+		Model map[string]any `toml:"model"`
+		Init  map[string]any `toml:"init"`
+	}
+	in := []Set{{"norm_eps", 1e-12}, {"seed", int64(3)}, {"init.gamma", 0.5}, {"model.hidden_size", int64(64)}, {"model", "x"}}
+	want := []string{"model.norm_eps", "seed", "init.gamma", "model.hidden_size", "model"}
+	got := Qualify(in, &dst{}, "model")
+	for i, s := range got {
+		if s.Key != want[i] || !Equal(s.Value, in[i].Value) {
+			t.Errorf("%v: got %v, want key %s", in[i], s, want[i])
+		}
+	}
+	if in[0].Key != "norm_eps" {
+		t.Error("Qualify changed its input")
+	}
+}

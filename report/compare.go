@@ -97,10 +97,7 @@ func ReadCompare(path string) (*CompareData, error) {
 	if err != nil {
 		return nil, fmt.Errorf("comparison: %w", err)
 	}
-	var wrapped struct {
-		A, B, Tokens string
-		Comparison   *diag.Comparison `json:"comparison"`
-	}
+	var wrapped diag.CompareRecord
 	if err := json.Unmarshal(b, &wrapped); err != nil {
 		return nil, fmt.Errorf("comparison %s: %w", path, err)
 	}

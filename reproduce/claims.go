@@ -24,7 +24,7 @@ const (
 	Inconclusive       = "inconclusive"
 )
 
-// Claim is one claim of SPEC's introduction checked against this reproduction.
+// Claim is one claim of docs/definitions.md (Claims) checked against this reproduction.
 type Claim struct {
 	N        int    `json:"claim"`
 	ID       string `json:"id,omitempty"` // "H1", "H2" for the plan's primaries; "" for a secondary
@@ -207,7 +207,7 @@ func seedPairs(rows []row) (seeds []int, pairs map[int][2]string) {
 
 // tokenEvidence scores, seed by seed, γ = 1 (A) and γ = 0.5 (B) of the γ sweep on the validation tokens (at
 // most windows windows, 0: all), and a reference model that is neither: the γ = 0.5 model of the next seed
-// (cyclically; another seed's baseline, SPEC §4). With one seed there is no reference and no evidence. a and b
+// (cyclically; another seed's baseline, docs/definitions.md §4). With one seed there is no reference and no evidence. a and b
 // are the first seed's pair, which the report draws.
 func tokenEvidence(rows []row, dataDir string, windows int) (ts []TokenLosses, ref, a, b string, err error) {
 	seeds, pairs := seedPairs(rows)

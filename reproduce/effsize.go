@@ -13,8 +13,8 @@ import (
 
 // EffSize is claim 2's effective model size: L(N) = E + A·N^(−α) fitted on γ = 0.5's losses over the ladder
 // (E ≥ 0, α > 0: fit.Fit refuses a fit with E < 0), and each width's γ = 1 mean loss read through it,
-// N_eff = (A/(L − E))^(1/α), gain = N_eff/N − 1 (SPEC §4). A reading is inside the fitted range when N_eff lies
-// between the smallest and largest fitted N (SPEC §7: read only inside the fitted sizes); outside it is an
+// N_eff = (A/(L − E))^(1/α), gain = N_eff/N − 1 (docs/definitions.md §4). A reading is inside the fitted range when N_eff lies
+// between the smallest and largest fitted N (docs/definitions.md §7: read only inside the fitted sizes); outside it is an
 // extrapolation and said to be one.
 type EffSize struct {
 	Law    *fit.Law     `json:"law"`   // nil when the fit was refused

@@ -1,29 +1,30 @@
 package reproduce
 
 import (
-	"encoding/json"
 	"slices"
 
-	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/internal/finitejson"
+	"github.com/smallinit/smallinit/probes"
+
 	"github.com/smallinit/smallinit/stats"
 )
 
 // Evidence is everything the verdicts of claims 1-4 read (Judge), filled by the plan code from its finished
-// runs. Every arm is kept per seed, so that arms are compared seed by seed (SPEC §7). What the plan must run
+// runs. Every arm is kept per seed, so that arms are compared seed by seed (docs/definitions.md §7). What the plan must run
 // for a verdict to be possible:
 //
 //   - Gamma: the γ grid (default 0.5, 0.75, 1, 1.25, 1.5) at one width with both fixes (ε = 1e-12, gate), each
 //     γ at its own tuned learning rate, on the same ≥ MinSeeds seeds (claims 1 and 3).
 //   - NoFix05, NoFix1: γ = 0.5 and γ = 1 at the same width and seeds without the fixes (ε = 1e-5, or the
-//     width-emulated ε_eq of SPEC §7 where the plan runs it, and no gate) (claim 2, "the fixes release the gain").
+//     width-emulated ε_eq of docs/definitions.md §7 where the plan runs it, and no gate) (claim 2, "the fixes release the gain").
 //   - Ladder: γ = 0.5 and γ = 1 with both fixes at ≥ MinWidths widths on the same seeds (claim 2, the gain
 //     against ln N, and the effective model size).
 //   - Tokens: per seed, the per-token losses of γ = 1 and γ = 0.5 (the Gamma width, both fixes) and of a
 //     reference model that is neither (claim 4).
 //   - Probes: a γ = 0.5 pilot's probe scores and the probe arms' scores per seed (claim 1's reasoning half).
 //
-// Losses are the final models' losses on the whole validation split (SPEC §7), never the slice the learning
+// Losses are the final models' losses on the whole validation split (docs/definitions.md §7), never the slice the learning
 // rate was selected on. A missing part leaves its claim inconclusive with the reason.
 type Evidence struct {
 	// Source says what the losses were measured on, e.g. "whole validation split, 1,204,224 tokens"; every
@@ -52,19 +53,7 @@ type Loss struct {
 }
 
 // MarshalJSON writes a non-finite loss (a diverged run) as null, which encoding/json cannot write.
-func (l Loss) MarshalJSON() ([]byte, error) {
-	by := map[string]*float64{}
-	for k, v := range l.ByLanguage {
-		by[k] = stats.Finite(v)
-	}
-	if len(by) == 0 {
-		by = nil
-	}
-	return json.Marshal(struct {
-		Overall    *float64            `json:"overall"`
-		ByLanguage map[string]*float64 `json:"by_language,omitempty"`
-	}{stats.Finite(l.Overall), by})
-}
+func (l Loss) MarshalJSON() ([]byte, error) { return finitejson.Marshal(l) }
 
 // Arm is one configuration's final losses per seed, with the learning rate it ran at.
 type Arm struct {
@@ -133,25 +122,25 @@ type GammaArm struct {
 // Rung is one width of the size ladder: γ = 0.5 and γ = 1 with both fixes.
 type Rung struct {
 	Width int     `json:"width"`
-	N     float64 `json:"n"` // non-embedding parameters (SPEC §4)
+	N     float64 `json:"n"` // non-embedding parameters (docs/definitions.md §4)
 	G05   Arm     `json:"gamma0.5"`
 	G1    Arm     `json:"gamma1"`
 }
 
 // TokenLosses is one seed's per-token losses (nats) on the same validation tokens, in the same order: A is
 // γ = 1, B is γ = 0.5 (both of this seed), Ref a reference model that is neither of them (another seed's
-// γ = 0.5 model, or an n-gram model of the training data; SPEC §4 "token difficulty").
+// γ = 0.5 model, or an n-gram model of the training data; docs/definitions.md §4 "token difficulty").
 type TokenLosses struct {
 	Seed      int
 	A, B, Ref []float32
 }
 
-// ProbeEvidence is claim 1's reasoning half: a γ = 0.5 pilot, judged first (SPEC §7: a test is judged only
+// ProbeEvidence is claim 1's reasoning half: a γ = 0.5 pilot, judged first (docs/definitions.md §7: a test is judged only
 // when a baseline clears chance + 5 binomial standard errors), and the γ = 0.5 and γ = 1 probe arms per seed.
 type ProbeEvidence struct {
-	Pilot *eval.ProbeScores         `json:"pilot"`
-	G05   map[int]*eval.ProbeScores `json:"gamma0.5"`
-	G1    map[int]*eval.ProbeScores `json:"gamma1"`
+	Pilot *probes.Scores         `json:"pilot"`
+	G05   map[int]*probes.Scores `json:"gamma0.5"`
+	G1    map[int]*probes.Scores `json:"gamma1"`
 }
 
 // OODText is the arm's bits per byte on one out-of-distribution text per seed.

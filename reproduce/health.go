@@ -1,9 +1,9 @@
 package reproduce
 
 import (
-	"encoding/json"
 	"math"
 
+	"github.com/smallinit/smallinit/internal/finitejson"
 	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/train"
 )
@@ -48,9 +48,4 @@ func healthOf(dir string) (Health, error) {
 }
 
 // MarshalJSON writes a missing record (NaN) as null.
-func (h Health) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Spike   *float64 `json:"spike"`
-		Plateau *float64 `json:"stable_rank_tail_spread"`
-	}{stats.Finite(h.Spike), stats.Finite(h.Plateau)})
-}
+func (h Health) MarshalJSON() ([]byte, error) { return finitejson.Marshal(h) }

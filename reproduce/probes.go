@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 
 	"github.com/smallinit/smallinit/data"
-	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/probes"
 	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train"
@@ -32,12 +32,12 @@ const (
 )
 
 // scoreProbes scores the final model of a probe run on the mix's test sets, cached in the run directory.
-func scoreProbes(runDir, probeDir string) (*eval.ProbeScores, error) {
+func scoreProbes(runDir, probeDir string) (*probes.Scores, error) {
 	cache := filepath.Join(runDir, probeEvalFile)
 	if b, err := os.ReadFile(cache); err == nil {
 		// Scores from a build that put nothing before the prompts (no "prefix") are recomputed.
-		var s eval.ProbeScores
-		if err := json.Unmarshal(b, &s); err == nil && s.Prefix == eval.ProbePrefix {
+		var s probes.Scores
+		if err := json.Unmarshal(b, &s); err == nil && s.Prefix == probes.Prefix {
 			return &s, nil
 		}
 	}
@@ -51,7 +51,7 @@ func scoreProbes(runDir, probeDir string) (*eval.ProbeScores, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := eval.ScoreProbes(context.Background(), m, tok, probeDir)
+	s, err := probes.Score(context.Background(), m, tok, probeDir)
 	if err != nil {
 		return nil, fmt.Errorf("score probes of %s: %w", runDir, err)
 	}
@@ -67,7 +67,7 @@ func scoreProbes(runDir, probeDir string) (*eval.ProbeScores, error) {
 // without a pilot group falls back to the γ = 0.5 probe arm itself (its mean exact match over seeds, the
 // chance and prompt count of its first seed).
 func probeEvidence(rows []row, probeDir string) (*ProbeEvidence, error) {
-	p := &ProbeEvidence{G05: map[int]*eval.ProbeScores{}, G1: map[int]*eval.ProbeScores{}}
+	p := &ProbeEvidence{G05: map[int]*probes.Scores{}, G1: map[int]*probes.Scores{}}
 	for _, r := range rows {
 		if r.exp != ExpProbes && r.exp != ExpPilot {
 			continue
@@ -103,7 +103,7 @@ func probeEvidence(rows []row, probeDir string) (*ProbeEvidence, error) {
 }
 
 // PilotThreshold is the exact match a probe pilot must exceed for the probes to be judged: chance plus
-// ProbeSEs binomial standard errors of chance over count prompts, p₀ + 5·√(p₀(1 − p₀)/count) (SPEC §7).
+// ProbeSEs binomial standard errors of chance over count prompts, p₀ + 5·√(p₀(1 − p₀)/count) (docs/definitions.md §7).
 func PilotThreshold(chance float64, count int) float64 {
 	return chance + ProbeSEs*math.Sqrt(chance*(1-chance)/float64(count))
 }
@@ -130,16 +130,16 @@ func judgeProbes(p *ProbeEvidence) Claim {
 		c.Detail = map[string]any{"pilot": pl, "threshold": thr}
 		return c
 	}
-	get := func(m map[int]*eval.ProbeScores, f func(*eval.ProbeScores) float64) stats.BySeed {
+	get := func(m map[int]*probes.Scores, f func(*probes.Scores) float64) stats.BySeed {
 		out := stats.BySeed{}
 		for s, v := range m {
 			out[s] = f(v)
 		}
 		return out
 	}
-	rl := func(s *eval.ProbeScores) float64 { return s.ReasoningLoss }
-	ml := func(s *eval.ProbeScores) float64 { return s.MemorisationLoss }
-	ra := func(s *eval.ProbeScores) float64 { return s.ReasoningAcc }
+	rl := func(s *probes.Scores) float64 { return s.ReasoningLoss }
+	ml := func(s *probes.Scores) float64 { return s.MemorisationLoss }
+	ra := func(s *probes.Scores) float64 { return s.ReasoningAcc }
 	var t claimTests
 	dr := stats.Paired(get(p.G05, rl), get(p.G1, rl))
 	dm := stats.Paired(get(p.G05, ml), get(p.G1, ml))

@@ -1,6 +1,6 @@
 // Package reproduce runs the study's experiments scaled to one machine — a γ sweep, the 2×2 of fixes, a
 // model-size ladder — as the built-in plan "reproduce" of package experiment (experiment/plans/reproduce.toml),
-// then fits, compares and checks each claim of SPEC's introduction against the results, reporting honestly
+// then fits, compares and checks each claim of docs/definitions.md (Claims) against the results, reporting honestly
 // when a claim does not reproduce at this scale.
 package reproduce
 

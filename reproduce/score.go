@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/smallinit/smallinit/internal/finitejson"
 	"math"
 	"os"
 	"path/filepath"
@@ -32,7 +33,7 @@ type RunScore struct {
 	OOD     []eval.OODScore   `json:"ood"`
 	// OODWindows is the windows per text scored (0: whole).
 	OODWindows int `json:"ood_windows"`
-	// NormSaturation is SPEC §4's s = ε/(mean(x²)+ε) averaged over every norm (both norms of each block and the
+	// NormSaturation is docs/definitions.md §4's s = ε/(mean(x²)+ε) averaged over every norm (both norms of each block and the
 	// final norm) on the diagnostics probes; FirstNormSaturation the first block's attention norm alone (the norm
 	// the width-emulated ε targets). SinkRate is the % of (layer, head) pairs with α > 0.3. NaN (null) when the
 	// run recorded no activation diagnostics.
@@ -43,44 +44,12 @@ type RunScore struct {
 }
 
 // MarshalJSON writes the NaN of a run without diagnostics as null.
-func (s RunScore) MarshalJSON() ([]byte, error) {
-	type plain RunScore
-	return json.Marshal(struct {
-		plain
-		NormSaturation      *float64 `json:"norm_saturation"`
-		FirstNormSaturation *float64 `json:"first_norm_saturation"`
-		SinkRate            *float64 `json:"sink_rate"`
-	}{plain(s), finite(s.NormSaturation), finite(s.FirstNormSaturation), finite(s.SinkRate)})
-}
+func (s RunScore) MarshalJSON() ([]byte, error) { return finitejson.Marshal(s) }
 
 // UnmarshalJSON reads a null back as NaN.
 func (s *RunScore) UnmarshalJSON(b []byte) error {
 	type plain RunScore
-	var v struct {
-		plain
-		NormSaturation      *float64 `json:"norm_saturation"`
-		FirstNormSaturation *float64 `json:"first_norm_saturation"`
-		SinkRate            *float64 `json:"sink_rate"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*s = RunScore(v.plain)
-	get := func(p *float64) float64 {
-		if p == nil {
-			return math.NaN()
-		}
-		return *p
-	}
-	s.NormSaturation, s.FirstNormSaturation, s.SinkRate = get(v.NormSaturation), get(v.FirstNormSaturation), get(v.SinkRate)
-	return nil
-}
-
-func finite(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
+	return finitejson.Unmarshal(b, (*plain)(s))
 }
 
 // OODBitsPerByte is the score's bits per byte per out-of-distribution text.

@@ -11,7 +11,7 @@ import (
 
 // TokenBin is one difficulty quantile of claim 4 over seeds: the reference model's loss range, the token count
 // and, per seed, the mean loss reduction L_B − L_A (γ = 0.5 minus γ = 1: positive, γ = 1 is better) and mean
-// Δ_sym (SPEC §4), with their means and t-intervals over seeds.
+// Δ_sym (docs/definitions.md §4), with their means and t-intervals over seeds.
 type TokenBin struct {
 	RefRange      [2]float64     `json:"reference_loss_range"` // of the first seed
 	Count         int            `json:"count"`                // tokens per seed (of the first seed)
@@ -19,7 +19,7 @@ type TokenBin struct {
 	DeltaSym      stats.Estimate `json:"delta_sym"`
 }
 
-// deltaSym is SPEC §4's symmetric probability gap (p_A − p_B)/(p_A + p_B) from the two losses, p = e^(−loss);
+// deltaSym is docs/definitions.md §4's symmetric probability gap (p_A − p_B)/(p_A + p_B) from the two losses, p = e^(−loss);
 // written as tanh((l_B − l_A)/2), which is the same quantity without underflow. (diag.Compare computes it from
 // probabilities inside its loop; this reads per-token losses, which is what the claims get.)
 func deltaSym(lA, lB float64) float64 { return math.Tanh((lB - lA) / 2) }
@@ -40,7 +40,7 @@ func binTokens(t TokenLosses) (seedBins, error) {
 	if n < DifficultyBins {
 		return seedBins{}, fmt.Errorf("seed %d: %d tokens, fewer than %d bins", t.Seed, n, DifficultyBins)
 	}
-	// Difficulty is the reference's loss, never the compared models' own (SPEC §4: that is confounded). Ties
+	// Difficulty is the reference's loss, never the compared models' own (docs/definitions.md §4: that is confounded). Ties
 	// keep token order.
 	idx := make([]int, n)
 	for i := range idx {

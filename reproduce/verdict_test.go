@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/probes"
 )
 
-// world is a stand-in trainer for the verdicts (issue 15's proof): it returns every arm's final loss from a
+// world is a stand-in trainer for the verdicts (the proof that each claim can reach each verdict): it returns every arm's final loss from a
 // known law plus seed noise, and per-token losses for claim 4, so that the right verdict of each claim is
 // known.
 //
@@ -117,12 +117,12 @@ func (w world) simulate(rng *rand.Rand) *Evidence {
 		ev.Tokens = append(ev.Tokens, t)
 	}
 	// Claim 1b: probe scores per seed.
-	pr := &ProbeEvidence{Pilot: &eval.ProbeScores{ReasoningAcc: w.pilotAcc, ReasoningChance: 0.1, ReasoningCount: 100, ReasoningLoss: 2},
-		G05: map[int]*eval.ProbeScores{}, G1: map[int]*eval.ProbeScores{}}
+	pr := &ProbeEvidence{Pilot: &probes.Scores{ReasoningAcc: w.pilotAcc, ReasoningChance: 0.1, ReasoningCount: 100, ReasoningLoss: 2},
+		G05: map[int]*probes.Scores{}, G1: map[int]*probes.Scores{}}
 	for s := range w.seeds {
 		fx := w.seedSD * rng.NormFloat64()
-		pr.G05[s] = &eval.ProbeScores{ReasoningLoss: 2 + fx + w.runSD*rng.NormFloat64(), MemorisationLoss: 1 + fx + w.runSD*rng.NormFloat64()}
-		pr.G1[s] = &eval.ProbeScores{ReasoningLoss: 2 + fx - w.probeGain + w.runSD*rng.NormFloat64(),
+		pr.G05[s] = &probes.Scores{ReasoningLoss: 2 + fx + w.runSD*rng.NormFloat64(), MemorisationLoss: 1 + fx + w.runSD*rng.NormFloat64()}
+		pr.G1[s] = &probes.Scores{ReasoningLoss: 2 + fx - w.probeGain + w.runSD*rng.NormFloat64(),
 			MemorisationLoss: 1 + fx - w.probeGain/3 + w.runSD*rng.NormFloat64()}
 	}
 	ev.Probes = pr
@@ -190,7 +190,7 @@ func TestSyntheticWorldsGiveTheKnownVerdicts(t *testing.T) {
 // TestConfoundedBinningFindsAShapeThatIsNotThere: in the no-effect world (6 seeds of 20,000 tokens here) A is
 // merely more confident than B;
 // binning by the compared models' own mean loss puts B's unlucky tokens in the hard bins, so A "wins" them
-// (a contrast whose interval excludes 0), while binning by the reference finds nothing (SPEC §4).
+// (a contrast whose interval excludes 0), while binning by the reference finds nothing (docs/definitions.md §4).
 func TestConfoundedBinningFindsAShapeThatIsNotThere(t *testing.T) {
 	w := null()
 	w.seeds, w.tokens = 6, 20000

@@ -1,8 +1,8 @@
 package reproduce
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/smallinit/smallinit/internal/finitejson"
 	"io"
 	"math"
 	"path/filepath"
@@ -152,17 +152,19 @@ func evidenceOf(recs []RunRecord, probeDir string) (*Evidence, error) {
 // validation split beside its mechanism's state (norm saturation, sink rate), so a reader sees whether the
 // mechanism was active.
 type ArmSummary struct {
-	Group, Arm     string
-	Seeds          int
-	LR             float64
-	Eps            float64
-	Gate           string
-	Gamma          float64
-	Width          int
-	Loss, LossSE   float64
-	NormSaturation float64
-	FirstNormSat   float64
-	SinkRate       float64
+	Group          string  `json:"group"`
+	Arm            string  `json:"arm"`
+	Seeds          int     `json:"seeds"`
+	LR             float64 `json:"lr"`
+	Eps            float64 `json:"norm_eps"`
+	Gate           string  `json:"attn_gate"`
+	Gamma          float64 `json:"gamma"`
+	Width          int     `json:"width"`
+	Loss           float64 `json:"val_loss"`
+	LossSE         float64 `json:"val_loss_se"`
+	NormSaturation float64 `json:"norm_saturation"`
+	FirstNormSat   float64 `json:"first_norm_saturation"`
+	SinkRate       float64 `json:"sink_rate"`
 }
 
 // summarise averages the records of each arm over seeds, in run order.
@@ -249,20 +251,4 @@ func (res *Result) WriteText(w io.Writer) error {
 }
 
 // MarshalJSON writes NaN (one seed's standard error, a run without diagnostics) as null.
-func (a ArmSummary) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Group          string   `json:"group"`
-		Arm            string   `json:"arm"`
-		Seeds          int      `json:"seeds"`
-		LR             float64  `json:"lr"`
-		Eps            float64  `json:"norm_eps"`
-		Gate           string   `json:"attn_gate"`
-		Gamma          float64  `json:"gamma"`
-		Width          int      `json:"width"`
-		Loss           *float64 `json:"val_loss"`
-		LossSE         *float64 `json:"val_loss_se"`
-		NormSaturation *float64 `json:"norm_saturation"`
-		FirstNormSat   *float64 `json:"first_norm_saturation"`
-		SinkRate       *float64 `json:"sink_rate"`
-	}{a.Group, a.Arm, a.Seeds, a.LR, a.Eps, a.Gate, a.Gamma, a.Width, finite(a.Loss), finite(a.LossSE), finite(a.NormSaturation), finite(a.FirstNormSat), finite(a.SinkRate)})
-}
+func (a ArmSummary) MarshalJSON() ([]byte, error) { return finitejson.Marshal(a) }

@@ -1,4 +1,4 @@
-// Package stats holds the statistics behind smallinit's verdicts (SPEC §7): Student t quantiles, paired
+// Package stats holds the statistics behind smallinit's verdicts (docs/definitions.md §7): Student t quantiles, paired
 // differences by seed with t-intervals on n − 1 degrees of freedom, least-squares slopes, Holm and Bonferroni
 // corrections for a claim that compares several arms, and the smallest effect a comparison could have
 // detected given its measured seed noise.

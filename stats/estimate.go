@@ -1,7 +1,7 @@
 package stats
 
 import (
-	"encoding/json"
+	"github.com/smallinit/smallinit/internal/finitejson"
 	"math"
 	"slices"
 )
@@ -10,7 +10,7 @@ import (
 const Power = 0.8
 
 // BySeed is one arm's value per seed (a final model's validation loss, a per-seed slope). Two arms are
-// compared seed by seed: the same seed gives the same data order and the same normalised init draws (SPEC §7).
+// compared seed by seed: the same seed gives the same data order and the same normalised init draws (docs/definitions.md §7).
 type BySeed map[int]float64
 
 // Diff is the seed-by-seed difference of two arms.
@@ -20,7 +20,7 @@ type Diff struct {
 	Missing []int     `json:"missing,omitempty"` // seeds only one arm has, or with a non-finite value in either
 }
 
-// Paired is x − y seed by seed over the seeds both have with finite values (SPEC §7: compare arms paired by
+// Paired is x − y seed by seed over the seeds both have with finite values (docs/definitions.md §7: compare arms paired by
 // seed). A seed without its partner, or whose value is NaN or infinite in either arm (a diverged run), is
 // listed in Missing and enters no difference.
 func Paired(x, y BySeed) Diff {
@@ -52,7 +52,7 @@ func Paired(x, y BySeed) Diff {
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
-// Estimate is the mean of per-seed values with its t-interval on n − 1 degrees of freedom (SPEC §7), the
+// Estimate is the mean of per-seed values with its t-interval on n − 1 degrees of freedom (docs/definitions.md §7), the
 // two-sided p-value of "the mean is 0", and the smallest effect the comparison could have detected.
 // With fewer than two values there is no estimate of the noise between seeds: SD, SE, T, Lo, Hi, P and MDE are
 // NaN (null in JSON).
@@ -129,29 +129,7 @@ func (e Estimate) Sign() int {
 }
 
 // MarshalJSON writes NaN and ±Inf (no noise estimate from one seed) as null, which encoding/json cannot.
-func (e Estimate) MarshalJSON() ([]byte, error) {
-	type plain struct {
-		Seeds  []int      `json:"seeds,omitempty"`
-		Values []*float64 `json:"values"`
-		N      int        `json:"n"`
-		Mean   *float64   `json:"mean"`
-		SD     *float64   `json:"sd"`
-		SE     *float64   `json:"se"`
-		DF     int        `json:"df"`
-		Alpha  float64    `json:"alpha"`
-		T      *float64   `json:"t"`
-		Lo     *float64   `json:"lo"`
-		Hi     *float64   `json:"hi"`
-		P      *float64   `json:"p"`
-		MDE    *float64   `json:"mde"`
-	}
-	vs := make([]*float64, len(e.Values))
-	for i, v := range e.Values {
-		vs[i] = Finite(v)
-	}
-	return json.Marshal(plain{e.Seeds, vs, e.N, Finite(e.Mean), Finite(e.SD), Finite(e.SE), e.DF, e.Alpha,
-		Finite(e.T), Finite(e.Lo), Finite(e.Hi), Finite(e.P), Finite(e.MDE)})
-}
+func (e Estimate) MarshalJSON() ([]byte, error) { return finitejson.Marshal(e) }
 
 // Finite is &x, or nil (JSON null) for NaN and ±Inf.
 func Finite(x float64) *float64 {

@@ -10,9 +10,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/smallinit/smallinit/data"
-	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/probes"
 )
 
 // File is the summary's name in a plan's output directory; a variant of the plan (the demo on the probe mix)
@@ -36,7 +36,7 @@ type Row struct {
 	LangBPB    map[string]float64 `json:"val_bits_per_byte_by_lang"`
 	TokensPerS float64            `json:"tokens_per_s"`
 	Dir        string             `json:"dir"`
-	Probes     *eval.ProbeScores  `json:"probes,omitempty"` // runs trained on the probe mix
+	Probes     *probes.Scores     `json:"probes,omitempty"` // runs trained on the probe mix
 }
 
 // Summary is the whole file. Its fields are in the JSON keys' sorted order, so that the file's bytes are the

@@ -1,6 +1,6 @@
 // Package sweep expands a grid of run configs into numbered runs, runs them (locally in parallel, or one per
 // task of a Slurm job array or a Kubernetes Indexed Job on a shared directory), reports their state and
-// collects their final metrics into one table for the scaling fits of package fit (SPEC §4 "Effective model
+// collects their final metrics into one table for the scaling fits of package fit (docs/definitions.md §4 "Effective model
 // size").
 //
 // A grid file is TOML with two top-level keys:

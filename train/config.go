@@ -1,5 +1,5 @@
 // Package train runs the training loop: a TOML run config, batches from token files, AdamW with a schedule,
-// JSON-lines metrics, atomic checkpoints and exact resume (SPEC §3).
+// JSON-lines metrics, atomic checkpoints and exact resume (docs/definitions.md §3).
 package train
 
 import (
@@ -65,7 +65,7 @@ type LoopConfig struct {
 	LossPositions []int `toml:"loss_positions"`
 }
 
-// Default returns the defaults of every key: the tiny preset, γ = 1, SPEC §3's AdamW and cosine schedule.
+// Default returns the defaults of every key: the tiny preset, γ = 1, docs/definitions.md §3's AdamW and cosine schedule.
 func Default() Config {
 	p, _ := model.LookupPreset("tiny")
 	return Config{
@@ -88,10 +88,12 @@ func Load(path string, sets []string) (Config, error) {
 	return LoadSets(path, over)
 }
 
-// LoadSets reads a run config file (path may be empty for all defaults) and applies typed overrides. The model
+// LoadSets reads a run config file (path may be empty for all defaults) and applies typed overrides (a key
+// without a section is a model key, override.Qualify). The model
 // preset is resolved first, then the file's and the overrides' model keys are applied on top of it. Unknown
 // keys are errors naming them.
 func LoadSets(path string, sets []override.Set) (Config, error) {
+	sets = override.Qualify(sets, Config{}, "model") // "norm_eps" is "model.norm_eps"; "seed" stays
 	var file []byte
 	if path != "" {
 		b, err := inputfile.ReadFile(path, inputfile.MaxConfig)

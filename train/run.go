@@ -395,7 +395,7 @@ func (r *runner) sampler(epoch, pos int) error {
 	return nil
 }
 
-// initialise draws the initial weights and records their stds (SPEC §2: log the std actually drawn).
+// initialise draws the initial weights and records their stds (docs/definitions.md §2: log the std actually drawn).
 func (r *runner) initialise() error {
 	stds, err := gammainit.Apply(r.m, r.c.Init, r.c.Seed)
 	if err != nil {

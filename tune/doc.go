@@ -1,4 +1,4 @@
-// Package tune selects a learning rate per arm (SPEC §7, issue 15 part 3): a log-spaced grid of factor 2,
+// Package tune selects a learning rate per arm (docs/definitions.md §7): a log-spaced grid of factor 2,
 // extended where the best value sits at an edge so that the grid brackets the optimum, searched by successive
 // halving so that a sweep costs a known number of training steps.
 //

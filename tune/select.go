@@ -15,8 +15,8 @@ type Trainer func(lr float64, steps int) (loss float64, err error)
 // Options configure Select. The zero values of Factor, Eta, Keep and MaxExtend take the defaults below.
 type Options struct {
 	Center    float64 // a value of the initial grid, near where the optimum is expected (e.g. 4e-3)
-	Values    int     // initial grid size, ≥ 4 (issue 15: at least 4 values): Center·Factor^k for k = −⌊Values/2⌋ …
-	Factor    float64 // ratio of neighbouring values; default 2 (SPEC §7: log-spaced, factor 2)
+	Values    int     // initial grid size, ≥ 4 (at least 4 values): Center·Factor^k for k = −⌊Values/2⌋ …
+	Factor    float64 // ratio of neighbouring values; default 2 (docs/definitions.md §7: log-spaced, factor 2)
 	MinSteps  int     // the first rung's budget per trial
 	MaxSteps  int     // the last rung's budget per trial (≥ MinSteps)
 	Eta       int     // halving rate: each rung keeps 1/Eta of the trials and multiplies their steps by Eta; default 3

@@ -11,8 +11,8 @@ type Swept struct {
 	LR    float64
 }
 
-// AtWidth returns the learning rate for a width that was not swept, from the two widths that were (issue 15
-// part 3 sweeps each γ at the smallest and a middle width of the ladder): log LR is linear in log width
+// AtWidth returns the learning rate for a width that was not swept, from the two widths that were (the LR
+// sweep tunes each γ at the smallest and a middle width of the ladder): log LR is linear in log width
 // through the two points, and beyond them the result stays within a factor Factor (2) of the nearer swept
 // value, so that a ladder rung far from both is never given an extrapolated LR the sweep did not support.
 // A width equal to a swept one gets that LR exactly.

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/smallinit/smallinit/scale"
+	"github.com/smallinit/smallinit/analyze"
 )
 
 // analyzeCmd is `smallinit analyze`: weight metrics streamed matrix by matrix, activation metrics with --tokens.
@@ -29,7 +29,7 @@ func (cmd *analyzeCmd) Run() error {
 // run is Run with its outputs given: the report goes to stdout, progress to log.
 func (cmd *analyzeCmd) run(out, log io.Writer, tty bool) error {
 	p := newByteProgress(log, tty, "analyze weights")
-	a, err := scale.Analyze(cmd.Model, scale.AnalyzeOptions{Tokens: cmd.Tokens, Probes: cmd.Probes, ProbeLen: cmd.ProbeLen, Progress: p.Update})
+	a, err := analyze.Measure(cmd.Model, analyze.Options{Tokens: cmd.Tokens, Probes: cmd.Probes, ProbeLen: cmd.ProbeLen, Progress: p.Update})
 	p.Finish()
 	if err != nil {
 		return fmt.Errorf("analyze (--model, --tokens, --probes, --probe-len): %w", err)

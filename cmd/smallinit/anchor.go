@@ -1,19 +1,15 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"time"
 
 	"github.com/smallinit/smallinit/anchor"
-	"github.com/smallinit/smallinit/internal/atomicfile"
 )
 
-// anchorCmd is issue 16's reasoning-against-memorisation experiment (package anchor).
+// anchorCmd is the reasoning-against-memorisation experiment (package anchor).
 type anchorCmd struct {
 	Make    anchorMakeCmd    `cmd:"" help:"Write an anchor task's training tokens and evaluation sets (same as probes make --task)."`
 	Diagram anchorDiagramCmd `cmd:"" help:"Train the γ × depth phase diagram (composite task) and γ sweep (mix task), then write table.txt and diagram.html."`
@@ -29,69 +25,22 @@ type anchorMakeCmd struct {
 }
 
 func (cmd *anchorMakeCmd) Run() error {
-	sets, err := makeAnchorSets(cmd.Task, cmd.Seed, cmd.Examples, cmd.PerCombo)
+	switch {
+	case cmd.Task == anchor.TaskComposite && cmd.Examples < 1:
+		return fmt.Errorf("--examples %d: must be positive", cmd.Examples)
+	case cmd.Task == anchor.TaskMix && cmd.PerCombo < 1:
+		return fmt.Errorf("--per-combo %d: must be positive", cmd.PerCombo)
+	}
+	sets, err := anchor.MakeSets(cmd.Task, cmd.Seed, cmd.Examples, cmd.PerCombo)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cmd.Out, 0o755); err != nil {
-		return err
-	}
-	counts := map[string]int{}
-	for name, ex := range sets {
-		counts[name] = len(ex)
-		if name == "train" {
-			if err := anchor.WriteTokens(filepath.Join(cmd.Out, "train.tok"), ex); err != nil {
-				return err
-			}
-			continue
-		}
-		var b []byte
-		for _, e := range ex {
-			line, _ := json.Marshal(map[string]any{"tokens": e.Tokens, "key": e.Key, "pos": e.Pos, "pair": []int{e.Pair.A1, e.Pair.A2}, "answer": e.Answer})
-			b = append(append(b, line...), '\n')
-		}
-		if err := atomicfile.Write(filepath.Join(cmd.Out, name+".jsonl"), b); err != nil {
-			return err
-		}
-	}
-	vocab := anchor.CompositeVocab
-	if cmd.Task == anchor.TaskMix {
-		vocab = anchor.MixVocab
-	}
-	man, _ := json.MarshalIndent(map[string]any{"task": cmd.Task, "seed": cmd.Seed, "vocab_size": vocab,
-		"seq_len": anchor.SeqLen + 1, "loss_positions": []int{anchor.SeqLen - 1}, "counts": counts,
-		"layout": "each example is 9 input tokens then its answer; one padding token ends train.tok; train with model.max_position_embeddings=10 and train.loss_positions=[8]"}, "", "  ")
-	if err := atomicfile.Write(filepath.Join(cmd.Out, "anchor.json"), append(man, '\n')); err != nil {
+	counts, err := anchor.WriteSets(cmd.Out, cmd.Task, cmd.Seed, sets)
+	if err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s: %v\n", cmd.Out, counts)
 	return nil
-}
-
-// makeAnchorSets draws a task's sets by name: train and the evaluation sets.
-func makeAnchorSets(task string, seed uint64, examples, perCombo int) (map[string][]anchor.Example, error) {
-	switch task {
-	case anchor.TaskComposite:
-		if examples < 1 {
-			return nil, fmt.Errorf("--examples %d: must be positive", examples)
-		}
-		sets := map[string][]anchor.Example{"train": anchor.CompositeTrain(examples, seed), "unseen_43": anchor.CompositeUnseen(seed)}
-		var test []anchor.Example
-		for _, p := range anchor.SeenPairs() {
-			test = append(test, anchor.CompositeTest(p, seed)...)
-		}
-		sets["test_seen"] = test
-		return sets, nil
-	case anchor.TaskMix:
-		if perCombo < 1 {
-			return nil, fmt.Errorf("--per-combo %d: must be positive", perCombo)
-		}
-		labels := anchor.NewMemoryLabels(seed)
-		train, test := anchor.Mix(perCombo, labels, seed)
-		return map[string][]anchor.Example{"train": anchor.MixPlain(train), "reasoning_test": anchor.MixPlain(test),
-			"memory": anchor.MixPlain(anchor.MixMemoryEval(labels, seed))}, nil
-	}
-	return nil, fmt.Errorf("task %q: want %s or %s", task, anchor.TaskComposite, anchor.TaskMix)
 }
 
 type anchorDiagramCmd struct {
@@ -121,7 +70,7 @@ func (cmd *anchorDiagramCmd) Run() error {
 	if cmd.PerCombo == 0 {
 		g.MixDepth = 0
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	t0 := time.Now()
 	fmt.Printf("anchor diagram: %d cells of %d steps × %d sequences, %d at a time\n", len(g.Cells()), g.Budget.Steps, g.Budget.Batch, g.Jobs)
@@ -138,13 +87,9 @@ type anchorRenderCmd struct {
 }
 
 func (cmd *anchorRenderCmd) Run() error {
-	b, err := os.ReadFile(filepath.Join(cmd.Out, "grid.json"))
+	g, err := anchor.ReadGrid(cmd.Out)
 	if err != nil {
 		return err
-	}
-	var g anchor.Grid
-	if err := json.Unmarshal(b, &g); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(cmd.Out, "grid.json"), err)
 	}
 	res, err := anchor.ReadResults(filepath.Join(cmd.Out, anchor.ResultsFile))
 	if err != nil {

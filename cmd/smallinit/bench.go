@@ -11,7 +11,7 @@ import (
 
 type benchCmd struct {
 	Preset  string   `default:"tiny" help:"Model preset: tiny, small, medium, tiny-moe, small-moe or a scale preset (see smallinit init --help)."`
-	Set     []string `placeholder:"KEY=VALUE" help:"Override a model config key; repeatable."`
+	Set     []string `placeholder:"KEY=VALUE" help:"Override a key in the one override language (run-config keys in TOML syntax; a key without a section is a model key): e.g. norm_eps=1e-12 or model.hidden_size=256 (model keys only); repeatable."`
 	Batch   int      `help:"Sequences per step (default: the preset's)."`
 	Steps   int      `default:"10" help:"Timed steps."`
 	Warmup  int      `default:"2" help:"Untimed steps first."`

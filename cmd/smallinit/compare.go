@@ -24,7 +24,7 @@ func (cmd *compareCmd) Run() error {
 		return fmt.Errorf("compare (--a, --b, --tokens, --bins, --dump): %w", err)
 	}
 	if cmd.JSON {
-		return json.NewEncoder(os.Stdout).Encode(map[string]any{"a": cmd.A, "b": cmd.B, "tokens": cmd.Tokens, "comparison": cmp})
+		return json.NewEncoder(os.Stdout).Encode(diag.CompareRecord{A: cmd.A, B: cmd.B, Tokens: cmd.Tokens, Comparison: &cmp})
 	}
 	return cmp.WriteText(os.Stdout, cmd.A, cmd.B)
 }

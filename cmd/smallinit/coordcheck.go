@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 
@@ -18,7 +16,7 @@ type coordcheckCmd struct {
 	Gamma     float64  `help:"γ of the initialisation σ = d_in^(-γ) (default: the plan's, 1)."`
 	Widths    string   `help:"Comma-separated widths d (heads fixed, d_ff follows d; default: the plan's, 64,128,256,512)."`
 	Steps     string   `help:"Comma-separated training steps at which to measure (default: the plan's, 0,1,10)."`
-	Set       []string `placeholder:"KEY=VALUE" help:"Override a key of the base recipe (tiny preset, T=64, ε=1e-12); a key without a section (norm_eps) is a model key."`
+	Set       []string `placeholder:"KEY=VALUE" help:"Override a key in the one override language (run-config keys in TOML syntax; a key without a section is a model key): e.g. init.gamma=0.75 or norm_eps=1e-5, on the base recipe (tiny preset, T=64, ε=1e-12); repeatable."`
 	LR        float64  `help:"AdamW learning rate of the few training steps (default: the plan's, 1e-3)."`
 	Seed      uint64   `default:"0" help:"Seed of init and data."`
 	JSON      bool     `name:"json" help:"Print the measurements and fitted exponents as JSON."`
@@ -61,7 +59,7 @@ func (cmd *coordcheckCmd) Run() error {
 	if o.Sets, err = override.ParseAll(cmd.Set); err != nil {
 		return fmt.Errorf("--set: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	res, err := experiment.Coordcheck(ctx, p, o)
 	var we *experiment.WidthError

@@ -69,7 +69,7 @@ func TestDataPrepareCommand(t *testing.T) {
 	var c struct {
 		Data dataCmd `cmd:""`
 	}
-	parser, err := kong.New(&c, kong.Name("smallinit"), kong.Exit(func(code int) { t.Fatalf("kong exit %d", code) }))
+	parser, err := kong.New(&c, kong.Name("smallinit"), vars(), kong.Exit(func(code int) { t.Fatalf("kong exit %d", code) }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"golang.org/x/term"
@@ -29,7 +27,7 @@ type demoCmd struct {
 }
 
 func (cmd *demoCmd) Run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	_, err := runDemo(ctx, cmd, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
 	return err

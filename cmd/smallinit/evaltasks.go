@@ -6,14 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -44,18 +39,8 @@ type evalTasksCmd struct {
 // maxWarnings is how many malformed-record warnings eval-tasks prints per task before summarising the rest.
 const maxWarnings = 5
 
-// evalTasksReport is the JSON report of eval-tasks.
-type evalTasksReport struct {
-	Model     string             `json:"model"`
-	Tokenizer string             `json:"tokenizer"`
-	Params    int64              `json:"params"`
-	PrefixEOT bool               `json:"prefix_eot"`     // <|endoftext|> came before every context and prompt
-	Special   string             `json:"special_tokens"` // parse or literal (--special-tokens)
-	Tasks     []*eval.TaskResult `json:"tasks"`
-}
-
 func (cmd *evalTasksCmd) Run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	go func() {
 		<-ctx.Done()
@@ -137,7 +122,7 @@ func parseTaskFlags(tasks, fewshot []string) ([]eval.TaskSpec, error) {
 
 // run loads the model and runs every task, printing a summary (or JSON) to stdout and warnings and progress to
 // log.
-func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, progress bool) (*evalTasksReport, error) {
+func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, progress bool) (*eval.Report, error) {
 	switch {
 	case cmd.Batch < 1:
 		return nil, fmt.Errorf("--batch %d: must be positive", cmd.Batch)
@@ -174,7 +159,7 @@ func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, progres
 		}
 		be.Prefix = []int32{tok.EOT()}
 	}
-	rep := &evalTasksReport{Model: cmd.Model, Tokenizer: tokPath, Params: m.Config.NumParams(), PrefixEOT: cmd.PrefixEOT,
+	rep := &eval.Report{Model: cmd.Model, Tokenizer: tokPath, Params: m.Config.NumParams(), PrefixEOT: cmd.PrefixEOT,
 		Special: string(be.Special)}
 	for _, s := range specs {
 		o := eval.Options{Limit: cmd.Limit, Shots: cmd.Shots, MaxNewTokens: cmd.MaxNewTokens, StrictRecords: cmd.StrictRecords}
@@ -212,7 +197,7 @@ func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, progres
 		}
 		rep.Tasks = append(rep.Tasks, res)
 		if !cmd.JSON {
-			printTaskResult(stdout, res)
+			res.WriteText(stdout)
 		}
 	}
 	if cmd.JSON {
@@ -221,60 +206,4 @@ func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, progres
 		return rep, enc.Encode(rep)
 	}
 	return rep, nil
-}
-
-// formatPlain formats a metric without a standard error: counts as integers, large values with 4 significant
-// digits.
-func formatPlain(v float64) string {
-	switch {
-	case v == math.Trunc(v) && math.Abs(v) < 1e15:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case math.Abs(v) >= 1e4:
-		return strconv.FormatFloat(v, 'g', 4, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 4, 64)
-}
-
-// printTaskResult prints one task's metrics with their standard errors.
-func printTaskResult(w io.Writer, r *eval.TaskResult) {
-	unit := "records"
-	if r.Kind == eval.KindLM {
-		unit = "windows"
-	}
-	fmt.Fprintf(w, "%s (%s, %s): %d %s", r.Task, r.Kind, r.File, r.Docs, unit)
-	if r.Shots > 0 {
-		fmt.Fprintf(w, ", %d-shot", r.Shots)
-	}
-	if r.Skipped > 0 {
-		fmt.Fprintf(w, ", %d malformed skipped", r.Skipped)
-	}
-	if t := r.Truncation; t.Any() {
-		fmt.Fprintf(w, ", prompts lost their start to the context length:")
-		if t.Scored > 0 {
-			fmt.Fprintf(w, " %d of %d scored contexts", t.Scored, t.ScoredTotal)
-		}
-		if t.Generation > 0 {
-			if t.Scored > 0 {
-				fmt.Fprint(w, " and")
-			}
-			fmt.Fprintf(w, " %d of %d generation prompts", t.Generation, t.GenerationTotal)
-		}
-	}
-	fmt.Fprintf(w, ", %.1fs\n", r.Seconds)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, m := range r.Metrics {
-		if m.HasStdErr() {
-			fmt.Fprintf(tw, "  %s\t%.4f\t± %.4f\t\n", m.Name, m.Value, m.StdErr)
-		} else {
-			fmt.Fprintf(tw, "  %s\t%s\t\t\n", m.Name, formatPlain(m.Value))
-		}
-	}
-	tw.Flush()
-	switch r.Kind {
-	case eval.KindHellaSwag, eval.KindMultipleChoice, eval.KindWinoGrande, eval.KindCMMLU, eval.KindCEval:
-		fmt.Fprintln(w, "  (acc_norm_bytes: log-likelihood divided by the choice's length in bytes; ll_margin: log p(gold) − max log p(other), nats)")
-	case eval.KindProbe:
-		fmt.Fprintln(w, "  (chance: what the best guess that does not do the task scores, the mean of the records' chance; memorisation")
-		fmt.Fprintln(w, "  kinds on held-out prompts are at chance by design, on recall prompts they measure memorisation)")
-	}
 }

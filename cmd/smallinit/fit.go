@@ -11,7 +11,7 @@ import (
 	"github.com/smallinit/smallinit/sweep"
 )
 
-// fitCmd is `smallinit fit TABLE`: SPEC §4's effective model size from a collected sweep table (package fit).
+// fitCmd is `smallinit fit TABLE`: docs/definitions.md §4's effective model size from a collected sweep table (package fit).
 type fitCmd struct {
 	Table     string   `arg:"" type:"existingfile" help:"Table of runs: sweep collect's .json or .csv (or any table with the size, budget and loss columns)."`
 	Baseline  string   `placeholder:"KEY=VALUE[,...]" help:"Rows of the baseline arm, whose law L(N) = E + A·N^(−α) is fitted, e.g. 'init.gamma=0.5' (default: every finished row)."`

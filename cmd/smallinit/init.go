@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/internal/progress"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/safetensors"
 	"github.com/smallinit/smallinit/scale"
 )
@@ -23,8 +23,8 @@ import (
 // initCmd is `smallinit init`: a freshly initialised model directory, written by the streaming scale.Init.
 type initCmd struct {
 	Preset     string   `default:"tiny" help:"Model preset: tiny, small, medium, tiny-moe, small-moe, or one of the study's scales 0.1b, 0.3b, 0.7b, 1.5b (V=32000, T=2048; see model.ScalePresets)."`
-	Set        []string `placeholder:"KEY=VALUE" help:"Override a model config key (e.g. attn_gate=elementwise, norm_eps=1e-12, hidden_size=3072); repeatable."`
-	Rule       string   `default:"gamma" enum:"gamma,fixed,xavier,kaiming" help:"Initialisation rule for every matrix: ${enum}."`
+	Set        []string `placeholder:"KEY=VALUE" help:"Override a key in the one override language (run-config keys in TOML syntax; a key without a section is a model key): e.g. attn_gate=elementwise, norm_eps=1e-12 or model.hidden_size=3072 (model keys only); repeatable."`
+	Rule       string   `default:"gamma" enum:"${init_rules}" help:"Initialisation rule for every matrix: ${enum}."`
 	Gamma      float64  `default:"1" help:"γ of the gamma rule: σ = d_in^(-γ)."`
 	Std        float64  `default:"0.02" help:"σ of the fixed rule."`
 	DepthScale bool     `help:"Divide the std of o_proj and down_proj by sqrt(2L)."`
@@ -35,36 +35,22 @@ type initCmd struct {
 	JSON       bool     `name:"json" help:"Print the per-tensor std record as JSON."`
 }
 
-// configFromPreset returns a preset's config (model.LookupPreset) with --set overrides applied, d_ff following
-// hidden_size by model.Config.FollowHiddenSize, and validated.
+// configFromPreset is model.FromPreset with the --set texts parsed in the one override language.
 func configFromPreset(name string, sets []string) (model.Config, model.Preset, error) {
-	p, err := model.LookupPreset(name)
+	over, err := override.ParseAll(sets)
 	if err != nil {
-		return model.Config{}, p, err
+		return model.Config{}, model.Preset{}, fmt.Errorf("--set: %w", err)
 	}
-	c := p.Config
-	dimSet, ffnSet := false, false
-	for _, kv := range sets {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return c, p, fmt.Errorf("--set %q: want KEY=VALUE", kv)
-		}
-		k = strings.TrimSpace(k)
-		if err := c.Set(k, strings.TrimSpace(v)); err != nil {
-			return c, p, fmt.Errorf("--set: %w", err)
-		}
-		dimSet, ffnSet = dimSet || k == "hidden_size", ffnSet || k == "intermediate_size"
-	}
-	c.FollowHiddenSize(dimSet, ffnSet)
-	if err := c.Validate(); err != nil {
-		return c, p, err
+	c, p, err := model.FromPreset(name, over)
+	if err != nil {
+		return c, p, fmt.Errorf("--preset %s --set: %w", name, err)
 	}
 	return c, p, nil
 }
 
 // Run writes the model directory, with a progress bar on a terminal; Ctrl-C stops it and leaves nothing behind.
 func (cmd *initCmd) Run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptible()
 	defer stop()
 	return cmd.run(ctx, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
 }

@@ -5,8 +5,11 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/smallinit/smallinit/gammainit"
 )
 
 // cli lists the subcommands; each lives in its own file.
@@ -24,12 +27,17 @@ type cli struct {
 	Anchor     anchorCmd     `cmd:"" help:"Anchor-function tasks (Zhang et al. 2024, Yao et al. 2025): make their data, train the γ × depth phase diagram, render it."`
 	Generate   generateCmd   `cmd:"" help:"Sample a completion from a model, streamed to stdout."`
 	Sweep      sweepCmd      `cmd:"" help:"Expand, run (locally or one --index per job-array task), watch and collect a grid of runs."`
-	Fit        fitCmd        `cmd:"" help:"Fit L(N) = E + A·N^(−α) on a baseline and report the treated runs' effective-size gain N_eff/N − 1 (SPEC §4)."`
+	Fit        fitCmd        `cmd:"" help:"Fit L(N) = E + A·N^(−α) on a baseline and report the treated runs' effective-size gain N_eff/N − 1 (docs/definitions.md §4)."`
 	Reproduce  reproduceCmd  `cmd:"" help:"The study's experiments scaled to this machine under a --budget, with a verdict per claim."`
 	Report     reportCmd     `cmd:"" help:"One self-contained HTML report (inline SVG) of run directories: loss curves, loss against γ and N, the 2×2 of fixes, weight trajectories, heatmaps, sink and saturation, compare, coordinate check."`
-	Audit      auditCmd      `cmd:"" help:"How a checkpoint was initialised (γ-rule/fixed/Xavier/Kaiming, depth scaling, norm gains), or where its weights are now."`
+	Audit      auditCmd      `cmd:"" help:"How a checkpoint was initialised (init rule: ${init_rules}; depth scaling, norm gains), or where its weights are now."`
 	Coordcheck coordcheckCmd `cmd:"" help:"Residual ratio against width at init and after a few steps (μP-style coordinate check)."`
 	Study      studyCmd      `cmd:"" help:"Run a plan file (arms × seeds × a budget, in TOML) with the demo's and reproduce's machinery: sizing, resumable runs, summary, report."`
+}
+
+// vars are the values the flags' tags interpolate (${name}): lists that belong to a package's table.
+func vars() kong.Vars {
+	return kong.Vars{"init_rules": strings.Join(gammainit.RuleNames(), ",")}
 }
 
 func main() {
@@ -38,6 +46,7 @@ func main() {
 		kong.Name("smallinit"),
 		kong.Description("smallinit: initialization scale as a measurable knob of language-model pretraining."),
 		kong.UsageOnError(),
+		vars(),
 	)
 	ctx, err := parser.Parse(joinNegativeValues(os.Args[1:]))
 	parser.FatalIfErrorf(err)

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/probes"
 )
 
 type probesCmd struct {
@@ -37,7 +37,7 @@ func (cmd *probesMakeCmd) run(stdout io.Writer) error {
 	if cmd.Digits == 0 {
 		return fmt.Errorf("--digits 0: want 1 to 9")
 	}
-	ps, man, err := eval.WriteProbeSet(cmd.Out, eval.ProbeConfig{Seed: cmd.Seed, Train: cmd.N, Test: cmd.Test, Table: cmd.Table,
+	ps, man, err := probes.WriteSet(cmd.Out, probes.Config{Seed: cmd.Seed, Train: cmd.N, Test: cmd.Test, Table: cmd.Table,
 		Kinds: cmd.Kinds, AddDigits: cmd.Digits})
 	if err != nil {
 		return err

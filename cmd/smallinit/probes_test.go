@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/probes"
 )
 
 // TestProbesMake: probes make is deterministic per seed, keeps test prompts out of the training text, and its
@@ -58,7 +59,7 @@ func TestProbesMake(t *testing.T) {
 			t.Errorf("recall prompt %q is not in train.txt", p.Prompt)
 		}
 	}
-	if len(test) != 30*len(eval.ProbeKinds()) {
+	if len(test) != 30*len(probes.Kinds()) {
 		t.Errorf("%d test probes", len(test))
 	}
 
@@ -109,7 +110,7 @@ func TestProbesMakeKinds(t *testing.T) {
 	if !strings.Contains(out.String(), "(add; 2-digit operands)") {
 		t.Errorf("summary %q", out.String())
 	}
-	var man eval.ProbeManifest
+	var man probes.Manifest
 	b, _ := os.ReadFile(filepath.Join(dir, "probes.json"))
 	if err := json.Unmarshal(b, &man); err != nil {
 		t.Fatal(err)

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/smallinit/smallinit/reproduce"
@@ -20,8 +17,8 @@ type reproduceCmd struct {
 	PrintPlan bool          `help:"Print the reproduction's plan for the budget (arms, seeds, steps, tokens, expected wall time from a throughput probe) and exit; the plan file itself: smallinit study reproduce --print-plan."`
 }
 
-// Run runs the study's experiments scaled to this machine and prints, for each claim of SPEC's
-// introduction, whether this run supports it, with the numbers.
+// Run runs the study's experiments scaled to this machine and prints, for each claim of docs/definitions.md (Claims),
+// whether this run supports it, with the numbers.
 func (cmd *reproduceCmd) Run() error {
 	o := reproduce.Options{Out: cmd.Out, Budget: cmd.Budget, Seeds: cmd.Seeds, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Precision: cmd.Precision, Log: os.Stderr}
 	if cmd.PrintPlan {
@@ -31,7 +28,7 @@ func (cmd *reproduceCmd) Run() error {
 		}
 		return d.Write(os.Stdout)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	res, err := reproduce.Run(ctx, o)
 	if err != nil {

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"golang.org/x/term"
@@ -37,7 +34,7 @@ func (cmd *studyCmd) Run() error {
 		_, err := os.Stdout.Write(p.Text)
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	if p.Kind == experiment.KindCoordcheck {
 		res, err := experiment.Coordcheck(ctx, p, experiment.CoordOptions{})

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/smallinit/smallinit/sweep"
@@ -60,7 +58,7 @@ type sweepRunCmd struct {
 
 // Run executes the sweep until done or SIGINT/SIGTERM (runs then stop at a checkpoint).
 func (c *sweepRunCmd) Run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	return c.run(ctx, os.Stdout, os.Stderr)
 }

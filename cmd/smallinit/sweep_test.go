@@ -65,7 +65,7 @@ func TestSweepCommandsParse(t *testing.T) {
 		Sweep sweepCmd `cmd:""`
 		Fit   fitCmd   `cmd:""`
 	}
-	parser, err := kong.New(&c, kong.Name("smallinit"), kong.Exit(func(code int) { t.Fatalf("kong exit %d", code) }))
+	parser, err := kong.New(&c, kong.Name("smallinit"), vars(), kong.Exit(func(code int) { t.Fatalf("kong exit %d", code) }))
 	if err != nil {
 		t.Fatal(err)
 	}

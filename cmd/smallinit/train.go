@@ -2,13 +2,10 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"math"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"golang.org/x/term"
 
@@ -19,13 +16,13 @@ import (
 
 type trainCmd struct {
 	Config string   `type:"existingfile" help:"Run config (TOML); every key has a default, see the README."`
-	Set    []string `placeholder:"KEY=VALUE" help:"Override a config key, e.g. init.gamma=0.5 or model.attn_gate=elementwise; repeatable."`
+	Set    []string `placeholder:"KEY=VALUE" help:"Override a key in the one override language (run-config keys in TOML syntax; a key without a section is a model key): e.g. init.gamma=0.5, model.attn_gate=elementwise or norm_eps=1e-12; repeatable."`
 	Out    string   `type:"path" help:"Run directory to create."`
 	Resume string   `type:"existingdir" help:"Continue the run in this directory from its newest checkpoint."`
 }
 
 func (cmd *trainCmd) Run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	opts := train.Options{Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd())), Diagnostics: diag.Training}
 	var res train.Result

@@ -1,6 +1,6 @@
 // Package ood embeds smallinit's out-of-distribution texts: small public-domain samples, in English and
 // Chinese, of genres the training corpus does not hold (Shakespeare's plays, two classical Chinese novels), so
-// that a model's generalisation can be scored beside the validation split (SPEC §7). They are never training
+// that a model's generalisation can be scored beside the validation split (docs/definitions.md §7). They are never training
 // data. Provenance and licences are in data/SOURCES.md, which must stay beside the files.
 package ood
 

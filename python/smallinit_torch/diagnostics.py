@@ -1,4 +1,4 @@
-"""smallinit's diagnostics (SPEC §4) in PyTorch, with the JSON keys of Go's diag package, so that `smallinit
+"""smallinit's diagnostics (docs/definitions.md §4) in PyTorch, with the JSON keys of Go's diag package, so that `smallinit
 report`, `analyze` and `compare` read the records of a PyTorch run unchanged.
 
 Weight metrics of every matrix [d_out, d_in] (diag.Weights): stable rank ||W||_F^2 / sigma_max^2, effective rank

@@ -36,6 +36,7 @@ random generator); their std is Go's rule's (within sampling error).
 DTensor parameters (FSDP2 / tensor parallel): each rank draws its local shard in place from a stream that also
 depends on the rank, and the drawn std is all-reduced over the default process group. This path is untested here
 (Debian's torch 1.13 has no DTensor)."""
+import ast
 import json
 import math
 import os
@@ -46,7 +47,6 @@ import torch
 TABLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gammainit_table.json")
 _TABLE = None
 
-RULES = ("gamma", "fixed", "xavier", "kaiming")
 WRAPPERS = re.compile(r"^(?:(?:module|_orig_mod|_fsdp_wrapped_module|_checkpoint_wrapped_module|base_model\.model)\.)+")
 
 
@@ -61,6 +61,7 @@ def table():
             rx = re.escape(t["name"]).replace(r"\{L\}", r"(\d+)").replace(r"\{E\}", r"(\d+)")
             pats.append((re.compile("^" + rx + "$"), t))
         doc["_patterns"] = pats
+        doc["_rules"] = {r["name"]: r for r in doc["rules"]}
         _TABLE = doc
     return _TABLE
 
@@ -141,9 +142,9 @@ def resolve(recipe, cls):
     if o.get("rule"):
         rule = o["rule"]
     elif o.get("std") is not None:
-        rule = "fixed"
+        rule = _rule_for_param("std")
     elif o.get("gamma") is not None:
-        rule = "gamma"
+        rule = _rule_for_param("gamma")
     if o.get("gamma") is not None:
         gamma = o["gamma"]
     if o.get("std") is not None:
@@ -151,36 +152,64 @@ def resolve(recipe, cls):
     return rule, gamma, std
 
 
+def _rule_for_param(param):
+    """The rule that reads param: the one an override setting only that parameter implies (as in Go)."""
+    return next(name for name, r in rules().items() if r.get("param") == param)
+
+
+def rules():
+    """The init rules by name, from the table (each with its param, range and sigma expression)."""
+    return table()["_rules"]
+
+
+_SIGMA_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+              ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
+
+
+def sigma_of(expr, **names):
+    """Evaluates a rule's sigma expression from the table (numbers, d_in, d_out, gamma, std, + - * / **, sqrt),
+    the same text Go's gammainit.Sigma evaluates."""
+    def ev(n):
+        if isinstance(n, ast.Expression):
+            return ev(n.body)
+        if isinstance(n, ast.BinOp) and type(n.op) in _SIGMA_OPS:
+            return _SIGMA_OPS[type(n.op)](ev(n.left), ev(n.right))
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -ev(n.operand)
+        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)):
+            return float(n.value)
+        if isinstance(n, ast.Name) and n.id in names:
+            return float(names[n.id])
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "sqrt" and len(n.args) == 1:
+            return math.sqrt(ev(n.args[0]))
+        raise ValueError(f"sigma expression {expr!r}: {ast.dump(n)} not allowed")
+    return ev(ast.parse(expr, mode="eval"))
+
+
 def std_for(recipe, cls, d_in, d_out, layers):
     """The σ the recipe gives a matrix of class cls and shape [d_out, d_in] in a model of `layers` blocks
     (gammainit's Recipe.StdFor; checked against Go's own values by the table's examples)."""
     rule, gamma, std = resolve(recipe, cls)
-    if rule == "gamma":
-        s = float(d_in) ** (-gamma)
-    elif rule == "fixed":
-        s = std
-    elif rule == "xavier":
-        s = math.sqrt(2.0 / (d_in + d_out))
-    elif rule == "kaiming":
-        s = math.sqrt(2.0 / d_in)
-    else:
-        raise ValueError(f"rule {rule!r}: want one of {RULES}")
+    if rule not in rules():
+        raise ValueError(f"rule {rule!r}: want one of {tuple(rules())}")
+    s = sigma_of(rules()[rule]["sigma"], d_in=d_in, d_out=d_out, gamma=gamma, std=std)
     if recipe.get("depth_scale") and cls in table()["depth_scaled"]:
         s /= math.sqrt(2 * layers)
     return s
 
 
 def validate(recipe):
-    """gammainit's Recipe.Validate: rule names, γ in [0, 4], std in (0, 10], known classes."""
+    """gammainit's Recipe.Validate: rule names and each rule's parameter range from the table, known classes."""
     def check(where, rule, gamma, std):
-        if rule == "gamma":
-            if not (0 <= gamma <= 4):
-                raise ValueError(f"{where}gamma = {gamma}: must be in [0, 4]")
-        elif rule == "fixed":
-            if not (0 < std <= 10):
-                raise ValueError(f"{where}std = {std}: must be in (0, 10]")
-        elif rule not in ("xavier", "kaiming"):
-            raise ValueError(f"{where}rule = {rule!r}: want gamma, fixed, xavier or kaiming")
+        r = rules().get(rule)
+        if r is None:
+            names = list(rules())
+            raise ValueError(f"{where}rule = {rule!r}: want {', '.join(names[:-1])} or {names[-1]}")
+        if r.get("param"):
+            v = {"gamma": gamma, "std": std}[r["param"]]
+            lo, hi = r["min"], r["max"]
+            if not ((lo < v if r.get("min_open") else lo <= v) and v <= hi):
+                raise ValueError(f"{where}{r['param']} = {v}: must be in {'(' if r.get('min_open') else '['}{lo}, {hi}]")
     check("init.", recipe["rule"], recipe.get("gamma", 1.0), recipe.get("std", 0.0))
     for cls in recipe.get("classes") or {}:
         if cls not in table()["classes"]:

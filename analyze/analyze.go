@@ -1,4 +1,10 @@
-package scale
+// Package analyze is what `smallinit analyze` measures of a model directory: the weight metrics of every matrix
+// and their class summaries (package diag's, with the checkpoint streamed by package scale, so any size works)
+// and, on probe windows of a token file, the activation metrics.
+//
+//	a, err := analyze.Measure("model-dir", analyze.Options{Tokens: "val.tok", Probes: 16, ProbeLen: 64})
+//	a.WriteText(os.Stdout, false)
+package analyze
 
 import (
 	"fmt"
@@ -10,6 +16,7 @@ import (
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/safetensors"
+	"github.com/smallinit/smallinit/scale"
 )
 
 // Analysis is a model's weight metrics (per matrix and per class) and, on probe tokens, its activation
@@ -22,19 +29,19 @@ type Analysis struct {
 	Activations *diag.ActivationStats `json:"activations,omitempty"`
 }
 
-// AnalyzeOptions say what to measure besides the weights.
-type AnalyzeOptions struct {
+// Options say what to measure besides the weights.
+type Options struct {
 	Tokens   string // token file for the activation metrics and the embedding's frequent tokens ("": weights only)
 	Probes   int    // probe windows of the activation metrics
 	ProbeLen int    // tokens per probe window
 	Progress func(done, total int64)
 }
 
-// Analyze measures the model directory dir. The weight metrics stream the checkpoint matrix by matrix
-// (WeightReport), so they work on models far larger than memory. The activation metrics need the whole
+// Measure measures the model directory dir. The weight metrics stream the checkpoint matrix by matrix
+// (scale.WeightReport), so they work on models far larger than memory. The activation metrics need the whole
 // model: only with a token file is it loaded, with its context shortened to the probe length and a batch of
 // Probes sequences, so that the activation buffers stay small.
-func Analyze(dir string, o AnalyzeOptions) (*Analysis, error) {
+func Measure(dir string, o Options) (*Analysis, error) {
 	if o.Probes < 1 || o.ProbeLen < 2 {
 		return nil, fmt.Errorf("%d probes of %d tokens: need at least 1 probe of at least 2 tokens", o.Probes, o.ProbeLen)
 	}
@@ -53,8 +60,8 @@ func Analyze(dir string, o AnalyzeOptions) (*Analysis, error) {
 		return nil, err
 	}
 	a := &Analysis{Model: dir, Config: c}
-	a.Weights, err = WeightReport(r, c.Tensors(), diag.DefaultWeightOptions(), diag.FrequentTokens(toks, c.Vocab),
-		StreamOptions{Progress: o.Progress})
+	a.Weights, err = scale.WeightReport(r, c.Tensors(), diag.DefaultWeightOptions(), diag.FrequentTokens(toks, c.Vocab),
+		scale.StreamOptions{Progress: o.Progress})
 	r.Close()
 	if err != nil {
 		return nil, fmt.Errorf("analyze %s: %w", dir, err)

@@ -1,4 +1,4 @@
-package eval
+package probes
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/eval"
 )
 
 // TestWriteProbeMix: the mix holds every corpus document in order with probe lines between them, each ended by
@@ -32,15 +33,15 @@ func TestWriteProbeMix(t *testing.T) {
 	if err := data.WriteTokens(filepath.Join(dataDir, data.TrainFile), corpus); err != nil {
 		t.Fatal(err)
 	}
-	c := ProbeConfig{Seed: 3, Train: 30, Test: 5, Table: 8, AddDigits: 2}
-	if err := WriteProbeMix(dir, dataDir, tok.VocabSize(), c, 0.4); err != nil {
+	c := Config{Seed: 3, Train: 30, Test: 5, Table: 8, AddDigits: 2}
+	if err := WriteMix(dir, dataDir, tok.VocabSize(), c, 0.4); err != nil {
 		t.Fatal(err)
 	}
 	mixed, err := data.ReadTokens(filepath.Join(dir, data.TrainFile), tok.VocabSize())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := MakeProbes(c)
+	ps, err := Make(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,36 +75,36 @@ func TestWriteProbeMix(t *testing.T) {
 	if probeToks+len(corpus) != len(mixed) {
 		t.Errorf("%d probe and %d corpus tokens, mix has %d", probeToks, len(corpus), len(mixed))
 	}
-	for _, name := range []string{ProbeTestFile, ProbeRecallFile, data.TokenizerFile} {
+	for _, name := range []string{TestFile, RecallFile, data.TokenizerFile} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Error(err)
 		}
 	}
 	before, _ := os.Stat(filepath.Join(dir, data.TrainFile))
-	if err := WriteProbeMix(dir, dataDir, tok.VocabSize(), c, 0.4); err != nil {
+	if err := WriteMix(dir, dataDir, tok.VocabSize(), c, 0.4); err != nil {
 		t.Fatal(err)
 	}
 	if after, _ := os.Stat(filepath.Join(dir, data.TrainFile)); !after.ModTime().Equal(before.ModTime()) {
 		t.Error("a second call rewrote the finished mix")
 	}
-	if err := WriteProbeMix(filepath.Join(t.TempDir(), "x"), dataDir, tok.VocabSize(), c, 1); err == nil || !strings.Contains(err.Error(), "share") {
+	if err := WriteMix(filepath.Join(t.TempDir(), "x"), dataDir, tok.VocabSize(), c, 1); err == nil || !strings.Contains(err.Error(), "share") {
 		t.Errorf("share 1: %v, want a refusal", err)
 	}
 }
 
-// TestScoreProbesAfterEOT: ScoreProbes scores every prompt after <|endoftext|>, as the mix trained it. Its
+// TestScoreProbesAfterEOT: Score scores every prompt after <|endoftext|>, as the mix trained it. Its
 // reasoning gold loss equals a direct computation on ScoreTokens with [EOT]+prompt contexts, and differs from
 // the same computation without the EOT (so the prefix is not a no-op on this model).
 func TestScoreProbesAfterEOT(t *testing.T) {
 	tok := testTokenizer(t)
 	m := testModel(t, tok.VocabSize(), 32, 4, 5)
-	ps, err := MakeProbes(ProbeConfig{Seed: 2, Train: 10, Test: 3, Table: 6, AddDigits: 2, Kinds: []string{"add", "add_mem", "copy"}})
+	ps, err := Make(Config{Seed: 2, Train: 10, Test: 3, Table: 6, AddDigits: 2, Kinds: []string{"add", "add_mem", "copy"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for file, set := range map[string][]Probe{ProbeTestFile: ps.Test, ProbeRecallFile: ps.Recall} {
-		b, err := ProbeRecords(set)
+	for file, set := range map[string][]eval.Probe{TestFile: ps.Test, RecallFile: ps.Recall} {
+		b, err := Records(set)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,17 +112,17 @@ func TestScoreProbesAfterEOT(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := ScoreProbes(context.Background(), m, tok, dir)
+	s, err := Score(context.Background(), m, tok, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The reference: mean over reasoning test probes of −log p(" answer" | prompt) per answer token.
 	ref := func(prefix []int32) (loss float64, n int) {
-		lm := NewLM(m, tok, nil)
-		var reqs []TokenRequest
+		lm := eval.NewLM(m, tok, nil)
+		var reqs []eval.TokenRequest
 		for _, p := range ps.Test {
-			if ProbeClass(p.Kind) == ProbeReasoning {
-				reqs = append(reqs, TokenRequest{Context: append(slices.Clone(prefix), tok.Encode(p.Prompt)...), Continuation: tok.Encode(" " + p.Answer)})
+			if eval.ProbeClass(p.Kind) == eval.ProbeReasoning {
+				reqs = append(reqs, eval.TokenRequest{Context: append(slices.Clone(prefix), tok.Encode(p.Prompt)...), Continuation: tok.Encode(" " + p.Answer)})
 			}
 		}
 		sc, err := lm.ScoreTokens(reqs)
@@ -135,8 +136,8 @@ func TestScoreProbesAfterEOT(t *testing.T) {
 	}
 	withEOT, n := ref([]int32{tok.EOT()})
 	without, _ := ref(nil)
-	if s.Prefix != ProbePrefix || s.ReasoningCount != n || n != 6 {
-		t.Fatalf("prefix %q, %d reasoning records; want %q and %d", s.Prefix, s.ReasoningCount, ProbePrefix, n)
+	if s.Prefix != Prefix || s.ReasoningCount != n || n != 6 {
+		t.Fatalf("prefix %q, %d reasoning records; want %q and %d", s.Prefix, s.ReasoningCount, Prefix, n)
 	}
 	if math.Abs(s.ReasoningLoss-withEOT) > 1e-5*withEOT {
 		t.Errorf("reasoning gold loss %.7f, direct computation after EOT %.7f", s.ReasoningLoss, withEOT)
@@ -146,32 +147,5 @@ func TestScoreProbesAfterEOT(t *testing.T) {
 	}
 	if s.MemorisationCount != 3 || !(s.MemorisationLoss > 0) {
 		t.Errorf("memorisation: %d records, loss %g", s.MemorisationCount, s.MemorisationLoss)
-	}
-}
-
-// TestLMPrefixGenerate: Generate with Prefix continues prefix‖prompt, token for token what Generate on the
-// stepper gives from those tokens.
-func TestLMPrefixGenerate(t *testing.T) {
-	m := testModel(t, 257, 32, 2, 9)
-	lm := NewLM(m, byteTokenizer{}, nil)
-	lm.Prefix = []int32{256}
-	got, err := lm.Generate([]GenRequest{{Prompt: "add: 4 + 5 =", MaxTokens: 6}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := Generate(NewPrefixStepper(m), byteTokenizer{}, append([]int32{256}, byteTokenizer{}.Encode("add: 4 + 5 =")...), GenerateOptions{MaxTokens: 6, EOT: 256}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got[0].Text != want.Text {
-		t.Errorf("Generate with Prefix %q, from the prefixed tokens %q", got[0].Text, want.Text)
-	}
-	lm.Prefix = nil
-	plain, err := lm.Generate([]GenRequest{{Prompt: "add: 4 + 5 =", MaxTokens: 6}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if plain[0].Text == got[0].Text {
-		t.Errorf("the same completion %q with and without the prefix: this model cannot show the prefix is used", got[0].Text)
 	}
 }

@@ -1,4 +1,4 @@
-package eval
+package probes
 
 import (
 	"fmt"
@@ -8,70 +8,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/smallinit/smallinit/eval"
 )
 
-// Reasoning probes: tasks small enough that a tiny model trained for minutes can learn them when they are
-// mixed into its training text, each with a "memorisation" counterpart of the same surface form whose answers
-// are a fixed random function of the prompt, so they can only be memorised. Comparing the two separates
-// learning an algorithm (held-out prompts of a reasoning kind are answered) from memorising a table (only
-// prompts seen in training are answered).
-//
-// Every prompt is "KEYWORD: PAYLOAD =" and the training line is the prompt, a space and the answer. Symbols are
-// separated by spaces so that any byte-level BPE gives each digit, letter or bracket its own token. The
-// memorisation counterpart of a kind writes its keyword with a "~" (add~) and is named kind + "_mem".
-//
-// Addition writes every number least-significant digit first, zero-padded to a fixed width ("add: 2 8 4 +
-// 7 3 9 =" → "9 1 4 1" is 482 + 937 = 1419; see addGen). A causal model then emits each digit of the sum
-// right after the digit below it, which decides its carry, and at the same distance from the operand digits of
-// its place for every place. Written most-significant digit first, the carry into the leading digit must be
-// predicted before any other digit; with only the sum reversed, or with unpadded operands, where an answer
-// digit's inputs sit depends on the place and on the operands' lengths. In the measurements of the README's
-// Probes section a tiny model learns 2-digit sums in this format within 1000 steps and stayed at chance in the
-// two others tried. Lee et al., "Teaching Arithmetic to Small Transformers" (2023), report the same for
-// reversed sums.
-//
-// Each probe carries its chance level: the probability that the best guess which knows the answer's form, but
-// does not do the task, is right (see Probe.Chance), so that an accuracy can be read against it.
-
-// Probe is one probe: the JSONL record of KindProbe.
-type Probe struct {
-	Prompt string `json:"prompt"`
-	Answer string `json:"answer"`
-	Kind   string `json:"kind"`
-	// Chance is the probability that the best guess which sees the prompt's form but does not do the task is
-	// right: for add, guessing the most common sum of operands of these lengths (1/max(n_a, n_b), n the number
-	// of integers with as many digits as the operand, padding zeros aside); for mod, the most common residue
-	// of sums of operands of these lengths modulo this modulus; for hop, one of the five other letters of the
-	// cycle (1/5); for brackets, copy and reverse, any string of the answer's length (3^−k, 26^−k); for
-	// memorisation kinds, any answer of the same shape other than the reasoning one (their answers are uniform
-	// over those). 0 means unknown (files made before the field existed).
-	Chance float64 `json:"chance,omitempty"`
-}
-
-// Text is the probe as one training line (without the line break).
-func (p Probe) Text() string { return p.Prompt + " " + p.Answer }
-
-// Probe classes.
-const (
-	ProbeReasoning    = "reasoning"
-	ProbeMemorisation = "memorisation"
-)
-
-// ProbeClass is ProbeMemorisation for kinds ending in "_mem" and ProbeReasoning otherwise.
-func ProbeClass(kind string) string {
-	if strings.HasSuffix(kind, "_mem") {
-		return ProbeMemorisation
-	}
-	return ProbeReasoning
-}
-
-// probeGen writes one random probe payload, its answer and the answer's chance level (see Probe.Chance).
+// probeGen writes one random probe payload, its answer and the answer's chance level (see eval.Probe.Chance).
 type probeGen struct {
 	kind, keyword string
 	gen           func(r *rand.Rand) (payload, answer string, chance float64)
 }
 
-// DefaultAddDigits is the most digits of an addition operand unless ProbeConfig.AddDigits says otherwise.
+// DefaultAddDigits is the most digits of an addition operand unless Config.AddDigits says otherwise.
 const DefaultAddDigits = 3
 
 // maxAddDigits keeps sums well inside an int.
@@ -89,8 +36,8 @@ func probeGens(addDigits int) []probeGen {
 	}
 }
 
-// ProbeKinds lists every probe kind: the reasoning kinds, then their memorisation counterparts.
-func ProbeKinds() []string {
+// Kinds lists every probe kind: the reasoning kinds, then their memorisation counterparts.
+func Kinds() []string {
 	gens := probeGens(DefaultAddDigits)
 	var ks []string
 	for _, g := range gens {
@@ -298,14 +245,14 @@ func memChance(shape string) float64 {
 	return 1 / n
 }
 
-// ProbeConfig sizes a probe set. Counts are per kind.
-type ProbeConfig struct {
+// Config sizes a probe set. Counts are per kind.
+type Config struct {
 	Seed  uint64
 	Train int // training examples per kind
 	Test  int // held-out test probes per kind (and recall probes per kind)
 	Table int // distinct prompts of each memorisation kind's table
 	// Kinds selects the kinds to make, reasoning ("add") and memorisation ("add_mem") alike; empty means every
-	// kind of ProbeKinds. Each kind draws from its own stream, so a kind's probes do not depend on the others
+	// kind of Kinds. Each kind draws from its own stream, so a kind's probes do not depend on the others
 	// selected (only the shuffled order of the mixed sets does).
 	Kinds []string
 	// AddDigits is the most digits of an addition operand (1 to 9; 0 means DefaultAddDigits). Fewer digits make
@@ -313,28 +260,28 @@ type ProbeConfig struct {
 	AddDigits int
 }
 
-// MaxProbes is the most probes of one kind MakeProbes makes for each set (train, test, table): ten million
+// MaxProbes is the most probes of one kind Make makes for each set (train, test, table): ten million
 // (about 1 GB of training text per kind), so a mistyped count fails at once instead of after minutes.
 const MaxProbes = 10_000_000
 
-// ProbeSet is what MakeProbes makes.
-type ProbeSet struct {
-	// Kinds are the kinds made, in ProbeKinds order.
+// Set is what Make makes.
+type Set struct {
+	// Kinds are the kinds made, in Kinds order.
 	Kinds []string
 	// Train is the training text, every kind mixed and shuffled. Each memorisation table entry occurs about
 	// Train/Table times.
-	Train []Probe
+	Train []eval.Probe
 	// Test holds prompts that occur nowhere in Train. Reasoning kinds measure generalisation; memorisation kinds
 	// are at chance by construction (their answers are random), a control that they cannot be reasoned out.
-	Test []Probe
+	Test []eval.Probe
 	// Recall holds prompts taken from Train: memorisation kinds measure memorisation; reasoning kinds give the
 	// training-set accuracy to compare Test with.
-	Recall []Probe
+	Recall []eval.Probe
 }
 
-// MakeProbes makes a probe set. It is deterministic: the same config gives the same probes, in the same order,
+// Make makes a probe set. It is deterministic: the same config gives the same probes, in the same order,
 // and each kind draws from its own stream, so adding kinds does not change the others.
-func MakeProbes(c ProbeConfig) (*ProbeSet, error) {
+func Make(c Config) (*Set, error) {
 	if c.Train < 1 || c.Test < 1 || c.Table < 1 {
 		return nil, fmt.Errorf("probes: train %d, test %d and table %d must all be positive", c.Train, c.Test, c.Table)
 	}
@@ -350,14 +297,14 @@ func MakeProbes(c ProbeConfig) (*ProbeSet, error) {
 	}
 	want := map[string]bool{}
 	for _, k := range c.Kinds {
-		if !slices.Contains(ProbeKinds(), k) {
-			return nil, fmt.Errorf("probes: unknown kind %q (kinds: %s)", k, strings.Join(ProbeKinds(), ", "))
+		if !slices.Contains(Kinds(), k) {
+			return nil, fmt.Errorf("probes: unknown kind %q (kinds: %s)", k, strings.Join(Kinds(), ", "))
 		}
 		want[k] = true
 	}
 	selected := func(k string) bool { return len(want) == 0 || want[k] }
-	ps := &ProbeSet{}
-	for _, k := range ProbeKinds() {
+	ps := &Set{}
+	for _, k := range Kinds() {
 		if selected(k) {
 			ps.Kinds = append(ps.Kinds, k)
 		}
@@ -371,10 +318,12 @@ func MakeProbes(c ProbeConfig) (*ProbeSet, error) {
 				p, a, ch := g.gen(r)
 				pr := g.keyword + ": " + p + " ="
 				seen[pr] = true
-				ps.Train = append(ps.Train, Probe{pr, a, g.kind, ch})
+				ps.Train = append(ps.Train, eval.Probe{Prompt: pr, Answer: a, Kind: g.kind, Chance: ch})
 			}
 			start := len(ps.Train) - c.Train
-			test, err := freshProbes(r, g, c.Test, seen, func(pr, a string, ch float64) Probe { return Probe{pr, a, g.kind, ch} }, "")
+			test, err := freshProbes(r, g, c.Test, seen, func(pr, a string, ch float64) eval.Probe {
+				return eval.Probe{Prompt: pr, Answer: a, Kind: g.kind, Chance: ch}
+			}, "")
 			if err != nil {
 				return nil, err
 			}
@@ -390,7 +339,9 @@ func MakeProbes(c ProbeConfig) (*ProbeSet, error) {
 			continue
 		}
 		r := kindRand(c.Seed, mk)
-		mem := func(pr, a string, _ float64) Probe { return Probe{pr, memAnswer(c.Seed, pr, a), mk, memChance(a)} }
+		mem := func(pr, a string, _ float64) eval.Probe {
+			return eval.Probe{Prompt: pr, Answer: memAnswer(c.Seed, pr, a), Kind: mk, Chance: memChance(a)}
+		}
 		table, err := freshProbes(r, g, c.Table, map[string]bool{}, mem, "~")
 		if err != nil {
 			return nil, err
@@ -418,7 +369,7 @@ func MakeProbes(c ProbeConfig) (*ProbeSet, error) {
 		}
 	}
 	r := kindRand(c.Seed, "shuffle")
-	for _, s := range [][]Probe{ps.Train, ps.Test, ps.Recall} {
+	for _, s := range [][]eval.Probe{ps.Train, ps.Test, ps.Recall} {
 		r.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
 	}
 	return ps, nil
@@ -432,8 +383,8 @@ func kindRand(seed uint64, kind string) *rand.Rand {
 }
 
 // freshProbes draws n distinct probes whose prompts are not in avoid (g's keyword + mark).
-func freshProbes(r *rand.Rand, g probeGen, n int, avoid map[string]bool, mk func(prompt, answer string, chance float64) Probe, mark string) ([]Probe, error) {
-	var out []Probe
+func freshProbes(r *rand.Rand, g probeGen, n int, avoid map[string]bool, mk func(prompt, answer string, chance float64) eval.Probe, mark string) ([]eval.Probe, error) {
+	var out []eval.Probe
 	taken := map[string]bool{}
 	for tries := 0; len(out) < n; tries++ {
 		if tries > 100*n+1000 {

@@ -1,7 +1,6 @@
-package eval
+package probes
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -10,16 +9,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/eval"
 )
 
 // TestProbesDeterministic: the same config gives the same probes; another seed gives others.
 func TestProbesDeterministic(t *testing.T) {
-	c := ProbeConfig{Seed: 1, Train: 300, Test: 40, Table: 50}
-	a, err := MakeProbes(c)
+	c := Config{Seed: 1, Train: 300, Test: 40, Table: 50}
+	a, err := Make(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := MakeProbes(c)
+	b, err := Make(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,14 +28,14 @@ func TestProbesDeterministic(t *testing.T) {
 		t.Fatal("two runs with the same seed differ")
 	}
 	c.Seed = 2
-	d, err := MakeProbes(c)
+	d, err := Make(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if reflect.DeepEqual(a.Train[:20], d.Train[:20]) {
 		t.Error("seeds 1 and 2 gave the same probes")
 	}
-	nk := len(ProbeKinds())
+	nk := len(Kinds())
 	if len(a.Train) != nk*c.Train || len(a.Test) != nk*c.Test || len(a.Recall) != nk*c.Test {
 		t.Errorf("%d train, %d test, %d recall probes for %d kinds", len(a.Train), len(a.Test), len(a.Recall), nk)
 	}
@@ -45,7 +46,7 @@ func TestProbesDeterministic(t *testing.T) {
 // larger than training; memorisation kinds train on Table prompts (at most Train) whose answers differ from the
 // reasoning answer of the same payload.
 func TestProbesDisjointAndConsistent(t *testing.T) {
-	for _, c := range []ProbeConfig{
+	for _, c := range []Config{
 		{Seed: 7, Train: 500, Test: 100, Table: 64},
 		{Seed: 7, Train: 10, Test: 10, Table: 100}, // a table larger than training: recall only what was trained
 	} {
@@ -53,8 +54,8 @@ func TestProbesDisjointAndConsistent(t *testing.T) {
 	}
 }
 
-func checkProbesDisjoint(t *testing.T, c ProbeConfig) {
-	ps, err := MakeProbes(c)
+func checkProbesDisjoint(t *testing.T, c Config) {
+	ps, err := Make(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,12 +81,12 @@ func checkProbesDisjoint(t *testing.T, c ProbeConfig) {
 			t.Errorf("recall prompt %q (%s): training answer %q, recall %q", p.Prompt, p.Kind, a, p.Answer)
 		}
 	}
-	for _, k := range ProbeKinds() {
-		if want := min(c.Table, c.Train); ProbeClass(k) == ProbeMemorisation && len(table[k]) != want {
+	for _, k := range Kinds() {
+		if want := min(c.Table, c.Train); eval.ProbeClass(k) == eval.ProbeMemorisation && len(table[k]) != want {
 			t.Errorf("%s: %d distinct training prompts, want %d", k, len(table[k]), want)
 		}
 	}
-	for _, p := range append(append([]Probe{}, ps.Train...), ps.Test...) {
+	for _, p := range append(append([]eval.Probe{}, ps.Train...), ps.Test...) {
 		if p.Kind == "add" {
 			checkAdd(t, p)
 		}
@@ -112,7 +113,7 @@ func checkAddAnswer(prompt string) string {
 	return spaced(string(reverse([]rune(sum))))
 }
 
-func checkAdd(t *testing.T, p Probe) {
+func checkAdd(t *testing.T, p eval.Probe) {
 	t.Helper()
 	if want := checkAddAnswer(p.Prompt); p.Answer != want {
 		t.Errorf("%q: answer %q, want %q", p.Prompt, p.Answer, want)
@@ -190,12 +191,12 @@ func balanced(s string) bool {
 // TestProbeKindsAndDigits: Kinds selects kinds without changing their probes, AddDigits bounds the operands,
 // and bad selections are errors.
 func TestProbeKindsAndDigits(t *testing.T) {
-	base := ProbeConfig{Seed: 5, Train: 300, Test: 40, Table: 50}
-	all, err := MakeProbes(base)
+	base := Config{Seed: 5, Train: 300, Test: 40, Table: 50}
+	all, err := Make(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byKind := func(ps []Probe, kind string) []string {
+	byKind := func(ps []eval.Probe, kind string) []string {
 		var out []string
 		for _, p := range ps {
 			if p.Kind == kind {
@@ -220,12 +221,12 @@ func TestProbeKindsAndDigits(t *testing.T) {
 		if tc.digits == 1 {
 			c.Train, c.Test = 30, 10 // one-digit sums have only 100 prompts
 		}
-		ps, err := MakeProbes(c)
+		ps, err := Make(c)
 		if err != nil {
 			t.Fatalf("%v, %d digits: %v", tc.kinds, tc.digits, err)
 		}
 		want := slices.Clone(tc.kinds)
-		slices.SortFunc(want, func(a, b string) int { return slices.Index(ProbeKinds(), a) - slices.Index(ProbeKinds(), b) })
+		slices.SortFunc(want, func(a, b string) int { return slices.Index(Kinds(), a) - slices.Index(Kinds(), b) })
 		if !slices.Equal(ps.Kinds, want) {
 			t.Errorf("%v: made kinds %v", tc.kinds, ps.Kinds)
 		}
@@ -253,20 +254,20 @@ func TestProbeKindsAndDigits(t *testing.T) {
 			continue
 		}
 		for _, k := range tc.kinds { // a kind's probes do not depend on which others are made
-			for _, sets := range [][2][]Probe{{ps.Train, all.Train}, {ps.Test, all.Test}, {ps.Recall, all.Recall}} {
+			for _, sets := range [][2][]eval.Probe{{ps.Train, all.Train}, {ps.Test, all.Test}, {ps.Recall, all.Recall}} {
 				if !slices.Equal(byKind(sets[0], k), byKind(sets[1], k)) {
 					t.Errorf("%v: the %s probes differ from those of the full set", tc.kinds, k)
 				}
 			}
 		}
 	}
-	for _, c := range []ProbeConfig{
+	for _, c := range []Config{
 		{Seed: 1, Train: 10, Test: 5, Table: 5, Kinds: []string{"add", "mul"}},
 		{Seed: 1, Train: 10, Test: 5, Table: 5, AddDigits: 10},
 		{Seed: 1, Train: 10, Test: 5, Table: 5, AddDigits: -1},
 		{Seed: 1, Train: 500, Test: 50, Table: 5, AddDigits: 1, Kinds: []string{"add"}}, // 100 prompts in all
 	} {
-		if _, err := MakeProbes(c); err == nil {
+		if _, err := Make(c); err == nil {
 			t.Errorf("%+v: no error", c)
 		}
 	}
@@ -322,7 +323,7 @@ func TestProbeChance(t *testing.T) {
 	if len(lengths) != 9 {
 		t.Errorf("3-digit addition: operand lengths %v, want all 9 pairs", lengths)
 	}
-	ps, err := MakeProbes(ProbeConfig{Seed: 3, Train: 100, Test: 20, Table: 30})
+	ps, err := Make(Config{Seed: 3, Train: 100, Test: 20, Table: 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,34 +331,6 @@ func TestProbeChance(t *testing.T) {
 		if !(p.Chance > 0 && p.Chance < 1) {
 			t.Fatalf("%s probe %q: chance %v", p.Kind, p.Prompt, p.Chance)
 		}
-	}
-}
-
-// TestProbeChanceReported: eval reports each probe accuracy's chance level, the mean of its records' chance,
-// and leaves it out for a group whose records do not all carry one.
-func TestProbeChanceReported(t *testing.T) {
-	file := writeFile(t, "p.jsonl", `{"prompt": "add: 1 + 2 =", "answer": "3", "kind": "add", "chance": 0.1}
-{"prompt": "add: 1 2 + 2 =", "answer": "4 1", "kind": "add", "chance": 0.02}
-{"prompt": "add~: 1 + 2 =", "answer": "7", "kind": "add_mem", "chance": 0.125}
-{"prompt": "rev: a b =", "answer": "b a", "kind": "reverse"}
-`)
-	be := &fakeBackend{gen: func(p string) string { return " 3" }}
-	res, err := RunTask(context.Background(), TaskSpec{Name: "probe", Kind: KindProbe, File: file}, be, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkMetric(t, res.Metrics, "acc_add", 0.5, math.Sqrt(0.125))
-	checkMetric(t, res.Metrics, "chance_add", 0.06, math.NaN())
-	checkMetric(t, res.Metrics, "chance_memorisation", 0.125, math.NaN())
-	checkMetric(t, res.Metrics, "chance_add_mem", 0.125, math.NaN())
-	for _, name := range []string{"chance", "chance_reasoning", "chance_reverse"} {
-		if m, ok := res.Metrics.Get(name); ok {
-			t.Errorf("%s = %v reported, but the reverse record has no chance", name, m.Value)
-		}
-	}
-	bad := writeFile(t, "bad.jsonl", `{"prompt": "add: 1 + 2 =", "answer": "3", "kind": "add", "chance": 1.5}`+"\n")
-	if _, err := RunTask(context.Background(), TaskSpec{Name: "probe", Kind: KindProbe, File: bad}, be, Options{StrictRecords: true}); err == nil {
-		t.Error("chance 1.5: no error")
 	}
 }
 

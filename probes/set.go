@@ -1,4 +1,4 @@
-package eval
+package probes
 
 import (
 	"bytes"
@@ -7,11 +7,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 )
 
-// ProbeManifest is probes.json: how a probe set's files were made and what they hold.
-type ProbeManifest struct {
+// Manifest is probes.json: how a probe set's files were made and what they hold.
+type Manifest struct {
 	Seed      uint64            `json:"seed"`
 	Train     int               `json:"train_per_kind"`
 	Test      int               `json:"test_per_kind"`
@@ -22,16 +23,16 @@ type ProbeManifest struct {
 	Counts    map[string]int    `json:"counts"`
 }
 
-// ProbeSetFiles are the files WriteProbeSet writes, in order.
-var ProbeSetFiles = []string{"train.txt", "train.jsonl", "test.jsonl", "recall.jsonl", "probes.json"}
+// SetFiles are the files WriteSet writes, in order.
+var SetFiles = []string{"train.txt", "train.jsonl", "test.jsonl", "recall.jsonl", "probes.json"}
 
-// WriteProbeSet makes the probes of c (MakeProbes) and writes them to dir: the training text, the training,
+// WriteSet makes the probes of c (Make) and writes them to dir: the training text, the training,
 // held-out and recall records, and the manifest probes.json. Each file is written atomically.
-func WriteProbeSet(dir string, c ProbeConfig) (*ProbeSet, *ProbeManifest, error) {
+func WriteSet(dir string, c Config) (*Set, *Manifest, error) {
 	if c.AddDigits == 0 {
 		return nil, nil, fmt.Errorf("0 digits per addition operand: want 1 to 9")
 	}
-	ps, err := MakeProbes(c)
+	ps, err := Make(c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -44,12 +45,12 @@ func WriteProbeSet(dir string, c ProbeConfig) (*ProbeSet, *ProbeManifest, error)
 		text.WriteByte('\n')
 	}
 	files := map[string][]byte{"train.txt": text.Bytes()}
-	for name, set := range map[string][]Probe{"train.jsonl": ps.Train, "test.jsonl": ps.Test, "recall.jsonl": ps.Recall} {
-		if files[name], err = ProbeRecords(set); err != nil {
+	for name, set := range map[string][]eval.Probe{"train.jsonl": ps.Train, "test.jsonl": ps.Test, "recall.jsonl": ps.Recall} {
+		if files[name], err = Records(set); err != nil {
 			return nil, nil, err
 		}
 	}
-	man := &ProbeManifest{Seed: c.Seed, Train: c.Train, Test: c.Test, Table: c.Table, AddDigits: c.AddDigits, Kinds: ps.Kinds,
+	man := &Manifest{Seed: c.Seed, Train: c.Train, Test: c.Test, Table: c.Table, AddDigits: c.AddDigits, Kinds: ps.Kinds,
 		Counts: map[string]int{"train": len(ps.Train), "test": len(ps.Test), "recall": len(ps.Recall)},
 		Files: map[string]string{
 			"train.txt":    "training text, one probe per line (prompt, space, answer); mix it into a training corpus",
@@ -62,7 +63,7 @@ func WriteProbeSet(dir string, c ProbeConfig) (*ProbeSet, *ProbeManifest, error)
 		return nil, nil, err
 	}
 	files["probes.json"] = append(mb, '\n')
-	for _, name := range ProbeSetFiles {
+	for _, name := range SetFiles {
 		if err := atomicfile.Write(filepath.Join(dir, name), files[name]); err != nil {
 			return nil, nil, err
 		}

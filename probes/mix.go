@@ -1,4 +1,4 @@
-package eval
+package probes
 
 import (
 	"bytes"
@@ -11,36 +11,37 @@ import (
 	"strings"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/tokenizer"
 )
 
-// Files of a probe mix directory (WriteProbeMix).
+// Files of a probe mix directory (WriteMix).
 const (
-	ProbeTestFile   = "test.jsonl"   // held-out probes: reasoning kinds measure generalisation
-	ProbeRecallFile = "recall.jsonl" // probes from training: memorisation kinds measure memorisation
+	TestFile   = "test.jsonl"   // held-out probes: reasoning kinds measure generalisation
+	RecallFile = "recall.jsonl" // probes from training: memorisation kinds measure memorisation
 )
 
-// ProbeMixShare is the default share of probe tokens in a mix: enough that the probes are seen thousands of
+// MixShare is the default share of probe tokens in a mix: enough that the probes are seen thousands of
 // times in a few minutes of training, little enough that the corpus still dominates.
-const ProbeMixShare = 0.25
+const MixShare = 0.25
 
-// ProbeMixConfig is the probe set the demo and reproduce mix into the embedded corpus: every kind, 2-digit sums
-// (learnt soonest), 4000 training probes per kind (about as many tokens as ProbeMixShare of the corpus needs),
+// MixConfig is the probe set the demo and reproduce mix into the embedded corpus: every kind, 2-digit sums
+// (learnt soonest), 4000 training probes per kind (about as many tokens as MixShare of the corpus needs),
 // memorisation tables of 256 prompts, and test probes per kind.
-func ProbeMixConfig(test int) ProbeConfig {
-	return ProbeConfig{Seed: 1, Train: 4000, Test: test, Table: 256, AddDigits: 2}
+func MixConfig(test int) Config {
+	return Config{Seed: 1, Train: 4000, Test: test, Table: 256, AddDigits: 2}
 }
 
-// WriteProbeMix writes dir: train.tok, the training tokens of the prepared corpus in dataDir with the probes of
+// WriteMix writes dir: train.tok, the training tokens of the prepared corpus in dataDir with the probes of
 // c mixed in, each probe line a document ended by <|endoftext|> (as `data prepare --doc-sep line` writes
 // them), spread evenly between the corpus documents until they make up share of the tokens (cycling through
 // the probes if the corpus needs more); the corpus tokenizer.json, so that runs trained on the mix carry it;
 // and test.jsonl and recall.jsonl to score them with. train.tok is written last and atomically, so a directory
 // that has it is complete and is reused as it is.
-func WriteProbeMix(dir, dataDir string, vocab int, c ProbeConfig, share float64) error {
+func WriteMix(dir, dataDir string, vocab int, c Config, share float64) error {
 	trainPath := filepath.Join(dir, data.TrainFile)
 	if _, err := os.Stat(trainPath); err == nil {
 		return nil
@@ -60,12 +61,12 @@ func WriteProbeMix(dir, dataDir string, vocab int, c ProbeConfig, share float64)
 	if eot < 0 {
 		return fmt.Errorf("probe mix: %s has no <|endoftext|> token to end probe lines with", tokPath)
 	}
-	ps, err := MakeProbes(c)
+	ps, err := Make(c)
 	if err != nil {
 		return err
 	}
-	for name, set := range map[string][]Probe{ProbeTestFile: ps.Test, ProbeRecallFile: ps.Recall} {
-		recs, err := ProbeRecords(set)
+	for name, set := range map[string][]eval.Probe{TestFile: ps.Test, RecallFile: ps.Recall} {
+		recs, err := Records(set)
 		if err != nil {
 			return err
 		}
@@ -114,8 +115,8 @@ func WriteProbeMix(dir, dataDir string, vocab int, c ProbeConfig, share float64)
 	return w.Close()
 }
 
-// ProbeRecords renders probes as the JSON lines of a probe task file, {prompt, answer, kind, chance} each.
-func ProbeRecords(ps []Probe) ([]byte, error) {
+// Records renders probes as the JSON lines of a probe task file, {prompt, answer, kind, chance} each.
+func Records(ps []eval.Probe) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false) // keep "<", ">" and "&" of bracket probes readable
@@ -127,11 +128,11 @@ func ProbeRecords(ps []Probe) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// ProbeScores are a model's probe results from a probe mix directory: exact-match accuracy and the gold
+// Scores are a model's probe results from a probe mix directory: exact-match accuracy and the gold
 // answer's loss per token on the held-out reasoning prompts and on the recalled memorisation prompts, with the
 // reasoning prompts' chance accuracy and the prompt counts.
-type ProbeScores struct {
-	Prefix            string  `json:"prefix"` // what came before every prompt: ProbePrefix
+type Scores struct {
+	Prefix            string  `json:"prefix"` // what came before every prompt: Prefix
 	ReasoningAcc      float64 `json:"acc_reasoning"`
 	ReasoningChance   float64 `json:"chance_reasoning"`
 	ReasoningLoss     float64 `json:"gold_loss_per_token_reasoning"`
@@ -141,50 +142,50 @@ type ProbeScores struct {
 	MemorisationCount int     `json:"memorisation_records"`
 }
 
-// ProbePrefix is what ScoreProbes puts before every prompt: the <|endoftext|> that precedes each probe line in
-// the mix (WriteProbeMix), so that prompts are scored where training put them, not at position 0 of a window,
+// Prefix is what Score puts before every prompt: the <|endoftext|> that precedes each probe line in
+// the mix (WriteMix), so that prompts are scored where training put them, not at position 0 of a window,
 // which in training only ever held a corpus token or a probe continued from the previous window.
-const ProbePrefix = "<|endoftext|>"
+const Prefix = "<|endoftext|>"
 
-// ScoreProbes scores m on dir's test.jsonl (reasoning kinds) and recall.jsonl (memorisation kinds), each prompt
-// after ProbePrefix, completions generated with m's KV-cache decoder.
-func ScoreProbes(ctx context.Context, m *model.Model, tok Tokenizer, dir string) (*ProbeScores, error) {
+// Score scores m on dir's test.jsonl (reasoning kinds) and recall.jsonl (memorisation kinds), each prompt
+// after Prefix, completions generated with m's KV-cache decoder.
+func Score(ctx context.Context, m *model.Model, tok eval.Tokenizer, dir string) (*Scores, error) {
 	eot := tok.EOT()
 	if eot < 0 {
-		return nil, fmt.Errorf("probes %s: the tokenizer has no %s token to put before the prompts", dir, ProbePrefix)
+		return nil, fmt.Errorf("probes %s: the tokenizer has no %s token to put before the prompts", dir, Prefix)
 	}
-	be := NewLM(m, tok, m.NewDecoder())
+	be := eval.NewLM(m, tok, m.NewDecoder())
 	be.Prefix = []int32{eot}
-	results := map[string]*TaskResult{}
-	get := func(file, metric string) (Metric, error) {
+	results := map[string]*eval.TaskResult{}
+	get := func(file, metric string) (eval.Metric, error) {
 		res := results[file]
 		if res == nil {
 			var err error
-			res, err = RunTask(ctx, TaskSpec{Name: "probe_" + strings.TrimSuffix(file, ".jsonl"), Kind: KindProbe,
-				File: filepath.Join(dir, file)}, be, Options{StrictRecords: true})
+			res, err = eval.RunTask(ctx, eval.TaskSpec{Name: "probe_" + strings.TrimSuffix(file, ".jsonl"), Kind: eval.KindProbe,
+				File: filepath.Join(dir, file)}, be, eval.Options{StrictRecords: true})
 			if err != nil {
-				return Metric{}, err
+				return eval.Metric{}, err
 			}
 			results[file] = res
 		}
 		v, ok := res.Metrics.Get(metric)
 		if !ok {
-			return Metric{}, fmt.Errorf("probes %s: no metric %s", filepath.Join(dir, file), metric)
+			return eval.Metric{}, fmt.Errorf("probes %s: no metric %s", filepath.Join(dir, file), metric)
 		}
 		return v, nil
 	}
-	s := ProbeScores{Prefix: ProbePrefix}
+	s := Scores{Prefix: Prefix}
 	var errs []error
 	for _, q := range []struct {
 		file, metric string
 		dst          *float64
 		n            *int
 	}{
-		{ProbeTestFile, "acc_reasoning", &s.ReasoningAcc, &s.ReasoningCount},
-		{ProbeTestFile, "chance_reasoning", &s.ReasoningChance, nil},
-		{ProbeTestFile, "gold_loss_per_token_reasoning", &s.ReasoningLoss, nil},
-		{ProbeRecallFile, "acc_memorisation", &s.MemorisationAcc, &s.MemorisationCount},
-		{ProbeRecallFile, "gold_loss_per_token_memorisation", &s.MemorisationLoss, nil},
+		{TestFile, "acc_reasoning", &s.ReasoningAcc, &s.ReasoningCount},
+		{TestFile, "chance_reasoning", &s.ReasoningChance, nil},
+		{TestFile, "gold_loss_per_token_reasoning", &s.ReasoningLoss, nil},
+		{RecallFile, "acc_memorisation", &s.MemorisationAcc, &s.MemorisationCount},
+		{RecallFile, "gold_loss_per_token_memorisation", &s.MemorisationLoss, nil},
 	} {
 		v, err := get(q.file, q.metric)
 		if err != nil {

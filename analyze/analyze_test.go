@@ -1,0 +1,51 @@
+package analyze
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/scale"
+)
+
+// TestMeasureWeightsOnly measures a freshly initialised tiny model without a token file: one weight record per
+// matrix, one class summary per matrix class, no activations, and a text report that names every class.
+func TestMeasureWeightsOnly(t *testing.T) {
+	p, err := model.LookupPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Config
+	c.Layers = 1
+	dir := filepath.Join(t.TempDir(), "m")
+	if _, err := scale.Init(dir, c, gammainit.Default(), 0, scale.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Measure(dir, Options{Probes: 1, ProbeLen: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	matrices, classes := 0, map[string]bool{}
+	for _, s := range c.Tensors() {
+		if s.IsMatrix() {
+			matrices++
+			classes[s.Class] = true
+		}
+	}
+	if len(a.Weights) != matrices || len(a.Classes) != len(classes) || a.Activations != nil {
+		t.Errorf("%d weights (want %d), %d classes (want %d), activations %v", len(a.Weights), matrices, len(a.Classes), len(classes), a.Activations)
+	}
+	var b bytes.Buffer
+	a.WriteText(&b, false)
+	for class := range classes {
+		if !strings.Contains(b.String(), class) {
+			t.Errorf("text report names no %s", class)
+		}
+	}
+	if _, err := Measure(dir, Options{Probes: 0, ProbeLen: 8}); err == nil {
+		t.Error("0 probes: no error")
+	}
+}
