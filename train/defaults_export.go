@@ -9,6 +9,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
 )
 
@@ -26,6 +27,7 @@ type DefaultsDoc struct {
 	// Types gives each run key's kind ("int", "float", "bool", "string", "list", "table"), section by section
 	// ("" for the top-level keys), since JSON cannot tell 1 from 1.0.
 	Types         map[string]map[string]string `json:"types"`
+	Presets       map[string]map[string]any    `json:"presets"`
 	ScheduleKinds []string                     `json:"schedule_kinds"`
 	MetricKeys    []string                     `json:"metric_keys"`
 	LRExamples    []LRExample                  `json:"lr_examples"`
@@ -56,6 +58,22 @@ func Defaults() (DefaultsDoc, error) {
 		Run: run, Types: map[string]map[string]string{}, ScheduleKinds: scheduleKinds, MetricKeys: metricKeys(),
 	}
 	keyTypes(reflect.TypeOf(Config{}), "", doc.Types)
+	doc.Presets = map[string]map[string]any{}
+	for _, p := range model.Presets() {
+		c := Default()
+		c.Model = ModelConfig{Preset: p.Name, Config: p.Config}
+		enc, err := c.Encode()
+		if err != nil {
+			return DefaultsDoc{}, fmt.Errorf("encode preset %s: %w", p.Name, err)
+		}
+		var m struct {
+			Model map[string]any `toml:"model"`
+		}
+		if _, err := toml.Decode(string(enc), &m); err != nil {
+			return DefaultsDoc{}, fmt.Errorf("decode preset %s: %w", p.Name, err)
+		}
+		doc.Presets[p.Name] = m.Model
+	}
 	for _, s := range []optim.Schedule{
 		{Kind: optim.ScheduleCosine, PeakLR: 1e-2, Warmup: 3, MinRatio: 0.1, Total: 12},
 		{Kind: optim.ScheduleCosine, PeakLR: 3e-3, Warmup: 0, MinRatio: 0, Total: 2},
