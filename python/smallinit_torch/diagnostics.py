@@ -35,7 +35,8 @@ import torch
 
 from .gorand import PCG
 from .init import canonical, lookup
-from .model import MoE, attention_probs
+from .gate import OutputGate
+from .model import Llama, MoE, attention_probs
 
 MAX_COS_ROWS = 512
 EXACT_MAX_DIM = 256
@@ -165,14 +166,60 @@ def _eps(norm):
     raise ValueError(f"{type(norm).__name__}: no eps")
 
 
+class _Unobserve:
+    """A removable handle for an OutputGate observer (like a hook handle)."""
+
+    def __init__(self, gate, observer):
+        self.gate, self.observer = gate, observer
+
+    def remove(self):
+        if self.observer in self.gate.observers:
+            self.gate.observers.remove(self.observer)
+
+
+def _context_length(model) -> int:
+    """The model's context length: smallinit's Config, or a Hugging Face config's max_position_embeddings /
+    n_positions."""
+    c = getattr(model, "c", None) or getattr(model, "config", None)
+    for a in ("max_position_embeddings", "n_positions"):
+        v = getattr(c, a, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    raise ValueError(f"{type(model).__name__}: no context length (model.c or model.config.max_position_embeddings)")
+
+
+def _forward_loss(model, x, y):
+    """The mean next-token cross-entropy of inputs x against targets y: smallinit's Llama takes (x, y) and
+    returns (logits, loss); any other model (Hugging Face's *ForCausalLM) is called as model(x) and its logits
+    (a ModelOutput's .logits, or the first element of a tuple) are scored here, so labels= and its internal
+    shift are not needed."""
+    if isinstance(model, Llama):
+        return model(x, y)[1]
+    out = model(x)
+    logits = getattr(out, "logits", None)
+    if logits is None:
+        logits = out[0] if isinstance(out, (tuple, list)) else out
+    if not torch.is_tensor(logits) or logits.dim() != 3:
+        raise ValueError(f"{type(model).__name__}: forward returned no [batch, T, vocab] logits")
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1))
+
+
 class Diagnostics:
     """Forward hooks that record the activation metrics of one forward pass of model (see the module docstring)."""
 
     def __init__(self, model):
         self.model = model
         base = model.model if hasattr(model, "model") else model
+        if not hasattr(base, "layers") or not hasattr(base, "norm"):
+            raise ValueError(f"Diagnostics: {type(model).__name__} does not have the Llama layout (model.layers[i] "
+                             f"with input_layernorm, self_attn, post_attention_layernorm, mlp, and model.norm); "
+                             f"GPT-2-style models (transformer.h) are not supported")
         self.blocks = list(base.layers)
         self.final_norm = base.norm
+        for l, b in enumerate(self.blocks):
+            for part in ("input_layernorm", "self_attn", "post_attention_layernorm", "mlp"):
+                if not hasattr(b, part):
+                    raise ValueError(f"Diagnostics: layer {l} ({type(b).__name__}) has no {part}")
         self.handles, self.cur = [], None
         for l, b in enumerate(self.blocks):
             self.handles.append(b.register_forward_pre_hook(self._pre(l)))
@@ -182,8 +229,10 @@ class Diagnostics:
             if core is not None:
                 self.handles.append(core.register_forward_hook(self._core(l)))
             g = getattr(b.self_attn, "g_proj", None)
-            if g is not None and hasattr(g, "gate_values"):
-                self.handles.append(g.register_forward_hook(self._gate(l)))
+            if isinstance(g, OutputGate):  # built in, or added by add_output_gate: both call gate_values
+                obs = self._gate(l, g.n_heads)
+                g.observers.append(obs)
+                self.handles.append(_Unobserve(g, obs))
             if isinstance(b.mlp, MoE):
                 self.handles.append(b.mlp.register_forward_hook(self._moe(l)))
 
@@ -222,14 +271,13 @@ class Diagnostics:
                 self._rec(l)["mass"] = a[..., 1:].mean((0, 2)).tolist()
         return hook
 
-    def _gate(self, l):
-        def hook(mod, inp, out):
+    def _gate(self, l, H):
+        def observe(g):
             if self.cur is not None:
-                g = mod.gate_values(inp[0].detach()).double()
-                H = mod.n_heads
+                g = g.detach().double()
                 g = g.reshape(-1, H, g.shape[-1] // H)  # [tokens, H, channels per head]
                 self._rec(l)["gate"] = g.mean((0, 2)).tolist()
-        return hook
+        return observe
 
     def _moe(self, l):
         def hook(mod, inp, out):
@@ -246,7 +294,7 @@ class Diagnostics:
     def activations(self, toks, probes=16, probe_len=64, max_rows=None):
         """diag.Activations on the first probes windows of probe_len tokens of toks (at most max_rows // probe_len
         of them, as Go's forward-pass capacity Batch·SeqLen/probe_len)."""
-        T = self.model.c.max_position_embeddings
+        T = _context_length(self.model)
         if not 2 <= probe_len <= T:
             raise ValueError(f"probe length {probe_len}: must be in [2, {T}]")
         probes = min(probes, (len(toks) - 1) // probe_len)
@@ -263,13 +311,12 @@ class Diagnostics:
         final = {}
         h = self.final_norm.register_forward_pre_hook(lambda m, inp: final.__setitem__("x", inp[0].detach()))
         try:
-            _, loss = self.model(x.to(dev), y.to(dev))
+            loss = _forward_loss(self.model, x.to(dev), y.to(dev))
         finally:
             h.remove()
             rec, self.cur = self.cur, None
             self.model.train(was)
-        c = self.model.c
-        layernorm = c.norm == "layernorm"
+        layernorm = isinstance(self.final_norm, torch.nn.LayerNorm)
         st = {"probe_windows": probes, "probe_len": probe_len, "probe_loss": float(loss), "layers": []}
         sinks = heads = 0
         mass_sum = 0.0
@@ -311,7 +358,7 @@ def training_record(model, probe, batch=None):
     w = weight_report(model)
     d = Diagnostics(model)
     try:
-        T = model.c.max_position_embeddings
+        T = _context_length(model)
         a = d.activations(probe, 16, min(64, T), max_rows=batch * T if batch else None)
     finally:
         d.close()
