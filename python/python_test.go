@@ -56,7 +56,7 @@ func run(t *testing.T, dir string, name string, args ...string) []byte {
 // GPT-2 namings, the gate and ε drop-ins, the sampler order, token files and an exact resume.
 func TestPythonSuite(t *testing.T) {
 	py := needTorch(t)
-	run(t, ".", py, "-W", "error::ResourceWarning", "-m", "unittest", "discover", "-s", "tests")
+	run(t, ".", py, "-W", "error::ResourceWarning", "-m", "unittest", "discover", "-s", "tests", "-t", ".")
 }
 
 // world is what the agreement tests share: a built smallinit, prepared data, a model directory and the Go run.
@@ -370,7 +370,7 @@ func TestGoAndPyTorchAgree(t *testing.T) {
 
 	t.Run("audit", func(t *testing.T) {
 		aud := filepath.Join(w.dir, "audit")
-		run(t, ".", w.py, "tests/make_audit_models.py", aud)
+		run(t, ".", w.py, "-m", "tests.make_audit_models", aud)
 		want := map[string]string{"ref_gamma1": "γ-rule γ=1", "ref_gamma05_depth": "γ-rule γ=0.5 with 1/sqrt(2L) on o_proj/down_proj",
 			"ref_xavier": "xavier", "ref_gamma1_embed_fixed": "γ-rule γ=1", "titan_gamma075": "γ-rule γ=0.75",
 			"titan_qwen3_kaiming": "kaiming"}

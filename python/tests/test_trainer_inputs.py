@@ -21,7 +21,7 @@ except ImportError:
 from smallinit_torch.runconfig import defaults, lr_at
 from smallinit_torch.safetensors import read_safetensors, write_safetensors
 from smallinit_torch.train import main
-from tests.test_train import CFG, setup
+from tests.test_train import CFG, make_run_dir
 
 RUN = """seed = 5
 [data]
@@ -40,7 +40,7 @@ threads = 1
 class Base(unittest.TestCase):
     def setUp(self):
         self.d = tempfile.mkdtemp()
-        self.model = setup(self.d)
+        self.model = make_run_dir(self.d)
         self.n = 0
 
     def tearDown(self):
