@@ -35,6 +35,7 @@ import torch
 
 from .gorand import PCG
 from .init import canonical, lookup
+from .files import USER_ERRORS, error_line
 from .gate import OutputGate
 from .model import Llama, MoE, attention_probs
 
@@ -366,8 +367,6 @@ def training_record(model, probe, batch=None):
 
 
 def main(argv=None):
-    from .data import read_tokens
-    from .model import load_model
     ap = argparse.ArgumentParser(prog="python -m smallinit_torch analyze",
                                  description="Weight and activation metrics of a model directory (smallinit analyze --json).")
     ap.add_argument("--model", required=True)
@@ -375,6 +374,21 @@ def main(argv=None):
     ap.add_argument("--probes", type=int, default=16)
     ap.add_argument("--probe-len", type=int, default=64)
     a = ap.parse_args(argv)
+    try:
+        out = analyze(a)
+    except USER_ERRORS as e:
+        sys.exit(error_line(e))
+    json.dump(out, sys.stdout, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def analyze(a) -> dict:
+    """The document `python -m smallinit_torch analyze` prints."""
+    from .data import read_tokens
+    from .model import load_model
+    for flag, v in (("--probes", a.probes), ("--probe-len", a.probe_len)):
+        if v < 1:
+            raise ValueError(f"{flag} = {v}: must be >= 1")
     c, model = load_model(a.model, torch.float32)
     toks = read_tokens(a.tokens, c.vocab_size) if a.tokens else None
     freq = frequent_tokens(toks, c.vocab_size) if toks is not None else None
@@ -382,7 +396,8 @@ def main(argv=None):
     out = {"model": a.model, "weights": w, "classes": summarise_classes(w)}
     if toks is not None:
         d = Diagnostics(model)
-        out["activations"] = d.activations(toks, a.probes, min(a.probe_len, c.max_position_embeddings))
-        d.close()
-    json.dump(out, sys.stdout, allow_nan=False)
-    sys.stdout.write("\n")
+        try:
+            out["activations"] = d.activations(toks, a.probes, min(a.probe_len, c.max_position_embeddings))
+        finally:
+            d.close()
+    return out

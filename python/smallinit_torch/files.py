@@ -59,3 +59,18 @@ def read_json(path: str, limit: int = MAX_CONFIG, want: type = dict) -> Any:
     if want is not None and not isinstance(v, want):
         raise InputError(f"{path}: the top level is {type(v).__name__}, want a JSON {'object' if want is dict else want.__name__}")
     return v
+
+
+# What a hostile or mistaken input raises: the command-line entry points report it as one line, never as a
+# traceback.
+USER_ERRORS = (ValueError, OSError, FloatingPointError, RecursionError, MemoryError)
+
+
+def error_line(e: BaseException) -> str:
+    """`smallinit_torch: <file>: <what is wrong>`: the errors of this package start with the file they are about;
+    an OSError names its file itself."""
+    if isinstance(e, OSError) and e.filename is not None:
+        return f"smallinit_torch: {e.filename}: {e.strerror or e}"
+    if isinstance(e, MemoryError):
+        return "smallinit_torch: out of memory: the model or batch is too large for this machine"
+    return f"smallinit_torch: {e}"

@@ -44,7 +44,7 @@ import torch
 import torch.distributed as dist
 
 from .data import Sampler, read_tokens, window, num_windows
-from .files import MAX_TENSORS, open_regular, read_json
+from .files import MAX_TENSORS, USER_ERRORS, error_line, open_regular, read_json
 from .init import gamma_init_, std_for
 from .model import Llama, check_memory, load_weights, read_config
 from .runconfig import defaults, encode_toml, load_run_config, lr_at, resolve_model, total_steps  # noqa: F401
@@ -538,20 +538,6 @@ def parser(sub=None):
     ap.add_argument("--max-steps", type=int, default=0, help="stop (with a checkpoint) after this step, as an interruption")
     ap.add_argument("--quiet", action="store_true")
     return ap
-
-
-# What a hostile or mistaken input raises: reported as one line, never as a traceback.
-USER_ERRORS = (ValueError, OSError, FloatingPointError, RecursionError, MemoryError)
-
-
-def error_line(e: BaseException) -> str:
-    """`smallinit_torch: <file>: <what is wrong>`: the errors of this package start with the file they are about;
-    an OSError names its file itself."""
-    if isinstance(e, OSError) and e.filename is not None:
-        return f"smallinit_torch: {e.filename}: {e.strerror or e}"
-    if isinstance(e, MemoryError):
-        return "smallinit_torch: out of memory: the model or batch is too large for this machine"
-    return f"smallinit_torch: {e}"
 
 
 def main(argv=None):

@@ -198,6 +198,15 @@ class TestHostileInputs(Base):
             self.refused(["--resume", out, "--quiet"], want)
             self.assertEqual(os.path.getsize(os.path.join(out, "metrics.jsonl")), size)  # nothing cut or padded
 
+    @unittest.skipUnless(hasattr(os, "mkfifo"), "no FIFOs")
+    def test_analyze_refuses_fifo_tokens(self):
+        from smallinit_torch.diagnostics import main as analyze_main
+        fifo = os.path.join(self.d, "tok-fifo")
+        os.mkfifo(fifo)
+        with self.assertRaises(SystemExit) as cm:
+            analyze_main(["--model", self.model, "--tokens", fifo])
+        self.assertEqual(str(cm.exception.code), f"smallinit_torch: {fifo}: a FIFO, want a regular file")
+
     def test_cli_exit_code_and_one_line(self):
         """The command itself: exit 1 and one `smallinit_torch:` line on stderr, no traceback."""
         cfg = self.config(RUN.replace("steps = 2", "steps = 0"))
