@@ -462,6 +462,12 @@ def _recipe(r: dict) -> dict:
             "depth_scale": bool(r.get("depth_scale", False)), "classes": r.get("classes") or {}}
 
 
+def _effective(r: dict) -> tuple:
+    """What of a recipe decides the draws: the γ of the γ rule, the std of the fixed rule, depth scaling, overrides."""
+    return (r["rule"], r["gamma"] if r["rule"] == "gamma" else None, r["std"] if r["rule"] == "fixed" else None,
+            r["depth_scale"], json.dumps(r["classes"], sort_keys=True))
+
+
 def save_init_dir(out: str, model: torch.nn.Module, config_json: dict) -> None:
     """RUN/init/: the step-0 weights as a model directory, whole or not at all (as Go's trainer writes it)."""
     final, tmp = os.path.join(out, "init"), os.path.join(out, ".tmp-init")
@@ -493,7 +499,7 @@ def initialise(model, model_dir, c, given=frozenset(), config_json=None):
     recipe, seed = _recipe(c["init"]), c["seed"]
     if isinstance(rec.get("recipe"), dict):
         recorded = _recipe(rec["recipe"])
-        if any(k == "init" for k, _ in given) and recorded != recipe:
+        if any(k == "init" for k, _ in given) and _effective(recorded) != _effective(recipe):
             raise ValueError(f"{model_dir}/config.json: the weights were drawn by {recorded}, but the run config's "
                              f"[init] says {recipe}: [init] draws weights only for a model directory without them")
         recipe = recorded
