@@ -15,7 +15,7 @@ from .gorand import PCG
 TOK_MAGIC = b"SITOKENS"
 
 
-def read_tokens(path, vocab=0):
+def read_tokens(path: str, vocab: int = 0) -> torch.Tensor:
     """All token ids of a .tok file as an int64 tensor. Checks the magic, version, width, that the file holds
     exactly the count its header claims, and (vocab > 0) that every id is below vocab; errors name the file."""
     with open_regular(path, MAX_TENSORS) as f:
@@ -46,7 +46,7 @@ def read_tokens(path, vocab=0):
     return toks
 
 
-def write_tokens(path, ids):
+def write_tokens(path: str, ids) -> None:
     """Write ids as a version-1 .tok file (uint16 when every id fits, else uint32)."""
     ids = [int(i) for i in ids]
     width = 2 if not ids or max(ids) < 65536 else 4

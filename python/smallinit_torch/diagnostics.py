@@ -26,6 +26,8 @@ The hooks expect the engine's module layout (smallinit_torch.model, which is Hug
 with input_layernorm, self_attn, post_attention_layernorm, mlp); the attention probabilities are taken from
 self_attn.core, the module smallinit_torch.model.Attention calls, so a Hugging Face model gives every metric but the
 first-token mass and sink rate (null)."""
+from __future__ import annotations
+
 import argparse
 import json
 import math
@@ -58,7 +60,7 @@ def sample_rows(m, n, seed=0):
     return sorted(perm[:n])
 
 
-def frequent_tokens(toks, vocab):
+def frequent_tokens(toks: torch.Tensor, vocab: int) -> "list[int]":
     """diag.FrequentTokens: ids by decreasing count, ties lower id first, unseen ids left out."""
     counts = torch.bincount(toks[(toks >= 0) & (toks < vocab)], minlength=vocab)
     ids = [i for i in range(vocab) if counts[i] > 0]
@@ -81,7 +83,7 @@ def _cos_summary(rows):
     return float(v.mean()), float((v > 0.9).double().mean()), zero
 
 
-def weight_metrics(w, rows_for_cos=None, seed=0):
+def weight_metrics(w: torch.Tensor, rows_for_cos=None, seed: int = 0) -> dict:
     """The diag.WeightStats of a [rows, cols] matrix as Go's JSON keys (less name, class and layer).
     rows_for_cos: the row ids the cosine summaries use (default: all rows up to 512, else Go's subsample)."""
     w = w.detach().to("cpu", torch.float64)
@@ -113,7 +115,7 @@ def weight_metrics(w, rows_for_cos=None, seed=0):
     return out
 
 
-def weight_report(model, frequent=None, seed=0):
+def weight_report(model: torch.nn.Module, frequent: "list[int] | None" = None, seed: int = 0) -> "list[dict]":
     """diag.WeightReport: every matrix of model with its class and layer, in parameter order."""
     out = []
     for name, p in model.named_parameters():
@@ -132,7 +134,7 @@ def weight_report(model, frequent=None, seed=0):
     return out
 
 
-def summarise_classes(ws):
+def summarise_classes(ws: "list[dict]") -> "list[dict]":
     """diag.SummariseClasses: per class (first-seen order), the means of the finite metric values."""
     order, acc = [], {}
     keys = (("stable_rank", "stable_rank"), ("mean_abs_cos", "mean_abs_cos"), ("cos_ratio", "cos_ratio"),
@@ -208,7 +210,7 @@ def _forward_loss(model, x, y):
 class Diagnostics:
     """Forward hooks that record the activation metrics of one forward pass of model (see the module docstring)."""
 
-    def __init__(self, model):
+    def __init__(self, model: torch.nn.Module) -> None:
         self.model = model
         base = model.model if hasattr(model, "model") else model
         if not hasattr(base, "layers") or not hasattr(base, "norm"):
@@ -237,7 +239,7 @@ class Diagnostics:
             if isinstance(b.mlp, MoE):
                 self.handles.append(b.mlp.register_forward_hook(self._moe(l)))
 
-    def close(self):
+    def close(self) -> None:
         for h in self.handles:
             h.remove()
         self.handles = []
@@ -292,7 +294,7 @@ class Diagnostics:
         return hook
 
     @torch.no_grad()
-    def activations(self, toks, probes=16, probe_len=64, max_rows=None):
+    def activations(self, toks: torch.Tensor, probes: int = 16, probe_len: int = 64, max_rows: "int | None" = None) -> dict:
         """diag.Activations on the first probes windows of probe_len tokens of toks (at most max_rows // probe_len
         of them, as Go's forward-pass capacity Batch·SeqLen/probe_len)."""
         T = _context_length(self.model)
@@ -353,7 +355,7 @@ class Diagnostics:
         return st
 
 
-def training_record(model, probe, batch=None):
+def training_record(model: torch.nn.Module, probe: torch.Tensor, batch: "int | None" = None) -> dict:
     """One diagnostics.jsonl "diagnostics" object as diag.Training writes it: weights, classes, activations on
     16 probe windows of min(64, T) tokens (within the forward capacity batch x T when batch is given)."""
     w = weight_report(model)

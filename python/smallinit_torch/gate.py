@@ -28,21 +28,21 @@ class OutputGate(nn.Linear):
     (W_g [H, d]). A plain nn.Linear underneath (its weight is the checkpoint tensor; `gamma_init_` classifies it
     as class "gate")."""
 
-    def __init__(self, hidden_size, n_heads, head_dim, mode="elementwise"):
+    def __init__(self, hidden_size: int, n_heads: int, head_dim: int, mode: str = "elementwise") -> None:
         if mode not in GATE_MODES:
             raise ValueError(f"OutputGate mode {mode!r}: want one of {GATE_MODES}")
         super().__init__(hidden_size, n_heads * head_dim if mode == "elementwise" else n_heads, bias=False)
         self.mode, self.n_heads, self.head_dim = mode, n_heads, head_dim
         self.observers: list = []  # callables given every gate value tensor (the diagnostics' gate means)
 
-    def gate_values(self, n):
+    def gate_values(self, n: torch.Tensor) -> torch.Tensor:
         """sigmoid(W_g n): [..., H*head_dim] (elementwise) or [..., H] (headwise)."""
         g = torch.sigmoid(KERNELS["linear"](n, self.weight))
         for observe in self.observers:
             observe(g)
         return g
 
-    def forward(self, n, y):
+    def forward(self, n: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         g = self.gate_values(n)
         if self.mode == "headwise":
             return y * g.unsqueeze(-1)

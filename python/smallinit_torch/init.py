@@ -52,7 +52,7 @@ RULES = ("gamma", "fixed", "xavier", "kaiming")
 WRAPPERS = re.compile(r"^(?:(?:module|_orig_mod|_fsdp_wrapped_module|_checkpoint_wrapped_module|base_model\.model)\.)+")
 
 
-def table():
+def table() -> dict:
     """The table gammainit writes (gammainit_table.json), parsed once."""
     global _TABLE
     if _TABLE is None:
@@ -97,7 +97,7 @@ _GPT2_TOP = {"wte.weight": "model.embed_tokens.weight", "wpe.weight": "model.emb
              "ln_f.weight": "model.norm.weight", "ln_f.bias": "model.norm.bias"}
 
 
-def canonical(name):
+def canonical(name: str) -> "str | None":
     """The engine name of a parameter name (layer and expert indices kept), "FUSED_QKV:<layer>" for GPT-2's
     c_attn, "GROUPED:<template>" for torchtitan's 3-D experts, or None."""
     n = WRAPPERS.sub("", name)
@@ -153,7 +153,7 @@ def resolve(recipe, cls):
     return rule, gamma, std
 
 
-def std_for(recipe, cls, d_in, d_out, layers):
+def std_for(recipe: dict, cls: str, d_in: int, d_out: int, layers: int) -> float:
     """The σ the recipe gives a matrix of class cls and shape [d_out, d_in] in a model of `layers` blocks
     (gammainit's Recipe.StdFor; checked against Go's own values by the table's examples)."""
     rule, gamma, std = resolve(recipe, cls)
@@ -172,7 +172,7 @@ def std_for(recipe, cls, d_in, d_out, layers):
     return s
 
 
-def validate(recipe):
+def validate(recipe: dict) -> None:
     """gammainit's Recipe.Validate: rule names, γ in [0, 4], std in (0, 10], known classes."""
     def check(where, rule, gamma, std):
         if rule == "gamma":
@@ -486,7 +486,7 @@ def gamma_normal_(tensor: torch.Tensor, gamma: float = 1.0, fan_in: "int | None"
         return tensor.normal_(0.0, float(fan_in) ** (-float(gamma)), generator=generator)
 
 
-def init_json(records, seed=0, **recipe):
+def init_json(records: "list[dict]", seed: int = 0, **recipe) -> dict:
     """The init.json document Go's trainer writes ({"recipe", "seed", "tensors"}) for gamma_init_'s records."""
     r = {"rule": recipe.get("rule", "gamma"), "gamma": recipe.get("gamma", 1.0)}
     if recipe.get("std") and r["rule"] == "fixed":

@@ -77,7 +77,7 @@ def read_safetensors(path: str, with_metadata: bool = False):
     return (out, meta) if with_metadata else out
 
 
-def write_safetensors(path, tensors, metadata=None, atomic=False):
+def write_safetensors(path: str, tensors: dict, metadata: "dict | None" = None, atomic: bool = False) -> None:
     """Write tensors (name -> tensor, in that order) and string metadata; atomic=True writes a temporary file,
     fsyncs it and renames it over path, so a crash leaves the old file or the new one, never half of one."""
     names = {v: k for k, v in DTYPES.items()}
@@ -130,7 +130,7 @@ def sync_dir(d):
         os.close(fd)
 
 
-def read_model_weights(model_dir):
+def read_model_weights(model_dir: str) -> dict:
     """The tensors of a model directory: model.safetensors, or the shards a model.safetensors.index.json lists."""
     one = os.path.join(model_dir, "model.safetensors")
     index = os.path.join(model_dir, "model.safetensors.index.json")

@@ -118,6 +118,15 @@ class TestResolvedRun(Base):
         with open(os.path.join(out, "config.toml"), "rb") as f:
             self.assertEqual(tomllib.load(f)["init"]["gamma"], 0.5)
 
+    def test_explicit_init_contradicting_the_weights_refused(self):
+        """A model directory with weights and a recorded recipe (γ = 1), and a run config whose [init] says
+        γ = 0.5: refused (the weights are loaded, not drawn), rather than labelled 0.5."""
+        with open(os.path.join(self.model, "config.json")) as f:
+            cfg = json.load(f)
+        with open(os.path.join(self.model, "config.json"), "w") as f:
+            json.dump(dict(cfg, smallinit_init={"recipe": {"rule": "gamma", "gamma": 1.0}, "seed": 3}), f)
+        self.refused_config(RUN + "[init]\ngamma = 0.5\n", "[init] draws weights only for a model directory without them")
+
     def test_schedule_matches_go(self):
         """lr_at reproduces optim.Schedule.LR's values that Go exported (train_defaults.json)."""
         for ex in defaults()["lr_examples"]:
