@@ -184,7 +184,7 @@ class TestHostileInputs(Base):
         self.refused_config("a = " + "{b = " * 2000 + "1" + "}" * 2000, ".toml: ")  # deep nesting: an error, not a crash
 
     @unittest.skipUnless(hasattr(os, "mkfifo"), "no FIFOs")
-    def test_fifos_refused_not_waited_for(self):
+    def test_fifos_and_devices_refused_not_waited_for(self):
         fifo = os.path.join(self.d, "fifo")
         os.mkfifo(fifo)
         self.refused_config(RUN.replace("{d}/train.tok", fifo), "a FIFO")
@@ -193,6 +193,17 @@ class TestHostileInputs(Base):
         os.mkfifo(os.path.join(m, "config.json"))
         self.refused_config(RUN, "a FIFO", model=m)
         self.refused(["--model", self.model, "--config", fifo, "--out", os.path.join(self.d, "x")], "a FIFO")
+        m = self.model_with()  # a shard index that is a FIFO, then /dev/zero
+        os.remove(os.path.join(m, "model.safetensors"))
+        os.mkfifo(os.path.join(m, "model.safetensors.index.json"))
+        self.refused_config(RUN, "model.safetensors.index.json: a FIFO", model=m)
+        os.remove(os.path.join(m, "model.safetensors.index.json"))
+        os.symlink("/dev/zero", os.path.join(m, "model.safetensors.index.json"))
+        self.refused_config(RUN, "model.safetensors.index.json: a device", model=m)
+        m = self.model_with()  # config.json that is /dev/zero
+        os.remove(os.path.join(m, "config.json"))
+        os.symlink("/dev/zero", os.path.join(m, "config.json"))
+        self.refused_config(RUN, "config.json: a device", model=m)
 
     def test_resume_refuses_logs_that_disagree_with_state(self):
         out = self.train(self.config(RUN.replace("steps = 2", "steps = 4")), out=os.path.join(self.d, "r"))
