@@ -7,7 +7,8 @@ read the run unchanged.
 
 What is the Go trainer's (train/run.go, train/checkpoint.go, optim/):
   - run.toml: the sections seed, [init], [optimizer], [schedule], [data], [train] with the Go keys and defaults
-    (train.Default); the model's shape comes from MODEL_DIR/config.json (a [model] section must agree with it);
+    (train.Default, read from train_defaults.json, which Go writes; see smallinit_torch.runconfig); the model's
+    shape comes from MODEL_DIR/config.json (every key a [model] section gives must agree with it);
   - batches: train.batch_size windows of T+1 tokens per step in train.Sampler's order (a PCG Fisher-Yates per
     epoch, reproduced bit for bit by smallinit_torch.gorand); rank r of W takes windows [r B/W, (r+1) B/W) of each
     global batch, split into K micro-batches (gradient accumulation); gradients are averaged over ranks
@@ -16,7 +17,8 @@ What is the Go trainer's (train/run.go, train/checkpoint.go, optim/):
     warmup + cosine / WSD / constant schedule of optim.Schedule, and gradient clipping by the global norm with
     optim.ClipScale's factor min(1, clip / (norm + 1e-6)); a non-finite loss or gradient stops the run (or skips
     the batch with train.skip_nonfinite);
-  - the run directory: config.toml (the run config as given), init.json, metrics.jsonl (Go's keys),
+  - the run directory: config.toml (the resolved config: every [model] key from config.json, the [init] recipe
+    the weights follow), init.json, init/ (the step-0 weights), metrics.jsonl (Go's keys),
     diagnostics.jsonl (every train.diagnostics_interval steps, smallinit_torch.diagnostics), checkpoints/step-NNNNNN/
     (model.safetensors + config.json, optimizer.safetensors with exp_avg.<name> / exp_avg_sq.<name>, state.json),
     final/ (tokenizer.json, model.safetensors, config.json last); every file is written atomically and a
