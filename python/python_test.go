@@ -56,7 +56,7 @@ func run(t *testing.T, dir string, name string, args ...string) []byte {
 // GPT-2 namings, the gate and ε drop-ins, the sampler order, token files and an exact resume.
 func TestPythonSuite(t *testing.T) {
 	py := needTorch(t)
-	run(t, ".", py, "-W", "error::ResourceWarning", "-m", "unittest", "discover", "-s", "tests")
+	run(t, ".", py, "-W", "error::ResourceWarning", "-m", "unittest", "discover", "-s", "tests", "-t", ".")
 }
 
 // world is what the agreement tests share: a built smallinit, prepared data, a model directory and the Go run.
@@ -357,6 +357,33 @@ func TestGoAndPyTorchAgree(t *testing.T) {
 		}
 	})
 
+	t.Run("report labels a sparse-config run", func(t *testing.T) {
+		// A run config without [model]: the trainer writes the model directory's shape, ε and gate into the
+		// resolved config.toml, and the step-0 weights into init/, so the report labels the run by its model.
+		sparse := filepath.Join(w.dir, "sparse.toml")
+		cfg := fmt.Sprintf("seed = 3\n[data]\ntrain = %q\nval = %q\n[train]\nbatch_size = 8\nsteps = 4\nlog_interval = 2\neval_interval = 2\nthreads = 1\n",
+			filepath.Join(w.dir, "data", "train.tok"), filepath.Join(w.dir, "data", "val.tok"))
+		if err := os.WriteFile(sparse, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(w.dir, "py-sparse")
+		run(t, w.dir, w.py, "-m", "smallinit_torch", "train", "--model", w.model, "--config", sparse, "--out", out, "--quiet")
+		html := filepath.Join(w.dir, "sparse.html")
+		run(t, w.dir, w.bin, "report", out, "--out", html)
+		b, err := os.ReadFile(html)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"d=64, L=2, H=4, T=32, V=1024", "ε=1e-05", "gate=elementwise"} {
+			if !bytes.Contains(b, []byte(want)) {
+				t.Errorf("the report of a sparse-config PyTorch run does not say %q", want)
+			}
+		}
+		if bytes.Contains(b, []byte("no step-0 weights")) {
+			t.Error("the report finds no step-0 weights (init/) in the PyTorch run")
+		}
+	})
+
 	t.Run("2 processes", func(t *testing.T) {
 		for _, extra := range [][]string{{"--spawn", "2"}, {"--grad-accum", "2"}} {
 			out := filepath.Join(w.dir, "py-"+strings.TrimLeft(strings.Join(extra, ""), "-"))
@@ -370,7 +397,7 @@ func TestGoAndPyTorchAgree(t *testing.T) {
 
 	t.Run("audit", func(t *testing.T) {
 		aud := filepath.Join(w.dir, "audit")
-		run(t, ".", w.py, "tests/make_audit_models.py", aud)
+		run(t, ".", w.py, "-m", "tests.make_audit_models", aud)
 		want := map[string]string{"ref_gamma1": "γ-rule γ=1", "ref_gamma05_depth": "γ-rule γ=0.5 with 1/sqrt(2L) on o_proj/down_proj",
 			"ref_xavier": "xavier", "ref_gamma1_embed_fixed": "γ-rule γ=1", "titan_gamma075": "γ-rule γ=0.75",
 			"titan_qwen3_kaiming": "kaiming"}

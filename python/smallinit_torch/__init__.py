@@ -12,19 +12,29 @@ Attributes are imported lazily, so that `smallinit_torch.cpuenv` can run before 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "gamma_init_": "init", "InitRecord": "init", "table": "init",
-    "OutputGate": "gate", "set_rmsnorm_eps": "gate", "add_output_gate": "gate",
+    "gamma_init_": "init", "gamma_normal_": "init", "table": "init",
+    "OutputGate": "gate", "GateHandle": "gate", "set_rmsnorm_eps": "gate", "add_output_gate": "gate",
     "Diagnostics": "diagnostics", "weight_metrics": "diagnostics",
     "Config": "model", "Llama": "model", "load_model": "model",
     "read_safetensors": "safetensors", "write_safetensors": "safetensors",
 }
 
 
-def __getattr__(name):
+_SUBMODULES = ("init", "gate", "diagnostics", "model", "train", "data", "safetensors", "files", "runconfig",
+               "reference", "gorand", "kernels", "cpuenv")
+
+
+def __getattr__(name: str):
+    import importlib
     if name in _EXPORTS:
-        import importlib
         return getattr(importlib.import_module("." + _EXPORTS[name], __name__), name)
+    if name in _SUBMODULES:  # smallinit_torch.init.gamma_normal_ without importing the submodule first
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> "list[str]":
+    return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))
 
 
 __all__ = sorted(_EXPORTS)

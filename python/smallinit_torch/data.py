@@ -1,5 +1,7 @@
 """smallinit's token files (.tok, the format data/tokfile.go owns) and the training sampler's window order
 (train/sampler.go), so that a PyTorch run sees exactly the batches of the Go run with the same seed."""
+from __future__ import annotations
+
 import array
 import os
 import struct
@@ -7,16 +9,17 @@ import sys
 
 import torch
 
+from .files import MAX_TENSORS, open_regular
 from .gorand import PCG
 
 TOK_MAGIC = b"SITOKENS"
 
 
-def read_tokens(path, vocab=0):
+def read_tokens(path: str, vocab: int = 0) -> torch.Tensor:
     """All token ids of a .tok file as an int64 tensor. Checks the magic, version, width, that the file holds
     exactly the count its header claims, and (vocab > 0) that every id is below vocab; errors name the file."""
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
+    with open_regular(path, MAX_TENSORS) as f:
+        size = os.fstat(f.fileno()).st_size
         hdr = f.read(24)
         if len(hdr) < 24:
             raise ValueError(f"read tokens {path}: header: file is {size} bytes, a token file has a 24-byte header")
@@ -43,7 +46,7 @@ def read_tokens(path, vocab=0):
     return toks
 
 
-def write_tokens(path, ids):
+def write_tokens(path: str, ids) -> None:
     """Write ids as a version-1 .tok file (uint16 when every id fits, else uint32)."""
     ids = [int(i) for i in ids]
     width = 2 if not ids or max(ids) < 65536 else 4

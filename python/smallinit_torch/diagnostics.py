@@ -26,6 +26,8 @@ The hooks expect the engine's module layout (smallinit_torch.model, which is Hug
 with input_layernorm, self_attn, post_attention_layernorm, mlp); the attention probabilities are taken from
 self_attn.core, the module smallinit_torch.model.Attention calls, so a Hugging Face model gives every metric but the
 first-token mass and sink rate (null)."""
+from __future__ import annotations
+
 import argparse
 import json
 import math
@@ -35,7 +37,9 @@ import torch
 
 from .gorand import PCG
 from .init import canonical, lookup
-from .model import MoE, attention_probs
+from .files import USER_ERRORS, error_line
+from .gate import OutputGate
+from .model import Llama, MoE, attention_probs
 
 MAX_COS_ROWS = 512
 EXACT_MAX_DIM = 256
@@ -56,7 +60,7 @@ def sample_rows(m, n, seed=0):
     return sorted(perm[:n])
 
 
-def frequent_tokens(toks, vocab):
+def frequent_tokens(toks: torch.Tensor, vocab: int) -> "list[int]":
     """diag.FrequentTokens: ids by decreasing count, ties lower id first, unseen ids left out."""
     counts = torch.bincount(toks[(toks >= 0) & (toks < vocab)], minlength=vocab)
     ids = [i for i in range(vocab) if counts[i] > 0]
@@ -79,7 +83,7 @@ def _cos_summary(rows):
     return float(v.mean()), float((v > 0.9).double().mean()), zero
 
 
-def weight_metrics(w, rows_for_cos=None, seed=0):
+def weight_metrics(w: torch.Tensor, rows_for_cos=None, seed: int = 0) -> dict:
     """The diag.WeightStats of a [rows, cols] matrix as Go's JSON keys (less name, class and layer).
     rows_for_cos: the row ids the cosine summaries use (default: all rows up to 512, else Go's subsample)."""
     w = w.detach().to("cpu", torch.float64)
@@ -111,7 +115,7 @@ def weight_metrics(w, rows_for_cos=None, seed=0):
     return out
 
 
-def weight_report(model, frequent=None, seed=0):
+def weight_report(model: torch.nn.Module, frequent: "list[int] | None" = None, seed: int = 0) -> "list[dict]":
     """diag.WeightReport: every matrix of model with its class and layer, in parameter order."""
     out = []
     for name, p in model.named_parameters():
@@ -130,7 +134,7 @@ def weight_report(model, frequent=None, seed=0):
     return out
 
 
-def summarise_classes(ws):
+def summarise_classes(ws: "list[dict]") -> "list[dict]":
     """diag.SummariseClasses: per class (first-seen order), the means of the finite metric values."""
     order, acc = [], {}
     keys = (("stable_rank", "stable_rank"), ("mean_abs_cos", "mean_abs_cos"), ("cos_ratio", "cos_ratio"),
@@ -165,14 +169,60 @@ def _eps(norm):
     raise ValueError(f"{type(norm).__name__}: no eps")
 
 
+class _Unobserve:
+    """A removable handle for an OutputGate observer (like a hook handle)."""
+
+    def __init__(self, gate, observer):
+        self.gate, self.observer = gate, observer
+
+    def remove(self):
+        if self.observer in self.gate.observers:
+            self.gate.observers.remove(self.observer)
+
+
+def _context_length(model) -> int:
+    """The model's context length: smallinit's Config, or a Hugging Face config's max_position_embeddings /
+    n_positions."""
+    c = getattr(model, "c", None) or getattr(model, "config", None)
+    for a in ("max_position_embeddings", "n_positions"):
+        v = getattr(c, a, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    raise ValueError(f"{type(model).__name__}: no context length (model.c or model.config.max_position_embeddings)")
+
+
+def _forward_loss(model, x, y):
+    """The mean next-token cross-entropy of inputs x against targets y: smallinit's Llama takes (x, y) and
+    returns (logits, loss); any other model (Hugging Face's *ForCausalLM) is called as model(x) and its logits
+    (a ModelOutput's .logits, or the first element of a tuple) are scored here, so labels= and its internal
+    shift are not needed."""
+    if isinstance(model, Llama):
+        return model(x, y)[1]
+    out = model(x)
+    logits = getattr(out, "logits", None)
+    if logits is None:
+        logits = out[0] if isinstance(out, (tuple, list)) else out
+    if not torch.is_tensor(logits) or logits.dim() != 3:
+        raise ValueError(f"{type(model).__name__}: forward returned no [batch, T, vocab] logits")
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1))
+
+
 class Diagnostics:
     """Forward hooks that record the activation metrics of one forward pass of model (see the module docstring)."""
 
-    def __init__(self, model):
+    def __init__(self, model: torch.nn.Module) -> None:
         self.model = model
         base = model.model if hasattr(model, "model") else model
+        if not hasattr(base, "layers") or not hasattr(base, "norm"):
+            raise ValueError(f"Diagnostics: {type(model).__name__} does not have the Llama layout (model.layers[i] "
+                             f"with input_layernorm, self_attn, post_attention_layernorm, mlp, and model.norm); "
+                             f"GPT-2-style models (transformer.h) are not supported")
         self.blocks = list(base.layers)
         self.final_norm = base.norm
+        for l, b in enumerate(self.blocks):
+            for part in ("input_layernorm", "self_attn", "post_attention_layernorm", "mlp"):
+                if not hasattr(b, part):
+                    raise ValueError(f"Diagnostics: layer {l} ({type(b).__name__}) has no {part}")
         self.handles, self.cur = [], None
         for l, b in enumerate(self.blocks):
             self.handles.append(b.register_forward_pre_hook(self._pre(l)))
@@ -182,12 +232,14 @@ class Diagnostics:
             if core is not None:
                 self.handles.append(core.register_forward_hook(self._core(l)))
             g = getattr(b.self_attn, "g_proj", None)
-            if g is not None and hasattr(g, "gate_values"):
-                self.handles.append(g.register_forward_hook(self._gate(l)))
+            if isinstance(g, OutputGate):  # built in, or added by add_output_gate: both call gate_values
+                obs = self._gate(l, g.n_heads)
+                g.observers.append(obs)
+                self.handles.append(_Unobserve(g, obs))
             if isinstance(b.mlp, MoE):
                 self.handles.append(b.mlp.register_forward_hook(self._moe(l)))
 
-    def close(self):
+    def close(self) -> None:
         for h in self.handles:
             h.remove()
         self.handles = []
@@ -222,14 +274,13 @@ class Diagnostics:
                 self._rec(l)["mass"] = a[..., 1:].mean((0, 2)).tolist()
         return hook
 
-    def _gate(self, l):
-        def hook(mod, inp, out):
+    def _gate(self, l, H):
+        def observe(g):
             if self.cur is not None:
-                g = mod.gate_values(inp[0].detach()).double()
-                H = mod.n_heads
+                g = g.detach().double()
                 g = g.reshape(-1, H, g.shape[-1] // H)  # [tokens, H, channels per head]
                 self._rec(l)["gate"] = g.mean((0, 2)).tolist()
-        return hook
+        return observe
 
     def _moe(self, l):
         def hook(mod, inp, out):
@@ -243,10 +294,10 @@ class Diagnostics:
         return hook
 
     @torch.no_grad()
-    def activations(self, toks, probes=16, probe_len=64, max_rows=None):
+    def activations(self, toks: torch.Tensor, probes: int = 16, probe_len: int = 64, max_rows: "int | None" = None) -> dict:
         """diag.Activations on the first probes windows of probe_len tokens of toks (at most max_rows // probe_len
         of them, as Go's forward-pass capacity Batch·SeqLen/probe_len)."""
-        T = self.model.c.max_position_embeddings
+        T = _context_length(self.model)
         if not 2 <= probe_len <= T:
             raise ValueError(f"probe length {probe_len}: must be in [2, {T}]")
         probes = min(probes, (len(toks) - 1) // probe_len)
@@ -263,13 +314,12 @@ class Diagnostics:
         final = {}
         h = self.final_norm.register_forward_pre_hook(lambda m, inp: final.__setitem__("x", inp[0].detach()))
         try:
-            _, loss = self.model(x.to(dev), y.to(dev))
+            loss = _forward_loss(self.model, x.to(dev), y.to(dev))
         finally:
             h.remove()
             rec, self.cur = self.cur, None
             self.model.train(was)
-        c = self.model.c
-        layernorm = c.norm == "layernorm"
+        layernorm = isinstance(self.final_norm, torch.nn.LayerNorm)
         st = {"probe_windows": probes, "probe_len": probe_len, "probe_loss": float(loss), "layers": []}
         sinks = heads = 0
         mass_sum = 0.0
@@ -305,13 +355,13 @@ class Diagnostics:
         return st
 
 
-def training_record(model, probe, batch=None):
+def training_record(model: torch.nn.Module, probe: torch.Tensor, batch: "int | None" = None) -> dict:
     """One diagnostics.jsonl "diagnostics" object as diag.Training writes it: weights, classes, activations on
     16 probe windows of min(64, T) tokens (within the forward capacity batch x T when batch is given)."""
     w = weight_report(model)
     d = Diagnostics(model)
     try:
-        T = model.c.max_position_embeddings
+        T = _context_length(model)
         a = d.activations(probe, 16, min(64, T), max_rows=batch * T if batch else None)
     finally:
         d.close()
@@ -319,8 +369,6 @@ def training_record(model, probe, batch=None):
 
 
 def main(argv=None):
-    from .data import read_tokens
-    from .model import load_model
     ap = argparse.ArgumentParser(prog="python -m smallinit_torch analyze",
                                  description="Weight and activation metrics of a model directory (smallinit analyze --json).")
     ap.add_argument("--model", required=True)
@@ -328,6 +376,21 @@ def main(argv=None):
     ap.add_argument("--probes", type=int, default=16)
     ap.add_argument("--probe-len", type=int, default=64)
     a = ap.parse_args(argv)
+    try:
+        out = analyze(a)
+    except USER_ERRORS as e:
+        sys.exit(error_line(e))
+    json.dump(out, sys.stdout, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def analyze(a) -> dict:
+    """The document `python -m smallinit_torch analyze` prints."""
+    from .data import read_tokens
+    from .model import load_model
+    for flag, v in (("--probes", a.probes), ("--probe-len", a.probe_len)):
+        if v < 1:
+            raise ValueError(f"{flag} = {v}: must be >= 1")
     c, model = load_model(a.model, torch.float32)
     toks = read_tokens(a.tokens, c.vocab_size) if a.tokens else None
     freq = frequent_tokens(toks, c.vocab_size) if toks is not None else None
@@ -335,7 +398,8 @@ def main(argv=None):
     out = {"model": a.model, "weights": w, "classes": summarise_classes(w)}
     if toks is not None:
         d = Diagnostics(model)
-        out["activations"] = d.activations(toks, a.probes, min(a.probe_len, c.max_position_embeddings))
-        d.close()
-    json.dump(out, sys.stdout, allow_nan=False)
-    sys.stdout.write("\n")
+        try:
+            out["activations"] = d.activations(toks, a.probes, min(a.probe_len, c.max_position_embeddings))
+        finally:
+            d.close()
+    return out

@@ -12,6 +12,8 @@ Using the gate in your own attention module (y: the attention output per head, b
 
 The weight is [H*head_dim, d] (elementwise) or [H, d] (headwise), no bias, exactly the tensor
 `model.layers.N.self_attn.g_proj.weight` that smallinit writes and reads, so checkpoints round-trip."""
+from __future__ import annotations
+
 import torch
 import torch.nn as nn
 
@@ -26,28 +28,34 @@ class OutputGate(nn.Linear):
     (W_g [H, d]). A plain nn.Linear underneath (its weight is the checkpoint tensor; `gamma_init_` classifies it
     as class "gate")."""
 
-    def __init__(self, hidden_size, n_heads, head_dim, mode="elementwise"):
+    def __init__(self, hidden_size: int, n_heads: int, head_dim: int, mode: str = "elementwise") -> None:
         if mode not in GATE_MODES:
             raise ValueError(f"OutputGate mode {mode!r}: want one of {GATE_MODES}")
         super().__init__(hidden_size, n_heads * head_dim if mode == "elementwise" else n_heads, bias=False)
         self.mode, self.n_heads, self.head_dim = mode, n_heads, head_dim
+        self.observers: list = []  # callables given every gate value tensor (the diagnostics' gate means)
 
-    def gate_values(self, n):
+    def gate_values(self, n: torch.Tensor) -> torch.Tensor:
         """sigmoid(W_g n): [..., H*head_dim] (elementwise) or [..., H] (headwise)."""
-        return torch.sigmoid(KERNELS["linear"](n, self.weight))
+        g = torch.sigmoid(KERNELS["linear"](n, self.weight))
+        for observe in self.observers:
+            observe(g)
+        return g
 
-    def forward(self, n, y):
+    def forward(self, n: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         g = self.gate_values(n)
         if self.mode == "headwise":
             return y * g.unsqueeze(-1)
         return y * g.view(*g.shape[:-1], self.n_heads, self.head_dim)
 
 
-def set_rmsnorm_eps(model, eps=1e-12, layernorm=False):
+def set_rmsnorm_eps(model: nn.Module, eps: float = 1e-12, layernorm: bool = False) -> "list[str]":
     """Set the ε of every RMSNorm in model (and of every LayerNorm with layernorm=True); returns the names of the
     modules changed. It recognises modules whose class name contains "RMSNorm" and that keep ε as `eps`
     (smallinit, torchtitan, torch.nn.RMSNorm) or `variance_epsilon` (Hugging Face's LlamaRMSNorm, Qwen2/Qwen3,
-    Mistral). A model with no such module raises, rather than silently keeping its ε."""
+    Mistral). The model's Hugging Face config (`model.config.rms_norm_eps`, and `layer_norm_eps` /
+    `layer_norm_epsilon` with layernorm=True) is updated too, so that save_pretrained and a reload keep the new ε.
+    A model with no such module raises, rather than silently keeping its ε."""
     changed = []
     for name, m in model.named_modules():
         kind = type(m).__name__
@@ -60,24 +68,67 @@ def set_rmsnorm_eps(model, eps=1e-12, layernorm=False):
     if not changed:
         raise ValueError("set_rmsnorm_eps: the model has no RMSNorm module (a class named *RMSNorm* with eps or "
                          "variance_epsilon)" + ("" if layernorm else "; pass layernorm=True for LayerNorm"))
+    cfg = getattr(model, "config", None)
+    if cfg is not None:
+        for attr in ("rms_norm_eps",) + (("layer_norm_eps", "layer_norm_epsilon") if layernorm else ()):
+            if hasattr(cfg, attr):
+                setattr(cfg, attr, float(eps))
     return changed
 
 
-def add_output_gate(model, mode="elementwise", attn_suffix="self_attn", out_proj="o_proj"):
+class GateHandle:
+    """What add_output_gate returns: the names of the gated attention modules; remove() takes the gates off
+    (the hooks, the forward wrapper and the g_proj modules), leaving the model as it was."""
+
+    def __init__(self) -> None:
+        self.names: "list[str]" = []
+        self._undo: list = []
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __iter__(self):
+        return iter(self.names)
+
+    def __getitem__(self, i):
+        return self.names[i]
+
+    def __eq__(self, other) -> bool:
+        return list(self.names) == list(other) if isinstance(other, (list, tuple, GateHandle)) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"GateHandle({self.names!r})"
+
+    def remove(self) -> None:
+        for undo in reversed(self._undo):
+            undo()
+        self._undo, self.names = [], []
+
+
+def add_output_gate(model: nn.Module, mode: str = "elementwise", attn_suffix: str = "self_attn",
+                    out_proj: str = "o_proj") -> GateHandle:
     """Add the output gate to every attention module of an existing model without editing its code: each module
     whose name ends in attn_suffix and that has an out_proj Linear gets a `g_proj` OutputGate (so its weight is
-    saved as `...self_attn.g_proj.weight`, as in smallinit's checkpoints), and two hooks: one keeps the
-    attention's input (the normed hidden states: the first positional argument, or `hidden_states=`), the
-    other multiplies out_proj's input [..., H*head_dim] by sigmoid(g_proj(input)) per channel or per head.
-    Heads and head_dim are read from the module (num_heads / n_heads / config.num_attention_heads, head_dim).
-    The new weights are left for gamma_init_ (or your init) to draw. Returns the modules changed. Hugging Face
-    models pass hidden_states by keyword, which torch >= 2.0 shows to a hook; with torch 1.13 the input must be
-    positional (as in smallinit_torch.model)."""
-    changed = []
+    saved as `...self_attn.g_proj.weight`, as in smallinit's checkpoints). The attention's forward is wrapped to
+    keep its input (the normed hidden states: the first positional argument or `hidden_states=`, so Hugging
+    Face's keyword calls work on torch 1.13 as on 2.x), and a pre-hook on out_proj multiplies its input
+    [..., H*head_dim] by sigmoid(g_proj(input)) per channel or per head. Heads and head_dim are read from the
+    module (num_heads / n_heads / config.num_attention_heads, head_dim). The new weights are left for gamma_init_
+    (or your init) to draw.
+
+    Returns a GateHandle (a list of the modules changed, with remove()). A module that already has a g_proj
+    (built in, or added before) is refused rather than gated twice."""
+    if mode not in GATE_MODES:
+        raise ValueError(f"add_output_gate: mode {mode!r}: want one of {GATE_MODES}")
+    handle = GateHandle()
+    targets = []
     for name, attn in list(model.named_modules()):
         proj = getattr(attn, out_proj, None)
         if not name.endswith(attn_suffix) or not isinstance(proj, nn.Linear):
             continue
+        if hasattr(attn, "g_proj"):
+            raise ValueError(f"add_output_gate: {name} already has a g_proj gate: the model is gated already "
+                             f"(call remove() on the handle of the first add_output_gate to take it off)")
         cfg = getattr(attn, "config", None)
         H = next((getattr(o, a) for o, a in ((attn, "num_heads"), (attn, "n_heads"), (cfg, "num_attention_heads"))
                   if o is not None and getattr(o, a, None)), None)
@@ -86,26 +137,55 @@ def add_output_gate(model, mode="elementwise", attn_suffix="self_attn", out_proj
         dh = getattr(attn, "head_dim", None) or proj.in_features // H
         if H * dh != proj.in_features:
             raise ValueError(f"add_output_gate: {name}: {H} heads x head_dim {dh} != {out_proj} inputs {proj.in_features}")
-        d = proj.out_features
+        targets.append((name, attn, proj, H, dh))
+    if not targets:
+        raise ValueError(f"add_output_gate: no module named *{attn_suffix} with an {out_proj} Linear")
+    for name, attn, proj, H, dh in targets:
+        d = _input_width(attn, proj)
         attn.g_proj = OutputGate(d, H, dh, mode).to(proj.weight.device, proj.weight.dtype)
-        store = {}
+        store: dict = {}
+        inner = attn.forward  # the bound method (or an earlier instance-level wrapper)
 
-        def keep(mod, args, kwargs=None, store=store):
-            store["n"] = args[0] if args else (kwargs or {}).get("hidden_states")
+        def forward(*args, _inner=inner, _store=store, **kwargs):
+            n = args[0] if args else kwargs.get("hidden_states")
+            if n is None:
+                raise TypeError("the gated attention needs its hidden states as the first argument or hidden_states=")
+            _store["n"] = n
+            try:
+                return _inner(*args, **kwargs)
+            finally:
+                _store.pop("n", None)
 
-        def gate(mod, args, attn=attn, store=store, H=H, dh=dh):
+        def gate(mod, args, attn=attn, store=store, dh=dh):
+            if "n" not in store:
+                raise RuntimeError("output gate: o_proj was called outside its attention's forward")
             y = args[0]
-            g = attn.g_proj.gate_values(store.pop("n"))
+            g = attn.g_proj.gate_values(store["n"])
             if attn.g_proj.mode == "headwise":
                 g = g.repeat_interleave(dh, dim=-1)
             return (y * g,) + tuple(args[1:])
 
-        try:
-            attn.register_forward_pre_hook(keep, with_kwargs=True)
-        except TypeError:  # torch < 2.0: no with_kwargs
-            attn.register_forward_pre_hook(lambda mod, args, keep=keep: keep(mod, args))
-        proj.register_forward_pre_hook(gate)
-        changed.append(name)
-    if not changed:
-        raise ValueError(f"add_output_gate: no module named *{attn_suffix} with an {out_proj} Linear")
-    return changed
+        had_instance_forward = "forward" in attn.__dict__
+        attn.forward = forward
+        hook = proj.register_forward_pre_hook(gate)
+
+        def undo(attn=attn, hook=hook, inner=inner, had=had_instance_forward):
+            hook.remove()
+            if had:
+                attn.forward = inner
+            else:
+                del attn.forward
+            del attn.g_proj
+
+        handle._undo.append(undo)
+        handle.names.append(name)
+    return handle
+
+
+def _input_width(attn: nn.Module, proj: nn.Linear) -> int:
+    """The width d of the attention's input: o_proj's output width (the residual stream), or the q projection's input."""
+    for q in ("q_proj", "wq", "query"):
+        m = getattr(attn, q, None)
+        if isinstance(m, nn.Linear):
+            return m.in_features
+    return proj.out_features

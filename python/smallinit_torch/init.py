@@ -36,6 +36,8 @@ random generator); their std is Go's rule's (within sampling error).
 DTensor parameters (FSDP2 / tensor parallel): each rank draws its local shard in place from a stream that also
 depends on the rank, and the drawn std is all-reduced over the default process group. This path is untested here
 (Debian's torch 1.13 has no DTensor)."""
+from __future__ import annotations
+
 import ast
 import json
 import math
@@ -50,7 +52,7 @@ _TABLE = None
 WRAPPERS = re.compile(r"^(?:(?:module|_orig_mod|_fsdp_wrapped_module|_checkpoint_wrapped_module|base_model\.model)\.)+")
 
 
-def table():
+def table() -> dict:
     """The table gammainit writes (gammainit_table.json), parsed once."""
     global _TABLE
     if _TABLE is None:
@@ -96,7 +98,7 @@ _GPT2_TOP = {"wte.weight": "model.embed_tokens.weight", "wpe.weight": "model.emb
              "ln_f.weight": "model.norm.weight", "ln_f.bias": "model.norm.bias"}
 
 
-def canonical(name):
+def canonical(name: str) -> "str | None":
     """The engine name of a parameter name (layer and expert indices kept), "FUSED_QKV:<layer>" for GPT-2's
     c_attn, "GROUPED:<template>" for torchtitan's 3-D experts, or None."""
     n = WRAPPERS.sub("", name)
@@ -186,7 +188,7 @@ def sigma_of(expr, **names):
     return ev(ast.parse(expr, mode="eval"))
 
 
-def std_for(recipe, cls, d_in, d_out, layers):
+def std_for(recipe: dict, cls: str, d_in: int, d_out: int, layers: int) -> float:
     """The σ the recipe gives a matrix of class cls and shape [d_out, d_in] in a model of `layers` blocks
     (gammainit's Recipe.StdFor; checked against Go's own values by the table's examples)."""
     rule, gamma, std = resolve(recipe, cls)
@@ -198,7 +200,7 @@ def std_for(recipe, cls, d_in, d_out, layers):
     return s
 
 
-def validate(recipe):
+def validate(recipe: dict) -> None:
     """gammainit's Recipe.Validate: rule names and each rule's parameter range from the table, known classes."""
     def check(where, rule, gamma, std):
         r = rules().get(rule)
@@ -263,22 +265,75 @@ def _owner_types(model):
     return out
 
 
-def gamma_init_(model, gamma=1.0, rule="gamma", std=0.02, classes=None, depth_scale=False, seed=0,
-                classify=None, layers=None):
+def _base_seed(seed: "int | None", generator: "torch.Generator | None") -> int:
+    """The seed the per-tensor streams derive from: seed itself, or (seed=None) a draw from generator or from
+    torch's default generator, so that torch.manual_seed decides it."""
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed = {seed!r}: want a non-negative integer or None")
+        return seed
+    return int(torch.randint(0, 1 << 62, (1,), generator=generator).item())
+
+
+def _refuse_meta(model: torch.nn.Module) -> None:
+    meta = [n for n, p in model.named_parameters() if p.is_meta]
+    if meta:
+        raise ValueError(f"gamma_init_: {len(meta)} parameter(s) are on the meta device ({meta[0]}, ...): they have "
+                         f"no storage to draw into; call model.to_empty(device=...) first, then gamma_init_")
+
+
+def _all_parameters(model: torch.nn.Module):
+    """(name, parameter) of every module's own parameters, a shared (tied) parameter under each of its names,
+    in named_parameters' order."""
+    for mname, mod in model.named_modules(remove_duplicate=False) if _has_remove_duplicate() else model.named_modules():
+        for pname, p in mod._parameters.items():
+            if p is not None:
+                yield (mname + "." if mname else "") + pname, p
+
+
+def _has_remove_duplicate() -> bool:
+    import inspect
+    return "remove_duplicate" in inspect.signature(torch.nn.Module.named_modules).parameters
+
+
+def _embed_width(model: torch.nn.Module) -> "int | None":
+    """The width d of the token embedding (the [V, d] tensor of class embed), which tells a GPT-2 matrix's layout."""
+    for name, p in model.named_parameters():
+        eng = canonical(name)
+        if eng == "model.embed_tokens.weight" and p.dim() == 2 and not name.endswith("wpe.weight"):
+            return p.shape[1]
+    return None
+
+
+def gamma_init_(model: torch.nn.Module, gamma: float = 1.0, rule: str = "gamma", std: float = 0.02,
+                classes: "dict | None" = None, depth_scale: bool = False, seed: "int | None" = 0,
+                classify=None, layers: "int | None" = None, generator: "torch.Generator | None" = None) -> "list[dict]":
     """Initialise model's parameters in place by a gammainit recipe and return the init.json per-tensor record:
     one dict per matrix (per fused block) {name, class, d_in, intended_std, drawn_std, gamma_eff}, in parameter
     order. layers (for depth scaling) defaults to the number of distinct layer indices in the names. See the
-    module docstring for the namings understood and `classify`."""
+    module docstring for the namings understood and `classify` (which may return a class, or (class,
+    "transposed") for a [d_in, d_out] matrix).
+
+    seed: the draws depend on (seed, tensor name) only. seed=None draws the base seed from generator (or from
+    torch's default generator, so torch.manual_seed decides it). Meta-device models are refused: call
+    model.to_empty(device=...) first. A tied head with a classes["head"] override is refused (the one tensor is
+    the embedding)."""
     recipe = {"rule": rule, "gamma": float(gamma), "std": float(std), "depth_scale": bool(depth_scale),
               "classes": classes or {}}
     validate(recipe)
+    _refuse_meta(model)
+    seed = _base_seed(seed, generator)
     owners = _owner_types(model)
-    plan, unknown, seen = [], [], set()
-    for name, p in model.named_parameters():
+    width = _embed_width(model)
+    plan, unknown, seen = [], [], {}
+    for name, p in _all_parameters(model):
         if id(p) in seen:
+            if canonical(name) == "lm_head.weight" and (recipe["classes"] or {}).get("head"):
+                raise ValueError(f"gamma_init_: init.classes.head is set, but {name} is tied to {seen[id(p)]} "
+                                 f"(one tensor, drawn as class embed): set the override on embed, or untie the head")
             continue
-        seen.add(id(p))
-        plan.append((name, p) + _classify(name, p, owners.get(name, ""), classify, unknown))
+        seen[id(p)] = name
+        plan.append((name, p) + _classify(name, p, owners.get(name, ""), classify, unknown, width))
     if unknown:
         raise ValueError(f"gamma_init_: {len(unknown)} parameter(s) of no known naming (Hugging Face Llama/Mistral/"
                          f"Qwen2/Qwen3/Qwen-MoE, torchtitan Llama 3/Qwen3, GPT-2/nanoGPT); pass classify=: "
@@ -290,6 +345,7 @@ def gamma_init_(model, gamma=1.0, rule="gamma", std=0.02, classes=None, depth_sc
             if m:
                 idx.add(int(m.group(1) or m.group(2)))
         layers = max(len(idx), 1)
+    mods = dict(model.named_modules())
     records = []
     rank = _rank()
     with torch.no_grad():
@@ -298,7 +354,7 @@ def gamma_init_(model, gamma=1.0, rule="gamma", std=0.02, classes=None, depth_sc
                 continue
             t, sharded = _local(p)
             if kind == "ones":
-                t.fill_(1.0)
+                t.fill_(_unit_gain(mods.get(name.rpartition(".")[0]), name, p))
                 continue
             if kind == "zeros":
                 t.zero_()
@@ -309,18 +365,67 @@ def gamma_init_(model, gamma=1.0, rule="gamma", std=0.02, classes=None, depth_sc
                 view.normal_(0.0, s, generator=stream(seed, gname, t.device, rank if sharded else 0))
                 ss, n = _sum_sq_count(view, sharded)
                 records.append({"name": gname, "class": cls, "d_in": d_in, "intended_std": s,
-                                "drawn_std": math.sqrt(ss / n), "gamma_eff": math.log(1 / s) / math.log(d_in)})
+                                "drawn_std": math.sqrt(ss / n), "gamma_eff": math.log(1 / s) / math.log(d_in) if d_in > 1 else 0.0})
     return records
 
 
-def _classify(name, p, owner, classify, unknown):
+def _unit_gain(mod: "torch.nn.Module | None", name: str, p: torch.Tensor) -> float:
+    """The value of a norm gain that makes the norm's gain 1: 1 for x·w (Llama, smallinit), 0 for Gemma's
+    x·(1 + w). Told by running the norm once with w = 0 (an output of zeros means x·w); a norm that cannot be run
+    on its own is taken as x·w unless its class is a Gemma one."""
+    if mod is None or p.dim() != 1 or not name.endswith("weight") or type(p.data).__name__ == "DTensor":
+        return 1.0
+    gemma = "gemma" in type(mod).__name__.lower()
+    saved = p.detach().clone()
+    try:
+        p.zero_()
+        x = torch.randn(2, p.shape[0], generator=torch.Generator().manual_seed(0)).to(p.device, p.dtype)
+        y = mod(x)
+        if not torch.is_tensor(y) or y.shape != x.shape:
+            return 0.0 if gemma else 1.0
+        if bool((y == 0).all()):
+            return 1.0
+        if torch.allclose(y.float().abs().mean(), torch.tensor(0.0)):
+            return 1.0
+        return 0.0  # with w = 0 the norm still passes its input: it scales by (1 + w)
+    except Exception:  # a norm that needs other inputs: decide by its class
+        return 0.0 if gemma else 1.0
+    finally:
+        p.copy_(saved)
+
+
+_GPT2_NAME = re.compile(r"(?:^|\.)(?:transformer\.)?h\.\d+\.(?:attn|mlp)\.c_(?:attn|proj|fc)\.weight$")
+
+
+def _gpt2_transposed(name: str, p: torch.Tensor, owner: str, cls: str, width: "int | None") -> bool:
+    """Whether a GPT-2-named matrix is stored [d_in, d_out] (Hugging Face's Conv1D) rather than [d_out, d_in]
+    (nanoGPT's nn.Linear), told by its shape against the embedding width d: the d_in of q/k/v/o/ffn_up is d,
+    the d_out of ffn_down is d. A square matrix reads the same both ways. Without an embedding, the module's
+    class name decides; a shape that contradicts the class name Conv1D is an error."""
+    a, b = p.shape
+    if width is None or a == b:
+        return owner == "Conv1D"
+    if cls == "ffn_down":
+        transposed, ok = b == width, width in (a, b)
+    else:
+        transposed, ok = a == width, width in (a, b)
+    if not ok:
+        raise ValueError(f"{name}: shape {list(p.shape)} has no axis of the embedding width {width}: cannot tell "
+                         f"its layout; pass classify=")
+    if owner == "Conv1D" and not transposed or owner == "Linear" and transposed:
+        raise ValueError(f"{name}: a {owner} of shape {list(p.shape)}, which the embedding width {width} reads as "
+                         f"{'[d_in, d_out]' if transposed else '[d_out, d_in]'}: refusing to guess")
+    return transposed
+
+
+def _classify(name, p, owner, classify, unknown, width=None):
     """(kind, engine name, blocks) of one parameter: kind "normal" | "ones" | "zeros" | None (left alone);
     blocks(tensor) yields (label, class, view, d_in, d_out) for each separately drawn block."""
     eng = canonical(name)
-    conv1d = owner == "Conv1D"  # Hugging Face GPT-2: weight [d_in, d_out]
     if eng and eng.startswith("FUSED_QKV:"):
         if p.dim() != 2:
             raise ValueError(f"{name}: fused c_attn of shape {list(p.shape)}, want 2-D")
+        conv1d = _gpt2_transposed(name, p, owner, "q", width)
         out_ax, in_ax = (1, 0) if conv1d else (0, 1)
         if p.shape[out_ax] % 3:
             raise ValueError(f"{name}: fused q|k|v of {p.shape[out_ax]} outputs, not divisible by 3")
@@ -336,8 +441,13 @@ def _classify(name, p, owner, classify, unknown):
     ent = lookup(eng.removeprefix("GROUPED:").replace("{E}", "0")) if eng else None
     if ent is None and name.endswith(".bias") and _known_matrix(name[:-len("bias")] + "weight"):
         ent = {"class": "bias", "init": "zeros"}  # the bias of a classified matrix, with no class of its own
+    transposed = None
     if ent is None and classify is not None:
         cls = classify(name, p)
+        if isinstance(cls, tuple):
+            if len(cls) != 2 or cls[1] not in ("transposed", "linear"):
+                raise ValueError(f"classify({name!r}) returned {cls!r}: want a class, or (class, 'transposed' | 'linear')")
+            cls, transposed = cls[0], cls[1] == "transposed"
         if cls is None:
             return None, eng, None
         if cls == "norm":
@@ -363,7 +473,9 @@ def _classify(name, p, owner, classify, unknown):
         return "normal", eng, blocks
     if p.dim() != 2:
         raise ValueError(f"{name}: class {cls} of shape {list(p.shape)}, want a matrix")
-    in_ax = 1 - ent["d_in_axis"] if conv1d else ent["d_in_axis"]
+    if transposed is None:
+        transposed = _gpt2_transposed(name, p, owner, cls, width) if _GPT2_NAME.search(name) else False
+    in_ax = 1 - ent["d_in_axis"] if transposed else ent["d_in_axis"]
 
     def blocks(t):
         yield "", cls, t, t.shape[in_ax], t.shape[1 - in_ax]
@@ -380,7 +492,30 @@ def _known_matrix(weight_name):
     return ent is not None and ent["init"] == "normal"
 
 
-def init_json(records, seed=0, **recipe):
+def gamma_normal_(tensor: torch.Tensor, gamma: float = 1.0, fan_in: "int | None" = None, mode: str = "fan_in",
+                  generator: "torch.Generator | None" = None) -> torch.Tensor:
+    """Fill tensor in place from N(0, σ²) with σ = fan^(-γ), the γ rule for a single tensor, in the manner of
+    torch.nn.init.kaiming_normal_. fan is fan_in when given, else torch's fan_in (mode="fan_in", the d_in of a
+    [d_out, d_in] weight) or fan_out (mode="fan_out", for a [d_in, d_out] weight such as GPT-2's Conv1D).
+    generator: the draw's torch.Generator (default: torch's, so torch.manual_seed decides it). Returns tensor."""
+    if gamma is None or not 0 <= float(gamma) <= 4:
+        raise ValueError(f"gamma = {gamma}: must be in [0, 4]")
+    if tensor.is_meta:
+        raise ValueError("gamma_normal_: the tensor is on the meta device: call model.to_empty(device=...) first")
+    if fan_in is None:
+        if mode not in ("fan_in", "fan_out"):
+            raise ValueError(f"mode {mode!r}: want fan_in or fan_out")
+        if tensor.dim() < 2:
+            raise ValueError(f"gamma_normal_: a {tensor.dim()}-D tensor has no fan; pass fan_in=")
+        fi, fo = torch.nn.init._calculate_fan_in_and_fan_out(tensor)
+        fan_in = fi if mode == "fan_in" else fo
+    if isinstance(fan_in, bool) or not isinstance(fan_in, int) or fan_in < 1:
+        raise ValueError(f"fan_in = {fan_in!r}: want a positive integer")
+    with torch.no_grad():
+        return tensor.normal_(0.0, float(fan_in) ** (-float(gamma)), generator=generator)
+
+
+def init_json(records: "list[dict]", seed: int = 0, **recipe) -> dict:
     """The init.json document Go's trainer writes ({"recipe", "seed", "tensors"}) for gamma_init_'s records."""
     r = {"rule": recipe.get("rule", "gamma"), "gamma": recipe.get("gamma", 1.0)}
     if recipe.get("std") and r["rule"] == "fixed":

@@ -22,7 +22,8 @@ block with (l+1) % decoder_sparse_step == 0 is model/moe.go's routed SwiGLU expe
 tie-break, optional norm_topk_prob renormalisation, optional gated shared expert, capacity_factor dropping in
 token order; loss = mean CE + (1/L_moe) sum_blocks [alpha E sum_e f_e P_e + z_coef mean lse^2] (see class MoE).
 """
-import json
+from __future__ import annotations
+
 import math
 import os
 
@@ -32,67 +33,134 @@ import torch.nn.functional as F
 
 from .gate import OutputGate
 from .kernels import KERNELS
+from .files import read_json
 from .safetensors import read_model_weights
 
 
+def _int(d: dict, key: str, default=None, lo: int = 1, hi: int = 1 << 31):
+    """d[key] (or default when absent or null) as an int in [lo, hi]; anything else is a ValueError naming the key."""
+    v = d.get(key)
+    if v is None:
+        if default is None:
+            raise ValueError(f"{key}: missing")
+        return default
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"{key} = {v!r}: want an integer")
+    if not lo <= v <= hi:
+        raise ValueError(f"{key} = {v}: must be in [{lo}, {hi}]")
+    return v
+
+
+def _float(d: dict, key: str, default=None, lo: float = 0.0, hi: float = math.inf, lo_open: bool = False):
+    """d[key] (or default) as a finite float in [lo, hi] ((lo, hi] with lo_open); errors name the key."""
+    v = d.get(key)
+    if v is None:
+        if default is None:
+            raise ValueError(f"{key}: missing")
+        return float(default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"{key} = {v!r}: want a number")
+    v = float(v)
+    if not math.isfinite(v) or v < lo or (lo_open and v == lo) or v > hi:
+        raise ValueError(f"{key} = {v}: must be a finite number in {'(' if lo_open else '['}{lo}, {hi}]")
+    return v
+
+
+def _check(ok: bool, msg: str) -> None:
+    if not ok:
+        raise ValueError(msg)
+
+
 class Config:
-    def __init__(self, d):
-        self.vocab_size, self.hidden_size = d["vocab_size"], d["hidden_size"]
-        self.intermediate_size, self.num_hidden_layers = d["intermediate_size"], d["num_hidden_layers"]
-        self.n_head = d["num_attention_heads"]
-        self.n_kv_head = d.get("num_key_value_heads") or self.n_head
-        assert self.n_head % self.n_kv_head == 0, "num_key_value_heads must divide num_attention_heads"
+    """The shape and switches of a model, from a config.json dict (Hugging Face fields plus smallinit's). Every
+    field is checked: a bad one is a ValueError naming it."""
+
+    def __init__(self, d: dict):
+        if not isinstance(d, dict):
+            raise ValueError(f"config: a {type(d).__name__}, want a JSON object")
+        self.vocab_size, self.hidden_size = _int(d, "vocab_size"), _int(d, "hidden_size")
+        self.intermediate_size, self.num_hidden_layers = _int(d, "intermediate_size"), _int(d, "num_hidden_layers", hi=1 << 16)
+        self.n_head = _int(d, "num_attention_heads", hi=1 << 16)
+        self.n_kv_head = _int(d, "num_key_value_heads", self.n_head, hi=1 << 16)
+        _check(self.n_head % self.n_kv_head == 0,
+               f"num_key_value_heads = {self.n_kv_head} must divide num_attention_heads = {self.n_head}")
         # q/k/v biases: the default of Hugging Face's Qwen2 and Qwen2-MoE (whose configs have no attention_bias),
         # or smallinit's explicit qkv_bias; Llama's and Qwen3's attention_bias would add an o_proj bias too.
         model_type, attention_bias = d.get("model_type") or "llama", d.get("attention_bias")
+        _check(isinstance(model_type, str), f"model_type = {model_type!r}: want a string")
         if model_type in ("qwen2", "qwen2_moe"):
             self.qkv_bias = attention_bias is None or bool(attention_bias)
         else:
-            assert not attention_bias, "attention_bias (an o_proj bias as well as q/k/v biases) is not supported"
+            _check(not attention_bias, "attention_bias (an o_proj bias as well as q/k/v biases) is not supported")
             self.qkv_bias = False
         if d.get("qkv_bias") is not None:
             self.qkv_bias = bool(d["qkv_bias"])
-        self.head_dim = d.get("head_dim") or self.hidden_size // self.n_head
-        self.max_position_embeddings = d["max_position_embeddings"]
-        self.eps, self.rope_theta = d["rms_norm_eps"], d.get("rope_theta", 10000.0)
+        self.head_dim = _int(d, "head_dim", self.hidden_size // self.n_head if self.hidden_size >= self.n_head else 0, hi=1 << 16)
+        self.max_position_embeddings = _int(d, "max_position_embeddings", hi=1 << 24)
+        self.eps = _float(d, "rms_norm_eps", hi=1.0, lo_open=True)
+        self.rope_theta = _float(d, "rope_theta", 10000.0, lo=0.0, lo_open=True)
         # RoPE frequency scaling, Hugging Face's rope_scaling as model/file.go reads it: rope_type (configs older
         # than transformers 4.45: type) "linear" (factor) or "llama3" (factor, low_freq_factor, high_freq_factor,
         # original_max_position_embeddings); absent, null or "default": plain RoPE. None, or the dict of its fields.
         rs = d.get("rope_scaling") or {}
+        _check(isinstance(rs, dict), f"rope_scaling = {rs!r}: want an object")
         rope_type = rs.get("rope_type") or rs.get("type") or "default"
-        assert rope_type in ("default", "linear", "llama3"), (
-            f"rope_scaling rope_type {rope_type!r} is not supported (supported: 'linear', 'llama3', or none/'default')")
+        _check(rope_type in ("default", "linear", "llama3"),
+               f"rope_scaling rope_type {rope_type!r} is not supported (supported: 'linear', 'llama3', or none/'default')")
         self.rope_scaling = None
         if rope_type != "default":
-            factor = float(rs["factor"])
-            assert math.isfinite(factor) and factor >= 1, f"rope_scaling {rope_type}: factor = {factor}, must be >= 1"
+            factor = _float(rs, "factor", lo=1.0)
             self.rope_scaling = {"rope_type": rope_type, "factor": factor}
             if rope_type == "llama3":
-                low, high = float(rs["low_freq_factor"]), float(rs["high_freq_factor"])
-                orig = int(rs["original_max_position_embeddings"])
-                assert 0 < low < high and math.isfinite(high), (
-                    f"rope_scaling llama3: low_freq_factor = {low}, high_freq_factor = {high}, want 0 < low < high")
-                assert orig >= 1, f"rope_scaling llama3: original_max_position_embeddings = {orig}, must be positive"
+                low, high = _float(rs, "low_freq_factor", lo_open=True), _float(rs, "high_freq_factor", lo_open=True)
+                orig = _int(rs, "original_max_position_embeddings")
+                _check(low < high, f"rope_scaling llama3: low_freq_factor = {low}, high_freq_factor = {high}, want 0 < low < high")
                 self.rope_scaling.update(low_freq_factor=low, high_freq_factor=high, original_max_position_embeddings=orig)
-        self.tie_word_embeddings = d.get("tie_word_embeddings", False)
+        self.tie_word_embeddings = bool(d.get("tie_word_embeddings", False))
         self.attn_gate, self.norm = d.get("attn_gate") or "none", d.get("norm") or "rmsnorm"
         # QK-norm: Qwen3's default (its configs have no qk_norm field), or smallinit's explicit qk_norm
         self.qk_norm = bool(d.get("qk_norm")) or model_type in ("qwen3", "qwen3_moe")
-        assert self.attn_gate in ("none", "headwise", "elementwise") and self.norm in ("rmsnorm", "layernorm")
-        assert d.get("hidden_act", "silu") == "silu" and self.head_dim % 2 == 0
+        _check(self.attn_gate in ("none", "headwise", "elementwise"),
+               f"attn_gate = {self.attn_gate!r}: want none, headwise or elementwise")
+        _check(self.norm in ("rmsnorm", "layernorm"), f"norm = {self.norm!r}: want rmsnorm or layernorm")
+        _check(d.get("hidden_act", "silu") == "silu", f"hidden_act = {d.get('hidden_act')!r}: only silu is supported")
+        _check(self.head_dim % 2 == 0, f"head_dim = {self.head_dim}: must be even (RoPE rotates pairs)")
         # Mixture of experts (Qwen-MoE field names, model/file.go): on for model_type qwen2_moe, qwen3_moe or
         # num_experts > 0.
-        self.moe = model_type in ("qwen2_moe", "qwen3_moe") or (d.get("num_experts") or 0) > 0
-        assert not d.get("mlp_only_layers"), "mlp_only_layers is not supported (use decoder_sparse_step)"
-        self.num_experts, self.top_k = d.get("num_experts") or 0, d.get("num_experts_per_tok") or 0
-        self.expert_ffn = d.get("moe_intermediate_size") or 0
-        self.shared_ffn = d.get("shared_expert_intermediate_size") or 0
+        self.num_experts = _int(d, "num_experts", 0, lo=0, hi=1 << 16)
+        self.moe = model_type in ("qwen2_moe", "qwen3_moe") or self.num_experts > 0
+        _check(not d.get("mlp_only_layers"), "mlp_only_layers is not supported (use decoder_sparse_step)")
+        self.top_k = _int(d, "num_experts_per_tok", 0, lo=0, hi=1 << 16)
+        self.expert_ffn = _int(d, "moe_intermediate_size", 0, lo=0)
+        self.shared_ffn = _int(d, "shared_expert_intermediate_size", 0, lo=0)
         self.norm_topk = bool(d.get("norm_topk_prob", False))
-        self.aux_coef, self.z_coef = d.get("router_aux_loss_coef") or 0.0, d.get("router_z_loss_coef") or 0.0
-        self.sparse_step = max(d.get("decoder_sparse_step") or 0, 1)
-        self.capacity = d.get("capacity_factor") or 0.0
+        self.aux_coef = _float(d, "router_aux_loss_coef", 0.0)
+        self.z_coef = _float(d, "router_z_loss_coef", 0.0)
+        self.sparse_step = max(_int(d, "decoder_sparse_step", 0, lo=0), 1)
+        self.capacity = _float(d, "capacity_factor", 0.0)
         if self.moe:
-            assert 1 <= self.top_k <= self.num_experts and self.expert_ffn > 0 and self.shared_ffn >= 0
+            _check(1 <= self.top_k <= self.num_experts and self.expert_ffn > 0,
+                   f"MoE: want 1 <= num_experts_per_tok ({self.top_k}) <= num_experts ({self.num_experts}) "
+                   f"and moe_intermediate_size ({self.expert_ffn}) > 0")
+
+    def num_params(self) -> int:
+        """Parameters of the model this config builds (a tied head counted once)."""
+        d, V, L, dh = self.hidden_size, self.vocab_size, self.num_hidden_layers, self.head_dim
+        hd, kvd = self.n_head * dh, self.n_kv_head * dh
+        attn = d * hd + 2 * d * kvd + hd * d + (hd + 2 * kvd if self.qkv_bias else 0)
+        attn += {"none": 0, "headwise": self.n_head * d, "elementwise": hd * d}[self.attn_gate]
+        attn += 2 * dh if self.qk_norm else 0
+        norms = 2 * d * (2 if self.norm == "layernorm" else 1)
+        total = 0
+        for l in range(L):
+            if self.is_moe(l):
+                ffn = d * self.num_experts + self.num_experts * 3 * d * self.expert_ffn
+                ffn += 3 * d * self.shared_ffn + d if self.shared_ffn else 0
+            else:
+                ffn = 3 * d * self.intermediate_size
+            total += attn + ffn + norms
+        total += V * d + d * (2 if self.norm == "layernorm" else 1)
+        return total + (0 if self.tie_word_embeddings else V * d)
 
     def is_moe(self, l):  # block l's FFN is a mixture of experts
         return self.moe and (l + 1) % self.sparse_step == 0
@@ -132,7 +200,8 @@ def rope_inv_freq_hf(dh, theta, scaling, dtype=torch.float32):
     factor = scaling["factor"]
     if scaling["rope_type"] == "linear":
         return inv_freq / factor
-    assert scaling["rope_type"] == "llama3", f"rope_scaling rope_type {scaling['rope_type']!r} is not supported"
+    if scaling["rope_type"] != "llama3":
+        raise ValueError(f"rope_scaling rope_type {scaling['rope_type']!r} is not supported")
     low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
     old_context_len = scaling["original_max_position_embeddings"]
     low_freq_wavelen, high_freq_wavelen = old_context_len / low, old_context_len / high
@@ -333,7 +402,8 @@ class Llama(nn.Module):  # parameter names == the safetensors tensor names
 
     def forward(self, idx, targets):
         T = idx.shape[1]
-        assert T <= self.c.max_position_embeddings
+        if T > self.c.max_position_embeddings:
+            raise ValueError(f"{T} tokens: more than max_position_embeddings = {self.c.max_position_embeddings}")
         x = self.model.embed_tokens(idx)
         key = (T, x.dtype)
         if key not in self.rope:
@@ -355,24 +425,67 @@ class Llama(nn.Module):  # parameter names == the safetensors tensor names
         return logits, loss
 
 
-def read_config(model_dir):
-    """The Config of a model directory's config.json (Hugging Face fields plus smallinit's), and the raw dict."""
+def read_config(model_dir: str) -> "tuple[Config, dict]":
+    """The Config of a model directory's config.json (Hugging Face fields plus smallinit's), and the raw dict.
+    Errors are ValueErrors that start with the file's path."""
     path = os.path.join(model_dir, "config.json")
-    with open(path) as f:
-        d = json.load(f)
+    d = read_json(path)
     try:
         return Config(d), d
-    except (KeyError, AssertionError, TypeError, ValueError) as e:
-        raise ValueError(f"{path}: {type(e).__name__}: {e}") from None
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
 
 
-def load_model(model_dir, dtype=torch.float32):
+def check_memory(c: Config, batch: int, what: str = "model") -> None:
+    """Refuse, before anything is allocated, a model and batch whose training needs more memory than the
+    machine has: weights, gradients and two AdamW moments (4 float32 copies), a loading copy, and the
+    activations of a batch of max_position_embeddings tokens (model.CheckMemory's estimate in Go)."""
+    n = c.num_params()
+    T, d, L = c.max_position_embeddings, c.hidden_size, c.num_hidden_layers
+    acts = batch * T * (L * (12 * d + 3 * max(c.intermediate_size, c.expert_ffn * max(c.top_k, 1)) + 2 * c.n_head * T) + 3 * c.vocab_size)
+    need = 4.0 * (5 * n + acts)
+    limit, where = float(1 << 47), "the 128 TB an allocation can have"
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    limit, where = int(line.split()[1]) * 1024.0, None
+                    break
+    except OSError:
+        pass
+    if where is None:
+        where = f"this machine's {limit / 1e9:.1f} GB"
+    if need > limit:
+        raise ValueError(f"{what} of {n} parameters with max_position_embeddings = {T} and batch {batch} needs about "
+                         f"{need / 1e9:.3g} GB, more than {where} of memory")
+
+
+def load_weights(model: nn.Module, sd: dict, where: str) -> None:
+    """Copy a state dict read from a file into model: every parameter present, of its shape, in a float dtype
+    (an integer tensor is refused, never converted into weights), and no tensor the model does not have."""
+    params = dict(model.named_parameters())
+    missing = [n for n in params if n not in sd]
+    extra = [n for n in sd if n not in params]
+    if missing:
+        raise ValueError(f"{where}: lacks {len(missing)} tensor(s) of the model: {', '.join(missing[:5])}")
+    if extra:
+        raise ValueError(f"{where}: {len(extra)} tensor(s) the config does not imply: {', '.join(extra[:5])}")
+    with torch.no_grad():
+        for n, p in params.items():
+            t = sd[n]
+            if not t.is_floating_point():
+                raise ValueError(f"{where}: tensor {n} is {t.dtype}, want floating-point weights")
+            if tuple(t.shape) != tuple(p.shape):
+                raise ValueError(f"{where}: tensor {n} has shape {list(t.shape)}, the config implies {list(p.shape)}")
+            p.copy_(t.to(p.dtype))
+
+
+def load_model(model_dir: str, dtype: torch.dtype = torch.float32) -> "tuple[Config, Llama]":
     """Config and Llama model of a smallinit (or Hugging Face Llama/Qwen) model directory, weights in dtype."""
-    with open(os.path.join(model_dir, "config.json")) as f:
-        c = Config(json.load(f))
+    c, _ = read_config(model_dir)
+    check_memory(c, 1, f"{model_dir}: model")
     model = Llama(c).to(dtype)
-    sd = read_model_weights(model_dir)
-    model.load_state_dict({k: v.to(dtype) for k, v in sd.items()}, strict=True)
+    load_weights(model, read_model_weights(model_dir), model_dir)
     return c, model
 
 # ----------------------------------------------------------------------------- golden / fixtures

@@ -7,7 +7,8 @@ read the run unchanged.
 
 What is the Go trainer's (train/run.go, train/checkpoint.go, optim/):
   - run.toml: the sections seed, [init], [optimizer], [schedule], [data], [train] with the Go keys and defaults
-    (train.Default); the model's shape comes from MODEL_DIR/config.json (a [model] section must agree with it);
+    (train.Default, read from train_defaults.json, which Go writes; see smallinit_torch.runconfig); the model's
+    shape comes from MODEL_DIR/config.json (every key a [model] section gives must agree with it);
   - batches: train.batch_size windows of T+1 tokens per step in train.Sampler's order (a PCG Fisher-Yates per
     epoch, reproduced bit for bit by smallinit_torch.gorand); rank r of W takes windows [r B/W, (r+1) B/W) of each
     global batch, split into K micro-batches (gradient accumulation); gradients are averaged over ranks
@@ -16,7 +17,8 @@ What is the Go trainer's (train/run.go, train/checkpoint.go, optim/):
     warmup + cosine / WSD / constant schedule of optim.Schedule, and gradient clipping by the global norm with
     optim.ClipScale's factor min(1, clip / (norm + 1e-6)); a non-finite loss or gradient stops the run (or skips
     the batch with train.skip_nonfinite);
-  - the run directory: config.toml (the run config as given), init.json, metrics.jsonl (Go's keys),
+  - the run directory: config.toml (the resolved config: every [model] key from config.json, the [init] recipe
+    the weights follow), init.json, init/ (the step-0 weights), metrics.jsonl (Go's keys),
     diagnostics.jsonl (every train.diagnostics_interval steps, smallinit_torch.diagnostics), checkpoints/step-NNNNNN/
     (model.safetensors + config.json, optimizer.safetensors with exp_avg.<name> / exp_avg_sq.<name>, state.json),
     final/ (tokenizer.json, model.safetensors, config.json last); every file is written atomically and a
@@ -28,6 +30,8 @@ RANK, LOCAL_RANK), or --spawn N (torch.multiprocessing.spawn on one machine). Th
 available (each rank on cuda:LOCAL_RANK), else gloo on the CPU. Not here: FSDP/tensor parallelism (the model is
 replicated), MoE router_bias_update_rate > 0 (refused), and the MoE auxiliary loss is computed per rank's
 micro-batch rather than over the global batch (identical with one process and no accumulation)."""
+from __future__ import annotations
+
 import argparse
 import contextlib
 import json
@@ -38,88 +42,15 @@ import socket
 import sys
 import time
 
-try:
-    import tomllib
-except ImportError:  # Python < 3.11
-    import tomli as tomllib
-
 import torch
 import torch.distributed as dist
 
 from .data import Sampler, read_tokens, window, num_windows
+from .files import MAX_TENSORS, USER_ERRORS, error_line, open_regular, read_json
 from .init import gamma_init_, std_for
-from .model import Llama, read_config
+from .model import Llama, check_memory, load_weights, read_config
+from .runconfig import defaults, encode_toml, load_run_config, lr_at, resolve_model, total_steps  # noqa: F401
 from .safetensors import read_model_weights, read_safetensors, sync_dir, write_file_atomic, write_safetensors
-
-# train.Default() (train/config.go), optim.DefaultAdamW(), the tiny preset's batch: the keys a run.toml may omit
-DEFAULTS = {
-    "seed": 0,
-    "init": {"rule": "gamma", "gamma": 1.0, "std": 0.0, "depth_scale": False, "classes": {}},
-    "optimizer": {"beta1": 0.9, "beta2": 0.95, "eps": 1e-8, "weight_decay": 0.1},
-    "schedule": {"kind": "cosine", "lr": 3e-3, "warmup_steps": 50, "min_lr_ratio": 0.1, "decay_steps": 0},
-    "data": {"train": "", "val": ""},
-    "train": {"batch_size": 16, "steps": 500, "tokens": 0, "grad_clip": 1.0, "log_interval": 10, "eval_interval": 100,
-              "eval_windows": 64, "checkpoint_interval": 100, "keep_checkpoints": 2, "skip_nonfinite": False,
-              "threads": 0, "diagnostics_interval": 0},
-}
-MODEL_KEYS = {"vocab_size": "vocab_size", "hidden_size": "hidden_size", "intermediate_size": "intermediate_size",
-              "num_hidden_layers": "num_hidden_layers", "num_attention_heads": "num_attention_heads",
-              "max_position_embeddings": "max_position_embeddings"}
-
-
-def load_run_config(path):
-    """The run config of a TOML file with Go's keys, over Go's defaults; unknown sections or keys are errors."""
-    with open(path, "rb") as f:
-        try:
-            doc = tomllib.load(f)
-        except tomllib.TOMLDecodeError as e:
-            raise ValueError(f"run config {path}: {e}") from None
-    c = json.loads(json.dumps(DEFAULTS))
-    for k, v in doc.items():
-        if k == "model":
-            c["model"] = v
-        elif k == "seed":
-            c["seed"] = int(v)
-        elif k in c and isinstance(v, dict):
-            for kk, vv in v.items():
-                if kk not in c[k]:
-                    raise ValueError(f"run config {path}: unknown key {k}.{kk}")
-                c[k][kk] = vv
-        else:
-            raise ValueError(f"run config {path}: unknown key {k}")
-    t = c["train"]
-    if t["batch_size"] < 1 or t["log_interval"] < 1 or t["keep_checkpoints"] < 1:
-        raise ValueError(f"run config {path}: train.batch_size, log_interval and keep_checkpoints must be >= 1")
-    if not c["data"]["train"]:
-        raise ValueError(f"run config {path}: data.train: no training token file given")
-    return c
-
-
-def total_steps(c, T):
-    t = c["train"]
-    return t["steps"] if t["steps"] > 0 else t["tokens"] // (t["batch_size"] * T)
-
-
-def lr_at(s, step, total):
-    """optim.Schedule.LR: step is 0-based."""
-    peak, warm, floor = s["lr"], s["warmup_steps"], s["min_lr_ratio"] * s["lr"]
-    if step < warm:
-        return peak * (step + 1) / warm
-    if s["kind"] == "cosine":
-        span = total - warm
-        if span <= 1:
-            return peak
-        frac = min(1.0, (step - warm) / (span - 1))
-        return floor + (peak - floor) * 0.5 * (1 + math.cos(math.pi * frac))
-    if s["kind"] == "wsd":
-        start = total - s["decay_steps"]
-        if step < start or s["decay_steps"] == 0:
-            return peak
-        frac = min(1.0, (step - start + 1) / s["decay_steps"])
-        return peak + (floor - peak) * frac
-    if s["kind"] == "constant":
-        return peak
-    raise ValueError(f"schedule.kind = {s['kind']!r}: want cosine, wsd or constant")
 
 
 def clip_scale(norm, max_norm):
@@ -133,7 +64,7 @@ def clip_scale(norm, max_norm):
 def metrics_line(m):
     """One metrics.jsonl line with train.Metrics's keys, in its order, zero fields left out as Go's omitempty."""
     out = {"step": m["step"], "tokens": m["tokens"]}
-    for k in ("loss", "lr", "grad_norm", "val_loss", "skipped", "tokens_per_s"):
+    for k in defaults()["metric_keys"][2:]:
         v = m.get(k)
         if v is None or (k != "val_loss" and v == 0):
             continue
@@ -224,21 +155,43 @@ def save_checkpoint(run, model, opt, params, st, config_json, keep):
     return final
 
 
+STATE_INTS = ("step", "tokens", "epoch", "pos", "adam_step", "skipped", "loss_count", "metrics_bytes",
+              "diagnostics_bytes", "seed")
+
+
+def read_state(ck: str) -> dict:
+    """A checkpoint's state.json, every field checked (non-negative integers, a finite loss sum)."""
+    path = os.path.join(ck, "state.json")
+    st = read_json(path)
+    for k in STATE_INTS:
+        v = st.get(k)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"{path}: {k} = {v!r}, want a non-negative integer")
+    if isinstance(st.get("loss_sum"), bool) or not isinstance(st.get("loss_sum"), (int, float)) or not math.isfinite(st["loss_sum"]):
+        raise ValueError(f"{path}: loss_sum = {st.get('loss_sum')!r}, want a finite number")
+    if checkpoint_name(st["step"]) != os.path.basename(ck):
+        raise ValueError(f"{path}: step {st['step']}, but the checkpoint is {os.path.basename(ck)}")
+    return st
+
+
 def load_checkpoint(ck, model, opt, params):
-    with open(os.path.join(ck, "state.json")) as f:
-        st = json.load(f)
-    sd = read_model_weights(ck)
-    missing = set(n for n, _ in params) - set(sd)
-    if missing:
-        raise ValueError(f"resume {ck}: model.safetensors lacks {sorted(missing)[:5]}")
-    with torch.no_grad():
-        for n, p in params:
-            p.copy_(sd[n].to(p.dtype))
-    mom, meta = read_safetensors(os.path.join(ck, "optimizer.safetensors"), with_metadata=True)
-    adam_step = int(meta.get("adam_step", st["adam_step"]))
+    st = read_state(ck)
+    load_weights(model, read_model_weights(ck), ck)
+    opath = os.path.join(ck, "optimizer.safetensors")
+    mom, meta = read_safetensors(opath, with_metadata=True)
+    try:
+        adam_step = int(meta.get("adam_step", st["adam_step"]))
+    except ValueError:
+        raise ValueError(f"{opath}: adam_step {meta.get('adam_step')!r} is not an integer") from None
+    if adam_step != st["adam_step"]:
+        raise ValueError(f"{opath}: adam_step {adam_step}, but state.json says {st['adam_step']}")
     for n, p in params:
-        if "exp_avg." + n not in mom or "exp_avg_sq." + n not in mom:
-            raise ValueError(f"resume {ck}: optimizer.safetensors lacks the moments of {n}")
+        for k in ("exp_avg." + n, "exp_avg_sq." + n):
+            t = mom.get(k)
+            if t is None:
+                raise ValueError(f"{opath}: lacks {k}")
+            if not t.is_floating_point() or tuple(t.shape) != tuple(p.shape):
+                raise ValueError(f"{opath}: {k} is {t.dtype} {list(t.shape)}, want floating-point {list(p.shape)}")
         if adam_step > 0:
             opt.state[p] = {"step": torch.tensor(float(adam_step)),
                             "exp_avg": mom["exp_avg." + n].to(p.device, p.dtype).clone(),
@@ -246,11 +199,28 @@ def load_checkpoint(ck, model, opt, params):
     return st
 
 
+def check_log(path: str, n: int) -> None:
+    """Refuse to resume when a log that a checkpoint says held n bytes holds fewer, or when cutting it at n
+    would cut a line in half: the run directory was edited or damaged (Go's trainer refuses both too)."""
+    if not os.path.lexists(path):
+        if n:
+            raise ValueError(f"{path}: missing, but the checkpoint says it had {n} bytes")
+        return
+    with open_regular(path, MAX_TENSORS) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < n:
+            raise ValueError(f"{path}: {size} bytes, fewer than the {n} the checkpoint recorded: not resuming a "
+                             f"damaged run")
+        if n:
+            f.seek(n - 1)
+            if f.read(1) != b"\n":
+                raise ValueError(f"{path}: byte {n} that the checkpoint recorded is not the end of a line")
+
+
 def truncate(path, n):
+    check_log(path, n)
     if os.path.exists(path):
         os.truncate(path, n)
-    elif n:
-        raise ValueError(f"resume: {path} is missing but its checkpoint says it had {n} bytes")
 
 
 def free_port():
@@ -268,39 +238,52 @@ def run(args):
         D.close()
 
 
+def read_pytorch_json(out: str) -> "tuple[str, int]":
+    """(model directory, gradient accumulation) of a run's pytorch.json, checked."""
+    path = os.path.join(out, "pytorch.json")
+    pj = read_json(path)
+    model_dir, accum = pj.get("model"), pj.get("grad_accum")
+    if not isinstance(model_dir, str) or not model_dir:
+        raise ValueError(f"{path}: model = {model_dir!r}, want the model directory")
+    if isinstance(accum, bool) or not isinstance(accum, int) or accum < 1:
+        raise ValueError(f"{path}: grad_accum = {accum!r}, want an integer >= 1")
+    return model_dir, accum
+
+
 def _run(args, D):
     if args.resume:
         out = args.resume
-        with open(os.path.join(out, "pytorch.json")) as f:
-            pj = json.load(f)
-        model_dir, accum = pj["model"], pj["grad_accum"]
+        model_dir, accum = read_pytorch_json(out)
         cfg_path = os.path.join(out, "config.toml")
     else:
         out, model_dir, accum, cfg_path = args.out, args.model, args.grad_accum, args.config
         exists = os.path.exists(os.path.join(out, "config.toml"))  # every rank checks, before rank 0 writes it
         D.barrier()
         if exists:
-            raise ValueError(f"{out} already holds a run: resume it with --resume {out} or choose another --out")
-    c = load_run_config(cfg_path)
+            raise ValueError(f"{out}: already holds a run: resume it with --resume {out} or choose another --out")
+    c, given = load_run_config(cfg_path)
     mc, config_json = read_config(model_dir)
-    for k, hf in MODEL_KEYS.items():
-        v = (c.get("model") or {}).get(k)
-        if v is not None and v != config_json.get(hf):
-            raise ValueError(f"run config {cfg_path}: model.{k} = {v}, but {model_dir}/config.json has {config_json.get(hf)}")
+    c["model"] = resolve_model(c, mc, config_json, cfg_path, model_dir)
     if mc.moe and (config_json.get("router_bias_update_rate") or 0) > 0:
-        raise ValueError(f"{model_dir}: router_bias_update_rate > 0 (auxiliary-loss-free balancing) is not implemented in PyTorch")
+        raise ValueError(f"{model_dir}/config.json: router_bias_update_rate > 0 (auxiliary-loss-free balancing) is not implemented in PyTorch")
     t = c["train"]
     T, B = mc.max_position_embeddings, t["batch_size"]
     if B % (D.world * accum):
-        raise ValueError(f"train.batch_size = {B} is not divisible by {D.world} ranks x {accum} micro-batches")
+        raise ValueError(f"{cfg_path}: train.batch_size = {B} is not divisible by {D.world} ranks x {accum} micro-batches")
     micro = B // (D.world * accum)
+    total = total_steps(c, T)
+    if total < 1:
+        raise ValueError(f"{cfg_path}: train.tokens = {t['tokens']} is less than one step of batch_size x "
+                         f"max_position_embeddings = {B} x {T} tokens")
+    check_memory(mc, micro, f"{model_dir}/config.json: model")
     if t["threads"] > 0:
         torch.set_num_threads(t["threads"])
-    total = total_steps(c, T)
     train_toks = read_tokens(c["data"]["train"], mc.vocab_size)
     val_toks = read_tokens(c["data"]["val"], mc.vocab_size) if c["data"]["val"] else None
     if val_toks is not None and num_windows(len(val_toks), T) == 0:
-        raise ValueError(f"data.val {c['data']['val']}: {len(val_toks)} tokens, need at least {T + 1} for one window")
+        raise ValueError(f"{c['data']['val']}: {len(val_toks)} tokens, need at least {T + 1} for one validation window")
+    if num_windows(len(train_toks), T) == 0:
+        raise ValueError(f"{c['data']['train']}: {len(train_toks)} tokens, need at least {T + 1} for one training window")
 
     torch.manual_seed(0)
     model = Llama(mc).to(D.device)
@@ -317,24 +300,31 @@ def _run(args, D):
     if steps:
         ck = os.path.join(out, "checkpoints", checkpoint_name(steps[-1]))
         st = load_checkpoint(ck, model, opt, params)
+        if st["seed"] != c["seed"]:
+            raise ValueError(f"{cfg_path}: seed = {c['seed']}, but {ck}/state.json was written by seed {st['seed']}")
+        if st["step"] > total:
+            raise ValueError(f"{cfg_path}: {total} steps, but {ck} is at step {st['step']}")
+        check_log(metrics_path, st["metrics_bytes"])
+        check_log(diag_path, st["diagnostics_bytes"])
+        D.barrier()
         if D.rank == 0:
             truncate(metrics_path, st["metrics_bytes"])
             truncate(diag_path, st["diagnostics_bytes"])
             print(f"resuming {out} from {ck}", file=sys.stderr)
     else:
-        records = initialise(model, model_dir, c)
+        records, recipe, init_seed = initialise(model, model_dir, c, given, config_json)
+        c["init"] = recipe
         if D.rank == 0:
             os.makedirs(out, exist_ok=True)
-            doc = {"recipe": config_json.get("smallinit_init", {}).get("recipe", c["init"]),
-                   "seed": config_json.get("smallinit_init", {}).get("seed", c["seed"]), "optimizer": o, "tensors": records}
+            doc = {"recipe": recipe, "seed": init_seed, "optimizer": o, "tensors": records}
             write_file_atomic(os.path.join(out, "init.json"), json.dumps(doc, indent=2) + "\n")
             write_file_atomic(os.path.join(out, "pytorch.json"), json.dumps(
                 {"model": os.path.abspath(model_dir), "grad_accum": accum, "world_size": D.world,
                  "torch": torch.__version__}, indent=2) + "\n")
+            save_init_dir(out, model, config_json)
             for p in (metrics_path, diag_path):
                 open(p, "w").close()
-            with open(cfg_path, "rb") as f:
-                write_file_atomic(os.path.join(out, "config.toml"), f.read())
+            write_file_atomic(os.path.join(out, "config.toml"), encode_toml(c))
     D.barrier()
 
     ddp = model
@@ -468,20 +458,55 @@ def _run(args, D):
     return logged
 
 
-def initialise(model, model_dir, c):
+def _recipe(r: dict) -> dict:
+    """A recipe with every key: rule, gamma, std, depth_scale, classes (the [init] section's)."""
+    return {"rule": r.get("rule") or "gamma", "gamma": float(r.get("gamma", 1.0)), "std": float(r.get("std") or 0.0),
+            "depth_scale": bool(r.get("depth_scale", False)), "classes": r.get("classes") or {}}
+
+
+def _effective(r: dict) -> tuple:
+    """What of a recipe decides the draws: the γ of the γ rule, the std of the fixed rule, depth scaling, overrides."""
+    return (r["rule"], r["gamma"] if r["rule"] == "gamma" else None, r["std"] if r["rule"] == "fixed" else None,
+            r["depth_scale"], json.dumps(r["classes"], sort_keys=True))
+
+
+def save_init_dir(out: str, model: torch.nn.Module, config_json: dict) -> None:
+    """RUN/init/: the step-0 weights as a model directory, whole or not at all (as Go's trainer writes it)."""
+    final, tmp = os.path.join(out, "init"), os.path.join(out, ".tmp-init")
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_model_dir(tmp, model, config_json)
+    sync_dir(tmp)
+    shutil.rmtree(final, ignore_errors=True)
+    os.rename(tmp, final)
+    sync_dir(out)
+
+
+def initialise(model, model_dir, c, given=frozenset(), config_json=None):
     """Load the model directory's weights, or (a directory with only config.json) draw them with gamma_init_ by
-    the run config's [init] recipe and seed; returns init.json's per-tensor records."""
+    the run config's [init] recipe and seed. Returns init.json's per-tensor records, the recipe the weights
+    follow and the seed they were drawn with. When the weights are drawn here, config_json's smallinit_init is
+    set to that recipe, so that final/config.json records the γ that was drawn. An explicit [init] that
+    contradicts the recipe the model directory records is refused."""
+    cj = config_json if config_json is not None else read_config(model_dir)[1]
     try:
         sd = read_model_weights(model_dir)
     except FileNotFoundError:
-        i = c["init"]
-        return gamma_init_(model, gamma=i["gamma"], rule=i["rule"], std=i["std"] or 0.02, classes=i["classes"],
-                           depth_scale=i["depth_scale"], seed=c["seed"])
-    model.load_state_dict({k: v.to(torch.float32) for k, v in sd.items()}, strict=True)
-    with open(os.path.join(model_dir, "config.json")) as f:
-        rec = (json.load(f).get("smallinit_init") or {}).get("recipe") or c["init"]
-    recipe = {"rule": rec.get("rule", "gamma"), "gamma": rec.get("gamma", 1.0), "std": rec.get("std", 0.0),
-              "depth_scale": rec.get("depth_scale", False), "classes": rec.get("classes") or {}}
+        recipe = _recipe(c["init"])
+        records = gamma_init_(model, gamma=recipe["gamma"], rule=recipe["rule"], std=recipe["std"] or 0.02,
+                              classes=recipe["classes"], depth_scale=recipe["depth_scale"], seed=c["seed"])
+        cj["smallinit_init"] = {"recipe": recipe, "seed": c["seed"]}
+        return records, recipe, c["seed"]
+    load_weights(model, sd, model_dir)
+    rec = cj.get("smallinit_init") if isinstance(cj.get("smallinit_init"), dict) else {}
+    recipe, seed = _recipe(c["init"]), c["seed"]
+    if isinstance(rec.get("recipe"), dict):
+        recorded = _recipe(rec["recipe"])
+        if any(k == "init" for k, _ in given) and _effective(recorded) != _effective(recipe):
+            raise ValueError(f"{model_dir}/config.json: the weights were drawn by {recorded}, but the run config's "
+                             f"[init] says {recipe}: [init] draws weights only for a model directory without them")
+        recipe = recorded
+        if isinstance(rec.get("seed"), int):
+            seed = rec["seed"]
     L = model.c.num_hidden_layers
     from .init import canonical, lookup
     out = []
@@ -492,7 +517,7 @@ def initialise(model, model_dir, c):
         s = std_for(recipe, ent["class"], p.shape[1], p.shape[0], L)
         out.append({"name": n, "class": ent["class"], "d_in": p.shape[1], "intended_std": s,
                     "drawn_std": float(p.detach().double().pow(2).mean().sqrt()), "gamma_eff": math.log(1 / s) / math.log(p.shape[1])})
-    return out
+    return out, recipe, seed
 
 
 def _spawned(rank, world, port, args):
@@ -501,9 +526,9 @@ def _spawned(rank, world, port, args):
     torch.set_num_threads(max(1, args.threads_per_rank))
     try:
         run(args)
-    except (ValueError, FileNotFoundError, FloatingPointError) as e:
+    except USER_ERRORS as e:
         if rank == 0:
-            print(f"train: {e}", file=sys.stderr)
+            print(error_line(e), file=sys.stderr)
         sys.exit(1)
 
 
@@ -526,11 +551,13 @@ def parser(sub=None):
 def main(argv=None):
     args = parser().parse_args(argv)
     if args.resume and (args.model or args.config or args.out):
-        sys.exit("--resume takes no --model, --config or --out: the run's config.toml and pytorch.json are used")
+        sys.exit("smallinit_torch: --resume takes no --model, --config or --out: the run's config.toml and pytorch.json are used")
     if not args.resume and not (args.model and args.config and args.out):
-        sys.exit("--model, --config and --out are required (or --resume DIR)")
-    if args.grad_accum < 1:
-        sys.exit("--grad-accum must be >= 1")
+        sys.exit("smallinit_torch: --model, --config and --out are required (or --resume DIR)")
+    for flag, v, lo in (("--grad-accum", args.grad_accum, 1), ("--spawn", args.spawn, 0),
+                        ("--threads-per-rank", args.threads_per_rank, 1), ("--max-steps", args.max_steps, 0)):
+        if v < lo:
+            sys.exit(f"smallinit_torch: {flag} = {v}: must be >= {lo}")
     try:
         if args.spawn > 1:
             import torch.multiprocessing as mp
@@ -540,5 +567,5 @@ def main(argv=None):
                 sys.exit(1)
         else:
             run(args)
-    except (ValueError, FileNotFoundError, FloatingPointError) as e:
-        sys.exit(f"train: {e}")
+    except USER_ERRORS as e:
+        sys.exit(error_line(e))

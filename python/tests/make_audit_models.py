@@ -4,13 +4,10 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from smallinit_torch import gamma_init_  # noqa: E402
-from smallinit_torch.model import Config, Llama  # noqa: E402
-from smallinit_torch.safetensors import write_safetensors  # noqa: E402
-from standins import Titan  # noqa: E402
+from smallinit_torch import gamma_init_
+from smallinit_torch.model import Config, Llama
+from smallinit_torch.safetensors import write_safetensors
+from tests.standins import Titan
 
 V, d, L, H, f, T = 512, 64, 2, 4, 192, 32
 CFG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": V, "hidden_size": d,

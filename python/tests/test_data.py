@@ -1,15 +1,12 @@
 """Token files and the Go sampler's window order (values printed by train.NewSampler in Go)."""
 import os
-import sys
 import tempfile
 import unittest
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from smallinit_torch.data import Sampler, read_tokens, write_tokens  # noqa: E402
-from smallinit_torch.gorand import PCG  # noqa: E402
+from smallinit_torch.data import Sampler, read_tokens, write_tokens
+from smallinit_torch.gorand import PCG
 
 
 class TestData(unittest.TestCase):

@@ -1,15 +1,11 @@
 """The output gate and the RMSNorm-ε setter as drop-ins."""
-import os
-import sys
 import unittest
 
 import torch
 import torch.nn as nn
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from smallinit_torch import OutputGate, set_rmsnorm_eps  # noqa: E402
-from smallinit_torch.model import Config, Llama  # noqa: E402
+from smallinit_torch import OutputGate, set_rmsnorm_eps
+from smallinit_torch.model import Config, Llama
 
 
 class LlamaRMSNorm(nn.Module):  # Hugging Face's attribute name for ε

@@ -1,19 +1,14 @@
 """gamma_init_ against the table Go's gammainit writes: Go's intended std per tensor, drawn stds within sampling
 error, and the other projects' namings (torchtitan, GPT-2 Conv1D, nanoGPT)."""
 import math
-import os
-import sys
 import unittest
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from smallinit_torch import gamma_init_  # noqa: E402
-from smallinit_torch.init import table  # noqa: E402
-from smallinit_torch.model import Config, Llama  # noqa: E402
-from standins import GPT2, Titan  # noqa: E402
+from smallinit_torch import gamma_init_
+from smallinit_torch.init import table
+from smallinit_torch.model import Config, Llama
+from tests.standins import GPT2, Titan
 
 Z = 5  # standard errors of the sampled std: 1/sqrt(2n) relative
 

@@ -3,26 +3,23 @@ directory has Go's layout, and the diagnostics records have Go's keys."""
 import json
 import os
 import shutil
-import sys
 import tempfile
 import unittest
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from smallinit_torch import gamma_init_  # noqa: E402
-from smallinit_torch.data import write_tokens  # noqa: E402
-from smallinit_torch.model import Config, Llama  # noqa: E402
-from smallinit_torch.safetensors import read_safetensors, write_safetensors  # noqa: E402
-from smallinit_torch.train import parser, run  # noqa: E402
+from smallinit_torch import gamma_init_
+from smallinit_torch.data import write_tokens
+from smallinit_torch.model import Config, Llama
+from smallinit_torch.safetensors import read_safetensors, write_safetensors
+from smallinit_torch.train import parser, run
 
 CFG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 64, "hidden_size": 32,
        "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 8,
        "max_position_embeddings": 16, "rms_norm_eps": 1e-5, "attn_gate": "headwise"}
 
 
-def setup(d):
+def make_run_dir(d):
     g = torch.Generator().manual_seed(0)
     toks = (torch.arange(4000) * 7 + torch.randint(0, 3, (4000,), generator=g)) % 64
     write_tokens(os.path.join(d, "train.tok"), toks.tolist())
@@ -74,7 +71,7 @@ class TestTrain(unittest.TestCase):
     def test_resume_layout_diagnostics(self):
         d = tempfile.mkdtemp()
         try:
-            m = setup(d)
+            m = make_run_dir(d)
             a, b = os.path.join(d, "a"), os.path.join(d, "b")
             run(parser().parse_args(["--model", m, "--config", f"{d}/run.toml", "--out", a, "--quiet"]))
             run(parser().parse_args(["--model", m, "--config", f"{d}/run.toml", "--out", b, "--quiet", "--max-steps", "5"]))

@@ -1,0 +1,161 @@
+package train
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/optim"
+)
+
+// DefaultsFile is where the repository keeps the trainer's defaults for the PyTorch trainer, relative to its
+// root. The Python side reads this file instead of keeping its own copy of Default(); a test in this package
+// fails when the committed file differs from what DefaultsJSON writes.
+const DefaultsFile = "python/smallinit_torch/train_defaults.json"
+
+// DefaultsDoc is the JSON document of DefaultsFile: the run config's defaults under its TOML keys, the schedule
+// kinds, the metrics.jsonl keys in their order, and learning rates of optim.Schedule.LR that a second
+// implementation of the schedule must reproduce.
+type DefaultsDoc struct {
+	About string         `json:"about"`
+	Run   map[string]any `json:"run"`
+	// Types gives each run key's kind ("int", "float", "bool", "string", "list", "table"), section by section
+	// ("" for the top-level keys), since JSON cannot tell 1 from 1.0.
+	Types         map[string]map[string]string `json:"types"`
+	Presets       map[string]map[string]any    `json:"presets"`
+	ScheduleKinds []string                     `json:"schedule_kinds"`
+	MetricKeys    []string                     `json:"metric_keys"`
+	LRExamples    []LRExample                  `json:"lr_examples"`
+}
+
+// LRExample is one schedule and the learning rate optim.Schedule.LR gives at each of its steps.
+type LRExample struct {
+	Schedule optim.Schedule `json:"schedule"`
+	LR       []float64      `json:"lr"`
+}
+
+// scheduleKinds lists every kind optim.Schedule.Validate accepts.
+var scheduleKinds = []string{optim.ScheduleCosine, optim.ScheduleWSD, optim.ScheduleConstant}
+
+// Defaults returns the document DefaultsJSON encodes.
+func Defaults() (DefaultsDoc, error) {
+	enc, err := Default().Encode()
+	if err != nil {
+		return DefaultsDoc{}, fmt.Errorf("encode the default run config: %w", err)
+	}
+	var run map[string]any
+	if _, err := toml.Decode(string(enc), &run); err != nil {
+		return DefaultsDoc{}, fmt.Errorf("decode the default run config: %w", err)
+	}
+	doc := DefaultsDoc{
+		About: "Written by Go's train package (train/defaults_export.go) from train.Default(); do not edit: " +
+			"regenerate with go test ./train -run TestDefaultsFileUpToDate -update-defaults",
+		Run: run, Types: map[string]map[string]string{}, ScheduleKinds: scheduleKinds, MetricKeys: metricKeys(),
+	}
+	keyTypes(reflect.TypeOf(Config{}), "", doc.Types)
+	doc.Presets = map[string]map[string]any{}
+	for _, p := range model.Presets() {
+		c := Default()
+		c.Model = ModelConfig{Preset: p.Name, Config: p.Config}
+		enc, err := c.Encode()
+		if err != nil {
+			return DefaultsDoc{}, fmt.Errorf("encode preset %s: %w", p.Name, err)
+		}
+		var m struct {
+			Model map[string]any `toml:"model"`
+		}
+		if _, err := toml.Decode(string(enc), &m); err != nil {
+			return DefaultsDoc{}, fmt.Errorf("decode preset %s: %w", p.Name, err)
+		}
+		doc.Presets[p.Name] = m.Model
+	}
+	for _, s := range []optim.Schedule{
+		{Kind: optim.ScheduleCosine, PeakLR: 1e-2, Warmup: 3, MinRatio: 0.1, Total: 12},
+		{Kind: optim.ScheduleCosine, PeakLR: 3e-3, Warmup: 0, MinRatio: 0, Total: 2},
+		{Kind: optim.ScheduleWSD, PeakLR: 1e-2, Warmup: 2, MinRatio: 0.1, DecaySteps: 4, Total: 12},
+		{Kind: optim.ScheduleWSD, PeakLR: 1e-2, Warmup: 2, MinRatio: 0.1, DecaySteps: 0, Total: 6},
+		{Kind: optim.ScheduleConstant, PeakLR: 5e-3, Warmup: 4, MinRatio: 0.1, Total: 8},
+	} {
+		if err := s.Validate(); err != nil {
+			return DefaultsDoc{}, err
+		}
+		ex := LRExample{Schedule: s}
+		for step := 0; step < s.Total; step++ {
+			ex.LR = append(ex.LR, s.LR(step))
+		}
+		doc.LRExamples = append(doc.LRExamples, ex)
+	}
+	return doc, nil
+}
+
+// keyTypes records the kind of every TOML key of struct type t under section (embedded structs flattened,
+// struct-valued keys recursed into as their own section).
+func keyTypes(t reflect.Type, section string, out map[string]map[string]string) {
+	if out[section] == nil {
+		out[section] = map[string]string{}
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if f.Anonymous && name == "" {
+			keyTypes(f.Type, section, out)
+			continue
+		}
+		if name == "" || name == "-" {
+			continue
+		}
+		kind := ""
+		switch f.Type.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Uint64:
+			kind = "int"
+		case reflect.Float64:
+			kind = "float"
+		case reflect.Bool:
+			kind = "bool"
+		case reflect.String:
+			kind = "string"
+		case reflect.Slice:
+			kind = "list"
+		case reflect.Map:
+			kind = "table"
+		case reflect.Struct:
+			if section == "" {
+				keyTypes(f.Type, name, out)
+				continue
+			}
+			kind = "table"
+		}
+		out[section][name] = kind
+	}
+}
+
+// metricKeys returns the JSON keys of Metrics, in the order a metrics.jsonl line carries them.
+func metricKeys() []string {
+	t := reflect.TypeOf(Metrics{})
+	keys := make([]string, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		keys = append(keys, name)
+	}
+	return keys
+}
+
+// DefaultsJSON returns DefaultsFile's content: Defaults as indented JSON with a final newline.
+func DefaultsJSON() ([]byte, error) {
+	doc, err := Defaults()
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetIndent("", "  ")
+	if err := e.Encode(doc); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
