@@ -8,7 +8,7 @@ import (
 )
 
 // Primaries is a plan's pre-registered primary comparisons ([primaries]), named before any run is trained
-// (docs/definitions.md, "Verdicts"): H1 and H2 are their statements, judged together under a family-wise error
+// (docs/definitions.md §7): H1 and H2 are their statements, judged together under a family-wise error
 // of Alpha (Holm over the two); every other comparison of the plan is secondary. Delta is the smallest effect of
 // interest of H1 in nats; 0 derives it from EffectiveSize through the prior γ = 0.5 ladder slope, the loss a
 // model EffectiveSize larger would save: δ = −slope·ln(1 + EffectiveSize). H2's margin is δ spread over the

@@ -16,7 +16,7 @@ import (
 	"github.com/smallinit/smallinit/train"
 )
 
-// Verdicts of a claim (docs/definitions.md, "Verdicts").
+// Verdicts of a claim (docs/definitions.md §7).
 const (
 	Supported          = "supported"
 	Contradicted       = "contradicted"
@@ -264,7 +264,7 @@ func tokenEvidence(rows []row, dataDir string, windows int) (ts []TokenLosses, r
 }
 
 // Claim5SlowBound is the smallest ratio of γ = 0.5's final to initial mean stable rank for it to count as
-// "changing slowly" (choice: it may lose at most half its stable rank; docs/definitions.md, "Condensation").
+// "changing slowly" (choice: it may lose at most half its stable rank; docs/definitions.md §7, "Condense, then expand").
 const Claim5SlowBound = 0.5
 
 // condensationClaim reads the γ = 1 and γ = 0.5 runs' diagnostics (width 128, fixes), seed by seed: the mean

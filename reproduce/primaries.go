@@ -11,7 +11,7 @@ import (
 )
 
 // judgePrimaries decides the plan's two pre-registered primaries (experiment.Primaries) as one family, Holm
-// over the two at the plan's α (docs/definitions.md, "Verdicts"):
+// over the two at the plan's α (docs/definitions.md §7):
 //
 //   - H1 (claim 1): the paired gain L(γ=0.5) − L(γ=1) at the γ grid's width with both fixes, each γ at its tuned
 //     LR; the same gain at the matched (shared) LR is reported beside it.

@@ -8,7 +8,7 @@ import (
 	"github.com/smallinit/smallinit/stats"
 )
 
-// How a claim is judged (docs/definitions.md, "Verdicts"). The plan's primaries (primaries.go) are judged as
+// How a claim is judged (docs/definitions.md §7). The plan's primaries (primaries.go) are judged as
 // their own family; every other claim is a secondary, judged in a separate stated family: each of the
 // TestedClaims at ClaimAlpha = FamilyAlpha/TestedClaims (Bonferroni over claims). Within a claim made of several
 // decisive comparisons, "supported" needs each of them to pass at ClaimAlpha (intersection-union: no
@@ -41,7 +41,7 @@ const (
 const Untestable = "untestable at this budget"
 
 // UntestableHorizon is the verdict of a comparison whose γ = 1 runs had not finished condensing: their mean
-// stable rank had not plateaued (docs/definitions.md, "Horizon"), so the comparison measures the transient.
+// stable rank had not plateaued (docs/definitions.md §7, "Horizon before breadth"), so the comparison measures the transient.
 const UntestableHorizon = "untestable at this horizon"
 
 // Test is one paired comparison a claim reads, its numbers kept whole for claims.json.
@@ -117,10 +117,11 @@ func (t *Test) measure(alpha float64) {
 }
 
 // fragile reports whether dropping any one seed changes the decision d of a comparison judged at alpha on raw
-// p-values (the leave-one-seed-out check of a verdict resting on one seed).
+// p-values (the leave-one-seed-out check of a verdict resting on one seed; an "inconclusive" that one seed
+// makes counts too: without it the comparison would decide).
 func (t *Test) fragile(d string, alpha float64) bool {
 	vs := t.Estimate.Values
-	if len(vs) < 3 || d == Inconclusive {
+	if len(vs) < 3 {
 		return false
 	}
 	for i := range vs {

@@ -73,7 +73,7 @@ type Estimate struct {
 	// would detect with probability Power, taking the measured SE as the true one, computed exactly from the
 	// noncentral t (MDEMultiplier; the shortcut (t_{1−α/2} + t_{Power})·SE understates it at few seeds). A
 	// verdict "inconclusive" with |Mean| < MDE says the budget could not have seen an effect that small; every
-	// verdict states it (docs/definitions.md, "Power and the minimum detectable effect").
+	// verdict states it (docs/definitions.md §7, "Power and the minimum detectable effect").
 	MDE float64 `json:"mde"`
 }
 

@@ -9,7 +9,7 @@ import (
 // NoncentralTCDF is P(T ≤ t) for the noncentral t distribution with df > 0 degrees of freedom and
 // noncentrality ncp: T = (Z + ncp)/√(V/df) with Z standard normal and V chi-square on df, independent. It is
 // the distribution of a one-sample t statistic when the true mean is ncp standard errors away from 0, so it
-// gives the exact power of a t-test (docs/definitions.md, "Power and the minimum detectable effect").
+// gives the exact power of a t-test (docs/definitions.md §7, "Power and the minimum detectable effect").
 //
 // Conditioning on U = √(V/df): P(T ≤ t) = ∫₀^∞ Φ(t·u − ncp) f_U(u) du, with
 // f_U(u) = 2 (df/2)^(df/2) / Γ(df/2) · u^(df−1) · exp(−df·u²/2). The integrand is smooth and has no
@@ -196,7 +196,7 @@ func SignFlipP(values []float64) float64 {
 // TOST is the two one-sided tests of equivalence (Schuirmann 1987) for the mean of n values against the margin
 // ±delta: p is the larger of the one-sided p-values of "mean ≤ −delta" and "mean ≥ +delta", so p ≤ alpha exactly
 // when the (1 − 2·alpha) t-interval lies inside (−delta, +delta). A verdict of "no meaningful effect" reads it
-// (docs/definitions.md, "Verdicts"). NaN with fewer than two values; with zero spread p is 0 when |mean| < delta
+// (docs/definitions.md §7). NaN with fewer than two values; with zero spread p is 0 when |mean| < delta
 // and 1 otherwise.
 func TOST(values []float64, delta float64) (p float64) {
 	n := len(values)
@@ -220,7 +220,7 @@ func TOST(values []float64, delta float64) (p float64) {
 }
 
 // Spike is the largest rise of a loss curve over its running minimum, max_i (loss_i − min_{j ≤ i} loss_j): 0 for
-// a curve that never rises, the height of the worst spike otherwise (docs/definitions.md, "Learning rates"). A
+// a curve that never rises, the height of the worst spike otherwise (docs/definitions.md §7, "Learning rates"). A
 // non-finite loss makes it +Inf (a diverged run spiked without bound).
 func Spike(losses []float64) float64 {
 	best, worst := math.Inf(1), 0.0
