@@ -136,8 +136,9 @@ func (p *Pool) gemm(im *gemmImpl, args gemmArgs) {
 }
 
 // maxSharedA bounds the shared packed A (all ic blocks and KC steps, at
-// most 8 MiB); a larger A is packed per task as before.
-const maxSharedA = 1 << 21
+// most 32 MiB: the weight gradients of the medium preset fit); a larger A is
+// packed per task as before.
+const maxSharedA = 1 << 23
 
 // sharesA reports whether a parallel product packs its A blocks once and
 // shares them: when each A block meets more than one task (several column
