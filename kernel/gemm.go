@@ -126,7 +126,7 @@ func (p *Pool) gemm(im *gemmImpl, args gemmArgs) {
 	}
 	g.bbuf = growAligned(g.bbuf, k*roundUp(g.nc, im.nr))
 	g.aBlock = roundUp(g.mc*min(im.kc, k), 16)
-	g.shareA = g.sharesA(&args, blocks)
+	g.shareA = !p.noShareA && g.sharesA(&args, blocks)
 	if g.shareA {
 		g.abuf = growAligned(g.abuf, ceilDiv(k, im.kc)*g.nIC*g.aBlock)
 	}
