@@ -13,8 +13,8 @@ import (
 // timed once on the base model (train.PrecisionFor, recorded in OUT/precision.json and reused on resume), and
 // the plan returned sets the faster for every run, so that its arms share one precision and their config.toml
 // files name it. The measurement joins Options.PrecisionNote, printed with the plan. Any other plan is
-// returned as it is.
-func resolvePrecision(p *Plan, out *Outcome, o *Options) (*Plan, error) {
+// returned as it is. Without record (a plan printed before it runs) nothing is written.
+func resolvePrecision(p *Plan, out *Outcome, o *Options, record bool) (*Plan, error) {
 	base, err := train.LoadSets("", out.baseSets(p, nil, 100))
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: base recipe: %w", p.Name, err)
@@ -22,7 +22,11 @@ func resolvePrecision(p *Plan, out *Outcome, o *Options) (*Plan, error) {
 	if base.Train.Precision != train.PrecisionAuto {
 		return p, nil
 	}
-	pc, err := train.PrecisionFor(filepath.Join(o.Out, train.PrecisionFile), base, o.Log)
+	measure := train.PrecisionFor
+	if !record {
+		measure = train.PeekPrecision
+	}
+	pc, err := measure(filepath.Join(o.Out, train.PrecisionFile), base, o.Log)
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", p.Name, err)
 	}

@@ -141,7 +141,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 			return nil, err
 		}
 	}
-	if p, err = resolvePrecision(p, out, &o); err != nil {
+	if p, err = resolvePrecision(p, out, &o, true); err != nil {
 		return nil, err
 	}
 	out.Tier = p.TierFor(o.Budget)

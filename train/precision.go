@@ -155,6 +155,16 @@ const PrecisionFile = "precision.json"
 // the measurement and the choice are logged. A record that cannot be read or parsed is an error naming the
 // file.
 func PrecisionFor(path string, c Config, log io.Writer) (PrecisionChoice, error) {
+	return precisionFor(path, c, log, true)
+}
+
+// PeekPrecision is PrecisionFor that writes nothing: the matching record at path if there is one, else a
+// fresh measurement left unrecorded (for printing a plan before it runs).
+func PeekPrecision(path string, c Config, log io.Writer) (PrecisionChoice, error) {
+	return precisionFor(path, c, log, false)
+}
+
+func precisionFor(path string, c Config, log io.Writer, record bool) (PrecisionChoice, error) {
 	logf := func(format string, a ...any) {
 		if log != nil {
 			fmt.Fprintf(log, format, a...)
@@ -185,6 +195,10 @@ func PrecisionFor(path string, c Config, log io.Writer) (PrecisionChoice, error)
 	pc, err := ProbePrecision(c.Model.Config, c.Train.BatchSize, c.Train.Threads, 3, 2)
 	if err != nil {
 		return pc, err
+	}
+	if !record {
+		logf("%s\n", pc)
+		return pc, nil
 	}
 	if b, err = json.MarshalIndent(pc, "", "  "); err != nil {
 		return pc, err

@@ -148,3 +148,16 @@ func TestResolvePrecision(t *testing.T) {
 		t.Errorf("f32 wrote a record (%v)", err)
 	}
 }
+
+// TestPeekPrecisionWritesNothing: a plan printed before it runs measures without recording.
+func TestPeekPrecisionWritesNothing(t *testing.T) {
+	c := precisionTestConfig(t)
+	path := filepath.Join(t.TempDir(), PrecisionFile)
+	pc, err := PeekPrecision(path, c, nil)
+	if err != nil || !slices.Contains(eligiblePrecisions(), pc.Precision) {
+		t.Fatalf("%+v, %v", pc, err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("PeekPrecision wrote %s (%v)", path, err)
+	}
+}
