@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // TestAdamWMatchesGeneric checks every implementation's AdamW update against adamwGeneric bit for bit (p, m
@@ -52,4 +53,31 @@ func TestAdamWMatchesGeneric(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkAdamW times the AdamW update of 1M parameters with the pure-Go loop and with this CPU's kernel,
+// alternating, and reports each one's median milliseconds.
+func BenchmarkAdamW(b *testing.B) {
+	f := active.adamw
+	if f == nil {
+		b.Skip("no native AdamW kernel on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(63, 64))
+	const n = 1 << 20
+	p, g, m, v := randSlice(rng, n), randSlice(rng, n), randSlice(rng, n), randSlice(rng, n)
+	for i := range v {
+		v[i] *= v[i]
+	}
+	k := [9]float32{1, 0.9, 0.1, 0.95, 0.05, 1, 1e-4, 0.2, 1e-8}
+	var gen, nat []float64
+	for range b.N {
+		t0 := time.Now()
+		adamwGeneric(p, g, m, v, k)
+		gen = append(gen, time.Since(t0).Seconds()*1e3)
+		t0 = time.Now()
+		f(p, g, m, v, k)
+		nat = append(nat, time.Since(t0).Seconds()*1e3)
+	}
+	b.ReportMetric(medianOf(gen), "generic-ms")
+	b.ReportMetric(medianOf(nat), "native-ms")
 }
