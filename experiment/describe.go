@@ -67,6 +67,9 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	if p.Data.Probes {
 		out.ProbeDir = filepath.Join(o.Out, ProbeDataDir)
 	}
+	if p, err = resolvePrecision(p, out, &o, false); err != nil {
+		return nil, err
+	}
 	if s, err := ReadSizing(filepath.Join(o.Out, SizingFile)); err == nil && s.matches(&o) && o.Steps == 0 {
 		o.Steps = s.Steps
 		if tps == 0 {

@@ -141,6 +141,9 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 			return nil, err
 		}
 	}
+	if p, err = resolvePrecision(p, out, &o, true); err != nil {
+		return nil, err
+	}
 	out.Tier = p.TierFor(o.Budget)
 	if out.Steps, err = size(p, out, &o); err != nil {
 		return nil, err

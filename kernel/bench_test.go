@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // FMA peak of the development machine (Intel Xeon, family 6 model 207,
@@ -183,4 +185,63 @@ func BenchmarkVector(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkGemmSharedA times the weight-gradient products (Xᵀ·dY, k = the batch's tokens) of the small
+// preset with the packed A shared across column groups and jc blocks and with per-task packing, alternating
+// the two rounds times in one process (the machine is shared: alternation makes both see the same load), and
+// reports each one's median milliseconds and the ratio per-task / shared.
+func BenchmarkGemmSharedA(b *testing.B) {
+	p := NewPool(0)
+	defer p.Close()
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, s := range []struct {
+		name    string
+		m, n, k int
+	}{
+		{"qkv_256x768x4096_TN", 256, 768, 4096},
+		{"head_256x4096x4096_TN", 256, 4096, 4096},
+		{"up_256x1408x4096_TN", 256, 1408, 4096},
+	} {
+		a, bm, c := randSlice(rng, s.k*s.m), randSlice(rng, s.k*s.n), make([]float32, s.m*s.n)
+		for _, prec := range []string{"f32", "bf16"} {
+			gemm := p.Gemm
+			if prec == "bf16" {
+				if !HasBF16() {
+					continue
+				}
+				gemm = p.GemmBF16
+			}
+			b.Run(s.name+"_"+prec, func(b *testing.B) {
+				var shared, perTask []float64
+				for range b.N {
+					for _, off := range []bool{false, true} {
+						p.noShareA = off
+						t0 := time.Now()
+						gemm(true, false, s.m, s.n, s.k, a, s.m, bm, s.n, c, s.n, false)
+						d := time.Since(t0).Seconds() * 1e3
+						if off {
+							perTask = append(perTask, d)
+						} else {
+							shared = append(shared, d)
+						}
+					}
+				}
+				p.noShareA = false
+				ms, mp := medianOf(shared), medianOf(perTask)
+				b.ReportMetric(ms, "shared-ms")
+				b.ReportMetric(mp, "per-task-ms")
+				b.ReportMetric(mp/ms, "per-task/shared")
+			})
+		}
+	}
+}
+
+func medianOf(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

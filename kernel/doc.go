@@ -60,4 +60,22 @@
 // fused multiply-adds in VDPBF16PS's order with its denormal rules, the KC
 // blocking) and the assembly matches it bit for bit. Without AVX512_BF16
 // (HasBF16 false) the twin runs, correct but slow.
+//
+// # AMX tiles
+//
+// tile.go defines, in pure Go, the bf16 GEMM an AMX kernel (TDPBF16PS on
+// 16×16 tiles) must reproduce: the instruction's arithmetic as the Intel SDM
+// states it (per instruction, separate even-k and odd-k partial sums from
+// zero, then their sum added to the C tile; DAZ, FTZ, round to nearest even),
+// which differs from VDPBF16PS's chained order, the tile-layout A packer (row
+// panels cut into 16-pair groups, converted while packing) and the B pair
+// panels, which already are the VNNI layout. No AMX assembly exists yet.
+//
+// # Sharing packed A
+//
+// A parallel product whose A blocks meet several tasks (column groups, or
+// several jc blocks: the weight gradients Xᵀ·dY) packs each A block once,
+// during the packing phase, into a buffer all workers read (gemmJob.shareA);
+// the packed values and the micro-kernel calls are those of per-task
+// packing, so the result is the same bit for bit.
 package kernel

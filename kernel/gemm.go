@@ -33,9 +33,15 @@ type gemmJob struct {
 	nIC     int       // ic blocks
 	nGroups int       // column groups per ic block; a task is (ic block, group)
 	bbuf    []float32
-	jc      []jcState      // per jc block
-	stepOK  []atomic.Int32 // B chunks packed, per (jc block, KC step)
-	bar     barrier
+	// shareA: the A blocks are packed once, into abuf, by the packing
+	// phase of the first jc block, and every column group and later jc
+	// block reads them (see sharesA). Otherwise each task packs its own.
+	shareA bool
+	abuf   []float32
+	aBlock int            // floats per packed A block in abuf (a multiple of 16)
+	jc     []jcState      // per jc block
+	stepOK []atomic.Int32 // B chunks packed, per (jc block, KC step)
+	bar    barrier
 }
 
 // jcState coordinates the workers on one jc block: B packing chunks and
@@ -119,9 +125,43 @@ func (p *Pool) gemm(im *gemmImpl, args gemmArgs) {
 		g.stepOK[i].Store(0)
 	}
 	g.bbuf = growAligned(g.bbuf, k*roundUp(g.nc, im.nr))
+	g.aBlock = roundUp(g.mc*min(im.kc, k), 16)
+	g.shareA = !p.noShareA && g.sharesA(&args, blocks)
+	if g.shareA {
+		g.abuf = growAligned(g.abuf, ceilDiv(k, im.kc)*g.nIC*g.aBlock)
+	}
 	g.args = args
 	p.run(p.gemmFn)
 	g.args = gemmArgs{}
+}
+
+// maxSharedA bounds the shared packed A (all ic blocks and KC steps, at
+// most 32 MiB: the weight gradients of the medium preset fit); a larger A is
+// packed per task as before.
+const maxSharedA = 1 << 23
+
+// sharesA reports whether a parallel product packs its A blocks once and
+// shares them: when each A block meets more than one task (several column
+// groups, or several jc blocks) and every task would pack it (A transposed,
+// no in-place kernel, or each group wider than rowAMaxPanels panels, so
+// that blockKernel would not read A in place). The weight-gradient products
+// (Xᵀ·dY: m is a layer width, k the batch's tokens, so there are few ic
+// blocks and two or more groups each) otherwise pack A once per group. The
+// packed values and the macro-kernel calls are the same either way, so the
+// result is bit-identical.
+func (g *gemmJob) sharesA(a *gemmArgs, blocks int) bool {
+	if g.nGroups == 1 && blocks == 1 {
+		return false
+	}
+	if ceilDiv(a.k, g.im.kc)*g.nIC*g.aBlock > maxSharedA {
+		return false
+	}
+	if a.transA || g.im.kernRowA == nil {
+		return true
+	}
+	// The narrowest group: the last jc block has the fewest panels.
+	last := a.n - (blocks-1)*g.nc
+	return ceilDiv(last, g.im.nr)/g.nGroups > rowAMaxPanels
 }
 
 // GemmOn is Gemm on the calling goroutine only, using worker w's packing
@@ -184,14 +224,18 @@ func checkMatrix(name string, l, rows, cols, ld int) {
 // until none are left, then take (ic block, column group) tasks; a task runs
 // all KC steps of its C block (pack A, macro-kernel), waiting before each step
 // until that step's B chunks are all packed. So a worker delayed while
-// packing holds the others up only on the steps it was packing.
+// packing holds the others up only on the steps it was packing. With a
+// shared A (g.shareA), the first jc block's chunks of each step also include
+// one chunk per A block, and the tasks read A from abuf instead of packing it.
 func (p *Pool) gemmWorker(w int) {
 	g := &p.g
 	a := &g.args
 	im := g.im
 	mr, nr, kcMax := im.mr, im.nr, im.kc
 	sc := &p.scratch[w]
-	sc.a = growAligned(sc.a, g.mc*min(kcMax, a.k))
+	if !g.shareA {
+		sc.a = growAligned(sc.a, g.mc*min(kcMax, a.k))
+	}
 	sc.tile = growAligned(sc.tile, mr*nr)
 	steps := ceilDiv(a.k, kcMax)
 	ncR := roundUp(g.nc, nr)
@@ -202,15 +246,28 @@ func (p *Pool) gemmWorker(w int) {
 		nc := min(g.nc, a.n-jc)
 		np := ceilDiv(nc, nr)
 		pg := ceilDiv(np, bChunkPanels)
-		chunks := int32(steps * pg)
+		nA := 0 // A chunks per step
+		if g.shareA && jb == 0 {
+			nA = g.nIC
+		}
+		per := pg + nA
+		chunks := int32(steps * per)
 		for {
 			ch := st.packNext.Add(1) - 1
 			if ch >= chunks {
 				break
 			}
-			s, q := int(ch)/pg, int(ch)%pg
+			s, q := int(ch)/per, int(ch)%per
 			pc := s * kcMax
 			kc := min(kcMax, a.k-pc)
+			if q >= pg {
+				icb := q - pg
+				ic := icb * g.mc
+				off := (s*g.nIC + icb) * g.aBlock
+				im.packA(im, a, g.abuf[off:off+g.aBlock], ic, min(g.mc, a.m-ic), pc, kc)
+				stepOK[s].Add(1)
+				continue
+			}
 			q0, q1 := q*bChunkPanels, min(np, (q+1)*bChunkPanels)
 			off := s*kcMax*ncR + q0*kc*nr
 			im.packB(im, a, g.bbuf[off:off+(q1-q0)*kc*nr], jc+q0*nr, min(nc, q1*nr)-q0*nr, pc, kc)
@@ -227,13 +284,18 @@ func (p *Pool) gemmWorker(w int) {
 			plo, phi := grp*np/g.nGroups, (grp+1)*np/g.nGroups
 			c := a.c[ic*a.ldc+jc:]
 			for s := 0; s < steps; s++ {
-				for spin := 1; stepOK[s].Load() < int32(pg); spin++ {
+				for spin := 1; stepOK[s].Load() < int32(per); spin++ {
 					if spin%256 == 0 {
 						runtime.Gosched()
 					}
 				}
 				pc := s * kcMax
 				kc := min(kcMax, a.k-pc)
+				if g.shareA {
+					off := (s*g.nIC + icb) * g.aBlock
+					macroKernel(im, sc.tile, g.abuf[off:off+g.aBlock], mc, kc, g.bbuf[s*kcMax*ncR:], plo, phi, nc, c, a.ldc, a.accumulate || s > 0)
+					continue
+				}
 				blockKernel(im, sc, a, ic, mc, pc, kc, g.bbuf[s*kcMax*ncR:], plo, phi, nc, c, a.accumulate || s > 0)
 			}
 		}

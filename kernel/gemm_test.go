@@ -301,3 +301,59 @@ func TestGemmWorkerCounts(t *testing.T) {
 		p.Close()
 	}
 }
+
+// TestGemmSharedAMatchesSerial checks the parallel products that pack each A
+// block once and share it across column groups and jc blocks (the weight
+// gradients' shapes: few ic blocks, several groups) against GemmOn, which
+// packs A per block on one goroutine, bit for bit, in float32 and bf16, on
+// every implementation; it also checks that those shapes do share A.
+func TestGemmSharedAMatchesSerial(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	cases := []struct {
+		transA, transB bool
+		m, n, k        int
+	}{
+		{true, false, 130, 300, 700},  // Xᵀ·dY: two ic blocks, four groups
+		{true, false, 60, 2100, 1100}, // several jc blocks reuse the first block's A
+		{true, true, 131, 257, 333},   // ragged everything, odd k
+		{false, false, 100, 900, 513}, // A row-major, groups wider than the in-place limit
+	}
+	for _, im := range available() {
+		p := newPoolImpl(2, im)
+		for _, tc := range cases {
+			lda, ldb := tc.k+3, tc.n+1
+			if tc.transA {
+				lda = tc.m + 3
+			}
+			if tc.transB {
+				ldb = tc.k + 1
+			}
+			a, b := randSlice(rng, tc.k*lda+tc.m*lda), randSlice(rng, tc.k*ldb+tc.n*ldb)
+			ldc := tc.n + 2
+			for _, bf16 := range []bool{false, true} {
+				if bf16 && !im.bf16Native && im != genericImpl {
+					continue // the same twin as generic's
+				}
+				c0 := randSlice(rng, tc.m*ldc)
+				for _, acc := range []bool{false, true} {
+					want, got := append([]float32(nil), c0...), append([]float32(nil), c0...)
+					gemm, on := p.Gemm, p.GemmOn
+					if bf16 {
+						gemm, on = p.GemmBF16, p.GemmOnBF16
+					}
+					gemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, a, lda, b, ldb, got, ldc, acc)
+					if !p.g.shareA {
+						t.Fatalf("%s %+v bf16=%v: A not shared", im.name, tc, bf16)
+					}
+					on(0, tc.transA, tc.transB, tc.m, tc.n, tc.k, a, lda, b, ldb, want, ldc, acc)
+					for i := range want {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%s %+v bf16=%v acc=%v: C[%d] = %v, serial %v", im.name, tc, bf16, acc, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+		p.Close()
+	}
+}

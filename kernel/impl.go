@@ -44,6 +44,8 @@ type impl struct {
 	swiglu      func(act, sig, g, u []float32)
 	swigluBack  func(dg, du, dact, g, u, sig []float32)
 	rmsNormBack func(dx, dy, x, g, dg []float32, rstd, invN float32)
+	// adamw is the AdamW element update (adamw.go); nil: adamwGeneric.
+	adamw func(p, g, m, v []float32, k [9]float32)
 
 	// bf16 GEMM (bf16.go): the pair micro-kernel, packers and blocking, and
 	// whether they are the AVX512_BF16 ones (bf16Native) or the pure-Go twin.

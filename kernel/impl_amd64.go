@@ -40,6 +40,7 @@ var avx512Impl = &impl{
 	swiglu:      swigluAVX512,
 	swigluBack:  swigluBackAVX512,
 	rmsNormBack: rmsNormBackAVX512,
+	adamw:       adamwAVX512,
 
 	gemmBF16: genericBF16Gemm,
 }

@@ -3846,6 +3846,99 @@ p2done:
 	VZEROUPPER
 	RET
 
+// func adamwAVX512(p []float32, g []float32, m []float32, v []float32, k [9]float32)
+// Requires: AVX, AVX512F, SSE
+TEXT ·adamwAVX512(SB), NOSPLIT, $0-132
+	MOVQ         p_base+0(FP), DI
+	MOVQ         g_base+24(FP), SI
+	MOVQ         m_base+48(FP), R8
+	MOVQ         v_base+72(FP), R9
+	MOVQ         p_len+8(FP), CX
+	MOVSS        k_0+96(FP), X0
+	VBROADCASTSS X0, Z16
+	MOVSS        k_1+100(FP), X0
+	VBROADCASTSS X0, Z17
+	MOVSS        k_2+104(FP), X0
+	VBROADCASTSS X0, Z18
+	MOVSS        k_3+108(FP), X0
+	VBROADCASTSS X0, Z19
+	MOVSS        k_4+112(FP), X0
+	VBROADCASTSS X0, Z20
+	MOVSS        k_5+116(FP), X0
+	VBROADCASTSS X0, Z21
+	MOVSS        k_6+120(FP), X0
+	VBROADCASTSS X0, Z22
+	MOVSS        k_7+124(FP), X0
+	VBROADCASTSS X0, Z23
+	MOVSS        k_8+128(FP), X0
+	VBROADCASTSS X0, Z24
+
+loop16:
+	CMPQ    CX, $0x10
+	JB      tail
+	VMOVUPS (SI), Z0
+	VMULPS  Z16, Z0, Z0
+	VMOVUPS (R8), Z1
+	VMULPS  Z17, Z1, Z1
+	VMULPS  Z18, Z0, Z2
+	VADDPS  Z2, Z1, Z1
+	VMOVUPS Z1, (R8)
+	VMOVUPS (R9), Z3
+	VMULPS  Z19, Z3, Z3
+	VMULPS  Z20, Z0, Z4
+	VMULPS  Z0, Z4, Z4
+	VADDPS  Z4, Z3, Z3
+	VMOVUPS Z3, (R9)
+	VSQRTPS Z3, Z5
+	VDIVPS  Z23, Z5, Z5
+	VADDPS  Z24, Z5, Z5
+	VMULPS  Z22, Z1, Z6
+	VDIVPS  Z5, Z6, Z6
+	VMOVUPS (DI), Z7
+	VMULPS  Z21, Z7, Z7
+	VSUBPS  Z6, Z7, Z7
+	VMOVUPS Z7, (DI)
+	ADDQ    $0x40, DI
+	ADDQ    $0x40, SI
+	ADDQ    $0x40, R8
+	ADDQ    $0x40, R9
+	SUBQ    $0x10, CX
+	JMP     loop16
+
+tail:
+	TESTQ     CX, CX
+	JZ        done
+	MOVL      $0x00000001, AX
+	SHLL      CL, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z0
+	VMULPS    Z16, Z0, Z0
+	VMOVUPS.Z (R8), K1, Z1
+	VMULPS    Z17, Z1, Z1
+	VMULPS    Z18, Z0, Z2
+	VADDPS    Z2, Z1, Z1
+	VMOVUPS   Z1, K1, (R8)
+	VMOVUPS.Z (R9), K1, Z3
+	VMULPS    Z19, Z3, Z3
+	VMULPS    Z20, Z0, Z4
+	VMULPS    Z0, Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	VMOVUPS   Z3, K1, (R9)
+	VSQRTPS   Z3, Z5
+	VDIVPS    Z23, Z5, Z5
+	VADDPS    Z24, Z5, Z5
+	VMULPS    Z22, Z1, Z6
+	VDIVPS    Z5, Z6, Z6
+	VMOVUPS.Z (DI), K1, Z7
+	VMULPS    Z21, Z7, Z7
+	VSUBPS    Z6, Z7, Z7
+	VMOVUPS   Z7, K1, (DI)
+
+done:
+	VZEROUPPER
+	RET
+
 // func dotAVX2(x []float32, y []float32) float32
 // Requires: AVX, FMA3, SSE
 TEXT ·dotAVX2(SB), NOSPLIT, $0-52

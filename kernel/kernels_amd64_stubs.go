@@ -96,6 +96,11 @@ func swigluBackAVX512(dg []float32, du []float32, dact []float32, g []float32, u
 //go:noescape
 func rmsNormBackAVX512(dx []float32, dy []float32, x []float32, g []float32, dg []float32, rstd float32, invN float32)
 
+// adamwAVX512 is adamwGeneric on 16 lanes (masked tail): the AdamW update of p, m and v from g, k the coefficients.
+//
+//go:noescape
+func adamwAVX512(p []float32, g []float32, m []float32, v []float32, k [9]float32)
+
 // dotAVX2 returns Σ x[i]·y[i] over len(x) elements (len(y) >= len(x)).
 //
 //go:noescape

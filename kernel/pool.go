@@ -20,6 +20,9 @@ type Pool struct {
 	done   chan struct{}
 	left   atomic.Int32 // helpers still running the current job
 	closed bool
+	// noShareA turns off the shared packed A of parallel products (gemmJob.shareA) so that the benchmark
+	// can time both ways in one process; the results are the same either way.
+	noShareA bool
 
 	job func(w int) // the job the helpers run
 

@@ -115,6 +115,7 @@ func (r *ropeTable) rotate(x []float32, t int) {
 	h := r.half
 	c, s := r.cos[t*h:(t+1)*h], r.sin[t*h:(t+1)*h]
 	x1, x2 := x[:h], x[h:2*h]
+	s, x1, x2 = s[:len(c)], x1[:len(c)], x2[:len(c)] // equal lengths: no bounds checks in the loop
 	for i := range c {
 		a, b := x1[i], x2[i]
 		x1[i] = a*c[i] - b*s[i]
@@ -128,6 +129,7 @@ func (r *ropeTable) unrotate(x []float32, t int) {
 	h := r.half
 	c, s := r.cos[t*h:(t+1)*h], r.sin[t*h:(t+1)*h]
 	x1, x2 := x[:h], x[h:2*h]
+	s, x1, x2 = s[:len(c)], x1[:len(c)], x2[:len(c)] // equal lengths: no bounds checks in the loop
 	for i := range c {
 		a, b := x1[i], x2[i]
 		x1[i] = a*c[i] + b*s[i]

@@ -151,14 +151,9 @@ func (o *AdamW) updateRange(_, lo, hi int) {
 		if s.decay {
 			decay = float32(1 - o.lr*c.WeightDecay)
 		}
-		p, g, m, v := o.params[a:b], o.grads[a:b], o.M[a:b], o.V[a:b]
-		for i := range p {
-			gi := g[i] * o.scale
-			mi := b1*m[i] + omb1*gi
-			vi := b2*v[i] + omb2*gi*gi
-			m[i], v[i] = mi, vi
-			// PyTorch: denom = sqrt(v)/sqrt(bias_correction2) + eps; p -= (lr/bias_correction1)·m/denom.
-			p[i] = p[i]*decay - stepSize*mi/(float32(math.Sqrt(float64(vi)))/bc2+eps)
-		}
+		// PyTorch: denom = sqrt(v)/sqrt(bias_correction2) + eps; p -= (lr/bias_correction1)·m/denom
+		// (kernel.AdamW, with PyTorch's operation order; AVX-512 where the CPU has it, same bits).
+		kernel.AdamW(o.params[a:b], o.grads[a:b], o.M[a:b], o.V[a:b], kernel.AdamWCoeffs{Scale: o.scale, Beta1: b1, OneMinusBeta1: omb1,
+			Beta2: b2, OneMinusBeta2: omb2, Decay: decay, StepSize: stepSize, SqrtBC2: bc2, Eps: eps})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/train"
 )
 
 // Experiment names: the groups of the reproduce plan. No configuration is trained twice: the fully fixed
@@ -58,9 +59,9 @@ type Options struct {
 	// Plan replaces the built-in plan (tests run a tiny one).
 	Plan *experiment.Plan
 	// Precision is train.precision of every run of the plan, the LR sweep's trials and the sizing probe included:
-	// PrecisionF32, PrecisionBF16, or PrecisionAuto (also ""): bf16 where the CPU has AVX512_BF16
-	// (kernel.HasBF16), f32 elsewhere. bf16's loss curves and diagnostics stayed within float32's seed spread
-	// in the parity runs of docs/results/2026-12-01-bf16.md. The anchor grid trains in float32 either way.
+	// PrecisionF32, PrecisionBF16, or PrecisionAuto (also ""): the eligible precisions (train.PrecisionKinds:
+	// native on this CPU, parity passed) timed on the base model and the faster taken for every run
+	// (train.PrecisionFor; recorded in OUT/precision.json). The anchor grid trains in float32 either way.
 	Precision string
 	Log       io.Writer
 }
@@ -76,10 +77,8 @@ const (
 func (o *Options) precision() (prec, why string, err error) {
 	switch o.Precision {
 	case "", PrecisionAuto:
-		if kernel.HasBF16() {
-			return PrecisionBF16, "auto: this CPU has AVX512_BF16; bf16 stayed within float32's seed spread in the parity runs (docs/results/2026-12-01-bf16.md)", nil
-		}
-		return PrecisionF32, "auto: this CPU has no AVX512_BF16", nil
+		// Resolved by experiment.Run: timed on the base model (train.PrecisionFor), recorded in OUT/precision.json.
+		return train.PrecisionAuto, "auto: the eligible precisions timed on the base model, the faster taken", nil
 	case PrecisionF32:
 		return PrecisionF32, "as asked", nil
 	case PrecisionBF16:

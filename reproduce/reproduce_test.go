@@ -16,6 +16,7 @@ import (
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/train"
 )
 
 // tinyPlan is the built-in reproduce plan shrunk to seconds: one layer, widths 16 to 40, a 32-token context,
@@ -325,13 +326,11 @@ func TestMeanSE(t *testing.T) {
 	}
 }
 
-// TestPrecision: auto resolves to bf16 exactly where the CPU has AVX512_BF16, an explicit bf16 is refused
-// elsewhere, a bad value is refused, and the resolved precision reaches every run through the plan's base.
+// TestPrecision: auto reaches the plan's base as train.precision = "auto" (experiment.Run times it on the
+// base model), an explicit bf16 is refused without AVX512_BF16, a bad value is refused, and the precision
+// reaches every run through the plan's base.
 func TestPrecision(t *testing.T) {
-	auto := PrecisionF32
-	if kernel.HasBF16() {
-		auto = PrecisionBF16
-	}
+	auto := train.PrecisionAuto
 	for _, tc := range []struct {
 		in, want string
 		wantErr  bool

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Side-by-side training speed of smallinit (float32 and bf16 matmuls) and PyTorch on the same presets and
 # machine, alternating the three so that all see the same machine state, and printing the median tokens/s of
-# each and their ratios. bf16 needs AVX512_BF16 (skipped elsewhere). PyTorch runs in float32 and in bf16 (its
+# each and their ratios. The "auto" column is the precision `train.precision = "auto"` chooses on this machine
+# for the preset (`smallinit bench --precision auto`: its own timing probe, run once per preset before the
+# rounds) with that precision's median from the rounds. bf16 needs AVX512_BF16 (skipped elsewhere). PyTorch runs in float32 and in bf16 (its
 # mixed precision: the forward under torch.autocast("cpu", bfloat16)); its best setting per preset is whichever
 # of the two is faster, and the ratios are against that.
 #
@@ -21,6 +23,7 @@ go build -o /tmp/smallinit-bench ./cmd/smallinit
 out=$(mktemp -d)
 for p in $presets; do
   steps=${STEPS:-10}; [ "$p" = medium ] && steps=${STEPS:-5}
+  /tmp/smallinit-bench bench --preset "$p" --steps 1 --warmup 0 --precision auto --json >"$out/auto-$p.json"
   for r in $(seq "$rounds"); do
     /tmp/smallinit-bench bench --preset "$p" --steps "$steps" --json >>"$out/go-$p.jsonl"
     if grep -qw avx512_bf16 /proc/cpuinfo; then
@@ -39,12 +42,15 @@ def med(p, key):
         return float("nan")
     return statistics.median(json.loads(l)[key] for l in open(f))
 print("tokens/s (medians); PyTorch best = the faster of its float32 and bf16-autocast runs")
-print(f"{'preset':8} {'f32':>8} {'bf16':>8} {'torch f32':>10} {'torch bf16':>11} {'torch best':>11}"
-      f" {'bf16/f32':>9} {'f32/best':>9} {'bf16/best':>10}")
+print(f"{'preset':8} {'f32':>8} {'bf16':>8} {'auto':>11} {'torch f32':>10} {'torch bf16':>11} {'torch best':>11}"
+      f" {'bf16/f32':>9} {'f32/best':>9} {'bf16/best':>10} {'auto/best':>10}")
 for p in presets:
     g, b, t, tb = (med(f"{k}-{p}", "tokens_per_s") for k in ("go", "bf16", "torch", "torchbf16"))
     best, which = max((t, "f32"), (tb, "bf16"), key=lambda x: -1 if x[0] != x[0] else x[0])
-    print(f"{p:8} {g:8.0f} {b:8.0f} {t:10.0f} {tb:11.0f} {best:7.0f} {which:>3} {b/g:9.2f} {g/best:9.2f} {b/best:10.2f}")
+    choice = json.load(open(f"{out}/auto-{p}.json"))["precision"]
+    a = g if choice == "f32" else b
+    print(f"{p:8} {g:8.0f} {b:8.0f} {a:6.0f} {choice:>4} {t:10.0f} {tb:11.0f} {best:7.0f} {which:>3}"
+          f" {b/g:9.2f} {g/best:9.2f} {b/best:10.2f} {a/best:10.2f}")
 th = json.loads(open(f"{out}/torch-{presets[-1]}.jsonl").readline())
 print("PyTorch", th["torch"], "BLAS:", th["blas"])
 PY

@@ -58,6 +58,8 @@ type LoopConfig struct {
 	// Precision of the matrix products: "f32" (also when empty) or "bf16" (bfloat16 operands, float32
 	// accumulation; master weights, gradients, norms, softmax, loss and AdamW stay float32). "bf16" needs a
 	// CPU with AVX512_BF16: elsewhere the run refuses it rather than crawl through the kernels' pure-Go twin.
+	// "auto" times the eligible precisions on the run's model when it starts and writes the fastest into the
+	// run's config.toml (ResolvePrecision).
 	Precision string `toml:"precision,omitempty"`
 	// LossPositions, when set, are the window positions (0 … T−1) whose next-token target counts in the
 	// training loss; every other target is model.IgnoreTarget. Fixed-format tasks whose answer sits at a known
@@ -185,8 +187,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train.keep_checkpoints = %d: must be ≥ 1", t.KeepCheckpoints)
 	case t.Threads < 0 || t.Threads > kernel.MaxWorkers:
 		return fmt.Errorf("train.threads = %d: must be in [0, %d] (0: all cores)", t.Threads, kernel.MaxWorkers)
-	case t.Precision != "" && t.Precision != "f32" && t.Precision != "bf16":
-		return fmt.Errorf("train.precision = %q: must be \"f32\" or \"bf16\"", t.Precision)
+	case t.Precision != "" && t.Precision != "f32" && t.Precision != "bf16" && t.Precision != PrecisionAuto:
+		return fmt.Errorf("train.precision = %q: must be \"f32\", \"bf16\" or \"auto\"", t.Precision)
 	case c.Schedule.Kind == optim.ScheduleWSD && c.Schedule.Warmup+c.Schedule.DecaySteps > c.TotalSteps():
 		// An overlap would cut the warmup short with a jump down to the decay line.
 		return fmt.Errorf("schedule.warmup_steps + schedule.decay_steps = %d + %d exceeds the run's %d steps", c.Schedule.Warmup, c.Schedule.DecaySteps, c.TotalSteps())

@@ -135,6 +135,10 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 	if err := c.Validate(); err != nil {
 		return Result{}, fmt.Errorf("run config: %w", err)
 	}
+	c, err := ResolvePrecision(c, dir, o.Log)
+	if err != nil {
+		return Result{}, err
+	}
 	b, err := c.Encode()
 	if err != nil {
 		return Result{}, err
@@ -362,6 +366,9 @@ func newRunner(c Config, dir string, o Options) (*runner, error) {
 	// cannot is an error naming them, not an out-of-memory crash.
 	if err := model.CheckMemory(mc, c.Train.BatchSize, 8*float64(mc.NumParams())); err != nil {
 		return nil, fmt.Errorf("run config: %w", err)
+	}
+	if c.Train.Precision == PrecisionAuto {
+		return nil, fmt.Errorf("train.precision = \"auto\" in %s: start the run with it (train.Start measures and records the choice)", dir)
 	}
 	if c.Train.Precision == "bf16" && !kernel.HasBF16() {
 		return nil, fmt.Errorf("train.precision = \"bf16\": this CPU has no AVX512_BF16 (kernels: %s); use \"f32\"", kernel.Impl())

@@ -18,7 +18,7 @@ type benchCmd struct {
 	Threads int      `help:"Worker threads (default: GOMAXPROCS)."`
 	Peak    float64  `default:"225" help:"Peak fp32 GFLOP/s the model FLOP/s are compared to."`
 	Kernels bool     `help:"Also measure matmul GFLOP/s on the training shapes."`
-	Prec    string   `name:"precision" default:"f32" enum:"f32,bf16" help:"Matmul operands: f32, or bf16 (VDPBF16PS, float32 accumulation; needs AVX512_BF16)."`
+	Prec    string   `name:"precision" default:"f32" enum:"f32,bf16,auto" help:"Matmul operands: f32, bf16 (VDPBF16PS, float32 accumulation; needs AVX512_BF16), or auto: time the eligible precisions on this model (as train.precision = \"auto\" does, nothing recorded) and bench the one chosen."`
 	JSON    bool     `name:"json" help:"Print one JSON object."`
 	Profile string   `name:"cpuprofile" type:"path" help:"Write a CPU profile of the timed steps (go tool pprof)."`
 }
@@ -35,14 +35,28 @@ func (cmd *benchCmd) Run() error {
 	if cmd.JSON {
 		log = nil
 	}
+	prec := cmd.Prec
+	var auto *train.PrecisionChoice
+	if prec == train.PrecisionAuto {
+		pc, err := train.ProbePrecision(c, cmd.Batch, cmd.Threads, 3, 2)
+		if err != nil {
+			return fmt.Errorf("bench %s --precision auto: %w", cmd.Preset, err)
+		}
+		fmt.Fprintln(os.Stderr, pc)
+		auto, prec = &pc, pc.Precision
+	}
 	r, err := train.Benchmark(c, train.BenchOptions{Batch: cmd.Batch, Steps: cmd.Steps, Warmup: cmd.Warmup, Threads: cmd.Threads,
-		Peak: cmd.Peak, Kernels: cmd.Kernels, Profile: cmd.Profile, Precision: cmd.Prec, Log: log})
+		Peak: cmd.Peak, Kernels: cmd.Kernels, Profile: cmd.Profile, Precision: prec, Log: log})
 	if err != nil {
 		return fmt.Errorf("bench %s (--batch %d, --steps %d, --warmup %d): %w", cmd.Preset, cmd.Batch, cmd.Steps, cmd.Warmup, err)
 	}
 	r.Preset = cmd.Preset
 	if cmd.JSON {
-		return json.NewEncoder(os.Stdout).Encode(r)
+		// With --precision auto, the probe's measurement and choice ride along as "precision_auto".
+		return json.NewEncoder(os.Stdout).Encode(struct {
+			train.BenchResult
+			Auto *train.PrecisionChoice `json:"precision_auto,omitempty"`
+		}{r, auto})
 	}
 	fmt.Printf("preset %s (%s), batch %d × T %d, %d threads, kernels %s, precision %s\n", cmd.Preset, c.Describe(), r.Batch, r.SeqLen, r.Threads, r.Impl, r.Precision)
 	fmt.Printf("tokens/s     %10.0f\n", r.TokensPerS)

@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/summary"
 )
 
@@ -20,6 +22,7 @@ type studyCmd struct {
 	Jobs      jobsFlag      `default:"auto" help:"Runs of a sweep trained at once (they share the cores), or auto: a packing probe on the largest run's model measures one run on all cores against one run per core and keeps the faster (recorded in each sweep's packing.json)."`
 	Index     int           `default:"-1" help:"Run only the run with this index of the whole plan (one task of a job array); no summary or report. −1: every run."`
 	PrintPlan bool          `help:"Print the plan (TOML) and exit."`
+	Precision string        `enum:",auto,f32,bf16" default:"" help:"Matmul operands of every run (sets train.precision): f32, bf16 (needs AVX512_BF16), or auto: the eligible precisions timed on the base model and the faster taken (recorded in OUT/precision.json). Default: the plan's."`
 }
 
 // Run runs a plan with the machinery of demo and reproduce (sizing, resumable runs, summary, report); a
@@ -33,6 +36,11 @@ func (cmd *studyCmd) Run() error {
 	if cmd.PrintPlan {
 		_, err := os.Stdout.Write(p.Text)
 		return err
+	}
+	if cmd.Precision != "" {
+		q := *p
+		q.Base = append(slices.Clip(p.Base), override.Set{Key: "train.precision", Value: cmd.Precision})
+		p = &q
 	}
 	ctx, stop := interruptible()
 	defer stop()

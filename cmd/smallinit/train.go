@@ -43,8 +43,12 @@ func (cmd *trainCmd) Run() error {
 		if lerr != nil {
 			return lerr
 		}
-		fmt.Fprintf(os.Stderr, "run %s: %s, %d steps of %d×%d tokens, init %s γ=%g, seed %d\n", cmd.Out,
-			c.Model.Config.Describe(), c.TotalSteps(), c.Train.BatchSize, c.Model.SeqLen, c.Init.Rule, c.Init.Gamma, c.Seed)
+		// train.precision = "auto" is measured (and recorded in the run directory) before the header names it.
+		if c, lerr = train.ResolvePrecision(c, cmd.Out, os.Stderr); lerr != nil {
+			return lerr
+		}
+		fmt.Fprintf(os.Stderr, "run %s: %s, %d steps of %d×%d tokens, init %s γ=%g, seed %d, precision %s\n", cmd.Out,
+			c.Model.Config.Describe(), c.TotalSteps(), c.Train.BatchSize, c.Model.SeqLen, c.Init.Rule, c.Init.Gamma, c.Seed, cmp.Or(c.Train.Precision, "f32"))
 		res, err = train.Start(ctx, c, cmd.Out, opts)
 	}
 	switch dir := cmp.Or(cmd.Resume, cmd.Out); {

@@ -44,6 +44,7 @@ func main() {
 	swigluAVX512()
 	swigluBackAVX512()
 	rmsNormBackAVX512()
+	adamwAVX512()
 
 	dotAVX2()
 	axpyAVX2()

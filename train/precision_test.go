@@ -1,0 +1,163 @@
+package train
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/smallinit/smallinit/kernel"
+)
+
+// TestChoosePrecisionNeedsTheGain: float32 is kept unless another precision is at least PrecisionGainMin
+// faster; among those that are, the fastest wins.
+func TestChoosePrecisionNeedsTheGain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    []PrecisionTiming
+		want string
+	}{
+		{"only f32", []PrecisionTiming{{"f32", 100}}, "f32"},
+		{"bf16 inside the noise", []PrecisionTiming{{"f32", 100}, {"bf16", 104}}, "f32"},
+		{"bf16 slower", []PrecisionTiming{{"f32", 100}, {"bf16", 72}}, "f32"},
+		{"bf16 faster", []PrecisionTiming{{"f32", 100}, {"bf16", 160}}, "bf16"},
+		{"the fastest of two", []PrecisionTiming{{"f32", 100}, {"bf16", 150}, {"x", 200}}, "x"},
+	} {
+		if got := choosePrecision(tc.c); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPrecisionKindsEligibility: float32 is first and always eligible; every other row names the parity
+// record that made it eligible, and that record exists in the repository.
+func TestPrecisionKindsEligibility(t *testing.T) {
+	kinds := PrecisionKinds()
+	if kinds[0].Name != "f32" || !kinds[0].Native() || eligiblePrecisions()[0] != "f32" {
+		t.Fatalf("float32 must be the first, always eligible precision: %+v", kinds[0])
+	}
+	for _, k := range kinds[1:] {
+		if k.Parity == "" {
+			continue // not eligible: no parity run yet
+		}
+		if _, err := os.Stat(filepath.Join("..", k.Parity)); err != nil {
+			t.Errorf("%s: parity record: %v", k.Name, err)
+		}
+	}
+	if slices.Contains(eligiblePrecisions(), "bf16") != kernel.HasBF16() {
+		t.Errorf("bf16 eligible = %v on a CPU with AVX512_BF16 = %v", !kernel.HasBF16(), kernel.HasBF16())
+	}
+}
+
+// precisionTestConfig is a model small enough to probe in a test.
+func precisionTestConfig(t *testing.T) Config {
+	c, err := Load("", []string{"model.vocab_size=64", "model.hidden_size=16", "model.num_hidden_layers=1",
+		"model.num_attention_heads=2", "model.max_position_embeddings=16", "train.batch_size=2", "train.threads=1",
+		"train.precision=auto", "data.train=unused.tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestPrecisionForRecordsAndReuses: the first call measures and records; a second call with the same CPU,
+// model size, batch, threads and candidates reuses the record as written (its figures are not the probe's);
+// a record for another model size is measured again; a record that does not parse is an error naming it.
+func TestPrecisionForRecordsAndReuses(t *testing.T) {
+	c := precisionTestConfig(t)
+	path := filepath.Join(t.TempDir(), "sub", PrecisionFile)
+	first, err := PrecisionFor(path, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(eligiblePrecisions(), first.Precision) || first.CPU != kernel.CPUModel() || first.Params != c.Model.NumParams() {
+		t.Fatalf("first measurement %+v", first)
+	}
+	if len(first.Candidates) > 1 {
+		for _, cand := range first.Candidates {
+			if !(cand.TokensPerS > 0) {
+				t.Fatalf("candidate %s not timed: %+v", cand.Precision, first)
+			}
+		}
+	}
+	// A record with made-up figures for the same key is reused as written.
+	rec := first
+	rec.Candidates = slices.Clone(first.Candidates)
+	for i := range rec.Candidates {
+		rec.Candidates[i].TokensPerS = float64(1000 + i)
+	}
+	rec.Precision = rec.Candidates[len(rec.Candidates)-1].Precision
+	b, _ := json.Marshal(rec)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := PrecisionFor(path, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Precision != rec.Precision || again.Candidates[0].TokensPerS != 1000 {
+		t.Errorf("the matching record was not reused: got %+v, recorded %+v", again, rec)
+	}
+	// Another model size: measured again (the made-up figures are replaced).
+	rec.Params++
+	b, _ = json.Marshal(rec)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other, err := PrecisionFor(path, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Params != c.Model.NumParams() || len(other.Candidates) > 1 && other.Candidates[0].TokensPerS == 1000 {
+		t.Errorf("a record for another model size was reused: %+v", other)
+	}
+	if err := os.WriteFile(path, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PrecisionFor(path, c, nil); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("a broken record: error %v, want one naming %s", err, path)
+	}
+}
+
+// TestResolvePrecision: "auto" becomes an eligible precision (recorded in the directory), which the config
+// then names; an explicit precision is returned untouched and nothing is written.
+func TestResolvePrecision(t *testing.T) {
+	c := precisionTestConfig(t)
+	dir := t.TempDir()
+	got, err := ResolvePrecision(c, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(eligiblePrecisions(), got.Train.Precision) {
+		t.Errorf("auto resolved to %q", got.Train.Precision)
+	}
+	if _, err := os.Stat(filepath.Join(dir, PrecisionFile)); err != nil {
+		t.Errorf("no record: %v", err)
+	}
+	if err := got.Validate(); err != nil {
+		t.Errorf("resolved config: %v", err)
+	}
+	c.Train.Precision = "f32"
+	dir2 := t.TempDir()
+	if got, err := ResolvePrecision(c, dir2, nil); err != nil || got.Train.Precision != "f32" {
+		t.Errorf("f32: %q, %v", got.Train.Precision, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir2, PrecisionFile)); !os.IsNotExist(err) {
+		t.Errorf("f32 wrote a record (%v)", err)
+	}
+}
+
+// TestPeekPrecisionWritesNothing: a plan printed before it runs measures without recording.
+func TestPeekPrecisionWritesNothing(t *testing.T) {
+	c := precisionTestConfig(t)
+	path := filepath.Join(t.TempDir(), PrecisionFile)
+	pc, err := PeekPrecision(path, c, nil)
+	if err != nil || !slices.Contains(eligiblePrecisions(), pc.Precision) {
+		t.Fatalf("%+v, %v", pc, err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("PeekPrecision wrote %s (%v)", path, err)
+	}
+}
