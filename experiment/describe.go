@@ -122,6 +122,9 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 // Write prints the description: budget, tier, seeds, the arms, the LR sweep and the time arithmetic.
 func (d *Description) Write(w io.Writer) error {
 	e := d.Estimate
+	if pr := d.Plan.Primaries; pr != nil {
+		pr.Write(w, len(d.Seeds), d.ladderSpan())
+	}
 	fmt.Fprintf(w, "plan %s, budget %s", d.Plan.Name, d.Budget)
 	if d.Tier != nil {
 		fmt.Fprintf(w, " (tier %s)", d.Tier.Name)
@@ -130,6 +133,13 @@ func (d *Description) Write(w io.Writer) error {
 		len(d.Seeds), d.Seeds, e.Runs, e.Steps, e.StepTokens, int64(e.Steps)*int64(e.StepTokens))
 	if d.Tier != nil && d.Tier.Smoke != "" {
 		fmt.Fprintf(w, "SMOKE TEST: %s\n", d.Tier.Smoke)
+	}
+	if e.HorizonParams > 0 {
+		fmt.Fprintf(w, "horizon: %d steps × %d tokens = %.3g tokens per non-embedding parameter at width %d (N = %d), sized before seeds and arms; the ladder's other widths train the same steps\n",
+			e.Steps, e.StepTokens, float64(e.Steps)*float64(e.StepTokens)/float64(e.HorizonParams), d.Plan.Primaries.Width, e.HorizonParams)
+		if e.Wall > d.Budget {
+			fmt.Fprintf(w, "OVER BUDGET: at this horizon the plan needs about %s, more than the budget %s: give a larger budget or fewer seeds (--seeds)\n", e.Wall.Round(time.Minute), d.Budget)
+		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "group\tarm\tseeds\tγ\twidth\tN (non-emb.)\tε\tgate\tLR\tsteps\ttokens/run")

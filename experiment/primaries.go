@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/stats"
+	"github.com/smallinit/smallinit/train"
 )
 
 // Primaries is a plan's pre-registered primary comparisons ([primaries]), named before any run is trained
@@ -35,26 +37,28 @@ type Primaries struct {
 	PlateauTolerance float64
 	SpikeThreshold   float64
 	Power            float64
-	MaxSeeds         int // the most seeds SeedsNeeded looks at
+	MaxSeeds         int            // the most seeds SeedsNeeded looks at
+	Sets             []override.Set // the primary arms' recipe on top of the base (e.g. both fixes): sizes N
 }
 
 // primariesFile is the TOML layout of [primaries].
 type primariesFile struct {
-	H1               string  `toml:"h1"`
-	H2               string  `toml:"h2"`
-	Alpha            float64 `toml:"alpha"`
-	Delta            float64 `toml:"delta"`
-	EffectiveSize    float64 `toml:"effective_size"`
-	PriorLadderSlope float64 `toml:"prior_ladder_slope"`
-	PriorSDH1        float64 `toml:"prior_sd_h1"`
-	PriorSDH2        float64 `toml:"prior_sd_h2"`
-	PriorSource      string  `toml:"prior_source"`
-	Width            int     `toml:"width"`
-	MinWidths        int     `toml:"min_widths"`
-	MinSpan          float64 `toml:"min_span"`
-	TokensPerParam   float64 `toml:"tokens_per_param"`
-	PlateauTolerance float64 `toml:"plateau_tolerance"`
-	SpikeThreshold   float64 `toml:"spike_threshold"`
+	H1               string         `toml:"h1"`
+	H2               string         `toml:"h2"`
+	Alpha            float64        `toml:"alpha"`
+	Delta            float64        `toml:"delta"`
+	EffectiveSize    float64        `toml:"effective_size"`
+	PriorLadderSlope float64        `toml:"prior_ladder_slope"`
+	PriorSDH1        float64        `toml:"prior_sd_h1"`
+	PriorSDH2        float64        `toml:"prior_sd_h2"`
+	PriorSource      string         `toml:"prior_source"`
+	Width            int            `toml:"width"`
+	MinWidths        int            `toml:"min_widths"`
+	MinSpan          float64        `toml:"min_span"`
+	TokensPerParam   float64        `toml:"tokens_per_param"`
+	PlateauTolerance float64        `toml:"plateau_tolerance"`
+	SpikeThreshold   float64        `toml:"spike_threshold"`
+	Set              map[string]any `toml:"set"`
 }
 
 // parsePrimaries checks [primaries] and fills its defaults (α 0.05, 80% power, ≥ 4 widths spanning ≥ 2.5×,
@@ -66,7 +70,8 @@ func parsePrimaries(f *primariesFile) (*Primaries, error) {
 	p := &Primaries{H1: f.H1, H2: f.H2, Alpha: f.Alpha, Delta: f.Delta, EffectiveSize: f.EffectiveSize,
 		PriorLadderSlope: f.PriorLadderSlope, PriorSDH1: f.PriorSDH1, PriorSDH2: f.PriorSDH2, PriorSource: f.PriorSource,
 		Width: f.Width, MinWidths: f.MinWidths, MinSpan: f.MinSpan, TokensPerParam: f.TokensPerParam,
-		PlateauTolerance: f.PlateauTolerance, SpikeThreshold: f.SpikeThreshold, Power: stats.Power, MaxSeeds: 64}
+		PlateauTolerance: f.PlateauTolerance, SpikeThreshold: f.SpikeThreshold, Power: stats.Power, MaxSeeds: 64,
+		Sets: override.Flatten(f.Set)}
 	if p.H1 == "" || p.H2 == "" {
 		return nil, fmt.Errorf("primaries: h1 and h2 state the two primary comparisons before training")
 	}
@@ -195,4 +200,45 @@ func lowerH(name string) string {
 		return "h1"
 	}
 	return "h2"
+}
+
+// horizonSteps is the steps per run that give the primaries' TokensPerParam tokens per non-embedding parameter
+// at their width (docs/definitions.md §7, "Horizon before breadth"), ceil(TokensPerParam·N/(batch·T)), and that
+// N (of the base recipe with the primaries' Sets at Width); 0 steps when the plan sizes its runs from the budget
+// instead.
+func (p *Plan) horizonSteps(out *Outcome) (int, int64, error) {
+	pr := p.Primaries
+	if pr == nil || !(pr.TokensPerParam > 0) {
+		return 0, 0, nil
+	}
+	sets := append(append(out.baseSets(p, nil, 100), pr.Sets...), override.Set{Key: "model.hidden_size", Value: int64(pr.Width)})
+	c, err := train.LoadSets("", sets)
+	if err != nil {
+		return 0, 0, fmt.Errorf("plan %s: primaries.width %d: %w", p.Name, pr.Width, err)
+	}
+	n := c.Model.NonEmbeddingParams()
+	steps := math.Ceil(pr.TokensPerParam * float64(n) / float64(c.Train.BatchSize*c.Model.SeqLen))
+	if steps > 1e9 {
+		return 0, 0, fmt.Errorf("plan %s: primaries.tokens_per_param %g gives %g steps per run", p.Name, pr.TokensPerParam, steps)
+	}
+	return int(steps), n, nil
+}
+
+// ladderSpan is ln(N_max/N_min) over the arms of the plan's ladder groups and the primaries' width (NaN with
+// fewer than two sizes).
+func (d *Description) ladderSpan() float64 {
+	ladder := map[string]bool{}
+	for _, g := range d.Plan.Groups {
+		ladder[g.Name] = g.Ladder
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, a := range d.Arms {
+		if ladder[a.Group] || a.Width == d.Plan.Primaries.Width {
+			lo, hi = math.Min(lo, float64(a.Params)), math.Max(hi, float64(a.Params))
+		}
+	}
+	if !(lo > 0) || !(hi > lo) {
+		return math.NaN()
+	}
+	return math.Log(hi / lo)
 }

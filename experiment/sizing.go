@@ -104,6 +104,9 @@ type Estimate struct {
 	// ScoreTokens are the forward-only tokens of scoring every final model (Options.ScoreTokens per run).
 	ScoreTokens int64
 	Wall        time.Duration // expected: training at TokensPerS·Efficiency, scoring at ForwardSpeedup× that
+	// HorizonParams is the non-embedding parameter count the steps were sized by (the primaries' horizon in
+	// tokens per parameter); 0 when the budget sized them.
+	HorizonParams int64
 }
 
 // ForwardSpeedup is the assumed speed of a forward-only pass (scoring) relative to forward+backward, for the
@@ -161,9 +164,16 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		e.TokensPerS = res.FwdBwdTokensPerS()
 	}
 	budgetSteps := o.Budget.Seconds()*e.TokensPerS*p.Budget.Efficiency/float64(e.StepTokens) - extra
-	if o.Steps > 0 {
+	h, hn, err := p.horizonSteps(out)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case o.Steps > 0:
 		e.Steps = o.Steps
-	} else {
+	case h > 0: // horizon before breadth: the steps are the horizon's; the budget decides what else fits
+		e.Steps, e.HorizonParams = h, hn
+	default:
 		// The largest steps whose main runs and worst-case sweep fit (binary search; the sweep's cost grows
 		// with the steps).
 		lo, hi := 0, int(budgetSteps/e.RunCost)+1
