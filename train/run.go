@@ -74,7 +74,9 @@ type Options struct {
 	LockHeld bool
 }
 
-// Result summarises a finished run.
+// Result summarises a finished run. Its ValLoss is the training-time estimate of metrics.jsonl's last val_loss
+// (EvalLoss on the first train.eval_windows windows); the final model's validation loss, on every token of the
+// split, is eval.ScoreHeldOut's.
 type Result struct {
 	Dir        string
 	Steps      int
