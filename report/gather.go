@@ -356,8 +356,8 @@ func valLossSource(runs []*Run) string {
 		}
 	}
 	const (
-		whole    = "every token of the validation split, scored by the plan (summary.json)"
-		estimate = "the training-time estimate (the last val_loss of metrics.jsonl, on the first train.eval_windows windows of the validation split)"
+		whole    = "every token of the validation split, as the plan scored it in summary.json"
+		estimate = "the training-time estimate, the last val_loss of metrics.jsonl on the first train.eval_windows windows of the validation split"
 	)
 	switch {
 	case estimated == 0:
@@ -365,8 +365,8 @@ func valLossSource(runs []*Run) string {
 	case scored == 0:
 		return estimate + ", as no plan summary.json scored these runs on the whole split"
 	}
-	return fmt.Sprintf("%s for %d run%s, %s for the %d that no summary.json scored; the two differ", whole, scored,
-		plural(scored), estimate, estimated)
+	return fmt.Sprintf("%d run%s with %s, %d that no summary.json scored with %s; the two differ", scored, plural(scored),
+		whole, estimated, estimate)
 }
 
 // TokensPerS is the training throughput over the logged intervals (train.Summarise; NaN if no line has one).

@@ -148,9 +148,9 @@ func TestValLossSourceNamesWhereTheLossCameFrom(t *testing.T) {
 		want, not string
 	}{
 		{"all scored", []*Run{scored, scored, none}, "every token of the validation split", "training-time"},
-		{"none scored", []*Run{estimated, infSummary}, "training-time estimate", "scored by the plan"},
-		{"mixed", []*Run{scored, estimated, estimated}, "for 1 run, the training-time estimate", ""},
-		{"mixed counts", []*Run{scored, estimated, estimated}, "for the 2 that no summary.json scored", ""},
+		{"none scored", []*Run{estimated, infSummary}, "training-time estimate", "as the plan scored it"},
+		{"mixed", []*Run{scored, estimated, estimated}, "1 run with every token of the validation split", ""},
+		{"mixed counts", []*Run{scored, estimated, estimated}, "2 that no summary.json scored with the training-time estimate", ""},
 	}
 	for _, tc := range cases {
 		got := valLossSource(tc.runs)
