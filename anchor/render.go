@@ -12,7 +12,6 @@ import (
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/report"
 	"github.com/smallinit/smallinit/train"
 )
@@ -68,7 +67,11 @@ func extremes(g Grid, phase []PhaseCell, out string) []Condensation {
 	var conds []Condensation
 	for _, p := range []PhaseCell{at[0], at[len(at)-1]} {
 		c := Cell{Task: TaskComposite, Gamma: p.Gamma, Layers: p.Layers, LR: p.LRs[0], Seed: p.SeedIDs[0]}
-		m, _, err := model.Load(filepath.Join(out, "runs", c.Name(), train.FinalDir), 1, pool)
+		run, err := train.OpenRun(filepath.Join(out, "runs", c.Name()))
+		if err != nil {
+			continue
+		}
+		m, err := run.FinalModel(1, pool)
 		if err != nil {
 			continue
 		}

@@ -139,7 +139,7 @@ func TestAudit(t *testing.T) {
 			want{rule: "γ-rule γ=1", gamma: 1, depth: ptr(false), verdict: "untrained: γ-rule γ=1"}},
 		{"gamma 0.5 depth bf16 sharded", cfg(t, "tiny"), gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: 0.5, DepthScale: true},
 			func(t *testing.T, dir string, c model.Config, r gammainit.Recipe) {
-				if _, err := scale.Init(dir, c, r, 3, scale.InitOptions{DType: safetensors.BF16, ShardSize: 300_000, Record: map[string]any{"recipe": r, "seed": 3}}); err != nil {
+				if _, err := scale.Init(dir, c, r, 3, scale.InitOptions{DType: safetensors.BF16, ShardSize: 300_000, Record: &gammainit.Record{Recipe: r, Seed: 3}}); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -177,7 +177,7 @@ func TestAudit(t *testing.T) {
 			func(t *testing.T, dir string, c model.Config, r gammainit.Recipe) {
 				m := applied(t, c, r, 5)
 				train(t, m, 4)
-				if err := m.Save(dir, map[string]any{"recipe": r, "seed": 5}); err != nil {
+				if err := m.Save(dir, gammainit.Record{Recipe: r, Seed: 5}); err != nil {
 					t.Fatal(err)
 				}
 			}, want{trained: true, verdict: "(smallinit_init records γ-rule γ=1, which the weights no longer match)"}},
@@ -365,7 +365,7 @@ func TestAuditNamesEachRuleAtGammainitSigma(t *testing.T) {
 	for cname, c := range configs {
 		for _, tc := range cases {
 			name := fmt.Sprintf("%s %s", cname, tc.rule)
-			raw, _ := json.Marshal(map[string]any{"recipe": tc.recipe, "seed": 1})
+			raw, _ := json.Marshal(gammainit.Record{Recipe: tc.recipe, Seed: 1})
 			rep := Analyse(c, exactTensors(c, tc.recipe, "", 1), raw, 0)
 			want := tc.rule.String()
 			if tc.overrides == nil {

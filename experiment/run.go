@@ -503,7 +503,7 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 		return summary.Row{}, fmt.Errorf("%s: %w", r.arm, err)
 	}
 	if threads > 0 {
-		o.logf("[%d/%d] %s: done, validation loss %.4f, %.0f tokens/s\n", i+1, n, r.arm, res.ValLoss, res.TokensPerS)
+		o.logf("[%d/%d] %s: done, val loss %.4f (training-time estimate), %.0f tokens/s\n", i+1, n, r.arm, res.ValLoss, res.TokensPerS)
 	}
 	if !out.Plan.Summary {
 		return summary.Row{}, nil

@@ -10,7 +10,8 @@
 // initialises a model in memory; scale.Init streams checkpoints through the same Stream and StdFor, and the
 // audit asks StdFor for the σ of each rule it tries. Classes and Table describe the class table to other
 // implementations as JSON (Table, committed as python/smallinit_torch/gammainit_table.json, is the
-// table for python/ to read instead of keeping its own copy).
+// table for python/ to read instead of keeping its own copy). Record is the init record (a run's init.json, a
+// model's smallinit_init) that training, scale.Init, the audit and python/ write and read.
 package gammainit
 
 import (

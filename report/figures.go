@@ -165,8 +165,9 @@ func (d *Data) figLossCurves() (*Figure, string) {
 		return nil, err.Error()
 	}
 	f.Caption = d.describe(runs) + " Each line is an arm's mean over its seeds at each logged step; training loss is the " +
-		"mean over the steps since the previous log line, validation loss is measured every train.eval_interval steps " +
-		"on train.eval_windows windows of data.val."
+		"mean over the steps since the previous log line, validation loss is the training-time estimate measured every " +
+		"train.eval_interval steps on the first train.eval_windows windows of data.val (the final losses elsewhere in this " +
+		"report score every token of the validation split where a plan's summary.json holds them)."
 	return f, ""
 }
 
@@ -249,7 +250,7 @@ func (d *Data) figValGamma() (*Figure, string) {
 	if f.SVG, err = renderPlots([][]*plot.Plot{{p}}, vg.Points(560), vg.Points(340), f.Title); err != nil {
 		return nil, err.Error()
 	}
-	f.Caption = d.describe(runs) + " Final validation loss of the complete runs (the last val_loss of metrics.jsonl), one line per " +
+	f.Caption = d.describe(runs) + " Final validation loss of the complete runs (" + valLossSource(runs) + "), one line per " +
 		"combination of the other varying keys; the study expects a U-shape with its minimum near γ = 1 once ε = 1e-12 and the gate are in." + seedNote(all)
 	return f, ""
 }
@@ -349,7 +350,7 @@ func (d *Data) figFixes() (*Figure, string) {
 	if f.SVG, err = renderPlots(rows, vg.Points(560), vg.Points(float64(300*len(rows))), f.Title); err != nil {
 		return nil, err.Error()
 	}
-	f.Caption = d.describe(runs) + " Final validation loss by γ and fix; the y axis is cut above zero to show the differences." + seedNote(all)
+	f.Caption = d.describe(runs) + " Final validation loss by γ and fix (" + valLossSource(runs) + "); the y axis is cut above zero to show the differences." + seedNote(all)
 	return f, ""
 }
 
@@ -423,7 +424,7 @@ func (d *Data) figLossSize(law *Law) (*Figure, string) {
 	if f.SVG, err = renderPlots([][]*plot.Plot{{p}}, vg.Points(600), vg.Points(340), f.Title); err != nil {
 		return nil, err.Error()
 	}
-	f.Caption = d.describe(runs) + " N counts every parameter except the token embedding and an untied LM head."
+	f.Caption = d.describe(runs) + " Final validation loss: " + valLossSource(runs) + ". N counts every parameter except the token embedding and an untied LM head."
 	if len(fits) > 0 {
 		f.Caption += " Dashed: L(N) = E + A·N^(−α) fitted by least squares to the means of " + strings.Join(fits, "; ") + "."
 	} else {

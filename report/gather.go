@@ -329,10 +329,44 @@ func (r *Run) TrainLoss() float64 { return train.Summarise(r.Metrics).TrainLoss 
 // last val_loss of metrics.jsonl (the training-time monitor on the first train.eval_windows windows); NaN if
 // neither.
 func (r *Run) ValLoss() float64 {
-	if r.Summary != nil && r.Summary.ValLoss > 0 && !math.IsInf(r.Summary.ValLoss, 0) {
+	if r.ValLossScored() {
 		return r.Summary.ValLoss
 	}
 	return train.Summarise(r.Metrics).ValLoss
+}
+
+// ValLossScored says whether ValLoss is the plan's score of the whole validation split (summary.json) rather
+// than the training-time estimate of metrics.jsonl.
+func (r *Run) ValLossScored() bool {
+	return r.Summary != nil && r.Summary.ValLoss > 0 && !math.IsInf(r.Summary.ValLoss, 0)
+}
+
+// valLossSource says, for a caption or a note, where the final validation losses of runs come from: the
+// whole-split score of a plan's summary.json, metrics.jsonl's training-time estimate, or (naming the counts)
+// both. Runs without a finite loss are not counted.
+func valLossSource(runs []*Run) string {
+	var scored, estimated int
+	for _, r := range runs {
+		switch v := r.ValLoss(); {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+		case r.ValLossScored():
+			scored++
+		default:
+			estimated++
+		}
+	}
+	const (
+		whole    = "every token of the validation split, as the plan scored it in summary.json"
+		estimate = "the training-time estimate, the last val_loss of metrics.jsonl on the first train.eval_windows windows of the validation split"
+	)
+	switch {
+	case estimated == 0:
+		return whole
+	case scored == 0:
+		return estimate + ", as no plan summary.json scored these runs on the whole split"
+	}
+	return fmt.Sprintf("%d run%s with %s, %d that no summary.json scored with %s; the two differ", scored, plural(scored),
+		whole, estimated, estimate)
 }
 
 // TokensPerS is the training throughput over the logged intervals (train.Summarise; NaN if no line has one).

@@ -126,3 +126,36 @@ func TestValLossIsTheSummaryScore(t *testing.T) {
 		}
 	}
 }
+
+// TestValLossSourceNamesWhereTheLossCameFrom: a run's final validation loss is the plan's whole-split score when
+// its summary.json row has one, else metrics.jsonl's training-time estimate, and the caption text says which
+// (with the counts when a report mixes both); runs without a finite loss are not counted.
+func TestValLossSourceNamesWhereTheLossCameFrom(t *testing.T) {
+	est := 5.74
+	scored := &Run{Summary: &summary.Row{ValLoss: 5.66}, Metrics: []train.Metrics{{Step: 40, ValLoss: &est}}}
+	estimated := &Run{Metrics: []train.Metrics{{Step: 40, ValLoss: &est}}}
+	infSummary := &Run{Summary: &summary.Row{ValLoss: math.Inf(1)}, Metrics: []train.Metrics{{Step: 40, ValLoss: &est}}}
+	none := &Run{}
+	if v := scored.ValLoss(); v != 5.66 || !scored.ValLossScored() {
+		t.Errorf("run with a summary row: ValLoss %v, scored %v; want 5.66 from summary.json", v, scored.ValLossScored())
+	}
+	if v := infSummary.ValLoss(); v != est || infSummary.ValLossScored() {
+		t.Errorf("run with an infinite summary loss: ValLoss %v, scored %v; want metrics.jsonl's %v", v, infSummary.ValLossScored(), est)
+	}
+	cases := []struct {
+		name      string
+		runs      []*Run
+		want, not string
+	}{
+		{"all scored", []*Run{scored, scored, none}, "every token of the validation split", "training-time"},
+		{"none scored", []*Run{estimated, infSummary}, "training-time estimate", "as the plan scored it"},
+		{"mixed", []*Run{scored, estimated, estimated}, "1 run with every token of the validation split", ""},
+		{"mixed counts", []*Run{scored, estimated, estimated}, "2 that no summary.json scored with the training-time estimate", ""},
+	}
+	for _, tc := range cases {
+		got := valLossSource(tc.runs)
+		if !strings.Contains(got, tc.want) || tc.not != "" && strings.Contains(got, tc.not) {
+			t.Errorf("%s: %q, want it to contain %q and not %q", tc.name, got, tc.want, tc.not)
+		}
+	}
+}

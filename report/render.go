@@ -128,6 +128,7 @@ type view struct {
 	Arms      []armView
 	Runs      []runView
 	HasBPB    bool
+	ValSource string // where the val losses come from (valLossSource)
 	Notes     []string
 }
 
@@ -219,6 +220,7 @@ func (d *Data) view(o Options, pg *Page) view {
 		v.Arms = append(v.Arms, armView{Label: a.Label, Runs: strconv.Itoa(len(a.Runs)), Seeds: strings.Join(seeds, ", "),
 			Complete: strconv.Itoa(len(a.Complete())), Val: val, N: groupDigits(a.N), Color: template.CSS("background:" + cssColor(d.armColor(a)))})
 	}
+	v.ValSource = valLossSource(d.Runs)
 	for _, r := range d.Runs {
 		rv := runView{ID: r.ID, State: r.State(), Complete: r.Complete, Tokens: groupDigits(r.Tokens()),
 			Train: fmtLoss(r.TrainLoss()), Val: fmtLoss(r.ValLoss()), BPB: "—", TokS: "—", Arm: "—", Seed: "—", N: "—"}
@@ -334,7 +336,7 @@ var pageTemplate = template.Must(template.Must(template.New("page").Parse(pageCS
 {{range .Runs}}<tr{{if not .Complete}} class="incomplete"{{end}}><td>{{.ID}}</td><td>{{.Arm}}</td><td class="num">{{.Seed}}</td><td>{{.State}}</td><td class="num">{{.Steps}}</td><td class="num">{{.Tokens}}</td><td class="num">{{.Train}}</td><td class="num">{{.Val}}</td>{{if $.HasBPB}}<td class="num">{{.BPB}}</td>{{end}}<td class="num">{{.TokS}}</td></tr>
 {{end}}</tbody>
 </table>
-<p class="meta">Train loss is the last logged value (mean over the last logging interval); val loss the last logged validation loss; tokens/s is the throughput over the logged intervals. Incomplete runs are listed but left out of the final-loss figures.</p>
+<p class="meta">Train loss is the last logged value (mean over the last logging interval); tokens/s is the throughput over the logged intervals. Val loss, here and in the arms' final val loss: {{.ValSource}}. Incomplete runs are listed but left out of the final-loss figures.</p>
 </section>
 {{if .Omitted}}<section id="not-drawn">
 <h2>Figures not drawn</h2>

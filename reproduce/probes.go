@@ -12,7 +12,6 @@ import (
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/probes"
 	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/tokenizer"
@@ -43,7 +42,11 @@ func scoreProbes(runDir, probeDir string) (*probes.Scores, error) {
 	}
 	pool := kernel.NewPool(0)
 	defer pool.Close()
-	m, _, err := model.Load(filepath.Join(runDir, train.FinalDir), 8, pool)
+	run, err := train.OpenRun(runDir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := run.FinalModel(8, pool)
 	if err != nil {
 		return nil, err
 	}

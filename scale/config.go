@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/safetensors"
@@ -23,15 +24,19 @@ func TorchDtype(d safetensors.DType) (string, error) {
 	return "", fmt.Errorf("dtype %q: want F32, BF16 or F16", d)
 }
 
-// configJSON renders config.json exactly as model.Save does, with torch_dtype set to torchDtype.
-func configJSON(c model.Config, init any, torchDtype string) ([]byte, error) {
+// configJSON renders config.json exactly as model.Save does, with torch_dtype set to torchDtype and init, if
+// non-nil, recorded as smallinit_init.
+func configJSON(c model.Config, init *gammainit.Record, torchDtype string) ([]byte, error) {
+	if init == nil {
+		return model.ConfigJSON(c, nil, torchDtype) // no smallinit_init (a nil *Record in an any would be null)
+	}
 	return model.ConfigJSON(c, init, torchDtype)
 }
 
 // WriteConfig writes dir/config.json for c atomically, in model.Save's format (a Hugging Face Llama, Qwen3 or
 // Qwen2-MoE config plus smallinit's fields), with torch_dtype naming the stored dtype and init, if non-nil,
 // recorded as smallinit_init.
-func WriteConfig(dir string, c model.Config, init any, dtype safetensors.DType) error {
+func WriteConfig(dir string, c model.Config, init *gammainit.Record, dtype safetensors.DType) error {
 	td, err := TorchDtype(dtype)
 	if err != nil {
 		return err

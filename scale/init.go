@@ -29,7 +29,7 @@ type InitOptions struct {
 	ShardSize int64             // tensor bytes per shard; ≤ 0: DefaultShardSize
 	Workers   int               // tensors generated in parallel; ≤ 0: runtime.GOMAXPROCS(0)
 	Memory    int64             // bytes of generated, unwritten tensors; ≤ 0: DefaultMemory
-	Record    any               // recorded in config.json as smallinit_init (nil: none)
+	Record    *gammainit.Record // recorded in config.json as smallinit_init (nil: none)
 	// Context, if set, cancels the init: Init then stops between two tensors, removes what it wrote and
 	// returns the context's error.
 	Context context.Context

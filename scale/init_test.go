@@ -94,7 +94,7 @@ func TestScaleInitMatchesApply(t *testing.T) {
 			ref, refStds := applied(t, tc.cfg, tc.recipe, seed)
 			dir := filepath.Join(t.TempDir(), "m")
 			o := tc.opts
-			o.DType, o.ShardSize, o.Record = tc.dtype, tc.shard, map[string]any{"recipe": tc.recipe, "seed": seed}
+			o.DType, o.ShardSize, o.Record = tc.dtype, tc.shard, &gammainit.Record{Recipe: tc.recipe, Seed: seed}
 			var calls int
 			var last int64
 			o.Progress = func(done, total int64) {
@@ -232,7 +232,7 @@ func TestScaleInitFilesMatchModelSave(t *testing.T) {
 	for _, name := range []string{"tiny", "tiny-moe"} {
 		c := preset(t, name)
 		r := gammainit.Default()
-		rec := map[string]any{"recipe": r, "seed": 3}
+		rec := &gammainit.Record{Recipe: r, Seed: 3}
 		ref, _ := applied(t, c, r, 3)
 		refDir := t.TempDir()
 		if err := ref.Save(refDir, rec); err != nil {
@@ -278,7 +278,7 @@ func TestScaleConfigMatchesModelSave(t *testing.T) {
 			t.Fatal(err)
 		}
 		dir := t.TempDir()
-		rec := map[string]any{"recipe": gammainit.Default(), "seed": 1}
+		rec := &gammainit.Record{Recipe: gammainit.Default(), Seed: 1}
 		if err := m.Save(dir, rec); err != nil {
 			t.Fatal(err)
 		}

@@ -262,7 +262,7 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 	switch {
 	case err == nil:
 		rep.Outcome = Finished
-		logf("%s: finished in %s: train loss %.4f, val loss %.4f\n", r.ID, rep.Elapsed.Round(time.Second), rep.Result.Loss, rep.Result.ValLoss)
+		logf("%s: finished in %s: train loss %.4f, val loss %.4f (training-time estimate)\n", r.ID, rep.Elapsed.Round(time.Second), rep.Result.Loss, rep.Result.ValLoss)
 	case errors.Is(err, train.ErrInterrupted) || runCtx.Err() != nil:
 		rep.Outcome, rep.Err = Interrupted, err
 		if errors.Is(context.Cause(runCtx), errLockLost) {
@@ -275,13 +275,14 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 	return rep
 }
 
-// WriteReports prints what Execute did with each run: index, id, outcome, time and final validation loss.
+// WriteReports prints what Execute did with each run: index, id, outcome, time and the training-time validation
+// estimate (train.Result.ValLoss).
 func WriteReports(w io.Writer, reps []Report) {
 	if len(reps) == 0 {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "index\tid\toutcome\ttime\tval loss")
+	fmt.Fprintln(tw, "index\tid\toutcome\ttime\tval loss (training estimate)")
 	for _, r := range reps {
 		t, loss := "", ""
 		if r.Elapsed > 0 {

@@ -74,7 +74,9 @@ type Options struct {
 	LockHeld bool
 }
 
-// Result summarises a finished run.
+// Result summarises a finished run. Its ValLoss is the training-time estimate of metrics.jsonl's last val_loss
+// (EvalLoss on the first train.eval_windows windows); the final model's validation loss, on every token of the
+// split, is eval.ScoreHeldOut's.
 type Result struct {
 	Dir        string
 	Steps      int
@@ -409,7 +411,7 @@ func (r *runner) initialise() error {
 		return err
 	}
 	opt := r.c.Optimizer
-	b, _ := json.MarshalIndent(InitRecord{Recipe: r.c.Init, Seed: r.c.Seed, Optimizer: &opt, Tensors: stds}, "", "  ")
+	b, _ := json.MarshalIndent(gammainit.Record{Recipe: r.c.Init, Seed: r.c.Seed, Optimizer: &opt, Tensors: stds}, "", "  ")
 	if err := atomicfile.Write(filepath.Join(r.dir, InitFile), append(b, '\n')); err != nil {
 		return err
 	}
@@ -680,8 +682,9 @@ func finite(v float64) *float64 {
 	return &v
 }
 
-// initRecord is what a saved model's config.json records as its init recipe (smallinit_init).
-func initRecord(c Config) any { return ModelInitRecord(c) }
+// initRecord is what a model saved from a run of c records in its config.json as smallinit_init: the recipe
+// and seed of the run.
+func initRecord(c Config) gammainit.Record { return gammainit.Record{Recipe: c.Init, Seed: c.Seed} }
 
 // TokenizerFile is the tokenizer a prepared data directory holds beside its token files; a run copies it into
 // its final model directory so that text-level tools (eval-tasks, generate) find it there.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
@@ -92,15 +93,15 @@ func (r *Run) FinalModel(batch int, pool *kernel.Pool) (*model.Model, error) {
 
 // Init is the run's init record (init.json): the recipe, seed and optimizer it started with and the std of
 // every matrix as drawn.
-func (r *Run) Init() (InitRecord, error) {
+func (r *Run) Init() (gammainit.Record, error) {
 	path := r.Path(InitFile)
 	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
-		return InitRecord{}, err
+		return gammainit.Record{}, err
 	}
-	rec, err := ParseInitRecord(b)
+	rec, err := gammainit.ParseRecord(b)
 	if err != nil {
-		return InitRecord{}, fmt.Errorf("%s: %w", path, err)
+		return gammainit.Record{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return rec, nil
 }

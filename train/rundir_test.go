@@ -227,28 +227,6 @@ func TestSummariseThroughput(t *testing.T) {
 	}
 }
 
-// TestParseInitRecord: init.json as Go's loop and the Python side write it, and a config.json's
-// smallinit_init, parse; a record without a valid recipe is refused.
-func TestParseInitRecord(t *testing.T) {
-	cases := []struct {
-		name, json string
-		ok         bool
-	}{
-		{"python init.json", `{"recipe": {"rule": "gamma", "gamma": 0.5}, "seed": 3, "tensors": [{"name": "q", "class": "q", "d_in": 8, "intended_std": 0.35, "drawn_std": 0.34, "gamma_eff": 0.5}]}`, true},
-		{"smallinit_init", `{"recipe":{"rule":"fixed","gamma":0,"std":0.02},"seed":0}`, true},
-		{"no recipe", `{"seed":1}`, false},
-		{"bad rule", `{"recipe":{"rule":"magic","gamma":1}}`, false},
-		{"null", `null`, false},
-		{"not JSON", `{`, false},
-	}
-	for _, tc := range cases {
-		_, err := ParseInitRecord([]byte(tc.json))
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: error %v, want ok %v", tc.name, err, tc.ok)
-		}
-	}
-}
-
 // FuzzRunMetrics reads arbitrary bytes as a run's metrics.jsonl (status and collect read it, possibly while it
 // is being written). Errors must name the file; a summary must have no infinite losses (JSON has none); it
 // may allocate at most 1 MB plus 64 bytes per byte of the file beyond the reader's buffer.

@@ -7,9 +7,9 @@ import (
 	"os"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
-	"github.com/smallinit/smallinit/train"
 )
 
 type evalCmd struct {
@@ -19,7 +19,9 @@ type evalCmd struct {
 	JSON   bool   `name:"json" help:"Print the result as JSON."`
 }
 
-// evalResult is the mean next-token loss over every window of a token file.
+// evalResult is the mean next-token loss over every target of a token file, scored by eval.ScoreTokens (the
+// scorer of the validation loss that summary.json and the plan tables show) in Windows windows of at most
+// SeqLen targets.
 type evalResult struct {
 	Model   string  `json:"model"`
 	Tokens  string  `json:"tokens"`
@@ -43,12 +45,13 @@ func (cmd *evalCmd) Run() error {
 	if err != nil {
 		return err
 	}
-	loss, windows, err := train.EvalLoss(m, toks, 0)
+	sum, scored, err := eval.ScoreTokens(m, toks)
 	if err != nil {
 		return fmt.Errorf("eval %s on %s: %w", cmd.Model, cmd.Tokens, err)
 	}
-	r := evalResult{Model: cmd.Model, Tokens: cmd.Tokens, Loss: loss, PPL: math.Exp(loss), Windows: windows,
-		Scored: windows * m.Config.SeqLen}
+	loss, T := sum/float64(scored), int64(m.Config.SeqLen)
+	r := evalResult{Model: cmd.Model, Tokens: cmd.Tokens, Loss: loss, PPL: math.Exp(loss), Windows: int((scored + T - 1) / T),
+		Scored: int(scored)}
 	if cmd.JSON {
 		if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
 			return fmt.Errorf("write result: %w", err)

@@ -85,7 +85,7 @@ func (cmd *initCmd) run(ctx context.Context, stdout, log io.Writer, tty bool) er
 	start := time.Now()
 	res, err := scale.Init(cmd.Out, c, recipe, cmd.Seed, scale.InitOptions{
 		DType: dtype, ShardSize: shard, Progress: p.Update, Context: ctx,
-		Record: map[string]any{"recipe": recipe, "seed": cmd.Seed},
+		Record: &gammainit.Record{Recipe: recipe, Seed: cmd.Seed},
 	})
 	p.Finish()
 	if err != nil {

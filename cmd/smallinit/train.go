@@ -61,7 +61,7 @@ func (cmd *trainCmd) Run() error {
 	}
 	fmt.Printf("done: %d steps, train loss %.4f", res.Steps, res.Loss)
 	if !math.IsNaN(res.ValLoss) {
-		fmt.Printf(", val loss %.4f", res.ValLoss)
+		fmt.Printf(", val loss %.4f (training-time estimate)", res.ValLoss)
 	}
 	fmt.Printf(", %.0f tokens/s; final model in %s/%s\n", res.TokensPerS, res.Dir, train.FinalDir)
 	return nil
