@@ -1,9 +1,14 @@
 package experiment
 
 import (
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/train"
 )
 
 const primariesPlan = `
@@ -85,6 +90,36 @@ func TestPrimariesPowerStatesReachability(t *testing.T) {
 	for _, want := range []string{"H1: gain at 128", "H2: slope of the gain", "reached (", "NOT REACHABLE"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("power block lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// An LR trial whose training loss rises more than spike_threshold over its running minimum is vetoed.
+func TestSpikeVetoOfALearningRateTrial(t *testing.T) {
+	p, err := Parse([]byte(primariesPlan + "delta = 0.02\nspike_threshold = 0.5\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		losses []float64
+		veto   bool
+	}{
+		{"smooth", []float64{8, 7, 6.5, 6.2, 6.1}, false},
+		{"a spike that recovers", []float64{8, 6, 6.9, 5.9, 5.8}, true},
+		{"a rise below the threshold", []float64{8, 6, 6.4, 5.9}, false},
+	} {
+		dir := t.TempDir()
+		var b strings.Builder
+		for i, l := range c.losses {
+			fmt.Fprintf(&b, `{"step":%d,"tokens":%d,"loss":%g}`+"\n", 10*(i+1), 1000*(i+1), l)
+		}
+		if err := os.WriteFile(filepath.Join(dir, train.MetricsFile), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		spike, veto, err := (&Outcome{}).spikeVeto(p, dir)
+		if err != nil || veto != c.veto {
+			t.Errorf("%s: spike %.3f, veto %v, err %v; want veto %v", c.name, spike, veto, err, c.veto)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/train"
 	"github.com/smallinit/smallinit/tune"
 )
@@ -132,6 +133,13 @@ func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, st
 		o.logf("trial lr %g, %d steps: %v (counted as diverged)\n", lr, steps, err)
 		return mustCache(cache, eval.SplitScore{Loss: math.Inf(1)})
 	}
+	if spike, ok, err := out.spikeVeto(p, dir); err != nil {
+		return 0, err
+	} else if ok {
+		// docs/definitions.md §7, "Learning rates": a rate whose loss spikes is refused, not ranked.
+		o.logf("trial lr %g, %d steps: training loss spiked %.3f over its running minimum (threshold %g): vetoed\n", lr, steps, spike, p.Primaries.SpikeThreshold)
+		return math.Inf(1), nil
+	}
 	if b, err := os.ReadFile(cache); err == nil {
 		var s eval.SplitScore
 		if json.Unmarshal(b, &s) == nil {
@@ -167,4 +175,28 @@ func mustCache(path string, s eval.SplitScore) (float64, error) {
 		return 0, err
 	}
 	return s.Loss, nil
+}
+
+// spikeVeto reports a finished trial's spike statistic (stats.Spike over its logged training losses) and
+// whether it passes the plan's primaries.spike_threshold (never without one).
+func (out *Outcome) spikeVeto(p *Plan, dir string) (float64, bool, error) {
+	if p.Primaries == nil || !(p.Primaries.SpikeThreshold > 0) {
+		return 0, false, nil
+	}
+	run, err := train.OpenRun(dir)
+	if err != nil {
+		return 0, false, err
+	}
+	ms, err := run.Metrics()
+	if err != nil {
+		return 0, false, err
+	}
+	var losses []float64
+	for _, m := range ms {
+		if m.Loss != 0 {
+			losses = append(losses, m.Loss)
+		}
+	}
+	spike := stats.Spike(losses)
+	return spike, spike > p.Primaries.SpikeThreshold, nil
 }
