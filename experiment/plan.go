@@ -151,6 +151,9 @@ type Group struct {
 	EmulateEps int
 	Ladder     bool
 	Seeds      []uint64
+	// Role says what the group's runs are evidence of, for the plan's evaluator (e.g. reproduce's "gamma-grid"):
+	// verdicts find their evidence by role, never by the group's name. "": none. The evaluator checks its roles.
+	Role string
 }
 
 // derived reports whether the group's arms get keys computed per arm (run as arms, not as a sweep).
@@ -249,6 +252,7 @@ type planFile struct {
 		Data       string         `toml:"data"`
 		LR         string         `toml:"lr"`
 		EmulateEps int            `toml:"emulate_eps"`
+		Role       string         `toml:"role"`
 		Ladder     bool           `toml:"ladder"`
 		Seeds      []uint64       `toml:"seeds"`
 		Set        map[string]any `toml:"set"`
@@ -378,7 +382,7 @@ func Parse(text []byte) (*Plan, error) {
 	}
 	names := map[string]bool{}
 	for i, fg := range f.Group {
-		g := Group{Name: fg.Name, Data: fg.Data, Sets: override.Flatten(fg.Set), LR: fg.LR, EmulateEps: fg.EmulateEps, Ladder: fg.Ladder, Seeds: fg.Seeds}
+		g := Group{Name: fg.Name, Data: fg.Data, Sets: override.Flatten(fg.Set), LR: fg.LR, EmulateEps: fg.EmulateEps, Ladder: fg.Ladder, Seeds: fg.Seeds, Role: fg.Role}
 		where := fmt.Sprintf("group %d (%s)", i+1, g.Name)
 		switch g.LR {
 		case "":

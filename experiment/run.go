@@ -99,6 +99,7 @@ type Outcome struct {
 // RunInfo is one run of a plan: its group, arm ("" for a sweep point), seed, directory and resolved recipe.
 type RunInfo struct {
 	Group  string
+	Role   string // the group's role (Group.Role)
 	Arm    string
 	Seed   uint64
 	Dir    string
@@ -172,7 +173,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	}
 	out.Runs = len(runs)
 	for _, r := range runs {
-		out.RunList = append(out.RunList, RunInfo{Group: r.group.Name, Arm: r.arm, Seed: r.cfg.Seed, Dir: r.dir, Config: r.cfg})
+		out.RunList = append(out.RunList, RunInfo{Group: r.group.Name, Role: r.group.Role, Arm: r.arm, Seed: r.cfg.Seed, Dir: r.dir, Config: r.cfg})
 	}
 	base, err := train.LoadSets("", out.baseSets(p, nil, out.Steps))
 	if err != nil {

@@ -103,7 +103,7 @@ func anchorOf(p *experiment.Plan, out *experiment.Outcome, steps int) *anchor.Gr
 
 func phaseAt(ph []anchor.PhaseCell, gamma float64, depth int) *anchor.PhaseCell {
 	for i := range ph {
-		if ph[i].Gamma == gamma && ph[i].Layers == depth {
+		if sameGamma(ph[i].Gamma, gamma) && ph[i].Layers == depth {
 			return &ph[i]
 		}
 	}

@@ -80,7 +80,7 @@ type ArmLoss struct {
 // row is one finished run.
 type row struct {
 	seedN  int
-	exp    string
+	role   string
 	dir    string
 	values map[string]any
 	n      int64
@@ -183,15 +183,15 @@ func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int, an
 func seedPairs(rows []row) (seeds []int, pairs map[int][2]string) {
 	pairs = map[int][2]string{}
 	for _, r := range rows {
-		if r.exp != ExpGamma {
+		if Role(r.role) != RoleGamma {
 			continue
 		}
 		seed := r.seed()
 		p := pairs[seed]
-		switch r.num("init.gamma") {
-		case 1:
+		switch g := r.num("init.gamma"); {
+		case sameGamma(g, 1):
 			p[0] = r.dir
-		case 0.5:
+		case sameGamma(g, 0.5):
 			p[1] = r.dir
 		}
 		pairs[seed] = p

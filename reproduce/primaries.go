@@ -124,7 +124,7 @@ func ladderSpan(ladder []Rung) (float64, []int) {
 // sharedArm is the shared-LR arm of γ g, or nil.
 func sharedArm(ev *Evidence, g float64) *Arm {
 	for i := range ev.SharedLR {
-		if ev.SharedLR[i].Gamma == g {
+		if sameGamma(ev.SharedLR[i].Gamma, g) {
 			return &ev.SharedLR[i].Arm
 		}
 	}

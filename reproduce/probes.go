@@ -65,14 +65,14 @@ func scoreProbes(runDir, probeDir string) (*probes.Scores, error) {
 	return s, nil
 }
 
-// probeEvidence scores the probe runs per seed. The pilot is the ExpPilot group's γ = 0.5 run (a seed of its
+// probeEvidence scores the probe runs per seed. The pilot is the RolePilot group's γ = 0.5 run (a seed of its
 // own, so the pilot that decides whether the probes are judged is not one of the compared runs); a plan
 // without a pilot group falls back to the γ = 0.5 probe arm itself (its mean exact match over seeds, the
 // chance and prompt count of its first seed).
 func probeEvidence(rows []row, probeDir string) (*ProbeEvidence, error) {
 	p := &ProbeEvidence{G05: map[int]*probes.Scores{}, G1: map[int]*probes.Scores{}}
 	for _, r := range rows {
-		if r.exp != ExpProbes && r.exp != ExpPilot {
+		if Role(r.role) != RoleProbes && Role(r.role) != RolePilot {
 			continue
 		}
 		s, err := scoreProbes(r.dir, probeDir)
@@ -80,11 +80,11 @@ func probeEvidence(rows []row, probeDir string) (*ProbeEvidence, error) {
 			return nil, err
 		}
 		switch {
-		case r.exp == ExpPilot:
+		case Role(r.role) == RolePilot:
 			p.Pilot = s
-		case r.num("init.gamma") == 0.5:
+		case sameGamma(r.num("init.gamma"), 0.5):
 			p.G05[int(r.num("seed"))] = s
-		case r.num("init.gamma") == 1:
+		case sameGamma(r.num("init.gamma"), 1):
 			p.G1[int(r.num("seed"))] = s
 		}
 	}

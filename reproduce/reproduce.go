@@ -13,6 +13,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/smallinit/smallinit/anchor"
@@ -23,20 +24,51 @@ import (
 	"github.com/smallinit/smallinit/train"
 )
 
-// Experiment names: the groups of the reproduce plan. No configuration is trained twice: the fully fixed
-// corner of the 2×2 and the width-128 rung of the size ladder are the γ grid's runs.
+// Role is what a plan group's runs are evidence of: a plan declares it per group (`role = "gamma-grid"`), and
+// the verdicts find their evidence by role and by each run's typed recipe values (γ, width, gate), never by a
+// group's name. No configuration is trained twice: the fully fixed corner of the 2×2 and the width-128 rung of
+// the size ladder are the γ grid's runs.
+type Role string
+
+// The roles the verdicts read (Roles describes each).
 const (
-	ExpGamma    = "gamma"        // γ ∈ {0.5, 0.75, 1, 1.25, 1.5} at width 128 with both fixes (ε = 1e-12, gate), each at its tuned LR
-	ExpSharedLR = "shared-lr"    // γ ∈ {0.5, 1}, both fixes, width 128, at the shared LR (the cost-free reading)
-	ExpEmulated = "emulated-eps" // γ ∈ {0.5, 1} × gate ∈ {none, elementwise} at the width-emulated ε of a 2048-wide model
-	ExpEpsOnly  = "eps1e-12"     // γ ∈ {0.5, 1} at ε = 1e-12 without gate
-	ExpSizes    = "sizes"        // the tier's ladder widths × γ ∈ {0.5, 1} with both fixes (with width 128: ≥ 4 sizes)
-	ExpPilot    = "probe-pilot"  // γ = 0.5, both fixes, on the probe mix, its own seed: the probes' pilot (probes.go)
-	ExpProbes   = "probes"       // γ ∈ {0.5, 1} with both fixes, width 128, on the corpus with probes mixed in (probes.go)
+	RoleGamma    Role = "gamma-grid"   // γ grid at the primary width with both fixes, each γ at its tuned LR (H1, claims 3, 4, 5)
+	RoleSharedLR Role = "shared-lr"    // γ ∈ {0.5, 1}, both fixes, at the shared LR (H1 at matched LR)
+	RoleEmulated Role = "emulated-eps" // γ ∈ {0.5, 1} × gate at the width-emulated ε of a 2048-wide model (claim 2's no-fix arms)
+	RoleEpsOnly  Role = "eps-only"     // γ ∈ {0.5, 1} at ε = 1e-12 without gate (reported)
+	RoleLadder   Role = "ladder"       // the tier's widths × γ ∈ {0.5, 1} with both fixes (H2, with the γ grid's width)
+	RolePilot    Role = "probe-pilot"  // the probes' pilot on the probe mix (probes.go)
+	RoleProbes   Role = "probes"       // γ ∈ {0.5, 1} on the probe mix (probes.go)
 )
 
-// Experiments lists them in run order (the plan's group order; TestPlanGroups checks).
-var Experiments = []string{ExpGamma, ExpSharedLR, ExpEmulated, ExpEpsOnly, ExpSizes, ExpPilot, ExpProbes}
+// Roles is the table of roles a reproduce plan's groups may declare, with what each feeds.
+var Roles = map[Role]string{
+	RoleGamma:    "the γ grid: H1, claims 3, 4 and 5, the ladder's rung at its width",
+	RoleSharedLR: "H1 at the matched (shared) learning rate, reported",
+	RoleEmulated: "claim 2: the gain without the fixes (gate none)",
+	RoleEpsOnly:  "the ε fix alone, reported in the arms table",
+	RoleLadder:   "H2 and the effective size: the other widths of the ladder",
+	RolePilot:    "the probe pilot, which gates claim 1's probe half",
+	RoleProbes:   "claim 1's probe half",
+}
+
+// checkRoles refuses a plan group whose role is not in Roles (a misspelt role would silently feed no verdict).
+func checkRoles(p *experiment.Plan) error {
+	for _, g := range p.Groups {
+		if _, ok := Roles[Role(g.Role)]; g.Role != "" && !ok {
+			known := make([]string, 0, len(Roles))
+			for r := range Roles {
+				known = append(known, string(r))
+			}
+			slices.Sort(known)
+			return fmt.Errorf("plan %s: group %s: role %q: want one of %s", p.Name, g.Name, g.Role, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// sameGamma compares two γ values as the recipes write them (a plan's 1 and a config's 1.0 are one γ).
+func sameGamma(a, b float64) bool { return math.Abs(a-b) <= 1e-9 }
 
 // gammas are the γ grid's values (the plan's gamma group; TestPlanGroups checks).
 var gammas = []float64{0.5, 0.75, 1, 1.25, 1.5}
@@ -102,6 +134,9 @@ func (o *Options) plan() (*experiment.Plan, error) {
 		if p, err = Plan(); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkRoles(p); err != nil {
+		return nil, err
 	}
 	prec, _, err := o.precision()
 	if err != nil {

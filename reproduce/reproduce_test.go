@@ -114,7 +114,7 @@ func TestReproduceEndToEnd(t *testing.T) {
 		}
 	}
 	for _, r := range res.RunScores {
-		if r.Group == ExpEmulated {
+		if r.Role == RoleEmulated {
 			want, _ := gammainit.EmulatedEps(1e-5, r.Gamma, r.Width, 2048)
 			if math.Abs(r.Eps-want) > 1e-12*want {
 				t.Errorf("%s: ε %g, want ε_eq %g of its own γ", r.Dir, r.Eps, want)
@@ -230,9 +230,9 @@ func TestReproduceEndToEnd(t *testing.T) {
 	}
 }
 
-// TestPrintPlans: every budget's printed plan (at a given throughput, no probe) lists its tier's seeds and
-// widths, the LR sweep, the anchor grid with its cost and the time arithmetic; 30m says it is a smoke test; 24h reaches width 256; the 2h
-// plan's expected wall time is within 2 h 15 min.
+// TestPrintPlans: every budget's printed plan (at a given throughput, no probe) states the primaries first, lists
+// its tier's seeds and widths, the LR sweep, the anchor grid with its cost and the time arithmetic; 30m says it is
+// a smoke test; 24h reaches width 256; every tier trains the horizon's steps and says when that is over budget.
 func TestPrintPlans(t *testing.T) {
 	for _, tc := range []struct {
 		budget time.Duration
@@ -263,10 +263,10 @@ func TestPrintPlans(t *testing.T) {
 		widest, widths := 0, map[int]bool{}
 		for _, a := range d.Arms {
 			widest = max(widest, a.Width)
-			if a.Group == ExpSizes || a.Group == ExpGamma {
+			if a.Group == "sizes" || a.Group == "gamma" { // the built-in plan's ladder and γ grid groups
 				widths[a.Width] = true
 			}
-			if a.Group != ExpPilot && len(a.Seeds) != tc.seeds {
+			if a.Group != "probe-pilot" && len(a.Seeds) != tc.seeds {
 				t.Errorf("%s: arm %s/%s has %d seeds", tc.budget, a.Group, a.Arm, len(a.Seeds))
 			}
 		}
@@ -279,25 +279,41 @@ func TestPrintPlans(t *testing.T) {
 				t.Errorf("%s: plan lacks %q:\n%s", tc.budget, want, s)
 			}
 		}
-		if d.Estimate.Wall > tc.budget+tc.budget/8 || d.Estimate.Wall < tc.budget*3/4 {
-			t.Errorf("%s: expected wall time %s", tc.budget, d.Estimate.Wall)
+		// Horizon before breadth: every tier trains the primaries' horizon, and a plan that does not fit its
+		// budget at that horizon says so instead of shortening the runs.
+		if d.Estimate.HorizonParams == 0 || d.Estimate.Steps != firstSteps(t, d) {
+			t.Errorf("%s: %d steps, horizon N %d: not sized by the horizon", tc.budget, d.Estimate.Steps, d.Estimate.HorizonParams)
+		}
+		if over := d.Estimate.Wall > tc.budget; over != strings.Contains(s, "OVER BUDGET") {
+			t.Errorf("%s: expected wall time %s, and the plan says over budget: %v", tc.budget, d.Estimate.Wall, !over)
+		}
+		if !strings.Contains(s, "primary comparisons (pre-registered") || strings.Index(s, "H1:") > strings.Index(s, "plan reproduce") {
+			t.Errorf("%s: the primaries are not stated before the plan's numbers:\n%s", tc.budget, s)
 		}
 	}
 }
 
-// TestPlanGroups: the reproduce plan's groups are the experiments the claims read, in that order, and its γ
+// TestPlanGroups: the reproduce plan's groups declare the roles the claims read, in that order; a misspelt role is refused, and its γ
 // grid and LR sweep are the gammas the claims compare.
 func TestPlanGroups(t *testing.T) {
 	p, err := Plan()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var roles []Role
 	for _, g := range p.Groups {
-		names = append(names, g.Name)
+		roles = append(roles, Role(g.Role))
 	}
-	if !slices.Equal(names, Experiments) {
-		t.Errorf("plan groups %v, want %v", names, Experiments)
+	if want := []Role{RoleGamma, RoleSharedLR, RoleEmulated, RoleEpsOnly, RoleLadder, RolePilot, RoleProbes}; !slices.Equal(roles, want) {
+		t.Errorf("plan group roles %v, want %v", roles, want)
+	}
+	if err := checkRoles(p); err != nil {
+		t.Error(err)
+	}
+	q := *p
+	q.Groups = append(slices.Clip(p.Groups), experiment.Group{Name: "x", Role: "gama-grid"})
+	if err := checkRoles(&q); err == nil || !strings.Contains(err.Error(), `role "gama-grid"`) {
+		t.Errorf("a misspelt role: %v", err)
 	}
 	var got []float64
 	for _, v := range p.Groups[0].Axes[0].Values {
@@ -360,4 +376,11 @@ func TestPrecision(t *testing.T) {
 			t.Errorf("precision %q: the built-in plan's base changed (%d sets, %d with the precision)", tc.in, len(orig.Base), len(p.Base))
 		}
 	}
+}
+
+// firstSteps is the horizon's steps per run: tokens_per_param · N at the primaries' width over the step's tokens.
+func firstSteps(t *testing.T, d *experiment.Description) int {
+	t.Helper()
+	pr := d.Plan.Primaries
+	return int(math.Ceil(pr.TokensPerParam * float64(d.Estimate.HorizonParams) / float64(d.Estimate.StepTokens)))
 }

@@ -296,7 +296,7 @@ func Judge(ev *Evidence, bootstrap int) []Claim {
 
 func (ev *Evidence) gammaArm(g float64) *Arm {
 	for i := range ev.Gamma {
-		if ev.Gamma[i].Gamma == g {
+		if sameGamma(ev.Gamma[i].Gamma, g) {
 			return &ev.Gamma[i].Arm
 		}
 	}
@@ -351,7 +351,7 @@ func judgeShape(ev *Evidence) Claim {
 	c.delta = ev.delta()
 	at := -1
 	for i, g := range ev.Gamma {
-		if g.Gamma == 1 {
+		if sameGamma(g.Gamma, 1) {
 			at = i
 		}
 	}

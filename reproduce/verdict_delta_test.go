@@ -157,8 +157,8 @@ func TestClaim5FailsWhenGammaHalfCondenses(t *testing.T) {
 			d1, d05 := filepath.Join(root, fmt.Sprintf("g1-%d", s)), filepath.Join(root, fmt.Sprintf("g05-%d", s))
 			writeTrajectory(t, d1, g1)
 			writeTrajectory(t, d05, c.g05)
-			rows = append(rows, row{seedN: 1_000_000 + s, exp: ExpGamma, dir: d1, values: map[string]any{"init.gamma": 1.0}},
-				row{seedN: 1_000_000 + s, exp: ExpGamma, dir: d05, values: map[string]any{"init.gamma": 0.5}})
+			rows = append(rows, row{seedN: 1_000_000 + s, role: string(RoleGamma), dir: d1, values: map[string]any{"init.gamma": 1.0}},
+				row{seedN: 1_000_000 + s, role: string(RoleGamma), dir: d05, values: map[string]any{"init.gamma": 0.5}})
 		}
 		cl := condensationClaim(rows)
 		if cl.Verdict != c.want {

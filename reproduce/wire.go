@@ -16,6 +16,7 @@ import (
 // and every number it was scored to.
 type RunRecord struct {
 	Group string   `json:"group"`
+	Role  Role     `json:"role,omitempty"`
 	Arm   string   `json:"arm"`
 	Seed  int      `json:"seed"`
 	Dir   string   `json:"dir"`
@@ -44,7 +45,7 @@ func scoreRuns(out *experiment.Outcome, oodWindows int) ([]RunRecord, error) {
 		if err != nil {
 			return nil, err
 		}
-		recs = append(recs, RunRecord{Group: r.Group, Arm: r.Arm, Seed: int(r.Seed), Dir: r.Dir, Gamma: c.Init.Gamma, Width: c.Model.Dim,
+		recs = append(recs, RunRecord{Group: r.Group, Role: Role(r.Role), Arm: r.Arm, Seed: int(r.Seed), Dir: r.Dir, Gamma: c.Init.Gamma, Width: c.Model.Dim,
 			N: c.Model.NonEmbeddingParams(), Eps: c.Model.NormEps, Gate: c.Model.AttnGate, LR: c.Schedule.PeakLR, Steps: c.TotalSteps(), Score: *s, Health: h})
 	}
 	return recs, nil
@@ -54,7 +55,7 @@ func scoreRuns(out *experiment.Outcome, oodWindows int) ([]RunRecord, error) {
 func rowsOf(recs []RunRecord) []row {
 	var rows []row
 	for _, r := range recs {
-		rows = append(rows, row{seedN: r.Seed, exp: r.Group, dir: r.Dir, n: r.N, loss: r.Score.HeldOut.Overall.Loss,
+		rows = append(rows, row{seedN: r.Seed, role: string(r.Role), dir: r.Dir, n: r.N, loss: r.Score.HeldOut.Overall.Loss,
 			values: map[string]any{"init.gamma": r.Gamma, "seed": float64(r.Seed), "model.hidden_size": float64(r.Width), "model.attn_gate": r.Gate}})
 	}
 	return rows
@@ -82,27 +83,27 @@ func armOf(name string, recs []RunRecord, match func(r *RunRecord) bool) Arm {
 	return a
 }
 
-// evidenceOf is the verdicts' Evidence from the scored runs of the reproduce plan: the γ grid (ExpGamma), the
-// shared-LR arms (ExpSharedLR), the no-fix arms at the width-emulated ε without gate (ExpEmulated), the ladder
-// (ExpSizes with the γ grid's width), the probe pilot and arms. The per-token losses are filled by the caller.
+// evidenceOf is the verdicts' Evidence from the scored runs of the reproduce plan, found by role: the γ grid
+// (RoleGamma), the shared-LR arms (RoleSharedLR), the no-fix arms at the width-emulated ε without gate
+// (RoleEmulated), the ladder (RoleLadder with the γ grid's width), the probe pilot and arms. The per-token losses are filled by the caller.
 func evidenceOf(recs []RunRecord, probeDir string) (*Evidence, error) {
 	ev := &Evidence{}
 	for _, r := range recs {
-		if r.Group == ExpGamma {
+		if r.Role == RoleGamma {
 			ev.Width = r.Width
 			if ev.Source == "" {
 				ev.Source = r.Score.HeldOut.Source + "; final models"
 			}
 		}
 	}
-	in := func(group string, g float64) func(r *RunRecord) bool {
-		return func(r *RunRecord) bool { return r.Group == group && r.Gamma == g }
+	in := func(role Role, g float64) func(r *RunRecord) bool {
+		return func(r *RunRecord) bool { return r.Role == role && sameGamma(r.Gamma, g) }
 	}
 	for _, g := range gammas {
-		ev.Gamma = append(ev.Gamma, GammaArm{Gamma: g, Arm: armOf(fmt.Sprintf("γ=%g ε=1e-12 gate d=%d tuned LR", g, ev.Width), recs, in(ExpGamma, g))})
+		ev.Gamma = append(ev.Gamma, GammaArm{Gamma: g, Arm: armOf(fmt.Sprintf("γ=%g ε=1e-12 gate d=%d tuned LR", g, ev.Width), recs, in(RoleGamma, g))})
 	}
 	for _, g := range []float64{0.5, 1} {
-		a := armOf(fmt.Sprintf("γ=%g ε=1e-12 gate d=%d shared LR", g, ev.Width), recs, in(ExpSharedLR, g))
+		a := armOf(fmt.Sprintf("γ=%g ε=1e-12 gate d=%d shared LR", g, ev.Width), recs, in(RoleSharedLR, g))
 		if len(a.Seeds) > 0 {
 			ev.SharedLR = append(ev.SharedLR, GammaArm{Gamma: g, Arm: a})
 		}
@@ -110,19 +111,19 @@ func evidenceOf(recs []RunRecord, probeDir string) (*Evidence, error) {
 	noFix := func(g float64) *Arm {
 		var eps float64
 		for _, r := range recs {
-			if r.Group == ExpEmulated && r.Gamma == g {
+			if r.Role == RoleEmulated && sameGamma(r.Gamma, g) {
 				eps = r.Eps
 			}
 		}
 		a := armOf(fmt.Sprintf("γ=%g ε_eq=%.3g (2048-wide saturation) no gate d=%d", g, eps, ev.Width), recs, func(r *RunRecord) bool {
-			return in(ExpEmulated, g)(r) && r.Gate == "none"
+			return in(RoleEmulated, g)(r) && r.Gate == "none"
 		})
 		return &a
 	}
 	ev.NoFix05, ev.NoFix1 = noFix(0.5), noFix(1)
 	n := map[int]int64{}
 	for _, r := range recs {
-		if r.Group == ExpSizes || r.Group == ExpGamma {
+		if r.Role == RoleLadder || r.Role == RoleGamma {
 			n[r.Width] = r.N
 		}
 	}
@@ -134,7 +135,7 @@ func evidenceOf(recs []RunRecord, probeDir string) (*Evidence, error) {
 	for _, w := range ws {
 		at := func(g float64) func(r *RunRecord) bool {
 			return func(r *RunRecord) bool {
-				return r.Gamma == g && r.Width == w && (r.Group == ExpSizes || r.Group == ExpGamma)
+				return sameGamma(r.Gamma, g) && r.Width == w && (r.Role == RoleLadder || r.Role == RoleGamma)
 			}
 		}
 		ev.Ladder = append(ev.Ladder, Rung{Width: w, N: float64(n[w]),
