@@ -175,6 +175,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train.steps and train.tokens must be ≥ 0")
 	case t.Steps == 0 && t.Tokens == 0:
 		return fmt.Errorf("train.steps = 0 and train.tokens = 0: set a budget")
+	case t.Steps > 0 && t.Tokens > 0:
+		// Neither may win silently (the default steps = 500 would otherwise cut a token budget short).
+		return fmt.Errorf("train.steps = %d and train.tokens = %d both set a budget: set train.steps = 0 to train by tokens (steps defaults to %d)", t.Steps, t.Tokens, Default().Train.Steps)
 	case t.Steps == 0 && t.Tokens < int64(t.BatchSize)*int64(c.Model.SeqLen):
 		return fmt.Errorf("train.tokens = %d is less than one step of batch_size × seq_len = %d × %d tokens", t.Tokens, t.BatchSize, c.Model.SeqLen)
 	case t.GradClip < 0:

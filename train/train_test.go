@@ -255,6 +255,10 @@ func TestBadInputsGiveClearErrors(t *testing.T) {
 			_, err := Load("", []string{"train.batch_size=0", "data.train=x"})
 			return err
 		}},
+		{"steps and tokens both set", "train.steps = 500 and train.tokens = 4096 both set a budget", func() error {
+			_, err := Load("", []string{"train.tokens=4096", "data.train=x"})
+			return err
+		}},
 		{"budget below one step", "train.tokens = 10 is less than one step of batch_size × seq_len = 4 × 16 tokens", func() error {
 			_, err := Load("", []string{"train.steps=0", "train.tokens=10", "train.batch_size=4", "model.max_position_embeddings=16", "data.train=x"})
 			return err
