@@ -1,65 +1,20 @@
 package probes
 
 import (
-	"math"
-	"math/rand/v2"
-	"strings"
 	"testing"
 
-	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/internal/testkit"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/tokenizer"
 )
 
-// Test helpers shared by this package's tests: the same small tokenizer and random model as eval's tests use.
+// The tests' tokenizer and random model are internal/testkit's, shared with the other packages' tests.
+var testSentences = testkit.Sentences
 
-var testSentences = []string{
-	"The quick brown fox jumps over the lazy dog.",
-	"Question: How many apples are left? Answer: 42 apples are left.",
-	"She sold 48 clips in April and half as many in May.",
-	"add: 4 8 2 + 9 3 7 = 1 4 1 9",
-	"A man is sitting on a roof. He starts pulling up roofing on a roof.",
-	"芳芳买了一本书有99页，看了90页，她还剩多少页没有看？",
-}
+func testTokenizer(t testing.TB) *tokenizer.Tokenizer { return testkit.Tokenizer(t) }
 
-// testTokenizer is a small byte-level BPE trained on testSentences.
-func testTokenizer(t testing.TB) *tokenizer.Tokenizer {
-	t.Helper()
-	tok, err := tokenizer.Train([]string{strings.Join(testSentences, "\n")}, 320)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
-// testModel is a randomly initialised two-layer model (σ = d_in^-0.5, norm gains 1).
 func testModel(t testing.TB, vocab, seqLen, batch int, seed uint64) *model.Model {
-	t.Helper()
-	c := model.Config{Vocab: vocab, Dim: 32, FFN: 64, Layers: 2, Heads: 2, SeqLen: seqLen, NormEps: 1e-5,
-		Norm: model.NormRMS, AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
-	pool := kernel.NewPool(2)
-	t.Cleanup(pool.Close)
-	m, err := model.New(c, batch, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fillModel(m, seed)
-	return m
+	return testkit.Model(t, vocab, seqLen, batch, seed)
 }
 
-func fillModel(m *model.Model, seed uint64) {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	for _, s := range m.Specs {
-		v := m.Params.Flat[s.Offset : s.Offset+s.Size()]
-		for i := range v {
-			switch s.Class {
-			case model.ClassNorm:
-				v[i] = 1
-			case model.ClassNormBias:
-				v[i] = 0
-			default:
-				v[i] = float32(rng.NormFloat64() / math.Sqrt(float64(s.FanIn())))
-			}
-		}
-	}
-}
+func fillModel(m *model.Model, seed uint64) { testkit.Fill(m, seed) }
