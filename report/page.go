@@ -42,19 +42,7 @@ type sectionView struct {
 	Figures []figView
 }
 
-var sectionsTemplate = template.Must(template.Must(template.New("sections").Parse(pageCSS)).Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<style>
-{{template "css"}}</style>
-</head>
-<body>
-<main>
-<h1>{{.Title}}</h1>
-{{range .Intro}}<p class="meta">{{.}}</p>
+var sectionsTemplate = template.Must(template.Must(template.New("sections").Parse(pageCSS)).Parse(`{{template "head" .}}{{range .Intro}}<p class="meta">{{.}}</p>
 {{end}}
 {{range .Sections}}
 <section{{if .ID}} id="{{.ID}}"{{end}}>

@@ -290,9 +290,7 @@ tr.incomplete td{color:#8a5a00;background:#fff8e6}
 .omitted li,.notes li{margin:2px 0}
 pre{background:#f6f6f6;padding:8px;font-size:12px;overflow-x:auto}
 caption{text-align:left;font-weight:bold;padding:4px 0}
-{{end}}`
-
-var pageTemplate = template.Must(template.Must(template.New("page").Parse(pageCSS)).Parse(`<!DOCTYPE html>
+{{end}}{{define "head"}}<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -304,7 +302,9 @@ var pageTemplate = template.Must(template.Must(template.New("page").Parse(pageCS
 <body>
 <main>
 <h1>{{.Title}}</h1>
-<p class="meta">{{.Summary}}</p>
+{{end}}`
+
+var pageTemplate = template.Must(template.Must(template.New("page").Parse(pageCSS)).Parse(`{{template "head" .}}<p class="meta">{{.Summary}}</p>
 {{if .Generated}}<p class="meta">{{.Generated}}</p>{{end}}
 <nav><ol>
 {{range .Figures}}<li><a href="#{{.ID}}">{{.Title}}</a></li>
