@@ -206,19 +206,16 @@ func seedPairs(rows []row) (seeds []int, pairs map[int][2]string) {
 }
 
 // tokenEvidence scores, seed by seed, γ = 1 (A) and γ = 0.5 (B) of the γ sweep on the validation tokens (at
-// most windows windows, 0: all), and a reference model that is neither: the γ = 0.5 model of the next seed
-// (cyclically; another seed's baseline, docs/definitions.md §4). With one seed there is no reference and no evidence. a and b
-// are the first seed's pair, which the report draws.
+// most windows windows, 0: all), and a reference that is neither and belongs to no seed: a bigram model of the
+// training tokens (diag.Bigram; docs/definitions.md §4, "Token difficulty"). It favours neither γ, and no seed's contrast shares a
+// trained model with another's. a and b are the first seed's pair, which the report draws.
 func tokenEvidence(rows []row, dataDir string, windows int) (ts []TokenLosses, ref, a, b string, err error) {
 	seeds, pairs := seedPairs(rows)
 	if len(seeds) == 0 {
 		return nil, "", "", "", nil
 	}
 	a, b = pairs[seeds[0]][0], pairs[seeds[0]][1]
-	if len(seeds) < 2 {
-		return nil, "", a, b, nil
-	}
-	ref = "the γ = 0.5 model of the next seed (another seed's baseline)"
+	ref = "a bigram model of the training tokens (γ-neutral, the same for every seed, no trained run)"
 	pool := kernel.NewPool(0)
 	defer pool.Close()
 	load := func(dir string) (*model.Model, error) {
@@ -229,7 +226,8 @@ func tokenEvidence(rows []row, dataDir string, windows int) (ts []TokenLosses, r
 		return run.FinalModel(8, pool)
 	}
 	var toks []int32
-	for i, sd := range seeds {
+	var bigram *diag.Bigram
+	for _, sd := range seeds {
 		ma, err := load(pairs[sd][0])
 		if err != nil {
 			return nil, ref, a, b, err
@@ -238,23 +236,22 @@ func tokenEvidence(rows []row, dataDir string, windows int) (ts []TokenLosses, r
 		if err != nil {
 			return nil, ref, a, b, err
 		}
-		mr, err := load(pairs[seeds[(i+1)%len(seeds)]][1])
-		if err != nil {
-			return nil, ref, a, b, err
-		}
 		if toks == nil {
 			if toks, err = data.ReadTokens(filepath.Join(dataDir, data.ValFile), ma.Config.Vocab); err != nil {
+				return nil, ref, a, b, err
+			}
+			trainToks, err := data.ReadTokens(filepath.Join(dataDir, data.TrainFile), ma.Config.Vocab)
+			if err != nil {
+				return nil, ref, a, b, err
+			}
+			if bigram, err = diag.FitBigram(trainToks, ma.Config.Vocab); err != nil {
 				return nil, ref, a, b, err
 			}
 		}
 		t := TokenLosses{Seed: sd}
 		if _, err := diag.Compare(ma, mb, toks, DifficultyBins, windows, func(g diag.TokenGap) {
 			t.A, t.B = append(t.A, float32(-math.Log(g.PA))), append(t.B, float32(-math.Log(g.PB)))
-		}); err != nil {
-			return nil, ref, a, b, err
-		}
-		if _, err := diag.Compare(mr, mb, toks, DifficultyBins, windows, func(g diag.TokenGap) {
-			t.Ref = append(t.Ref, float32(-math.Log(g.PA)))
+			t.Ref = append(t.Ref, float32(bigram.Loss(toks[g.Pos-1], g.Token)))
 		}); err != nil {
 			return nil, ref, a, b, err
 		}

@@ -145,16 +145,20 @@ func TestReproduceEndToEnd(t *testing.T) {
 	if ev.Probes == nil || ev.Probes.Pilot == nil || len(ev.Probes.G05) != 3 {
 		t.Errorf("probes %+v, want a pilot and 3 seeds per arm", ev.Probes)
 	}
-	if len(res.Claims) != 7 {
-		t.Fatalf("%d claims, want 7", len(res.Claims))
+	// H1, H2 (the primaries), then claims 1 (probes), 2, 3, 4, 1 (anchor) and 5.
+	if len(res.Claims) != 8 {
+		t.Fatalf("%d claims, want 8", len(res.Claims))
 	}
-	if an := res.Claims[5]; an.N != 1 || !strings.Contains(an.Text, "anchor-function") || an.Evidence == "" || an.Detail == nil {
-		t.Errorf("claim 6 is not the anchor claim: %+v", an)
+	if res.Claims[0].ID != "H1" || res.Claims[1].ID != "H2" || !strings.Contains(res.Primaries, "H1:") {
+		t.Errorf("the primaries are not first: %q, %q; statement %q", res.Claims[0].ID, res.Claims[1].ID, res.Primaries)
+	}
+	if an := res.Claims[6]; an.N != 1 || !strings.Contains(an.Text, "anchor-function") || an.Evidence == "" || an.Detail == nil {
+		t.Errorf("claim 7 is not the anchor claim: %+v", an)
 	}
 	if a := ev.Anchor; a == nil || len(a.Cells) != 2*2*3 || len(a.Phase) != 2 || a.Grid.Budget.Steps != 2 {
 		t.Errorf("anchor evidence %+v, want 12 cells (γ 0.5, 1 × 2 LRs × 3 seeds) of 2 steps in 2 phase cells", a)
 	}
-	for _, c := range res.Claims[:6] {
+	for _, c := range res.Claims[:7] {
 		if !strings.Contains(c.Reason, "smoke-test budget") {
 			t.Errorf("claim %d: reason %q does not say the budget is a smoke test", c.N, c.Reason)
 		}
