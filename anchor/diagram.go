@@ -126,6 +126,9 @@ func Run(ctx context.Context, g Grid, out string, log io.Writer) ([]CellResult, 
 	if g.Jobs < 1 {
 		g.Jobs = 1
 	}
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("anchor diagram: %w", err)
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("anchor diagram: %w", err)
 	}

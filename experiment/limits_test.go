@@ -1,0 +1,129 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParseBoundsAndNames: every count, budget, name and set a plan file can hold that no study can mean is
+// refused by Parse, before anything is allocated for it, with an error naming the key, group or arm.
+func TestParseBoundsAndNames(t *testing.T) {
+	good := string(demoPlan(t).Text)
+	group := func(name, body string) string { return good + fmt.Sprintf("\n[[group]]\nname = %q\n%s\n", name, body) }
+	arm := func(name, set string) string {
+		return group("x", fmt.Sprintf("[[group.arm]]\nname = %q\nset = { %s }\n", name, set))
+	}
+	seeds := func(n int) string {
+		s := make([]string, n)
+		for i := range s {
+			s[i] = fmt.Sprint(i)
+		}
+		return strings.Replace(good, "seeds = [0]", "seeds = ["+strings.Join(s, ",")+"]", 1)
+	}
+	minutes := func(v string) string { return strings.Replace(good, "minutes = 5", "minutes = "+v, 1) }
+	axis := func(n int) string {
+		s := make([]string, n)
+		for i := range s {
+			s[i] = fmt.Sprint(i + 1)
+		}
+		return "axes = { \"model.hidden_size\" = [" + strings.Join(s, ",") + "] }"
+	}
+	for _, tc := range []struct{ name, text, want string }{
+		{"too many seeds", seeds(MaxSeeds + 1), "seeds: 1001 seeds"},
+		{"duplicate seed", strings.Replace(good, "seeds = [0]", "seeds = [0, 1, 0]", 1), "seed 0 is listed twice"},
+		{"group seeds duplicate", group("x", "seeds = [3, 3]\n"+axis(2)), "seed 3 is listed twice"},
+		{"arms × axes too many", group("x", "axes = { \"model.hidden_size\" = [1,2,3,4,5,6,7,8,9,10], \"init.gamma\" = ["+strings.Repeat("1.0,", 200)+"1.0] }"), "more than 1000 arms"},
+		{"arms × seeds too many", seeds(20) + "\n[[group]]\nname = \"x\"\n" + axis(600) + "\n", ""},
+		{"inf minutes", minutes("inf"), "budget.minutes = +Inf"},
+		{"NaN minutes", minutes("nan"), "budget"},
+		{"1e300 minutes", minutes("1e300"), "budget.minutes = 1e+300"},
+		{"group ..", group("..", axis(1)), `name ".."`},
+		{"group .", group(".", axis(1)), `name "."`},
+		{"hidden group", group(".x", axis(1)), `name ".x"`},
+		{"group with a slash", group("a/b", axis(1)), `name "a/b"`},
+		{"group with a newline", group("a\nb", axis(1)), `name "a\nb"`},
+		{"group data", group("data", axis(1)), `name "data" is one of the study's own`},
+		{"group sizing.json", group("sizing.json", axis(1)), "own files"},
+		{"group probes twin", group("runs-probes", axis(1)), "-probes"},
+		{"arm ..", arm("..", `"init.gamma" = 1`), `arm ".."`},
+		{"arm with a newline", arm("a\nb", `"init.gamma" = 1`), `arm "a\nb"`},
+		{"arm sets steps", arm("a", `"train.steps" = 5`), "train.steps is set by the plan"},
+		{"arm sets seed", arm("a", `seed = 5`), "seed is set by the plan"},
+		{"arm sets vocab (short key)", arm("a", `vocab_size = 5`), "model.vocab_size is set by the plan"},
+		{"arm sets a per_steps key", arm("a", `"schedule.warmup_steps" = 5`), "schedule.warmup_steps is set by the plan"},
+		{"group sets vocab", group("x", "set = { \"model.vocab_size\" = 5 }\n"+axis(1)), "model.vocab_size is set by the plan"},
+		{"base sets steps", strings.Replace(good, "[base]\n", "[base]\n\"train.steps\" = 5\n", 1), "base: train.steps"},
+		{"axis over seed-like key", group("x", "axes = { \"train.steps\" = [1, 2] }"), "train.steps is set by the plan"},
+		{"deep nesting", good + "\nz = " + strings.Repeat("{a = ", 100000), "nested"},
+	} {
+		if tc.want == "" { // arms × seeds: 600 points × 20 seeds
+			tc.want = "runs, more than 10000"
+		}
+		if _, err := Parse([]byte(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := Parse([]byte(group("x_1.a-b", axis(3)))); err != nil {
+		t.Errorf("a safe group name is refused: %v", err)
+	}
+}
+
+// TestRunRefusesOptions: options no run can mean are refused before anything is written.
+func TestRunRefusesOptions(t *testing.T) {
+	p := demoPlan(t)
+	dir := t.TempDir()
+	many := SeedRange(MaxSeeds)
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"empty out", Options{}, "empty directory name"},
+		{"negative steps", Options{Out: dir, Steps: -1}, "steps -1"},
+		{"negative budget", Options{Out: dir, Budget: -time.Minute}, "budget -1m0s"},
+		{"huge budget", Options{Out: dir, Budget: MaxBudget + 1}, "budget"},
+		{"negative index", Options{Out: dir, Task: true, Index: -2}, "index -2"},
+		{"no seeds", Options{Out: dir, Seeds: []uint64{}}, "at least one"},
+		{"duplicate seeds", Options{Out: dir, Seeds: []uint64{1, 1}}, "seed 1 is listed twice"},
+		{"too many seeds", Options{Out: dir, Seeds: append(many, MaxSeeds)}, "1001 seeds"},
+		{"arms × seeds", Options{Out: dir, Seeds: many[:MaxSeeds/2]}, ""},
+	} {
+		q := p
+		if tc.name == "arms × seeds" {
+			q = mustParse(t, strings.Replace(string(p.Text), "[[group]]", "[[group]]\nname = \"big\"\naxes = { \"init.gamma\" = ["+strings.Repeat("1.0,", 40)+"1.0] }\n[[group]]", 1))
+			tc.want = "runs, more than 10000"
+		}
+		_, err := Run(context.Background(), q, tc.o)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+		if _, derr := Describe(q, tc.o, 1); derr == nil {
+			t.Errorf("%s: Describe accepts it", tc.name)
+		}
+	}
+	if ents, _ := readDirNames(dir); len(ents) != 0 {
+		t.Errorf("refused options wrote %v", ents)
+	}
+}
+
+func mustParse(t *testing.T, text string) *Plan {
+	t.Helper()
+	p, err := Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readDirNames(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names, err
+}
