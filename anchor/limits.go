@@ -38,7 +38,7 @@ func CheckSizes(task, examplesFlag string, examples int, perComboFlag string, pe
 // diagram command's flag) and its range.
 func (g Grid) Validate() error {
 	for _, c := range []struct {
-		name     string
+		name      string
 		v, lo, hi int
 	}{
 		{"examples", g.Examples, 1, MaxExamples},

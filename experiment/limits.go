@@ -118,7 +118,6 @@ func checkName(what, name string) error {
 	return nil
 }
 
-
 // reservedNames are the files and directories a study writes in OUT besides its groups' directories (the
 // "anchor" directory is an evaluator's anchor grid): a group so named would train among them.
 var reservedNames = []string{DataDir, ProbeDataDir, TuneDir, "anchor", SizingFile, summary.File,
