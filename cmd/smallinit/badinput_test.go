@@ -612,6 +612,27 @@ func badCases() []badCase {
 			return []string{"--resume", run}, []string{"run"}
 		}}
 	}
+	for _, key := range []string{"seed", "lr", "gamma", "steps"} {
+		cs = append(cs, badCase{name: "resume edited " + key, cmd: "train", want: []string{"config.toml", "differs"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			run := copyDir(t, cd, "run")
+			p := filepath.Join(run, train.ConfigFile)
+			lines := strings.Split(string(read(t, p)), "\n")
+			edited := false
+			for i, l := range lines {
+				if strings.HasPrefix(strings.TrimSpace(l), key+" = ") {
+					lines[i] = key + " = 3"
+					edited = true
+					break
+				}
+			}
+			if !edited {
+				t.Fatalf("config.toml has no %s", key)
+			}
+			write(t, run, train.ConfigFile, []byte(strings.Join(lines, "\n")))
+			os.Remove(filepath.Join(run, "final", "model.safetensors")) // unfinished: resume would train
+			return []string{"--resume", run}, []string{"run"}
+		}})
+	}
 	cs = append(cs,
 		resumeBroken("resume corrupt state", "state.json", func(t *testing.T, ck string) { write(t, ck, "state.json", []byte(`{"step": 2,`)) }),
 		resumeBroken("resume foreign state", "state.json", func(t *testing.T, ck string) {
