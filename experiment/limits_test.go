@@ -2,11 +2,16 @@ package experiment
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/smallinit/smallinit/data"
 )
 
 // TestParseBoundsAndNames: every count, budget, name and set a plan file can hold that no study can mean is
@@ -126,4 +131,54 @@ func readDirNames(dir string) ([]string, error) {
 		names = append(names, e.Name())
 	}
 	return names, err
+}
+
+// TestSizingShared: processes sharing OUT (job-array tasks, concurrent studies) size a budget once: one takes
+// the sizing lock, probes and writes sizing.json, the others wait and read it, so all get the same steps.
+func TestSizingShared(t *testing.T) {
+	out := t.TempDir()
+	p := demoPlan(t)
+	const n = 3
+	steps := make([]int, n)
+	logs := make([]strings.Builder, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := Options{Out: out, Budget: 700 * time.Millisecond, Seeds: []uint64{0}, Log: &logs[i]}
+			res := &Outcome{Plan: p, Out: out, DataDir: filepath.Join(out, DataDir), Seeds: o.Seeds, Stats: &data.Stats{VocabSize: 256}}
+			steps[i], errs[i] = size(context.Background(), p, res, &o)
+		}()
+	}
+	wg.Wait()
+	probes := 0
+	for i := range n {
+		if errs[i] != nil || steps[i] != steps[0] || steps[i] < 1 {
+			t.Errorf("process %d: %d steps, %v; want %d like process 0", i, steps[i], errs[i], steps[0])
+		}
+		probes += strings.Count(logs[i].String(), "throughput probe")
+	}
+	if probes != 1 {
+		t.Errorf("%d throughput probes, want 1", probes)
+	}
+	if _, err := os.Stat(filepath.Join(out, sizingLock)); !os.IsNotExist(err) {
+		t.Errorf("sizing lock left behind: %v", err)
+	}
+}
+
+// TestReusedDataMustMatch: an OUT/data prepared with another vocabulary is refused, naming both sizes.
+func TestReusedDataMustMatch(t *testing.T) {
+	dir := t.TempDir()
+	b, _ := json.Marshal(data.Stats{Source: "embedded", VocabSize: 512})
+	if err := os.WriteFile(filepath.Join(dir, data.StatsFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareData(dir, 4096, &Options{}); err == nil || !strings.Contains(err.Error(), "512") || !strings.Contains(err.Error(), "4096") {
+		t.Errorf("reused data of another vocabulary: %v", err)
+	}
+	if st, err := prepareData(dir, 512, &Options{}); err != nil || st.VocabSize != 512 {
+		t.Errorf("reused data of the plan's vocabulary: %v", err)
+	}
 }

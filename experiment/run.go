@@ -151,7 +151,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		return nil, err
 	}
 	out.Tier = p.TierFor(o.Budget)
-	if out.Steps, err = size(p, out, &o); err != nil {
+	if out.Steps, err = size(ctx, p, out, &o); err != nil {
 		return nil, err
 	}
 	if o.Describe && o.Log != nil && !o.Task {
@@ -251,6 +251,10 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 func prepareData(dir string, vocab int, o *Options) (*data.Stats, error) {
 	st, err := data.ReadStats(dir)
 	if err == nil {
+		if st.Source != "embedded" || st.VocabSize != vocab {
+			return nil, fmt.Errorf("%s holds a corpus prepared from %s with a vocabulary of %d, not the plan's embedded corpus of %d (data.vocab): use another --out",
+				dir, st.Source, st.VocabSize, vocab)
+		}
 		o.logf("reusing the prepared corpus in %s\n", dir)
 		return st, nil
 	}
