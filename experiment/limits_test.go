@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/internal/runlock"
+	"github.com/smallinit/smallinit/train"
 )
 
 // TestParseBoundsAndNames: every count, budget, name and set a plan file can hold that no study can mean is
@@ -180,5 +182,51 @@ func TestReusedDataMustMatch(t *testing.T) {
 	}
 	if st, err := prepareData(dir, 512, &Options{}); err != nil || st.VocabSize != 512 {
 		t.Errorf("reused data of the plan's vocabulary: %v", err)
+	}
+}
+
+// TestBusyTrialIsWaitedFor: an LR trial whose directory another live process holds is waited for, not counted
+// as diverged; once the holder lets go, the trial trains and its result is returned.
+func TestBusyTrialIsWaitedFor(t *testing.T) {
+	dir := t.TempDir()
+	ids := make([]int32, 4000)
+	for i := range ids {
+		ids[i] = int32(i*7) % 64
+	}
+	tok := filepath.Join(dir, "train.tok")
+	if err := data.WriteTokens(tok, ids); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := train.Load("", []string{"model.vocab_size=64", "model.hidden_size=16", "model.num_hidden_layers=1",
+		"model.num_attention_heads=2", "model.max_position_embeddings=8", "train.batch_size=2", "train.steps=2",
+		"train.eval_interval=0", "train.diagnostics_interval=0", "data.train=" + tok, "train.threads=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trial := filepath.Join(dir, "trial")
+	if err := os.MkdirAll(trial, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := runlock.Acquire(filepath.Join(trial, runlock.FileName), runlock.DefaultStaleAfter, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	done := make(chan error, 1)
+	go func() { done <- trainTrial(context.Background(), cfg, trial, &Options{Log: &log}) }()
+	select {
+	case err := <-done:
+		t.Fatalf("a busy trial returned at once: %v", err)
+	case <-time.After(trialPoll + trialPoll/2):
+	}
+	l.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("trial after the holder let go: %v", err)
+	}
+	if !strings.Contains(log.String(), "another process") {
+		t.Errorf("log %q does not say the trial was waited for", log.String())
+	}
+	if r, err := train.OpenRun(trial); err != nil || !r.Done() {
+		t.Errorf("trial not finished: %v", err)
 	}
 }
