@@ -65,6 +65,7 @@ func TestParseBoundsAndNames(t *testing.T) {
 		{"group sets vocab", group("x", "set = { \"model.vocab_size\" = 5 }\n"+axis(1)), "model.vocab_size is set by the plan"},
 		{"base sets steps", strings.Replace(good, "[base]\n", "[base]\n\"train.steps\" = 5\n", 1), "base: train.steps"},
 		{"axis over seed-like key", group("x", "axes = { \"train.steps\" = [1, 2] }"), "train.steps is set by the plan"},
+		{"exclude of no group", strings.Replace(good, "[report]\n", "[report]\nexclude = [\"nope\"]\n", 1), `report.exclude: no group "nope"`},
 		{"deep nesting", good + "\nz = " + strings.Repeat("{a = ", 100000), "nested"},
 	} {
 		if tc.want == "" { // arms × seeds: 600 points × 20 seeds

@@ -482,6 +482,11 @@ func Parse(text []byte) (*Plan, error) {
 	if p.Primaries, err = parsePrimaries(f.Primaries); err != nil {
 		return nil, err
 	}
+	for _, x := range p.Report.Exclude {
+		if !slices.ContainsFunc(p.Groups, func(g Group) bool { return g.Name == x }) {
+			return nil, fmt.Errorf("report.exclude: no group %q", x)
+		}
+	}
 	for _, a := range p.Report.Compare {
 		if a != "" && p.findArm(a) == nil {
 			return nil, fmt.Errorf("report.compare: no arm %q", a)
