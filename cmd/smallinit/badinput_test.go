@@ -935,6 +935,79 @@ func studyBadCases() []badCase {
 		plan("nested inline tables", []string{"nested", "more than the 64"}, func(s string) string {
 			return s + "\nz = " + strings.Repeat("{a = ", 1_000_000) + "1" + strings.Repeat("}", 1_000_000) + "\n"
 		}),
+		flag("empty out", "anchor diagram", []string{`--out ""`}, "--out", ""),
+		flag("empty out", "anchor make", []string{`--out ""`}, "--out="),
+		flag("empty out", "probes make", []string{`--out ""`}, "--out", ""),
+		flag("empty out", "train", []string{`--out ""`}, "--config", fix("run.toml"), "--out", ""),
+		plan("exclude of no group", []string{`report.exclude: no group "nope"`}, replace("[report]\n", "[report]\nexclude = [\"nope\"]\n")),
+		badCase{name: "data of another vocabulary", cmd: "study", want: []string{"vocabulary of 512", "4096"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			os.MkdirAll(filepath.Join(cd, "o", "data"), 0o755)
+			b, _ := json.Marshal(data.Stats{Source: "embedded", VocabSize: 512})
+			write(t, filepath.Join(cd, "o", "data"), data.StatsFile, b)
+			return []string{"demo", "--out", filepath.Join(cd, "o"), "--steps", "1"}, []string{"o"}
+		}},
+		badCase{name: "sizing.json a FIFO", cmd: "study", want: []string{"sizing.json", "FIFO"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			os.MkdirAll(filepath.Join(cd, "o"), 0o755)
+			if err := syscall.Mkfifo(filepath.Join(cd, "o", "sizing.json"), 0o644); err != nil {
+				t.Skip(err)
+			}
+			return []string{"demo", "--out", filepath.Join(cd, "o"), "--budget", "1m"}, nil
+		}},
+	)
+	render := func(name string, want []string, mk func(t *testing.T, dir string)) badCase {
+		return badCase{name: name, cmd: "anchor render", want: want, setup: func(t *testing.T, cd string) ([]string, []string) {
+			dir := filepath.Join(cd, "d")
+			os.MkdirAll(dir, 0o755)
+			mk(t, dir)
+			return []string{dir}, []string{"d/table.txt", "d/diagram.html"}
+		}}
+	}
+	goodGrid := []byte(`{"gammas":[0.5],"depths":[1],"lrs":[0.001],"seeds":[1],"shape":{"Dim":16,"FFN":32,"HeadDim":8,"Norm":"layernorm"},"budget":{"steps":4,"batch":8,"threads":1},"examples":200,"mix_per_combo":0,"mix_depth":0,"jobs":1}`)
+	fifo := func(t *testing.T, p string) {
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skip(err)
+		}
+	}
+	sparse := func(t *testing.T, p string) {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Truncate(3 << 30)
+		f.Close()
+	}
+	cs = append(cs,
+		render("grid.json a FIFO", []string{"grid.json", "FIFO"}, func(t *testing.T, d string) { fifo(t, filepath.Join(d, "grid.json")) }),
+		render("grid.json /dev/zero", []string{"grid.json", "device"}, func(t *testing.T, d string) { os.Symlink("/dev/zero", filepath.Join(d, "grid.json")) }),
+		render("grid.json sparse 3 GB", []string{"grid.json", "too large"}, func(t *testing.T, d string) { sparse(t, filepath.Join(d, "grid.json")) }),
+		render("grid.json of another diagram's settings", []string{"grid.json", "--jobs 0"}, func(t *testing.T, d string) {
+			write(t, d, "grid.json", []byte(strings.Replace(string(goodGrid), `"jobs":1`, `"jobs":0`, 1)))
+		}),
+		render("results.jsonl a FIFO", []string{"results.jsonl", "FIFO"}, func(t *testing.T, d string) {
+			write(t, d, "grid.json", goodGrid)
+			fifo(t, filepath.Join(d, "results.jsonl"))
+		}),
+		render("results.jsonl /dev/zero", []string{"results.jsonl", "device"}, func(t *testing.T, d string) {
+			write(t, d, "grid.json", goodGrid)
+			os.Symlink("/dev/zero", filepath.Join(d, "results.jsonl"))
+		}),
+		render("results.jsonl sparse 3 GB", []string{"results.jsonl", "too large"}, func(t *testing.T, d string) {
+			write(t, d, "grid.json", goodGrid)
+			sparse(t, filepath.Join(d, "results.jsonl"))
+		}),
+		badCase{name: "rerun with other steps", cmd: "anchor diagram", want: []string{"other settings", "grid.json"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			d := filepath.Join(cd, "d")
+			os.MkdirAll(filepath.Join(d, "runs", "x"), 0o755)
+			write(t, d, "grid.json", goodGrid)
+			return []string{"--out", d, "--gammas", "0.5", "--depths", "1", "--lrs", "1e-3", "--seeds", "1", "--dim", "16", "--ffn", "32",
+				"--head-dim", "8", "--steps", "5", "--batch", "8", "--examples", "200", "--per-combo", "0", "--jobs", "1", "--threads", "1"}, []string{"d"}
+		}},
+		badCase{name: "a run lock that is a FIFO", cmd: "train", want: []string{"lock", "FIFO"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			run := copyDir(t, cd, "run")
+			os.Remove(filepath.Join(run, "final", "model.safetensors"))
+			fifo(t, filepath.Join(run, "lock"))
+			return []string{"--resume", run}, nil
+		}},
 		badCase{name: "nested inline tables", cmd: "train", want: []string{"deep.toml", "nested"}, setup: func(t *testing.T, cd string) ([]string, []string) {
 			p := write(t, cd, "deep.toml", []byte("[model]\nx = "+strings.Repeat("[", 1_000_000)))
 			return []string{"--config", p, "--out", filepath.Join(cd, "o")}, []string{"o"}

@@ -118,15 +118,15 @@ func studyFlags(seeds, steps int, budget time.Duration, index int) error {
 }
 
 func (cmd *studyCmd) Validate() error {
-	if cmd.Out == "" {
-		return fmt.Errorf("--out \"\": name a directory (. is the working directory)")
+	if err := emptyOut(cmd.Out); err != nil {
+		return err
 	}
 	return studyFlags(cmd.Seeds, cmd.Steps, cmd.Budget, cmd.Index)
 }
 
 func (cmd *reproduceCmd) Validate() error {
-	if cmd.Out == "" {
-		return fmt.Errorf("--out \"\": name a directory (. is the working directory)")
+	if err := emptyOut(cmd.Out); err != nil {
+		return err
 	}
 	return studyFlags(cmd.Seeds, cmd.Steps, cmd.Budget, -1)
 }
@@ -134,7 +134,7 @@ func (cmd *reproduceCmd) Validate() error {
 func (cmd *demoCmd) Validate() error {
 	switch {
 	case cmd.Out == "":
-		return fmt.Errorf("--out \"\": name a directory (. is the working directory)")
+		return emptyOut(cmd.Out)
 	case cmd.Steps < 0:
 		return fmt.Errorf("--steps %d: must be ≥ 1 (leave it out to size --minutes)", cmd.Steps)
 	case cmd.Windows < 0:
@@ -148,11 +148,40 @@ func (cmd *demoCmd) Validate() error {
 	return nil
 }
 
+// emptyOut refuses --out "": the command would write into the working directory.
+func emptyOut(out string) error {
+	if out == "" {
+		return fmt.Errorf("--out \"\": name a directory (. is the working directory)")
+	}
+	return nil
+}
+
+// emptyOutFlag refuses an empty --out on the raw command line, before the flag parser turns the empty path of a
+// path-typed flag into the working directory (so `anchor diagram --out ""` would write there). Words after
+// "--" are left alone.
+func emptyOutFlag(args []string) error {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return nil
+		case a == "--out=" || a == "--out" && i+1 < len(args) && args[i+1] == "":
+			return emptyOut("")
+		}
+	}
+	return nil
+}
+
 func (cmd *anchorMakeCmd) Validate() error {
+	if err := emptyOut(cmd.Out); err != nil {
+		return err
+	}
 	return anchor.CheckSizes(cmd.Task, "--examples", cmd.Examples, "--per-combo", cmd.PerCombo)
 }
 
 func (cmd *probesMakeCmd) Validate() error {
+	if err := emptyOut(cmd.Out); err != nil {
+		return err
+	}
 	if cmd.Task != "" {
 		return anchor.CheckSizes(cmd.Task, "--n", cmd.N, "--n", cmd.N)
 	}
@@ -167,10 +196,17 @@ func (cmd *probesMakeCmd) Validate() error {
 	return nil
 }
 
-func (cmd *anchorDiagramCmd) Validate() error { return cmd.grid().Validate() }
+func (cmd *anchorDiagramCmd) Validate() error {
+	if err := emptyOut(cmd.Out); err != nil {
+		return err
+	}
+	return cmd.grid().Validate()
+}
 
 func (cmd *sweepRunCmd) Validate() error {
 	switch {
+	case cmd.Out == "":
+		return emptyOut(cmd.Out)
 	case cmd.Index < -1:
 		return fmt.Errorf("--index %d: want a run index ≥ 0 (or −1: every run)", cmd.Index)
 	case cmd.Cores < 0 || cmd.Cores > kernel.MaxWorkers:
