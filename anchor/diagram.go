@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/finitejson"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/workers"
 	"github.com/smallinit/smallinit/kernel"
 )
@@ -88,14 +90,14 @@ func (g Grid) prepare(out string, seed uint64) (*seedData, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	d.compTok = filepath.Join(dir, fmt.Sprintf("%s-s%d.tok", TaskComposite, seed))
+	d.compTok = tokPath(out, TaskComposite, seed)
 	if err := WriteTokens(d.compTok, d.compTrain); err != nil {
 		return nil, err
 	}
 	if g.MixDepth > 0 {
 		d.labels = NewMemoryLabels(seed)
 		d.mixTrain, d.mixTest = Mix(g.MixPerCombo, d.labels, seed)
-		d.mixTok = filepath.Join(dir, fmt.Sprintf("%s-s%d.tok", TaskMix, seed))
+		d.mixTok = tokPath(out, TaskMix, seed)
 		if err := WriteTokens(d.mixTok, MixPlain(d.mixTrain)); err != nil {
 			return nil, err
 		}
@@ -103,20 +105,63 @@ func (g Grid) prepare(out string, seed uint64) (*seedData, error) {
 	return d, nil
 }
 
+// tokPath is the training token file of a task and seed in the diagram directory out.
+func tokPath(out, task string, seed uint64) string {
+	return filepath.Join(out, "data", fmt.Sprintf("%s-s%d.tok", task, seed))
+}
+
 // GridFile is the file of a diagram directory that holds its Grid (written by Run, read by ReadGrid).
 const GridFile = "grid.json"
 
-// ReadGrid reads the Grid of the diagram directory dir.
+// ReadGrid reads the Grid of the diagram directory dir (a regular file of at most inputfile.MaxConfig bytes).
 func ReadGrid(dir string) (Grid, error) {
 	var g Grid
-	b, err := os.ReadFile(filepath.Join(dir, GridFile))
+	path := filepath.Join(dir, GridFile)
+	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
 		return g, err
 	}
-	if err := json.Unmarshal(b, &g); err != nil {
-		return g, fmt.Errorf("%s: %w", filepath.Join(dir, GridFile), err)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&g); err != nil {
+		return g, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := g.Validate(); err != nil {
+		return g, fmt.Errorf("%s: %w", path, err)
 	}
 	return g, nil
+}
+
+// sameSettings reports whether two grids train the same cells the same way: everything but Jobs and
+// Budget.Threads, which change no number a cell computes.
+func sameSettings(a, b Grid) bool {
+	a.Jobs, b.Jobs = 0, 0
+	a.Budget.Threads, b.Budget.Threads = 0, 0
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
+}
+
+// claimGrid writes g as out's grid.json, or checks that the grid.json already there has g's settings: a
+// diagram directory resumes only the diagram it was started with, so its cells never mix settings.
+func claimGrid(g Grid, out string) error {
+	path := filepath.Join(out, GridFile)
+	if _, err := os.Lstat(path); err == nil {
+		have, err := ReadGrid(out)
+		if err != nil {
+			return err
+		}
+		if !sameSettings(have, g) {
+			return fmt.Errorf("%s: %s holds a diagram made with other settings (steps, widths, γ, rates, seeds, sizes: see %s); "+
+				"use another --out, or rerun with that diagram's settings to resume it", out, path, GridFile)
+		}
+		return nil
+	}
+	if ents, err := os.ReadDir(filepath.Join(out, "runs")); err == nil && len(ents) > 0 {
+		return fmt.Errorf("%s: has cells in runs/ but no %s: not a diagram this command can resume", out, GridFile)
+	}
+	b, _ := json.MarshalIndent(g, "", "  ")
+	return atomicfile.Write(path, append(b, '\n'))
 }
 
 // Run trains and scores every cell of g under out (one run directory per cell in out/runs, the results in
@@ -126,12 +171,14 @@ func Run(ctx context.Context, g Grid, out string, log io.Writer) ([]CellResult, 
 	if g.Jobs < 1 {
 		g.Jobs = 1
 	}
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("anchor diagram: %w", err)
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("anchor diagram: %w", err)
 	}
-	b, _ := json.MarshalIndent(g, "", "  ")
-	if err := atomicfile.Write(filepath.Join(out, GridFile), append(b, '\n')); err != nil {
-		return nil, err
+	if err := claimGrid(g, out); err != nil {
+		return nil, fmt.Errorf("anchor diagram: %w", err)
 	}
 	done, err := ReadResults(filepath.Join(out, ResultsFile))
 	if err != nil && !os.IsNotExist(err) {
@@ -185,9 +232,12 @@ func Run(ctx context.Context, g Grid, out string, log io.Writer) ([]CellResult, 
 			return
 		}
 		results = append(results, r)
-		line, _ := json.Marshal(r)
-		if _, err := f.Write(append(line, '\n')); err != nil && firstErr == nil {
-			firstErr = err
+		line, err := finitejson.Marshal(r) // a diverged cell's NaN loss is null
+		if err == nil {
+			_, err = f.Write(append(line, '\n'))
+		}
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("anchor diagram: %s: %w", ResultsFile, err)
 			stop()
 		}
 		if log != nil {
@@ -238,9 +288,15 @@ func (r CellResult) Line() string {
 		r.Cell.Name(), r.Loss, s.Memory, s.RsnTrain, s.RsnTest, r.Seconds)
 }
 
-// ReadResults reads a results.jsonl file.
+// UnmarshalJSON reads a results line, a null loss (a diverged cell) as NaN.
+func (r *CellResult) UnmarshalJSON(b []byte) error {
+	type plain CellResult
+	return finitejson.Unmarshal(b, (*plain)(r))
+}
+
+// ReadResults reads a results.jsonl file (a regular file of at most inputfile.MaxTable bytes).
 func ReadResults(path string) ([]CellResult, error) {
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,10 @@ func Render(g Grid, res []CellResult, out string, w io.Writer) error {
 	if err := atomicfile.Write(filepath.Join(out, "table.txt"), tb.Bytes()); err != nil {
 		return err
 	}
-	conds := extremes(g, phase, out)
+	conds, skipped := extremes(g, phase, out)
+	for _, s := range skipped {
+		fmt.Fprintf(w, "condensation left out: %s\n", s)
+	}
 	cj, _ := json.MarshalIndent(conds, "", "  ")
 	if err := atomicfile.Write(filepath.Join(out, "condensation.json"), append(cj, '\n')); err != nil {
 		return err
@@ -44,10 +47,12 @@ func Render(g Grid, res []CellResult, out string, w io.Writer) error {
 	return report.WritePage(filepath.Join(out, "diagram.html"), Page(g, phase, mix, conds, tb.String()))
 }
 
-// extremes loads and condenses the γ-extreme models of the smallest depth and the first seed.
-func extremes(g Grid, phase []PhaseCell, out string) []Condensation {
+// extremes loads and condenses the γ-extreme models of the smallest depth and the first seed; a model that
+// does not load, or is not the shape the grid trains (another vocabulary, width or depth: a directory of
+// another diagram), is left out and named in skipped.
+func extremes(g Grid, phase []PhaseCell, out string) (conds []Condensation, skipped []string) {
 	if len(phase) == 0 || len(g.Seeds) == 0 {
-		return nil
+		return nil, nil
 	}
 	minL := phase[0].Layers
 	var at, fit []PhaseCell
@@ -64,20 +69,33 @@ func extremes(g Grid, phase []PhaseCell, out string) []Condensation {
 	}
 	pool := kernel.NewPool(1)
 	defer pool.Close()
-	var conds []Condensation
 	for _, p := range []PhaseCell{at[0], at[len(at)-1]} {
 		c := Cell{Task: TaskComposite, Gamma: p.Gamma, Layers: p.Layers, LR: p.LRs[0], Seed: p.SeedIDs[0]}
-		run, err := train.OpenRun(filepath.Join(out, "runs", c.Name()))
+		dir := filepath.Join(out, "runs", c.Name())
+		run, err := train.OpenRun(dir)
 		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", c.Name(), err))
 			continue
 		}
 		m, err := run.FinalModel(1, pool)
 		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", c.Name(), err))
+			continue
+		}
+		want, err := RunConfig(c, g.Shape, g.Budget, tokPath(out, c.Task, c.Seed))
+		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", c.Name(), err))
+			continue
+		}
+		w, h := want.Model.Config, m.Config
+		if h.Vocab != w.Vocab || h.Dim != w.Dim || h.Layers != w.Layers || h.Heads != w.Heads || h.HeadDim != w.HeadDim {
+			skipped = append(skipped, fmt.Sprintf("%s: the model is vocab %d, d %d, %d layers, %d×%d heads; the grid trains vocab %d, d %d, %d layers, %d×%d heads",
+				dir, h.Vocab, h.Dim, h.Layers, h.Heads, h.HeadDim, w.Vocab, w.Dim, w.Layers, w.Heads, w.HeadDim))
 			continue
 		}
 		conds = append(conds, Condense(m, c))
 	}
-	return conds
+	return conds, skipped
 }
 
 // phaseChart is one γ × depth grid of value(cell) on the fraction scale with the value printed in each cell,

@@ -16,11 +16,11 @@ const ManifestFile = "anchor.json"
 // "test_seen", with examples training sequences; TaskMix: "reasoning_test" and "memory", with perCombo
 // sequences per anchor combination).
 func MakeSets(task string, seed uint64, examples, perCombo int) (map[string][]Example, error) {
+	if err := CheckSizes(task, "examples", examples, "per-combo", perCombo); err != nil {
+		return nil, fmt.Errorf("anchor %s: %w", task, err)
+	}
 	switch task {
 	case TaskComposite:
-		if examples < 1 {
-			return nil, fmt.Errorf("anchor %s: %d examples: must be positive", task, examples)
-		}
 		sets := map[string][]Example{"train": CompositeTrain(examples, seed), "unseen_43": CompositeUnseen(seed)}
 		var test []Example
 		for _, p := range SeenPairs() {
@@ -29,9 +29,6 @@ func MakeSets(task string, seed uint64, examples, perCombo int) (map[string][]Ex
 		sets["test_seen"] = test
 		return sets, nil
 	case TaskMix:
-		if perCombo < 1 {
-			return nil, fmt.Errorf("anchor %s: %d sequences per combination: must be positive", task, perCombo)
-		}
 		labels := NewMemoryLabels(seed)
 		train, test := Mix(perCombo, labels, seed)
 		return map[string][]Example{"train": MixPlain(train), "reasoning_test": MixPlain(test),

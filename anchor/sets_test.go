@@ -64,7 +64,8 @@ func TestWriteSetsWritesEverySetAndItsCount(t *testing.T) {
 // TestReadGridReadsWhatRunWrites checks the grid file round trip.
 func TestReadGridReadsWhatRunWrites(t *testing.T) {
 	dir := t.TempDir()
-	g := Grid{Gammas: []float64{0.5, 1}, Depths: []int{2}, Jobs: 2}
+	g := tinyGrid() // a grid Run accepts: ReadGrid refuses one that fails Validate
+	g.Gammas, g.Depths, g.Jobs = []float64{0.5, 1}, []int{2}, 2
 	b, _ := json.Marshal(g)
 	if err := os.WriteFile(filepath.Join(dir, GridFile), b, 0o644); err != nil {
 		t.Fatal(err)

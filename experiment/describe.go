@@ -52,11 +52,17 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	if p.Kind != KindTrain {
 		return nil, fmt.Errorf("plan %s is a %s plan, not a training plan", p.Name, p.Kind)
 	}
+	if err := checkOptions(p, &o); err != nil {
+		return nil, fmt.Errorf("plan %s: %w", p.Name, err)
+	}
 	if o.Budget <= 0 {
 		o.Budget = p.Budget.Duration()
 	}
 	if o.Seeds == nil {
 		o.Seeds = p.SeedsFor(o.Budget)
+	}
+	if err := checkRuns(p, len(o.Seeds)); err != nil {
+		return nil, err
 	}
 	out := &Outcome{Plan: p, Out: o.Out, Seeds: o.Seeds, DataDir: filepath.Join(o.Out, DataDir), Tier: p.TierFor(o.Budget)}
 	st, err := data.ReadStats(out.DataDir)

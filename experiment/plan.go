@@ -3,7 +3,6 @@ package experiment
 import (
 	"embed"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -55,6 +54,8 @@ type Plan struct {
 	// variance priors and horizon (primaries.go). Nil: none.
 	Primaries *Primaries
 	Text      []byte // the plan file as read
+
+	arms int // arms of all groups (points of sweep groups, a ladder's widest tier), capped at MaxArms+1
 }
 
 // AnchorSpec is a plan's anchor-function grid (2405.05409's composite task, package anchor): every γ of Gammas
@@ -311,6 +312,9 @@ func Load(path string) (*Plan, error) {
 // resolved (train.LoadSets) by Run, which names the arm whose recipe does not load.
 func Parse(text []byte) (*Plan, error) {
 	var f planFile
+	if err := override.CheckDepth(text); err != nil {
+		return nil, err
+	}
 	md, err := toml.Decode(string(text), &f)
 	if err != nil {
 		return nil, err
@@ -342,6 +346,12 @@ func Parse(text []byte) (*Plan, error) {
 	}
 	if len(p.Seeds) == 0 {
 		p.Seeds = []uint64{0}
+	}
+	if err := checkSeeds("seeds", p.Seeds); err != nil {
+		return nil, err
+	}
+	if err := checkSeeds("budget.long_seeds", p.Budget.LongSeeds); err != nil {
+		return nil, err
 	}
 	for k, n := range f.PerStep {
 		if n < 1 {
@@ -377,6 +387,17 @@ func Parse(text []byte) (*Plan, error) {
 	if !(p.Budget.Minutes > 0) || !(p.Budget.Efficiency > 0) || p.Budget.Efficiency > 1 || p.Budget.MinSteps < 1 {
 		return nil, fmt.Errorf("budget: want minutes > 0, efficiency in (0, 1] and min_steps ≥ 1")
 	}
+	if err := CheckMinutes("budget.minutes", p.Budget.Minutes); err != nil {
+		return nil, err
+	}
+	if p.Budget.LongMinutes != 0 {
+		if err := CheckMinutes("budget.long_minutes", p.Budget.LongMinutes); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkPlanSets("base", p.Base, p.PerStep); err != nil {
+		return nil, err
+	}
 	if len(f.Group) == 0 {
 		return nil, fmt.Errorf("no [[group]]: nothing to run")
 	}
@@ -401,8 +422,17 @@ func Parse(text []byte) (*Plan, error) {
 		if g.derived() && len(fg.Arm) > 0 {
 			return nil, fmt.Errorf("%s: lr = tuned, emulate_eps and ladder apply to axes, not to [[group.arm]]s", where)
 		}
-		if g.Name == "" || filepath.Base(g.Name) != g.Name || names[g.Name] {
+		if err := checkGroupName(where, g.Name); err != nil {
+			return nil, err
+		}
+		if names[g.Name] {
 			return nil, fmt.Errorf("%s: want a unique directory name", where)
+		}
+		if err := checkSeeds(where+": seeds", g.Seeds); err != nil {
+			return nil, err
+		}
+		if err := checkPlanSets(where+": set", g.Sets, p.PerStep); err != nil {
+			return nil, err
 		}
 		names[g.Name] = true
 		if g.Data == "" {
@@ -419,11 +449,18 @@ func Parse(text []byte) (*Plan, error) {
 		}
 		arms := map[string]bool{}
 		for _, fa := range fg.Arm {
-			if fa.Name == "" || filepath.Base(fa.Name) != fa.Name || arms[fa.Name] {
-				return nil, fmt.Errorf("%s: arm %q: want a unique name usable in a directory name", where, fa.Name)
+			if err := checkName(where+": arm", fa.Name); err != nil {
+				return nil, err
+			}
+			if arms[fa.Name] {
+				return nil, fmt.Errorf("%s: arm %q is named twice", where, fa.Name)
 			}
 			arms[fa.Name] = true
-			g.Arms = append(g.Arms, Arm{Name: fa.Name, Sets: override.Flatten(fa.Set)})
+			a := Arm{Name: fa.Name, Sets: override.Flatten(fa.Set)}
+			if err := checkPlanSets(fmt.Sprintf("%s: arm %s: set", where, a.Name), a.Sets, p.PerStep); err != nil {
+				return nil, err
+			}
+			g.Arms = append(g.Arms, a)
 		}
 		for _, s := range override.Flatten(fg.Axes) {
 			list, ok := s.Value.([]any)
@@ -433,6 +470,9 @@ func Parse(text []byte) (*Plan, error) {
 			if s.Key == "seed" {
 				return nil, fmt.Errorf("%s: axes: seed is the plan's seeds, not an axis", where)
 			}
+			if err := checkPlanSets(where+": axes", []override.Set{s}, p.PerStep); err != nil {
+				return nil, err
+			}
 			g.Axes = append(g.Axes, sweep.Axis{Key: s.Key, Values: list})
 		}
 		p.Groups = append(p.Groups, g)
@@ -440,8 +480,16 @@ func Parse(text []byte) (*Plan, error) {
 	if err := parseTiers(p, &f); err != nil {
 		return nil, err
 	}
+	if err := countArms(p); err != nil {
+		return nil, err
+	}
 	if p.Primaries, err = parsePrimaries(f.Primaries); err != nil {
 		return nil, err
+	}
+	for _, x := range p.Report.Exclude {
+		if !slices.ContainsFunc(p.Groups, func(g Group) bool { return g.Name == x }) {
+			return nil, fmt.Errorf("report.exclude: no group %q", x)
+		}
 	}
 	for _, a := range p.Report.Compare {
 		if a != "" && p.findArm(a) == nil {

@@ -119,11 +119,17 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if p.Kind != KindTrain {
 		return nil, fmt.Errorf("plan %s is a %s plan, not a training plan", p.Name, p.Kind)
 	}
+	if err := checkOptions(p, &o); err != nil {
+		return nil, fmt.Errorf("plan %s: %w", p.Name, err)
+	}
 	if o.Budget <= 0 {
 		o.Budget = p.Budget.Duration()
 	}
 	if o.Seeds == nil {
 		o.Seeds = p.SeedsFor(o.Budget)
+	}
+	if err := checkRuns(p, len(o.Seeds)); err != nil {
+		return nil, err
 	}
 	out := &Outcome{Plan: p, Out: o.Out, Seeds: o.Seeds, DataDir: filepath.Join(o.Out, DataDir)}
 	if o.Probes {
@@ -146,7 +152,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		return nil, err
 	}
 	out.Tier = p.TierFor(o.Budget)
-	if out.Steps, err = size(p, out, &o); err != nil {
+	if out.Steps, err = size(ctx, p, out, &o); err != nil {
 		return nil, err
 	}
 	if o.Describe && o.Log != nil && !o.Task {
@@ -246,6 +252,10 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 func prepareData(dir string, vocab int, o *Options) (*data.Stats, error) {
 	st, err := data.ReadStats(dir)
 	if err == nil {
+		if st.Source != "embedded" || st.VocabSize != vocab {
+			return nil, fmt.Errorf("%s holds a corpus prepared from %s with a vocabulary of %d, not the plan's embedded corpus of %d (data.vocab): use another --out",
+				dir, st.Source, st.VocabSize, vocab)
+		}
 		o.logf("reusing the prepared corpus in %s\n", dir)
 		return st, nil
 	}

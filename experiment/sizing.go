@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -29,7 +32,7 @@ type Sizing struct {
 // ReadSizing reads a sizing file, refusing one that cannot have been written by Run.
 func ReadSizing(path string) (Sizing, error) {
 	var s Sizing
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
 		return s, err
 	}
@@ -51,18 +54,46 @@ func (s Sizing) matches(o *Options) bool {
 	return budget == o.Budget.String() && (s.Seeds == 0 || s.Seeds == len(o.Seeds))
 }
 
+// sizingLock is the lock file under which one process sizes a budget for every process sharing OUT.
+const sizingLock = "sizing.lock"
+
 // size returns the steps per run: Options.Steps, the sizing file's for the same budget, or a throughput
-// probe's on the base model, recorded in the sizing file.
-func size(p *Plan, out *Outcome, o *Options) (int, error) {
+// probe's on the base model, recorded in the sizing file. Processes sharing OUT (job-array tasks, concurrent
+// studies) share one sizing: the first takes OUT/sizing.lock, probes and writes sizing.json; the others wait
+// for the lock and then read what it wrote, so every run of the plan has the same steps.
+func size(ctx context.Context, p *Plan, out *Outcome, o *Options) (int, error) {
 	if o.Steps > 0 {
 		return o.Steps, nil
 	}
 	path := filepath.Join(o.Out, SizingFile)
-	if s, err := ReadSizing(path); err == nil && s.matches(o) {
-		o.logf("reusing the sizing in %s: %d steps per run for %s\n", path, s.Steps, o.Budget)
-		return s.Steps, nil
-	} else if err != nil && !os.IsNotExist(err) {
+	reuse := func() (int, bool, error) {
+		s, err := ReadSizing(path)
+		if err == nil && s.matches(o) {
+			o.logf("reusing the sizing in %s: %d steps per run for %s\n", path, s.Steps, o.Budget)
+			return s.Steps, true, nil
+		}
+		if err != nil && !os.IsNotExist(err) {
+			return 0, false, err
+		}
+		return 0, false, nil
+	}
+	if n, ok, err := reuse(); ok || err != nil {
+		return n, err
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return 0, err
+	}
+	l, err := runlock.Wait(ctx, filepath.Join(o.Out, sizingLock), runlock.DefaultStaleAfter, time.Second, nil,
+		func() bool { _, ok, _ := reuse(); return ok },
+		func(holder string) { o.logf("waiting for the sizing of %s (%s)\n", o.Out, holder) })
+	if err != nil {
+		return 0, fmt.Errorf("sizing %s: %w", o.Out, err)
+	}
+	if l != nil {
+		defer l.Release()
+	}
+	if n, ok, err := reuse(); ok || err != nil {
+		return n, err
 	}
 	e, err := estimate(p, out, o, 0)
 	if err != nil {
@@ -77,9 +108,6 @@ func size(p *Plan, out *Outcome, o *Options) (int, error) {
 		e.Steps = p.Budget.MinSteps
 	}
 	b, _ := json.MarshalIndent(Sizing{Budget: o.Budget.String(), Seeds: len(o.Seeds), Steps: e.Steps, ProbeTokensPerS: e.TokensPerS}, "", "  ")
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return 0, err
-	}
 	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
 		return 0, err
 	}

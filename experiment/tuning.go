@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
@@ -123,7 +124,7 @@ func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, st
 	// The trial's run first (a finished one is only read back), so that its config is checked before a cached
 	// score is trusted: an edited directory is refused, not reused.
 	cache := filepath.Join(dir, selectionScoreFile)
-	if _, err = train.StartOrResume(ctx, cfg, dir, train.Options{}); errors.Is(err, train.ErrConfigDiffers) {
+	if err = trainTrial(ctx, cfg, dir, o); errors.Is(err, train.ErrConfigDiffers) || errors.Is(err, train.ErrAbandoned) {
 		return 0, fmt.Errorf("LR sweep trial: %w", err)
 	} else if err != nil {
 		if ctx.Err() != nil {
@@ -162,6 +163,31 @@ func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, st
 	}
 	o.logf("  trial lr %g, %d steps: selection loss %.4f\n", lr, steps, s.Loss)
 	return mustCache(cache, s)
+}
+
+// trialPoll is how often a trial that another process trains (a concurrent study on the same OUT) is tried again.
+const trialPoll = 2 * time.Second
+
+// trainTrial trains (or resumes, or reads back) one trial. A trial another live process holds is waited for,
+// never counted as diverged: the holder finishes it, and this process then reads it back, so the selected
+// learning rate does not depend on which process got there first.
+func trainTrial(ctx context.Context, cfg train.Config, dir string, o *Options) error {
+	told := false
+	for {
+		_, err := train.StartOrResume(ctx, cfg, dir, train.Options{})
+		if !errors.Is(err, train.ErrBusy) {
+			return err
+		}
+		if !told {
+			o.logf("  trial %s is trained by another process; waiting for it\n", dir)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(trialPoll):
+		}
+	}
 }
 
 // mustCache records a trial's finite selection score in its run directory and returns its loss. A diverged

@@ -32,6 +32,9 @@ func Parse(kv string) (Set, error) {
 	if !ok || k == "" {
 		return Set{}, fmt.Errorf("override %q: want key=value", kv)
 	}
+	if err := CheckDepth([]byte("v = " + v)); err != nil {
+		return Set{}, fmt.Errorf("override %q: %w", k, err)
+	}
 	var doc map[string]any
 	if _, err := toml.Decode("v = "+v, &doc); err != nil {
 		return Set{Key: k, Value: v}, nil // a bare word: a string

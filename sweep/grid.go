@@ -88,6 +88,9 @@ func ParseGridText(text []byte, dir string) (*Grid, error) { return parseGrid(te
 
 func parseGrid(text []byte, dir string) (*Grid, error) {
 	var doc map[string]any
+	if err := override.CheckDepth(text); err != nil {
+		return nil, err
+	}
 	if _, err := toml.Decode(string(text), &doc); err != nil {
 		return nil, err
 	}

@@ -39,6 +39,9 @@ type State struct {
 	MetricsBytes int64   `json:"metrics_bytes"`     // length of metrics.jsonl when the checkpoint was taken
 	DiagBytes    int64   `json:"diagnostics_bytes"` // length of diagnostics.jsonl when the checkpoint was taken
 	Seed         uint64  `json:"seed"`
+	// Config is the run config's fingerprint (Fingerprint) when the checkpoint was taken, so that a resume
+	// under an edited config.toml is refused ("": a checkpoint written before it was recorded).
+	Config string `json:"config,omitempty"`
 }
 
 // check verifies the invariants of a checkpoint's state taken after step steps of batchTokens tokens each:

@@ -102,6 +102,9 @@ func LoadSets(path string, sets []override.Set) (Config, error) {
 		if err != nil {
 			return Config{}, fmt.Errorf("run config: %w", err)
 		}
+		if err := override.CheckDepth(b); err != nil {
+			return Config{}, fmt.Errorf("run config %s: %w", path, err)
+		}
 		file = b
 	}
 	over, err := override.Document(sets)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 	"sync"
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
@@ -94,7 +95,7 @@ const PackingFile = "packing.json"
 // PackingFor is the packing choice for runs of config c on cores cores: the record at path when it was
 // measured for this many cores, this model size and this precision, else a ProbePacking (3 timed steps, 2
 // rounds) on c's model, batch and precision, recorded at path (atomically) so that a resumed sweep or plan
-// keeps its choice. Both the measurement and the choice are logged. A record that cannot be read or parsed
+// keeps its choice; a precision of auto is resolved first (ResolvePrecision, recorded beside path). Both the measurement and the choice are logged. A record that cannot be read or parsed
 // is an error naming the file.
 func PackingFor(path string, c Config, cores int, log io.Writer) (Packing, error) {
 	logf := func(format string, a ...any) {
@@ -103,6 +104,12 @@ func PackingFor(path string, c Config, cores int, log io.Writer) (Packing, error
 		}
 	}
 	var pk Packing
+	// train.precision = "auto" is resolved first (recorded beside the packing record, PrecisionFile), so the
+	// probe times the precision the runs will train in.
+	c, err := ResolvePrecision(c, filepath.Dir(path), log)
+	if err != nil {
+		return pk, fmt.Errorf("packing probe: %w", err)
+	}
 	prec := cmp.Or(c.Train.Precision, "f32")
 	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	switch {

@@ -2,6 +2,8 @@ package train
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,5 +33,29 @@ func TestProbePacking(t *testing.T) {
 	}
 	if _, err := ProbePacking(c, 2, "f32", 2, 0, 1); err == nil {
 		t.Error("0 steps accepted")
+	}
+}
+
+// TestPackingForResolvesAuto: a run config with train.precision = "auto" (a sweep's grid, say) is probed in
+// the precision auto resolves to, recorded in precision.json beside the packing record, instead of failing.
+func TestPackingForResolvesAuto(t *testing.T) {
+	dir := t.TempDir()
+	c := Default()
+	c.Model.Config = model.Config{Vocab: 64, Dim: 16, FFN: 32, Layers: 1, Heads: 2, SeqLen: 8, NormEps: 1e-5, Norm: model.NormRMS,
+		AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	c.Train.BatchSize, c.Train.Precision = 2, PrecisionAuto
+	pk, err := PackingFor(filepath.Join(dir, PackingFile), c, 2, nil)
+	if err != nil {
+		t.Fatalf("precision auto: %v", err)
+	}
+	if pk.Precision != "f32" && pk.Precision != "bf16" {
+		t.Errorf("probed in %q, want the resolved f32 or bf16", pk.Precision)
+	}
+	if _, err := os.Stat(filepath.Join(dir, PrecisionFile)); err != nil {
+		t.Errorf("the resolved precision is not recorded: %v", err)
+	}
+	again, err := PackingFor(filepath.Join(dir, PackingFile), c, 2, nil)
+	if err != nil || again != pk {
+		t.Errorf("second call: %+v, %v; want the recorded %+v", again, err, pk)
 	}
 }

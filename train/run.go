@@ -2,6 +2,8 @@ package train
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -207,6 +209,18 @@ func StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result
 	return res, err
 }
 
+// Fingerprint is the SHA-256 of c's encoding with train.threads left out (the threads change no number a run
+// computes): what a checkpoint records of the config it was taken under.
+func Fingerprint(c Config) (string, error) {
+	c.Train.Threads = 0
+	b, err := c.Encode()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
 // SameConfig checks that the config.toml of an earlier attempt at a run in dir is want (train.threads aside),
 // so that a sweep or a plan resumes the run it describes and not one edited by hand or planned with other
 // settings (another precision, say); it returns the threads the earlier attempt used.
@@ -268,6 +282,11 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		if st.Seed != c.Seed || st.Config != "" && st.Config != r.st.Config {
+			return Result{}, fmt.Errorf("resume %s: %s is not the config its checkpoint %s was taken under (edited by hand?); "+
+				"restore it, or move the run directory away to start it afresh: %w", dir, filepath.Join(dir, ConfigFile), ck, ErrConfigDiffers)
+		}
+		st.Config = r.st.Config
 		r.st = st
 		r.lastCk = ck
 		if err := r.sampler(st.Epoch, st.Pos); err != nil {
@@ -388,6 +407,10 @@ func newRunner(c Config, dir string, o Options) (*runner, error) {
 	r.sched = c.Schedule
 	r.sched.Total = c.TotalSteps()
 	r.st.Seed = c.Seed
+	if r.st.Config, err = Fingerprint(c); err != nil {
+		r.pool.Close()
+		return nil, err
+	}
 	if err := r.sampler(0, 0); err != nil {
 		r.pool.Close()
 		return nil, err

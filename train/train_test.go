@@ -426,3 +426,52 @@ func TestSameConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeRefusesEditedConfig: a run interrupted after a checkpoint and resumed with an edited config.toml
+// (learning rate, seed, γ, fewer steps) is refused with ErrConfigDiffers naming config.toml, and left as it
+// was; the same config with other threads resumes.
+func TestResumeRefusesEditedConfig(t *testing.T) {
+	root := t.TempDir()
+	c := smallRun(t, root, 8, "train.checkpoint_interval=2")
+	for i, tc := range []struct {
+		name   string
+		edit   func(*Config)
+		refuse bool
+	}{
+		{"lr", func(c *Config) { c.Schedule.PeakLR *= 2 }, true},
+		{"seed", func(c *Config) { c.Seed++ }, true},
+		{"gamma", func(c *Config) { c.Init.Gamma = 0.75 }, true},
+		{"fewer steps", func(c *Config) { c.Train.Steps = 4 }, true},
+		{"threads", func(c *Config) { c.Train.Threads = 1 }, false},
+	} {
+		dir := filepath.Join(root, fmt.Sprint(i))
+		ctx, cancel := context.WithCancel(context.Background())
+		if _, err := Start(ctx, c, dir, Options{AfterStep: func(s int) {
+			if s == 3 {
+				cancel()
+			}
+		}}); !errors.Is(err, ErrInterrupted) {
+			t.Fatalf("%s: %v, want an interrupted run", tc.name, err)
+		}
+		e := c
+		tc.edit(&e)
+		b, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := os.ReadFile(filepath.Join(dir, MetricsFile))
+		_, err = Resume(context.Background(), dir, Options{})
+		after, _ := os.ReadFile(filepath.Join(dir, MetricsFile))
+		switch {
+		case tc.refuse && (!errors.Is(err, ErrConfigDiffers) || !strings.Contains(err.Error(), ConfigFile)):
+			t.Errorf("%s: resume = %v, want ErrConfigDiffers naming %s", tc.name, err, ConfigFile)
+		case tc.refuse && !bytes.Equal(before, after):
+			t.Errorf("%s: a refused resume changed metrics.jsonl", tc.name)
+		case !tc.refuse && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}

@@ -25,12 +25,6 @@ type anchorMakeCmd struct {
 }
 
 func (cmd *anchorMakeCmd) Run() error {
-	switch {
-	case cmd.Task == anchor.TaskComposite && cmd.Examples < 1:
-		return fmt.Errorf("--examples %d: must be positive", cmd.Examples)
-	case cmd.Task == anchor.TaskMix && cmd.PerCombo < 1:
-		return fmt.Errorf("--per-combo %d: must be positive", cmd.PerCombo)
-	}
 	sets, err := anchor.MakeSets(cmd.Task, cmd.Seed, cmd.Examples, cmd.PerCombo)
 	if err != nil {
 		return err
@@ -62,7 +56,8 @@ type anchorDiagramCmd struct {
 	Threads  int       `default:"1" help:"Threads per cell."`
 }
 
-func (cmd *anchorDiagramCmd) Run() error {
+// grid is the Grid the flags describe.
+func (cmd *anchorDiagramCmd) grid() anchor.Grid {
 	g := anchor.Grid{Gammas: cmd.Gammas, Depths: cmd.Depths, LRs: cmd.LRs, Seeds: cmd.Seeds,
 		Shape:  anchor.Shape{Dim: cmd.Dim, FFN: cmd.FFN, HeadDim: cmd.HeadDim, Norm: cmd.Norm},
 		Budget: anchor.Budget{Steps: cmd.Steps, Batch: cmd.Batch, Threads: cmd.Threads}, Examples: cmd.Examples,
@@ -70,6 +65,11 @@ func (cmd *anchorDiagramCmd) Run() error {
 	if cmd.PerCombo == 0 {
 		g.MixDepth = 0
 	}
+	return g
+}
+
+func (cmd *anchorDiagramCmd) Run() error {
+	g := cmd.grid()
 	ctx, stop := interruptible()
 	defer stop()
 	t0 := time.Now()

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/safetensors"
@@ -612,6 +613,27 @@ func badCases() []badCase {
 			return []string{"--resume", run}, []string{"run"}
 		}}
 	}
+	for _, key := range []string{"seed", "lr", "gamma", "steps"} {
+		cs = append(cs, badCase{name: "resume edited " + key, cmd: "train", want: []string{"config.toml", "differs"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			run := copyDir(t, cd, "run")
+			p := filepath.Join(run, train.ConfigFile)
+			lines := strings.Split(string(read(t, p)), "\n")
+			edited := false
+			for i, l := range lines {
+				if strings.HasPrefix(strings.TrimSpace(l), key+" = ") {
+					lines[i] = key + " = 3"
+					edited = true
+					break
+				}
+			}
+			if !edited {
+				t.Fatalf("config.toml has no %s", key)
+			}
+			write(t, run, train.ConfigFile, []byte(strings.Join(lines, "\n")))
+			os.Remove(filepath.Join(run, "final", "model.safetensors")) // unfinished: resume would train
+			return []string{"--resume", run}, []string{"run"}
+		}})
+	}
 	cs = append(cs,
 		resumeBroken("resume corrupt state", "state.json", func(t *testing.T, ck string) { write(t, ck, "state.json", []byte(`{"step": 2,`)) }),
 		resumeBroken("resume foreign state", "state.json", func(t *testing.T, ck string) {
@@ -824,6 +846,176 @@ func badCases() []badCase {
 		badCase{name: "out parent is a file", cmd: "report", want: []string{"afile"}, setup: func(t *testing.T, cd string) ([]string, []string) {
 			p := fileParent(t, cd)
 			return []string{fix("run"), "--out", p}, []string{p}
+		}},
+	)
+	cs = append(cs, studyBadCases()...)
+	return cs
+}
+
+// demoPlanWith writes the built-in demo plan, edited by f, to cd/plan.toml and returns its path.
+func demoPlanWith(t *testing.T, cd string, f func(string) string) string {
+	t.Helper()
+	p, err := experiment.Builtin("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return write(t, cd, "plan.toml", []byte(f(string(p.Text))))
+}
+
+// studyBadCases are the counts, budgets, names and nesting a study, a reproduction, the anchor commands, probes,
+// fit and sweep refuse before they allocate or write anything: each fails naming the flag or key and its
+// range, and leaves no output directory.
+func studyBadCases() []badCase {
+	var cs []badCase
+	flag := func(name, cmd string, want []string, args ...string) badCase {
+		return badCase{name: name, cmd: cmd, want: want, setup: func(t *testing.T, cd string) ([]string, []string) {
+			return args, []string{"o"}
+		}}
+	}
+	cs = append(cs,
+		flag("seeds overflowing a slice", "study", []string{"--seeds 4611686018427387904", "1000"}, "demo", "--out", "o", "--seeds", "4611686018427387904"),
+		flag("negative seeds", "study", []string{"--seeds -3"}, "demo", "--out", "o", "--seeds", "-3"),
+		flag("negative steps", "study", []string{"--steps -1"}, "demo", "--out", "o", "--steps", "-1"),
+		flag("negative index", "study", []string{"--index -5"}, "demo", "--out", "o", "--index", "-5"),
+		flag("negative budget", "study", []string{"--budget -5m"}, "demo", "--out", "o", "--budget", "-5m"),
+		flag("empty out", "study", []string{`--out ""`}, "demo", "--out", ""),
+		flag("a billion seeds", "reproduce", []string{"--seeds 1000000000"}, "--out", "o", "--seeds", "1000000000"),
+		flag("infinite minutes", "demo", []string{"--minutes", "Inf"}, "--out", "o", "--minutes", "inf"),
+		flag("1e300 minutes", "demo", []string{"--minutes", "1e+300"}, "--out", "o", "--minutes", "1e300"),
+		flag("NaN minutes", "demo", []string{"--minutes", "NaN"}, "--out", "o", "--minutes", "NaN"),
+		flag("negative windows", "demo", []string{"--windows -1"}, "--out", "o", "--windows", "-1", "--steps", "1"),
+		flag("negative examples", "anchor diagram", []string{"--examples -5"}, "--out", "o", "--examples", "-5"),
+		flag("threads past the pool", "anchor diagram", []string{"--threads 100000"}, "--out", "o", "--threads", "100000"),
+		flag("a million jobs", "anchor diagram", []string{"--jobs 1000000"}, "--out", "o", "--jobs", "1000000"),
+		flag("duplicate seeds", "anchor diagram", []string{"seed 1 is listed twice"}, "--out", "o", "--seeds", "1,1"),
+		flag("1e8 examples", "anchor make", []string{"--examples 100000000"}, "--out", "o", "--examples", "100000000"),
+		flag("1e9 per combination", "anchor make", []string{"--per-combo 1000000000"}, "--task", "anchor-mix", "--out", "o", "--per-combo", "1000000000"),
+		flag("1e12 anchor examples", "probes make", []string{"--n 1000000000000"}, "--task", "anchor", "--out", "o", "--n", "1000000000000"),
+		flag("1e9 resamples", "fit", []string{"--bootstrap 1000000000"}, fix("tokens.tok"), "--bootstrap", "1000000000"),
+		flag("a million jobs", "sweep run", []string{"1000000"}, fix("run/config.toml"), "--out", "o", "--jobs", "1000000"),
+		flag("negative index", "sweep run", []string{"--index -4"}, fix("run/config.toml"), "--out", "o", "--index", "-4"),
+	)
+	plan := func(name string, want []string, f func(string) string) badCase {
+		return badCase{name: name, cmd: "study", want: want, setup: func(t *testing.T, cd string) ([]string, []string) {
+			return []string{demoPlanWith(t, cd, f), "--out", filepath.Join(cd, "o")}, []string{"o", "x", "../x"}
+		}}
+	}
+	group := func(name string) func(string) string {
+		return func(s string) string {
+			return s + fmt.Sprintf("\n[[group]]\nname = %q\naxes = { \"init.gamma\" = [1.0] }\n", name)
+		}
+	}
+	arm := func(name, set string) func(string) string {
+		return func(s string) string {
+			return s + fmt.Sprintf("\n[[group]]\nname = \"x\"\n[[group.arm]]\nname = %q\nset = { %s }\n", name, set)
+		}
+	}
+	replace := func(old, new string) func(string) string {
+		return func(s string) string { return strings.Replace(s, old, new, 1) }
+	}
+	cs = append(cs,
+		plan("group ..", []string{`".."`, "group 2"}, group("..")),
+		plan("group .", []string{`"."`}, group(".")),
+		plan("group data", []string{`"data"`, "own files"}, group("data")),
+		plan("arm name with a newline", []string{`arm "a\nb"`}, arm("a\nb", `"init.gamma" = 1.0`)),
+		plan("arm sets train.steps", []string{"train.steps is set by the plan"}, arm("a", `"train.steps" = 5`)),
+		plan("arm sets seed", []string{"seed is set by the plan"}, arm("a", `seed = 5`)),
+		plan("arm sets vocab_size", []string{"model.vocab_size is set by the plan"}, arm("a", `"model.vocab_size" = 5`)),
+		plan("duplicate seeds", []string{"seed 0 is listed twice"}, replace("seeds = [0]", "seeds = [0, 0]")),
+		plan("infinite budget", []string{"budget.minutes = +Inf"}, replace("minutes = 5", "minutes = inf")),
+		plan("NaN budget", []string{"budget"}, replace("minutes = 5", "minutes = nan")),
+		plan("1e300 budget", []string{"budget.minutes = 1e+300"}, replace("minutes = 5", "minutes = 1e300")),
+		plan("arms × seeds", []string{"runs, more than 10000"}, func(s string) string {
+			seeds := make([]string, 1000)
+			for i := range seeds {
+				seeds[i] = strconv.Itoa(i)
+			}
+			return strings.Replace(s, "seeds = [0]", "seeds = ["+strings.Join(seeds, ",")+"]", 1) + // 4 arms and 7 points
+				"\n[[group]]\nname = \"x\"\naxes = { \"init.gamma\" = [0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0] }\n"
+		}),
+		plan("nested inline tables", []string{"nested", "more than the 64"}, func(s string) string {
+			return s + "\nz = " + strings.Repeat("{a = ", 1_000_000) + "1" + strings.Repeat("}", 1_000_000) + "\n"
+		}),
+		flag("empty out", "anchor diagram", []string{`--out ""`}, "--out", ""),
+		flag("empty out", "anchor make", []string{`--out ""`}, "--out="),
+		flag("empty out", "probes make", []string{`--out ""`}, "--out", ""),
+		flag("empty out", "train", []string{`--out ""`}, "--config", fix("run.toml"), "--out", ""),
+		plan("exclude of no group", []string{`report.exclude: no group "nope"`}, replace("[report]\n", "[report]\nexclude = [\"nope\"]\n")),
+		badCase{name: "data of another vocabulary", cmd: "study", want: []string{"vocabulary of 512", "4096"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			os.MkdirAll(filepath.Join(cd, "o", "data"), 0o755)
+			b, _ := json.Marshal(data.Stats{Source: "embedded", VocabSize: 512})
+			write(t, filepath.Join(cd, "o", "data"), data.StatsFile, b)
+			return []string{"demo", "--out", filepath.Join(cd, "o"), "--steps", "1"}, []string{"o"}
+		}},
+		badCase{name: "sizing.json a FIFO", cmd: "study", want: []string{"sizing.json", "FIFO"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			os.MkdirAll(filepath.Join(cd, "o"), 0o755)
+			if err := syscall.Mkfifo(filepath.Join(cd, "o", "sizing.json"), 0o644); err != nil {
+				t.Skip(err)
+			}
+			return []string{"demo", "--out", filepath.Join(cd, "o"), "--budget", "1m"}, nil
+		}},
+	)
+	render := func(name string, want []string, mk func(t *testing.T, dir string)) badCase {
+		return badCase{name: name, cmd: "anchor render", want: want, setup: func(t *testing.T, cd string) ([]string, []string) {
+			dir := filepath.Join(cd, "d")
+			os.MkdirAll(dir, 0o755)
+			mk(t, dir)
+			return []string{dir}, []string{"d/table.txt", "d/diagram.html"}
+		}}
+	}
+	goodGrid := []byte(`{"gammas":[0.5],"depths":[1],"lrs":[0.001],"seeds":[1],"shape":{"Dim":16,"FFN":32,"HeadDim":8,"Norm":"layernorm"},"budget":{"steps":4,"batch":8,"threads":1},"examples":200,"mix_per_combo":0,"mix_depth":0,"jobs":1}`)
+	fifo := func(t *testing.T, p string) {
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skip(err)
+		}
+	}
+	sparse := func(t *testing.T, p string) {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Truncate(3 << 30)
+		f.Close()
+	}
+	cs = append(cs,
+		render("grid.json a FIFO", []string{"grid.json", "FIFO"}, func(t *testing.T, d string) { fifo(t, filepath.Join(d, "grid.json")) }),
+		render("grid.json /dev/zero", []string{"grid.json", "device"}, func(t *testing.T, d string) { os.Symlink("/dev/zero", filepath.Join(d, "grid.json")) }),
+		render("grid.json sparse 3 GB", []string{"grid.json", "too large"}, func(t *testing.T, d string) { sparse(t, filepath.Join(d, "grid.json")) }),
+		render("grid.json of another diagram's settings", []string{"grid.json", "--jobs 0"}, func(t *testing.T, d string) {
+			write(t, d, "grid.json", []byte(strings.Replace(string(goodGrid), `"jobs":1`, `"jobs":0`, 1)))
+		}),
+		render("results.jsonl a FIFO", []string{"results.jsonl", "FIFO"}, func(t *testing.T, d string) {
+			write(t, d, "grid.json", goodGrid)
+			fifo(t, filepath.Join(d, "results.jsonl"))
+		}),
+		render("results.jsonl /dev/zero", []string{"results.jsonl", "device"}, func(t *testing.T, d string) {
+			write(t, d, "grid.json", goodGrid)
+			os.Symlink("/dev/zero", filepath.Join(d, "results.jsonl"))
+		}),
+		render("results.jsonl sparse 3 GB", []string{"results.jsonl", "too large"}, func(t *testing.T, d string) {
+			write(t, d, "grid.json", goodGrid)
+			sparse(t, filepath.Join(d, "results.jsonl"))
+		}),
+		badCase{name: "rerun with other steps", cmd: "anchor diagram", want: []string{"other settings", "grid.json"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			d := filepath.Join(cd, "d")
+			os.MkdirAll(filepath.Join(d, "runs", "x"), 0o755)
+			write(t, d, "grid.json", goodGrid)
+			return []string{"--out", d, "--gammas", "0.5", "--depths", "1", "--lrs", "1e-3", "--seeds", "1", "--dim", "16", "--ffn", "32",
+				"--head-dim", "8", "--steps", "5", "--batch", "8", "--examples", "200", "--per-combo", "0", "--jobs", "1", "--threads", "1"}, []string{"d"}
+		}},
+		badCase{name: "a run lock that is a FIFO", cmd: "train", want: []string{"lock", "FIFO"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			run := copyDir(t, cd, "run")
+			os.Remove(filepath.Join(run, "final", "model.safetensors"))
+			fifo(t, filepath.Join(run, "lock"))
+			return []string{"--resume", run}, nil
+		}},
+		badCase{name: "nested inline tables", cmd: "train", want: []string{"deep.toml", "nested"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			p := write(t, cd, "deep.toml", []byte("[model]\nx = "+strings.Repeat("[", 1_000_000)))
+			return []string{"--config", p, "--out", filepath.Join(cd, "o")}, []string{"o"}
+		}},
+		badCase{name: "nested inline tables", cmd: "sweep plan", want: []string{"grid.toml", "nested"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			p := write(t, cd, "grid.toml", []byte("[axes]\n\"init.gamma\" = "+strings.Repeat("[{a = ", 500_000)))
+			return []string{p}, nil
 		}},
 	)
 	return cs

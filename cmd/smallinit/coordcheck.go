@@ -41,7 +41,7 @@ func parseInts(s, flag string) ([]int, error) {
 
 // Run runs the coordinate-check plan (package experiment) and prints its table or JSON.
 func (cmd *coordcheckCmd) Run() error {
-	p, err := experiment.Load(cmd.Plan)
+	p, err := loadPlan(cmd.Plan, os.Stderr)
 	if err != nil {
 		return fmt.Errorf("--plan: %w", err)
 	}

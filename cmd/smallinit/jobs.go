@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/sweep"
 )
 
@@ -18,8 +19,8 @@ func (j *jobsFlag) UnmarshalText(b []byte) error {
 		return nil
 	}
 	n, err := strconv.Atoi(string(b))
-	if err != nil || n < 1 {
-		return fmt.Errorf("%q: want auto or a count ≥ 1", b)
+	if err != nil || n < 1 || n > kernel.MaxWorkers {
+		return fmt.Errorf("%q: want auto or a count in [1, %d]", b, kernel.MaxWorkers)
 	}
 	*j = jobsFlag(n)
 	return nil

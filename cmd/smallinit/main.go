@@ -48,6 +48,10 @@ func main() {
 		kong.UsageOnError(),
 		vars(),
 	)
+	if err := emptyOutFlag(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "smallinit:", err)
+		os.Exit(1)
+	}
 	ctx, err := parser.Parse(joinNegativeValues(os.Args[1:]))
 	parser.FatalIfErrorf(err)
 	if err = ctx.Run(); err != nil {

@@ -4,7 +4,12 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
+	"github.com/smallinit/smallinit/anchor"
+	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/probes"
 	"github.com/smallinit/smallinit/tokenizer"
 )
 
@@ -92,3 +97,131 @@ func joinNegativeValues(args []string) []string {
 	}
 	return out
 }
+
+// studyFlags checks the flags study and reproduce share: --seeds (0: the plan's), --steps (0: size the
+// budget), --budget (0: the plan's) and --index (−1: every run).
+func studyFlags(seeds, steps int, budget time.Duration, index int) error {
+	if seeds != 0 {
+		if err := experiment.CheckSeedCount("--seeds", seeds); err != nil {
+			return fmt.Errorf("%w (leave it out for the plan's)", err)
+		}
+	}
+	switch {
+	case steps < 0:
+		return fmt.Errorf("--steps %d: must be ≥ 1 (leave it out to size the budget)", steps)
+	case budget < 0 || budget > experiment.MaxBudget:
+		return fmt.Errorf("--budget %s: want a duration in (0, %s] (leave it out for the plan's)", budget, experiment.MaxBudget)
+	case index < -1:
+		return fmt.Errorf("--index %d: want a run index ≥ 0 (or −1: every run)", index)
+	}
+	return nil
+}
+
+func (cmd *studyCmd) Validate() error {
+	if err := emptyOut(cmd.Out); err != nil {
+		return err
+	}
+	return studyFlags(cmd.Seeds, cmd.Steps, cmd.Budget, cmd.Index)
+}
+
+func (cmd *reproduceCmd) Validate() error {
+	if err := emptyOut(cmd.Out); err != nil {
+		return err
+	}
+	return studyFlags(cmd.Seeds, cmd.Steps, cmd.Budget, -1)
+}
+
+func (cmd *demoCmd) Validate() error {
+	switch {
+	case cmd.Out == "":
+		return emptyOut(cmd.Out)
+	case cmd.Steps < 0:
+		return fmt.Errorf("--steps %d: must be ≥ 1 (leave it out to size --minutes)", cmd.Steps)
+	case cmd.Windows < 0:
+		return fmt.Errorf("--windows %d: must be ≥ 0 (0: all)", cmd.Windows)
+	}
+	if cmd.Steps == 0 {
+		if err := experiment.CheckMinutes("--minutes", cmd.Minutes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emptyOut refuses --out "": the command would write into the working directory.
+func emptyOut(out string) error {
+	if out == "" {
+		return fmt.Errorf("--out \"\": name a directory (. is the working directory)")
+	}
+	return nil
+}
+
+// emptyOutFlag refuses an empty --out on the raw command line, before the flag parser turns the empty path of a
+// path-typed flag into the working directory (so `anchor diagram --out ""` would write there). Words after
+// "--" are left alone.
+func emptyOutFlag(args []string) error {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return nil
+		case a == "--out=" || a == "--out" && i+1 < len(args) && args[i+1] == "":
+			return emptyOut("")
+		}
+	}
+	return nil
+}
+
+func (cmd *anchorMakeCmd) Validate() error {
+	if err := emptyOut(cmd.Out); err != nil {
+		return err
+	}
+	return anchor.CheckSizes(cmd.Task, "--examples", cmd.Examples, "--per-combo", cmd.PerCombo)
+}
+
+func (cmd *probesMakeCmd) Validate() error {
+	if err := emptyOut(cmd.Out); err != nil {
+		return err
+	}
+	if cmd.Task != "" {
+		return anchor.CheckSizes(cmd.Task, "--n", cmd.N, "--n", cmd.N)
+	}
+	for _, f := range []struct {
+		flag string
+		v    int
+	}{{"--n", cmd.N}, {"--test", cmd.Test}, {"--table", cmd.Table}} {
+		if f.v < 1 || f.v > probes.MaxProbes {
+			return fmt.Errorf("%s %d: must be in [1, %d]", f.flag, f.v, probes.MaxProbes)
+		}
+	}
+	return nil
+}
+
+func (cmd *anchorDiagramCmd) Validate() error {
+	if err := emptyOut(cmd.Out); err != nil {
+		return err
+	}
+	return cmd.grid().Validate()
+}
+
+func (cmd *sweepRunCmd) Validate() error {
+	switch {
+	case cmd.Out == "":
+		return emptyOut(cmd.Out)
+	case cmd.Index < -1:
+		return fmt.Errorf("--index %d: want a run index ≥ 0 (or −1: every run)", cmd.Index)
+	case cmd.Cores < 0 || cmd.Cores > kernel.MaxWorkers:
+		return fmt.Errorf("--cores %d: must be in [0, %d] (0: all of this machine's)", cmd.Cores, kernel.MaxWorkers)
+	}
+	return nil
+}
+
+func (c *fitCmd) Validate() error {
+	if c.Bootstrap < 0 || c.Bootstrap > maxBootstrap {
+		return fmt.Errorf("--bootstrap %d: must be in [0, %d] (0: no intervals)", c.Bootstrap, maxBootstrap)
+	}
+	return nil
+}
+
+// maxBootstrap bounds fit's resamples: 100,000 pin a 95% interval's ends to a fraction of a standard error, and
+// each refits the law, so more only waits.
+const maxBootstrap = 100_000

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/summary"
 )
@@ -25,13 +27,35 @@ type studyCmd struct {
 	Precision string        `enum:",auto,f32,bf16" default:"" help:"Matmul operands of every run (sets train.precision): f32, bf16 (needs AVX512_BF16), or auto: the eligible precisions timed on the base model and the faster taken (recorded in OUT/precision.json). Default: the plan's."`
 }
 
+// loadPlan loads a plan file or a built-in plan (experiment.Load) and, when the name is both, says on log which
+// one it used: a file of that name is run; one that is no readable plan file (a directory, a FIFO, a file too
+// large for a plan) leaves the built-in plan to run, with the reason.
+func loadPlan(path string, log io.Writer) (*experiment.Plan, error) {
+	p, err := experiment.Load(path)
+	if err != nil || !slices.Contains(experiment.Builtins(), path) {
+		return p, err
+	}
+	st, serr := os.Stat(path)
+	switch {
+	case serr != nil:
+	case inputfile.Check(path, st, inputfile.MaxConfig) != nil:
+		fmt.Fprintf(log, "note: %v; running the built-in plan %s\n", inputfile.Check(path, st, inputfile.MaxConfig), path)
+	default:
+		fmt.Fprintf(log, "note: running the plan file ./%s, not the built-in plan %s (run from another directory for the built-in)\n", path, path)
+	}
+	return p, nil
+}
+
 // Run runs a plan with the machinery of demo and reproduce (sizing, resumable runs, summary, report); a
 // coordinate-check plan prints its table. The built-in reproduce plan run this way has no claims: use
 // smallinit reproduce for those.
 func (cmd *studyCmd) Run() error {
-	p, err := experiment.Load(cmd.Plan)
+	p, err := loadPlan(cmd.Plan, os.Stderr)
 	if err != nil {
 		return err
+	}
+	if p.Anchor != nil && !cmd.PrintPlan {
+		fmt.Fprintf(os.Stderr, "note: plan %s: its [anchor] grid is run only by smallinit reproduce (or smallinit anchor diagram); study trains its groups only\n", p.Name)
 	}
 	if cmd.PrintPlan {
 		_, err := os.Stdout.Write(p.Text)

@@ -13,6 +13,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
 // A run's lock is the file FileName in the run directory, created with O_CREATE|O_EXCL (atomic on local file systems
@@ -89,6 +91,10 @@ func Acquire(path string, staleAfter time.Duration, lost func()) (*Lock, error) 
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
+		if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+			// Not a lock this package wrote (a FIFO would block the read that judges it): refuse, never wait.
+			return nil, fmt.Errorf("lock %s: is %s, not a lock file: remove it", path, inputfile.Kind(st.Mode()))
+		}
 		old, info, stale := Inspect(path, host, staleAfter)
 		if !stale || attempt > 0 {
 			return nil, &BusyError{Holder: info}
@@ -106,7 +112,7 @@ func Inspect(path, host string, staleAfter time.Duration) (content []byte, holde
 	if err != nil {
 		return nil, "a process that just released it", errors.Is(err, fs.ErrNotExist)
 	}
-	b, _ := os.ReadFile(path)
+	b, _ := inputfile.ReadFile(path, maxLockFile)
 	var li lockInfo
 	holder = "an unreadable lock"
 	if json.Unmarshal(b, &li) == nil {
@@ -121,6 +127,9 @@ func Inspect(path, host string, staleAfter time.Duration) (content []byte, holde
 	}
 	return b, holder, false
 }
+
+// maxLockFile caps a lock file read: the JSON Acquire writes is under 200 bytes.
+const maxLockFile = 4096
 
 // removeStale removes the stale lock whose content was judged, restoring a fresh lock taken in the meantime.
 func removeStale(path string, judged []byte) error {

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/smallinit/smallinit/experiment"
+)
+
+// TestLoadPlanSaysWhichItUsed: a plan name that is both a built-in and a path says which one runs: a readable
+// file is run (and named), a directory or an oversized file leaves the built-in to run (with the reason), and
+// with no such path nothing is said.
+func TestLoadPlanSaysWhichItUsed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		make    func(t *testing.T)
+		want    string // in the note ("": no note)
+		builtin bool
+	}{
+		{"no such path", func(t *testing.T) {}, "", true},
+		{"a directory", func(t *testing.T) { os.Mkdir("demo", 0o755) }, "is a directory, not a regular file; running the built-in plan demo", true},
+		{"an oversized file", func(t *testing.T) {
+			f, _ := os.Create("demo")
+			f.Truncate(20 << 20)
+			f.Close()
+		}, "more than the 16 MiB", true},
+		{"a plan file", func(t *testing.T) {
+			p, err := experiment.Builtin("demo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile("demo", []byte(strings.Replace(string(p.Text), `title = "smallinit demo"`, `title = "mine"`, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "running the plan file ./demo, not the built-in plan demo", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wd, _ := os.Getwd()
+			dir := t.TempDir()
+			os.Chdir(dir)
+			defer os.Chdir(wd)
+			tc.make(t)
+			var log strings.Builder
+			p, err := loadPlan("demo", &log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" && log.Len() != 0 || !strings.Contains(log.String(), tc.want) {
+				t.Errorf("note %q, want %q", log.String(), tc.want)
+			}
+			if (p.Title == "mine") == tc.builtin {
+				t.Errorf("ran title %q, want the built-in %v", p.Title, tc.builtin)
+			}
+		})
+	}
+}
