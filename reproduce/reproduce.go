@@ -160,7 +160,10 @@ func (o *Options) oodWindows() int {
 // experimentOptions are the plan's options for o.
 func (o *Options) experimentOptions(p *experiment.Plan) (experiment.Options, error) {
 	var seeds []uint64
-	if o.Seeds > 0 {
+	if o.Seeds != 0 {
+		if err := experiment.CheckSeedCount("seeds", o.Seeds); err != nil {
+			return experiment.Options{}, err
+		}
 		seeds = experiment.SeedRange(o.Seeds)
 	}
 	// Scoring each final model: the validation split (about 108,000 tokens of the embedded corpus) and the

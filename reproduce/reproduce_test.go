@@ -388,3 +388,13 @@ func firstSteps(t *testing.T, d *experiment.Description) int {
 	pr := d.Plan.Primaries
 	return int(math.Ceil(pr.TokensPerParam * float64(d.Estimate.HorizonParams) / float64(d.Estimate.StepTokens)))
 }
+
+// The library bounds the seed count as the command line does: a huge or negative count is an error, not an
+// allocation.
+func TestSeedCountIsBounded(t *testing.T) {
+	for _, n := range []int{-1, 1 << 40} {
+		if _, err := Describe(Options{Out: t.TempDir(), Budget: 2 * time.Hour, Seeds: n, Precision: PrecisionF32}, 20000); err == nil || !strings.Contains(err.Error(), "seeds") {
+			t.Errorf("%d seeds: %v, want an error naming the seeds", n, err)
+		}
+	}
+}

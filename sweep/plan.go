@@ -48,7 +48,7 @@ var ErrNotSweep = errors.New("is not a sweep directory")
 
 // ReadPlan reads DIR/plan.json. Axis values come back as json.Number (numbers), string or bool.
 func ReadPlan(dir string) (*Plan, error) {
-	b, err := os.ReadFile(filepath.Join(dir, PlanFile))
+	b, err := inputfile.ReadFile(filepath.Join(dir, PlanFile), inputfile.MaxTable) // a FIFO or device is refused, not read
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s %w: no %s", dir, ErrNotSweep, PlanFile)
@@ -143,7 +143,7 @@ func planDiff(old, p *Plan) string {
 
 // createOnce creates path with contents b unless it exists; it returns the existing contents when it does.
 func createOnce(path string, b []byte) (existing []byte, err error) {
-	if old, err := os.ReadFile(path); err == nil {
+	if old, err := inputfile.ReadFile(path, inputfile.MaxTable); err == nil {
 		return old, nil
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
@@ -164,7 +164,7 @@ func createOnce(path string, b []byte) (existing []byte, err error) {
 	}
 	if err := os.Link(tmp, path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return os.ReadFile(path)
+			return inputfile.ReadFile(path, inputfile.MaxTable)
 		}
 		// A file system without hard links: fall back to a rename (last writer wins, same contents).
 		if err := os.Rename(tmp, path); err != nil {
