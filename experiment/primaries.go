@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"strings"
 
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/stats"
@@ -165,7 +167,7 @@ func (p *Primaries) PowerOf(n int, lnSpan float64) []Power {
 }
 
 // Write prints the primaries and their predicted power: what Describe prints before any other number.
-func (p *Primaries) Write(w interface{ Write([]byte) (int, error) }, n int, lnSpan float64) {
+func (p *Primaries) Write(w io.Writer, n int, lnSpan float64) {
 	fmt.Fprintf(w, "primary comparisons (pre-registered; Holm over the two at family-wise α = %g; every other comparison is secondary):\n", p.Alpha)
 	fmt.Fprintf(w, "  H1: %s\n  H2: %s\n", p.H1, p.H2)
 	how := fmt.Sprintf("δ = %g nats (plan)", p.Delta)
@@ -179,7 +181,7 @@ func (p *Primaries) Write(w interface{ Write([]byte) (int, error) }, n int, lnSp
 	}
 	for _, pw := range p.PowerOf(n, lnSpan) {
 		if !(pw.PriorSD > 0) {
-			fmt.Fprintf(w, "  %s: no variance prior (prior_sd_%s): its power cannot be predicted\n", pw.Name, lowerH(pw.Name))
+			fmt.Fprintf(w, "  %s: no variance prior (prior_sd_%s): its power cannot be predicted\n", pw.Name, strings.ToLower(pw.Name))
 			continue
 		}
 		fmt.Fprintf(w, "  %s: predicted MDE %.4g at %d seeds (noncentral t, α = %g, %.0f%% power, prior paired SD %.4g from %s); δ %.4g",
@@ -193,13 +195,6 @@ func (p *Primaries) Write(w interface{ Write([]byte) (int, error) }, n int, lnSp
 			fmt.Fprintf(w, ": NOT reached at %d seeds (%d needed)\n", n, pw.SeedsNeeded)
 		}
 	}
-}
-
-func lowerH(name string) string {
-	if name == "H1" {
-		return "h1"
-	}
-	return "h2"
 }
 
 // horizonSteps is the steps per run that give the primaries' TokensPerParam tokens per non-embedding parameter
