@@ -152,9 +152,14 @@ func FuzzResumeState(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(good)
+	// The seeds carry no config fingerprint: under -fuzz the seed corpus is recorded by the coordinator, whose
+	// template run has other absolute data paths (and so another fingerprint) than a worker's. A state without
+	// one is accepted, as a checkpoint of an older build is.
 	var st State
 	json.Unmarshal(good, &st)
+	st.Config = ""
+	good, _ = json.Marshal(st)
+	f.Add(good)
 	for _, mod := range []func(*State){
 		func(s *State) { s.MetricsBytes = 1 << 40 },
 		func(s *State) { s.DiagBytes = 1 },
