@@ -14,7 +14,7 @@ import (
 func TestReadPlanRefusesAFIFO(t *testing.T) {
 	dir := t.TempDir()
 	if err := syscall.Mkfifo(filepath.Join(dir, PlanFile), 0o644); err != nil {
-		t.Skipf("no FIFOs here: %v", err)
+		t.Fatalf("making the FIFO: %v", err)
 	}
 	done := make(chan error, 1)
 	go func() { _, err := ReadPlan(dir); done <- err }()

@@ -950,7 +950,7 @@ func studyBadCases() []badCase {
 		badCase{name: "sizing.json a FIFO", cmd: "study", want: []string{"sizing.json", "FIFO"}, setup: func(t *testing.T, cd string) ([]string, []string) {
 			os.MkdirAll(filepath.Join(cd, "o"), 0o755)
 			if err := syscall.Mkfifo(filepath.Join(cd, "o", "sizing.json"), 0o644); err != nil {
-				t.Skip(err)
+				t.Fatalf("making the FIFO: %v", err)
 			}
 			return []string{"demo", "--out", filepath.Join(cd, "o"), "--budget", "1m"}, nil
 		}},
@@ -966,7 +966,7 @@ func studyBadCases() []badCase {
 	goodGrid := []byte(`{"gammas":[0.5],"depths":[1],"lrs":[0.001],"seeds":[1],"shape":{"Dim":16,"FFN":32,"HeadDim":8,"Norm":"layernorm"},"budget":{"steps":4,"batch":8,"threads":1},"examples":200,"mix_per_combo":0,"mix_depth":0,"jobs":1}`)
 	fifo := func(t *testing.T, p string) {
 		if err := syscall.Mkfifo(p, 0o644); err != nil {
-			t.Skip(err)
+			t.Fatalf("making the FIFO: %v", err)
 		}
 	}
 	sparse := func(t *testing.T, p string) {

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/internal/testkit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/tokenizer"
@@ -43,20 +43,7 @@ func writeTinyModel(t *testing.T, noTok bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, s := range m.Specs {
-		v := m.Params.Flat[s.Offset : s.Offset+s.Size()]
-		for i := range v {
-			switch s.Class {
-			case model.ClassNorm:
-				v[i] = 1
-			case model.ClassNormBias:
-				v[i] = 0
-			default:
-				v[i] = float32(rng.NormFloat64() / math.Sqrt(float64(s.FanIn())))
-			}
-		}
-	}
+	testkit.Fill(m, 1)
 	dir := filepath.Join(t.TempDir(), "model")
 	if err := m.Save(dir, nil); err != nil {
 		t.Fatal(err)
