@@ -65,6 +65,8 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 		return nil, err
 	}
 	out := &Outcome{Plan: p, Out: o.Out, Seeds: o.Seeds, DataDir: filepath.Join(o.Out, DataDir), Tier: p.TierFor(o.Budget)}
+	p = p.Tiered(out.Tier)
+	out.Plan = p
 	st, err := data.ReadStats(out.DataDir)
 	if err != nil {
 		st = &data.Stats{VocabSize: p.Data.Vocab}
@@ -99,7 +101,9 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune, Extra: o.Extra, PrecisionNote: o.PrecisionNote}
 	if p.Tune != nil {
 		d.TuneWidths = p.tuneWidths(out.Tier)
-		d.TuneRungs = p.Tune.options(e.Steps).Rungs()
+		if !p.Tune.full() {
+			d.TuneRungs = p.Tune.options(e.Steps).Rungs()
+		}
 	}
 	at := map[string]int{}
 	for _, r := range runs {
@@ -116,6 +120,9 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 		lr := fmt.Sprintf("%g", c.Schedule.PeakLR)
 		if r.group.LR == LRTuned {
 			lr = "tuned"
+			if p.Tune != nil && !p.Tune.tunedLike(c) {
+				lr = "inherited"
+			}
 		}
 		at[key] = len(d.Arms)
 		d.Arms = append(d.Arms, ArmLine{Group: r.group.Name, Arm: name, Seeds: []uint64{c.Seed}, Gamma: c.Init.Gamma, Width: c.Model.Dim,
@@ -141,7 +148,7 @@ func (d *Description) Write(w io.Writer) error {
 		fmt.Fprintf(w, "SMOKE TEST: %s\n", d.Tier.Smoke)
 	}
 	if e.HorizonParams > 0 {
-		fmt.Fprintf(w, "horizon: %d steps × %d tokens = %.3g tokens per non-embedding parameter at width %d (N = %d), sized before seeds and arms; the ladder's other widths train the same steps\n",
+		fmt.Fprintf(w, "horizon: %d steps × %d tokens = %.3g tokens per non-embedding parameter at width %d (N = %d), sized before seeds and arms; every width of the ladder trains the same tokens per parameter (its own steps)\n",
 			e.Steps, e.StepTokens, float64(e.Steps)*float64(e.StepTokens)/float64(e.HorizonParams), d.Plan.Primaries.Width, e.HorizonParams)
 		if e.Wall > d.Budget {
 			fmt.Fprintf(w, "OVER BUDGET: at this horizon the plan needs about %s, more than the budget %s: give a larger budget or fewer seeds (--seeds)\n", e.Wall.Round(time.Minute), d.Budget)
@@ -175,7 +182,16 @@ func (d *Description) Write(w io.Writer) error {
 	case len(precs) > 1:
 		fmt.Fprintf(w, "matmul precision: bf16 in %s; f32 in the others (train.precision%s)\n", strings.Join(precs["bf16"], ", "), note)
 	}
-	if d.Tune != nil {
+	for _, a := range d.Arms {
+		if a.LR == "inherited" {
+			fmt.Fprintf(w, "LR \"inherited\": the arm is not tuned itself; it runs at the rate tuned for its γ with the sweep's recipe (%s), which it differs from in ε or the gate\n", setsText(d.Tune.Sets))
+			break
+		}
+	}
+	if d.Tune.full() {
+		fmt.Fprintf(w, "LR grid (package tune, at the full horizon): γ ∈ %v, rates %v (up to %d more past an edge) on tuning seeds %v at width %d, every trial its width's full horizon; a rate whose training loss spikes (primaries.spike_threshold) or diverges on any seed is vetoed; the best mean loss on the LR-selection slice wins (never the validation split). One transfer rule for every γ: LR(d) = LR(%d)·(%d/d)^%g, checked at widths %v (the rule may cost at most %.4g nats there): %d trial steps at most\n",
+			d.Tune.Gammas, d.Tune.LRs, d.Tune.Extend, d.Tune.Seeds, d.TuneWidths[0], d.TuneWidths[0], d.TuneWidths[0], d.Tune.TransferExponent, d.TuneWidths[1:], d.Tune.transferTolerance(d.Plan), e.TuneSteps)
+	} else if d.Tune != nil {
 		fmt.Fprintf(w, "LR sweep (package tune): γ ∈ %v at widths %v, %d-value factor-2 grid around %g extended to bracket the best, successive halving over trials of %v steps, seed %d; trained without the LR-selection slice, scored on it (never the validation split): at most %d trial steps\n",
 			d.Tune.Gammas, d.TuneWidths, d.Tune.Values, d.Tune.Center, d.TuneRungs, d.Tune.Seed, e.TuneSteps)
 	}

@@ -83,6 +83,13 @@ type Tier struct {
 	Smoke      string
 	// AnchorSteps are the steps per cell of the plan's anchor grid under this tier (0: AnchorSpec.Steps).
 	AnchorSteps int
+	// Groups, when set, are the only groups the tier runs, and Gammas the only values of init.gamma (of the
+	// groups' axes and the LR sweep): a short tier spends its budget on the horizon and the seeds of the
+	// primaries before other arms (docs/definitions.md §7). NoAnchor leaves out the [anchor] grid. Plan.Tiered
+	// applies them.
+	Groups   []string
+	Gammas   []float64
+	NoAnchor bool
 }
 
 // TuneSpec is a plan's learning-rate sweep (package tune): for every γ of Gammas at every width of Widths, a
@@ -100,7 +107,29 @@ type TuneSpec struct {
 	Eta      int
 	Seed     uint64
 	Sets     []override.Set
+	// Mode is TuneHalving (the default: successive halving over short trials, above) or TuneFull: every rate of
+	// LRs trained at the full horizon of its width on every seed of Seeds, a rate that spikes (the primaries'
+	// spike_threshold) or diverges on a seed vetoed (tune.SelectGrid), the best extended past an edge by up to
+	// Extend rates. Under TuneFull, Widths[0] is the width the rate is tuned at and every other width takes
+	// tune.Transfer with TransferExponent, one rule for every γ; the grid also runs at Widths[1:] (the
+	// ladder's other end), where the rule is checked (tune.CheckTransfer, TransferTolerance nats of selection
+	// loss; default the primaries' δ).
+	Mode              string
+	LRs               []float64
+	Seeds             []uint64
+	Extend            int
+	TransferExponent  float64
+	TransferTolerance float64
 }
+
+// LR sweep modes (TuneSpec.Mode).
+const (
+	TuneHalving = "halving"
+	TuneFull    = "full"
+)
+
+// full reports whether the sweep tunes at the full horizon (TuneFull).
+func (t *TuneSpec) full() bool { return t != nil && t.Mode == TuneFull }
 
 // Group learning-rate modes.
 const (
@@ -217,13 +246,16 @@ type planFile struct {
 		Batch  int     `toml:"batch"`
 	} `toml:"coordcheck"`
 	Tier []struct {
-		Name        string   `toml:"name"`
-		Minutes     float64  `toml:"minutes"`
-		Seeds       []uint64 `toml:"seeds"`
-		Widths      []int    `toml:"widths"`
-		TuneWidths  []int    `toml:"tune_widths"`
-		Smoke       string   `toml:"smoke"`
-		AnchorSteps int      `toml:"anchor_steps"`
+		Name        string    `toml:"name"`
+		Minutes     float64   `toml:"minutes"`
+		Seeds       []uint64  `toml:"seeds"`
+		Widths      []int     `toml:"widths"`
+		TuneWidths  []int     `toml:"tune_widths"`
+		Smoke       string    `toml:"smoke"`
+		AnchorSteps int       `toml:"anchor_steps"`
+		Groups      []string  `toml:"groups"`
+		Gammas      []float64 `toml:"gammas"`
+		Anchor      *bool     `toml:"anchor"`
 	} `toml:"tier"`
 	Anchor *struct {
 		Gammas   []float64 `toml:"gammas"`
@@ -247,6 +279,13 @@ type planFile struct {
 		Eta      int            `toml:"eta"`
 		Seed     uint64         `toml:"seed"`
 		Set      map[string]any `toml:"set"`
+
+		Mode              string    `toml:"mode"`
+		LRs               []float64 `toml:"lrs"`
+		Seeds             []uint64  `toml:"seeds"`
+		Extend            int       `toml:"extend"`
+		TransferExponent  float64   `toml:"transfer_exponent"`
+		TransferTolerance float64   `toml:"transfer_tolerance"`
 	} `toml:"tune"`
 	Group []struct {
 		Name       string         `toml:"name"`

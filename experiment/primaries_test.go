@@ -117,8 +117,8 @@ func TestSpikeVetoOfALearningRateTrial(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, train.MetricsFile), []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		spike, veto, err := (&Outcome{}).spikeVeto(p, dir)
-		if err != nil || veto != c.veto {
+		spike, err := (&Outcome{}).spikeOf(p, dir)
+		if veto := vetoed(p, spike); err != nil || veto != c.veto {
 			t.Errorf("%s: spike %.3f, veto %v, err %v; want veto %v", c.name, spike, veto, err, c.veto)
 		}
 	}

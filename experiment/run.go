@@ -94,6 +94,8 @@ type Outcome struct {
 	Tuned map[string]Tuned
 	// RunList is every run of the plan with its resolved recipe, in run order (the evaluator reads it).
 	RunList []RunInfo
+
+	refParams int64 // the non-embedding parameters of the primaries' width (ladderSteps), once computed
 }
 
 // RunInfo is one run of a plan: its group, arm ("" for a sweep point), seed, directory and resolved recipe.
@@ -152,6 +154,8 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		return nil, err
 	}
 	out.Tier = p.TierFor(o.Budget)
+	p = p.Tiered(out.Tier)
+	out.Plan = p
 	if out.Steps, err = size(ctx, p, out, &o); err != nil {
 		return nil, err
 	}
@@ -328,8 +332,16 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 		}
 		for _, a := range arms {
 			for _, seed := range groupSeeds(g, o) {
+				armSteps := steps
 				sets := append(append(out.baseSets(p, g, steps), a.Sets...), override.Set{Key: "seed", Value: int64(seed)})
 				cfg, err := train.LoadSets("", sets)
+				if err == nil && g.Ladder {
+					// The same tokens per non-embedding parameter at every width of the ladder.
+					if armSteps, err = out.ladderSteps(p, steps, cfg); err == nil && armSteps != steps {
+						sets = append(append(out.baseSets(p, g, armSteps), a.Sets...), override.Set{Key: "seed", Value: int64(seed)})
+						cfg, err = train.LoadSets("", sets)
+					}
+				}
 				if err == nil && g.derived() {
 					var more []override.Set
 					if more, err = out.derivedSets(p, g, cfg); err == nil {
@@ -339,7 +351,7 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 				if err != nil {
 					return nil, fmt.Errorf("plan %s: group %s: arm %s: %w", p.Name, g.Name, a.Name, err)
 				}
-				dir := filepath.Join(out.groupDir(g), fmt.Sprintf("%s-%dsteps-seed%d", a.Name, steps, seed))
+				dir := filepath.Join(out.groupDir(g), fmt.Sprintf("%s-%dsteps-seed%d", a.Name, armSteps, seed))
 				runs = append(runs, planRun{group: g, arm: a.Name, seed: seed, dir: dir, cfg: cfg})
 			}
 		}

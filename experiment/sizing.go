@@ -158,7 +158,8 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 	}
 	e := &Estimate{Runs: len(runs), StepTokens: base.Train.BatchSize * base.Model.SeqLen, TokensPerS: tps}
 	for _, r := range runs {
-		e.RunCost += perStep(r.cfg) / perStep(base)
+		// A ladder run at another width trains steps scaled to its size (ladderSteps): its cost per main step.
+		e.RunCost += perStep(r.cfg) / perStep(base) * float64(r.cfg.TotalSteps()) / probeSteps
 	}
 	extra := 0.0
 	for _, x := range o.Extra {
@@ -171,9 +172,24 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		}
 		var n int
 		var cost float64
-		for _, w := range p.tuneWidths(out.Tier) {
+		for i, w := range p.tuneWidths(out.Tier) {
 			for _, g := range p.Tune.Gammas {
-				c, err := train.LoadSets("", out.trialSets(p, g, w, probeSteps, p.Tune.Center))
+				if p.Tune.full() {
+					// Every rate (and extension, at the tuned width) on every seed at the width's full horizon.
+					c, err := train.LoadSets("", out.trialSets(p, g, w, probeSteps, p.Tune.LRs[0], p.Tune.Seeds[0]))
+					if err != nil {
+						return 0, 0, fmt.Errorf("plan %s: LR grid recipe: %w", p.Name, err)
+					}
+					ts, err := out.ladderSteps(p, steps, c)
+					if err != nil {
+						return 0, 0, err
+					}
+					trials := p.Tune.gridOptions(p, i == 0).WorstCaseTrials()
+					n += trials * ts
+					cost += float64(trials*ts) * perStep(c) / perStep(base)
+					continue
+				}
+				c, err := train.LoadSets("", out.trialSets(p, g, w, probeSteps, p.Tune.Center, p.Tune.Seed))
 				if err != nil {
 					return 0, 0, fmt.Errorf("plan %s: LR sweep recipe: %w", p.Name, err)
 				}

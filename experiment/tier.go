@@ -1,7 +1,9 @@
 package experiment
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -14,7 +16,8 @@ import (
 // parseTiers reads [[tier]] and [tune] of a plan file into p, checking them.
 func parseTiers(p *Plan, f *planFile) error {
 	for i, ft := range f.Tier {
-		t := Tier{Name: ft.Name, Minutes: ft.Minutes, Seeds: ft.Seeds, Widths: ft.Widths, TuneWidths: ft.TuneWidths, Smoke: ft.Smoke, AnchorSteps: ft.AnchorSteps}
+		t := Tier{Name: ft.Name, Minutes: ft.Minutes, Seeds: ft.Seeds, Widths: ft.Widths, TuneWidths: ft.TuneWidths, Smoke: ft.Smoke,
+			AnchorSteps: ft.AnchorSteps, Groups: ft.Groups, Gammas: ft.Gammas, NoAnchor: ft.Anchor != nil && !*ft.Anchor}
 		where := fmt.Sprintf("tier %d (%s)", i+1, t.Name)
 		if t.Name == "" || !(t.Minutes > 0) {
 			return fmt.Errorf("%s: want a name and minutes > 0", where)
@@ -30,18 +33,67 @@ func parseTiers(p *Plan, f *planFile) error {
 		if t.AnchorSteps < 0 {
 			return fmt.Errorf("%s: anchor_steps %d: want ≥ 0", where, t.AnchorSteps)
 		}
-		if t.TuneWidths != nil && len(t.TuneWidths) != 2 {
-			return fmt.Errorf("%s: tune_widths: want two widths (the smallest and a middle one), have %d", where, len(t.TuneWidths))
+		for _, name := range t.Groups {
+			if !slices.ContainsFunc(p.Groups, func(g Group) bool { return g.Name == name }) {
+				return fmt.Errorf("%s: groups: no group %q", where, name)
+			}
+		}
+		if t.Groups != nil && len(t.Groups) == 0 {
+			return fmt.Errorf("%s: groups: want at least one group (leave the key out to run them all)", where)
+		}
+		for _, g := range t.Gammas {
+			if !(g > 0) || math.IsInf(g, 0) {
+				return fmt.Errorf("%s: gammas: %g: want positive and finite", where, g)
+			}
+		}
+		if t.Gammas != nil && len(t.Gammas) == 0 {
+			return fmt.Errorf("%s: gammas: want at least one γ (leave the key out to run them all)", where)
 		}
 		p.Tiers = append(p.Tiers, t)
 	}
 	if ft := f.Tune; ft != nil {
 		t := &TuneSpec{Gammas: ft.Gammas, Widths: ft.Widths, Center: ft.Center, Values: ft.Values, StepsDiv: ft.StepsDiv,
-			MinSteps: ft.MinSteps, Eta: ft.Eta, Seed: ft.Seed, Sets: override.Flatten(ft.Set)}
-		if len(t.Gammas) == 0 || len(t.Widths) != 2 || !(t.Center > 0) || t.Values < 4 || t.StepsDiv < 1 || t.MinSteps < 1 || t.Eta < 0 || t.Eta == 1 {
-			return fmt.Errorf("tune: want gammas, two widths, center > 0, values ≥ 4, steps_div ≥ 1, min_steps ≥ 1 and eta 0 or ≥ 2 (have %+v)", *t)
+			MinSteps: ft.MinSteps, Eta: ft.Eta, Seed: ft.Seed, Sets: override.Flatten(ft.Set), Mode: cmp.Or(ft.Mode, TuneHalving),
+			LRs: ft.LRs, Seeds: ft.Seeds, Extend: ft.Extend, TransferExponent: ft.TransferExponent, TransferTolerance: ft.TransferTolerance}
+		switch t.Mode {
+		case TuneHalving:
+			if len(t.Gammas) == 0 || len(t.Widths) != 2 || !(t.Center > 0) || t.Values < 4 || t.StepsDiv < 1 || t.MinSteps < 1 || t.Eta < 0 || t.Eta == 1 {
+				return fmt.Errorf("tune: want gammas, two widths, center > 0, values ≥ 4, steps_div ≥ 1, min_steps ≥ 1 and eta 0 or ≥ 2 (have %+v)", *t)
+			}
+			if t.LRs != nil || t.Seeds != nil || t.Extend != 0 || t.TransferExponent != 0 || t.TransferTolerance != 0 {
+				return fmt.Errorf("tune: lrs, seeds, extend and transfer_* belong to mode = %q", TuneFull)
+			}
+			for _, tr := range p.Tiers {
+				if tr.TuneWidths != nil && len(tr.TuneWidths) != 2 {
+					return fmt.Errorf("tier %s: tune_widths: want two widths (the smallest and a middle one), have %d", tr.Name, len(tr.TuneWidths))
+				}
+			}
+		case TuneFull:
+			if len(t.Gammas) == 0 || len(t.Widths) == 0 {
+				return fmt.Errorf("tune: mode %q wants gammas and widths (the tuned width first, then the widths the transfer rule is checked at)", TuneFull)
+			}
+			if t.Center != 0 || t.Values != 0 || t.StepsDiv != 0 || t.MinSteps != 0 || t.Eta != 0 || t.Seed != 0 {
+				return fmt.Errorf("tune: center, values, steps_div, min_steps, eta and seed belong to mode = %q (mode %q tunes lrs on seeds at the full horizon)", TuneHalving, TuneFull)
+			}
+			if err := (tune.GridOptions{LRs: t.LRs, Seeds: t.Seeds, Extend: t.Extend}).Validate(); err != nil {
+				return err
+			}
+			if math.IsNaN(t.TransferExponent) || math.IsInf(t.TransferExponent, 0) || math.Abs(t.TransferExponent) > 4 {
+				return fmt.Errorf("tune: transfer_exponent %g: want a finite value in [−4, 4]", t.TransferExponent)
+			}
+			if t.TransferTolerance < 0 || math.IsNaN(t.TransferTolerance) || math.IsInf(t.TransferTolerance, 0) {
+				return fmt.Errorf("tune: transfer_tolerance %g: want a finite value ≥ 0 (0: the primaries' δ)", t.TransferTolerance)
+			}
+		default:
+			return fmt.Errorf("tune: mode %q: want %q or %q", t.Mode, TuneHalving, TuneFull)
 		}
 		p.Tune = t
+	} else {
+		for _, tr := range p.Tiers {
+			if tr.TuneWidths != nil {
+				return fmt.Errorf("tier %s: tune_widths but the plan has no [tune]", tr.Name)
+			}
+		}
 	}
 	if fa := f.Anchor; fa != nil {
 		a := &AnchorSpec{Gammas: fa.Gammas, Depth: fa.Depth, LRs: fa.LRs, Dim: fa.Dim, FFN: fa.FFN, HeadDim: fa.HeadDim,
@@ -57,6 +109,59 @@ func parseTiers(p *Plan, f *planFile) error {
 		p.Anchor = a
 	}
 	return nil
+}
+
+// Tiered is the plan as tier t runs it: only t's groups (all without Tier.Groups), their init.gamma axes and
+// the LR sweep's γ cut to t's Gammas (a group left without a γ is dropped), and no [anchor] grid under
+// NoAnchor. The plan itself is not changed; nil t gives p.
+func (p *Plan) Tiered(t *Tier) *Plan {
+	if t == nil || (t.Groups == nil && t.Gammas == nil && !t.NoAnchor) {
+		return p
+	}
+	q := *p
+	keepGamma := func(v any) bool {
+		if t.Gammas == nil {
+			return true
+		}
+		var g float64
+		switch x := v.(type) {
+		case float64:
+			g = x
+		case int64:
+			g = float64(x)
+		default:
+			return true
+		}
+		return slices.ContainsFunc(t.Gammas, func(want float64) bool { return math.Abs(want-g) <= 1e-9 })
+	}
+	q.Groups = nil
+	for _, g := range p.Groups {
+		if t.Groups != nil && !slices.Contains(t.Groups, g.Name) {
+			continue
+		}
+		g.Axes = slices.Clone(g.Axes)
+		empty := false
+		for i, a := range g.Axes {
+			if a.Key != "init.gamma" {
+				continue
+			}
+			a.Values = slices.DeleteFunc(slices.Clone(a.Values), func(v any) bool { return !keepGamma(v) })
+			g.Axes[i] = a
+			empty = empty || len(a.Values) == 0
+		}
+		if !empty {
+			q.Groups = append(q.Groups, g)
+		}
+	}
+	if p.Tune != nil && t.Gammas != nil {
+		tn := *p.Tune
+		tn.Gammas = slices.DeleteFunc(slices.Clone(tn.Gammas), func(g float64) bool { return !keepGamma(g) })
+		q.Tune = &tn
+	}
+	if t.NoAnchor {
+		q.Anchor = nil
+	}
+	return &q
 }
 
 // AnchorSteps are the steps per cell of the plan's anchor grid under tier t: the tier's, else the grid's (0
@@ -205,10 +310,18 @@ func (out *Outcome) derivedSets(p *Plan, g *Group, c train.Config) ([]override.S
 // EmulatedEpsBase is the ε a width-emulated arm emulates at its target width: the default RMSNorm ε (docs/definitions.md §7).
 const EmulatedEpsBase = 1e-5
 
-// TunedLR is the learning rate of γ at width d: the sweep's choice where it ran at d, else tune.AtWidth
-// between the two swept widths.
+// TunedLR is the learning rate of γ at width d: under TuneFull the grid's choice at the tuned width carried to
+// d by the plan's one transfer rule (tune.Transfer); otherwise the sweep's choice where it ran at d, else
+// tune.AtWidth between the two swept widths.
 func (out *Outcome) TunedLR(p *Plan, gamma float64, d int) (float64, error) {
 	ws := p.tuneWidths(out.Tier)
+	if p.Tune.full() {
+		t, ok := out.Tuned[tuneKey(gamma, ws[0])]
+		if !ok {
+			return 0, fmt.Errorf("no learning-rate grid of γ = %g at width %d (the plan's [tune] gammas must cover every tuned arm)", gamma, ws[0])
+		}
+		return tune.Transfer(t.Result.LR, ws[0], d, p.Tune.TransferExponent), nil
+	}
 	a, okA := out.Tuned[tuneKey(gamma, ws[0])]
 	b, okB := out.Tuned[tuneKey(gamma, ws[1])]
 	if !okA || !okB {

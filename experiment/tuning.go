@@ -32,6 +32,10 @@ type Tuned struct {
 	Gamma  float64     `json:"gamma"`
 	Width  int         `json:"width"`
 	Result tune.Result `json:"result"`
+	// Grid is the full-horizon grid (TuneFull): every rate on every tuning seed, the vetoes; Transfer the
+	// transfer rule's check at this width (TuneFull at a width other than the tuned one).
+	Grid     *tune.GridResult    `json:"grid,omitempty"`
+	Transfer *tune.TransferCheck `json:"transfer,omitempty"`
 }
 
 // tuneKey names a sweep point (its directory and result file).
@@ -52,18 +56,32 @@ func (t *TuneSpec) options(steps int) tune.Options {
 // trialSets is the recipe of one trial: the base at steps, the sweep's sets, γ, width, learning rate and seed,
 // training on the documents outside the selection slice and monitoring on the slice (never the validation
 // split).
-func (out *Outcome) trialSets(p *Plan, gamma float64, width, steps int, lr float64) []override.Set {
+func (out *Outcome) trialSets(p *Plan, gamma float64, width, steps int, lr float64, seed uint64) []override.Set {
 	sets := append(out.baseSets(p, nil, steps), p.Tune.Sets...)
-	return append(sets,
+	sets = append(sets,
 		override.Set{Key: "init.gamma", Value: gamma},
 		override.Set{Key: "model.hidden_size", Value: int64(width)},
 		override.Set{Key: "schedule.lr", Value: lr},
-		override.Set{Key: "seed", Value: int64(p.Tune.Seed)},
+		override.Set{Key: "seed", Value: int64(seed)},
 		override.Set{Key: "data.val", Value: filepath.Join(out.DataDir, data.SelectFile)},
 		override.Set{Key: "train.eval_interval", Value: int64(0)},
-		override.Set{Key: "train.diagnostics_interval", Value: int64(0)},
-		// A trial is short: checkpointed at its end only (an interrupted trial trains again from the start).
-		override.Set{Key: "train.checkpoint_interval", Value: int64(steps)})
+		override.Set{Key: "train.diagnostics_interval", Value: int64(0)})
+	if !p.Tune.full() {
+		// A halving trial is short: checkpointed at its end only (an interrupted trial trains again from the
+		// start). A full-horizon trial keeps the plan's checkpoints.
+		sets = append(sets, override.Set{Key: "train.checkpoint_interval", Value: int64(steps)})
+	}
+	return sets
+}
+
+// trialSteps are the steps of a full-horizon trial at width: the main runs' steps scaled to the same tokens
+// per non-embedding parameter (ladderSteps).
+func (out *Outcome) trialSteps(p *Plan, gamma float64, width int) (int, error) {
+	c, err := train.LoadSets("", out.trialSets(p, gamma, width, out.Steps, p.Tune.LRs[0], p.Tune.Seeds[0]))
+	if err != nil {
+		return 0, fmt.Errorf("LR sweep recipe at width %d: %w", width, err)
+	}
+	return out.ladderSteps(p, out.Steps, c)
 }
 
 // runTuning runs (or resumes, or reads back) the learning-rate sweep of every γ at every width of the tier and
@@ -72,11 +90,11 @@ func runTuning(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[stri
 	if p.Tune == nil {
 		return nil, nil
 	}
-	if _, err := data.ReadSelectionStats(out.DataDir); err != nil && !o.Task {
-		o.logf("carving the LR-selection slice out of the training documents (%.0f%%)\n", 100*data.DefaultSelectShare)
-		if _, err := data.PrepareSelection(out.DataDir, data.DefaultSelectShare); err != nil {
-			return nil, err
-		}
+	if err := selectionPrepared(out, o); err != nil {
+		return nil, err
+	}
+	if p.Tune.full() {
+		return runGrid(ctx, p, out, o)
 	}
 	res := map[string]Tuned{}
 	topts := p.Tune.options(out.Steps)
@@ -97,7 +115,13 @@ func runTuning(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[stri
 			o.logf("\n== learning-rate sweep γ = %g, width %d: %d-value factor-2 grid around %g, trials of %v steps (at most %d steps)\n",
 				g, w, topts.Values, topts.Center, topts.Rungs(), topts.WorstCaseSteps())
 			r, err := tune.Select(topts, func(lr float64, steps int) (float64, error) {
-				return out.trial(ctx, p, g, w, steps, lr, o)
+				loss, spike, err := out.trial(ctx, p, g, w, steps, lr, p.Tune.Seed, o)
+				if err == nil && vetoed(p, spike) {
+					// docs/definitions.md §7, "Learning rates": a rate whose loss spikes is refused, not ranked.
+					o.logf("trial lr %g, %d steps: training loss spiked %.3f over its running minimum (threshold %g): vetoed\n", lr, steps, spike, p.Primaries.SpikeThreshold)
+					return math.Inf(1), nil
+				}
+				return loss, err
 			})
 			if err != nil {
 				return nil, fmt.Errorf("learning-rate sweep %s: %w", key, err)
@@ -114,55 +138,64 @@ func runTuning(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[stri
 	return res, nil
 }
 
-// trial trains one sweep trial (resuming it if interrupted) and returns its loss on the selection slice.
-func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, steps int, lr float64, o *Options) (float64, error) {
-	dir := filepath.Join(o.Out, TuneDir, tuneKey(gamma, width), fmt.Sprintf("lr%g-%dsteps", lr, steps))
-	cfg, err := train.LoadSets("", out.trialSets(p, gamma, width, steps, lr))
+// trialDir is a trial's run directory: by γ and width, rate, steps and (full-horizon trials) seed.
+func trialDir(o *Options, p *Plan, gamma float64, width, steps int, lr float64, seed uint64) string {
+	name := fmt.Sprintf("lr%g-%dsteps", lr, steps)
+	if p.Tune.full() {
+		name += fmt.Sprintf("-seed%d", seed)
+	}
+	return filepath.Join(o.Out, TuneDir, tuneKey(gamma, width), name)
+}
+
+// trial trains one sweep trial (resuming it if interrupted) and returns its loss on the selection slice (+Inf
+// when it diverged) and its spike statistic (stats.Spike of its logged training loss; 0 without a plan
+// spike_threshold).
+func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, steps int, lr float64, seed uint64, o *Options) (loss, spike float64, err error) {
+	dir := trialDir(o, p, gamma, width, steps, lr, seed)
+	cfg, err := train.LoadSets("", out.trialSets(p, gamma, width, steps, lr, seed))
 	if err != nil {
-		return 0, fmt.Errorf("trial recipe: %w", err)
+		return 0, 0, fmt.Errorf("trial recipe: %w", err)
 	}
 	// The trial's run first (a finished one is only read back), so that its config is checked before a cached
 	// score is trusted: an edited directory is refused, not reused.
 	cache := filepath.Join(dir, selectionScoreFile)
 	if err = trainTrial(ctx, cfg, dir, o); errors.Is(err, train.ErrConfigDiffers) || errors.Is(err, train.ErrAbandoned) {
-		return 0, fmt.Errorf("LR sweep trial: %w", err)
+		return 0, 0, fmt.Errorf("LR sweep trial: %w", err)
 	} else if err != nil {
 		if ctx.Err() != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		// A diverged trial (non-finite loss) is the worst trial, not the end of the sweep.
-		o.logf("trial lr %g, %d steps: %v (counted as diverged)\n", lr, steps, err)
-		return mustCache(cache, eval.SplitScore{Loss: math.Inf(1)})
+		o.logf("trial lr %g, %d steps, seed %d: %v (counted as diverged)\n", lr, steps, seed, err)
+		loss, err := mustCache(cache, eval.SplitScore{Loss: math.Inf(1)})
+		return loss, 0, err
 	}
-	if spike, ok, err := out.spikeVeto(p, dir); err != nil {
-		return 0, err
-	} else if ok {
-		// docs/definitions.md §7, "Learning rates": a rate whose loss spikes is refused, not ranked.
-		o.logf("trial lr %g, %d steps: training loss spiked %.3f over its running minimum (threshold %g): vetoed\n", lr, steps, spike, p.Primaries.SpikeThreshold)
-		return math.Inf(1), nil
+	if spike, err = out.spikeOf(p, dir); err != nil {
+		return 0, 0, err
 	}
 	if b, err := os.ReadFile(cache); err == nil {
 		var s eval.SplitScore
 		if json.Unmarshal(b, &s) == nil {
-			return s.Loss, nil
+			return s.Loss, spike, nil
 		}
 	}
 	pool := kernel.NewPool(0)
 	defer pool.Close()
 	run, err := train.OpenRun(dir)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	m, err := run.FinalModel(16, pool)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	s, err := eval.ScoreSelection(m, out.DataDir)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	o.logf("  trial lr %g, %d steps: selection loss %.4f\n", lr, steps, s.Loss)
-	return mustCache(cache, s)
+	o.logf("  trial lr %g, %d steps, seed %d: selection loss %.4f, spike %.3f\n", lr, steps, seed, s.Loss, spike)
+	loss, err = mustCache(cache, s)
+	return loss, spike, err
 }
 
 // trialPoll is how often a trial that another process trains (a concurrent study on the same OUT) is tried again.
@@ -203,19 +236,25 @@ func mustCache(path string, s eval.SplitScore) (float64, error) {
 	return s.Loss, nil
 }
 
-// spikeVeto reports a finished trial's spike statistic (stats.Spike over its logged training losses) and
-// whether it passes the plan's primaries.spike_threshold (never without one).
-func (out *Outcome) spikeVeto(p *Plan, dir string) (float64, bool, error) {
+// vetoed reports whether a trial's spike statistic exceeds the plan's primaries.spike_threshold (never without
+// one): docs/definitions.md §7, "Learning rates".
+func vetoed(p *Plan, spike float64) bool {
+	return p.Primaries != nil && p.Primaries.SpikeThreshold > 0 && spike > p.Primaries.SpikeThreshold
+}
+
+// spikeOf is a finished trial's spike statistic (stats.Spike over its logged training losses; 0 when the plan
+// has no primaries.spike_threshold, which vetoes nothing).
+func (out *Outcome) spikeOf(p *Plan, dir string) (float64, error) {
 	if p.Primaries == nil || !(p.Primaries.SpikeThreshold > 0) {
-		return 0, false, nil
+		return 0, nil
 	}
 	run, err := train.OpenRun(dir)
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	ms, err := run.Metrics()
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	var losses []float64
 	for _, m := range ms {
@@ -223,6 +262,5 @@ func (out *Outcome) spikeVeto(p *Plan, dir string) (float64, bool, error) {
 			losses = append(losses, m.Loss)
 		}
 	}
-	spike := stats.Spike(losses)
-	return spike, spike > p.Primaries.SpikeThreshold, nil
+	return stats.Spike(losses), nil
 }

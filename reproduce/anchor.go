@@ -95,6 +95,9 @@ func runAnchor(ctx context.Context, g *anchor.Grid, dir string, o *Options) (*An
 
 // anchorOf is the grid of a run of the plan: the outcome's seeds at its tier's anchor steps.
 func anchorOf(p *experiment.Plan, out *experiment.Outcome, steps int) *anchor.Grid {
+	if p = p.Tiered(out.Tier); p.Anchor == nil {
+		return nil // the tier leaves the grid out
+	}
 	if steps == 0 {
 		steps = p.AnchorSteps(out.Tier)
 	}

@@ -73,7 +73,7 @@ func TestJudgeAnchor(t *testing.T) {
 }
 
 // TestAnchorGridOfPlan: the built-in plan's anchor grid is γ ∈ {0.5, 1} at depth 2, two rates, the tier's
-// seeds and steps (2h: 1000 steps, the budget at which the phases appeared), and costs cells × steps ×
+// seeds and steps (8h: 1500 steps; the 2 h tier leaves it out), and costs cells × steps ×
 // batch × window tokens at the cell model's FLOPs per token.
 func TestAnchorGridOfPlan(t *testing.T) {
 	p, err := Plan()
@@ -86,11 +86,17 @@ func TestAnchorGridOfPlan(t *testing.T) {
 		seeds int
 	}{
 		{Options{Budget: 30 * 60e9}, 100, 3},
-		{Options{Budget: 120 * 60e9}, 1000, 3},
-		{Options{Budget: 480 * 60e9}, 1500, 4},
-		{Options{Budget: 120 * 60e9, AnchorSteps: 2, Seeds: 5}, 2, 5},
+		{Options{Budget: 120 * 60e9}, 0, 0}, // the 2 h tier spends its budget on the primaries: no anchor grid
+		{Options{Budget: 480 * 60e9}, 1500, 8},
+		{Options{Budget: 480 * 60e9, AnchorSteps: 2, Seeds: 5}, 2, 5},
 	} {
 		g := tc.o.anchorGrid(p)
+		if tc.steps == 0 {
+			if g != nil {
+				t.Errorf("%s: grid %+v, want none", tc.o.Budget, g)
+			}
+			continue
+		}
 		if g == nil || g.Budget.Steps != tc.steps || len(g.Seeds) != tc.seeds || len(g.Cells()) != 2*2*tc.seeds || g.Shape.Dim != 128 || g.Depths[0] != 2 {
 			t.Fatalf("%s: grid %+v", tc.o.Budget, g)
 		}

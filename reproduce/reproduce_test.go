@@ -34,9 +34,7 @@ func tinyPlan(t *testing.T) *experiment.Plan {
 		{`"train.batch_size" = 16`, `"train.batch_size" = 4`},
 		{`vocab = 4096`, `vocab = 512`},
 		{`widths = [64, 96, 160]`, `widths = [16, 24, 40]`},
-		{`widths = [64, 128]`, `widths = [16, 32]`},
-		{`steps_div = 4`, `steps_div = 1`},
-		{`min_steps = 10`, `min_steps = 3`},
+		{`widths = [128, 64]`, `widths = [32, 16]`},
 		// The anchor grid at a tiny shape, 2 steps per cell at the 30m tier (its wiring, not its phases).
 		{`anchor_steps = 100`, `anchor_steps = 2`},
 		{`dim = 128`, `dim = 16`},
@@ -248,9 +246,9 @@ func TestPrintPlans(t *testing.T) {
 		anchorSteps int
 	}{
 		{30 * time.Minute, "30m", 3, 160, true, 100},
-		{2 * time.Hour, "2h", 3, 160, false, 1000},
-		{8 * time.Hour, "8h", 4, 192, false, 1500},
-		{24 * time.Hour, "24h", 5, 256, false, 1500},
+		{2 * time.Hour, "2h", 8, 128, false, 0}, // the primaries only: no anchor grid
+		{8 * time.Hour, "8h", 8, 192, false, 1500},
+		{24 * time.Hour, "24h", 10, 256, false, 1500},
 	} {
 		d, err := Describe(Options{Out: t.TempDir(), Budget: tc.budget}, 20000)
 		if err != nil {
@@ -277,8 +275,14 @@ func TestPrintPlans(t *testing.T) {
 		if widest != tc.widest || len(widths) < MinWidths {
 			t.Errorf("%s: widest %d (want %d), ladder widths %v", tc.budget, widest, tc.widest, widths)
 		}
+		wants := []string{"LR grid (package tune, at the full horizon)", "throughput probe 20000 tokens/s", "expected wall time"}
 		anchorLine := fmt.Sprintf("anchor: claim 1 (reasoning) on the anchor-function tasks: γ [0.5 1] × depth [2] × LR [0.0003 0.001] × seeds %v = %d cells × %d steps × 128 sequences", d.Seeds, 4*tc.seeds, tc.anchorSteps)
-		for _, want := range []string{"LR sweep (package tune)", "throughput probe 20000 tokens/s", "expected wall time", anchorLine, "(taken from the budget)"} {
+		if tc.anchorSteps > 0 {
+			wants = append(wants, anchorLine, "(taken from the budget)")
+		} else if strings.Contains(s, "anchor:") {
+			t.Errorf("%s: the tier runs the anchor grid:\n%s", tc.budget, s)
+		}
+		for _, want := range wants {
 			if !strings.Contains(s, want) {
 				t.Errorf("%s: plan lacks %q:\n%s", tc.budget, want, s)
 			}

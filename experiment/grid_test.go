@@ -1,0 +1,269 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/smallinit/smallinit/tune"
+)
+
+// fullPlan tunes at the full horizon (mode = "full") and sizes its runs in tokens per parameter; its short tier
+// runs only the primaries' groups and γ.
+const fullPlan = `name = "full"
+seeds = [0, 1]
+[budget]
+minutes = 30
+efficiency = 1
+min_steps = 1
+[[tier]]
+name = "short"
+minutes = 30
+seeds = [0, 1]
+widths = [16]
+tune_widths = [32, 16]
+groups = ["gamma", "sizes"]
+gammas = [0.5, 1]
+anchor = false
+[[tier]]
+name = "long"
+minutes = 120
+seeds = [0, 1, 2]
+widths = [16, 24]
+[tune]
+mode = "full"
+gammas = [0.5, 0.75, 1]
+widths = [32, 16]
+lrs = [2e-3, 4e-3]
+seeds = [1000, 1001]
+transfer_exponent = 1
+set = { "model.norm_eps" = 1e-12, "model.attn_gate" = "elementwise" }
+[primaries]
+h1 = "gain at 32"
+h2 = "slope of the gain"
+width = 32
+delta = 0.02
+tokens_per_param = 0.02
+spike_threshold = 0.5
+set = { "model.norm_eps" = 1e-12, "model.attn_gate" = "elementwise" }
+[anchor]
+gammas = [0.5, 1]
+depth = 2
+lrs = [1e-3]
+dim = 16
+ffn = 32
+head_dim = 8
+batch = 8
+examples = 64
+steps = 2
+[data]
+corpus = "embedded"
+vocab = 512
+[base]
+"model.preset" = "tiny"
+"model.hidden_size" = 32
+"model.max_position_embeddings" = 32
+"train.batch_size" = 4
+"schedule.lr" = 2e-3
+[per_steps]
+"train.checkpoint_interval" = 2
+[[group]]
+name = "gamma"
+lr = "tuned"
+set = { "model.norm_eps" = 1e-12, "model.attn_gate" = "elementwise" }
+axes = { "init.gamma" = [0.5, 0.75, 1] }
+[[group]]
+name = "nofix"
+lr = "tuned"
+set = { "model.norm_eps" = 1e-5, "model.attn_gate" = "none" }
+axes = { "init.gamma" = [0.5, 1] }
+[[group]]
+name = "sizes"
+lr = "tuned"
+ladder = true
+set = { "model.norm_eps" = 1e-12, "model.attn_gate" = "elementwise" }
+axes = { "init.gamma" = [0.5, 1], "model.hidden_size" = [16] }
+`
+
+// TestTieredPlan: a tier with groups, gammas and anchor = false runs only those groups, only those γ (in the
+// arms and the LR grid) and no anchor grid; the plan itself keeps everything.
+func TestTieredPlan(t *testing.T) {
+	p, err := Parse([]byte(fullPlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := p.Tiered(p.TierNamed("short"))
+	var names []string
+	for _, g := range short.Groups {
+		names = append(names, g.Name)
+	}
+	if !slices.Equal(names, []string{"gamma", "sizes"}) || short.Anchor != nil || !slices.Equal(short.Tune.Gammas, []float64{0.5, 1}) {
+		t.Errorf("short tier: groups %v, anchor %v, tuned γ %v; want gamma and sizes, none, [0.5 1]", names, short.Anchor, short.Tune.Gammas)
+	}
+	if g := short.Groups[0]; len(g.Axes[0].Values) != 2 {
+		t.Errorf("the γ grid under the short tier: %v, want 0.5 and 1", g.Axes[0].Values)
+	}
+	if len(p.Groups) != 3 || len(p.Groups[0].Axes[0].Values) != 3 || p.Anchor == nil || len(p.Tune.Gammas) != 3 {
+		t.Error("Tiered changed the plan it was called on")
+	}
+	if long := p.Tiered(p.TierNamed("long")); long != p {
+		t.Error("a tier without groups, gammas or anchor = false should run the plan as written")
+	}
+	d, err := Describe(p, Options{Out: t.TempDir(), Budget: 30 * time.Minute}, 1e4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range d.Arms {
+		if a.Group == "nofix" || a.Gamma == 0.75 {
+			t.Errorf("the short tier describes %s/%s", a.Group, a.Arm)
+		}
+	}
+	// The long tier runs the no-fix arms: they inherit the rate tuned with both fixes, and say so.
+	long, err := Describe(p, Options{Out: t.TempDir(), Budget: 2 * time.Hour}, 1e4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range long.Arms {
+		if want := map[bool]string{true: "inherited", false: "tuned"}[a.Group == "nofix"]; a.LR != want {
+			t.Errorf("%s/%s: LR %q, want %q", a.Group, a.Arm, a.LR, want)
+		}
+	}
+	var b strings.Builder
+	if err := long.Write(&b); err != nil || !strings.Contains(b.String(), `LR "inherited"`) || !strings.Contains(b.String(), "LR grid (package tune, at the full horizon)") {
+		t.Errorf("the long tier's description does not explain its rates: %v\n%s", err, b.String())
+	}
+}
+
+// TestLadderSameTokensPerParam: every width of the ladder trains the same tokens per non-embedding parameter as
+// the primaries' width (its own steps), and the estimate charges each run its own steps.
+func TestLadderSameTokensPerParam(t *testing.T) {
+	p, err := Parse([]byte(fullPlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Describe(p, Options{Out: t.TempDir(), Budget: 30 * time.Minute}, 1e4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref float64
+	for _, a := range d.Arms {
+		if a.Width == 32 {
+			ref = float64(a.Tokens) / float64(a.Params)
+		}
+	}
+	if !(ref > 0) {
+		t.Fatal("no arm at the primaries' width")
+	}
+	seen := 0
+	for _, a := range d.Arms {
+		if a.Width != 16 {
+			continue
+		}
+		seen++
+		step := float64(a.Tokens/int64(a.Steps)) / float64(a.Params) // tokens per parameter of one step
+		if got := float64(a.Tokens) / float64(a.Params); math.Abs(got-ref) > step {
+			t.Errorf("%s: %.4f tokens per parameter, want the primaries' width's %.4f (within a step)", a.Arm, got, ref)
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("%d ladder arms at width 16, want 2", seen)
+	}
+}
+
+// TestFullGridEndToEnd: the full-horizon grid trains every rate on both tuning seeds at each width's own
+// horizon, records the grid and the transfer rule's check at the other width, and the tuned arms run at the
+// rule's rate; a second run reads everything back.
+func TestFullGridEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: trains 16 trials and 8 runs")
+	}
+	p, err := Parse([]byte(fullPlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	o := Options{Out: out, Budget: 30 * time.Minute, Steps: 4, Windows: 4}
+	res, err := Run(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tuned, check Tuned
+	for _, w := range []int{32, 16} {
+		b, err := os.ReadFile(filepath.Join(out, TuneDir, tuneKey(1, w)+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr Tuned
+		if err := json.Unmarshal(b, &tr); err != nil {
+			t.Fatal(err)
+		}
+		if tr.Grid == nil || len(tr.Grid.Trials) != 4 || len(tr.Grid.Rates) != 2 {
+			t.Fatalf("width %d: grid %+v, want 2 rates × 2 seeds", w, tr.Grid)
+		}
+		if w == 32 {
+			tuned = tr
+		} else {
+			check = tr
+		}
+	}
+	if tuned.Transfer != nil || check.Transfer == nil || check.Transfer.RuleLR != tune.Transfer(tuned.Result.LR, 32, 16, 1) {
+		t.Errorf("transfer check %+v at width 16, want the rule's rate %g", check.Transfer, tune.Transfer(tuned.Result.LR, 32, 16, 1))
+	}
+	if _, err := os.Stat(filepath.Join(out, TuneDir, tuneKey(0.75, 32)+".json")); err == nil {
+		t.Error("the short tier tuned γ = 0.75, which it does not run")
+	}
+	trial := filepath.Join(out, TuneDir, tuneKey(1, 16), "lr0.002-2steps-seed1001")
+	if _, err := os.Stat(trial); err != nil {
+		t.Errorf("the width-16 trial is not at its own horizon (2 of the 4 steps): %v", err)
+	}
+	if len(res.RunList) != 8 {
+		t.Fatalf("%d runs, want 2 γ × 2 widths × 2 seeds", len(res.RunList))
+	}
+	for _, r := range res.RunList {
+		g := r.Config.Init.Gamma
+		lr, err := res.TunedLR(res.Plan, g, r.Config.Model.Dim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(r.Config.Schedule.PeakLR-lr) > 1e-12*lr || math.Abs(lr-res.Tuned[tuneKey(g, 32)].Result.LR*32/float64(r.Config.Model.Dim)) > 1e-12*lr {
+			t.Errorf("%s: LR %.17g, want the rule's %.17g (tuned %.17g, d %d)", r.Dir, r.Config.Schedule.PeakLR, lr, res.Tuned[tuneKey(g, 32)].Result.LR, r.Config.Model.Dim)
+		}
+		if want := map[int]int{32: 4, 16: 2}[r.Config.Model.Dim]; r.Config.TotalSteps() != want {
+			t.Errorf("%s: %d steps, want %d (the same tokens per parameter)", r.Dir, r.Config.TotalSteps(), want)
+		}
+	}
+	again, err := Run(context.Background(), p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Tuned[tuneKey(1, 32)].Result.LR != tuned.Result.LR {
+		t.Error("the second run chose another rate")
+	}
+}
+
+// TestTuneFullRefusals: a full-horizon [tune] or a tier that cannot run is refused, naming the key.
+func TestTuneFullRefusals(t *testing.T) {
+	for _, tc := range []struct{ from, to, want string }{
+		{`seeds = [1000, 1001]`, `seeds = [1000]`, "at least 2 seeds"},
+		{`lrs = [2e-3, 4e-3]`, `lrs = [4e-3, 2e-3]`, "increasing"},
+		{`mode = "full"`, `mode = "fast"`, `mode "fast"`},
+		{`transfer_exponent = 1`, `transfer_exponent = 9`, "transfer_exponent"},
+		{`transfer_exponent = 1`, "transfer_exponent = 1\ncenter = 4e-3", "belong to mode"},
+		{`groups = ["gamma", "sizes"]`, `groups = ["gamma", "nope"]`, `no group "nope"`},
+		{`groups = ["gamma", "sizes"]`, `groups = []`, "at least one group"},
+		{`gammas = [0.5, 1]
+anchor`, `gammas = [-1]
+anchor`, "positive"},
+	} {
+		_, err := Parse([]byte(strings.Replace(fullPlan, tc.from, tc.to, 1)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s → %s: %v, want an error with %q", tc.from, tc.to, err, tc.want)
+		}
+	}
+}
