@@ -27,6 +27,8 @@ type PhaseCell struct {
 	// the same data): the (4,3) inferential and symmetric shares and the seed.
 	InfBySeed, SymBySeed []float64
 	SeedIDs              []uint64
+	// SeenBySeed is each seed's seen-pair test accuracy at its chosen rate (a verdict gates seed by seed on it).
+	SeenBySeed []float64
 }
 
 // MixPoint is one γ of the mix task over seeds, at the rate (per seed) with the best mean of the memory and
@@ -93,7 +95,7 @@ func Phase(res []CellResult) []PhaseCell {
 			st, t34 = append(st, c.SeenTest), append(t34, c.Test34)
 			pc.LRs = append(pc.LRs, best.Cell.LR)
 		}
-		pc.InfBySeed, pc.SymBySeed, pc.SeedIDs = inf, sym, sortedSeeds(seeds)
+		pc.InfBySeed, pc.SymBySeed, pc.SeedIDs, pc.SeenBySeed = inf, sym, sortedSeeds(seeds), st
 		pc.InfBest, _ = meanSD(ib)
 		pc.SymBest, _ = meanSD(sb)
 		pc.Inf, pc.SDInf = meanSD(inf)

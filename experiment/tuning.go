@@ -264,3 +264,6 @@ func (out *Outcome) spikeOf(p *Plan, dir string) (float64, error) {
 	}
 	return stats.Spike(losses), nil
 }
+
+// TunedKey names the sweep's result of γ at width (Outcome.Tuned's key; its file in TuneDir is TunedKey.json).
+func TunedKey(gamma float64, width int) string { return tuneKey(gamma, width) }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/smallinit/smallinit/anchor"
 	"github.com/smallinit/smallinit/experiment"
@@ -121,14 +124,19 @@ func seedValues(pc *anchor.PhaseCell, v []float64) stats.BySeed {
 	return out
 }
 
-// judgeAnchor is claim 1's reasoning half on the anchor-function tasks. Both γ cells must have learnt the
-// seen pairs (mean seen-pair test accuracy ≥ AnchorMinSeen), else the verdict is Untestable with the figures.
-// Decisive, paired by seed: γ = 1's inferential share of held-out (4,3) answers minus γ = 0.5's, with its
-// t-interval on n − 1 df at ClaimAlpha (one decisive comparison). Supported when it is above 0 and γ = 0.5's
-// mean symmetric share exceeds AnchorMinSymmetric; not supported when it is below 0; otherwise inconclusive.
-// Reported: γ = 0.5's symmetric share minus γ = 1's.
+// judgeAnchor is claim 1's reasoning half on the anchor-function tasks: it tests which solution a model
+// prefers for the held-out (4,3) pair, inference (x−10) or the symmetric mapping (x−6).
+//
+// Each seed is gated on its own: a seed enters only when both its γ cells learnt the seen pairs (seen-pair
+// test accuracy ≥ AnchorMinSeen at the chosen rate); the seeds left out are named. With fewer than MinSeeds
+// seeds the verdict is Untestable. Decisive, pre-registered and one-sided, paired by seed: γ = 1's inferential
+// share minus γ = 0.5's, with its one-sided t p-value on n − 1 df at ClaimAlpha and the sign-flip p beside
+// it. Supported when that p ≤ ClaimAlpha and γ = 0.5's mean symmetric share over the kept seeds exceeds
+// AnchorMinSymmetric; contradicted when the opposite one-sided p ≤ ClaimAlpha; otherwise inconclusive.
+// Reported: γ = 0.5's symmetric share minus γ = 1's, and the inferential shares at every rate of the grid (a
+// robustness row: the per-seed rate choice does not make the result).
 func judgeAnchor(a *AnchorEvidence) Claim {
-	text := "γ = 1's gains are largest on reasoning: anchor-function tasks (2405.05409), γ = 1 composes the held-out (4,3) by inference (x−10) where γ = 0.5 answers with the symmetric mapping (x−6)"
+	text := "γ = 1's gains are largest on reasoning: on the anchor-function tasks (2405.05409) the held-out (4,3) pair tests which solution a model prefers; γ = 1 composes it by inference (x−10) where γ = 0.5 answers with the symmetric mapping (x−6)"
 	c := Claim{N: 1, Text: text, Verdict: Inconclusive}
 	if a == nil || len(a.Grid.Depths) == 0 {
 		c.Reason, c.Evidence = "no anchor grid", "anchor cells missing"
@@ -147,20 +155,112 @@ func judgeAnchor(a *AnchorEvidence) Claim {
 			name, pc.Inf, pc.SDInf, pc.Sym, pc.SDSym, pc.Other, pc.Seeds, pc.LRs, pc.SeenTest)
 	}
 	header := fmt.Sprintf("depth %d, %d steps × %d sequences per cell; %s; %s", depth, a.Grid.Budget.Steps, a.Grid.Budget.Batch, cell("γ=0.5", g05), cell("γ=1", g1))
-	if !(g05.SeenTest >= AnchorMinSeen && g1.SeenTest >= AnchorMinSeen) {
-		c.Verdict, c.Evidence, c.Detail = Untestable, header, detail
-		c.Reason = fmt.Sprintf("the cells did not learn the seen pairs (seen-pair test accuracy γ=0.5 %.3f, γ=1 %.3f; need ≥ %.2f)", g05.SeenTest, g1.SeenTest, AnchorMinSeen)
+	// The per-seed gate.
+	seen05, seen1 := seedValues(g05, g05.SeenBySeed), seedValues(g1, g1.SeenBySeed)
+	var kept, dropped []int
+	for _, s := range g05.SeedIDs {
+		if seen05[int(s)] >= AnchorMinSeen && seen1[int(s)] >= AnchorMinSeen {
+			kept = append(kept, int(s))
+		} else {
+			dropped = append(dropped, int(s))
+		}
+	}
+	only := func(m stats.BySeed) stats.BySeed {
+		out := stats.BySeed{}
+		for _, s := range kept {
+			if v, ok := m[s]; ok {
+				out[s] = v
+			}
+		}
+		return out
+	}
+	detail["seeds_kept"], detail["seeds_dropped"] = kept, dropped
+	gate := fmt.Sprintf("per-seed gate (both γ cells' seen-pair test accuracy ≥ %.2f): %d seeds kept %v, dropped %v", AnchorMinSeen, len(kept), kept, dropped)
+	if len(kept) < MinSeeds && len(dropped) == 0 {
+		c.Evidence, c.Detail = header+"; "+gate, detail
+		c.Reason = fmt.Sprintf("too few seeds: %d paired, need %d", len(kept), MinSeeds)
 		return c
 	}
-	var t claimTests
-	t.add("(4,3) inferential share, γ=1 − γ=0.5", true, stats.Paired(seedValues(g1, g1.InfBySeed), seedValues(g05, g05.InfBySeed)))
-	t.add("(4,3) symmetric share, γ=0.5 − γ=1", false, stats.Paired(seedValues(g05, g05.SymBySeed), seedValues(g1, g1.SymBySeed)))
-	c = claimOf(1, text, header, &t, fmt.Sprintf("γ=0.5 mean symmetric share %.3f (need > %.2f)", g05.Sym, AnchorMinSymmetric), detail)
-	if c.Verdict == Supported && !(g05.Sym > AnchorMinSymmetric) {
-		c.Verdict = Inconclusive
-		c.Reason = fmt.Sprintf("γ=1 infers more than γ=0.5, but γ=0.5's (4,3) answers are not mostly symmetric (mean share %.3f ≤ %.2f)", g05.Sym, AnchorMinSymmetric)
+	if len(kept) < MinSeeds {
+		c.Verdict, c.Evidence, c.Detail = Untestable, header+"; "+gate, detail
+		c.Reason = fmt.Sprintf("only %d seeds learnt the seen pairs in both γ cells (need %d): the (4,3) answers of a model that has not learnt the seen pairs say nothing of the solution it prefers", len(kept), MinSeeds)
+		return c
 	}
+	inf := stats.Paired(only(seedValues(g1, g1.InfBySeed)), only(seedValues(g05, g05.InfBySeed)))
+	dec := Test{Name: "(4,3) inferential share, γ=1 − γ=0.5 (one-sided, pre-registered)", Decisive: true, Estimate: stats.Estimate{Seeds: inf.Seeds, Values: inf.Values}}
+	dec.measure(2 * ClaimAlpha) // the two-sided (1 − 2α) interval's lower end is the one-sided 1 − α bound
+	up, down := oneSidedP(dec.Estimate)
+	dec.POneSided = stats.Finite(up)
+	sym := stats.Paired(only(seedValues(g05, g05.SymBySeed)), only(seedValues(g1, g1.SymBySeed)))
+	rep := Test{Name: "(4,3) symmetric share, γ=0.5 − γ=1 [reported]", Estimate: stats.Estimate{Seeds: sym.Seeds, Values: sym.Values}}
+	rep.measure(ClaimAlpha)
+	tests := append([]Test{dec, rep}, anchorPerLR(a, depth, kept)...)
+	sym05 := 0.0
+	for _, v := range only(seedValues(g05, g05.SymBySeed)) {
+		sym05 += v / float64(len(kept))
+	}
+	switch {
+	case up <= ClaimAlpha && sym05 > AnchorMinSymmetric:
+		c.Verdict = Supported
+		dec.Result = 1
+	case up <= ClaimAlpha:
+		c.Verdict = Inconclusive
+		c.Reason = fmt.Sprintf("γ=1 infers more than γ=0.5, but γ=0.5's (4,3) answers are not mostly symmetric (mean share %.3f ≤ %.2f)", sym05, AnchorMinSymmetric)
+	case down <= ClaimAlpha:
+		c.Verdict = Contradicted
+		dec.Result = -1
+	default:
+		c.Verdict = Inconclusive
+		if dec.Estimate.MDE > 0 {
+			c.Reason = fmt.Sprintf("one-sided p %.3g > α %.3g (MDE %.3g share units at %d seeds)", up, ClaimAlpha, dec.Estimate.MDE, len(kept))
+		}
+	}
+	dec.Decision = c.Verdict
+	tests[0] = dec
+	var parts []string
+	for _, x := range tests {
+		parts = append(parts, (&claimTests{tests: []Test{x}}).text())
+	}
+	c.Tests, c.Detail = tests, detail
+	c.Evidence = fmt.Sprintf("%s; %s; %s; γ=0.5 mean symmetric share %.3f over the kept seeds (need > %.2f) (secondary; paired by seed; one pre-registered one-sided test at α = %.3g, sign-flip p beside it)",
+		header, gate, strings.Join(parts, "; "), sym05, AnchorMinSymmetric, ClaimAlpha)
 	return c
+}
+
+// oneSidedP are the one-sided t p-values of a mean above 0 (up) and below 0 (down) on n − 1 df (NaN with
+// fewer than two seeds or no spread).
+func oneSidedP(e stats.Estimate) (up, down float64) {
+	if e.N < 2 || !(e.SE > 0) {
+		return math.NaN(), math.NaN()
+	}
+	t := e.Mean / e.SE
+	up = 1 - stats.TCDF(t, float64(e.N-1))
+	return up, 1 - up
+}
+
+// anchorPerLR is the robustness row of claim 1's anchor half: at every rate of the grid, γ = 1's inferential
+// share minus γ = 0.5's on the kept seeds, reported (not decisive).
+func anchorPerLR(a *AnchorEvidence, depth int, kept []int) []Test {
+	var out []Test
+	for _, lr := range a.Grid.LRs {
+		by := map[bool]stats.BySeed{false: {}, true: {}}
+		for _, r := range a.Cells {
+			if r.Composite == nil || r.Cell.Layers != depth || r.Cell.LR != lr || !slices.Contains(kept, int(r.Cell.Seed)) {
+				continue
+			}
+			switch {
+			case sameGamma(r.Cell.Gamma, 1):
+				by[true][int(r.Cell.Seed)] = r.Composite.Unseen.Inferential
+			case sameGamma(r.Cell.Gamma, 0.5):
+				by[false][int(r.Cell.Seed)] = r.Composite.Unseen.Inferential
+			}
+		}
+		d := stats.Paired(by[true], by[false])
+		t := Test{Name: fmt.Sprintf("(4,3) inferential share at LR %g, γ=1 − γ=0.5 [reported]", lr), Estimate: stats.Estimate{Seeds: d.Seeds, Values: d.Values}}
+		t.measure(ClaimAlpha)
+		out = append(out, t)
+	}
+	return out
 }
 
 // anchorDir is the grid's directory under out.

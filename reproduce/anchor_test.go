@@ -30,6 +30,21 @@ func anchorWorld(seen float64, inf05, sym05, inf1, sym1 []float64) *AnchorEviden
 	return &AnchorEvidence{Dir: "anchor", Grid: g, Cells: res, Phase: anchor.Phase(res)}
 }
 
+// gateWorld is the supported world on four seeds, where seed 3's γ = 1 cell has not learnt the seen pairs and
+// answers (4,3) against the claim: the per-seed gate drops it.
+func gateWorld() *AnchorEvidence {
+	a := anchorWorld(1, []float64{0.02, 0.05, 0.03, 0.9}, []float64{0.9, 0.85, 0.95, 0}, []float64{0.7, 0.76, 0.8, 0}, []float64{0, 0.02, 0.01, 0.9})
+	for i := range a.Cells {
+		if c := &a.Cells[i]; c.Cell.Seed == 3 && c.Cell.Gamma == 1 {
+			s := *c.Composite
+			s.SeenTest /= 2
+			c.Composite = &s
+		}
+	}
+	a.Phase = anchor.Phase(a.Cells)
+	return a
+}
+
 // TestJudgeAnchor: the anchor claim's verdict on constructed worlds with known answers.
 func TestJudgeAnchor(t *testing.T) {
 	for _, tc := range []struct {
@@ -45,11 +60,12 @@ func TestJudgeAnchor(t *testing.T) {
 		{"γ=0.5 infers more", anchorWorld(1, []float64{0.7, 0.76, 0.8}, []float64{0, 0.02, 0.01}, []float64{0.02, 0.05, 0.03}, []float64{0.9, 0.85, 0.95}),
 			Contradicted, "", "inferential 0.753", -1},
 		{"within the noise", anchorWorld(1, []float64{0.4, 0.2, 0.5}, []float64{0.5, 0.7, 0.4}, []float64{0.3, 0.8, 0.1}, []float64{0.6, 0.1, 0.8}),
-			Inconclusive, "within the noise", "", 0},
+			Inconclusive, "one-sided p", "", 0},
 		{"γ=1 infers, γ=0.5 other", anchorWorld(1, []float64{0.02, 0.05, 0.03}, []float64{0.2, 0.3, 0.25}, []float64{0.7, 0.76, 0.8}, []float64{0, 0.02, 0.01}),
 			Inconclusive, "not mostly symmetric", "", 1},
 		{"seen pairs not learnt", anchorWorld(0.5, []float64{0.02, 0.05, 0.03}, []float64{0.9, 0.85, 0.95}, []float64{0.7, 0.76, 0.8}, []float64{0, 0.02, 0.01}),
-			Untestable, "did not learn the seen pairs (seen-pair test accuracy γ=0.5 0.500, γ=1 0.500; need ≥ 0.90)", "", 0},
+			Untestable, "only 0 seeds learnt the seen pairs in both γ cells (need 3)", "dropped [0 1 2]", 0},
+		{"one seed not learnt is dropped", gateWorld(), Supported, "", "3 seeds kept [0 1 2], dropped [3]", 1},
 		{"two seeds", anchorWorld(1, []float64{0.02, 0.05}, []float64{0.9, 0.85}, []float64{0.7, 0.76}, []float64{0, 0.02}),
 			Inconclusive, "too few seeds", "", 0},
 		{"no grid", nil, Inconclusive, "no anchor grid", "", 0},
@@ -65,8 +81,17 @@ func TestJudgeAnchor(t *testing.T) {
 			if e.N != 3 || tc.intervalLo > 0 && !(e.Lo > 0) || tc.intervalLo < 0 && !(e.Hi < 0) {
 				t.Errorf("%s: decisive estimate %+v", tc.name, e)
 			}
-			if !c.Tests[0].Decisive || c.Tests[1].Decisive || c.Detail == nil {
+			if !c.Tests[0].Decisive || c.Tests[1].Decisive || c.Detail == nil || c.Tests[0].POneSided == nil {
 				t.Errorf("%s: tests %+v, detail %v", tc.name, c.Tests, c.Detail)
+			}
+			// The robustness row: the shares at each rate of the grid, reported. At 3e-4 the world learns
+			// nothing (both γ answer "other"): a zero difference.
+			if len(c.Tests) != 4 || c.Tests[2].Decisive || !strings.Contains(c.Tests[2].Name, "at LR 0.0003") || c.Tests[2].Estimate.Mean != 0 ||
+				!strings.Contains(c.Tests[3].Name, "at LR 0.001") || c.Tests[3].Estimate.Mean != c.Tests[0].Estimate.Mean {
+				t.Errorf("%s: per-rate rows %+v", tc.name, c.Tests[2:])
+			}
+			if p := *c.Tests[0].POneSided; tc.want == Supported && !(p <= ClaimAlpha) || tc.want == Contradicted && !(p >= 1-ClaimAlpha) {
+				t.Errorf("%s: one-sided p %g", tc.name, p)
 			}
 		}
 	}

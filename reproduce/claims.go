@@ -126,6 +126,7 @@ func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int, an
 		return err
 	}
 	ev.Primaries = out.Plan.Primaries
+	ev.Grid = gridEvidence(out.Tuned, ev.Ladder)
 	if ev.Primaries != nil {
 		res.Primaries = describePrimaries(ev.Primaries, ev)
 	}

@@ -40,6 +40,10 @@ type Evidence struct {
 	Probes   *ProbeEvidence  `json:"probes,omitempty"`
 	Anchor   *AnchorEvidence `json:"anchor,omitempty"`    // claim 1's reasoning half on the anchor-function tasks (anchor.go)
 	SharedLR []GammaArm      `json:"shared_lr,omitempty"` // optional: the γ arms at one shared LR (the study's "cost-free" reading), reported beside claim 1
+	// Grid is the full-horizon learning-rate grid (experiment.TuneFull) as evidence at matched learning rates:
+	// both γ at every rate on the tuning seeds, per width, on the LR-selection slice. H1 and H2 at matched LR
+	// are reported from it beside the primaries at the tuned LR. Nil without such a grid.
+	Grid []GridCell `json:"lr_grid,omitempty"`
 	// Primaries are the plan's pre-registered primaries (nil: claim 1's loss and claim 2's slope are judged as
 	// secondaries, the protocol of plans without [primaries]).
 	Primaries *experiment.Primaries `json:"primaries,omitempty"`
@@ -174,3 +178,16 @@ func oodTexts(arms ...*Arm) []string {
 	slices.Sort(out)
 	return out
 }
+
+// GridCell is one rate of the full-horizon LR grid at one width: each γ's selection loss per tuning seed (a
+// diverged trial is +Inf, written null).
+type GridCell struct {
+	Width int             `json:"width"`
+	N     float64         `json:"n"` // non-embedding parameters at Width (0: the width is not on the ladder)
+	LR    float64         `json:"lr"`
+	G05   map[int]float64 `json:"gamma0.5"`
+	G1    map[int]float64 `json:"gamma1"`
+}
+
+// MarshalJSON writes a diverged trial's loss as null.
+func (g GridCell) MarshalJSON() ([]byte, error) { return finitejson.Marshal(g) }

@@ -67,6 +67,9 @@ func judgePrimaries(ev *Evidence) []Claim {
 		matched = append(matched, m)
 	}
 
+	matched = append(matched, gridMatched(ev, spec.DeltaH1())...)
+	matched2 := gridMatchedSlopes(ev, spec.DeltaH2(lnSpan))
+
 	one := func(n int, id, text string, t Test, extra []Test, unplateaued []string, need string) Claim {
 		c := Claim{N: n, ID: id, Text: text, Verdict: t.Decision, Tests: append([]Test{t}, extra...)}
 		var parts []string
@@ -101,7 +104,7 @@ func judgePrimaries(ev *Evidence) []Claim {
 	for i := range ev.Ladder {
 		g1s = append(g1s, &ev.Ladder[i].G1)
 	}
-	c2 := one(2, "H2", "with both fixes, γ = 1's gain grows with model size", h2, nil, unplateaued(spec, g1s), need2)
+	c2 := one(2, "H2", "with both fixes, γ = 1's gain grows with model size", h2, matched2, unplateaued(spec, g1s), need2)
 	c2.Detail = map[string]any{"slope_per_seed_points": perSeed, "ln_span": lnSpan}
 	return []Claim{c1, c2}
 }
@@ -164,4 +167,118 @@ func describePrimaries(spec *experiment.Primaries, ev *Evidence) string {
 	}
 	spec.Write(&b, n, lnSpan)
 	return b.String()
+}
+
+// gridEvidence is the full-horizon LR grid's cells from the sweep's results (nil without a grid), with each
+// width's N from the ladder.
+func gridEvidence(tuned map[string]experiment.Tuned, ladder []Rung) []GridCell {
+	cells := map[[2]float64]*GridCell{}
+	for _, t := range tuned {
+		if t.Grid == nil {
+			continue
+		}
+		for _, tr := range t.Grid.Trials {
+			k := [2]float64{float64(t.Width), tr.LR}
+			c := cells[k]
+			if c == nil {
+				c = &GridCell{Width: t.Width, LR: tr.LR, G05: map[int]float64{}, G1: map[int]float64{}}
+				for _, r := range ladder {
+					if r.Width == t.Width {
+						c.N = r.N
+					}
+				}
+				cells[k] = c
+			}
+			switch {
+			case sameGamma(t.Gamma, 0.5):
+				c.G05[int(tr.Seed)] = tr.Loss
+			case sameGamma(t.Gamma, 1):
+				c.G1[int(tr.Seed)] = tr.Loss
+			}
+		}
+	}
+	var out []GridCell
+	for _, c := range cells {
+		if len(c.G05) > 0 && len(c.G1) > 0 {
+			out = append(out, *c)
+		}
+	}
+	slices.SortFunc(out, func(a, b GridCell) int {
+		if a.Width != b.Width {
+			return a.Width - b.Width
+		}
+		return cmpFloat(a.LR, b.LR)
+	})
+	return out
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// gridMatched is H1 at every matched learning rate of the grid at the γ grid's width: the paired gain on the
+// tuning seeds, on the LR-selection slice, reported beside the tuned-LR primary (never decisive).
+func gridMatched(ev *Evidence, delta float64) []Test {
+	var out []Test
+	for _, c := range ev.Grid {
+		if c.Width != ev.Width {
+			continue
+		}
+		d := gain(c.G05, c.G1)
+		t := Test{Name: fmt.Sprintf("H1 at the matched LR %g (the LR grid: tuning seeds, LR-selection slice) [reported]", c.LR), Delta: delta,
+			Estimate: stats.Estimate{Seeds: d.Seeds, Values: d.Values}}
+		t.measure(ClaimAlpha)
+		out = append(out, t)
+	}
+	return out
+}
+
+// gridMatchedSlopes is H2 at every matched learning rate the grid ran at two or more ladder widths: the per-seed
+// slope of the paired gain against ln N over those widths (the ladder's ends), on the tuning seeds and the
+// LR-selection slice, reported.
+func gridMatchedSlopes(ev *Evidence, delta float64) []Test {
+	byLR := map[float64][]Rung{}
+	var lrs []float64
+	for _, c := range ev.Grid {
+		if !(c.N > 0) {
+			continue
+		}
+		if _, ok := byLR[c.LR]; !ok {
+			lrs = append(lrs, c.LR)
+		}
+		byLR[c.LR] = append(byLR[c.LR], Rung{Width: c.Width, N: c.N, G05: Arm{Seeds: lossesOf(c.G05)}, G1: Arm{Seeds: lossesOf(c.G1)}})
+	}
+	slices.Sort(lrs)
+	var out []Test
+	for _, lr := range lrs {
+		rungs := byLR[lr]
+		if len(rungs) < 2 {
+			continue
+		}
+		slopes, _ := ladderSlopes(rungs)
+		var ws []string
+		for _, r := range rungs {
+			ws = append(ws, fmt.Sprint(r.Width))
+		}
+		t := Test{Name: fmt.Sprintf("H2 at the matched LR %g over widths %s (the LR grid: tuning seeds, LR-selection slice) [reported]", lr, strings.Join(ws, ", ")),
+			Delta: delta, Estimate: stats.Estimate{Seeds: slopes.Seeds, Values: slopes.Values}}
+		t.measure(ClaimAlpha)
+		out = append(out, t)
+	}
+	return out
+}
+
+// lossesOf turns per-seed losses into an arm's per-seed Loss.
+func lossesOf(m map[int]float64) map[int]Loss {
+	out := map[int]Loss{}
+	for s, v := range m {
+		out[s] = Loss{Overall: v}
+	}
+	return out
 }

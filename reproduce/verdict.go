@@ -57,6 +57,8 @@ type Test struct {
 	// PSignFlip is the sign-flip permutation p-value beside the t-test (exact; it needs no normality, and
 	// cannot fall below 2/2^n).
 	PSignFlip *float64 `json:"p_sign_flip,omitempty"`
+	// POneSided is a pre-registered one-sided test's t p-value in the claim's direction (nil: two-sided).
+	POneSided *float64 `json:"p_one_sided,omitempty"`
 	// LeaveOneOut is the mean without each seed in turn (in Estimate.Seeds order); RestsOnOneSeed says that
 	// dropping one seed changes the comparison's decision.
 	LeaveOneOut    []float64 `json:"leave_one_seed_out_means,omitempty"`
