@@ -58,6 +58,7 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	if o.Budget <= 0 {
 		o.Budget = p.Budget.Duration()
 	}
+	autoSeeds := o.Seeds == nil
 	if o.Seeds == nil {
 		o.Seeds = p.SeedsFor(o.Budget)
 	}
@@ -77,6 +78,15 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	}
 	if p, err = resolvePrecision(p, out, &o, false); err != nil {
 		return nil, err
+	}
+	if autoSeeds {
+		if err := chooseSeeds(p, out, &o, tps); err != nil {
+			return nil, err
+		}
+		out.Seeds = o.Seeds
+		if tps == 0 {
+			tps = out.probeTPS
+		}
 	}
 	if s, err := ReadSizing(filepath.Join(o.Out, SizingFile)); err == nil && s.matches(&o) && o.Steps == 0 {
 		o.Steps = s.Steps
@@ -98,7 +108,11 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune, Extra: o.Extra, PrecisionNote: o.PrecisionNote}
+	extras, err := o.extras()
+	if err != nil {
+		return nil, err
+	}
+	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune, Extra: extras, PrecisionNote: o.PrecisionNote}
 	if p.Tune != nil {
 		d.TuneWidths = p.tuneWidths(out.Tier)
 		if !p.Tune.full() {

@@ -257,6 +257,7 @@ func TestTuneFullRefusals(t *testing.T) {
 		{`transfer_exponent = 1`, "transfer_exponent = 1\ncenter = 4e-3", "belong to mode"},
 		{`groups = ["gamma", "sizes"]`, `groups = ["gamma", "nope"]`, `no group "nope"`},
 		{`groups = ["gamma", "sizes"]`, `groups = []`, "at least one group"},
+		{"seeds = [0, 1]\nwidths = [16]", "seeds = [0, 1]\nmin_seeds = 3\nwidths = [16]", "min_seeds 3"},
 		{`gammas = [0.5, 1]
 anchor`, `gammas = [-1]
 anchor`, "positive"},
@@ -265,5 +266,49 @@ anchor`, "positive"},
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s → %s: %v, want an error with %q", tc.from, tc.to, err, tc.want)
 		}
+	}
+}
+
+// TestSeedsWithinBudget: a tier with min_seeds runs the most of its seeds whose expected wall time fits the
+// budget at the horizon, never fewer than min_seeds (and says so when even those do not fit); a sizing on
+// record decides for every later process.
+func TestSeedsWithinBudget(t *testing.T) {
+	text := strings.Replace(fullPlan, "seeds = [0, 1]\nwidths = [16]", "seeds = [0, 1, 2, 3, 4, 5, 6, 7]\nmin_seeds = 2\nwidths = [16]", 1)
+	p, err := Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tps = 300 // tokens/s: slow enough that the budget binds
+	var last int
+	for _, budget := range []time.Duration{30 * time.Minute, 40 * time.Minute, 60 * time.Minute} {
+		var log strings.Builder
+		d, err := Describe(p, Options{Out: t.TempDir(), Budget: budget, Log: &log}, tps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(d.Seeds)
+		if n < 2 || n > 8 || n < last || d.Estimate.Wall > budget && n != 2 {
+			t.Errorf("%s: %d seeds, expected wall time %s", budget, n, d.Estimate.Wall)
+		}
+		if n < 8 {
+			// One more seed would not have fitted.
+			more := Options{Out: t.TempDir(), Budget: budget, Seeds: SeedRange(n + 1)}
+			if e, err := Describe(p, more, tps); err != nil || e.Estimate.Wall <= budget {
+				t.Errorf("%s: %d seeds chosen, but %d fit (%v, %s)", budget, n, n+1, err, e.Estimate.Wall)
+			}
+		}
+		last = n
+	}
+	if last == 2 {
+		t.Fatal("the budgets never bought more than the fewest seeds: the test does not test the choice")
+	}
+	// A sizing on record (another process's, or the run being resumed) decides.
+	out := t.TempDir()
+	if err := os.WriteFile(filepath.Join(out, SizingFile), []byte(`{"budget":"30m0s","seeds":5,"steps":4,"probe_tokens_per_s":300}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Describe(p, Options{Out: out, Budget: 30 * time.Minute}, tps)
+	if err != nil || len(d.Seeds) != 5 {
+		t.Errorf("with a sizing of 5 seeds on record: %d seeds, %v", len(d.Seeds), err)
 	}
 }

@@ -90,6 +90,10 @@ type Tier struct {
 	Groups   []string
 	Gammas   []float64
 	NoAnchor bool
+	// MinSeeds > 0 makes Seeds the most the tier runs: the plan runs the longest prefix of Seeds, at least
+	// MinSeeds long, whose expected wall time fits the budget at the horizon (chooseSeeds), and says so when
+	// even MinSeeds do not fit.
+	MinSeeds int
 }
 
 // TuneSpec is a plan's learning-rate sweep (package tune): for every γ of Gammas at every width of Widths, a
@@ -256,6 +260,7 @@ type planFile struct {
 		Groups      []string  `toml:"groups"`
 		Gammas      []float64 `toml:"gammas"`
 		Anchor      *bool     `toml:"anchor"`
+		MinSeeds    int       `toml:"min_seeds"`
 	} `toml:"tier"`
 	Anchor *struct {
 		Gammas   []float64 `toml:"gammas"`

@@ -59,8 +59,10 @@ type Options struct {
 	// claims there, and may set the outcome's comparison).
 	Evaluate func(*Outcome) error
 	// Extra is work the evaluator does besides the groups (reproduce's anchor grid): its training cost is taken
-	// from the budget before the runs are sized, and it is listed with the plan.
-	Extra []ExtraWork
+	// from the budget before the runs are sized, and it is listed with the plan. ExtraFor, when set, replaces
+	// it with the work for the seeds the plan runs (a tier that chooses its seeds within the budget).
+	Extra    []ExtraWork
+	ExtraFor func(seeds []uint64) ([]ExtraWork, error)
 	// PrecisionNote says why the arms' matmul precision is what it is (printed with the plan; "": nothing).
 	PrecisionNote string
 }
@@ -95,7 +97,8 @@ type Outcome struct {
 	// RunList is every run of the plan with its resolved recipe, in run order (the evaluator reads it).
 	RunList []RunInfo
 
-	refParams int64 // the non-embedding parameters of the primaries' width (ladderSteps), once computed
+	refParams int64   // the non-embedding parameters of the primaries' width (ladderSteps), once computed
+	probeTPS  float64 // a throughput probe's tokens/s already measured in this execution (0: none yet)
 }
 
 // RunInfo is one run of a plan: its group, arm ("" for a sweep point), seed, directory and resolved recipe.
@@ -127,6 +130,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if o.Budget <= 0 {
 		o.Budget = p.Budget.Duration()
 	}
+	autoSeeds := o.Seeds == nil
 	if o.Seeds == nil {
 		o.Seeds = p.SeedsFor(o.Budget)
 	}
@@ -156,6 +160,12 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	out.Tier = p.TierFor(o.Budget)
 	p = p.Tiered(out.Tier)
 	out.Plan = p
+	if autoSeeds {
+		if err := chooseSeeds(p, out, &o, 0); err != nil {
+			return nil, err
+		}
+		out.Seeds = o.Seeds
+	}
 	if out.Steps, err = size(ctx, p, out, &o); err != nil {
 		return nil, err
 	}
@@ -541,4 +551,12 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 	}
 	row.Run, row.Gamma, row.NormEps, row.AttnGate, row.Steps = r.arm, c.Init.Gamma, c.Model.NormEps, c.Model.AttnGate, c.TotalSteps()
 	return row, nil
+}
+
+// extras is the work besides the groups for the seeds o runs (Options.ExtraFor, else Options.Extra).
+func (o *Options) extras() ([]ExtraWork, error) {
+	if o.ExtraFor != nil {
+		return o.ExtraFor(o.Seeds)
+	}
+	return o.Extra, nil
 }

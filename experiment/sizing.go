@@ -95,7 +95,7 @@ func size(ctx context.Context, p *Plan, out *Outcome, o *Options) (int, error) {
 	if n, ok, err := reuse(); ok || err != nil {
 		return n, err
 	}
-	e, err := estimate(p, out, o, 0)
+	e, err := estimate(p, out, o, out.probeTPS)
 	if err != nil {
 		return 0, err
 	}
@@ -162,7 +162,11 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		e.RunCost += perStep(r.cfg) / perStep(base) * float64(r.cfg.TotalSteps()) / probeSteps
 	}
 	extra := 0.0
-	for _, x := range o.Extra {
+	extras, err := o.extras()
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range extras {
 		e.ExtraCost = append(e.ExtraCost, x.FLOPs/perStep(base))
 		extra += x.FLOPs / perStep(base)
 	}
@@ -246,3 +250,39 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 }
 
 func durationOfMinutes(m float64) time.Duration { return time.Duration(m * float64(time.Minute)) }
+
+// chooseSeeds sets o.Seeds for a tier with MinSeeds (Tier.MinSeeds) when the user gave none: the seeds a sizing
+// of the same budget on record ran (so that job-array tasks and resumed studies agree), else the longest prefix
+// of the tier's seeds, at least MinSeeds long, whose expected wall time at the horizon fits the budget, from one
+// throughput probe (tps > 0 skips it). Horizon first, then seeds: the steps are not shortened to buy seeds.
+func chooseSeeds(p *Plan, out *Outcome, o *Options, tps float64) error {
+	t := out.Tier
+	if t == nil || t.MinSeeds == 0 || o.Steps > 0 {
+		return nil
+	}
+	if s, err := ReadSizing(filepath.Join(o.Out, SizingFile)); err == nil && s.Budget == o.Budget.String() && s.Seeds >= t.MinSeeds && s.Seeds <= len(t.Seeds) {
+		o.Seeds = t.Seeds[:s.Seeds]
+		return nil
+	}
+	for n := len(t.Seeds); n >= t.MinSeeds; n-- {
+		try := *o
+		try.Seeds = t.Seeds[:n]
+		e, err := estimate(p, out, &try, tps)
+		if err != nil {
+			return err
+		}
+		tps = e.TokensPerS
+		out.probeTPS = tps
+		if e.Wall <= o.Budget || n == t.MinSeeds {
+			o.Seeds = try.Seeds
+			fit := "fits"
+			if e.Wall > o.Budget {
+				fit = "does NOT fit (the tier's fewest)"
+			}
+			o.logf("seeds within the budget: %d of the tier's %d (at least %d): expected wall time %s %s the budget %s at %.0f tokens/s\n",
+				n, len(t.Seeds), t.MinSeeds, e.Wall.Round(time.Minute), fit, o.Budget, tps)
+			return nil
+		}
+	}
+	return nil
+}

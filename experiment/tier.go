@@ -17,7 +17,7 @@ import (
 func parseTiers(p *Plan, f *planFile) error {
 	for i, ft := range f.Tier {
 		t := Tier{Name: ft.Name, Minutes: ft.Minutes, Seeds: ft.Seeds, Widths: ft.Widths, TuneWidths: ft.TuneWidths, Smoke: ft.Smoke,
-			AnchorSteps: ft.AnchorSteps, Groups: ft.Groups, Gammas: ft.Gammas, NoAnchor: ft.Anchor != nil && !*ft.Anchor}
+			AnchorSteps: ft.AnchorSteps, Groups: ft.Groups, Gammas: ft.Gammas, NoAnchor: ft.Anchor != nil && !*ft.Anchor, MinSeeds: ft.MinSeeds}
 		where := fmt.Sprintf("tier %d (%s)", i+1, t.Name)
 		if t.Name == "" || !(t.Minutes > 0) {
 			return fmt.Errorf("%s: want a name and minutes > 0", where)
@@ -32,6 +32,9 @@ func parseTiers(p *Plan, f *planFile) error {
 		}
 		if t.AnchorSteps < 0 {
 			return fmt.Errorf("%s: anchor_steps %d: want ≥ 0", where, t.AnchorSteps)
+		}
+		if t.MinSeeds < 0 || t.MinSeeds > 0 && (len(t.Seeds) == 0 || t.MinSeeds > len(t.Seeds)) {
+			return fmt.Errorf("%s: min_seeds %d: want 0 (run every seed) or 1 … the %d seeds the tier lists", where, t.MinSeeds, len(t.Seeds))
 		}
 		for _, name := range t.Groups {
 			if !slices.ContainsFunc(p.Groups, func(g Group) bool { return g.Name == name }) {

@@ -183,14 +183,28 @@ func (o *Options) experimentOptions(p *experiment.Plan) (experiment.Options, err
 	}
 	eo := experiment.Options{Out: o.Out, Budget: o.Budget, Steps: o.Steps, Seeds: seeds, ProbeTest: o.ProbeTest, Jobs: o.Jobs,
 		Log: o.Log, ScoreTokens: score, Describe: true, PrecisionNote: why}
-	if g := o.anchorGrid(p); g != nil {
+	// The anchor grid runs on the seeds the plan runs (a tier may choose them within the budget).
+	eo.ExtraFor = func(seeds []uint64) ([]experiment.ExtraWork, error) {
+		g := o.anchorGridFor(p, seeds)
+		if g == nil {
+			return nil, nil
+		}
 		w, err := anchorWork(g)
 		if err != nil {
-			return eo, err
+			return nil, err
 		}
-		eo.Extra = append(eo.Extra, w)
+		return []experiment.ExtraWork{w}, nil
 	}
 	return eo, nil
+}
+
+// anchorGridFor is the plan's anchor grid under o's budget on seeds (nil without [anchor]).
+func (o *Options) anchorGridFor(p *experiment.Plan, seeds []uint64) *anchor.Grid {
+	budget := o.Budget
+	if budget <= 0 {
+		budget = p.Budget.Duration()
+	}
+	return anchorOf(p, &experiment.Outcome{Seeds: seeds, Tier: p.TierFor(budget)}, o.AnchorSteps)
 }
 
 // anchorGrid is the plan's anchor grid under o's budget and seeds (nil without [anchor]).

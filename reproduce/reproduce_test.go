@@ -246,9 +246,9 @@ func TestPrintPlans(t *testing.T) {
 		anchorSteps int
 	}{
 		{30 * time.Minute, "30m", 3, 160, true, 100},
-		{2 * time.Hour, "2h", 8, 128, false, 0}, // the primaries only: no anchor grid
-		{8 * time.Hour, "8h", 8, 192, false, 1500},
-		{24 * time.Hour, "24h", 10, 256, false, 1500},
+		{2 * time.Hour, "2h", 0, 128, false, 0}, // the primaries only: no anchor grid; seeds chosen within the budget
+		{8 * time.Hour, "8h", 0, 192, false, 1500},
+		{24 * time.Hour, "24h", 0, 256, false, 1500},
 	} {
 		d, err := Describe(Options{Out: t.TempDir(), Budget: tc.budget}, 20000)
 		if err != nil {
@@ -259,6 +259,13 @@ func TestPrintPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := b.String()
+		if tc.seeds == 0 { // chosen: the most that fit, or the tier's fewest
+			lo, hi := d.Tier.MinSeeds, len(d.Tier.Seeds)
+			if n := len(d.Seeds); n < lo || n > hi || d.Estimate.Wall > tc.budget && n != lo {
+				t.Errorf("%s: %d seeds (tier %d … %d), expected wall time %s", tc.budget, n, lo, hi, d.Estimate.Wall)
+			}
+			tc.seeds = len(d.Seeds)
+		}
 		if d.Tier.Name != tc.tier || len(d.Seeds) != tc.seeds || strings.Contains(s, "SMOKE TEST") != tc.smoke {
 			t.Errorf("%s: tier %s, %d seeds, smoke %v:\n%s", tc.budget, d.Tier.Name, len(d.Seeds), strings.Contains(s, "SMOKE TEST"), s)
 		}
