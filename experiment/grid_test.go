@@ -311,4 +311,15 @@ func TestSeedsWithinBudget(t *testing.T) {
 	if err != nil || len(d.Seeds) != 5 {
 		t.Errorf("with a sizing of 5 seeds on record: %d seeds, %v", len(d.Seeds), err)
 	}
+	// Run's sizing: the seed count is part of it. A job-array task finding none on record is refused (tasks
+	// that chose apart would index different runs); with one on record every process runs its seeds.
+	tier := p.TierNamed("short")
+	task := Options{Out: t.TempDir(), Budget: 30 * time.Minute, Task: true, Seeds: tier.Seeds}
+	if _, err := size(context.Background(), p, &Outcome{Plan: p, Tier: tier}, &task, true); err == nil || !strings.Contains(err.Error(), "no sizing of 30m0s is on record") {
+		t.Errorf("a task without a sizing on record: %v", err)
+	}
+	later := Options{Out: out, Budget: 30 * time.Minute, Seeds: tier.Seeds}
+	if steps, err := size(context.Background(), p, &Outcome{Plan: p, Tier: tier}, &later, true); err != nil || steps != 4 || len(later.Seeds) != 5 {
+		t.Errorf("with a sizing of 5 seeds on record: %d steps, seeds %v, %v", steps, later.Seeds, err)
+	}
 }

@@ -152,7 +152,7 @@ func TestSizingShared(t *testing.T) {
 			defer wg.Done()
 			o := Options{Out: out, Budget: 700 * time.Millisecond, Seeds: []uint64{0}, Log: &logs[i]}
 			res := &Outcome{Plan: p, Out: out, DataDir: filepath.Join(out, DataDir), Seeds: o.Seeds, Stats: &data.Stats{VocabSize: 256}}
-			steps[i], errs[i] = size(context.Background(), p, res, &o)
+			steps[i], errs[i] = size(context.Background(), p, res, &o, false)
 		}()
 	}
 	wg.Wait()

@@ -160,15 +160,11 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	out.Tier = p.TierFor(o.Budget)
 	p = p.Tiered(out.Tier)
 	out.Plan = p
-	if autoSeeds {
-		if err := chooseSeeds(p, out, &o, 0); err != nil {
-			return nil, err
-		}
-		out.Seeds = o.Seeds
-	}
-	if out.Steps, err = size(ctx, p, out, &o); err != nil {
+	autoSeeds = autoSeeds && out.Tier != nil && out.Tier.MinSeeds > 0
+	if out.Steps, err = size(ctx, p, out, &o, autoSeeds); err != nil {
 		return nil, err
 	}
+	out.Seeds = o.Seeds
 	if o.Describe && o.Log != nil && !o.Task {
 		do := o
 		do.Steps = out.Steps

@@ -160,13 +160,13 @@ func TestSizingReused(t *testing.T) {
 	o := Options{Out: out, Budget: 5 * time.Minute, Seeds: []uint64{0}, Log: &log}
 	res := &Outcome{Plan: p, Out: out, DataDir: filepath.Join(out, DataDir), Seeds: o.Seeds}
 	res.Stats = &data.Stats{VocabSize: 256} // sizing reads only the vocabulary of the prepared data
-	steps, err := size(context.Background(), p, res, &o)
+	steps, err := size(context.Background(), p, res, &o, false)
 	if err != nil || steps != 1234 || !strings.Contains(log.String(), "reusing the sizing") {
 		t.Errorf("same budget: %d steps, %v, log %q; want the recorded 1234", steps, err, log.String())
 	}
 	log.Reset()
 	o.Budget = 600 * time.Millisecond
-	if steps, err = size(context.Background(), p, res, &o); err != nil || steps != 10 || !strings.Contains(log.String(), "throughput probe") {
+	if steps, err = size(context.Background(), p, res, &o, false); err != nil || steps != 10 || !strings.Contains(log.String(), "throughput probe") {
 		t.Errorf("another budget: %d steps, %v, log %q; want a fresh probe (at least 10 steps)", steps, err, log.String())
 	}
 	s, err := ReadSizing(filepath.Join(out, SizingFile))

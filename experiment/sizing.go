@@ -61,13 +61,20 @@ const sizingLock = "sizing.lock"
 // probe's on the base model, recorded in the sizing file. Processes sharing OUT (job-array tasks, concurrent
 // studies) share one sizing: the first takes OUT/sizing.lock, probes and writes sizing.json; the others wait
 // for the lock and then read what it wrote, so every run of the plan has the same steps.
-func size(ctx context.Context, p *Plan, out *Outcome, o *Options) (int, error) {
+//
+// With auto (the user gave no seeds and the tier has min_seeds), the seed count is part of the sizing: a sizing
+// on record gives it (Options.Seeds becomes that prefix of the tier's seeds), and the process that sizes chooses
+// it under the lock (chooseSeeds), so concurrent processes never run different seeds in one OUT.
+func size(ctx context.Context, p *Plan, out *Outcome, o *Options, auto bool) (int, error) {
 	if o.Steps > 0 {
 		return o.Steps, nil
 	}
 	path := filepath.Join(o.Out, SizingFile)
 	reuse := func() (int, bool, error) {
 		s, err := ReadSizing(path)
+		if err == nil && auto && out.Tier != nil && s.Budget == o.Budget.String() && s.Seeds >= out.Tier.MinSeeds && s.Seeds <= len(out.Tier.Seeds) {
+			o.Seeds = out.Tier.Seeds[:s.Seeds]
+		}
 		if err == nil && s.matches(o) {
 			o.logf("reusing the sizing in %s: %d steps per run for %s\n", path, s.Steps, o.Budget)
 			return s.Steps, true, nil
@@ -94,6 +101,14 @@ func size(ctx context.Context, p *Plan, out *Outcome, o *Options) (int, error) {
 	}
 	if n, ok, err := reuse(); ok || err != nil {
 		return n, err
+	}
+	if auto {
+		if o.Task {
+			return 0, fmt.Errorf("the %s tier chooses its seeds within the budget, and no sizing of %s is on record in %s: run the plan once without a task index first, so that every task runs the same seeds", out.Tier.Name, o.Budget, o.Out)
+		}
+		if err := chooseSeeds(p, out, o, 0); err != nil {
+			return 0, err
+		}
 	}
 	e, err := estimate(p, out, o, out.probeTPS)
 	if err != nil {
