@@ -77,7 +77,7 @@ var gammas = []float64{0.5, 0.75, 1, 1.25, 1.5}
 type Options struct {
 	Out    string
 	Budget time.Duration
-	Seeds  int // 0: the plan's tier's (3 up to 2 h, 4 at 8 h, 5 at 24 h)
+	Seeds  int // 0: the plan's tier's (from 2 h: the most of its seeds that fit the budget at the horizon)
 	Steps  int // > 0: steps per run instead of sizing from the budget (tests)
 	Jobs   int // runs of a sweep trained at once (≤ 1: one at a time)
 	// CompareWindows limits the validation windows of the token-level comparison (0: all).

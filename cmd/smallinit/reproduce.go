@@ -10,7 +10,7 @@ import (
 type reproduceCmd struct {
 	Budget    time.Duration `default:"30m" help:"Wall-clock budget for all runs: 30m (smoke test), 2h, 8h, 24h pick the plan's tiers (seeds, ladder widths); sets the steps per run."`
 	Out       string        `default:"smallinit-reproduce" type:"path" help:"Directory for data, runs, claims.json; run again to resume."`
-	Seeds     int           `help:"Seeds per verdict arm (default: the tier's, 3 up to 2h)."`
+	Seeds     int           `help:"Seeds per verdict arm (default: the tier's; from 2h the most of its seeds, at least its min_seeds, that fit the budget at the horizon, recorded in OUT/sizing.json)."`
 	Steps     int           `help:"Steps per run (overrides --budget)."`
 	Jobs      jobsFlag      `default:"auto" help:"Runs of a sweep trained at once (they share the cores), or auto: a packing probe on the largest run's model measures one run on all cores against one run per core and keeps the faster (recorded in each sweep's packing.json)."`
 	Precision string        `default:"auto" enum:"auto,f32,bf16" help:"Matmul operands of every run: bf16 (float32 accumulation; needs AVX512_BF16), f32, or auto: bf16 where the CPU has AVX512_BF16. A reproduction resumes only with the precision it started with (f32 for those started before 2026-12-02)."`
