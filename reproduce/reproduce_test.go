@@ -35,6 +35,8 @@ func tinyPlan(t *testing.T) *experiment.Plan {
 		{`vocab = 4096`, `vocab = 512`},
 		{`widths = [64, 96, 160]`, `widths = [16, 24, 40]`},
 		{`widths = [128, 64]`, `widths = [32, 16]`},
+		{`widths = [48, 64, 96]`, `widths = [16, 24, 40]`},
+		{`tune_widths = [128, 48]`, `tune_widths = [32, 16]`},
 		// The anchor grid at a tiny shape, 2 steps per cell at the 30m tier (its wiring, not its phases).
 		{`anchor_steps = 100`, `anchor_steps = 2`},
 		{`dim = 128`, `dim = 16`},
@@ -407,5 +409,50 @@ func TestSeedCountIsBounded(t *testing.T) {
 		if _, err := Describe(Options{Out: t.TempDir(), Budget: 2 * time.Hour, Seeds: n, Precision: PrecisionF32}, 20000); err == nil || !strings.Contains(err.Error(), "seeds") {
 			t.Errorf("%d seeds: %v, want an error naming the seeds", n, err)
 		}
+	}
+}
+
+// TestPrimariesOnlyTier: the 2 h tier runs only the primaries' groups (γ ∈ {0.5, 1} at the γ grid's width and
+// the ladder) and no anchor grid; the claims whose arms it does not run come back inconclusive with a reason,
+// the primaries are judged, and H1 is reported at every matched rate of the LR grid.
+func TestPrimariesOnlyTier(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the LR grid and 16 tiny runs")
+	}
+	out := t.TempDir()
+	var log bytes.Buffer
+	o := Options{Out: out, Budget: 2 * time.Hour, Steps: 4, Seeds: 3, CompareWindows: 4, ProbeTest: 4, OODWindows: 2, Plan: tinyPlan(t), Log: &log}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if res.Tier != "2h" || res.Inputs.Anchor != nil || len(res.Tuned) != 4 {
+		t.Fatalf("tier %s, anchor %v, %d LR grids; want 2h, none, 2 γ × 2 widths", res.Tier, res.Inputs.Anchor, len(res.Tuned))
+	}
+	groups := map[string]bool{}
+	for _, r := range res.RunScores {
+		groups[r.Group] = true
+		if r.Gamma != 0.5 && r.Gamma != 1 {
+			t.Errorf("%s: γ %g outside the tier's", r.Dir, r.Gamma)
+		}
+	}
+	if len(groups) != 2 || !groups["gamma"] || !groups["sizes"] {
+		t.Errorf("groups run %v, want gamma and sizes", groups)
+	}
+	var matched int
+	for _, c := range res.Claims {
+		if c.ID == "" && c.Verdict != Inconclusive && c.Verdict != Untestable && c.Verdict != UntestableHorizon {
+			t.Errorf("claim %d: %s without its arms", c.N, c.Verdict)
+		}
+		if c.ID == "H1" {
+			for _, x := range c.Tests {
+				if strings.Contains(x.Name, "matched LR") {
+					matched++
+				}
+			}
+		}
+	}
+	if matched < 3 {
+		t.Errorf("H1 at %d matched rates, want the grid's 3 or more", matched)
 	}
 }
