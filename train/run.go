@@ -2,8 +2,6 @@ package train
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -195,9 +193,23 @@ func StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result
 	}
 	defer unlock()
 	o.LockHeld = true
-	threads, err := SameConfig(dir, c)
+	threads, moved, err := SameConfig(dir, c)
 	if err != nil {
 		return Result{Resumed: true}, err
+	}
+	if moved {
+		// The run directory was moved with its data (a study's --out renamed): its config.toml's data paths
+		// are rewritten to where the files are now, and its checkpoints follow (relocate).
+		have, err := Load(filepath.Join(dir, ConfigFile), nil)
+		if err == nil {
+			err = relocate(dir, have, c)
+		}
+		if err != nil {
+			return Result{Resumed: true}, err
+		}
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "%s was moved with its data: resuming it with data.train = %s\n", dir, c.Data.Train)
+		}
 	}
 	var res Result
 	if (&Run{dir: dir}).Done() {
@@ -209,42 +221,20 @@ func StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result
 	return res, err
 }
 
-// Fingerprint is the SHA-256 of c's encoding with train.threads left out (the threads change no number a run
-// computes): what a checkpoint records of the config it was taken under.
-func Fingerprint(c Config) (string, error) {
-	c.Train.Threads = 0
-	b, err := c.Encode()
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
-}
-
-// SameConfig checks that the config.toml of an earlier attempt at a run in dir is want (train.threads aside),
-// so that a sweep or a plan resumes the run it describes and not one edited by hand or planned with other
-// settings (another precision, say); it returns the threads the earlier attempt used.
-func SameConfig(dir string, want Config) (threads int, err error) {
+// SameConfig checks that the config.toml of an earlier attempt at a run in dir is want (train.threads aside,
+// and data paths that name the same files under a directory that was moved since: CompareMoved), so that a
+// sweep or a plan resumes the run it describes and not one edited by hand or planned with other settings
+// (another precision, say). It returns the threads the earlier attempt used, and whether the run was moved.
+func SameConfig(dir string, want Config) (threads int, moved bool, err error) {
 	path := filepath.Join(dir, ConfigFile)
 	have, err := Load(path, nil)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	threads = have.Train.Threads
-	have.Train.Threads, want.Train.Threads = 0, 0
-	a, err := have.Encode()
-	if err != nil {
-		return 0, err
+	if moved, err = CompareMoved(have, want, dir); err != nil {
+		return 0, false, fmt.Errorf("%s %w", path, err)
 	}
-	b, err := want.Encode()
-	if err != nil {
-		return 0, err
-	}
-	if string(a) != string(b) {
-		return 0, fmt.Errorf("%s %w for this run (edited by hand, or planned with other settings?): "+
-			"move the run directory away to start it afresh", path, ErrConfigDiffers)
-	}
-	return threads, nil
+	return have.Train.Threads, moved, nil
 }
 
 // Resume continues the run in dir from its newest checkpoint (or from the start if it has none), producing
@@ -282,7 +272,11 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		if st.Seed != c.Seed || st.Config != "" && st.Config != r.st.Config {
+		legacy, err := legacyFingerprint(c)
+		if err != nil {
+			return Result{}, err
+		}
+		if st.Seed != c.Seed || st.Config != "" && st.Config != r.st.Config && st.Config != legacy {
 			return Result{}, fmt.Errorf("resume %s: %s is not the config its checkpoint %s was taken under (edited by hand?); "+
 				"restore it, or move the run directory away to start it afresh: %w", dir, filepath.Join(dir, ConfigFile), ck, ErrConfigDiffers)
 		}
@@ -407,7 +401,7 @@ func newRunner(c Config, dir string, o Options) (*runner, error) {
 	r.sched = c.Schedule
 	r.sched.Total = c.TotalSteps()
 	r.st.Seed = c.Seed
-	if r.st.Config, err = Fingerprint(c); err != nil {
+	if r.st.Config, err = Fingerprint(c, r.train, r.val); err != nil {
 		r.pool.Close()
 		return nil, err
 	}
