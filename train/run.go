@@ -72,6 +72,11 @@ type Options struct {
 	// LockHeld says the caller already holds the run directory's lock (runlock.FileName), as a sweep task does;
 	// otherwise Start and Resume take it, so that two processes never train one directory at once.
 	LockHeld bool
+	// WaitHeld, when positive, makes a run whose lock another live process holds wait for it, polling this
+	// often, instead of failing with ErrBusy: until the holder releases it, finishes the run, or stops
+	// heartbeating (runlock.DefaultStaleAfter, whatever its host: a task requeued on another node takes over
+	// its killed predecessor's run within 30 s). The wait ends with the context.
+	WaitHeld time.Duration
 }
 
 // Result summarises a finished run. Its ValLoss is the training-time estimate of metrics.jsonl's last val_loss
@@ -116,7 +121,21 @@ func lock(ctx context.Context, dir string, o Options) (context.Context, func(), 
 		return ctx, func() {}, nil
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	l, err := runlock.Acquire(filepath.Join(dir, runlock.FileName), runlock.DefaultStaleAfter, func() { cancel(ErrAbandoned) })
+	path, lost := filepath.Join(dir, runlock.FileName), func() { cancel(ErrAbandoned) }
+	var l *runlock.Lock
+	var err error
+	if o.WaitHeld > 0 {
+		l, err = runlock.Wait(ctx, path, runlock.DefaultStaleAfter, o.WaitHeld, lost, (&Run{dir: dir}).Done, func(holder string) {
+			if o.Log != nil {
+				fmt.Fprintf(o.Log, "%s: waiting for its lock (%s)\n", dir, holder)
+			}
+		})
+		if err == nil && l == nil { // finished by the holder: only read back, which needs no lock
+			return ctx, func() { cancel(nil) }, nil
+		}
+	} else {
+		l, err = runlock.Acquire(path, runlock.DefaultStaleAfter, lost)
+	}
 	var busy *runlock.BusyError
 	if errors.As(err, &busy) {
 		cancel(nil)
