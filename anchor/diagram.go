@@ -194,7 +194,7 @@ func Run(ctx context.Context, g Grid, out string, log io.Writer) ([]CellResult, 
 			return nil, err
 		}
 	}
-	f, err := os.OpenFile(filepath.Join(out, ResultsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := inputfile.OpenAppend(filepath.Join(out, ResultsFile))
 	if err != nil {
 		return nil, fmt.Errorf("anchor diagram: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/workers"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/probes"
@@ -502,7 +503,7 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 		if err := os.MkdirAll(r.dir, 0o755); err != nil {
 			return summary.Row{}, err
 		}
-		lf, err := os.OpenFile(filepath.Join(r.dir, TrainLogFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		lf, err := inputfile.OpenAppend(filepath.Join(r.dir, TrainLogFile))
 		if err != nil {
 			return summary.Row{}, err
 		}

@@ -1,14 +1,17 @@
 package sweep
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/train"
 )
@@ -51,7 +54,10 @@ func Status(dir string, staleAfter time.Duration) (*Plan, []RunStatus, error) {
 			st.Step = m.Step
 		}
 		_, lockErr := os.Stat(filepath.Join(rd, LockFile))
-		errText, errErr := os.ReadFile(filepath.Join(rd, ErrorFile))
+		errText, errErr := inputfile.ReadFile(filepath.Join(rd, ErrorFile), inputfile.MaxConfig)
+		if errErr != nil && !errors.Is(errErr, fs.ErrNotExist) {
+			errText, errErr = []byte(errErr.Error()), nil // a FIFO or a huge file in its place: shown, not read
+		}
 		switch {
 		case isDone(rd):
 			st.State = StateDone

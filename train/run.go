@@ -357,10 +357,22 @@ func (r *runner) checkLength(name string, n int64) error {
 	return nil
 }
 
-// truncateMetrics drops metrics lines written after the checkpoint being resumed.
+// truncateMetrics drops the lines of a run record (metrics.jsonl, diagnostics.jsonl) written after the checkpoint
+// being resumed (n = 0: all of them, for a run that starts). A record that is not a regular file (a FIFO, a
+// device) is refused naming it.
 func truncateMetrics(path string, n int64) error {
-	if err := os.Truncate(path, n); err != nil && !(os.IsNotExist(err) && n == 0) {
-		return fmt.Errorf("resume: metrics: %w", err)
+	st, err := os.Stat(path)
+	if err != nil && os.IsNotExist(err) && n == 0 {
+		return nil
+	}
+	if err == nil {
+		err = inputfile.Check(path, st, inputfile.NoLimit)
+	}
+	if err == nil {
+		err = os.Truncate(path, n)
+	}
+	if err != nil {
+		return fmt.Errorf("run record: %w", err)
 	}
 	return nil
 }
@@ -494,7 +506,7 @@ func (r *runner) diagnose() error {
 		b, _ = json.Marshal(DiagLine[any]{Step: r.st.Step, Error: err.Error()})
 	}
 	path := filepath.Join(r.dir, DiagFile)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := inputfile.OpenAppend(path)
 	if err != nil {
 		return fmt.Errorf("diagnostics: %w", err)
 	}
@@ -528,7 +540,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	total := c.TotalSteps()
 	T, B := c.Model.SeqLen, c.Train.BatchSize
 	in, tg := make([]int32, B*T), make([]int32, B*T)
-	mf, err := os.OpenFile(filepath.Join(r.dir, MetricsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	mf, err := inputfile.OpenAppend(filepath.Join(r.dir, MetricsFile))
 	if err != nil {
 		return Result{}, fmt.Errorf("metrics: %w", err)
 	}

@@ -163,7 +163,7 @@ func removeStale(path string, judged []byte) error {
 		}
 		return fmt.Errorf("remove stale lock %s: %w", path, err)
 	}
-	b, err := os.ReadFile(aside)
+	b, err := inputfile.ReadFile(aside, maxLockFile)
 	if err == nil && string(b) != string(judged) {
 		os.Link(aside, path) // we moved a fresh lock: put it back (fails harmlessly if a third process holds it)
 	}
@@ -184,7 +184,7 @@ func (l *Lock) heartbeat(every time.Duration, lost func()) {
 		case <-l.stop:
 			return
 		case <-t.C:
-			b, err := os.ReadFile(l.path)
+			b, err := inputfile.ReadFile(l.path, maxLockFile) // a FIFO put in its place is refused, not waited on
 			if err != nil || string(b) != string(l.me) {
 				if lost != nil {
 					lost()
@@ -201,7 +201,7 @@ func (l *Lock) heartbeat(every time.Duration, lost func()) {
 func (l *Lock) Release() {
 	close(l.stop)
 	<-l.done
-	if b, err := os.ReadFile(l.path); err == nil && string(b) == string(l.me) {
+	if b, err := inputfile.ReadFile(l.path, maxLockFile); err == nil && string(b) == string(l.me) {
 		os.Remove(l.path)
 	}
 }
