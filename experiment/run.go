@@ -196,6 +196,9 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 			if err := runSweep(ctx, g, runs, out, &o); err != nil {
 				return nil, err
 			}
+			if p.Summary && !o.Task {
+				o.logf("group %s: a sweep, whose runs summary.json leaves out; smallinit sweep collect %s tabulates them\n", g.Name, out.groupDir(g))
+			}
 			continue
 		}
 		var idx []int
@@ -238,9 +241,11 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	}
 	var dirs []string
 	for _, g := range p.Groups {
-		if !slices.Contains(p.Report.Exclude, g.Name) {
-			dirs = append(dirs, filepath.Join(o.Out, g.Name+out.Suffix))
+		if slices.Contains(p.Report.Exclude, g.Name) {
+			o.logf("report: group %s left out (report.exclude)\n", g.Name)
+			continue
 		}
+		dirs = append(dirs, filepath.Join(o.Out, g.Name+out.Suffix))
 	}
 	out.Report = filepath.Join(o.Out, "report"+out.Suffix+".html")
 	if err := WriteReport(dirs, out.Report, p.Report.Title, out.CompareA, out.CompareB, max(o.Windows, p.Report.CompareWindows), o.Log); err != nil {
