@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,7 +59,11 @@ func TestCellLockOfAnotherNode(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			m, res, err := TrainCell(ctx, c, s, b, tok, dir, 8, pool)
+			var log strings.Builder
+			m, res, err := TrainCell(ctx, c, s, b, tok, dir, 8, pool, &log)
+			if waited := strings.Contains(log.String(), "waiting for pid 1 on another-node"); waited != (tc.age == 0) {
+				t.Errorf("log %q; want a line saying the cell waits exactly when the lock is fresh", log.String())
+			}
 			if tc.trains {
 				if err != nil || m == nil || res.Steps != 2 {
 					t.Fatalf("%+v, %v; want the cell trained", res, err)

@@ -75,8 +75,10 @@ type Options struct {
 	// WaitHeld, when positive, makes a run whose lock another live process holds wait for it, polling this
 	// often, instead of failing with ErrBusy: until the holder releases it, finishes the run, or stops
 	// heartbeating (runlock.DefaultStaleAfter, whatever its host: a task requeued on another node takes over
-	// its killed predecessor's run within 30 s). The wait ends with the context.
+	// its killed predecessor's run within 30 s). The wait ends with the context. Waiting, when set, is told
+	// the holder once when the wait begins (else Log gets a line).
 	WaitHeld time.Duration
+	Waiting  func(holder string)
 }
 
 // Result summarises a finished run. Its ValLoss is the training-time estimate of metrics.jsonl's last val_loss
@@ -126,7 +128,10 @@ func lock(ctx context.Context, dir string, o Options) (context.Context, func(), 
 	var err error
 	if o.WaitHeld > 0 {
 		l, err = runlock.Wait(ctx, path, runlock.DefaultStaleAfter, o.WaitHeld, lost, (&Run{dir: dir}).Done, func(holder string) {
-			if o.Log != nil {
+			switch {
+			case o.Waiting != nil:
+				o.Waiting(holder)
+			case o.Log != nil:
 				fmt.Fprintf(o.Log, "%s: waiting for its lock (%s)\n", dir, holder)
 			}
 		})
