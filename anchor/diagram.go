@@ -194,7 +194,7 @@ func Run(ctx context.Context, g Grid, out string, log io.Writer) ([]CellResult, 
 			return nil, err
 		}
 	}
-	f, err := os.OpenFile(filepath.Join(out, ResultsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := inputfile.OpenAppend(filepath.Join(out, ResultsFile))
 	if err != nil {
 		return nil, fmt.Errorf("anchor diagram: %w", err)
 	}
@@ -215,13 +215,17 @@ func Run(ctx context.Context, g Grid, out string, log io.Writer) ([]CellResult, 
 	defer stop()
 	var mu sync.Mutex
 	var firstErr error
+	var cellLog io.Writer // what a cell says while it waits, between the workers' result lines
+	if log != nil {
+		cellLog = &lockedWriter{mu: &mu, w: log}
+	}
 	results := done
 	workers.EachOn(dispatch, len(cells), g.Jobs, func(w, i int) {
 		if dispatch.Err() != nil {
 			return // handed out as the diagram stopped: start no new cell
 		}
 		c := cells[i]
-		r, err := runCell(ctx, g, c, seeds[c.Seed], out, pools[w])
+		r, err := runCell(ctx, g, c, seeds[c.Seed], out, pools[w], cellLog)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -250,13 +254,25 @@ func Run(ctx context.Context, g Grid, out string, log io.Writer) ([]CellResult, 
 	return results, firstErr
 }
 
-func runCell(ctx context.Context, g Grid, c Cell, d *seedData, out string, pool *kernel.Pool) (CellResult, error) {
+// lockedWriter writes to w under mu, which the workers of Run hold while they write their result lines.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func runCell(ctx context.Context, g Grid, c Cell, d *seedData, out string, pool *kernel.Pool, log io.Writer) (CellResult, error) {
 	t0 := time.Now()
 	tok := d.compTok
 	if c.Task == TaskMix {
 		tok = d.mixTok
 	}
-	m, res, err := TrainCell(ctx, c, g.Shape, g.Budget, tok, filepath.Join(out, "runs", c.Name()), 256, pool)
+	m, res, err := TrainCell(ctx, c, g.Shape, g.Budget, tok, filepath.Join(out, "runs", c.Name()), 256, pool, log)
 	if err != nil {
 		return CellResult{}, err
 	}

@@ -83,10 +83,10 @@ func TestInterruptedCellResumes(t *testing.T) {
 	pool := kernel.NewPool(1)
 	defer pool.Close()
 	dir := filepath.Join(out, "run")
-	if _, _, err := TrainCell(ctx, c, s, b, tok, dir, 8, pool); !errors.Is(err, train.ErrInterrupted) {
+	if _, _, err := TrainCell(ctx, c, s, b, tok, dir, 8, pool, nil); !errors.Is(err, train.ErrInterrupted) {
 		t.Fatalf("cancelled cell: error %v, want train.ErrInterrupted", err)
 	}
-	m, _, err := TrainCell(context.Background(), c, s, b, tok, dir, 8, pool)
+	m, _, err := TrainCell(context.Background(), c, s, b, tok, dir, 8, pool, nil)
 	if err != nil || m == nil {
 		t.Fatalf("resumed cell: %v", err)
 	}
@@ -107,7 +107,7 @@ func TestCellRefusesAnotherConfig(t *testing.T) {
 	pool := kernel.NewPool(1)
 	defer pool.Close()
 	dir := filepath.Join(out, "run")
-	_, first, err := TrainCell(context.Background(), c, s, b, tok, dir, 8, pool)
+	_, first, err := TrainCell(context.Background(), c, s, b, tok, dir, 8, pool, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +116,12 @@ func TestCellRefusesAnotherConfig(t *testing.T) {
 	longer := b
 	longer.Steps = 8
 	for name, run := range map[string]func() error{
-		"learning rate": func() error { _, _, err := TrainCell(context.Background(), other, s, b, tok, dir, 8, pool); return err },
+		"learning rate": func() error {
+			_, _, err := TrainCell(context.Background(), other, s, b, tok, dir, 8, pool, nil)
+			return err
+		},
 		"budget": func() error {
-			_, _, err := TrainCell(context.Background(), c, s, longer, tok, dir, 8, pool)
+			_, _, err := TrainCell(context.Background(), c, s, longer, tok, dir, 8, pool, nil)
 			return err
 		},
 	} {
@@ -126,7 +129,7 @@ func TestCellRefusesAnotherConfig(t *testing.T) {
 			t.Errorf("another %s in the cell's directory: %v, want train.ErrConfigDiffers", name, err)
 		}
 	}
-	m, again, err := TrainCell(context.Background(), c, s, b, tok, dir, 8, pool)
+	m, again, err := TrainCell(context.Background(), c, s, b, tok, dir, 8, pool, nil)
 	if err != nil || m == nil || !again.Resumed || again.Loss != first.Loss || math.IsNaN(again.Loss) {
 		t.Errorf("the finished cell again: %+v, %v; want it read back with loss %v", again, err, first.Loss)
 	}

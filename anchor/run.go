@@ -3,9 +3,12 @@ package anchor
 import (
 	"context"
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
@@ -90,16 +93,27 @@ func WriteTokens(path string, ex []Example) error {
 	return nil
 }
 
+// cellLockPoll is how often a cell held by another process is checked again.
+const cellLockPoll = time.Second
+
 // TrainCell trains cell c on the token file tok in dir (train.StartOrResume: a new directory starts the run,
 // one holding the cell's interrupted run resumes it, one holding its finished run is read back, and one holding
 // another config is refused) and returns the final model, with room for evalBatch sequences per forward pass,
-// and the run's result.
-func TrainCell(ctx context.Context, c Cell, s Shape, b Budget, tok, dir string, evalBatch int, pool *kernel.Pool) (*model.Model, train.Result, error) {
+// and the run's result. A cell whose lock another process holds is waited for (train.Options.WaitHeld) until
+// that process finishes it or stops heartbeating, with a line to log (nil: silent) when the wait begins: a
+// diagram requeued on another node takes over the cell its killed predecessor held once that lock is
+// runlock.DefaultStaleAfter old.
+func TrainCell(ctx context.Context, c Cell, s Shape, b Budget, tok, dir string, evalBatch int, pool *kernel.Pool, log io.Writer) (*model.Model, train.Result, error) {
 	tc, err := RunConfig(c, s, b, tok)
 	if err != nil {
 		return nil, train.Result{}, err
 	}
-	res, err := train.StartOrResume(ctx, tc, dir, train.Options{})
+	res, err := train.StartOrResume(ctx, tc, dir, train.Options{WaitHeld: cellLockPoll, Waiting: func(holder string) {
+		if log != nil {
+			fmt.Fprintf(log, "anchor cell %s: waiting for %s, which holds it (taken over once its heartbeat is %s old)\n",
+				c.Name(), holder, runlock.DefaultStaleAfter)
+		}
+	}})
 	if err != nil {
 		return nil, res, fmt.Errorf("anchor cell %s: %w", c.Name(), err)
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/tokenizer"
 )
 
@@ -179,7 +180,7 @@ func PrepareSelection(dir string, share float64) (*SelectionStats, error) {
 // ReadSelectionStats reads dir/select.json; an error means PrepareSelection has not completed in dir.
 func ReadSelectionStats(dir string) (*SelectionStats, error) {
 	path := filepath.Join(dir, SelectStatsFile)
-	b, err := os.ReadFile(path)
+	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("read selection slice stats: %w", err)
 	}

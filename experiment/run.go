@@ -16,6 +16,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/workers"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/probes"
@@ -205,6 +206,9 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 			if err := runSweep(ctx, g, runs, out, &o); err != nil {
 				return nil, err
 			}
+			if p.Summary && !o.Task {
+				o.logf("group %s: a sweep, whose runs summary.json leaves out; smallinit sweep collect %s tabulates them\n", g.Name, out.groupDir(g))
+			}
 			continue
 		}
 		var idx []int
@@ -247,9 +251,11 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	}
 	var dirs []string
 	for _, g := range p.Groups {
-		if !slices.Contains(p.Report.Exclude, g.Name) {
-			dirs = append(dirs, filepath.Join(o.Out, g.Name+out.Suffix))
+		if slices.Contains(p.Report.Exclude, g.Name) {
+			o.logf("report: group %s left out (report.exclude)\n", g.Name)
+			continue
 		}
+		dirs = append(dirs, filepath.Join(o.Out, g.Name+out.Suffix))
 	}
 	out.Report = filepath.Join(o.Out, "report"+out.Suffix+".html")
 	if err := WriteReport(dirs, out.Report, p.Report.Title, out.CompareA, out.CompareB, max(o.Windows, p.Report.CompareWindows), o.Log); err != nil {
@@ -520,7 +526,7 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 		if err := os.MkdirAll(r.dir, 0o755); err != nil {
 			return summary.Row{}, err
 		}
-		lf, err := os.OpenFile(filepath.Join(r.dir, TrainLogFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		lf, err := inputfile.OpenAppend(filepath.Join(r.dir, TrainLogFile))
 		if err != nil {
 			return summary.Row{}, err
 		}

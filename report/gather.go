@@ -54,7 +54,8 @@ type DiagPoint struct {
 	Err string // a line recorded as {"step", "error"} (e.g. a diverged model)
 }
 
-// Skipped is an input path that yielded no run.
+// Skipped is a path the report read nothing from, and why: an input with no run under it, a subdirectory that
+// could not be read, or a summary.json that could not be read.
 type Skipped struct {
 	Path   string
 	Reason string
@@ -67,7 +68,7 @@ type Data struct {
 	Arms    []*Arm    // runs grouped by config, sorted by size, γ, ε and gate
 	Varying []string  // config keys that tell arms apart (seed excluded), in display order
 	Ignored []string  // bookkeeping keys that differ between runs but do not split arms
-	Skipped []Skipped // input paths with no run under them
+	Skipped []Skipped // paths read nothing from (inputs without runs, unreadable subdirectories and summaries)
 }
 
 // Gather finds the runs in paths (each a run directory or a directory with runs somewhere below it, such as a
@@ -93,8 +94,10 @@ func Gather(paths []string) (*Data, error) {
 		// A plan writes summary.json beside its groups' directories: a root that is one of them finds it above.
 		if up := filepath.Dir(root); !seenSummary[up] {
 			seenSummary[up] = true
-			if s, ok := readSummary(up); ok {
+			if s, err := readSummary(up); err == nil {
 				summaries = append(summaries, s)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				d.Skipped = append(d.Skipped, Skipped{filepath.Join(up, summary.File), err.Error()})
 			}
 		}
 		found := 0
@@ -103,7 +106,8 @@ func Gather(paths []string) (*Data, error) {
 				if p == root {
 					return err
 				}
-				return nil // an unreadable subdirectory: skip it
+				d.Skipped = append(d.Skipped, Skipped{p, err.Error()}) // an unreadable subdirectory: skipped, and said so
+				return nil
 			}
 			if !e.IsDir() {
 				return nil
@@ -111,9 +115,13 @@ func Gather(paths []string) (*Data, error) {
 			if p != root && (strings.HasPrefix(e.Name(), ".") || e.Name() == "checkpoints" || e.Name() == train.FinalDir) {
 				return fs.SkipDir
 			}
-			if s, ok := readSummary(p); ok && !seenSummary[p] {
+			if !seenSummary[p] {
 				seenSummary[p] = true
-				summaries = append(summaries, s)
+				if s, err := readSummary(p); err == nil {
+					summaries = append(summaries, s)
+				} else if !errors.Is(err, fs.ErrNotExist) {
+					d.Skipped = append(d.Skipped, Skipped{filepath.Join(p, summary.File), err.Error()})
+				}
 			}
 			if !train.IsRunDir(p) {
 				return nil
@@ -262,12 +270,12 @@ type summaryFile struct {
 	rows []summary.Row
 }
 
-func readSummary(dir string) (summaryFile, bool) {
+func readSummary(dir string) (summaryFile, error) {
 	s, err := summary.Read(filepath.Join(dir, summary.File))
 	if err != nil {
-		return summaryFile{}, false
+		return summaryFile{}, err
 	}
-	return summaryFile{dir: dir, rows: s.Runs}, true
+	return summaryFile{dir: dir, rows: s.Runs}, nil
 }
 
 // attachSummaries gives each run the summary row that names its directory (by its parent's and its own base

@@ -46,8 +46,9 @@ func Heatmaps(d *Data, tensor string, maxArms int) ([]HeatmapSet, []string) {
 	}
 	var sets []HeatmapSet
 	var problems []string
-	for _, a := range d.Arms {
+	for i, a := range d.Arms {
 		if len(sets) == maxArms {
+			problems = append(problems, fmt.Sprintf("%d more arm(s) not drawn (at most %d: --max-arms)", len(d.Arms)-i, maxArms))
 			break
 		}
 		var run *Run
@@ -58,6 +59,7 @@ func Heatmaps(d *Data, tensor string, maxArms int) ([]HeatmapSet, []string) {
 			}
 		}
 		if run == nil {
+			problems = append(problems, fmt.Sprintf("%s: no run of the arm has a final model or a checkpoint", a.Label))
 			continue
 		}
 		s, err := heatmapSet(run, tensor)

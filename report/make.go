@@ -57,6 +57,9 @@ func Make(r Request) (*Page, *Data, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, s := range d.Skipped {
+		warn("smallinit report: warning: skipped %s: %s\n", s.Path, s.Reason)
+	}
 	readable := 0
 	for _, run := range d.Runs {
 		for _, p := range run.Problems {
@@ -136,6 +139,12 @@ func WriteSummary(w io.Writer, out string, pg *Page, d *Data) {
 		len(pg.Figures), strings.Join(drawn, ", "))
 	for _, om := range pg.Omitted {
 		fmt.Fprintf(w, "  not drawn: %s (%s)\n", om.Title, om.Reason)
+	}
+	if len(d.Skipped) > 0 {
+		fmt.Fprintf(w, "  %d path(s) skipped:\n", len(d.Skipped))
+		for _, s := range d.Skipped {
+			fmt.Fprintf(w, "    %s: %s\n", s.Path, s.Reason)
+		}
 	}
 }
 

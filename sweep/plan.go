@@ -12,8 +12,11 @@ import (
 	"slices"
 	"text/tabwriter"
 
+	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/runlock"
+	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/train"
 )
 
 // Files of a sweep directory DIR. Each run lives in DIR/runs/<id>/, a `smallinit train` run directory
@@ -108,7 +111,17 @@ func Prepare(dir string, g *Grid, p *Plan) error {
 		if err != nil {
 			return err
 		}
-		if old.Fingerprint != p.Fingerprint {
+		moved, err := movedPlan(dir, old, p)
+		if err != nil {
+			return err
+		}
+		if moved {
+			// A study's sweep group whose directory was moved with its data: plan.json names the data where
+			// they are now (each run's config.toml follows in train.StartOrResume).
+			if err := atomicfile.Write(filepath.Join(dir, PlanFile), append(b, '\n')); err != nil {
+				return err
+			}
+		} else if old.Fingerprint != p.Fingerprint {
 			return fmt.Errorf("%s holds another sweep (plan fingerprint %s, this grid's %s: %s); use another directory",
 				dir, old.Fingerprint, p.Fingerprint, planDiff(old, p))
 		}
@@ -126,6 +139,54 @@ func Prepare(dir string, g *Grid, p *Plan) error {
 		}
 	}
 	return nil
+}
+
+// movedPlan reports whether old, the plan.json of sweep directory dir, is plan p but for the data paths of its
+// inline base, which name the same files under a directory that was moved since (train.MovedPath, one old
+// place for all of them): the sweep group of a study whose --out was renamed. Only a base whose every other
+// key is equal, and runs whose fingerprint with the old data paths is old's, qualify.
+func movedPlan(dir string, old, p *Plan) (bool, error) {
+	if old.Fingerprint == p.Fingerprint || len(old.Base) != len(p.Base) || len(old.Runs) != len(p.Runs) || len(p.Base) == 0 {
+		return false, nil
+	}
+	olds, err := override.ParseAll(old.Base)
+	if err != nil {
+		return false, nil // not a plan this build wrote: the fingerprint check refuses it
+	}
+	ns, err := override.ParseAll(p.Base)
+	if err != nil {
+		return false, err
+	}
+	was := map[string]string{}
+	oldRoot := ""
+	for i := range ns {
+		if olds[i].Key != ns[i].Key {
+			return false, nil
+		}
+		if override.Equal(olds[i].Value, ns[i].Value) {
+			continue
+		}
+		ov, ok1 := olds[i].Value.(string)
+		nv, ok2 := ns[i].Value.(string)
+		if !ok1 || !ok2 || (&train.Config{}).DataPath(ns[i].Key) == nil {
+			return false, nil
+		}
+		root, err := train.MovedPath(ov, nv, dir)
+		if err != nil || len(was) > 0 && root != oldRoot {
+			return false, nil
+		}
+		was[ns[i].Key], oldRoot = ov, root
+	}
+	if len(was) == 0 {
+		return false, nil
+	}
+	runs := slices.Clone(p.Runs)
+	for i := range runs {
+		for k, v := range was {
+			*runs[i].Config.DataPath(k) = v
+		}
+	}
+	return fingerprint(runs) == old.Fingerprint, nil
 }
 
 // planDiff says in words where two plans differ.

@@ -16,9 +16,9 @@ import (
 
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/internal/workers"
-
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -237,7 +237,7 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 	if err := os.Remove(filepath.Join(rd, ErrorFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fail(err)
 	}
-	lf, err := os.OpenFile(filepath.Join(rd, LogFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	lf, err := inputfile.OpenAppend(filepath.Join(rd, LogFile))
 	if err != nil {
 		return fail(err)
 	}

@@ -1,14 +1,17 @@
 package sweep
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/train"
 )
@@ -47,11 +50,13 @@ func Status(dir string, staleAfter time.Duration) (*Plan, []RunStatus, error) {
 	for i, r := range p.Runs {
 		rd := RunDir(dir, r)
 		st := RunStatus{Run: r, State: StatePending}
-		if m, err := readMetrics(rd); err == nil {
-			st.Step = m.Step
-		}
+		m, metricsErr := readMetrics(rd) // what could be read, and an error for what could not
+		st.Step = m.Step
 		_, lockErr := os.Stat(filepath.Join(rd, LockFile))
-		errText, errErr := os.ReadFile(filepath.Join(rd, ErrorFile))
+		errText, errErr := inputfile.ReadFile(filepath.Join(rd, ErrorFile), inputfile.MaxConfig)
+		if errErr != nil && !errors.Is(errErr, fs.ErrNotExist) {
+			errText, errErr = []byte(errErr.Error()), nil // a FIFO or a huge file in its place: shown, not read
+		}
 		switch {
 		case isDone(rd):
 			st.State = StateDone
@@ -72,6 +77,10 @@ func Status(dir string, staleAfter time.Duration) (*Plan, []RunStatus, error) {
 			if _, err := os.Stat(filepath.Join(rd, train.ConfigFile)); err == nil {
 				st.Note = fmt.Sprintf("stopped at step %d; resumes from its checkpoint", st.Step)
 			}
+		}
+		if metricsErr != nil && !errors.Is(metricsErr, fs.ErrNotExist) {
+			// Lines that could not be read are said beside whatever else the note says, not dropped unseen.
+			st.Note = strings.TrimPrefix(st.Note+"; metrics unreadable: "+metricsErr.Error(), "; ")
 		}
 		out[i] = st
 	}

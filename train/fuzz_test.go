@@ -152,9 +152,8 @@ func FuzzResumeState(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	// The seeds carry no config fingerprint: under -fuzz the seed corpus is recorded by the coordinator, whose
-	// template run has other absolute data paths (and so another fingerprint) than a worker's. A state without
-	// one is accepted, as a checkpoint of an older build is.
+	// The seeds carry no config fingerprint, so that under -fuzz the seed corpus the coordinator records does
+	// not depend on its own template run. A state without one is accepted, as a checkpoint of an older build is.
 	var st State
 	json.Unmarshal(good, &st)
 	st.Config = ""

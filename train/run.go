@@ -2,8 +2,6 @@ package train
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,6 +72,13 @@ type Options struct {
 	// LockHeld says the caller already holds the run directory's lock (runlock.FileName), as a sweep task does;
 	// otherwise Start and Resume take it, so that two processes never train one directory at once.
 	LockHeld bool
+	// WaitHeld, when positive, makes a run whose lock another live process holds wait for it, polling this
+	// often, instead of failing with ErrBusy: until the holder releases it, finishes the run, or stops
+	// heartbeating (runlock.DefaultStaleAfter, whatever its host: a task requeued on another node takes over
+	// its killed predecessor's run within 30 s). The wait ends with the context. Waiting, when set, is told
+	// the holder once when the wait begins (else Log gets a line).
+	WaitHeld time.Duration
+	Waiting  func(holder string)
 }
 
 // Result summarises a finished run. Its ValLoss is the training-time estimate of metrics.jsonl's last val_loss
@@ -118,7 +123,24 @@ func lock(ctx context.Context, dir string, o Options) (context.Context, func(), 
 		return ctx, func() {}, nil
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	l, err := runlock.Acquire(filepath.Join(dir, runlock.FileName), runlock.DefaultStaleAfter, func() { cancel(ErrAbandoned) })
+	path, lost := filepath.Join(dir, runlock.FileName), func() { cancel(ErrAbandoned) }
+	var l *runlock.Lock
+	var err error
+	if o.WaitHeld > 0 {
+		l, err = runlock.Wait(ctx, path, runlock.DefaultStaleAfter, o.WaitHeld, lost, (&Run{dir: dir}).Done, func(holder string) {
+			switch {
+			case o.Waiting != nil:
+				o.Waiting(holder)
+			case o.Log != nil:
+				fmt.Fprintf(o.Log, "%s: waiting for its lock (%s)\n", dir, holder)
+			}
+		})
+		if err == nil && l == nil { // finished by the holder: only read back, which needs no lock
+			return ctx, func() { cancel(nil) }, nil
+		}
+	} else {
+		l, err = runlock.Acquire(path, runlock.DefaultStaleAfter, lost)
+	}
 	var busy *runlock.BusyError
 	if errors.As(err, &busy) {
 		cancel(nil)
@@ -195,9 +217,23 @@ func StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result
 	}
 	defer unlock()
 	o.LockHeld = true
-	threads, err := SameConfig(dir, c)
+	threads, moved, err := SameConfig(dir, c)
 	if err != nil {
 		return Result{Resumed: true}, err
+	}
+	if moved {
+		// The run directory was moved with its data (a study's --out renamed): its config.toml's data paths
+		// are rewritten to where the files are now, and its checkpoints follow (relocate).
+		have, err := Load(filepath.Join(dir, ConfigFile), nil)
+		if err == nil {
+			err = relocate(dir, have, c)
+		}
+		if err != nil {
+			return Result{Resumed: true}, err
+		}
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "%s was moved with its data: resuming it with data.train = %s\n", dir, c.Data.Train)
+		}
 	}
 	var res Result
 	if (&Run{dir: dir}).Done() {
@@ -209,42 +245,20 @@ func StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result
 	return res, err
 }
 
-// Fingerprint is the SHA-256 of c's encoding with train.threads left out (the threads change no number a run
-// computes): what a checkpoint records of the config it was taken under.
-func Fingerprint(c Config) (string, error) {
-	c.Train.Threads = 0
-	b, err := c.Encode()
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
-}
-
-// SameConfig checks that the config.toml of an earlier attempt at a run in dir is want (train.threads aside),
-// so that a sweep or a plan resumes the run it describes and not one edited by hand or planned with other
-// settings (another precision, say); it returns the threads the earlier attempt used.
-func SameConfig(dir string, want Config) (threads int, err error) {
+// SameConfig checks that the config.toml of an earlier attempt at a run in dir is want (train.threads aside,
+// and data paths that name the same files under a directory that was moved since: CompareMoved), so that a
+// sweep or a plan resumes the run it describes and not one edited by hand or planned with other settings
+// (another precision, say). It returns the threads the earlier attempt used, and whether the run was moved.
+func SameConfig(dir string, want Config) (threads int, moved bool, err error) {
 	path := filepath.Join(dir, ConfigFile)
 	have, err := Load(path, nil)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	threads = have.Train.Threads
-	have.Train.Threads, want.Train.Threads = 0, 0
-	a, err := have.Encode()
-	if err != nil {
-		return 0, err
+	if moved, err = CompareMoved(have, want, dir); err != nil {
+		return 0, false, fmt.Errorf("%s %w", path, err)
 	}
-	b, err := want.Encode()
-	if err != nil {
-		return 0, err
-	}
-	if string(a) != string(b) {
-		return 0, fmt.Errorf("%s %w for this run (edited by hand, or planned with other settings?): "+
-			"move the run directory away to start it afresh", path, ErrConfigDiffers)
-	}
-	return threads, nil
+	return have.Train.Threads, moved, nil
 }
 
 // Resume continues the run in dir from its newest checkpoint (or from the start if it has none), producing
@@ -282,7 +296,11 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		if st.Seed != c.Seed || st.Config != "" && st.Config != r.st.Config {
+		legacy, err := legacyFingerprint(c)
+		if err != nil {
+			return Result{}, err
+		}
+		if st.Seed != c.Seed || st.Config != "" && st.Config != r.st.Config && st.Config != legacy {
 			return Result{}, fmt.Errorf("resume %s: %s is not the config its checkpoint %s was taken under (edited by hand?); "+
 				"restore it, or move the run directory away to start it afresh: %w", dir, filepath.Join(dir, ConfigFile), ck, ErrConfigDiffers)
 		}
@@ -344,10 +362,22 @@ func (r *runner) checkLength(name string, n int64) error {
 	return nil
 }
 
-// truncateMetrics drops metrics lines written after the checkpoint being resumed.
+// truncateMetrics drops the lines of a run record (metrics.jsonl, diagnostics.jsonl) written after the checkpoint
+// being resumed (n = 0: all of them, for a run that starts). A record that is not a regular file (a FIFO, a
+// device) is refused naming it.
 func truncateMetrics(path string, n int64) error {
-	if err := os.Truncate(path, n); err != nil && !(os.IsNotExist(err) && n == 0) {
-		return fmt.Errorf("resume: metrics: %w", err)
+	st, err := os.Stat(path)
+	if err != nil && os.IsNotExist(err) && n == 0 {
+		return nil
+	}
+	if err == nil {
+		err = inputfile.Check(path, st, inputfile.NoLimit)
+	}
+	if err == nil {
+		err = os.Truncate(path, n)
+	}
+	if err != nil {
+		return fmt.Errorf("run record: %w", err)
 	}
 	return nil
 }
@@ -407,7 +437,7 @@ func newRunner(c Config, dir string, o Options) (*runner, error) {
 	r.sched = c.Schedule
 	r.sched.Total = c.TotalSteps()
 	r.st.Seed = c.Seed
-	if r.st.Config, err = Fingerprint(c); err != nil {
+	if r.st.Config, err = Fingerprint(c, r.train, r.val); err != nil {
 		r.pool.Close()
 		return nil, err
 	}
@@ -481,7 +511,7 @@ func (r *runner) diagnose() error {
 		b, _ = json.Marshal(DiagLine[any]{Step: r.st.Step, Error: err.Error()})
 	}
 	path := filepath.Join(r.dir, DiagFile)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := inputfile.OpenAppend(path)
 	if err != nil {
 		return fmt.Errorf("diagnostics: %w", err)
 	}
@@ -515,7 +545,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	total := c.TotalSteps()
 	T, B := c.Model.SeqLen, c.Train.BatchSize
 	in, tg := make([]int32, B*T), make([]int32, B*T)
-	mf, err := os.OpenFile(filepath.Join(r.dir, MetricsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	mf, err := inputfile.OpenAppend(filepath.Join(r.dir, MetricsFile))
 	if err != nil {
 		return Result{}, fmt.Errorf("metrics: %w", err)
 	}

@@ -415,7 +415,7 @@ func TestSameConfig(t *testing.T) {
 	} {
 		want := c
 		tc.edit(&want)
-		threads, err := SameConfig(dir, want)
+		threads, _, err := SameConfig(dir, want)
 		switch {
 		case tc.wantErr && (err == nil || !strings.Contains(err.Error(), filepath.Join(dir, ConfigFile))):
 			t.Errorf("%s: err = %v, want an error naming %s", tc.name, err, ConfigFile)

@@ -145,3 +145,27 @@ func Bytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %s", v, suffix)
 }
+
+// OpenAppend opens path for appending, creating it (mode 0644) if it is not there: the way a run appends to its
+// logs and records (metrics.jsonl, train.log, results.jsonl). Like Open it refuses anything but a regular file
+// without blocking: the open is non-blocking, so a FIFO without a reader fails at once instead of waiting for
+// one (where a stop signal could not reach it), and a FIFO, device or socket that does open is refused by the
+// check of the opened file.
+func OpenAppend(path string) (*os.File, error) {
+	f, err := openAppendNonblocking(path)
+	if err != nil {
+		if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
+			return nil, check(path, st, NoLimit)
+		}
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil {
+		err = check(path, st, NoLimit)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}

@@ -90,3 +90,55 @@ func TestBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAppendRefusesWhatIsNotARegularFile: OpenAppend appends to a regular file and creates a missing one; a
+// FIFO (without a reader, whose blocking open would wait for one, or with one), /dev/zero and a directory are
+// refused at once, naming the path and what it is.
+func TestOpenAppendRefusesWhatIsNotARegularFile(t *testing.T) {
+	p := hostile(t)
+	p["missing"] = filepath.Join(filepath.Dir(p["regular"]), "new.jsonl")
+	withReader := filepath.Join(filepath.Dir(p["fifo"]), "read.fifo")
+	if err := syscall.Mkfifo(withReader, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenFile(withReader, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	p["fifo with a reader"] = withReader
+	for _, tc := range []struct {
+		name, want string // want: "" when accepted
+		size       int64  // after appending 3 bytes
+	}{
+		{"regular", "", 103},
+		{"missing", "", 3},
+		{"fifo", "a FIFO", 0},
+		{"fifo with a reader", "a FIFO", 0},
+		{"devzero", "a character device", 0},
+		{"dir", "is a directory", 0},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			f, err := OpenAppend(p[tc.name])
+			if err == nil {
+				_, err = f.Write([]byte("abc"))
+				f.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if tc.want == "" {
+				st, serr := os.Stat(p[tc.name])
+				if err != nil || serr != nil || st.Size() != tc.size {
+					t.Errorf("%s: %v, %v; want %d bytes after the append", tc.name, err, serr, tc.size)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), p[tc.name]) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v, want an error naming the path and %q", tc.name, err, tc.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: OpenAppend blocked", tc.name)
+		}
+	}
+}

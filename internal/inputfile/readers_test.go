@@ -10,13 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallinit/smallinit/anchor"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/fit"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/report"
 	"github.com/smallinit/smallinit/safetensors"
+	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/sweep"
 	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train"
@@ -71,6 +74,22 @@ var readers = []reader{
 	{"compare.json", false, func(p string) error { _, err := report.ReadCompare(p); return err }},
 	{"fit.json", false, func(p string) error { _, err := report.ReadLaw(p); return err }},
 	{"coordcheck.json", false, func(p string) error { _, err := report.ReadCoordcheck(p); return err }},
+	// The state and records of studies, sweeps and anchor diagrams, read again when they resume.
+	{"plan.toml", false, func(p string) error { _, err := experiment.Load(p); return err }},
+	{"sizing.json", false, func(p string) error { _, err := experiment.ReadSizing(p); return err }},
+	{"summary.json", false, func(p string) error { _, err := summary.Read(p); return err }},
+	{"select.json", true, func(dir string) error { _, err := data.ReadSelectionStats(dir); return err }},
+	{"plan.json", true, func(dir string) error { _, err := sweep.ReadPlan(dir); return err }},
+	{"grid.json", true, func(dir string) error { _, err := anchor.ReadGrid(dir); return err }},
+	{"results.jsonl", false, func(p string) error { _, err := anchor.ReadResults(p); return err }},
+	// Files a run appends to: opened without blocking, refused unless regular.
+	{"metrics.jsonl", false, func(p string) error {
+		f, err := inputfile.OpenAppend(p)
+		if err == nil {
+			f.Close()
+		}
+		return err
+	}},
 }
 
 // TestEveryReaderRefusesDevicesAndFIFOs hands every reader a symlink to /dev/zero (which a plain ReadFile

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"time"
@@ -19,13 +20,17 @@ import (
 
 // A run's lock is the file FileName in the run directory, created with O_CREATE|O_EXCL (atomic on local file systems
 // and on NFSv3+), holding JSON {pid, host, token, started}. While it holds the lock, the process touches the
-// file's mtime every StaleAfter/5 (the heartbeat). Another process treats the lock as stale, removes it and
-// takes the run over (resuming from its checkpoint) when
+// file's mtime every Heartbeat (or StaleAfter/5 when that is shorter: tests). Another process treats the lock as
+// stale, removes it and takes the run over (resuming from its checkpoint) when
 //
 //   - the holder is on the same host and its pid no longer exists (a crashed or killed local process), or
-//   - the lock's mtime is older than StaleAfter (a holder on another host that was killed, or whose node went
-//     away: the case of a preempted Slurm task or a deleted Kubernetes pod). Hosts' clocks must agree to well
-//     within StaleAfter.
+//   - the lock's mtime is older than StaleAfter, whatever the host: a holder on another host that was killed, or
+//     whose node went away (a preempted Slurm task requeued on another node, a deleted Kubernetes pod). With
+//     DefaultStaleAfter, three missed heartbeats, such a run is taken over after 30 s. Hosts' clocks must agree
+//     to well within StaleAfter. The mtime is read from the opened file, so that an NFS client revalidates it.
+//
+// A live holder keeps its lock whatever StaleAfter its rivals judge by, as long as that is at least three
+// heartbeats (the heartbeat does not depend on the holder's own StaleAfter beyond that).
 //
 // Removal renames the stale file to a unique name and checks that the renamed file is the one judged stale; if
 // another process took the lock in between, the fresh lock is put back. A holder whose lock file disappears or
@@ -35,8 +40,11 @@ import (
 // FileName is the lock's file name in a run directory.
 const FileName = "lock"
 
-// DefaultStaleAfter is the heartbeat age after which another host's lock is taken to be abandoned.
-const DefaultStaleAfter = 5 * time.Minute
+// Heartbeat is how often a holder touches its lock file.
+const Heartbeat = 10 * time.Second
+
+// DefaultStaleAfter is the heartbeat age after which a lock is taken to be abandoned: three missed heartbeats.
+const DefaultStaleAfter = 3 * Heartbeat
 
 // lockInfo is the lock file's content.
 type lockInfo struct {
@@ -85,7 +93,7 @@ func Acquire(path string, staleAfter time.Duration, lost func()) (*Lock, error) 
 				return nil, fmt.Errorf("lock %s: %w", path, err)
 			}
 			l := &Lock{path: path, me: me, stop: make(chan struct{}), done: make(chan struct{})}
-			go l.heartbeat(staleAfter/5, lost)
+			go l.heartbeat(heartbeatEvery(staleAfter), lost)
 			return l, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
@@ -105,6 +113,12 @@ func Acquire(path string, staleAfter time.Duration, lost func()) (*Lock, error) 
 	}
 }
 
+// heartbeatEvery is how often a holder judged by staleAfter touches its lock: every Heartbeat, or five times per
+// staleAfter when that is shorter, so that a rival judging by DefaultStaleAfter sees three heartbeats at least.
+func heartbeatEvery(staleAfter time.Duration) time.Duration {
+	return max(min(Heartbeat, staleAfter/5), time.Millisecond)
+}
+
 // Inspect reads a lock file and decides whether it is stale (see the comment at the top of the file); host is
 // this machine's name.
 func Inspect(path, host string, staleAfter time.Duration) (content []byte, holder string, stale bool) {
@@ -112,7 +126,14 @@ func Inspect(path, host string, staleAfter time.Duration) (content []byte, holde
 	if err != nil {
 		return nil, "a process that just released it", errors.Is(err, fs.ErrNotExist)
 	}
-	b, _ := inputfile.ReadFile(path, maxLockFile)
+	var b []byte
+	if f, err := inputfile.Open(path, maxLockFile); err == nil {
+		if fst, err := f.Stat(); err == nil {
+			st = fst // after the open: an NFS client revalidates a file's attributes when it opens it
+		}
+		b, _ = io.ReadAll(io.LimitReader(f, maxLockFile))
+		f.Close()
+	}
 	var li lockInfo
 	holder = "an unreadable lock"
 	if json.Unmarshal(b, &li) == nil {
@@ -142,7 +163,7 @@ func removeStale(path string, judged []byte) error {
 		}
 		return fmt.Errorf("remove stale lock %s: %w", path, err)
 	}
-	b, err := os.ReadFile(aside)
+	b, err := inputfile.ReadFile(aside, maxLockFile)
 	if err == nil && string(b) != string(judged) {
 		os.Link(aside, path) // we moved a fresh lock: put it back (fails harmlessly if a third process holds it)
 	}
@@ -163,7 +184,7 @@ func (l *Lock) heartbeat(every time.Duration, lost func()) {
 		case <-l.stop:
 			return
 		case <-t.C:
-			b, err := os.ReadFile(l.path)
+			b, err := inputfile.ReadFile(l.path, maxLockFile) // a FIFO put in its place is refused, not waited on
 			if err != nil || string(b) != string(l.me) {
 				if lost != nil {
 					lost()
@@ -180,7 +201,7 @@ func (l *Lock) heartbeat(every time.Duration, lost func()) {
 func (l *Lock) Release() {
 	close(l.stop)
 	<-l.done
-	if b, err := os.ReadFile(l.path); err == nil && string(b) == string(l.me) {
+	if b, err := inputfile.ReadFile(l.path, maxLockFile); err == nil && string(b) == string(l.me) {
 		os.Remove(l.path)
 	}
 }

@@ -1,7 +1,9 @@
 package runlock
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,5 +30,49 @@ func TestLockLostStopsHolder(t *testing.T) {
 	l.Release()
 	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "other") {
 		t.Error("release removed another process's lock")
+	}
+}
+
+// TestStaleness: a lock is stale when its heartbeat is older than staleAfter, whatever host holds it, or when its
+// holder is a process of this host that is gone; a fresh lock of another host or of a live local process is not.
+// A holder heartbeats at least three times per DefaultStaleAfter, whatever staleAfter it was given.
+func TestStaleness(t *testing.T) {
+	host, _ := os.Hostname()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		host  string
+		pid   int
+		age   time.Duration
+		stale bool
+	}{
+		{"another host, fresh", "elsewhere", 1, 5 * time.Second, false},
+		{"another host, two heartbeats missed", "elsewhere", 1, 2 * Heartbeat, false},
+		{"another host, three heartbeats missed", "elsewhere", 1, DefaultStaleAfter + time.Second, true},
+		{"another host, long gone", "elsewhere", 1, time.Hour, true},
+		{"this host, live process", host, os.Getppid(), 5 * time.Second, false},
+		{"this host, process gone", host, gone.Process.Pid, 0, true},
+	} {
+		path := filepath.Join(t.TempDir(), FileName)
+		b, _ := json.Marshal(lockInfo{PID: tc.pid, Host: tc.host, Token: "t", Started: time.Now()})
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mt := time.Now().Add(-tc.age)
+		if err := os.Chtimes(path, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+		_, holder, stale := Inspect(path, host, DefaultStaleAfter)
+		if stale != tc.stale || !strings.Contains(holder, tc.host) {
+			t.Errorf("%s: stale %v (%s), want %v", tc.name, stale, holder, tc.stale)
+		}
+	}
+	for _, staleAfter := range []time.Duration{time.Second, DefaultStaleAfter, 5 * time.Minute, time.Hour} {
+		if every := heartbeatEvery(staleAfter); every > DefaultStaleAfter/3 || every > staleAfter/3 && staleAfter >= time.Second {
+			t.Errorf("staleAfter %s: heartbeat every %s, want at least three per %s", staleAfter, every, min(staleAfter, DefaultStaleAfter))
+		}
 	}
 }

@@ -45,3 +45,31 @@ func TestAcquireRefusesNonRegularLock(t *testing.T) {
 		}
 	}
 }
+
+// TestHeartbeatRefusesAFIFO: a held lock replaced by a FIFO is a lost lock at the next heartbeat (lost is
+// called), and Release returns; before, the heartbeat's read of the FIFO blocked forever, and so did Release.
+func TestHeartbeatRefusesAFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	lost := make(chan struct{})
+	l, err := Acquire(path, 50*time.Millisecond, func() { close(lost) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatalf("making the FIFO: %v", err)
+	}
+	released := make(chan struct{})
+	go func() {
+		<-lost
+		l.Release()
+		close(released)
+	}()
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a lock replaced by a FIFO blocked its heartbeat or Release")
+	}
+}
