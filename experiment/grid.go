@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -27,12 +26,9 @@ func runGrid(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[string
 		for _, g := range p.Tune.Gammas {
 			key := tuneKey(g, w)
 			path := filepath.Join(o.Out, TuneDir, key+".json")
-			if b, err := os.ReadFile(path); err == nil {
-				var t Tuned
-				if err := json.Unmarshal(b, &t); err == nil && t.Result.LR > 0 && t.Grid != nil {
-					res[key] = t
-					continue
-				}
+			if t, ok := readTuned(path, o, true); ok {
+				res[key] = t
+				continue
 			}
 			if o.Task {
 				return nil, fmt.Errorf("learning-rate grid %s has not run: run the plan once without a task index first (the tasks of a job array read its results)", key)

@@ -5,14 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/stats"
@@ -102,12 +103,9 @@ func runTuning(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[stri
 		for _, g := range p.Tune.Gammas {
 			key := tuneKey(g, w)
 			path := filepath.Join(o.Out, TuneDir, key+".json")
-			if b, err := os.ReadFile(path); err == nil {
-				var t Tuned
-				if err := json.Unmarshal(b, &t); err == nil && t.Result.LR > 0 {
-					res[key] = t
-					continue
-				}
+			if t, ok := readTuned(path, o, false); ok {
+				res[key] = t
+				continue
 			}
 			if o.Task {
 				return nil, fmt.Errorf("learning-rate sweep %s has not run: run the plan once without a task index first (the tasks of a job array read its results)", key)
@@ -173,7 +171,7 @@ func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, st
 	if spike, err = out.spikeOf(p, dir); err != nil {
 		return 0, 0, err
 	}
-	if b, err := os.ReadFile(cache); err == nil {
+	if b, err := inputfile.ReadFile(cache, inputfile.MaxConfig); err == nil {
 		var s eval.SplitScore
 		if json.Unmarshal(b, &s) == nil {
 			return s.Loss, spike, nil
@@ -267,3 +265,25 @@ func (out *Outcome) spikeOf(p *Plan, dir string) (float64, error) {
 
 // TunedKey names the sweep's result of γ at width (Outcome.Tuned's key; its file in TuneDir is TunedKey.json).
 func TunedKey(gamma float64, width int) string { return tuneKey(gamma, width) }
+
+// readTuned reads a sweep result written by an earlier execution (a full-horizon grid's when grid is set). A
+// result that is missing is not an error; one that cannot be read or is not a finished result is said, and the
+// sweep of that point runs again (its trials are read back from their run directories).
+func readTuned(path string, o *Options, grid bool) (Tuned, bool) {
+	var t Tuned
+	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
+	if errors.Is(err, fs.ErrNotExist) {
+		return t, false
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &t)
+	}
+	if err == nil && (!(t.Result.LR > 0) || grid && t.Grid == nil) {
+		err = fmt.Errorf("not a finished result")
+	}
+	if err != nil {
+		o.logf("%s: %v: sweeping that point again\n", path, err)
+		return t, false
+	}
+	return t, true
+}

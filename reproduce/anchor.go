@@ -3,9 +3,10 @@ package reproduce
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/smallinit/smallinit/anchor"
 	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/stats"
 )
@@ -74,7 +76,7 @@ func anchorWork(g *anchor.Grid) (experiment.ExtraWork, error) {
 // its cells, named without their steps, would be taken for this grid's.
 func runAnchor(ctx context.Context, g *anchor.Grid, dir string, o *Options) (*AnchorEvidence, error) {
 	path := filepath.Join(dir, "grid.json")
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := inputfile.ReadFile(path, inputfile.MaxConfig); err == nil {
 		var old anchor.Grid
 		if err := json.Unmarshal(b, &old); err != nil {
 			return nil, fmt.Errorf("anchor grid: %s: %w (delete %s to run the grid again)", path, err, dir)
@@ -83,7 +85,7 @@ func runAnchor(ctx context.Context, g *anchor.Grid, dir string, o *Options) (*An
 			return nil, fmt.Errorf("anchor grid: %s holds a grid of %d steps × %d sequences, shape %+v, %d examples, not this budget's %d × %d, %+v, %d: use another --out or delete %s",
 				path, old.Budget.Steps, old.Budget.Batch, old.Shape, old.Examples, g.Budget.Steps, g.Budget.Batch, g.Shape, g.Examples, dir)
 		}
-	} else if !os.IsNotExist(err) {
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("anchor grid: %w", err)
 	}
 	if o.Log != nil {

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/probes"
 	"github.com/smallinit/smallinit/stats"
@@ -33,7 +33,7 @@ const (
 // scoreProbes scores the final model of a probe run on the mix's test sets, cached in the run directory.
 func scoreProbes(runDir, probeDir string) (*probes.Scores, error) {
 	cache := filepath.Join(runDir, probeEvalFile)
-	if b, err := os.ReadFile(cache); err == nil {
+	if b, err := inputfile.ReadFile(cache, inputfile.MaxConfig); err == nil {
 		// Scores from a build that put nothing before the prompts (no "prefix") are recomputed.
 		var s probes.Scores
 		if err := json.Unmarshal(b, &s); err == nil && s.Prefix == probes.Prefix {

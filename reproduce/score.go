@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/smallinit/smallinit/internal/finitejson"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"math"
-	"os"
 	"path/filepath"
 
 	"github.com/smallinit/smallinit/data"
@@ -66,7 +66,7 @@ func (s *RunScore) OODBitsPerByte() map[string]float64 {
 // and sink rate.
 func scoreRun(dir, dataDir string, oodWindows int) (*RunScore, error) {
 	cache := filepath.Join(dir, verdictScoreFile)
-	if b, err := os.ReadFile(cache); err == nil {
+	if b, err := inputfile.ReadFile(cache, inputfile.MaxConfig); err == nil {
 		var s RunScore
 		if json.Unmarshal(b, &s) == nil && s.HeldOut.Overall.Tokens > 0 && s.OODWindows == oodWindows && len(s.OOD) > 0 && s.OOD[0].Tokens > 0 {
 			return &s, nil
