@@ -47,7 +47,7 @@ func TestGridMatchedRows(t *testing.T) {
 		}
 	}
 	for _, r := range h2 {
-		if math.Abs(r.Estimate.Mean-0.1) > 1e-9 || !strings.Contains(r.Name, "widths 48, 128") {
+		if r.Estimate.N != 3 || !(math.Abs(r.Estimate.Mean-0.1) <= 1e-9) || !strings.Contains(r.Name, "widths 48, 128") {
 			t.Errorf("%s: slope %g, want 0.1 per unit ln N", r.Name, r.Estimate.Mean)
 		}
 	}

@@ -261,7 +261,7 @@ func gridMatchedSlopes(ev *Evidence, delta float64) []Test {
 		if len(rungs) < 2 {
 			continue
 		}
-		slopes, _ := ladderSlopes(rungs)
+		slopes, _ := slopesOver(rungs, 2)
 		var ws []string
 		for _, r := range rungs {
 			ws = append(ws, fmt.Sprint(r.Width))

@@ -401,6 +401,12 @@ func judgeFixes(ev *Evidence, bootstrap int) Claim {
 // ladderSlopes is, per seed that has both arms at ≥ MinWidths widths, the least-squares slope of its paired
 // gain against ln N, and the points each slope was fitted to.
 func ladderSlopes(ladder []Rung) (stats.Diff, map[int][][2]float64) {
+	return slopesOver(ladder, MinWidths)
+}
+
+// slopesOver is ladderSlopes with the fewest widths a seed needs (minWidths ≥ 2): the reported matched-rate rows
+// of the LR grid have only the ladder's two ends.
+func slopesOver(ladder []Rung, minWidths int) (stats.Diff, map[int][][2]float64) {
 	pts := map[int][][2]float64{}
 	for _, r := range ladder {
 		d := gain(r.G05.Overall(), r.G1.Overall())
@@ -410,7 +416,7 @@ func ladderSlopes(ladder []Rung) (stats.Diff, map[int][][2]float64) {
 	}
 	by := stats.BySeed{}
 	for s, p := range pts {
-		if len(p) < MinWidths {
+		if len(p) < minWidths {
 			continue
 		}
 		x, y := make([]float64, len(p)), make([]float64, len(p))

@@ -19,6 +19,12 @@ def fmt(x, digits=4):
     return str(x)
 
 
+def pval(x):
+    if x is None:
+        return "—"
+    return f"{x:.2g}"
+
+
 def plain(x, digits=4):
     if x is None:
         return "—"
@@ -29,7 +35,7 @@ def test_row(t):
     e = t["estimate"]
     return "| {} | {} | {} | [{}, {}] | {} | {} | {} | {} | {} | {} |".format(
         t["name"], e.get("n"), fmt(e.get("mean")), fmt(e.get("lo")), fmt(e.get("hi")), e.get("df"),
-        fmt(e.get("mde")), fmt(e.get("p"), 3), fmt(t.get("p_holm"), 3), fmt(t.get("p_sign_flip"), 3),
+        fmt(e.get("mde")), pval(e.get("p")), pval(t.get("p_holm")), pval(t.get("p_sign_flip")),
         t.get("decision", ""))
 
 
