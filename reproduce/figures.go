@@ -38,6 +38,17 @@ func lrCurves(res *Result) []report.Chart {
 				last = max(last, pt.Steps)
 			}
 			s := report.Series{Name: fmt.Sprintf("γ=%g → %.3g", t.Gamma, t.Result.LR), Marks: true}
+			if t.Grid != nil {
+				// A full-horizon grid: each rate's mean over the tuning seeds (the quantity the choice reads).
+				s.Name += fmt.Sprintf(" (mean of %d seeds)", len(t.Grid.Trials)/max(len(t.Grid.Rates), 1))
+				for _, r := range t.Grid.Rates {
+					if !math.IsInf(r.Loss, 0) && !math.IsNaN(r.Loss) { // a diverged rate has no mean to draw
+						s.X, s.Y = append(s.X, r.LR), append(s.Y, r.Loss)
+					}
+				}
+				p.Series = append(p.Series, s)
+				continue
+			}
 			for _, pt := range t.Result.Curve {
 				if pt.Steps == last {
 					s.X, s.Y = append(s.X, pt.LR), append(s.Y, pt.Loss)
