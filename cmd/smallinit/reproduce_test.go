@@ -9,16 +9,18 @@ import (
 )
 
 // TestReproducePrintPlan: `smallinit reproduce --budget B --print-plan` prints each budget's plan (tier,
-// seeds, arms, the LR sweep, the anchor grid, the time arithmetic from a throughput probe) and trains nothing.
+// seeds, arms, the LR grid, the anchor grid where the tier runs it, the time arithmetic from a throughput probe)
+// and trains nothing.
 func TestReproducePrintPlan(t *testing.T) {
 	for _, tc := range []struct {
 		budget time.Duration
 		want   []string
 	}{
-		{30 * time.Minute, []string{"(tier 30m)", "SMOKE TEST", "3 seeds"}},
-		{2 * time.Hour, []string{"(tier 2h)", "3 seeds"}},
-		{8 * time.Hour, []string{"(tier 8h)", "4 seeds"}},
-		{24 * time.Hour, []string{"(tier 24h)", "5 seeds", "hidden_size256"}},
+		{30 * time.Minute, []string{"(tier 30m)", "SMOKE TEST", "3 seeds", "emulated-eps", "shared-lr", "probe-pilot", "anchor: claim 1 (reasoning)"}},
+		// The 2 h tier runs the primaries' arms only, on the seeds that fit the budget.
+		{2 * time.Hour, []string{"(tier 2h)", "hidden_size48", "seeds per verdict arm"}},
+		{8 * time.Hour, []string{"(tier 8h)", "emulated-eps", "shared-lr", "probe-pilot", "anchor: claim 1 (reasoning)"}},
+		{24 * time.Hour, []string{"(tier 24h)", "hidden_size256", "anchor: claim 1 (reasoning)"}},
 	} {
 		out := t.TempDir()
 		r, w, err := os.Pipe()
@@ -35,10 +37,13 @@ func TestReproducePrintPlan(t *testing.T) {
 			t.Fatalf("%s: %v", tc.budget, runErr)
 		}
 		s := string(b)
-		for _, want := range append(tc.want, "LR sweep (package tune)", "throughput probe", "expected wall time", "emulated-eps", "shared-lr", "probe-pilot", "anchor: claim 1 (reasoning)") {
+		for _, want := range append(tc.want, "LR grid (package tune, at the full horizon)", "throughput probe", "expected wall time") {
 			if !strings.Contains(s, want) {
 				t.Errorf("%s: plan lacks %q:\n%s", tc.budget, want, s)
 			}
+		}
+		if tc.budget == 2*time.Hour && (strings.Contains(s, "emulated-eps") || strings.Contains(s, "anchor:")) {
+			t.Errorf("the 2 h tier runs arms beyond the primaries':\n%s", s)
 		}
 		if entries, _ := os.ReadDir(out); len(entries) != 0 {
 			t.Errorf("%s: --print-plan wrote %d entries into %s", tc.budget, len(entries), out)
