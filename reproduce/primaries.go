@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -203,23 +204,8 @@ func gridEvidence(tuned map[string]experiment.Tuned, ladder []Rung) []GridCell {
 			out = append(out, *c)
 		}
 	}
-	slices.SortFunc(out, func(a, b GridCell) int {
-		if a.Width != b.Width {
-			return a.Width - b.Width
-		}
-		return cmpFloat(a.LR, b.LR)
-	})
+	slices.SortFunc(out, func(a, b GridCell) int { return cmp.Or(cmp.Compare(a.Width, b.Width), cmp.Compare(a.LR, b.LR)) })
 	return out
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // gridMatched is H1 at every matched learning rate of the grid at the γ grid's width: the paired gain on the
