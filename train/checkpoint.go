@@ -24,6 +24,9 @@ const (
 	checkpointsDir = "checkpoints"
 	stateFile      = "state.json"
 	optimizerFile  = "optimizer.safetensors"
+	// snapshotsDir holds a trunk's snapshots (train.snapshot_steps): checkpoints in the same format, written at
+	// the steps where cooldown branches start (branch.go) and never pruned.
+	snapshotsDir = "snapshots"
 )
 
 // State is everything besides weights and moments that a resumed run needs to continue bit for bit.
@@ -66,7 +69,12 @@ func checkpointName(step int) string { return fmt.Sprintf("step-%06d", step) }
 
 // saveCheckpoint writes a checkpoint of step st.Step under dir and prunes all but the newest keep.
 func saveCheckpoint(dir string, m *model.Model, opt *optim.AdamW, st State, init any, keep int) (string, error) {
-	root := filepath.Join(dir, checkpointsDir)
+	return saveState(filepath.Join(dir, checkpointsDir), m, opt, st, init, keep)
+}
+
+// saveState writes the checkpoint of step st.Step under root (DIR/checkpoints or DIR/snapshots) and, with keep
+// > 0, prunes all but the newest keep there.
+func saveState(root string, m *model.Model, opt *optim.AdamW, st State, init any, keep int) (string, error) {
 	final := filepath.Join(root, checkpointName(st.Step))
 	tmp := filepath.Join(root, ".tmp-"+checkpointName(st.Step))
 	os.RemoveAll(tmp)
@@ -108,9 +116,11 @@ func saveCheckpoint(dir string, m *model.Model, opt *optim.AdamW, st State, init
 	if err := syncDir(root); err != nil {
 		return fail(err)
 	}
-	steps, _ := listCheckpoints(dir)
-	for i := 0; i+keep < len(steps); i++ {
-		os.RemoveAll(filepath.Join(root, checkpointName(steps[i])))
+	if keep > 0 {
+		steps, _ := listSteps(root)
+		for i := 0; i+keep < len(steps); i++ {
+			os.RemoveAll(filepath.Join(root, checkpointName(steps[i])))
+		}
 	}
 	return final, nil
 }
@@ -126,8 +136,11 @@ func syncDir(dir string) error {
 }
 
 // listCheckpoints returns the steps of the complete checkpoints under dir, ascending.
-func listCheckpoints(dir string) ([]int, error) {
-	entries, err := os.ReadDir(filepath.Join(dir, checkpointsDir))
+func listCheckpoints(dir string) ([]int, error) { return listSteps(filepath.Join(dir, checkpointsDir)) }
+
+// listSteps returns the steps of the complete checkpoints in root (DIR/checkpoints or DIR/snapshots), ascending.
+func listSteps(root string) ([]int, error) {
+	entries, err := os.ReadDir(root)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil, nil

@@ -65,6 +65,10 @@ type LoopConfig struct {
 	// training loss; every other target is model.IgnoreTarget. Fixed-format tasks whose answer sits at a known
 	// position (the anchor functions: one answer after 9 input tokens) train on the answer only. Empty: all.
 	LossPositions []int `toml:"loss_positions"`
+	// SnapshotSteps are the steps after which the run also writes a snapshot (DIR/snapshots/step-N: a
+	// checkpoint that is never pruned), from which a WSD cooldown branch of a shorter horizon starts
+	// (StartOrResumeBranch; docs/definitions.md §3). Each must lie in (0, steps).
+	SnapshotSteps []int `toml:"snapshot_steps,omitempty"`
 }
 
 // Default returns the defaults of every key: the tiny preset, γ = 1, docs/definitions.md §3's AdamW and cosine schedule.
@@ -201,6 +205,11 @@ func (c Config) Validate() error {
 	}
 	if c.Data.Train == "" {
 		return fmt.Errorf("data.train: no training token file given")
+	}
+	for _, s := range t.SnapshotSteps {
+		if s <= 0 || s >= c.TotalSteps() {
+			return fmt.Errorf("train.snapshot_steps: %d outside the run's steps (0, %d)", s, c.TotalSteps())
+		}
 	}
 	seen := make(map[int]bool, len(t.LossPositions))
 	for _, p := range t.LossPositions {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -669,6 +670,16 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		}
 		if err := abandoned(); err != nil {
 			return Result{}, err
+		}
+		if slices.Contains(c.Train.SnapshotSteps, r.st.Step) {
+			// Before the step's regular checkpoint: a crash between the two resumes from an earlier
+			// checkpoint and writes this snapshot again, identically.
+			if err := mf.Sync(); err != nil {
+				return Result{}, fmt.Errorf("metrics %s: %w", mf.Name(), err)
+			}
+			if _, err := saveState(filepath.Join(r.dir, snapshotsDir), r.m, r.opt, r.st, initRecord(c), 0); err != nil {
+				return Result{}, fmt.Errorf("snapshot: %w", err)
+			}
 		}
 		interrupted := ctx.Err() != nil
 		if done || interrupted || (c.Train.CheckpointEvery > 0 && r.st.Step%c.Train.CheckpointEvery == 0) {
