@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,6 +29,10 @@ type Description struct {
 	// TuneWidths and TuneRungs are the LR sweep's widths and steps per trial of each rung (nil without [tune]).
 	TuneWidths []int
 	TuneRungs  []int
+	// Corpus names the corpus (stats.json's source) and TrainTokens the tokens its runs draw from (0: not
+	// known before the corpus is prepared).
+	Corpus      string
+	TrainTokens int64
 }
 
 // ArmLine is one arm of a description: its runs (one per seed) share the recipe but the seed.
@@ -69,8 +74,13 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	p = p.Tiered(out.Tier)
 	out.Plan = p
 	st, err := data.ReadStats(out.DataDir)
+	if src := o.dataSource(p); err != nil && src != "" {
+		if st, err = data.ReadStats(src); err != nil {
+			return nil, fmt.Errorf("--data %s: %w", src, err)
+		}
+	}
 	if err != nil {
-		st = &data.Stats{VocabSize: p.Data.Vocab}
+		st = &data.Stats{Source: "embedded", VocabSize: p.Data.Vocab}
 	}
 	out.Stats = st
 	if p.Data.Probes {
@@ -112,7 +122,8 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune, Extra: extras, PrecisionNote: o.PrecisionNote}
+	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune, Extra: extras, PrecisionNote: o.PrecisionNote,
+		Corpus: st.Source, TrainTokens: trainTokens(p, out.DataDir, st)}
 	if p.Tune != nil {
 		d.TuneWidths = p.tuneWidths(out.Tier)
 		if !p.Tune.full() {
@@ -180,6 +191,7 @@ func (d *Description) Write(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	d.writeCorpus(w)
 	precs := map[string][]string{}
 	for _, a := range d.Arms {
 		precs[a.Precision] = append(precs[a.Precision], a.Group+"/"+a.Arm)
@@ -203,8 +215,13 @@ func (d *Description) Write(w io.Writer) error {
 		}
 	}
 	if d.Tune.full() {
-		fmt.Fprintf(w, "LR grid (package tune, at the full horizon): γ ∈ %v, rates %v (up to %d more past an edge) on tuning seeds %v at width %d, every trial its width's full horizon; a rate whose training loss spikes (primaries.spike_threshold) or diverges on any seed is vetoed; the best mean loss on the LR-selection slice wins (never the validation split). One transfer rule for every γ: LR(d) = LR(%d)·(%d/d)^%g, checked at widths %v (the rule may cost at most %.4g nats there): %d trial steps at most\n",
-			d.Tune.Gammas, d.Tune.LRs, d.Tune.Extend, d.Tune.Seeds, d.TuneWidths[0], d.TuneWidths[0], d.TuneWidths[0], d.Tune.TransferExponent, d.TuneWidths[1:], d.Tune.transferTolerance(d.Plan), e.TuneSteps)
+		for _, g := range d.Tune.Gammas {
+			if lrs := d.Tune.gridOptions(d.Plan, true, g).LRs; !slices.Equal(lrs, d.Tune.LRs) {
+				fmt.Fprintf(w, "LR grid rates for γ = %g: %v (the tier's tune_lrs)\n", g, lrs)
+			}
+		}
+		fmt.Fprintf(w, "LR grid (package tune, at the full horizon): γ ∈ %v, rates %v (up to %d more past an edge) on tuning seeds %v at width %d, every trial its width's full horizon; a rate whose training loss spikes (primaries.spike_threshold) or diverges on any seed is vetoed; the best mean loss on the LR-selection slice wins (never the validation split). %s: %d trial steps at most\n",
+			d.Tune.Gammas, d.Tune.LRs, d.Tune.Extend, d.Tune.Seeds, d.TuneWidths[0], d.transferText(), e.TuneSteps)
 	} else if d.Tune != nil {
 		fmt.Fprintf(w, "LR sweep (package tune): γ ∈ %v at widths %v, %d-value factor-2 grid around %g extended to bracket the best, successive halving over trials of %v steps, seed %d; trained without the LR-selection slice, scored on it (never the validation split): at most %d trial steps\n",
 			d.Tune.Gammas, d.TuneWidths, d.Tune.Values, d.Tune.Center, d.TuneRungs, d.Tune.Seed, e.TuneSteps)
@@ -221,4 +238,59 @@ func (d *Description) Write(w io.Writer) error {
 		(float64(e.Steps)*e.RunCost+e.TuneCost+extra)*float64(e.StepTokens)/(e.TokensPerS*d.Plan.Budget.Efficiency)/60,
 		e.ScoreTokens, ForwardSpeedup, float64(e.ScoreTokens)/(ForwardSpeedup*e.TokensPerS)/60, e.Wall.Round(time.Minute), d.Budget)
 	return nil
+}
+
+// writeCorpus prints the corpus, the tokens the runs draw from, the epochs each width's runs see at each
+// horizon, and a warning for every run that would see a token more than once; then the horizon series.
+func (d *Description) writeCorpus(w io.Writer) {
+	if d.TrainTokens > 0 {
+		fmt.Fprintf(w, "corpus: %s: %d training tokens the runs draw from", d.Corpus, d.TrainTokens)
+		if d.Tune != nil {
+			fmt.Fprintf(w, " (the training split less the LR-selection slice)")
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "corpus: %s (prepared when the plan runs: its epochs are printed then)\n", d.Corpus)
+	}
+	hs, cool := d.Plan.series()
+	H := 0.0
+	if hs != nil {
+		H = hs[len(hs)-1]
+	}
+	seen := map[int]bool{}
+	over := false
+	for _, a := range d.Arms {
+		if seen[a.Width] || d.TrainTokens == 0 {
+			continue
+		}
+		seen[a.Width] = true
+		ep := float64(a.Tokens) / float64(d.TrainTokens)
+		line := fmt.Sprintf("  width %d: %d tokens per run = %.2f epochs", a.Width, a.Tokens, ep)
+		for _, h := range hs {
+			if h == H {
+				continue
+			}
+			n := horizonSteps(a.Steps, h, H)
+			line += fmt.Sprintf("; its %g-token branch %d steps = %.2f epochs", h, n, float64(n)*float64(a.Tokens)/float64(a.Steps)/float64(d.TrainTokens))
+		}
+		fmt.Fprintln(w, line)
+		over = over || ep > 1
+	}
+	if over {
+		fmt.Fprintf(w, "WARNING: some runs pass one epoch of %s: they see tokens more than once, which confounds the horizon with repetition (use a larger corpus: smallinit data prepare, --data)\n", d.Corpus)
+	}
+	if hs != nil {
+		fmt.Fprintf(w, "horizon series %v tokens per non-embedding parameter: every run trains as a WSD trunk to %g (decay over its last %.0f%% of steps); each shorter horizon is a cooldown branch from the trunk's snapshot, decaying over its own last %.0f%%, equal to the independent WSD run of that horizon; the branches add %.0f%% to the training\n",
+			hs, H, 100*cool, 100*cool, 100*d.Plan.horizonCost())
+	}
+}
+
+// transferText states the LR grid's one transfer rule and where it is checked.
+func (d *Description) transferText() string {
+	w := d.TuneWidths[0]
+	if len(d.TuneWidths) == 1 {
+		return fmt.Sprintf("Every arm runs at width %d: no transfer rule is needed", w)
+	}
+	return fmt.Sprintf("One transfer rule for every γ: LR(d) = LR(%d)·(%d/d)^%g, checked at widths %v (the rule may cost at most %.4g nats there)",
+		w, w, d.Tune.TransferExponent, d.TuneWidths[1:], d.Tune.transferTolerance(d.Plan))
 }

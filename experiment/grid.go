@@ -37,16 +37,17 @@ func runGrid(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[string
 			if err != nil {
 				return nil, err
 			}
-			gopts := p.Tune.gridOptions(p, i == 0)
+			gopts := p.Tune.gridOptions(p, i == 0, g)
 			o.logf("\n== learning-rate grid γ = %g, width %d: rates %v on seeds %v, %d steps each (the full horizon), spike threshold %g\n",
 				g, w, gopts.LRs, gopts.Seeds, steps, gopts.SpikeThreshold)
+			var hz []HorizonTrial
 			r, err := tune.SelectGrid(gopts, func(lr float64, seed uint64) (float64, float64, error) {
-				return out.trial(ctx, p, g, w, steps, lr, seed, o)
+				return out.trial(ctx, p, g, w, steps, lr, seed, o, &hz)
 			})
 			if err != nil {
 				return nil, fmt.Errorf("learning-rate grid %s: %w", key, err)
 			}
-			t := Tuned{Gamma: g, Width: w, Grid: &r,
+			t := Tuned{Gamma: g, Width: w, Grid: &r, Horizons: hz,
 				Result: tune.Result{LR: r.LR, Loss: r.Loss, Bracketed: r.Bracketed, Steps: steps * len(r.Trials)}}
 			for _, tr := range r.Trials {
 				t.Result.Curve = append(t.Result.Curve, tune.Point{LR: tr.LR, Steps: steps, Loss: tr.Loss})
@@ -86,9 +87,15 @@ func describeTransfer(c tune.TransferCheck) string {
 	return fmt.Sprintf("rule rate %g, best %g, the rule costs %.4f nats of selection loss (tolerance %g): %s", c.RuleLR, c.BestLR, c.Cost, c.Tolerance, verdict)
 }
 
-// gridOptions are the full-horizon grid's options; only the tuned width (tuned) extends past the grid's edges.
-func (t *TuneSpec) gridOptions(p *Plan, tuned bool) tune.GridOptions {
+// gridOptions are the full-horizon grid's options for γ; only the tuned width (tuned) extends past the grid's
+// edges.
+func (t *TuneSpec) gridOptions(p *Plan, tuned bool, gamma float64) tune.GridOptions {
 	o := tune.GridOptions{LRs: t.LRs, Seeds: t.Seeds}
+	for g, lrs := range t.LRsByGamma {
+		if math.Abs(g-gamma) <= 1e-9 {
+			o.LRs = lrs
+		}
+	}
 	if tuned {
 		o.Extend = t.Extend
 	}

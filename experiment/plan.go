@@ -90,6 +90,12 @@ type Tier struct {
 	Groups   []string
 	Gammas   []float64
 	NoAnchor bool
+	// TokensPerParam > 0 replaces the primaries' horizon under this tier; Horizons and Cooldown replace their
+	// horizon series (Primaries.Horizons). TuneLRs, by γ, replace the full-horizon grid's rates for that γ.
+	TokensPerParam float64
+	Horizons       []float64
+	Cooldown       float64
+	TuneLRs        map[float64][]float64
 	// MinSeeds > 0 makes Seeds the most the tier runs: the plan runs the longest prefix of Seeds, at least
 	// MinSeeds long, whose expected wall time fits the budget at the horizon (chooseSeeds), and says so when
 	// even MinSeeds do not fit.
@@ -124,6 +130,8 @@ type TuneSpec struct {
 	Extend            int
 	TransferExponent  float64
 	TransferTolerance float64
+	// LRsByGamma, when it has a γ, replaces LRs for that γ (a tier's tune_lrs).
+	LRsByGamma map[float64][]float64
 }
 
 // LR sweep modes (TuneSpec.Mode).
@@ -155,10 +163,11 @@ type Budget struct {
 // Duration is the budget of Minutes.
 func (b Budget) Duration() time.Duration { return time.Duration(b.Minutes * float64(time.Minute)) }
 
-// DataSpec is a plan's corpus: the embedded one, tokenized to Vocab tokens; Probes when a group trains on the
-// probe mix.
+// DataSpec is a plan's corpus: the embedded one, tokenized to Vocab tokens, or the directory Dir prepared by
+// `smallinit data prepare` (Options.Data replaces it); Probes when a group trains on the probe mix.
 type DataSpec struct {
 	Corpus string
+	Dir    string
 	Vocab  int
 	Probes bool
 }
@@ -234,6 +243,7 @@ type planFile struct {
 	} `toml:"budget"`
 	Data struct {
 		Corpus string `toml:"corpus"`
+		Dir    string `toml:"dir"`
 		Vocab  int    `toml:"vocab"`
 		Probes bool   `toml:"probes"`
 	} `toml:"data"`
@@ -261,6 +271,11 @@ type planFile struct {
 		Gammas      []float64 `toml:"gammas"`
 		Anchor      *bool     `toml:"anchor"`
 		MinSeeds    int       `toml:"min_seeds"`
+
+		TokensPerParam float64              `toml:"tokens_per_param"`
+		Horizons       []float64            `toml:"horizons"`
+		Cooldown       float64              `toml:"cooldown"`
+		TuneLRs        map[string][]float64 `toml:"tune_lrs"`
 	} `toml:"tier"`
 	Anchor *struct {
 		Gammas   []float64 `toml:"gammas"`
@@ -375,7 +390,7 @@ func Parse(text []byte) (*Plan, error) {
 		Base: override.Flatten(f.Base),
 		Budget: Budget{Minutes: f.Budget.Minutes, Efficiency: f.Budget.Efficiency, MinSteps: f.Budget.MinSteps,
 			RefuseBelowMin: f.Budget.RefuseBelowMin, LongMinutes: f.Budget.LongMinutes, LongSeeds: f.Budget.LongSeeds},
-		Data:   DataSpec{Corpus: f.Data.Corpus, Vocab: f.Data.Vocab, Probes: f.Data.Probes},
+		Data:   DataSpec{Corpus: f.Data.Corpus, Dir: f.Data.Dir, Vocab: f.Data.Vocab, Probes: f.Data.Probes},
 		Report: ReportSpec{Title: f.Report.Title, Exclude: f.Report.Exclude, CompareWindows: f.Report.CompareWindows},
 		Coord:  CoordSpec{Widths: f.Coordcheck.Widths, Steps: f.Coordcheck.Steps, LR: f.Coordcheck.LR, Batch: f.Coordcheck.Batch},
 	}

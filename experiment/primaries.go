@@ -39,8 +39,14 @@ type Primaries struct {
 	PlateauTolerance float64
 	SpikeThreshold   float64
 	Power            float64
-	MaxSeeds         int            // the most seeds SeedsNeeded looks at
-	Sets             []override.Set // the primary arms' recipe on top of the base (e.g. both fixes): sizes N
+	// Horizons, when it has more than one value, is the horizon series in tokens per non-embedding parameter
+	// (its largest is TokensPerParam): every run of a derived group and every full-horizon LR trial trains as a
+	// WSD trunk to the longest, and a cooldown branch (train.StartOrResumeBranch) of each shorter horizon decays
+	// over Cooldown of that horizon's steps (docs/definitions.md §3, "Horizon series").
+	Horizons []float64
+	Cooldown float64
+	MaxSeeds int            // the most seeds SeedsNeeded looks at
+	Sets     []override.Set // the primary arms' recipe on top of the base (e.g. both fixes): sizes N
 }
 
 // primariesFile is the TOML layout of [primaries].
@@ -60,6 +66,8 @@ type primariesFile struct {
 	TokensPerParam   float64        `toml:"tokens_per_param"`
 	PlateauTolerance float64        `toml:"plateau_tolerance"`
 	SpikeThreshold   float64        `toml:"spike_threshold"`
+	Horizons         []float64      `toml:"horizons"`
+	Cooldown         float64        `toml:"cooldown"`
 	Set              map[string]any `toml:"set"`
 }
 
@@ -73,7 +81,10 @@ func parsePrimaries(f *primariesFile) (*Primaries, error) {
 		PriorLadderSlope: f.PriorLadderSlope, PriorSDH1: f.PriorSDH1, PriorSDH2: f.PriorSDH2, PriorSource: f.PriorSource,
 		Width: f.Width, MinWidths: f.MinWidths, MinSpan: f.MinSpan, TokensPerParam: f.TokensPerParam,
 		PlateauTolerance: f.PlateauTolerance, SpikeThreshold: f.SpikeThreshold, Power: stats.Power, MaxSeeds: 64,
-		Sets: override.Flatten(f.Set)}
+		Sets: override.Flatten(f.Set), Horizons: f.Horizons, Cooldown: f.Cooldown}
+	if err := checkHorizons(p.TokensPerParam, p.Horizons, p.Cooldown); err != nil {
+		return nil, fmt.Errorf("primaries: %w", err)
+	}
 	if p.H1 == "" || p.H2 == "" {
 		return nil, fmt.Errorf("primaries: h1 and h2 state the two primary comparisons before training")
 	}
@@ -174,12 +185,23 @@ func (p *Primaries) Write(w io.Writer, n int, lnSpan float64) {
 	if p.Delta == 0 {
 		how = fmt.Sprintf("δ = −(prior γ = 0.5 ladder slope %g per ln N)·ln(1 + %g) = %.4f nats: the loss a %.0f%% larger model saves", p.PriorLadderSlope, p.EffectiveSize, p.DeltaH1(), 100*p.EffectiveSize)
 	}
-	fmt.Fprintf(w, "  smallest effect of interest: %s; H2's margin δ/ln(N_max/N_min) = %.4g nats per ln N\n", how, p.DeltaH2(lnSpan))
+	fmt.Fprintf(w, "  smallest effect of interest: %s", how)
+	if lnSpan > 0 {
+		fmt.Fprintf(w, "; H2's margin δ/ln(N_max/N_min) = %.4g nats per ln N", p.DeltaH2(lnSpan))
+	}
+	fmt.Fprintln(w)
+	if hs, cool := (&Plan{Primaries: p}).series(); hs != nil {
+		fmt.Fprintf(w, "  horizon series %v tokens per parameter from one WSD trunk per run (cooldown %g of each horizon's steps): the primaries at %g; the shorter horizons are secondaries\n", hs, cool, p.TokensPerParam)
+	}
 	if p.TokensPerParam > 0 {
 		fmt.Fprintf(w, "  horizon: %g tokens per non-embedding parameter at width %d; γ = 1's mean stable rank must have plateaued (last 3 diagnostics within %g%%), else a comparison is untestable at this horizon\n",
 			p.TokensPerParam, p.Width, 100*p.PlateauTolerance)
 	}
 	for _, pw := range p.PowerOf(n, lnSpan) {
+		if pw.Name == "H2" && !(lnSpan > 0) {
+			fmt.Fprintf(w, "  H2: this budget's tier runs no ladder: H2 is not tested (inconclusive by design)\n")
+			continue
+		}
 		if !(pw.PriorSD > 0) {
 			fmt.Fprintf(w, "  %s: no variance prior (prior_sd_%s): its power cannot be predicted\n", pw.Name, strings.ToLower(pw.Name))
 			continue

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -24,6 +25,11 @@ import (
 	"github.com/smallinit/smallinit/sweep"
 	"github.com/smallinit/smallinit/train"
 )
+
+// PlanFile (in the output directory) is the plan as Run printed it before anything trained (Options.Describe):
+// written once, by the first execution, and never rewritten, so that a record can quote the plan exactly as it
+// was registered.
+const PlanFile = "plan.txt"
 
 // Directories of a plan's output directory OUT besides its groups'.
 const (
@@ -66,6 +72,9 @@ type Options struct {
 	ExtraFor func(seeds []uint64) ([]ExtraWork, error)
 	// PrecisionNote says why the arms' matmul precision is what it is (printed with the plan; "": nothing).
 	PrecisionNote string
+	// Data is a corpus directory prepared by `smallinit data prepare` that replaces the plan's corpus (the
+	// embedded one, or data.dir): copied once into OUT/data (importData).
+	Data string
 }
 
 // ExtraWork is training outside the plan's groups: what it is (Text, printed with the plan) and its
@@ -97,6 +106,8 @@ type Outcome struct {
 	Tuned map[string]Tuned
 	// RunList is every run of the plan with its resolved recipe, in run order (the evaluator reads it).
 	RunList []RunInfo
+	// Branches are the cooldown branches of the plan's horizon series (nil without one), in run order.
+	Branches []BranchInfo
 
 	refParams int64   // the non-embedding parameters of the primaries' width (ladderSteps), once computed
 	probeTPS  float64 // a throughput probe's tokens/s already measured in this execution (0: none yet)
@@ -143,7 +154,12 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		out.Suffix = "-probes"
 	}
 	var err error
-	if out.Stats, err = prepareData(out.DataDir, p.Data.Vocab, &o); err != nil {
+	if src := o.dataSource(p); src != "" {
+		out.Stats, err = importData(src, out.DataDir, &o)
+	} else {
+		out.Stats, err = prepareData(out.DataDir, p.Data.Vocab, &o)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if p.Data.Probes || o.Probes {
@@ -177,8 +193,19 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := d.Write(o.Log); err != nil {
+		var text bytes.Buffer
+		if err := d.Write(&text); err != nil {
 			return nil, err
+		}
+		if _, err := o.Log.Write(text.Bytes()); err != nil {
+			return nil, err
+		}
+		// The plan as printed before the first run trained is the record's (PlanFile): a resume prints the
+		// plan again but never rewrites it.
+		if _, err := os.Stat(filepath.Join(o.Out, PlanFile)); os.IsNotExist(err) {
+			if err := atomicfile.Write(filepath.Join(o.Out, PlanFile), text.Bytes()); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if out.Tuned, err = runTuning(ctx, p, out, &o); err != nil {
@@ -191,6 +218,10 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	out.Runs = len(runs)
 	for _, r := range runs {
 		out.RunList = append(out.RunList, RunInfo{Group: r.group.Name, Role: r.group.Role, Arm: r.arm, Seed: r.cfg.Seed, Dir: r.dir, Config: r.cfg})
+		for _, b := range r.branches {
+			out.Branches = append(out.Branches, BranchInfo{Horizon: b.horizon, Trunk: r.dir,
+				RunInfo: RunInfo{Group: r.group.Name, Role: r.group.Role, Arm: r.arm, Seed: r.cfg.Seed, Dir: b.dir, Config: b.cfg}})
+		}
 	}
 	base, err := train.LoadSets("", out.baseSets(p, nil, out.Steps))
 	if err != nil {
@@ -317,6 +348,8 @@ type planRun struct {
 	dir   string
 	cfg   train.Config
 	local int // index within its sweep
+	// branches are the run's cooldown branches of the plan's shorter horizons (horizon.go), trained after it.
+	branches []branchRun
 }
 
 // expand resolves every run of the plan at steps per run; a recipe that does not load is an error naming the
@@ -360,11 +393,17 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 						cfg, err = train.LoadSets("", append(sets, more...))
 					}
 				}
+				var branches []branchRun
+				if err == nil {
+					cfg, branches, err = p.horizonRecipe(cfg, func(h float64, n int) string {
+						return filepath.Join(out.horizonDir(g, h), fmt.Sprintf("%s-%dsteps-seed%d", a.Name, n, seed))
+					})
+				}
 				if err != nil {
 					return nil, fmt.Errorf("plan %s: group %s: arm %s: %w", p.Name, g.Name, a.Name, err)
 				}
 				dir := filepath.Join(out.groupDir(g), fmt.Sprintf("%s-%dsteps-seed%d", a.Name, armSteps, seed))
-				runs = append(runs, planRun{group: g, arm: a.Name, seed: seed, dir: dir, cfg: cfg})
+				runs = append(runs, planRun{group: g, arm: a.Name, seed: seed, dir: dir, cfg: cfg, branches: branches})
 			}
 		}
 	}
@@ -536,6 +575,14 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 	res, err := train.StartOrResume(ctx, c, r.dir, opts)
 	if err != nil {
 		return summary.Row{}, fmt.Errorf("%s: %w", r.arm, err)
+	}
+	for _, b := range r.branches {
+		bc := b.cfg
+		bc.Train.Threads = c.Train.Threads
+		o.logf("[%d/%d] %s: the %g tokens-per-parameter branch, %d steps from step %d -> %s\n", i+1, n, r.arm, b.horizon, bc.TotalSteps(), train.BranchPoint(bc), b.dir)
+		if _, err := train.StartOrResumeBranch(ctx, bc, b.dir, r.dir, opts); err != nil {
+			return summary.Row{}, fmt.Errorf("%s, horizon %g: %w", r.arm, b.horizon, err)
+		}
 	}
 	if threads > 0 {
 		o.logf("[%d/%d] %s: done, val loss %.4f (training-time estimate), %.0f tokens/s\n", i+1, n, r.arm, res.ValLoss, res.TokensPerS)

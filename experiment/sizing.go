@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -174,7 +175,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 	e := &Estimate{Runs: len(runs), StepTokens: base.Train.BatchSize * base.Model.SeqLen, TokensPerS: tps}
 	for _, r := range runs {
 		// A ladder run at another width trains steps scaled to its size (ladderSteps): its cost per main step.
-		e.RunCost += perStep(r.cfg) / perStep(base) * float64(r.cfg.TotalSteps()) / probeSteps
+		e.RunCost += perStep(r.cfg) / perStep(base) * float64(r.cfg.TotalSteps()) / probeSteps * (1 + p.horizonCost())
 	}
 	extra := 0.0
 	extras, err := o.extras()
@@ -203,9 +204,10 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 					if err != nil {
 						return 0, 0, err
 					}
-					trials := p.Tune.gridOptions(p, i == 0).WorstCaseTrials()
-					n += trials * ts
-					cost += float64(trials*ts) * perStep(c) / perStep(base)
+					trials := p.Tune.gridOptions(p, i == 0, g).WorstCaseTrials()
+					// A horizon series adds each trial's cooldown branches.
+					n += int(math.Ceil(float64(trials*ts) * (1 + p.horizonCost())))
+					cost += float64(trials*ts) * (1 + p.horizonCost()) * perStep(c) / perStep(base)
 					continue
 				}
 				c, err := train.LoadSets("", out.trialSets(p, g, w, probeSteps, p.Tune.Center, p.Tune.Seed))

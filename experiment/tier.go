@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/smallinit/smallinit/gammainit"
@@ -17,8 +18,25 @@ import (
 func parseTiers(p *Plan, f *planFile) error {
 	for i, ft := range f.Tier {
 		t := Tier{Name: ft.Name, Minutes: ft.Minutes, Seeds: ft.Seeds, Widths: ft.Widths, TuneWidths: ft.TuneWidths, Smoke: ft.Smoke,
-			AnchorSteps: ft.AnchorSteps, Groups: ft.Groups, Gammas: ft.Gammas, NoAnchor: ft.Anchor != nil && !*ft.Anchor, MinSeeds: ft.MinSeeds}
+			AnchorSteps: ft.AnchorSteps, Groups: ft.Groups, Gammas: ft.Gammas, NoAnchor: ft.Anchor != nil && !*ft.Anchor, MinSeeds: ft.MinSeeds,
+			TokensPerParam: ft.TokensPerParam, Horizons: ft.Horizons, Cooldown: ft.Cooldown}
 		where := fmt.Sprintf("tier %d (%s)", i+1, t.Name)
+		if err := checkHorizons(t.TokensPerParam, t.Horizons, t.Cooldown); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if ft.TuneLRs != nil {
+			t.TuneLRs = map[float64][]float64{}
+			for k, lrs := range ft.TuneLRs {
+				g, err := strconv.ParseFloat(k, 64)
+				if err != nil || !(g > 0) || math.IsInf(g, 0) {
+					return fmt.Errorf("%s: tune_lrs: key %q: want a γ", where, k)
+				}
+				if err := (tune.GridOptions{LRs: lrs, Seeds: []uint64{0, 1}}).Validate(); err != nil {
+					return fmt.Errorf("%s: tune_lrs %q: %w", where, k, err)
+				}
+				t.TuneLRs[g] = lrs
+			}
+		}
 		if t.Name == "" || !(t.Minutes > 0) {
 			return fmt.Errorf("%s: want a name and minutes > 0", where)
 		}
@@ -118,10 +136,25 @@ func parseTiers(p *Plan, f *planFile) error {
 // the LR sweep's γ cut to t's Gammas (a group left without a γ is dropped), and no [anchor] grid under
 // NoAnchor. The plan itself is not changed; nil t gives p.
 func (p *Plan) Tiered(t *Tier) *Plan {
-	if t == nil || (t.Groups == nil && t.Gammas == nil && !t.NoAnchor) {
+	if t == nil || (t.Groups == nil && t.Gammas == nil && !t.NoAnchor && t.TokensPerParam == 0 && t.Horizons == nil && t.TuneLRs == nil) {
 		return p
 	}
 	q := *p
+	if p.Primaries != nil && (t.TokensPerParam > 0 || t.Horizons != nil) {
+		pr := *p.Primaries
+		if t.TokensPerParam > 0 {
+			pr.TokensPerParam = t.TokensPerParam
+		}
+		if t.Horizons != nil {
+			pr.Horizons, pr.Cooldown = t.Horizons, t.Cooldown
+		}
+		q.Primaries = &pr
+	}
+	if p.Tune != nil && t.TuneLRs != nil {
+		tn := *p.Tune
+		tn.LRsByGamma = t.TuneLRs
+		q.Tune = &tn
+	}
 	keepGamma := func(v any) bool {
 		if t.Gammas == nil {
 			return true
@@ -156,8 +189,8 @@ func (p *Plan) Tiered(t *Tier) *Plan {
 			q.Groups = append(q.Groups, g)
 		}
 	}
-	if p.Tune != nil && t.Gammas != nil {
-		tn := *p.Tune
+	if q.Tune != nil && t.Gammas != nil {
+		tn := *q.Tune
 		tn.Gammas = slices.DeleteFunc(slices.Clone(tn.Gammas), func(g float64) bool { return !keepGamma(g) })
 		q.Tune = &tn
 	}

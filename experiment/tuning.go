@@ -37,6 +37,19 @@ type Tuned struct {
 	// transfer rule's check at this width (TuneFull at a width other than the tuned one).
 	Grid     *tune.GridResult    `json:"grid,omitempty"`
 	Transfer *tune.TransferCheck `json:"transfer,omitempty"`
+	// Horizons are the full-horizon trials' cooldown branches at the plan's shorter horizons (horizon.go), each
+	// scored on the LR-selection slice: every rate on every tuning seed at every horizon.
+	Horizons []HorizonTrial `json:"horizons,omitempty"`
+}
+
+// HorizonTrial is one cooldown branch of a full-horizon LR trial, scored on the LR-selection slice.
+type HorizonTrial struct {
+	Horizon float64 `json:"horizon"` // tokens per non-embedding parameter
+	LR      float64 `json:"lr"`
+	Seed    uint64  `json:"seed"`
+	Steps   int     `json:"steps"`
+	Loss    float64 `json:"loss"` // +Inf (JSON null) when it diverged
+	Dir     string  `json:"dir"`
 }
 
 // tuneKey names a sweep point (its directory and result file).
@@ -113,7 +126,7 @@ func runTuning(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[stri
 			o.logf("\n== learning-rate sweep γ = %g, width %d: %d-value factor-2 grid around %g, trials of %v steps (at most %d steps)\n",
 				g, w, topts.Values, topts.Center, topts.Rungs(), topts.WorstCaseSteps())
 			r, err := tune.Select(topts, func(lr float64, steps int) (float64, error) {
-				loss, spike, err := out.trial(ctx, p, g, w, steps, lr, p.Tune.Seed, o)
+				loss, spike, err := out.trial(ctx, p, g, w, steps, lr, p.Tune.Seed, o, nil)
 				if err == nil && vetoed(p, spike) {
 					// docs/definitions.md §7, "Learning rates": a rate whose loss spikes is refused, not ranked.
 					o.logf("trial lr %g, %d steps: training loss spiked %.3f over its running minimum (threshold %g): vetoed\n", lr, steps, spike, p.Primaries.SpikeThreshold)
@@ -148,52 +161,84 @@ func trialDir(o *Options, p *Plan, gamma float64, width, steps int, lr float64, 
 // trial trains one sweep trial (resuming it if interrupted) and returns its loss on the selection slice (+Inf
 // when it diverged) and its spike statistic (stats.Spike of its logged training loss; 0 without a plan
 // spike_threshold).
-func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, steps int, lr float64, seed uint64, o *Options) (loss, spike float64, err error) {
+//
+// Under a horizon series (full-horizon trials only) the trial is a WSD trunk, and each of its cooldown branches
+// is trained after it and scored on the slice too, appended to hz.
+func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, steps int, lr float64, seed uint64, o *Options, hz *[]HorizonTrial) (loss, spike float64, err error) {
 	dir := trialDir(o, p, gamma, width, steps, lr, seed)
 	cfg, err := train.LoadSets("", out.trialSets(p, gamma, width, steps, lr, seed))
 	if err != nil {
 		return 0, 0, fmt.Errorf("trial recipe: %w", err)
 	}
+	var branches []branchRun
+	if hz != nil {
+		if cfg, branches, err = p.horizonRecipe(cfg, func(_ float64, n int) string { return trialBranchDir(dir, n) }); err != nil {
+			return 0, 0, fmt.Errorf("trial recipe: %w", err)
+		}
+	}
 	// The trial's run first (a finished one is only read back), so that its config is checked before a cached
 	// score is trusted: an edited directory is refused, not reused.
+	loss, err = out.scoreTrial(ctx, dir, steps, lr, seed, o, func() error { return trainTrial(ctx, cfg, dir, o) })
+	if err != nil {
+		return 0, 0, err
+	}
+	if !math.IsInf(loss, 1) {
+		if spike, err = out.spikeOf(p, dir); err != nil {
+			return 0, 0, err
+		}
+	}
+	for _, b := range branches {
+		bl, err := out.scoreTrial(ctx, b.dir, b.cfg.TotalSteps(), lr, seed, o, func() error {
+			return waitBusy(ctx, o, b.dir, func() error {
+				_, err := train.StartOrResumeBranch(ctx, b.cfg, b.dir, dir, train.Options{})
+				return err
+			})
+		})
+		if err != nil {
+			return 0, 0, err
+		}
+		*hz = append(*hz, HorizonTrial{Horizon: b.horizon, LR: lr, Seed: seed, Steps: b.cfg.TotalSteps(), Loss: bl, Dir: b.dir})
+	}
+	return loss, spike, nil
+}
+
+// scoreTrial trains a trial's run in dir with run (or resumes it, or reads it back) and returns its loss on the
+// selection slice, cached in the run directory; +Inf when it diverged (or, for a branch, when its trunk diverged
+// before the branch point).
+func (out *Outcome) scoreTrial(ctx context.Context, dir string, steps int, lr float64, seed uint64, o *Options, run func() error) (float64, error) {
 	cache := filepath.Join(dir, selectionScoreFile)
-	if err = trainTrial(ctx, cfg, dir, o); errors.Is(err, train.ErrConfigDiffers) || errors.Is(err, train.ErrAbandoned) {
-		return 0, 0, fmt.Errorf("LR sweep trial: %w", err)
+	if err := run(); errors.Is(err, train.ErrConfigDiffers) || errors.Is(err, train.ErrAbandoned) {
+		return 0, fmt.Errorf("LR sweep trial: %w", err)
 	} else if err != nil {
 		if ctx.Err() != nil {
-			return 0, 0, err
+			return 0, err
 		}
 		// A diverged trial (non-finite loss) is the worst trial, not the end of the sweep.
 		o.logf("trial lr %g, %d steps, seed %d: %v (counted as diverged)\n", lr, steps, seed, err)
-		loss, err := mustCache(cache, eval.SplitScore{Loss: math.Inf(1)})
-		return loss, 0, err
-	}
-	if spike, err = out.spikeOf(p, dir); err != nil {
-		return 0, 0, err
+		return mustCache(cache, eval.SplitScore{Loss: math.Inf(1)})
 	}
 	if b, err := inputfile.ReadFile(cache, inputfile.MaxConfig); err == nil {
 		var s eval.SplitScore
 		if json.Unmarshal(b, &s) == nil {
-			return s.Loss, spike, nil
+			return s.Loss, nil
 		}
 	}
 	pool := kernel.NewPool(0)
 	defer pool.Close()
-	run, err := train.OpenRun(dir)
+	r, err := train.OpenRun(dir)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	m, err := run.FinalModel(16, pool)
+	m, err := r.FinalModel(16, pool)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	s, err := eval.ScoreSelection(m, out.DataDir)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	o.logf("  trial lr %g, %d steps, seed %d: selection loss %.4f, spike %.3f\n", lr, steps, seed, s.Loss, spike)
-	loss, err = mustCache(cache, s)
-	return loss, spike, err
+	o.logf("  trial lr %g, %d steps, seed %d: selection loss %.4f\n", lr, steps, seed, s.Loss)
+	return mustCache(cache, s)
 }
 
 // trialPoll is how often a trial that another process trains (a concurrent study on the same OUT) is tried again.
@@ -203,9 +248,18 @@ const trialPoll = 2 * time.Second
 // never counted as diverged: the holder finishes it, and this process then reads it back, so the selected
 // learning rate does not depend on which process got there first.
 func trainTrial(ctx context.Context, cfg train.Config, dir string, o *Options) error {
+	return waitBusy(ctx, o, dir, func() error {
+		_, err := train.StartOrResume(ctx, cfg, dir, train.Options{})
+		return err
+	})
+}
+
+// waitBusy calls run until it does not fail with train.ErrBusy (another live process trains dir), waiting
+// trialPoll between tries.
+func waitBusy(ctx context.Context, o *Options, dir string, run func() error) error {
 	told := false
 	for {
-		_, err := train.StartOrResume(ctx, cfg, dir, train.Options{})
+		err := run()
 		if !errors.Is(err, train.ErrBusy) {
 			return err
 		}

@@ -2,7 +2,9 @@ package reproduce
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/train"
@@ -66,8 +69,13 @@ type Result struct {
 	// scores (validation split overall and per language, out-of-distribution texts, mechanism).
 	Arms      []ArmSummary `json:"arms"`
 	RunScores []RunRecord  `json:"runs_scored"`
-	// Primaries is the plan's statement of its primaries, δ and predicted power, printed before any number.
-	Primaries string `json:"primaries,omitempty"`
+	// Plan is the plan exactly as printed before the first run trained (OUT/plan.txt, experiment.PlanFile):
+	// the registration the verdicts are held to. Empty for a run directory of a build before it was recorded.
+	Plan string `json:"plan,omitempty"`
+	// Primaries is the primaries' statement, δ and power as the judging build states them from the plan it
+	// judges with (its priors and seeds may differ from Plan's): labelled a re-judged block, never the
+	// registration.
+	Primaries string `json:"primaries_rejudged,omitempty"`
 }
 
 // ArmLoss is one configuration's validation loss over its seeds.
@@ -128,7 +136,13 @@ func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int, an
 	ev.Primaries = out.Plan.Primaries
 	ev.Grid = gridEvidence(out.Tuned, ev.Ladder)
 	if ev.Primaries != nil {
-		res.Primaries = describePrimaries(ev.Primaries, ev)
+		res.Primaries = "RE-JUDGED (stated by the build that judged the finished runs; the plan as printed before training is \"plan\"):\n" +
+			describePrimaries(ev.Primaries, ev)
+	}
+	if b, err := inputfile.ReadFile(filepath.Join(out.Out, experiment.PlanFile), inputfile.MaxConfig); err == nil {
+		res.Plan = string(b)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	var tokErr error
 	ev.Tokens, ev.TokenRef, res.CompareA, res.CompareB, tokErr = tokenEvidence(rows, out.DataDir, windows)

@@ -22,7 +22,11 @@ import (
 // Each is "supported" or "contradicted" when its Holm-adjusted p is at most α with the mean on that side, "no
 // meaningful effect" when its two one-sided tests (also Holm-adjusted) place it inside ±δ, and otherwise
 // inconclusive; "untestable at this horizon" when a γ = 1 run it reads had not plateaued.
-func judgePrimaries(ev *Evidence) []Claim {
+//
+// A primary's reached MDE is at Holm's first-step level α/2, the level its MDE was predicted at before training
+// (experiment.Primaries.Write); its sign-flip p is Holm-adjusted over the pair too; H1 is also stated as an
+// effective model size, read through the plan's own γ = 0.5 ladder fit at H1's width (bootstrap replicates).
+func judgePrimaries(ev *Evidence, bootstrap int) []Claim {
 	spec := ev.Primaries
 	h1 := Test{Name: "H1: γ=1 gain L(γ=0.5) − L(γ=1), tuned LR", Decisive: true, Delta: spec.DeltaH1()}
 	g05, g1 := ev.gammaArm(0.5), ev.gammaArm(1)
@@ -43,9 +47,27 @@ func judgePrimaries(ev *Evidence) []Claim {
 		pt[i] = pOr1(t.PTOST)
 	}
 	adj, adjT := stats.Holm(ps), stats.Holm(pt)
+	var sf []float64
+	for _, t := range tests {
+		if t.PSignFlip != nil {
+			sf = append(sf, *t.PSignFlip)
+		}
+	}
+	var adjSF []float64
+	if len(sf) == len(tests) {
+		adjSF = stats.Holm(sf)
+	}
 	for i, t := range tests {
 		p := adj[i]
 		t.PHolm = &p
+		if adjSF != nil {
+			q := adjSF[i]
+			t.PSignFlipHolm = &q
+		}
+		if t.Estimate.N >= 2 {
+			t.MDEAlpha = spec.FirstStepAlpha()
+			t.Estimate.MDE = stats.MDEMultiplier(t.Estimate.N, t.MDEAlpha, stats.Power) * t.Estimate.SE
+		}
 		if t.PTOST != nil {
 			q := adjT[i]
 			t.PTOST = &q
@@ -58,6 +80,15 @@ func judgePrimaries(ev *Evidence) []Claim {
 			t.Result = -1
 		}
 		t.RestsOnOneSeed = t.fragile(t.Decision, spec.Alpha/2)
+	}
+
+	if len(ev.Ladder) >= 2 {
+		eff := effectiveSize(ev.Ladder, bootstrap)
+		for i := range eff.Points {
+			if eff.Points[i].Width == ev.Width {
+				h1.EffSize = &eff.Points[i]
+			}
+		}
 	}
 
 	var matched []Test
@@ -77,8 +108,8 @@ func judgePrimaries(ev *Evidence) []Claim {
 		for _, x := range c.Tests {
 			parts = append(parts, (&claimTests{tests: []Test{x}}).text())
 		}
-		c.Evidence = fmt.Sprintf("%s; primary family: Holm over H1 and H2 at α = %g, intervals at α = %g, MDE from the noncentral t at %.0f%% power",
-			strings.Join(parts, "; "), spec.Alpha, spec.Alpha, 100*stats.Power)
+		c.Evidence = fmt.Sprintf("%s; primary family: Holm over H1 and H2 at α = %g, intervals at α = %g, the primaries' MDE from the noncentral t at %.0f%% power at Holm's first-step α = %g (the level of the predicted MDE); t is the observed statistic",
+			strings.Join(parts, "; "), spec.Alpha, spec.Alpha, 100*stats.Power, spec.FirstStepAlpha())
 		switch {
 		case need != "":
 			c.Verdict, c.Reason = Inconclusive, need

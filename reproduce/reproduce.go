@@ -95,7 +95,10 @@ type Options struct {
 	// native on this CPU, parity passed) timed on the base model and the faster taken for every run
 	// (train.PrecisionFor; recorded in OUT/precision.json). The anchor grid trains in float32 either way.
 	Precision string
-	Log       io.Writer
+	// Data is a corpus directory prepared by `smallinit data prepare` to train on instead of the embedded one
+	// (experiment.Options.Data).
+	Data string
+	Log  io.Writer
 }
 
 // Precision settings of Options.Precision.
@@ -182,7 +185,7 @@ func (o *Options) experimentOptions(p *experiment.Plan) (experiment.Options, err
 		return experiment.Options{}, err
 	}
 	eo := experiment.Options{Out: o.Out, Budget: o.Budget, Steps: o.Steps, Seeds: seeds, ProbeTest: o.ProbeTest, Jobs: o.Jobs,
-		Log: o.Log, ScoreTokens: score, Describe: true, PrecisionNote: why}
+		Log: o.Log, ScoreTokens: score, Describe: true, PrecisionNote: why, Data: o.Data}
 	// The anchor grid runs on the seeds the plan runs (a tier may choose them within the budget).
 	eo.ExtraFor = func(seeds []uint64) ([]experiment.ExtraWork, error) {
 		g := o.anchorGridFor(p, seeds)

@@ -57,6 +57,16 @@ type Test struct {
 	// PSignFlip is the sign-flip permutation p-value beside the t-test (exact; it needs no normality, and
 	// cannot fall below 2/2^n).
 	PSignFlip *float64 `json:"p_sign_flip,omitempty"`
+	// PSignFlipHolm is PSignFlip Holm-adjusted over a primary family (nil outside one): a distribution-free
+	// backup decides only when it is at most the family's α, which needs 2·2/2^n ≤ α (n ≥ 7 seeds for a pair at
+	// α = 0.05).
+	PSignFlipHolm *float64 `json:"p_sign_flip_holm,omitempty"`
+	// MDEAlpha is the level Estimate.MDE is computed at when it differs from Estimate.Alpha: a primary's
+	// reached MDE is at Holm's first-step level, the level its MDE was predicted at before training.
+	MDEAlpha float64 `json:"mde_alpha,omitempty"`
+	// EffSize states the comparison on the scale of model size (a primary's, from the plan's own γ = 0.5
+	// ladder; nil without one).
+	EffSize *EffReading `json:"effective_size,omitempty"`
 	// POneSided is a pre-registered one-sided test's t p-value in the claim's direction (nil: two-sided).
 	POneSided *float64 `json:"p_one_sided,omitempty"`
 	// LeaveOneOut is the mean without each seed in turn (in Estimate.Seeds order); RestsOnOneSeed says that
@@ -216,7 +226,10 @@ func (c *claimTests) text() string {
 		e := t.Estimate
 		s := fmt.Sprintf("%s: %+.4f", t.Name, e.Mean)
 		if e.N >= 2 {
-			s += fmt.Sprintf(", %.4g%% CI [%+.4f, %+.4f] (t = %.3g on %d df, n = %d seeds), MDE %.4f", 100*(1-e.Alpha), e.Lo, e.Hi, e.T, e.DF, e.N, e.MDE)
+			s += fmt.Sprintf(", %.4g%% CI [%+.4f, %+.4f] (t = %.3g on %d df, n = %d seeds), MDE %.4f", 100*(1-e.Alpha), e.Lo, e.Hi, e.TStat, e.DF, e.N, e.MDE)
+			if t.MDEAlpha > 0 {
+				s += fmt.Sprintf(" (at α = %.3g)", t.MDEAlpha)
+			}
 		} else {
 			s += fmt.Sprintf(" (n = %d seeds: no interval)", e.N)
 		}
@@ -225,6 +238,19 @@ func (c *claimTests) text() string {
 		}
 		if t.PSignFlip != nil {
 			s += fmt.Sprintf(", sign-flip p %.3g", *t.PSignFlip)
+			if t.PSignFlipHolm != nil {
+				s += fmt.Sprintf(" (Holm %.3g)", *t.PSignFlipHolm)
+			}
+		}
+		if r := t.EffSize; r != nil && r.Gain != nil {
+			s += fmt.Sprintf(", effective size %+.0f%%", 100**r.Gain)
+			if r.CI != nil {
+				s += fmt.Sprintf(" [%+.0f%%, %+.0f%%]", 100*r.CI.Lo, 100*r.CI.Hi)
+			}
+			s += fmt.Sprintf(" of the γ = 0.5 model at N = %.0f", r.N)
+			if !r.Inside {
+				s += " (extrapolated)"
+			}
 		}
 		if t.Delta > 0 {
 			s += fmt.Sprintf(", δ %.4g", t.Delta)
@@ -289,7 +315,7 @@ func bySeed(d stats.Diff) stats.BySeed {
 func Judge(ev *Evidence, bootstrap int) []Claim {
 	var cs []Claim
 	if ev.Primaries != nil {
-		cs = judgePrimaries(ev)
+		cs = judgePrimaries(ev, bootstrap)
 	} else {
 		cs = []Claim{judgeLoss(ev)}
 	}

@@ -70,7 +70,7 @@ func TestPrimaryVerdictsInWorldsWithAKnownAnswer(t *testing.T) {
 		for range reps {
 			ev := c.w.simulate(rng)
 			ev.Primaries = primarySpec()
-			cs := judgePrimaries(ev)
+			cs := judgePrimaries(ev, 0)
 			for i := range per {
 				per[i][cs[i].Verdict] += 1.0 / reps
 			}
@@ -92,12 +92,12 @@ func TestPrimaryUntestableBeforeThePlateau(t *testing.T) {
 	ev.Primaries = primarySpec()
 	g1 := ev.gammaArm(1)
 	g1.Plateau = map[int]float64{0: 0.01, 1: 0.2}
-	cs := judgePrimaries(ev)
+	cs := judgePrimaries(ev, 0)
 	if cs[0].Verdict != UntestableHorizon || !strings.Contains(cs[0].Reason, "seeds [1]") {
 		t.Errorf("H1 with seed 1 still condensing: %s (%s)", cs[0].Verdict, cs[0].Reason)
 	}
 	g1.Plateau = map[int]float64{0: 0.01, 1: 0.04}
-	if cs := judgePrimaries(ev); cs[0].Verdict != Supported {
+	if cs := judgePrimaries(ev, 0); cs[0].Verdict != Supported {
 		t.Errorf("H1 with every seed plateaued: %s (%s)", cs[0].Verdict, cs[0].Reason)
 	}
 }

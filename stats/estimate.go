@@ -61,14 +61,15 @@ type Estimate struct {
 	Values []float64 `json:"values"` // per seed
 	N      int       `json:"n"`
 	Mean   float64   `json:"mean"`
-	SD     float64   `json:"sd"`    // sample standard deviation over seeds (n − 1 in the denominator)
-	SE     float64   `json:"se"`    // SD/√n
-	DF     int       `json:"df"`    // n − 1
-	Alpha  float64   `json:"alpha"` // two-sided level: [Lo, Hi] covers the true mean with probability 1 − Alpha
-	T      float64   `json:"t"`     // t_{1−α/2, df}
-	Lo     float64   `json:"lo"`    // Mean − T·SE
-	Hi     float64   `json:"hi"`    // Mean + T·SE
-	P      float64   `json:"p"`     // two-sided p-value of the mean being 0: 2·(1 − F_df(|Mean|/SE))
+	SD     float64   `json:"sd"`     // sample standard deviation over seeds (n − 1 in the denominator)
+	SE     float64   `json:"se"`     // SD/√n
+	DF     int       `json:"df"`     // n − 1
+	Alpha  float64   `json:"alpha"`  // two-sided level: [Lo, Hi] covers the true mean with probability 1 − Alpha
+	T      float64   `json:"t"`      // the critical value t_{1−α/2, df} of the interval (not the statistic: TStat)
+	TStat  float64   `json:"t_stat"` // the observed statistic Mean/SE (±Inf when SE = 0 and Mean ≠ 0)
+	Lo     float64   `json:"lo"`     // Mean − T·SE
+	Hi     float64   `json:"hi"`     // Mean + T·SE
+	P      float64   `json:"p"`      // two-sided p-value of the mean being 0: 2·(1 − F_df(|Mean|/SE))
 	// MDE is the minimum detectable effect: the true mean that a two-sided level-α t-test on these n seeds
 	// would detect with probability Power, taking the measured SE as the true one, computed exactly from the
 	// noncentral t (MDEMultiplier; the shortcut (t_{1−α/2} + t_{Power})·SE understates it at few seeds). A
@@ -83,7 +84,7 @@ func Mean(values []float64, seeds []int, alpha float64) Estimate {
 	n := len(values)
 	e := Estimate{Seeds: seeds, Values: values, N: n, DF: n - 1, Alpha: alpha, Mean: math.NaN()}
 	nan := math.NaN()
-	e.SD, e.SE, e.T, e.Lo, e.Hi, e.P, e.MDE = nan, nan, nan, nan, nan, nan, nan
+	e.SD, e.SE, e.T, e.TStat, e.Lo, e.Hi, e.P, e.MDE = nan, nan, nan, nan, nan, nan, nan, nan
 	if n == 0 {
 		e.DF = 0
 		return e
@@ -105,6 +106,9 @@ func Mean(values []float64, seeds []int, alpha float64) Estimate {
 	e.SE = e.SD / math.Sqrt(float64(n))
 	e.T = TQuantile(1-alpha/2, df)
 	e.Lo, e.Hi = e.Mean-e.T*e.SE, e.Mean+e.T*e.SE
+	if e.SE > 0 || e.Mean != 0 {
+		e.TStat = e.Mean / e.SE
+	}
 	switch {
 	case e.SE > 0:
 		e.P = 2 * (1 - TCDF(math.Abs(e.Mean)/e.SE, df))

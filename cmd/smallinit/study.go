@@ -24,6 +24,7 @@ type studyCmd struct {
 	Jobs      jobsFlag      `default:"auto" help:"Runs of a sweep trained at once (they share the cores), or auto: a packing probe on the largest run's model measures one run on all cores against one run per core and keeps the faster (recorded in each sweep's packing.json)."`
 	Index     int           `default:"-1" help:"Run only the run with this index of the whole plan (one task of a job array); no summary or report. −1: every run."`
 	PrintPlan bool          `help:"Print the plan (TOML) and exit."`
+	Data      string        `type:"path" placeholder:"DIR" help:"A corpus prepared by smallinit data prepare to train on instead of the plan's (data.dir, else the embedded corpus); copied into OUT/data once."`
 	Precision string        `enum:",auto,f32,bf16" default:"" help:"Matmul operands of every run (sets train.precision): f32, bf16 (needs AVX512_BF16), or auto: the eligible precisions timed on the base model and the faster taken (recorded in OUT/precision.json). Default: the plan's."`
 }
 
@@ -76,7 +77,7 @@ func (cmd *studyCmd) Run() error {
 		return experiment.WriteCoordTable(os.Stdout, res)
 	}
 	o := experiment.Options{Out: cmd.Out, Budget: cmd.Budget, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Task: cmd.Index >= 0, Index: cmd.Index,
-		Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd()))}
+		Data: cmd.Data, Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd()))}
 	if cmd.Seeds > 0 {
 		o.Seeds = experiment.SeedRange(cmd.Seeds)
 	}

@@ -20,7 +20,10 @@ from .files import MAX_CONFIG, read_bytes
 
 DEFAULTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_defaults.json")
 # Keys Go's trainer has that this one does not implement: a run config setting them is refused.
-UNSUPPORTED = {("train", "loss_positions"): "train.loss_positions is not implemented by the PyTorch trainer"}
+UNSUPPORTED = {
+    ("train", "loss_positions"): "train.loss_positions is not implemented by the PyTorch trainer",
+    ("train", "snapshot_steps"): "train.snapshot_steps (WSD cooldown branches) is not implemented by the PyTorch trainer",
+}
 
 
 @functools.lru_cache(maxsize=None)
