@@ -257,13 +257,14 @@ func (d *Description) writeCorpus(w io.Writer) {
 	if hs != nil {
 		H = hs[len(hs)-1]
 	}
-	seen := map[int]bool{}
+	seen := map[[2]int64]bool{}
 	over := false
 	for _, a := range d.Arms {
-		if seen[a.Width] || d.TrainTokens == 0 {
+		if k := [2]int64{int64(a.Width), a.Tokens}; seen[k] || d.TrainTokens == 0 {
 			continue
+		} else {
+			seen[k] = true
 		}
-		seen[a.Width] = true
 		ep := float64(a.Tokens) / float64(d.TrainTokens)
 		line := fmt.Sprintf("  width %d: %d tokens per run = %.2f epochs", a.Width, a.Tokens, ep)
 		for _, h := range hs {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -23,7 +24,7 @@ type studyCmd struct {
 	Seeds     int           `help:"Seeds per arm, 0 … N−1 (default: the plan's)."`
 	Jobs      jobsFlag      `default:"auto" help:"Runs of a sweep trained at once (they share the cores), or auto: a packing probe on the largest run's model measures one run on all cores against one run per core and keeps the faster (recorded in each sweep's packing.json)."`
 	Index     int           `default:"-1" help:"Run only the run with this index of the whole plan (one task of a job array); no summary or report. −1: every run."`
-	PrintPlan bool          `help:"Print the plan (TOML) and exit."`
+	PrintPlan bool          `help:"Print the plan (TOML) and, for a training plan, what it would run here (arms, steps, the corpus and the epochs each run sees, the expected wall time, as TOML comments), and exit."`
 	Data      string        `type:"path" placeholder:"DIR" help:"A corpus prepared by smallinit data prepare to train on instead of the plan's (data.dir, else the embedded corpus); copied into OUT/data once."`
 	Precision string        `enum:",auto,f32,bf16" default:"" help:"Matmul operands of every run (sets train.precision): f32, bf16 (needs AVX512_BF16), or auto: the eligible precisions timed on the base model and the faster taken (recorded in OUT/precision.json). Default: the plan's."`
 }
@@ -58,14 +59,35 @@ func (cmd *studyCmd) Run() error {
 	if p.Anchor != nil && !cmd.PrintPlan {
 		fmt.Fprintf(os.Stderr, "note: plan %s: its [anchor] grid is run only by smallinit reproduce (or smallinit anchor diagram); study trains its groups only\n", p.Name)
 	}
-	if cmd.PrintPlan {
-		_, err := os.Stdout.Write(p.Text)
-		return err
-	}
 	if cmd.Precision != "" {
 		q := *p
 		q.Base = append(slices.Clip(p.Base), override.Set{Key: "train.precision", Value: cmd.Precision})
 		p = &q
+	}
+	o := experiment.Options{Out: cmd.Out, Budget: cmd.Budget, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Task: cmd.Index >= 0, Index: cmd.Index,
+		Data: cmd.Data, Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd())), Describe: true}
+	if cmd.Seeds > 0 {
+		o.Seeds = experiment.SeedRange(cmd.Seeds)
+	}
+	if cmd.PrintPlan {
+		if _, err := os.Stdout.Write(p.Text); err != nil || p.Kind != experiment.KindTrain {
+			return err
+		}
+		// What the plan would run here, as TOML comments: its arms, steps, the corpus and the epochs each run
+		// sees, and the time it needs on this machine.
+		d, err := experiment.Describe(p, o, 0)
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		if err := d.Write(&b); err != nil {
+			return err
+		}
+		fmt.Printf("\n# As it would run here (--out %s):\n", cmd.Out)
+		for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+			fmt.Printf("# %s\n", line)
+		}
+		return nil
 	}
 	ctx, stop := interruptible()
 	defer stop()
@@ -75,11 +97,6 @@ func (cmd *studyCmd) Run() error {
 			return err
 		}
 		return experiment.WriteCoordTable(os.Stdout, res)
-	}
-	o := experiment.Options{Out: cmd.Out, Budget: cmd.Budget, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Task: cmd.Index >= 0, Index: cmd.Index,
-		Data: cmd.Data, Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd()))}
-	if cmd.Seeds > 0 {
-		o.Seeds = experiment.SeedRange(cmd.Seeds)
 	}
 	out, err := experiment.Run(ctx, p, o)
 	if err != nil {
