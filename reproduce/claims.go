@@ -76,6 +76,10 @@ type Result struct {
 	// judges with (its priors and seeds may differ from Plan's): labelled a re-judged block, never the
 	// registration.
 	Primaries string `json:"primaries_rejudged,omitempty"`
+	// Horizons are H1's arms at the series' shorter horizons (also in Inputs); Matched the LR grid's paired
+	// gains per tuning seed at every horizon and rate.
+	Horizons []HorizonArms `json:"horizons,omitempty"`
+	Matched  []MatchedRow  `json:"matched_rates,omitempty"`
 }
 
 // ArmLoss is one configuration's validation loss over its seeds.
@@ -135,6 +139,13 @@ func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int, an
 	}
 	ev.Primaries = out.Plan.Primaries
 	ev.Grid = gridEvidence(out.Tuned, ev.Ladder)
+	if ev.Horizons, err = horizonEvidence(out, oodWindows); err != nil {
+		return err
+	}
+	res.Horizons = ev.Horizons
+	if ev.Primaries != nil {
+		res.Matched = matchedRows(res.Tuned, ev.Width, ev.Primaries.TokensPerParam)
+	}
 	if ev.Primaries != nil {
 		res.Primaries = "RE-JUDGED (stated by the build that judged the finished runs; the plan as printed before training is \"plan\"):\n" +
 			describePrimaries(ev.Primaries, ev)

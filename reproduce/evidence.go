@@ -44,6 +44,9 @@ type Evidence struct {
 	// both γ at every rate on the tuning seeds, per width, on the LR-selection slice. H1 and H2 at matched LR
 	// are reported from it beside the primaries at the tuned LR. Nil without such a grid.
 	Grid []GridCell `json:"lr_grid,omitempty"`
+	// Horizons are the γ grid's γ = 0.5 and γ = 1 arms at each shorter horizon of the plan's series (the
+	// primary runs' cooldown branches), reported beside H1 (nil without a series).
+	Horizons []HorizonArms `json:"horizons,omitempty"`
 	// Primaries are the plan's pre-registered primaries (nil: claim 1's loss and claim 2's slope are judged as
 	// secondaries, the protocol of plans without [primaries]).
 	Primaries *experiment.Primaries `json:"primaries,omitempty"`

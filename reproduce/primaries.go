@@ -99,6 +99,7 @@ func judgePrimaries(ev *Evidence, bootstrap int) []Claim {
 		matched = append(matched, m)
 	}
 
+	matched = append(matched, horizonTests(ev.Horizons, spec.DeltaH1())...)
 	matched = append(matched, gridMatched(ev, spec.DeltaH1())...)
 	matched2 := gridMatchedSlopes(ev, spec.DeltaH2(lnSpan))
 

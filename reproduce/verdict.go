@@ -225,7 +225,10 @@ func (c *claimTests) text() string {
 	for _, t := range c.tests {
 		e := t.Estimate
 		s := fmt.Sprintf("%s: %+.4f", t.Name, e.Mean)
-		if e.N >= 2 {
+		if e.N == 2 && len(e.Seeds) == 2 {
+			// Two seeds give a 1-df interval that says nothing: the values themselves.
+			s += fmt.Sprintf(" (seed %d: %+.4f, seed %d: %+.4f; n = 2: no interval)", e.Seeds[0], e.Values[0], e.Seeds[1], e.Values[1])
+		} else if e.N >= 2 {
 			s += fmt.Sprintf(", %.4g%% CI [%+.4f, %+.4f] (t = %.3g on %d df, n = %d seeds), MDE %.4f", 100*(1-e.Alpha), e.Lo, e.Hi, e.TStat, e.DF, e.N, e.MDE)
 			if t.MDEAlpha > 0 {
 				s += fmt.Sprintf(" (at α = %.3g)", t.MDEAlpha)

@@ -235,6 +235,9 @@ func (res *Result) WriteText(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w)
+	if err := res.writeHorizons(w); err != nil {
+		return err
+	}
 	for _, c := range res.Claims {
 		id := fmt.Sprintf("claim %d", c.N)
 		if c.ID != "" {
