@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -152,6 +153,7 @@ var packageLayouts = []packageLayout{
 var genericLayout = packageLayout{Name: "", License: "unknown (not a known package)", Rules: rules(metadataRules, []memberRule{
 	{Match: re(`\.txt$`), Read: readWholeText, Lang: ""},
 	{Match: re(`\.jsonl$`), Read: readJSONLines, Lang: ""},
+	{Match: re(`\.parquet$`), Read: readParquet, Lang: ""},
 })}
 
 // layoutOf returns the layout of the npm package name, or genericLayout.
@@ -203,6 +205,29 @@ func readJSONLines(b []byte) ([]rawDoc, error) {
 		}
 	}
 	return out, nil
+}
+
+// readParquet makes every row of a Parquet member one document, its text in the "text" column, with the
+// checks OpenInput makes of a Parquet file.
+func readParquet(b []byte) ([]rawDoc, error) {
+	r, err := openParquetBytes("the member", b, DefaultTextColumn)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []rawDoc
+	for {
+		d, err := r.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if s := strings.TrimSpace(d.Text); s != "" {
+			out = append(out, rawDoc{Body: s})
+		}
+	}
 }
 
 // poetryTextFields are the fields of chinese-poetry's records that hold a text's lines, in the order tried:
