@@ -132,6 +132,10 @@ func archiveFixtures(t testing.TB) map[string][]byte {
 	// wrong-schema: a known package whose member is not what its layout row says.
 	wrongSchema := []tarEntry{pkgJSON("chinese-poetry"), {Name: "package/dist/quantangshi/poet.tang.0.json", Body: `[{"author": "x", "lines": ["a"]}]`}}
 	whole := npmTar(t, poetry)
+	pq, err := os.ReadFile(writeParquet(t, t.TempDir(), "c.parquet", []pqText{{ID: 1, Text: "A Parquet row."}}, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return map[string][]byte{
 		"chinese-poetry.tgz": whole,
 		"sotu.tgz":           npmTar(t, sotu),
@@ -139,7 +143,8 @@ func archiveFixtures(t testing.TB) map[string][]byte {
 		"brown.tgz":          npmTar(t, brown),
 		"generic.tgz": npmTar(t, []tarEntry{pkgJSON("some-corpus"),
 			{Name: "package/a.txt", Body: "Plain text member, one document."},
-			{Name: "package/b.jsonl", Body: `{"text": "JSON line one."}` + "\n\n" + `{"text": "第二行是中文。"}` + "\n"}}),
+			{Name: "package/b.jsonl", Body: `{"text": "JSON line one."}` + "\n\n" + `{"text": "第二行是中文。"}` + "\n"},
+			{Name: "package/c.parquet", Body: string(pq)}}),
 		"truncated.tgz":     whole[:len(whole)*2/3],
 		"other-package.tgz": npmTar(t, []tarEntry{pkgJSON("left-pad"), {Name: "package/index.js", Body: "module.exports = leftPad;"}}),
 		"wrong-schema.tgz":  npmTar(t, wrongSchema),

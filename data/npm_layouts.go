@@ -252,7 +252,7 @@ func readPoetryJSON(b []byte) ([]rawDoc, error) {
 	walk = func(v any, where string) error {
 		rec, ok := v.(map[string]any)
 		if !ok {
-			return fmt.Errorf("%s: a %s where a record (an object) was expected", where, jsonKind(v))
+			return fmt.Errorf("%s: %s where a record (an object) was expected", where, jsonKind(v))
 		}
 		for _, f := range poetryTextFields {
 			arr, ok := rec[f].([]any)
@@ -271,7 +271,7 @@ func readPoetryJSON(b []byte) ([]rawDoc, error) {
 						return err
 					}
 				default:
-					return fmt.Errorf("%s.%s[%d]: a %s where a line (a string) or a record was expected", where, f, i, jsonKind(x))
+					return fmt.Errorf("%s.%s[%d]: %s where a line (a string) or a record was expected", where, f, i, jsonKind(x))
 				}
 			}
 			if nested > 0 && len(lines) > 0 {
@@ -296,7 +296,7 @@ func readPoetryJSON(b []byte) ([]rawDoc, error) {
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("a %s where an array of records or a record was expected", jsonKind(v))
+		return nil, fmt.Errorf("%s where an array of records or a record was expected", jsonKind(v))
 	}
 	return out, nil
 }

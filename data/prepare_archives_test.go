@@ -169,18 +169,18 @@ func TestPrepareArchivesIsDeterministic(t *testing.T) {
 	}
 }
 
-// TestPrepareArchivesGenericPackage checks that a package without a layout is read for its .txt and .jsonl
-// members, each document in its detected language.
+// TestPrepareArchivesGenericPackage checks that a package without a layout is read for its .txt, .jsonl and
+// .parquet members, each document in its detected language.
 func TestPrepareArchivesGenericPackage(t *testing.T) {
 	dir, st := prepareFixtures(t, ArchiveOptions{}, "generic.tgz")
 	train, val := decodedSplits(t, dir)
-	for _, want := range []string{"Plain text member, one document.", "JSON line one.", "第二行是中文。"} {
+	for _, want := range []string{"Plain text member, one document.", "JSON line one.", "第二行是中文。", "A Parquet row."} {
 		if !strings.Contains(train+val, want) {
 			t.Errorf("the splits lack %q", want)
 		}
 	}
-	if st.TrainByLang["zh"].Documents != 1 || st.TrainByLang["en"].Documents != 2 {
-		t.Errorf("languages %+v, want 2 en and 1 zh", st.TrainByLang)
+	if st.TrainByLang["zh"].Documents != 1 || st.TrainByLang["en"].Documents != 3 {
+		t.Errorf("languages %+v, want 3 en and 1 zh", st.TrainByLang)
 	}
 }
 
