@@ -540,7 +540,7 @@ func knownPackages() string {
 	for i, l := range packageLayouts {
 		names[i] = l.Name
 	}
-	return "known packages: " + strings.Join(names, ", ") + "; any other is read for its .txt and .jsonl members only"
+	return "known packages: " + strings.Join(names, ", ") + "; any other is read for its .txt, .jsonl and .parquet members only"
 }
 
 // readArchive reads the members of an archive in order, cuts each into documents with its rule's reader,

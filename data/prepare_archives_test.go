@@ -373,3 +373,26 @@ func TestTraditionalToSimplifiedKnownPairs(t *testing.T) {
 		t.Errorf("the library and Debian's opencc differ:\nlibrary: %q\nopencc:  %q", got, want)
 	}
 }
+
+// TestStatsSummaryAndEpochs checks the one-line description of a corpus and the epochs a horizon makes.
+func TestStatsSummaryAndEpochs(t *testing.T) {
+	st := &Stats{Source: "archives: a.tgz", Train: SplitStats{Tokens: 29980931},
+		TrainByLang: map[string]SplitStats{"zh": {Tokens: 23984740}, "en": {Tokens: 5996191}}}
+	if got, want := st.Summary(), "archives: a.tgz: 29,980,931 training tokens (en 20.0%, zh 80.0%)"; got != want {
+		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+	if got, want := (&Stats{Source: "embedded", Train: SplitStats{Tokens: 999}}).Summary(), "embedded: 999 training tokens"; got != want {
+		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		tokens int64
+		want   float64
+	}{{0, 0}, {29980931, 1}, {59961862, 2}, {14990465, 14990465.0 / 29980931}} {
+		if got := st.Epochs(c.tokens); got != c.want {
+			t.Errorf("Epochs(%d) = %v, want %v", c.tokens, got, c.want)
+		}
+	}
+	if got := (&Stats{}).Epochs(100); got != 0 {
+		t.Errorf("Epochs of an empty split = %v, want 0", got)
+	}
+}
