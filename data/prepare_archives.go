@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/longbridgeapp/opencc"
@@ -581,7 +582,8 @@ func readArchive(p string, l packageLayout, ps *PackageStats, conv *opencc.OpenC
 		}
 	}()
 	var rerr error
-	for rerr == nil {
+	var failed atomic.Bool // a member failed: stop reading
+	for rerr == nil && !failed.Load() {
 		m, err := a.Next()
 		if err == io.EOF {
 			break
@@ -621,6 +623,7 @@ func readArchive(p string, l packageLayout, ps *PackageStats, conv *opencc.OpenC
 			ds, err := r.Read(b)
 			if err != nil {
 				j.err = fmt.Errorf("archive %s: member package/%s: %w", p, m.Name, err)
+				failed.Store(true)
 				return
 			}
 			lang := r.Lang
@@ -632,6 +635,7 @@ func readArchive(p string, l packageLayout, ps *PackageStats, conv *opencc.OpenC
 						}
 						if err != nil {
 							j.err = fmt.Errorf("archive %s: member package/%s: convert to simplified: %w", p, m.Name, err)
+							failed.Store(true)
 							return
 						}
 					}

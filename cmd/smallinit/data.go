@@ -30,7 +30,7 @@ type dataPrepareCmd struct {
 	TextColumn  string   `default:"text" help:"JSON field or Parquet column holding the text."`
 	DocSep      string   `default:"file" enum:"file,blank,line" help:"How .txt files split into documents: file (the whole file is one document), blank (at blank lines), line (every non-blank line)."`
 	SkipBad     bool     `help:"Skip malformed records (invalid JSON lines, a missing, null or non-string text) and count them per input in stats.json, instead of failing."`
-	SampleMB    int      `name:"tokenizer-sample-mb" default:"50" help:"Train the tokenizer on this many megabytes (2^20 bytes) of training text, the first in input order."`
+	SampleMB    int      `name:"tokenizer-sample-mb" default:"50" help:"Train the tokenizer on this many megabytes (2^20 bytes) of training text: for files the first in input order; for package archives a uniform sample, 16 MB unless a value other than 50 is given."`
 	Workers     int      `default:"0" help:"Encoder goroutines (0: one per CPU)."`
 
 	// For npm package tarballs (data.PrepareArchives).
