@@ -112,10 +112,15 @@ func (a *archiveReader) Next() (archiveMember, error) {
 	}
 }
 
-// ReadMember reads the whole of the member Next returned last (its size was checked by Next).
+// ReadMember reads the whole of the member Next returned last (its size was checked by Next). The buffer grows
+// with the bytes that arrive, so a header that claims more than the archive holds costs no more memory than
+// what it does hold.
 func (a *archiveReader) ReadMember(m archiveMember) ([]byte, error) {
-	b := make([]byte, m.Size)
-	if _, err := io.ReadFull(a.tr, b); err != nil {
+	b, err := io.ReadAll(io.LimitReader(a.tr, m.Size))
+	if err == nil && int64(len(b)) < m.Size {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
 		return nil, fmt.Errorf("archive %s: member %s: %w", a.path, a.cur, a.truncated(err))
 	}
 	return b, nil
