@@ -35,7 +35,7 @@ type memberRule struct {
 	// or "" to detect it per document (detectLang).
 	Source, Lang string
 	// HeldOut reports members whose text is held out of train, selection and validation: the project's
-	// out-of-sample texts. Their documents are never written, and any training document with the same text is
+	// out-of-sample texts (docs/definitions.md §7). Their documents are never written, and any training document with the same text is
 	// removed too (see PrepareArchives).
 	HeldOut func(name string) bool
 	// Why says why a member without Read is left out.
