@@ -72,7 +72,6 @@ func (cmd *dataPrepareCmd) runArchives(stdout, log io.Writer, tty bool) error {
 		}
 		p.Update(done, total)
 	}
-	t0 := time.Now()
 	st, err := data.PrepareArchives(cmd.Out, data.ArchiveOptions{
 		Inputs: cmd.In, Vocab: cmd.vocab(tokenizer.DefaultVocabSize), ValFraction: cmd.ValFraction, Traditional: cmd.Traditional,
 		SkipUnknown: cmd.SkipUnknown, Mix: mix, TokenizerSample: sample, Workers: cmd.Workers, Log: log, Progress: update,
@@ -83,7 +82,6 @@ func (cmd *dataPrepareCmd) runArchives(stdout, log io.Writer, tty bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(log, "prepared in %.1fs\n", time.Since(t0).Seconds())
 	printDataSummary(stdout, cmd.Out, st)
 	printArchiveStats(stdout, st)
 	return nil
