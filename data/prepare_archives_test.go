@@ -11,6 +11,7 @@ import (
 
 	"github.com/longbridgeapp/opencc"
 
+	"github.com/smallinit/smallinit/internal/allocs"
 	"github.com/smallinit/smallinit/tokenizer"
 )
 
@@ -201,9 +202,14 @@ func TestPrepareArchivesUnknownMembers(t *testing.T) {
 	}
 }
 
+// hostileAllocBound bounds what a build that refuses a hostile archive may allocate: the converter's
+// dictionaries and the gzip and tar buffers (about 1.3 MiB measured), far below the 3 GiB a member claims or
+// the size a bomb would expand to.
+const hostileAllocBound = 16 << 20
+
 // TestPrepareArchivesRefusesHostileArchives checks each hostile archive (and a FIFO given as an input): a clear
-// error naming the archive and, where there is one, the member, and nothing written beside the output
-// directory, which a failed build removes.
+// error naming the archive and, where there is one, the member, bounded memory, and nothing written beside the
+// output directory, which a failed build removes.
 func TestPrepareArchivesRefusesHostileArchives(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "pipe.tgz")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
@@ -229,11 +235,17 @@ func TestPrepareArchivesRefusesHostileArchives(t *testing.T) {
 		t.Run(filepath.Base(c.input), func(t *testing.T) {
 			parent := t.TempDir()
 			out := filepath.Join(parent, "out")
-			_, err := PrepareArchives(out, ArchiveOptions{Inputs: []string{fixture("sotu.tgz"), c.input}, Vocab: 300})
+			var err error
+			n := allocs.Bytes(func() {
+				_, err = PrepareArchives(out, ArchiveOptions{Inputs: []string{fixture("sotu.tgz"), c.input}, Vocab: 300})
+			})
 			if err == nil {
 				t.Fatal("no error")
 			}
-			t.Log(err)
+			t.Logf("%v (%d bytes allocated)", err, n)
+			if n > hostileAllocBound {
+				t.Errorf("allocated %d bytes, over %d", n, hostileAllocBound)
+			}
 			for _, w := range append([]string{c.input}, c.want...) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q lacks %q", err, w)
