@@ -192,9 +192,11 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 			fmt.Fprintf(opt.Log, format+"\n", args...)
 		}
 	}
+	reported := map[string]int64{} // per stage, so that each value is reported once (and the last line once)
 	progress := func(stage string, done, total int64) {
-		if opt.Progress != nil {
-			opt.Progress(stage, done, total)
+		if opt.Progress != nil && done > reported[stage] {
+			reported[stage] = done
+			opt.Progress(stage, min(done, total), total)
 		}
 	}
 	if len(opt.Inputs) == 0 {

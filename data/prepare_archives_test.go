@@ -408,3 +408,29 @@ func TestStatsSummaryAndEpochs(t *testing.T) {
 		t.Errorf("Epochs of an empty split = %v, want 0", got)
 	}
 }
+
+// TestPrepareArchivesReportsProgressOnce checks that each stage's progress only grows, ends at its total, and
+// reaches it once.
+func TestPrepareArchivesReportsProgressOnce(t *testing.T) {
+	type call struct{ done, total int64 }
+	calls := map[string][]call{}
+	prepareFixtures(t, ArchiveOptions{Progress: func(stage string, done, total int64) {
+		calls[stage] = append(calls[stage], call{done, total})
+	}}, knownFixtures...)
+	for _, stage := range []string{"reading", "encoding"} {
+		cs := calls[stage]
+		if len(cs) == 0 {
+			t.Errorf("no progress for %s", stage)
+			continue
+		}
+		for i, c := range cs {
+			if c.done > c.total || i > 0 && c.done <= cs[i-1].done {
+				t.Errorf("%s: progress %v", stage, cs)
+				break
+			}
+		}
+		if last := cs[len(cs)-1]; last.done != last.total {
+			t.Errorf("%s: last progress %d of %d", stage, last.done, last.total)
+		}
+	}
+}
