@@ -134,8 +134,8 @@ type archGroup struct{ source, lang string }
 //  5. Every document is encoded, the mix (opt.Mix) applied, and the splits written in document order.
 //
 // The build is deterministic: the same archives and options give byte-identical files, for any Workers. Every
-// document and its tokens are held in memory until the splits are written: about 4.5 times the text (430 MiB
-// for the known packages' 98 MB).
+// document and its tokens are held in memory until the splits are written: about 4.5 times the text (417-452 MiB
+// peak for the known packages' 98 MB).
 func PrepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 	created := !exists(dir)
 	st, err := prepareArchives(dir, opt)
