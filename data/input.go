@@ -228,6 +228,7 @@ type InputReader struct {
 	opt     InputOptions
 	size    int64
 	f       *os.File
+	ra      io.ReaderAt  // what Parquet reads: f, or the bytes of an archive member (openParquetBytes)
 	read    atomic.Int64 // bytes read from the file on disk, for Offset
 	gz      *gzip.Reader
 	br      *bufio.Reader
@@ -269,7 +270,7 @@ func OpenInput(path string, opt InputOptions) (*InputReader, error) {
 		f.Close()
 		return nil, fmt.Errorf("read %s: is a directory", path)
 	}
-	r := &InputReader{path: path, format: format, opt: opt, size: st.Size(), f: f}
+	r := &InputReader{path: path, format: format, opt: opt, size: st.Size(), f: f, ra: f}
 	if format == FormatParquet {
 		if r.pq, err = openParquet(r, opt.TextColumn); err != nil {
 			f.Close()
@@ -309,6 +310,9 @@ func (r *InputReader) Offset() int64 {
 func (r *InputReader) Close() error {
 	if r.pq != nil {
 		r.pq.close()
+	}
+	if r.f == nil {
+		return nil
 	}
 	return r.f.Close()
 }
@@ -596,6 +600,18 @@ type parquetSource struct {
 	vi, vn int
 }
 
+// openParquetBytes reads the Parquet file b (an archive member, named name in messages), its text in column
+// col, with the checks of OpenInput.
+func openParquetBytes(name string, b []byte, col string) (*InputReader, error) {
+	r := &InputReader{path: name, format: FormatParquet, opt: InputOptions{TextColumn: col, DocSep: DocSepFile},
+		size: int64(len(b)), ra: bytes.NewReader(b)}
+	var err error
+	if r.pq, err = openParquet(r, col); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // openParquet opens r's file as Parquet and finds the text column.
 func openParquet(r *InputReader, name string) (ps *parquetSource, err error) {
 	defer func() {
@@ -603,14 +619,14 @@ func openParquet(r *InputReader, name string) (ps *parquetSource, err error) {
 			err = fmt.Errorf("read %s: corrupt Parquet file: %v", r.path, p)
 		}
 	}()
-	footerLen, err := checkParquetFrame(r.f, r.size)
+	footerLen, err := checkParquetFrame(r.ra, r.size)
 	if err == nil {
-		err = checkParquetFooter(r.f, r.size, footerLen)
+		err = checkParquetFooter(r.ra, r.size, footerLen)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", r.path, err)
 	}
-	pf, err := parquet.OpenFile(countingReaderAt{r.f, &r.read}, r.size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	pf, err := parquet.OpenFile(countingReaderAt{r.ra, &r.read}, r.size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", r.path, err)
 	}
@@ -628,7 +644,7 @@ func openParquet(r *InputReader, name string) (ps *parquetSource, err error) {
 	if k := leaf.Node.Type().Kind(); k != parquet.ByteArray {
 		return nil, fmt.Errorf("read %s: column %q holds %s values, want strings", r.path, name, k)
 	}
-	if err := checkParquet(r.f, r.size, footerLen, pf, leaf.ColumnIndex); err != nil {
+	if err := checkParquet(r.ra, r.size, footerLen, pf, leaf.ColumnIndex); err != nil {
 		return nil, fmt.Errorf("read %s: %w", r.path, err)
 	}
 	return &parquetSource{path: r.path, col: leaf.ColumnIndex, name: name, groups: pf.RowGroups(),

