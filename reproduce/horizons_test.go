@@ -69,4 +69,3 @@ func TestTwoSeedTestsPrintValues(t *testing.T) {
 		t.Errorf("two-seed evidence: %s", s)
 	}
 }
-
