@@ -121,7 +121,7 @@ func checkName(what, name string) error {
 // reservedNames are the files and directories a study writes in OUT besides its groups' directories (the
 // "anchor" directory is an evaluator's anchor grid): a group so named would train among them.
 var reservedNames = []string{DataDir, ProbeDataDir, TuneDir, "anchor", SizingFile, sizingLock, summary.File,
-	train.PrecisionFile, train.PackingFile, TrainLogFile, "claims.json", "report.html", PlanFile}
+	train.PrecisionFile, train.PackingFile, TrainLogFile, "claims.json", "report.html", PlanFile, PairsFile}
 
 // checkGroupName refuses a group name that is not a safe directory name, or that names one of OUT's own
 // files, or that ends in "-probes" (the suffix of the probe-mix twin of every group's directory).

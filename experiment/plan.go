@@ -53,7 +53,10 @@ type Plan struct {
 	// Primaries is [primaries]: the plan's pre-registered primary comparisons, their smallest effect of interest,
 	// variance priors and horizon (primaries.go). Nil: none.
 	Primaries *Primaries
-	Text      []byte // the plan file as read
+	// Pairs are the plan's paired comparisons ([[pair]]): L(A) − L(B) seed by seed on the whole validation split,
+	// each a secondary with its t-interval (pairs.go).
+	Pairs []PairSpec
+	Text  []byte // the plan file as read
 
 	arms int // arms of all groups (points of sweep groups, a ladder's widest tier), capped at MaxArms+1
 }
@@ -307,6 +310,11 @@ type planFile struct {
 		TransferExponent  float64   `toml:"transfer_exponent"`
 		TransferTolerance float64   `toml:"transfer_tolerance"`
 	} `toml:"tune"`
+	Pair []struct {
+		Name string `toml:"name"`
+		A    string `toml:"a"`
+		B    string `toml:"b"`
+	} `toml:"pair"`
 	Group []struct {
 		Name       string         `toml:"name"`
 		Data       string         `toml:"data"`
@@ -554,6 +562,17 @@ func Parse(text []byte) (*Plan, error) {
 		if a != "" && p.findArm(a) == nil {
 			return nil, fmt.Errorf("report.compare: no arm %q", a)
 		}
+	}
+	for i, pr := range f.Pair {
+		if pr.Name == "" || pr.A == "" || pr.B == "" || pr.A == pr.B {
+			return nil, fmt.Errorf("pair %d: want a name and two different arms a and b", i+1)
+		}
+		for _, a := range []string{pr.A, pr.B} {
+			if p.findArm(a) == nil {
+				return nil, fmt.Errorf("pair %s: no arm %q (a pair compares two explicit arms)", pr.Name, a)
+			}
+		}
+		p.Pairs = append(p.Pairs, PairSpec{Name: pr.Name, A: pr.A, B: pr.B})
 	}
 	return p, nil
 }

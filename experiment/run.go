@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -108,6 +109,8 @@ type Outcome struct {
 	RunList []RunInfo
 	// Branches are the cooldown branches of the plan's horizon series (nil without one), in run order.
 	Branches []BranchInfo
+	// Pairs are the plan's paired comparisons ([[pair]]), from the summary (nil without any).
+	Pairs []Pair
 
 	refParams int64   // the non-embedding parameters of the primaries' width (ladderSteps), once computed
 	probeTPS  float64 // a throughput probe's tokens/s already measured in this execution (0: none yet)
@@ -263,6 +266,15 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		if err := summary.Write(filepath.Join(o.Out, summary.FileName(out.Suffix)),
 			summary.Summary{Steps: out.Steps, Seed: o.Seeds[0], Data: out.Stats, Runs: out.Rows}); err != nil {
 			return nil, err
+		}
+		if out.Pairs = pairs(p, out); out.Pairs != nil {
+			b, err := json.MarshalIndent(out.Pairs, "", "  ")
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", PairsFile, err)
+			}
+			if err := atomicfile.Write(filepath.Join(o.Out, PairsFile), append(b, '\n')); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, r := range runs {

@@ -105,6 +105,12 @@ func (cmd *studyCmd) Run() error {
 	if len(out.Rows) > 0 {
 		summary.WriteTable(os.Stdout, out.Rows)
 	}
+	if len(out.Pairs) > 0 {
+		fmt.Println()
+		if err := experiment.WritePairs(os.Stdout, out.Pairs); err != nil {
+			return err
+		}
+	}
 	fmt.Printf("\nplan %s: %d runs of %d steps under %s", p.Name, out.Runs, out.Steps, out.Out)
 	if out.Report != "" {
 		fmt.Printf(", report in %s", out.Report)
