@@ -19,7 +19,8 @@ func TestReproducePrintPlan(t *testing.T) {
 		{30 * time.Minute, []string{"(tier 30m)", "SMOKE TEST", "3 seeds", "emulated-eps", "shared-lr", "probe-pilot", "anchor: claim 1 (reasoning)"}},
 		// The 2 h tier runs the primaries' arms only, on the seeds that fit the budget.
 		{2 * time.Hour, []string{"(tier 2h)", "hidden_size48", "seeds per verdict arm"}},
-		{8 * time.Hour, []string{"(tier 8h)", "emulated-eps", "shared-lr", "probe-pilot", "anchor: claim 1 (reasoning)"}},
+		// The 8 h tier is H1 at 20 tokens per parameter with the horizon series from WSD branches.
+		{8 * time.Hour, []string{"(tier 8h)", "8972 steps", "horizon series [5 10 20]", "LR grid rates for γ = 0.5: [0.002 0.004]", "H2 is not tested", "corpus: embedded"}},
 		{24 * time.Hour, []string{"(tier 24h)", "hidden_size256", "anchor: claim 1 (reasoning)"}},
 	} {
 		out := t.TempDir()
@@ -42,7 +43,7 @@ func TestReproducePrintPlan(t *testing.T) {
 				t.Errorf("%s: plan lacks %q:\n%s", tc.budget, want, s)
 			}
 		}
-		if tc.budget == 2*time.Hour && (strings.Contains(s, "emulated-eps") || strings.Contains(s, "anchor:")) {
+		if (tc.budget == 2*time.Hour || tc.budget == 8*time.Hour) && (strings.Contains(s, "emulated-eps") || strings.Contains(s, "anchor:")) {
 			t.Errorf("the 2 h tier runs arms beyond the primaries':\n%s", s)
 		}
 		if entries, _ := os.ReadDir(out); len(entries) != 0 {
