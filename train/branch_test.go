@@ -12,7 +12,8 @@ import (
 
 // TestBranchEqualsIndependentRun: a WSD cooldown branch started from a trunk's snapshot ends with the final
 // model, optimizer moments and training-loss record of the independent WSD run of its horizon, bit for bit, also
-// when the branch is killed and resumed, and the trunk itself is unchanged by writing the snapshot.
+// when the trunk is killed before its snapshot and the branch after its start, each resumed; and the trunk
+// itself is unchanged by writing the snapshot.
 func TestBranchEqualsIndependentRun(t *testing.T) {
 	root := t.TempDir()
 	wsd := []string{"schedule.kind=wsd", "schedule.lr=3e-3"}
@@ -27,13 +28,22 @@ func TestBranchEqualsIndependentRun(t *testing.T) {
 	if _, err := StartOrResumeBranch(ctx, short, bdir, filepath.Join(root, "none"), Options{}); err == nil {
 		t.Fatal("a branch of a missing trunk started")
 	}
-	if _, err := Start(ctx, trunk, tdir, Options{Diagnostics: probeLoss, AfterStep: func(s int) {
+	// The trunk is killed after step 6, before its snapshot of step 7 (its last checkpoint: step 6), and resumed.
+	tctx, tcancel := context.WithCancel(ctx)
+	_, err := Start(tctx, trunk, tdir, Options{Diagnostics: probeLoss, AfterStep: func(s int) {
 		if s == 5 { // the trunk has not reached the branch point: the branch must wait
 			if _, err := StartOrResumeBranch(ctx, short, bdir, tdir, Options{}); !errors.Is(err, ErrNoSnapshot) {
 				t.Errorf("branch before the snapshot: %v, want ErrNoSnapshot", err)
 			}
 		}
-	}}); err != nil {
+		if s == 6 {
+			tcancel()
+		}
+	}})
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("interrupted trunk: %v", err)
+	}
+	if _, err := Resume(ctx, tdir, Options{Diagnostics: probeLoss}); err != nil {
 		t.Fatal(err)
 	}
 	if snaps, err := (&Run{dir: tdir}).Snapshots(); err != nil || len(snaps) != 1 || snaps[0] != 7 {
@@ -51,7 +61,7 @@ func TestBranchEqualsIndependentRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	bctx, cancel := context.WithCancel(ctx)
-	_, err := StartOrResumeBranch(bctx, short, bdir, tdir, Options{Diagnostics: probeLoss, AfterStep: func(s int) {
+	_, err = StartOrResumeBranch(bctx, short, bdir, tdir, Options{Diagnostics: probeLoss, AfterStep: func(s int) {
 		if s == 8 {
 			cancel()
 		}
