@@ -100,19 +100,11 @@ func StartOrResumeBranch(ctx context.Context, c Config, dir, trunkDir string, o 
 	if steps, err := listSteps(filepath.Join(trunkDir, snapshotsDir)); err != nil || !slices.Contains(steps, at) {
 		return Result{}, fmt.Errorf("branch %s: %s: %w", dir, snap, ErrNoSnapshot)
 	}
-	r, err := newRunner(c, dir, o)
+	r, ctx, release, err := newRunDir(ctx, c, dir, o)
 	if err != nil {
 		return Result{}, err
 	}
-	defer r.pool.Close()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Result{}, fmt.Errorf("run directory: %w", err)
-	}
-	ctx, unlock, err := lock(ctx, dir, o)
-	if err != nil {
-		return Result{}, err
-	}
-	defer unlock()
+	defer release()
 	if isRegular(filepath.Join(dir, ConfigFile)) { // another process set it up since the first check
 		o.LockHeld = true
 		return StartOrResume(ctx, c, dir, o)

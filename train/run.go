@@ -170,20 +170,11 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	// The data are read and checked before the run directory is created, so that bad data leave nothing behind.
-	r, err := newRunner(c, dir, o)
+	r, ctx, release, err := newRunDir(ctx, c, dir, o)
 	if err != nil {
 		return Result{}, err
 	}
-	defer r.pool.Close()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Result{}, fmt.Errorf("run directory: %w", err)
-	}
-	ctx, unlock, err := lock(ctx, dir, o)
-	if err != nil {
-		return Result{}, err
-	}
-	defer unlock()
+	defer release()
 	// Checked again under the lock: another process may have started a run here since the first check.
 	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
 		return Result{}, fmt.Errorf("%s %w: resume it or choose another directory", dir, ErrRunExists)
@@ -195,6 +186,25 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 		return Result{}, err
 	}
 	return r.loop(ctx)
+}
+
+// newRunDir reads and checks c's data and builds its runner before the run directory dir is created (so that bad
+// data leave nothing behind), then creates dir and takes its lock. release closes the runner's pool and unlocks.
+func newRunDir(ctx context.Context, c Config, dir string, o Options) (*runner, context.Context, func(), error) {
+	r, err := newRunner(c, dir, o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		r.pool.Close()
+		return nil, nil, nil, fmt.Errorf("run directory: %w", err)
+	}
+	ctx, unlock, err := lock(ctx, dir, o)
+	if err != nil {
+		r.pool.Close()
+		return nil, nil, nil, err
+	}
+	return r, ctx, func() { unlock(); r.pool.Close() }, nil
 }
 
 // StartOrResume trains the run of c in dir, whatever dir holds: the one "start this run, or resume it" of
