@@ -22,6 +22,9 @@ const (
 	MaxRuns  = sweep.MaxRuns // arms × seeds: a group's runs are one sweep
 	// MaxBudgetMinutes caps a budget (about two years), so the duration it becomes cannot overflow.
 	MaxBudgetMinutes = 1e6
+	// MaxSteps caps the steps per run a plan sizes or names (budget.min_steps, the primaries' horizon, a
+	// sizing.json written or read back), so that what one call writes the next call reads.
+	MaxSteps = 1_000_000_000
 )
 
 // CheckSeedCount checks a requested number of seeds (a --seeds flag) against [1, MaxSeeds]; what names the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/sweep"
@@ -425,11 +426,14 @@ func Parse(text []byte) (*Plan, error) {
 	if p.Data.Corpus != "embedded" {
 		return nil, fmt.Errorf("data.corpus %q: this build prepares only the embedded corpus", p.Data.Corpus)
 	}
-	if p.Data.Vocab < 257 {
-		return nil, fmt.Errorf("data.vocab = %d: want at least 257 (the 256 bytes and <|endoftext|>)", p.Data.Vocab)
+	if err := data.CheckVocab("data.vocab =", p.Data.Vocab); err != nil {
+		return nil, err
 	}
 	if !(p.Budget.Minutes > 0) || !(p.Budget.Efficiency > 0) || p.Budget.Efficiency > 1 || p.Budget.MinSteps < 1 {
 		return nil, fmt.Errorf("budget: want minutes > 0, efficiency in (0, 1] and min_steps ≥ 1")
+	}
+	if p.Budget.MinSteps > MaxSteps {
+		return nil, fmt.Errorf("budget.min_steps = %d: at most %d steps per run", p.Budget.MinSteps, MaxSteps)
 	}
 	if err := CheckMinutes("budget.minutes", p.Budget.Minutes); err != nil {
 		return nil, err

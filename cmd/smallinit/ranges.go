@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/anchor"
+	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/probes"
@@ -18,9 +19,10 @@ import (
 // options too (train.threads, probe counts, batch memory); these are the flags whose range is the CLI's.
 
 func (cmd *dataPrepareCmd) Validate() error {
-	if cmd.Vocab != nil && (*cmd.Vocab < 257 || *cmd.Vocab > 1<<24) {
-		return fmt.Errorf("--vocab %d: must be in [257, %d] (256 bytes and %s at least); leave it out for %d",
-			*cmd.Vocab, 1<<24, tokenizer.EndOfText, tokenizer.DefaultVocabSize)
+	if cmd.Vocab != nil {
+		if err := data.CheckVocab("--vocab", *cmd.Vocab); err != nil {
+			return fmt.Errorf("%w; leave it out for %d", err, tokenizer.DefaultVocabSize)
+		}
 	}
 	return nonNegative("--workers", cmd.Workers)
 }
