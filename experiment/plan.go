@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"embed"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"sort"
 	"strings"
@@ -340,8 +342,14 @@ func Builtin(name string) (*Plan, error) {
 func Load(path string) (*Plan, error) {
 	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
-		if slices.Contains(Builtins(), path) {
+		// The built-in plan runs only when nothing has its name: a directory, a FIFO or an oversized file
+		// called demo is the user's, and running the built-in instead would train what they did not ask for.
+		builtin := slices.Contains(Builtins(), path)
+		if builtin && errors.Is(err, fs.ErrNotExist) {
 			return Builtin(path)
+		}
+		if builtin {
+			return nil, fmt.Errorf("plan: %w; ./%s is not a plan file, and the built-in plan %s runs only where no file or directory has its name (rename it, or run from another directory)", err, path, path)
 		}
 		return nil, fmt.Errorf("plan: %w", err)
 	}

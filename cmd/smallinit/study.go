@@ -10,7 +10,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/experiment"
-	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/summary"
 )
@@ -28,19 +27,14 @@ type studyCmd struct {
 }
 
 // loadPlan loads a plan file or a built-in plan (experiment.Load) and, when the name is both, says on log which
-// one it used: a file of that name is run; one that is no readable plan file (a directory, a FIFO, a file too
-// large for a plan) leaves the built-in plan to run, with the reason.
+// one it used: a file of that name is run (one that is no readable plan file, such as a directory or a file too
+// large for a plan, is an error); the built-in runs only when nothing has its name.
 func loadPlan(path string, log io.Writer) (*experiment.Plan, error) {
 	p, err := experiment.Load(path)
 	if err != nil || !slices.Contains(experiment.Builtins(), path) {
 		return p, err
 	}
-	st, serr := os.Stat(path)
-	switch {
-	case serr != nil:
-	case inputfile.Check(path, st, inputfile.MaxConfig) != nil:
-		fmt.Fprintf(log, "note: %v; running the built-in plan %s\n", inputfile.Check(path, st, inputfile.MaxConfig), path)
-	default:
+	if _, serr := os.Stat(path); serr == nil {
 		fmt.Fprintf(log, "note: running the plan file ./%s, not the built-in plan %s (run from another directory for the built-in)\n", path, path)
 	}
 	return p, nil
