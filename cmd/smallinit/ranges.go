@@ -101,8 +101,12 @@ func joinNegativeValues(args []string) []string {
 }
 
 // studyFlags checks the flags study and reproduce share: --seeds (0: the plan's), --steps (0: size the
-// budget), --budget (0: the plan's) and --index (−1: every run).
-func studyFlags(seeds, steps int, budget time.Duration, index int) error {
+// budget), --budget (nil: left out, the plan's; a given one is in (0, MaxBudget]) and --index (−1: every run).
+func studyFlags(seeds, steps int, budgetFlag *time.Duration, index int) error {
+	budget := time.Duration(1)
+	if budgetFlag != nil {
+		budget = *budgetFlag
+	}
 	if seeds != 0 {
 		if err := experiment.CheckSeedCount("--seeds", seeds); err != nil {
 			return fmt.Errorf("%w (leave it out for the plan's)", err)
@@ -111,7 +115,7 @@ func studyFlags(seeds, steps int, budget time.Duration, index int) error {
 	switch {
 	case steps < 0:
 		return fmt.Errorf("--steps %d: must be ≥ 1 (leave it out to size the budget)", steps)
-	case budget < 0 || budget > experiment.MaxBudget:
+	case budget <= 0 || budget > experiment.MaxBudget:
 		return fmt.Errorf("--budget %s: want a duration in (0, %s] (leave it out for the plan's)", budget, experiment.MaxBudget)
 	case index < -1:
 		return fmt.Errorf("--index %d: want a run index ≥ 0 (or −1: every run)", index)
@@ -130,7 +134,7 @@ func (cmd *reproduceCmd) Validate() error {
 	if err := emptyOut(cmd.Out); err != nil {
 		return err
 	}
-	return studyFlags(cmd.Seeds, cmd.Steps, cmd.Budget, -1)
+	return studyFlags(cmd.Seeds, cmd.Steps, &cmd.Budget, -1)
 }
 
 func (cmd *demoCmd) Validate() error {
