@@ -103,4 +103,3 @@ func TestUnreadableLockNamesFileRuleAndFix(t *testing.T) {
 		}
 	}
 }
-
