@@ -43,6 +43,9 @@ func checkSeeds(what string, seeds []uint64) error {
 	}
 	seen := make(map[uint64]bool, len(seeds))
 	for _, s := range seeds {
+		if err := train.CheckSeed(what+": seed", s); err != nil {
+			return err
+		}
 		if seen[s] {
 			return fmt.Errorf("%s: seed %d is listed twice", what, s)
 		}

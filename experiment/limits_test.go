@@ -101,6 +101,7 @@ func TestRunRefusesOptions(t *testing.T) {
 		{"no seeds", Options{Out: dir, Seeds: []uint64{}}, "at least one"},
 		{"duplicate seeds", Options{Out: dir, Seeds: []uint64{1, 1}}, "seed 1 is listed twice"},
 		{"too many seeds", Options{Out: dir, Seeds: append(many, MaxSeeds)}, "1001 seeds"},
+		{"seed past a TOML integer", Options{Out: dir, Seeds: []uint64{1 << 63}}, "seed 9223372036854775808: at most 9223372036854775807"},
 		{"arms × seeds", Options{Out: dir, Seeds: many[:MaxSeeds/2]}, ""},
 	} {
 		q := p

@@ -12,6 +12,7 @@ import (
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/probes"
 	"github.com/smallinit/smallinit/tokenizer"
+	"github.com/smallinit/smallinit/train"
 )
 
 // Ranges of numeric flags, checked when the command line is parsed (kong calls each command's Validate), so a
@@ -145,6 +146,9 @@ func (cmd *demoCmd) Validate() error {
 		return fmt.Errorf("--steps %d: must be ≥ 1 (leave it out to size --minutes)", cmd.Steps)
 	case cmd.Windows < 0:
 		return fmt.Errorf("--windows %d: must be ≥ 0 (0: all)", cmd.Windows)
+	}
+	if err := train.CheckSeed("--seed", cmd.Seed); err != nil {
+		return err
 	}
 	if cmd.Steps == 0 {
 		if err := experiment.CheckMinutes("--minutes", cmd.Minutes); err != nil {
