@@ -8,6 +8,7 @@ import (
 
 	"github.com/smallinit/smallinit/anchor"
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/probes"
@@ -59,15 +60,11 @@ func (cmd *initCmd) Validate() error {
 }
 
 func (cmd *analyzeCmd) Validate() error {
-	if cmd.Probes < 1 || cmd.Probes > maxProbeWindows {
-		return fmt.Errorf("--probes %d: must be in [1, %d]", cmd.Probes, maxProbeWindows)
+	if cmd.Probes < 1 || cmd.Probes > diag.MaxProbeWindows {
+		return fmt.Errorf("--probes %d: must be in [1, %d]", cmd.Probes, diag.MaxProbeWindows)
 	}
 	return nil
 }
-
-// maxProbeWindows bounds analyze's probe windows: the activation metrics are means over windows, and 4096
-// windows of 64 tokens already pin them far below any difference they are read for.
-const maxProbeWindows = 4096
 
 func nonNegative(flag string, v int) error {
 	if v < 0 {
