@@ -35,6 +35,7 @@ func TestGridValidateBounds(t *testing.T) {
 		{"a million jobs", func(g *Grid) { g.Jobs = 1000000 }, "--jobs 1000000"},
 		{"no steps", func(g *Grid) { g.Budget.Steps = 0 }, "--steps 0"},
 		{"duplicate seeds", func(g *Grid) { g.Seeds = []uint64{1, 1} }, "seed 1 is listed twice"},
+		{"seed past a TOML integer", func(g *Grid) { g.Seeds = []uint64{1 << 63} }, "--seeds: seed 9223372036854775808: at most"},
 		{"too many cells", func(g *Grid) { g.Seeds = make([]uint64, MaxCells+1) }, "cells"},
 		{"zero depth", func(g *Grid) { g.Depths = []int{0} }, "--depths 0"},
 	} {

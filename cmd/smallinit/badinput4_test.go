@@ -159,6 +159,7 @@ func acceptedCases() []badCase {
 		// 9. A budget's min_steps past what sizing.json is read back with.
 		plan("min_steps past a sizing's", []string{"budget.min_steps = 2000000000", "1000000000"}, "min_steps = 10", "min_steps = 2000000000"),
 		// 10. A seed past what config.toml (a TOML int64) holds.
+		flag("seed past a TOML integer", "anchor diagram", []string{"--seeds: seed 18446744073709551615", "9223372036854775807"}, "--out", "o", "--seeds", "18446744073709551615"),
 		flag("seed past a TOML integer", "demo", []string{"--seed 18446744073709551615", "9223372036854775807"}, "--out", "o", "--seed", "18446744073709551615", "--steps", "1"),
 		// 12. Extending a run: the refusal says how.
 		resumeWith("resume with more steps", []string{"config.toml", "to train longer, start a new run whose init is this run's checkpoint, or a WSD continuation"},
