@@ -41,9 +41,10 @@ func acceptedCases() []badCase {
 			return []string{p, "--out", filepath.Join(cd, "o")}, []string{"o"}
 		}}
 	}
-	// A sweep directory whose plan.json lists the runs given, and a victim's metrics two levels above it.
+	// A sweep directory cd/s/a whose plan.json lists the runs given, and a victim's metrics where the id "../../victim"
+	// leads from cd/s/a/runs.
 	sweepDir := func(t *testing.T, cd string, runs []sweep.Run) string {
-		write(t, cd, "victim/metrics.jsonl", []byte(`{"step": 7, "tokens": 70, "loss": 1.5}`+"\n"))
+		write(t, cd, "s/victim/metrics.jsonl", []byte(`{"step": 7, "tokens": 70, "loss": 1.5}`+"\n"))
 		b, err := json.Marshal(sweep.Plan{Version: 1, Fingerprint: "x", Axes: []sweep.Axis{}, Runs: runs})
 		if err != nil {
 			t.Fatal(err)
