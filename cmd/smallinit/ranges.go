@@ -99,12 +99,8 @@ func joinNegativeValues(args []string) []string {
 }
 
 // studyFlags checks the flags study and reproduce share: --seeds (0: the plan's), --steps (0: size the
-// budget), --budget (nil: left out, the plan's; a given one is in (0, MaxBudget]) and --index (−1: every run).
-func studyFlags(seeds, steps int, budgetFlag *time.Duration, index int) error {
-	budget := time.Duration(1)
-	if budgetFlag != nil {
-		budget = *budgetFlag
-	}
+// budget), --budget (given: in (0, MaxBudget]; left out: the plan's) and --index (−1: every run).
+func studyFlags(seeds, steps int, budget time.Duration, budgetGiven bool, index int) error {
 	if seeds != 0 {
 		if err := experiment.CheckSeedCount("--seeds", seeds); err != nil {
 			return fmt.Errorf("%w (leave it out for the plan's)", err)
@@ -113,7 +109,7 @@ func studyFlags(seeds, steps int, budgetFlag *time.Duration, index int) error {
 	switch {
 	case steps < 0:
 		return fmt.Errorf("--steps %d: must be ≥ 1 (leave it out to size the budget)", steps)
-	case budget <= 0 || budget > experiment.MaxBudget:
+	case budget < 0 || budget > experiment.MaxBudget || budgetGiven && budget == 0:
 		return fmt.Errorf("--budget %s: want a duration in (0, %s] (leave it out for the plan's)", budget, experiment.MaxBudget)
 	case index < -1:
 		return fmt.Errorf("--index %d: want a run index ≥ 0 (or −1: every run)", index)
@@ -125,14 +121,14 @@ func (cmd *studyCmd) Validate() error {
 	if err := emptyOut(cmd.Out); err != nil {
 		return err
 	}
-	return studyFlags(cmd.Seeds, cmd.Steps, cmd.Budget, cmd.Index)
+	return studyFlags(cmd.Seeds, cmd.Steps, cmd.Budget.d, cmd.Budget.given, cmd.Index)
 }
 
 func (cmd *reproduceCmd) Validate() error {
 	if err := emptyOut(cmd.Out); err != nil {
 		return err
 	}
-	return studyFlags(cmd.Seeds, cmd.Steps, &cmd.Budget, -1)
+	return studyFlags(cmd.Seeds, cmd.Steps, cmd.Budget, true, -1)
 }
 
 func (cmd *demoCmd) Validate() error {

@@ -15,15 +15,15 @@ import (
 )
 
 type studyCmd struct {
-	Plan      string         `arg:"" help:"A plan file (TOML: arms × seeds × a budget; smallinit demo --print-plan shows one), or a built-in plan: demo, reproduce, coordcheck."`
-	Out       string         `default:"smallinit-study" type:"path" help:"Directory for the data, the groups' runs, sizing.json, summary.json and report.html."`
-	Budget    *time.Duration `help:"Wall-clock budget for all runs (e.g. 30m, 2h; default: the plan's); sets the steps per run."`
-	Steps     int            `help:"Steps per run (overrides --budget)."`
-	Seeds     int            `help:"Seeds per arm, 0 … N−1 (default: the plan's)."`
-	Jobs      jobsFlag       `default:"auto" help:"Runs of a sweep trained at once (they share the cores), or auto: a packing probe on the largest run's model measures one run on all cores against one run per core and keeps the faster (recorded in each sweep's packing.json)."`
-	Index     int            `default:"-1" help:"Run only the run with this index of the whole plan (one task of a job array); no summary or report. −1: every run."`
-	PrintPlan bool           `help:"Print the plan (TOML) and exit."`
-	Precision string         `enum:",auto,f32,bf16" default:"" help:"Matmul operands of every run (sets train.precision): f32, bf16 (needs AVX512_BF16), or auto: the eligible precisions timed on the base model and the faster taken (recorded in OUT/precision.json). Default: the plan's."`
+	Plan      string        `arg:"" help:"A plan file (TOML: arms × seeds × a budget; smallinit demo --print-plan shows one), or a built-in plan: demo, reproduce, coordcheck."`
+	Out       string        `default:"smallinit-study" type:"path" help:"Directory for the data, the groups' runs, sizing.json, summary.json and report.html."`
+	Budget    budgetOrPlans `placeholder:"DURATION" help:"Wall-clock budget for all runs (e.g. 30m, 2h; default: the plan's); sets the steps per run."`
+	Steps     int           `help:"Steps per run (overrides --budget)."`
+	Seeds     int           `help:"Seeds per arm, 0 … N−1 (default: the plan's)."`
+	Jobs      jobsFlag      `default:"auto" help:"Runs of a sweep trained at once (they share the cores), or auto: a packing probe on the largest run's model measures one run on all cores against one run per core and keeps the faster (recorded in each sweep's packing.json)."`
+	Index     int           `default:"-1" help:"Run only the run with this index of the whole plan (one task of a job array); no summary or report. −1: every run."`
+	PrintPlan bool          `help:"Print the plan (TOML) and exit."`
+	Precision string        `enum:",auto,f32,bf16" default:"" help:"Matmul operands of every run (sets train.precision): f32, bf16 (needs AVX512_BF16), or auto: the eligible precisions timed on the base model and the faster taken (recorded in OUT/precision.json). Default: the plan's."`
 }
 
 // loadPlan loads a plan file or a built-in plan (experiment.Load) and, when the name is both, says on log which
@@ -69,7 +69,7 @@ func (cmd *studyCmd) Run() error {
 		}
 		return experiment.WriteCoordTable(os.Stdout, res)
 	}
-	o := experiment.Options{Out: cmd.Out, Budget: budgetOrPlans(cmd.Budget), Steps: cmd.Steps, Jobs: int(cmd.Jobs), Task: cmd.Index >= 0, Index: cmd.Index,
+	o := experiment.Options{Out: cmd.Out, Budget: cmd.Budget.d, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Task: cmd.Index >= 0, Index: cmd.Index,
 		Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd()))}
 	if cmd.Seeds > 0 {
 		o.Seeds = experiment.SeedRange(cmd.Seeds)
@@ -89,10 +89,19 @@ func (cmd *studyCmd) Run() error {
 	return nil
 }
 
-// budgetOrPlans is --budget, or 0 (the plan's budget) when it was left out.
-func budgetOrPlans(b *time.Duration) time.Duration {
-	if b == nil {
-		return 0
+// budgetOrPlans is study's --budget: a duration given on the command line (checked by Validate: a given 0 is
+// refused), or, left out, the plan's budget (d = 0).
+type budgetOrPlans struct {
+	d     time.Duration
+	given bool
+}
+
+// UnmarshalText parses a given --budget (time.ParseDuration).
+func (b *budgetOrPlans) UnmarshalText(t []byte) error {
+	d, err := time.ParseDuration(string(t))
+	if err != nil {
+		return err
 	}
-	return *b
+	*b = budgetOrPlans{d: d, given: true}
+	return nil
 }
