@@ -3,6 +3,7 @@ package anchor
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,7 @@ func TestGridValidateBounds(t *testing.T) {
 		{"a million jobs", func(g *Grid) { g.Jobs = 1000000 }, "--jobs 1000000"},
 		{"no steps", func(g *Grid) { g.Budget.Steps = 0 }, "--steps 0"},
 		{"duplicate seeds", func(g *Grid) { g.Seeds = []uint64{1, 1} }, "seed 1 is listed twice"},
+		{"seed past a TOML integer", func(g *Grid) { g.Seeds = []uint64{1 << 63} }, "--seeds: seed 9223372036854775808: at most"},
 		{"too many cells", func(g *Grid) { g.Seeds = make([]uint64, MaxCells+1) }, "cells"},
 		{"zero depth", func(g *Grid) { g.Depths = []int{0} }, "--depths 0"},
 	} {
@@ -148,36 +150,94 @@ func TestReadersRefuseNonRegular(t *testing.T) {
 	}
 }
 
-// TestRenderSkipsForeignModel: a cell whose final model is of another vocabulary (a directory of another
-// diagram) is left out of the condensation with a line saying why, instead of a panic.
-func TestRenderSkipsForeignModel(t *testing.T) {
-	out := t.TempDir()
+// TestRenderRefusesForeignOrTruncatedModel: a γ-extreme cell whose final model is there but of another
+// vocabulary (a directory of another diagram) or truncated is an error naming the cell and the fix, and no
+// table.txt or diagram.html is written (a diagram without its condensation would look complete); a cell whose
+// run is not there is left out with a line saying why, and the diagram is drawn.
+func TestRenderRefusesForeignOrTruncatedModel(t *testing.T) {
+	template := t.TempDir()
 	g := tinyGrid()
-	res, err := Run(context.Background(), g, out, nil)
+	res, err := Run(context.Background(), g, template, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cell := filepath.Join(out, "runs", res[0].Cell.Name(), "final")
-	pool := kernel.NewPool(1)
-	defer pool.Close()
-	m, _, err := model.Load(cell, 1, pool)
+	final := func(out string) string { return filepath.Join(out, "runs", res[0].Cell.Name(), "final") }
+	for _, tc := range []struct {
+		name string
+		edit func(t *testing.T, out string)
+		want string // in the error; "": rendered, with a "condensation left out" line
+	}{
+		{"another vocabulary", func(t *testing.T, out string) {
+			pool := kernel.NewPool(1)
+			defer pool.Close()
+			m, _, err := model.Load(final(out), 1, pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			small := m.Config
+			small.Vocab = 8
+			sm, err := model.New(small, 1, pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sm.Save(final(out), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, "vocab 8"},
+		{"truncated weights", func(t *testing.T, out string) {
+			p := filepath.Join(final(out), model.WeightsFile)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(p, b[:len(b)/2], 0o644)
+		}, model.WeightsFile},
+		{"run not there", func(t *testing.T, out string) { os.RemoveAll(filepath.Dir(final(out))) }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "d")
+			copyTreeForTest(t, template, out)
+			os.Remove(filepath.Join(out, "table.txt"))
+			os.Remove(filepath.Join(out, "diagram.html"))
+			tc.edit(t, out)
+			var w bytes.Buffer
+			err := Render(g, res, out, &w)
+			if tc.want == "" {
+				if err != nil || !strings.Contains(w.String(), "condensation left out") {
+					t.Errorf("render: %v; output does not name the left-out model:\n%s", err, w.String())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), res[0].Cell.Name()) {
+				t.Errorf("render: %v, want an error naming the cell and %q", err, tc.want)
+			}
+			for _, f := range []string{"table.txt", "diagram.html"} {
+				if _, err := os.Stat(filepath.Join(out, f)); err == nil {
+					t.Errorf("a refused render wrote %s", f)
+				}
+			}
+		})
+	}
+}
+
+// copyTreeForTest copies the directory tree src to dst.
+func copyTreeForTest(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	small := m.Config
-	small.Vocab = 8
-	sm, err := model.New(small, 1, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sm.Save(cell, nil); err != nil {
-		t.Fatal(err)
-	}
-	var w bytes.Buffer
-	if err := Render(g, res, out, &w); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(w.String(), "condensation left out") || !strings.Contains(w.String(), "vocab 8") {
-		t.Errorf("render output does not name the left-out model:\n%s", w.String())
 	}
 }

@@ -3,9 +3,12 @@ package anchor
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -19,9 +22,15 @@ import (
 // Render writes out/table.txt, out/condensation.json and out/diagram.html (Page, drawn by report: inline SVG, no
 // scripts) for the results of g, and the table to w. The condensation diagnostics are those of the smallest
 // and the largest γ at the smallest depth among the cells that fit the seen pairs (test accuracy ≥ 90%; all
-// cells if none does), first seed, at that cell's chosen rate (skipped when their models are not in out/runs).
+// cells if none does), first seed, at that cell's chosen rate (skipped, with a line, when their models are not
+// in out/runs). A model that is there but does not load, or is not the shape the grid trains, is an error
+// naming it, before any file is written: a diagram without it would look complete.
 func Render(g Grid, res []CellResult, out string, w io.Writer) error {
 	phase, mix := Phase(res), MixCurve(res)
+	conds, skipped, err := extremes(g, phase, out)
+	if err != nil {
+		return err
+	}
 	var tb bytes.Buffer
 	WriteTable(&tb, phase, mix)
 	if _, err := w.Write(tb.Bytes()); err != nil {
@@ -30,7 +39,6 @@ func Render(g Grid, res []CellResult, out string, w io.Writer) error {
 	if err := atomicfile.Write(filepath.Join(out, "table.txt"), tb.Bytes()); err != nil {
 		return err
 	}
-	conds, skipped := extremes(g, phase, out)
 	for _, s := range skipped {
 		fmt.Fprintf(w, "condensation left out: %s\n", s)
 	}
@@ -47,12 +55,13 @@ func Render(g Grid, res []CellResult, out string, w io.Writer) error {
 	return report.WritePage(filepath.Join(out, "diagram.html"), Page(g, phase, mix, conds, tb.String()))
 }
 
-// extremes loads and condenses the γ-extreme models of the smallest depth and the first seed; a model that
-// does not load, or is not the shape the grid trains (another vocabulary, width or depth: a directory of
-// another diagram), is left out and named in skipped.
-func extremes(g Grid, phase []PhaseCell, out string) (conds []Condensation, skipped []string) {
+// extremes loads and condenses the γ-extreme models of the smallest depth and the first seed. A model that is
+// not there (its run was not trained, or not to the end) is left out and named in skipped; one that is there
+// but does not load, or is not the shape the grid trains (another vocabulary, width or depth: a directory of
+// another diagram), is an error.
+func extremes(g Grid, phase []PhaseCell, out string) (conds []Condensation, skipped []string, err error) {
 	if len(phase) == 0 || len(g.Seeds) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	minL := phase[0].Layers
 	var at, fit []PhaseCell
@@ -72,30 +81,43 @@ func extremes(g Grid, phase []PhaseCell, out string) (conds []Condensation, skip
 	for _, p := range []PhaseCell{at[0], at[len(at)-1]} {
 		c := Cell{Task: TaskComposite, Gamma: p.Gamma, Layers: p.Layers, LR: p.LRs[0], Seed: p.SeedIDs[0]}
 		dir := filepath.Join(out, "runs", c.Name())
+		broken := func(err error) error {
+			return fmt.Errorf("anchor render %s: the condensation model of cell %s: %w (remove %s to draw the diagram without it, or train it again)", out, c.Name(), err, dir)
+		}
 		run, err := train.OpenRun(dir)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", c.Name(), err))
 			continue
 		}
-		m, err := run.FinalModel(1, pool)
 		if err != nil {
+			return nil, nil, broken(err)
+		}
+		m, err := run.FinalModel(1, pool)
+		if errors.Is(err, fs.ErrNotExist) && !exists(filepath.Join(dir, train.FinalDir)) {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", c.Name(), err))
 			continue
+		}
+		if err != nil {
+			return nil, nil, broken(err)
 		}
 		want, err := RunConfig(c, g.Shape, g.Budget, tokPath(out, c.Task, c.Seed))
 		if err != nil {
-			skipped = append(skipped, fmt.Sprintf("%s: %v", c.Name(), err))
-			continue
+			return nil, nil, broken(err)
 		}
 		w, h := want.Model.Config, m.Config
 		if h.Vocab != w.Vocab || h.Dim != w.Dim || h.Layers != w.Layers || h.Heads != w.Heads || h.HeadDim != w.HeadDim {
-			skipped = append(skipped, fmt.Sprintf("%s: the model is vocab %d, d %d, %d layers, %d×%d heads; the grid trains vocab %d, d %d, %d layers, %d×%d heads",
-				dir, h.Vocab, h.Dim, h.Layers, h.Heads, h.HeadDim, w.Vocab, w.Dim, w.Layers, w.Heads, w.HeadDim))
-			continue
+			return nil, nil, broken(fmt.Errorf("the model is vocab %d, d %d, %d layers, %d×%d heads; the grid trains vocab %d, d %d, %d layers, %d×%d heads",
+				h.Vocab, h.Dim, h.Layers, h.Heads, h.HeadDim, w.Vocab, w.Dim, w.Layers, w.Heads, w.HeadDim))
 		}
 		conds = append(conds, Condense(m, c))
 	}
-	return conds, skipped
+	return conds, skipped, nil
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // phaseChart is one γ × depth grid of value(cell) on the fraction scale with the value printed in each cell,

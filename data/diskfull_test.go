@@ -78,7 +78,7 @@ func TestPrepareLeavesNothingOnError(t *testing.T) {
 	}
 	good := filepath.Join(src, "good.jsonl")
 	os.WriteFile(good, []byte("{\"text\": \"ok\"}\n"), 0o644)
-	if _, err := PrepareFiles(out, PrepareOptions{Inputs: []string{good}, Vocab: 1 << 30}); err == nil || !strings.Contains(err.Error(), "at most") {
+	if _, err := PrepareFiles(out, PrepareOptions{Inputs: []string{good}, Vocab: 1 << 30}); err == nil || !strings.Contains(err.Error(), "vocabulary size 1073741824: must be in [257, 16777216]") {
 		t.Errorf("PrepareFiles with a vocabulary of 2^30: %v", err)
 	}
 	// Temporary files of a killed run are removed by the next one.

@@ -144,6 +144,9 @@ func prepareEmbedded(dir string, vocab int, tok *tokenizer.Tokenizer) (*Stats, e
 		}
 	}
 	if tok == nil {
+		if err := CheckVocab("prepare embedded corpus: vocabulary size", vocab); err != nil {
+			return nil, err
+		}
 		var err error
 		if tok, err = tokenizer.Train(trainTexts, vocab); err != nil {
 			return nil, fmt.Errorf("prepare embedded corpus: train tokenizer: %w", err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/model"
 
 	"github.com/smallinit/smallinit/tokenizer"
 )
@@ -163,8 +164,21 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// MaxVocab is the largest vocabulary PrepareFiles trains: the largest a model takes (model.Config.Validate).
-const MaxVocab = 1 << 24
+// Bounds of a vocabulary to train: at least the 256 bytes and <|endoftext|>; at most the largest vocab_size a
+// model takes (model.MaxDim, 2^24), far above any tokenizer in use (256k). Every reader of a vocabulary size
+// to train (--vocab, a plan's data.vocab, PrepareFiles, PrepareEmbedded) checks it with CheckVocab.
+const (
+	MinVocab = 257
+	MaxVocab = model.MaxDim
+)
+
+// CheckVocab refuses a vocabulary size to train outside [MinVocab, MaxVocab]; what names the flag or key.
+func CheckVocab(what string, vocab int) error {
+	if vocab < MinVocab || vocab > MaxVocab {
+		return fmt.Errorf("%s %d: must be in [%d, %d] (256 bytes and %s at least)", what, vocab, MinVocab, MaxVocab, tokenizer.EndOfText)
+	}
+	return nil
+}
 
 func prepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 	start := time.Now()
@@ -182,11 +196,10 @@ func prepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 	if opt.Vocab == 0 && opt.TokenizerFile == "" {
 		opt.Vocab = tokenizer.DefaultVocabSize
 	}
-	if opt.TokenizerFile == "" && opt.Vocab < 257 {
-		return nil, fmt.Errorf("prepare: vocabulary size %d: need at least 257 (256 bytes and %s)", opt.Vocab, tokenizer.EndOfText)
-	}
-	if opt.Vocab > MaxVocab {
-		return nil, fmt.Errorf("prepare: vocabulary size %d: at most %d, the largest a model takes", opt.Vocab, MaxVocab)
+	if opt.TokenizerFile == "" {
+		if err := CheckVocab("prepare: vocabulary size", opt.Vocab); err != nil {
+			return nil, err
+		}
 	}
 	if opt.TextColumn == "" {
 		opt.TextColumn = DefaultTextColumn

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/tokenizer"
 )
 
@@ -501,5 +502,33 @@ func TestPrepareFilesAbort(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > goroutines {
 		t.Errorf("%d goroutines left running, %d before", n, goroutines)
+	}
+}
+
+// TestCheckVocabOneBound: every reader of a vocabulary size to train refuses the same range, [MinVocab,
+// MaxVocab], and MaxVocab is the largest vocab_size a model config takes.
+func TestCheckVocabOneBound(t *testing.T) {
+	for _, tc := range []struct {
+		vocab int
+		ok    bool
+	}{{MinVocab - 1, false}, {MinVocab, true}, {4096, true}, {MaxVocab, true}, {MaxVocab + 1, false}, {1e9, false}, {-3, false}} {
+		err := CheckVocab("--vocab", tc.vocab)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckVocab(%d) = %v, want ok %v", tc.vocab, err, tc.ok)
+		}
+		// PrepareEmbedded refuses before training a tokenizer (a vocabulary of 1e9 would train for minutes).
+		if !tc.ok {
+			dir := filepath.Join(t.TempDir(), "out")
+			if _, err := PrepareEmbedded(dir, tc.vocab, nil); err == nil || !strings.Contains(err.Error(), "vocabulary size") {
+				t.Errorf("PrepareEmbedded(vocab %d) = %v, want the vocabulary refused", tc.vocab, err)
+			}
+			if _, err := os.Stat(dir); err == nil {
+				t.Errorf("PrepareEmbedded(vocab %d) left %s behind", tc.vocab, dir)
+			}
+		}
+	}
+	c := model.Config{Vocab: MaxVocab + 1, Dim: 16, FFN: 32, Layers: 1, Heads: 2, SeqLen: 16, NormEps: 1e-5, RopeTheta: 10000}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "vocab_size") {
+		t.Errorf("a model config of vocab_size MaxVocab+1: %v, want it refused", err)
 	}
 }

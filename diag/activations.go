@@ -47,6 +47,11 @@ type ActivationStats struct {
 // SinkThreshold is the α above which a head counts as a sink (Gu et al. 2024).
 const SinkThreshold = 0.3
 
+// MaxProbeWindows bounds the probe windows a command asks Activations for (smallinit analyze --probes, and the
+// PyTorch side's MAX_PROBE_WINDOWS, which a test holds equal): the activation metrics are means over windows,
+// and 4096 windows of 64 tokens already pin them far below any difference they are read for.
+const MaxProbeWindows = 4096
+
 // Activations runs m on the first probes windows of probeLen tokens of toks (window k holds tokens
 // [k·probeLen, (k+1)·probeLen], as data.Window) and measures every block. Probes beyond what one forward pass
 // holds (Batch·SeqLen/probeLen) are not used; ProbeWindows says how many were.

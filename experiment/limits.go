@@ -2,13 +2,14 @@ package experiment
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/smallinit/smallinit/internal/dirname"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/summary"
+	"github.com/smallinit/smallinit/sweep"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -16,11 +17,14 @@ import (
 // (a run takes minutes) and far below what would exhaust memory or plan for hours; they are checked before
 // anything is allocated, so a typo such as --seeds 4611686018427387904 is an error naming the key.
 const (
-	MaxSeeds = 1000   // seeds of one arm
-	MaxArms  = 1000   // arms of a plan (a sweep group's points count one each)
-	MaxRuns  = 10_000 // arms × seeds
+	MaxSeeds = 1000          // seeds of one arm
+	MaxArms  = 1000          // arms of a plan (a sweep group's points count one each)
+	MaxRuns  = sweep.MaxRuns // arms × seeds: a group's runs are one sweep
 	// MaxBudgetMinutes caps a budget (about two years), so the duration it becomes cannot overflow.
 	MaxBudgetMinutes = 1e6
+	// MaxSteps caps the steps per run a plan sizes or names (budget.min_steps, the primaries' horizon, a
+	// sizing.json written or read back), so that what one call writes the next call reads.
+	MaxSteps = 1_000_000_000
 )
 
 // CheckSeedCount checks a requested number of seeds (a --seeds flag) against [1, MaxSeeds]; what names the
@@ -39,6 +43,9 @@ func checkSeeds(what string, seeds []uint64) error {
 	}
 	seen := make(map[uint64]bool, len(seeds))
 	for _, s := range seeds {
+		if err := train.CheckSeed(what+": seed", s); err != nil {
+			return err
+		}
 		if seen[s] {
 			return fmt.Errorf("%s: seed %d is listed twice", what, s)
 		}
@@ -106,17 +113,9 @@ func groupArms(arms int, axisLens []int) int {
 	return n
 }
 
-// safeName is the alphabet of group and arm names, which become directory names: letters, digits, '-', '_'
-// and '.', not starting with a dot (so "." and ".." and hidden names are refused), at most 100 bytes.
-var safeName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$`)
-
-// checkName refuses a group or arm name that could not be one directory under OUT.
-func checkName(what, name string) error {
-	if !safeName.MatchString(name) {
-		return fmt.Errorf("%s %q: want letters, digits, '-', '_' or '.', not starting with '.' (at most 100)", what, name)
-	}
-	return nil
-}
+// checkName refuses a group or arm name that could not be one directory under OUT (package dirname's alphabet,
+// the one every name that becomes a directory is held to).
+func checkName(what, name string) error { return dirname.Check(what, name) }
 
 // reservedNames are the files and directories a study writes in OUT besides its groups' directories (the
 // "anchor" directory is an evaluator's anchor grid): a group so named would train among them.

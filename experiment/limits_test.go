@@ -66,6 +66,9 @@ func TestParseBoundsAndNames(t *testing.T) {
 		{"base sets steps", strings.Replace(good, "[base]\n", "[base]\n\"train.steps\" = 5\n", 1), "base: train.steps"},
 		{"axis over seed-like key", group("x", "axes = { \"train.steps\" = [1, 2] }"), "train.steps is set by the plan"},
 		{"exclude of no group", strings.Replace(good, "[report]\n", "[report]\nexclude = [\"nope\"]\n", 1), `report.exclude: no group "nope"`},
+		{"vocab past a model's", strings.Replace(good, "vocab = 4096", "vocab = 1000000000", 1), "data.vocab = 1000000000: must be in [257, 16777216]"},
+		{"vocab below the bytes", strings.Replace(good, "vocab = 4096", "vocab = 100", 1), "data.vocab = 100: must be in [257"},
+		{"min_steps past a sizing's", strings.Replace(good, "min_steps = 10", "min_steps = 2000000000", 1), "budget.min_steps = 2000000000: at most 1000000000"},
 		{"deep nesting", good + "\nz = " + strings.Repeat("{a = ", 100000), "nested"},
 	} {
 		if tc.want == "" { // arms × seeds: 600 points × 20 seeds
@@ -98,6 +101,7 @@ func TestRunRefusesOptions(t *testing.T) {
 		{"no seeds", Options{Out: dir, Seeds: []uint64{}}, "at least one"},
 		{"duplicate seeds", Options{Out: dir, Seeds: []uint64{1, 1}}, "seed 1 is listed twice"},
 		{"too many seeds", Options{Out: dir, Seeds: append(many, MaxSeeds)}, "1001 seeds"},
+		{"seed past a TOML integer", Options{Out: dir, Seeds: []uint64{1 << 63}}, "seed 9223372036854775808: at most 9223372036854775807"},
 		{"arms × seeds", Options{Out: dir, Seeds: many[:MaxSeeds/2]}, ""},
 	} {
 		q := p

@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"embed"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"sort"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/sweep"
@@ -362,8 +365,14 @@ func Builtin(name string) (*Plan, error) {
 func Load(path string) (*Plan, error) {
 	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
-		if slices.Contains(Builtins(), path) {
+		// The built-in plan runs only when nothing has its name: a directory, a FIFO or an oversized file
+		// called demo is the user's, and running the built-in instead would train what they did not ask for.
+		builtin := slices.Contains(Builtins(), path)
+		if builtin && errors.Is(err, fs.ErrNotExist) {
 			return Builtin(path)
+		}
+		if builtin {
+			return nil, fmt.Errorf("plan: %w; ./%s is not a plan file, and the built-in plan %s runs only where no file or directory has its name (rename it, or run from another directory)", err, path, path)
 		}
 		return nil, fmt.Errorf("plan: %w", err)
 	}
@@ -448,11 +457,14 @@ func Parse(text []byte) (*Plan, error) {
 	if p.Data.Corpus != "embedded" {
 		return nil, fmt.Errorf("data.corpus %q: this build prepares only the embedded corpus", p.Data.Corpus)
 	}
-	if p.Data.Vocab < 257 {
-		return nil, fmt.Errorf("data.vocab = %d: want at least 257 (the 256 bytes and <|endoftext|>)", p.Data.Vocab)
+	if err := data.CheckVocab("data.vocab =", p.Data.Vocab); err != nil {
+		return nil, err
 	}
 	if !(p.Budget.Minutes > 0) || !(p.Budget.Efficiency > 0) || p.Budget.Efficiency > 1 || p.Budget.MinSteps < 1 {
 		return nil, fmt.Errorf("budget: want minutes > 0, efficiency in (0, 1] and min_steps ≥ 1")
+	}
+	if p.Budget.MinSteps > MaxSteps {
+		return nil, fmt.Errorf("budget.min_steps = %d: at most %d steps per run", p.Budget.MinSteps, MaxSteps)
 	}
 	if err := CheckMinutes("budget.minutes", p.Budget.Minutes); err != nil {
 		return nil, err

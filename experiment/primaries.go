@@ -235,8 +235,8 @@ func (p *Plan) horizonSteps(out *Outcome) (int, int64, error) {
 	}
 	n := c.Model.NonEmbeddingParams()
 	steps := math.Ceil(pr.TokensPerParam * float64(n) / float64(c.Train.BatchSize*c.Model.SeqLen))
-	if steps > 1e9 {
-		return 0, 0, fmt.Errorf("plan %s: primaries.tokens_per_param %g gives %g steps per run", p.Name, pr.TokensPerParam, steps)
+	if steps > MaxSteps {
+		return 0, 0, fmt.Errorf("plan %s: primaries.tokens_per_param %g gives %g steps per run, more than %d", p.Name, pr.TokensPerParam, steps, MaxSteps)
 	}
 	return int(steps), n, nil
 }

@@ -40,7 +40,7 @@ func ReadSizing(path string) (Sizing, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return s, fmt.Errorf("%s: %w (delete it to size the budget again)", path, err)
 	}
-	if s.Steps < 1 || s.Seeds < 0 || s.Seeds == 0 && s.Budget != "" || s.Steps > 1e9 {
+	if s.Steps < 1 || s.Seeds < 0 || s.Seeds == 0 && s.Budget != "" || s.Steps > MaxSteps {
 		return s, fmt.Errorf("%s: steps %d, seeds %d are not a sizing (delete it to size the budget again)", path, s.Steps, s.Seeds)
 	}
 	return s, nil
@@ -122,6 +122,9 @@ func size(ctx context.Context, p *Plan, out *Outcome, o *Options, auto bool) (in
 			return 0, fmt.Errorf("a budget of %s gives only %d steps per run for %d runs (fewer than %d): give a larger budget", o.Budget, e.Steps, e.Runs, p.Budget.MinSteps)
 		}
 		e.Steps = p.Budget.MinSteps
+	}
+	if e.Steps > MaxSteps { // ReadSizing would refuse the file on the next call
+		return 0, fmt.Errorf("a budget of %s gives %d steps per run, more than %d: give a smaller budget or --steps", o.Budget, e.Steps, MaxSteps)
 	}
 	b, _ := json.MarshalIndent(Sizing{Budget: o.Budget.String(), Seeds: len(o.Seeds), Steps: e.Steps, ProbeTokensPerS: e.TokensPerS}, "", "  ")
 	if err := atomicfile.Write(path, append(b, '\n')); err != nil {

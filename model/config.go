@@ -127,6 +127,11 @@ func (c Config) GateRows() int {
 	return 0
 }
 
+// MaxDim bounds every size of a config (vocab_size, hidden_size, intermediate_size, layers, heads, context):
+// far above any model this toolkit trains, and small enough that products of two sizes fit in int64. A
+// vocabulary to train is held to it too (data.MaxVocab).
+const MaxDim = 1 << 24
+
 // Validate reports the first field that is missing or out of range, naming its config key.
 func (c Config) Validate() error {
 	pos := []struct {
@@ -140,8 +145,8 @@ func (c Config) Validate() error {
 		if p.v <= 0 {
 			return fmt.Errorf("%s = %d: must be positive", p.key, p.v)
 		}
-		if p.v > 1<<24 {
-			return fmt.Errorf("%s = %d: too large (limit %d)", p.key, p.v, 1<<24)
+		if p.v > MaxDim {
+			return fmt.Errorf("%s = %d: too large (limit %d)", p.key, p.v, MaxDim)
 		}
 	}
 	if c.KVHeads < 0 || c.KVHeads > 0 && c.Heads%c.KVHeads != 0 {

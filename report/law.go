@@ -134,11 +134,34 @@ func ReadLaw(path string) (*Law, error) {
 			if rep.Baseline != "" {
 				law.Source += " (baseline " + rep.Baseline + ")"
 			}
-			return &law, nil
+			return checkLaw(path, &law)
 		}
 	}
 	if rep.E != nil && rep.A != nil && rep.Alpha != nil {
-		return &Law{E: *rep.E, A: *rep.A, Alpha: *rep.Alpha, Source: src}, nil
+		return checkLaw(path, &Law{E: *rep.E, A: *rep.A, Alpha: *rep.Alpha, Source: src})
 	}
 	return nil, fmt.Errorf("size law %s: no size law (want the JSON output of smallinit fit with a law of kind \"size\", or {\"E\", \"A\", \"alpha\"})", path)
+}
+
+// checkLaw refuses a law the figure cannot mean: a size law falls with N towards its floor E (docs/definitions.md
+// §7: E ≥ 0 and α > 0; A > 0 for it to fall), so a fit with α ≤ 0 (loss growing with size) or a non-finite number is an error naming
+// the file, not a curve drawn without a word.
+func checkLaw(path string, l *Law) (*Law, error) {
+	for _, v := range []struct {
+		key string
+		x   float64
+	}{{"E", l.E}, {"A", l.A}, {"alpha", l.Alpha}} {
+		if math.IsNaN(v.x) || math.IsInf(v.x, 0) {
+			return nil, fmt.Errorf("size law %s: %s = %g: want a finite number", path, v.key, v.x)
+		}
+	}
+	switch {
+	case l.Alpha <= 0:
+		return nil, fmt.Errorf("size law %s: alpha = %g: a size law falls with N (alpha > 0); this fit has loss not falling with size, so it is not drawn (refit on more sizes, or leave out the law)", path, l.Alpha)
+	case l.A <= 0:
+		return nil, fmt.Errorf("size law %s: A = %g: a size law falls with N (A > 0)", path, l.A)
+	case l.E < 0:
+		return nil, fmt.Errorf("size law %s: E = %g: a loss floor is ≥ 0", path, l.E)
+	}
+	return l, nil
 }

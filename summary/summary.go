@@ -11,6 +11,7 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/finitejson"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/probes"
 )
@@ -37,6 +38,16 @@ type Row struct {
 	TokensPerS float64            `json:"tokens_per_s"`
 	Dir        string             `json:"dir"`
 	Probes     *probes.Scores     `json:"probes,omitempty"` // runs trained on the probe mix
+}
+
+// MarshalJSON writes a row with a non-finite number (the training loss or throughput of a run whose
+// metrics.jsonl was cut short, a diverged loss) as null, which encoding/json refuses to write.
+func (r Row) MarshalJSON() ([]byte, error) { return finitejson.Marshal(r) }
+
+// UnmarshalJSON reads a null (or absent) number of a row back as NaN.
+func (r *Row) UnmarshalJSON(b []byte) error {
+	type plain Row
+	return finitejson.Unmarshal(b, (*plain)(r))
 }
 
 // Summary is the whole file. Its fields are in the JSON keys' sorted order, so that the file's bytes are the

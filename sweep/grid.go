@@ -228,8 +228,8 @@ func (g *Grid) Expand() (*Plan, error) {
 	total := 1
 	for _, a := range g.Axes {
 		total *= len(a.Values)
-		if total > 1<<20 {
-			return nil, fmt.Errorf("grid %s: more than %d runs", g.Path, 1<<20)
+		if total > MaxRuns {
+			return nil, fmt.Errorf("grid %s: more than %d runs", g.Path, MaxRuns)
 		}
 	}
 	p := &Plan{Version: planVersion, Axes: g.Axes, BaseFile: g.BaseFile, Base: g.Base}

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/dirname"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/override"
@@ -32,6 +33,11 @@ const (
 )
 
 const planVersion = 1
+
+// MaxRuns bounds the runs of one sweep: a grid's expansion and plan.json as read back (a study's arms × seeds
+// too, experiment.MaxRuns). Far above any sweep this toolkit can train (each run takes minutes), far below what
+// would make status or collect run for minutes and hold gigabytes.
+const MaxRuns = 10_000
 
 // Plan is a grid's expansion, as written to DIR/plan.json: what `sweep status` and `sweep collect` read.
 type Plan struct {
@@ -70,6 +76,16 @@ func decodePlan(b []byte, name string) (*Plan, error) {
 	}
 	if p.Version != planVersion {
 		return nil, fmt.Errorf("%s: version %d, this build reads version %d", name, p.Version, planVersion)
+	}
+	if len(p.Runs) > MaxRuns {
+		return nil, fmt.Errorf("%s: %d runs, more than %d (no grid expands to so many)", name, len(p.Runs), MaxRuns)
+	}
+	for i, r := range p.Runs {
+		// A run id becomes a directory under DIR/runs: one read from the file is held to the alphabet every
+		// such name is, so no id can lead status, collect or run outside the sweep directory.
+		if err := dirname.Check(fmt.Sprintf("runs[%d]: id", i), r.ID); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 	}
 	return &p, nil
 }

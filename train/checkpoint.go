@@ -51,6 +51,8 @@ type State struct {
 // every step consumed one batch and was either an AdamW update or skipped.
 func (st State) check(step int, batchTokens int64) error {
 	switch {
+	case step < 1:
+		return fmt.Errorf("a checkpoint of step %d: a run checkpoints only after a step, so no run wrote it", step)
 	case st.Step < 0 || st.Tokens < 0 || st.Epoch < 0 || st.Pos < 0 || st.AdamStep < 0 || st.MetricsBytes < 0 || st.DiagBytes < 0 || st.Skipped < 0 || st.LossCount < 0:
 		return errors.New("negative counter in state")
 	case st.Step != step:

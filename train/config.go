@@ -5,6 +5,7 @@ package train
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -160,8 +161,24 @@ func LoadSets(path string, sets []override.Set) (Config, error) {
 	return c, nil
 }
 
+// MaxSeed is the largest seed: config.toml stores it as a TOML integer, which is int64, so a larger one would
+// be written and then refused when the run is read back (resume, report). Every reader of a seed (the seed
+// key, demo's --seed, a plan's seeds) checks it with CheckSeed.
+const MaxSeed = math.MaxInt64
+
+// CheckSeed refuses a seed above MaxSeed; what names the flag or key.
+func CheckSeed(what string, seed uint64) error {
+	if seed > MaxSeed {
+		return fmt.Errorf("%s %d: at most %d (a run's config.toml stores it as a TOML integer, an int64)", what, seed, uint64(MaxSeed))
+	}
+	return nil
+}
+
 // Validate checks every section and names the first bad key.
 func (c Config) Validate() error {
+	if err := CheckSeed("seed =", c.Seed); err != nil {
+		return err
+	}
 	if err := c.Model.Config.Validate(); err != nil {
 		return fmt.Errorf("model.%w", err)
 	}

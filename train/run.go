@@ -303,6 +303,10 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 	} else {
 		step := steps[len(steps)-1]
 		ck := filepath.Join(dir, checkpointsDir, checkpointName(step))
+		if total := c.TotalSteps(); step > total {
+			return Result{}, fmt.Errorf("resume %s: checkpoint %s is past the run's %d steps (%s edited to fewer steps, or a checkpoint of another run): restore %s, or move the run directory away to start it afresh",
+				dir, ck, total, ConfigFile, ConfigFile)
+		}
 		st, err := loadCheckpoint(ck, step, r.m, r.opt)
 		if err != nil {
 			return Result{}, err
@@ -313,7 +317,8 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 		}
 		if st.Seed != c.Seed || st.Config != "" && st.Config != r.st.Config && st.Config != legacy {
 			return Result{}, fmt.Errorf("resume %s: %s is not the config its checkpoint %s was taken under (edited by hand?); "+
-				"restore it, or move the run directory away to start it afresh: %w", dir, filepath.Join(dir, ConfigFile), ck, ErrConfigDiffers)
+				"restore it, or move the run directory away to start it afresh. A run's length is fixed when it starts: to train "+
+				"longer, start a new run whose init is this run's checkpoint, or a WSD continuation from it: %w", dir, filepath.Join(dir, ConfigFile), ck, ErrConfigDiffers)
 		}
 		st.Config = r.st.Config
 		r.st = st

@@ -849,6 +849,7 @@ func badCases() []badCase {
 		}},
 	)
 	cs = append(cs, studyBadCases()...)
+	cs = append(cs, acceptedCases()...)
 	return cs
 }
 

@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/anchor"
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/probes"
 	"github.com/smallinit/smallinit/tokenizer"
+	"github.com/smallinit/smallinit/train"
 )
 
 // Ranges of numeric flags, checked when the command line is parsed (kong calls each command's Validate), so a
@@ -18,9 +21,10 @@ import (
 // options too (train.threads, probe counts, batch memory); these are the flags whose range is the CLI's.
 
 func (cmd *dataPrepareCmd) Validate() error {
-	if cmd.Vocab != nil && (*cmd.Vocab < 257 || *cmd.Vocab > 1<<24) {
-		return fmt.Errorf("--vocab %d: must be in [257, %d] (256 bytes and %s at least); leave it out for %d",
-			*cmd.Vocab, 1<<24, tokenizer.EndOfText, tokenizer.DefaultVocabSize)
+	if cmd.Vocab != nil {
+		if err := data.CheckVocab("--vocab", *cmd.Vocab); err != nil {
+			return fmt.Errorf("%w; leave it out for %d", err, tokenizer.DefaultVocabSize)
+		}
 	}
 	return nonNegative("--workers", cmd.Workers)
 }
@@ -56,15 +60,11 @@ func (cmd *initCmd) Validate() error {
 }
 
 func (cmd *analyzeCmd) Validate() error {
-	if cmd.Probes < 1 || cmd.Probes > maxProbeWindows {
-		return fmt.Errorf("--probes %d: must be in [1, %d]", cmd.Probes, maxProbeWindows)
+	if cmd.Probes < 1 || cmd.Probes > diag.MaxProbeWindows {
+		return fmt.Errorf("--probes %d: must be in [1, %d]", cmd.Probes, diag.MaxProbeWindows)
 	}
 	return nil
 }
-
-// maxProbeWindows bounds analyze's probe windows: the activation metrics are means over windows, and 4096
-// windows of 64 tokens already pin them far below any difference they are read for.
-const maxProbeWindows = 4096
 
 func nonNegative(flag string, v int) error {
 	if v < 0 {
@@ -99,8 +99,8 @@ func joinNegativeValues(args []string) []string {
 }
 
 // studyFlags checks the flags study and reproduce share: --seeds (0: the plan's), --steps (0: size the
-// budget), --budget (0: the plan's) and --index (−1: every run).
-func studyFlags(seeds, steps int, budget time.Duration, index int) error {
+// budget), --budget (given: in (0, MaxBudget]; left out: the plan's) and --index (−1: every run).
+func studyFlags(seeds, steps int, budget time.Duration, budgetGiven bool, index int) error {
 	if seeds != 0 {
 		if err := experiment.CheckSeedCount("--seeds", seeds); err != nil {
 			return fmt.Errorf("%w (leave it out for the plan's)", err)
@@ -109,7 +109,7 @@ func studyFlags(seeds, steps int, budget time.Duration, index int) error {
 	switch {
 	case steps < 0:
 		return fmt.Errorf("--steps %d: must be ≥ 1 (leave it out to size the budget)", steps)
-	case budget < 0 || budget > experiment.MaxBudget:
+	case budget < 0 || budget > experiment.MaxBudget || budgetGiven && budget == 0:
 		return fmt.Errorf("--budget %s: want a duration in (0, %s] (leave it out for the plan's)", budget, experiment.MaxBudget)
 	case index < -1:
 		return fmt.Errorf("--index %d: want a run index ≥ 0 (or −1: every run)", index)
@@ -121,14 +121,14 @@ func (cmd *studyCmd) Validate() error {
 	if err := emptyOut(cmd.Out); err != nil {
 		return err
 	}
-	return studyFlags(cmd.Seeds, cmd.Steps, cmd.Budget, cmd.Index)
+	return studyFlags(cmd.Seeds, cmd.Steps, cmd.Budget.d, cmd.Budget.given, cmd.Index)
 }
 
 func (cmd *reproduceCmd) Validate() error {
 	if err := emptyOut(cmd.Out); err != nil {
 		return err
 	}
-	return studyFlags(cmd.Seeds, cmd.Steps, cmd.Budget, -1)
+	return studyFlags(cmd.Seeds, cmd.Steps, cmd.Budget, true, -1)
 }
 
 func (cmd *demoCmd) Validate() error {
@@ -139,6 +139,9 @@ func (cmd *demoCmd) Validate() error {
 		return fmt.Errorf("--steps %d: must be ≥ 1 (leave it out to size --minutes)", cmd.Steps)
 	case cmd.Windows < 0:
 		return fmt.Errorf("--windows %d: must be ≥ 0 (0: all)", cmd.Windows)
+	}
+	if err := train.CheckSeed("--seed", cmd.Seed); err != nil {
+		return err
 	}
 	if cmd.Steps == 0 {
 		if err := experiment.CheckMinutes("--minutes", cmd.Minutes); err != nil {

@@ -11,7 +11,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/experiment"
-	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/summary"
 )
@@ -19,7 +18,7 @@ import (
 type studyCmd struct {
 	Plan      string        `arg:"" help:"A plan file (TOML: arms × seeds × a budget; smallinit demo --print-plan shows one), or a built-in plan: demo, reproduce, coordcheck."`
 	Out       string        `default:"smallinit-study" type:"path" help:"Directory for the data, the groups' runs, sizing.json, summary.json and report.html."`
-	Budget    time.Duration `help:"Wall-clock budget for all runs (e.g. 30m, 2h; default: the plan's); sets the steps per run."`
+	Budget    budgetOrPlans `placeholder:"DURATION" help:"Wall-clock budget for all runs (e.g. 30m, 2h; default: the plan's); sets the steps per run."`
 	Steps     int           `help:"Steps per run (overrides --budget)."`
 	Seeds     int           `help:"Seeds per arm, 0 … N−1 (default: the plan's)."`
 	Jobs      jobsFlag      `default:"auto" help:"Runs of a sweep trained at once (they share the cores), or auto: a packing probe on the largest run's model measures one run on all cores against one run per core and keeps the faster (recorded in each sweep's packing.json)."`
@@ -30,19 +29,14 @@ type studyCmd struct {
 }
 
 // loadPlan loads a plan file or a built-in plan (experiment.Load) and, when the name is both, says on log which
-// one it used: a file of that name is run; one that is no readable plan file (a directory, a FIFO, a file too
-// large for a plan) leaves the built-in plan to run, with the reason.
+// one it used: a file of that name is run (one that is no readable plan file, such as a directory or a file too
+// large for a plan, is an error); the built-in runs only when nothing has its name.
 func loadPlan(path string, log io.Writer) (*experiment.Plan, error) {
 	p, err := experiment.Load(path)
 	if err != nil || !slices.Contains(experiment.Builtins(), path) {
 		return p, err
 	}
-	st, serr := os.Stat(path)
-	switch {
-	case serr != nil:
-	case inputfile.Check(path, st, inputfile.MaxConfig) != nil:
-		fmt.Fprintf(log, "note: %v; running the built-in plan %s\n", inputfile.Check(path, st, inputfile.MaxConfig), path)
-	default:
+	if _, serr := os.Stat(path); serr == nil {
 		fmt.Fprintf(log, "note: running the plan file ./%s, not the built-in plan %s (run from another directory for the built-in)\n", path, path)
 	}
 	return p, nil
@@ -64,7 +58,7 @@ func (cmd *studyCmd) Run() error {
 		q.Base = append(slices.Clip(p.Base), override.Set{Key: "train.precision", Value: cmd.Precision})
 		p = &q
 	}
-	o := experiment.Options{Out: cmd.Out, Budget: cmd.Budget, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Task: cmd.Index >= 0, Index: cmd.Index,
+	o := experiment.Options{Out: cmd.Out, Budget: cmd.Budget.d, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Task: cmd.Index >= 0, Index: cmd.Index,
 		Data: cmd.Data, Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd())), Describe: true}
 	if cmd.Seeds > 0 {
 		o.Seeds = experiment.SeedRange(cmd.Seeds)
@@ -116,5 +110,22 @@ func (cmd *studyCmd) Run() error {
 		fmt.Printf(", report in %s", out.Report)
 	}
 	fmt.Println()
+	return nil
+}
+
+// budgetOrPlans is study's --budget: a duration given on the command line (checked by Validate: a given 0 is
+// refused), or, left out, the plan's budget (d = 0).
+type budgetOrPlans struct {
+	d     time.Duration
+	given bool
+}
+
+// UnmarshalText parses a given --budget (time.ParseDuration).
+func (b *budgetOrPlans) UnmarshalText(t []byte) error {
+	d, err := time.ParseDuration(string(t))
+	if err != nil {
+		return err
+	}
+	*b = budgetOrPlans{d: d, given: true}
 	return nil
 }

@@ -9,22 +9,23 @@ import (
 )
 
 // TestLoadPlanSaysWhichItUsed: a plan name that is both a built-in and a path says which one runs: a readable
-// file is run (and named), a directory or an oversized file leaves the built-in to run (with the reason), and
-// with no such path nothing is said.
+// file is run (and named); a directory or an oversized file of that name is an error naming it and the way
+// out (the user meant their file); with no such path the built-in runs and nothing is said.
 func TestLoadPlanSaysWhichItUsed(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		make    func(t *testing.T)
 		want    string // in the note ("": no note)
 		builtin bool
+		err     string // in the error ("": none)
 	}{
-		{"no such path", func(t *testing.T) {}, "", true},
-		{"a directory", func(t *testing.T) { os.Mkdir("demo", 0o755) }, "is a directory, not a regular file; running the built-in plan demo", true},
+		{"no such path", func(t *testing.T) {}, "", true, ""},
+		{"a directory", func(t *testing.T) { os.Mkdir("demo", 0o755) }, "", false, "demo: is a directory, not a regular file; ./demo is not a plan file"},
 		{"an oversized file", func(t *testing.T) {
 			f, _ := os.Create("demo")
 			f.Truncate(20 << 20)
 			f.Close()
-		}, "more than the 16 MiB", true},
+		}, "", false, "more than the 16 MiB"},
 		{"a plan file", func(t *testing.T) {
 			p, err := experiment.Builtin("demo")
 			if err != nil {
@@ -33,7 +34,7 @@ func TestLoadPlanSaysWhichItUsed(t *testing.T) {
 			if err := os.WriteFile("demo", []byte(strings.Replace(string(p.Text), `title = "smallinit demo"`, `title = "mine"`, 1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, "running the plan file ./demo, not the built-in plan demo", false},
+		}, "running the plan file ./demo, not the built-in plan demo", false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wd, _ := os.Getwd()
@@ -43,6 +44,12 @@ func TestLoadPlanSaysWhichItUsed(t *testing.T) {
 			tc.make(t)
 			var log strings.Builder
 			p, err := loadPlan("demo", &log)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "run from another directory") {
+					t.Errorf("%v, want an error containing %q and the way out", err, tc.err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

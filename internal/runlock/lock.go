@@ -135,9 +135,13 @@ func Inspect(path, host string, staleAfter time.Duration) (content []byte, holde
 		f.Close()
 	}
 	var li lockInfo
-	holder = "an unreadable lock"
 	if json.Unmarshal(b, &li) == nil {
 		holder = li.String()
+	} else {
+		// Empty (a holder between creating and writing it, or one killed then) or not written by this package:
+		// name the file, the rule that frees it and the way out, since no holder can be named.
+		holder = fmt.Sprintf("an unreadable lock %s (%s), which counts as abandoned once its mtime is %s old: wait, or remove it if no process trains this run",
+			path, unreadableWhy(b), staleAfter)
 	}
 	age := time.Since(st.ModTime())
 	if age > staleAfter {
@@ -147,6 +151,14 @@ func Inspect(path, host string, staleAfter time.Duration) (content []byte, holde
 		return b, holder + " (process gone)", true
 	}
 	return b, holder, false
+}
+
+// unreadableWhy says what is wrong with a lock file's content b that is not a lock.
+func unreadableWhy(b []byte) string {
+	if len(b) == 0 {
+		return "empty"
+	}
+	return fmt.Sprintf("%d bytes that are not a lock's JSON", len(b))
 }
 
 // maxLockFile caps a lock file read: the JSON Acquire writes is under 200 bytes.

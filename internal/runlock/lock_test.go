@@ -2,6 +2,7 @@ package runlock
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,6 +74,32 @@ func TestStaleness(t *testing.T) {
 	for _, staleAfter := range []time.Duration{time.Second, DefaultStaleAfter, 5 * time.Minute, time.Hour} {
 		if every := heartbeatEvery(staleAfter); every > DefaultStaleAfter/3 || every > staleAfter/3 && staleAfter >= time.Second {
 			t.Errorf("staleAfter %s: heartbeat every %s, want at least three per %s", staleAfter, every, min(staleAfter, DefaultStaleAfter))
+		}
+	}
+}
+
+// TestUnreadableLockNamesFileRuleAndFix: a fresh lock file that holds no lock (empty, or foreign bytes) keeps
+// the run busy, and the holder text names the file, what is wrong with it, the staleness rule and the fix.
+func TestUnreadableLockNamesFileRuleAndFix(t *testing.T) {
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{"empty", "", "(empty)"},
+		{"foreign", "hello", "5 bytes that are not a lock's JSON"},
+	} {
+		path := filepath.Join(t.TempDir(), FileName)
+		if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Acquire(path, DefaultStaleAfter, nil)
+		var busy *BusyError
+		if !errors.As(err, &busy) {
+			t.Fatalf("%s: %v, want a BusyError", tc.name, err)
+		}
+		for _, w := range []string{path, tc.want, "once its mtime is 30s old", "remove it if no process trains this run"} {
+			if !strings.Contains(busy.Holder, w) {
+				t.Errorf("%s: holder %q does not say %q", tc.name, busy.Holder, w)
+			}
 		}
 	}
 }

@@ -384,13 +384,19 @@ def main(argv=None):
     sys.stdout.write("\n")
 
 
+# MAX_PROBE_WINDOWS bounds analyze's --probes, as Go's diag.MaxProbeWindows does smallinit analyze's (a Go test
+# checks the two agree): the activation metrics are means over windows, and more only allocates.
+MAX_PROBE_WINDOWS = 4096
+
+
 def analyze(a) -> dict:
     """The document `python -m smallinit_torch analyze` prints."""
     from .data import read_tokens
     from .model import load_model
-    for flag, v in (("--probes", a.probes), ("--probe-len", a.probe_len)):
-        if v < 1:
-            raise ValueError(f"{flag} = {v}: must be >= 1")
+    if not 1 <= a.probes <= MAX_PROBE_WINDOWS:
+        raise ValueError(f"--probes = {a.probes}: must be in [1, {MAX_PROBE_WINDOWS}]")
+    if a.probe_len < 1:
+        raise ValueError(f"--probe-len = {a.probe_len}: must be >= 1")
     c, model = load_model(a.model, torch.float32)
     toks = read_tokens(a.tokens, c.vocab_size) if a.tokens else None
     freq = frequent_tokens(toks, c.vocab_size) if toks is not None else None

@@ -218,6 +218,15 @@ class TestHostileInputs(Base):
             self.refused(["--resume", out, "--quiet"], want)
             self.assertEqual(os.path.getsize(os.path.join(out, "metrics.jsonl")), size)  # nothing cut or padded
 
+    def test_analyze_refuses_probe_counts_past_the_bound(self):
+        """--probes is held to MAX_PROBE_WINDOWS (Go's diag.MaxProbeWindows) before the model is loaded: a
+        billion probes no longer stacks the whole token file."""
+        from smallinit_torch.diagnostics import MAX_PROBE_WINDOWS, main as analyze_main
+        for n in (0, MAX_PROBE_WINDOWS + 1, 1000000000):
+            with self.assertRaises(SystemExit) as cm:
+                analyze_main(["--model", self.model, "--tokens", os.path.join(self.d, "train.tok"), "--probes", str(n)])
+            self.assertEqual(str(cm.exception.code), f"smallinit_torch: --probes = {n}: must be in [1, {MAX_PROBE_WINDOWS}]")
+
     @unittest.skipUnless(hasattr(os, "mkfifo"), "no FIFOs")
     def test_analyze_refuses_fifo_tokens(self):
         from smallinit_torch.diagnostics import main as analyze_main

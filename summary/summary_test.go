@@ -1,0 +1,58 @@
+package summary
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/smallinit/smallinit/data"
+)
+
+// TestWriteNonFiniteRow: a row whose training loss or throughput is unknown (NaN: a run whose metrics.jsonl
+// was cut short) or infinite is written as null and read back as NaN, instead of failing the whole summary with
+// "json: unsupported value: NaN"; a finite row is written byte for byte as encoding/json writes it.
+func TestWriteNonFiniteRow(t *testing.T) {
+	finite := Row{Run: "a", Gamma: 1, NormEps: 1e-5, AttnGate: "none", Steps: 4, TrainLoss: 5.5, ValLoss: 5.6, ValBPB: 2,
+		LangLoss: map[string]float64{"en": 5.1, "zh": 6}, LangBPB: map[string]float64{"en": 1.9, "zh": 2.1}, TokensPerS: 1000, Dir: "runs/a"}
+	for _, tc := range []struct {
+		name string
+		edit func(*Row)
+		null []string // JSON keys written as null
+	}{
+		{"NaN train loss and throughput", func(r *Row) { r.TrainLoss, r.TokensPerS = math.NaN(), math.NaN() }, []string{"train_loss", "tokens_per_s"}},
+		{"infinite val loss", func(r *Row) { r.ValLoss = math.Inf(1) }, []string{"val_loss"}},
+	} {
+		r := finite
+		tc.edit(&r)
+		path := filepath.Join(t.TempDir(), File)
+		if err := Write(path, Summary{Data: &data.Stats{VocabSize: 300}, Runs: []Row{finite, r}, Steps: 4}); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		back, err := Read(path)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		b, _ := os.ReadFile(path)
+		for _, k := range tc.null {
+			if !strings.Contains(string(b), `"`+k+`": null`) {
+				t.Errorf("%s: %s not written as null:\n%s", tc.name, k, b)
+			}
+		}
+		got := back.Runs[1]
+		if !math.IsNaN(got.TrainLoss) && tc.name == "NaN train loss and throughput" || !math.IsNaN(got.ValLoss) && tc.name == "infinite val loss" {
+			t.Errorf("%s: read back %+v, want NaN for the null", tc.name, got)
+		}
+		if back.Runs[0].TrainLoss != finite.TrainLoss || back.Runs[0].LangLoss["zh"] != 6 {
+			t.Errorf("%s: the finite row read back as %+v", tc.name, back.Runs[0])
+		}
+	}
+	type plain Row
+	want, _ := json.Marshal(plain(finite))
+	got, err := json.Marshal(finite)
+	if err != nil || string(got) != string(want) {
+		t.Errorf("a finite row: %s, want encoding/json's %s (%v)", got, want, err)
+	}
+}
