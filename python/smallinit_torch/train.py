@@ -593,8 +593,14 @@ def _run(args, D, stop=None):
 
 
 def _recipe(r: dict) -> dict:
-    """A recipe with every key: rule, gamma, std, depth_scale, classes (the [init] section's)."""
-    return {"rule": r.get("rule") or "gamma", "gamma": float(r.get("gamma", 1.0)), "std": float(r.get("std") or 0.0),
+    """A recipe with every key: rule, gamma, std, depth_scale, classes (the [init] section's). std is kept only
+    when the rule reads it (fixed): a γ-rule recipe that `smallinit init` recorded with its std = 0.02 default
+    writes std = 0 to config.toml, as Go's trainer does, so that a Go run and a PyTorch run of one arm land in
+    one report arm."""
+    from .init import rules
+    rule = r.get("rule") or "gamma"
+    std = float(r.get("std") or 0.0) if rules().get(rule, {}).get("param") == "std" else 0.0
+    return {"rule": rule, "gamma": float(r.get("gamma", 1.0)), "std": std,
             "depth_scale": bool(r.get("depth_scale", False)), "classes": r.get("classes") or {}}
 
 
