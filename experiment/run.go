@@ -43,6 +43,8 @@ type Options struct {
 	ProbeTest int // held-out (and recalled) probes per kind of the mix (0: 100)
 	Windows   int // validation windows per file the summary scores (0: all)
 	Jobs      int // runs of a group trained at once, arms or sweep (≤ 1 but sweep.AutoJobs: one at a time; AutoJobs: measured)
+	// Engine trains each run: nil is the Go engine; train.TorchEngine the PyTorch trainer (see engine.go).
+	Engine train.Engine
 	// Task runs only the run numbered Index of the whole plan (groups in order, then as the group lists its
 	// runs): one task of a scheduler's job array. It writes no summary and no report.
 	Task  bool
@@ -443,7 +445,7 @@ func runSweep(ctx context.Context, g *Group, runs []planRun, out *Outcome, o *Op
 		return err
 	}
 	o.logf("\n== %s: %s\n", g.Name, dir)
-	if _, err := sweep.Execute(ctx, grid, dir, sweep.Options{Jobs: o.Jobs, Index: index, Log: o.Log}); err != nil {
+	if _, err := sweep.Execute(ctx, grid, dir, sweep.Options{Jobs: o.Jobs, Index: index, Log: o.Log, Engine: o.Engine}); err != nil {
 		return fmt.Errorf("%s sweep: %w", g.Name, err)
 	}
 	return nil
@@ -533,7 +535,7 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 		defer lf.Close()
 		opts.Log, opts.Progress = lf, false
 	}
-	res, err := train.StartOrResume(ctx, c, r.dir, opts)
+	res, err := o.engine().StartOrResume(ctx, c, r.dir, opts)
 	if err != nil {
 		return summary.Row{}, fmt.Errorf("%s: %w", r.arm, err)
 	}

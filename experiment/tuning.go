@@ -205,7 +205,7 @@ const trialPoll = 2 * time.Second
 func trainTrial(ctx context.Context, cfg train.Config, dir string, o *Options) error {
 	told := false
 	for {
-		_, err := train.StartOrResume(ctx, cfg, dir, train.Options{})
+		_, err := o.engine().StartOrResume(ctx, cfg, dir, train.Options{})
 		if !errors.Is(err, train.ErrBusy) {
 			return err
 		}

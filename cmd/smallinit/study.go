@@ -25,6 +25,8 @@ type studyCmd struct {
 	Index     int           `default:"-1" help:"Run only the run with this index of the whole plan (one task of a job array); no summary or report. −1: every run."`
 	PrintPlan bool          `help:"Print the plan (TOML) and exit."`
 	Precision string        `enum:",auto,f32,bf16" default:"" help:"Matmul operands of every run (sets train.precision): f32, bf16 (needs AVX512_BF16), or auto: the eligible precisions timed on the base model and the faster taken (recorded in OUT/precision.json). Default: the plan's."`
+
+	engineFlags `embed:""` // --engine, --device, --torch-python, --torch-path (engine.go)
 }
 
 // loadPlan loads a plan file or a built-in plan (experiment.Load) and, when the name is both, says on log which
@@ -75,8 +77,9 @@ func (cmd *studyCmd) Run() error {
 		}
 		return experiment.WriteCoordTable(os.Stdout, res)
 	}
+	eng := cmd.engine(&cmd.Jobs)
 	o := experiment.Options{Out: cmd.Out, Budget: cmd.Budget, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Task: cmd.Index >= 0, Index: cmd.Index,
-		Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd()))}
+		Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd())), Engine: eng}
 	if cmd.Seeds > 0 {
 		o.Seeds = experiment.SeedRange(cmd.Seeds)
 	}
