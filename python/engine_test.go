@@ -95,7 +95,7 @@ func TestEnginesTrainThePlanAlike(t *testing.T) {
 			t.Errorf("row %d: go %s γ %g %d steps, torch %s γ %g %d steps", i, g[i].Run, g[i].Gamma, g[i].Steps, tr[i].Run, tr[i].Gamma, tr[i].Steps)
 		}
 		for _, v := range []struct {
-			what       string
+			what      string
 			a, b, tol float64
 		}{{"train loss", g[i].TrainLoss, tr[i].TrainLoss, 1e-4}, {"val loss", g[i].ValLoss, tr[i].ValLoss, 1e-4}} {
 			worst = math.Max(worst, math.Abs(v.a-v.b))
