@@ -34,18 +34,29 @@ class TokenFile:
             raise TypeError(f"{self.path}: a token file is read by slices, not {type(s).__name__}")
         return self._widen(self._raw[s])
 
+    @property
+    def nbytes(self) -> int:
+        return len(self) * self.width
+
+    def to_device(self, device: "torch.device | str") -> None:
+        """Keep the ids on device (a GPU), in the file's width, so that windows() gathers there: the host then
+        sends only the window indices each step."""
+        self._raw = self._raw.to(device)
+
     def windows(self, ids, T: int, device: "torch.device | str" = "cpu") -> "tuple[torch.Tensor, torch.Tensor]":
         """(inputs, targets) [len(ids), T] int64 on device of windows ids (window k: tokens [kT, kT+T] as
-        data.Window): one gather of the windows' T+1 tokens each, then one copy to the device (asynchronous from
-        pinned memory when the device is a GPU)."""
-        k = torch.as_tensor(ids, dtype=torch.int64)
-        idx = k[:, None] * T + torch.arange(T + 1, dtype=torch.int64)
-        w = self._raw[idx]
+        data.Window), in the order of ids. When the ids live on device (to_device) the windows are gathered
+        there from the indices alone; else one gather of the windows' T+1 tokens each on the host, then one
+        copy to the device (asynchronous from pinned memory when the device is a GPU)."""
         device = torch.device(device)
-        if device.type == "cuda":
-            w = w.pin_memory().to(device, non_blocking=True)
-        else:
-            w = w.to(device)
+        k = torch.as_tensor(ids, dtype=torch.int64)
+        here = self._raw.device
+        if here.type == "cuda":
+            k = k.pin_memory().to(here, non_blocking=True)
+        idx = k[:, None] * T + torch.arange(T + 1, dtype=torch.int64, device=here)
+        w = self._raw[idx]
+        if w.device != device:
+            w = w.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else w.to(device)
         w = self._widen(w)
         return w[:, :-1], w[:, 1:]
 

@@ -55,6 +55,11 @@ from .runconfig import defaults, encode_toml, load_run_config, lr_at, resolve_mo
 from .safetensors import read_model_weights, read_safetensors, sync_dir, write_file_atomic, write_safetensors
 
 
+# DEVICE_TOKENS_MAX is the largest token file the fast step keeps on a GPU (in its own width): beyond it the
+# windows are gathered from the memory-mapped file on the host and copied over.
+DEVICE_TOKENS_MAX = 4 << 30
+
+
 def clip_scale(norm, max_norm):
     """optim.ClipScale: the factor the gradients are multiplied by (as float32)."""
     if max_norm <= 0 or norm == 0:
@@ -388,6 +393,10 @@ def _run(args, D, stop=None):
                                                         find_unused_parameters=mc.moe)
     fwd = torch.compile(ddp) if args.compile else ddp
     autocast = (lambda: torch.autocast(D.device.type, dtype=torch.bfloat16)) if precision == "bf16" else contextlib.nullcontext
+    if fast and D.device.type == "cuda":  # token files that fit beside the model are gathered on the GPU
+        for toks in (train_toks, val_toks):
+            if toks is not None and toks.nbytes <= DEVICE_TOKENS_MAX:
+                toks.to_device(D.device)
     sampler = Sampler(train_toks, T, c["seed"], st["epoch"], st["pos"])
     diag_every = t["diagnostics_interval"]
     logged = []
