@@ -330,8 +330,7 @@ def _run(args, D, stop=None):
     if args.compile and not has_compile():
         raise ValueError(f"--compile: torch.compile needs torch 2.0 or later (this is torch {torch.__version__})")
     if fast and D.device.type == "cuda" and precision == "f32":  # TF32 matmuls for f32 (the GPU-grade step)
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")  # public on torch 1.12 and later, both lines
     train_toks = open_tokens(c["data"]["train"], mc.vocab_size)
     val_toks = open_tokens(c["data"]["val"], mc.vocab_size) if c["data"]["val"] else None
     if val_toks is not None and num_windows(len(val_toks), T) == 0:
