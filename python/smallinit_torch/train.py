@@ -411,6 +411,8 @@ def _run(args, D, stop=None):
     def diagnose():
         if diag_every <= 0 or st["step"] % diag_every:
             return
+        if st["step"] > 0:
+            settle()  # a non-finite step stops the run before its weights are diagnosed
         if D.rank == 0:
             from .diagnostics import training_record
             probe = val_toks if val_toks is not None else train_toks
@@ -529,61 +531,61 @@ def _run(args, D, stop=None):
         st["loss_sum"] += loss_sum
         dev_loss = torch.zeros_like(dev_loss)
 
-    if st["step"] == 0:
-        diagnose()
-        if t["eval_interval"] > 0 and val_toks is not None:
-            v = evaluate()
-            write_metrics({"step": 0, "tokens": 0, "val_loss": v if math.isfinite(v) else None})
-    interval_start, interval_tokens, start_step, t0 = time.time(), 0, st["step"], time.time()
-    stop_at = min(total, args.max_steps) if args.max_steps else total
-    gn = 0.0
-    while st["step"] < stop_at:
-        step = st["step"]
-        lr = lr_at(c["schedule"], step, total)
-        gn = (step_fast if fast else step_reference)(step, lr)
-        st["step"] += 1
-        st["tokens"] += B * T
-        st["epoch"], st["pos"] = sampler.epoch, sampler.pos
-        interval_tokens += B * T
-        done = st["step"] == total
-        eval_now = val_toks is not None and ((t["eval_interval"] > 0 and st["step"] % t["eval_interval"] == 0) or done)
-        if st["step"] % t["log_interval"] == 0 or done or eval_now:
-            settle()
-            gn = float(gn)
-            m = {"step": st["step"], "tokens": st["tokens"], "lr": lr, "grad_norm": gn if math.isfinite(gn) else 0,
-                 "skipped": st["skipped"]}
-            if st["loss_count"]:
-                m["loss"] = st["loss_sum"] / st["loss_count"]
-            m["tokens_per_s"] = interval_tokens / max(time.time() - interval_start, 1e-9)
-            if eval_now:
+    try:
+        if st["step"] == 0:
+            diagnose()
+            if t["eval_interval"] > 0 and val_toks is not None:
                 v = evaluate()
-                m["val_loss"] = v if math.isfinite(v) else None
-            write_metrics(m)
-            if D.rank == 0 and not args.quiet:
-                print(f"step {m['step']:6d}/{total}  loss {m.get('loss', float('nan')):.4f}  lr {lr:.2e}  grad norm {gn:.3f}  "
-                      f"{m['tokens_per_s']:.0f} tok/s" + (f"  val loss {m['val_loss']:.4f}" if eval_now else ""), file=sys.stderr)
-            st["loss_sum"], st["loss_count"] = 0.0, 0
-            interval_start, interval_tokens = time.time(), 0
-        diagnose()
-        every = t["checkpoint_interval"]
-        stopping = stop is not None and stop.requested and D.world == 1
-        if done or st["step"] == stop_at or stopping or (every > 0 and st["step"] % every == 0):
-            settle()
-            if D.rank == 0:
-                if mf:
-                    os.fsync(mf.fileno())
-                save_checkpoint(out, model, opt, params, st, config_json, t["keep_checkpoints"])
-            D.barrier()
-        if stopping and not done:
-            if mf:
-                mf.close()
-            raise Stopped(f"{out}: stopped by SIGTERM at step {st['step']} of {total}, checkpoint written: "
-                          f"continue with --resume {out}")
-    if st["step"] < total and D.rank == 0 and not args.quiet:
-        print(f"stopped at step {st['step']} of {total} (--max-steps {args.max_steps}), checkpoint written: "
-              f"continue with --resume {out}", file=sys.stderr)
-    if mf:
-        mf.close()
+                write_metrics({"step": 0, "tokens": 0, "val_loss": v if math.isfinite(v) else None})
+        interval_start, interval_tokens, start_step, t0 = time.time(), 0, st["step"], time.time()
+        stop_at = min(total, args.max_steps) if args.max_steps else total
+        gn = 0.0
+        while st["step"] < stop_at:
+            step = st["step"]
+            lr = lr_at(c["schedule"], step, total)
+            gn = (step_fast if fast else step_reference)(step, lr)
+            st["step"] += 1
+            st["tokens"] += B * T
+            st["epoch"], st["pos"] = sampler.epoch, sampler.pos
+            interval_tokens += B * T
+            done = st["step"] == total
+            eval_now = val_toks is not None and ((t["eval_interval"] > 0 and st["step"] % t["eval_interval"] == 0) or done)
+            if st["step"] % t["log_interval"] == 0 or done or eval_now:
+                settle()
+                gn = float(gn)
+                m = {"step": st["step"], "tokens": st["tokens"], "lr": lr, "grad_norm": gn if math.isfinite(gn) else 0,
+                     "skipped": st["skipped"]}
+                if st["loss_count"]:
+                    m["loss"] = st["loss_sum"] / st["loss_count"]
+                m["tokens_per_s"] = interval_tokens / max(time.time() - interval_start, 1e-9)
+                if eval_now:
+                    v = evaluate()
+                    m["val_loss"] = v if math.isfinite(v) else None
+                write_metrics(m)
+                if D.rank == 0 and not args.quiet:
+                    print(f"step {m['step']:6d}/{total}  loss {m.get('loss', float('nan')):.4f}  lr {lr:.2e}  grad norm {gn:.3f}  "
+                          f"{m['tokens_per_s']:.0f} tok/s" + (f"  val loss {m['val_loss']:.4f}" if eval_now else ""), file=sys.stderr)
+                st["loss_sum"], st["loss_count"] = 0.0, 0
+                interval_start, interval_tokens = time.time(), 0
+            diagnose()
+            every = t["checkpoint_interval"]
+            stopping = stop is not None and stop.requested and D.world == 1
+            if done or st["step"] == stop_at or stopping or (every > 0 and st["step"] % every == 0):
+                settle()
+                if D.rank == 0:
+                    if mf:
+                        os.fsync(mf.fileno())
+                    save_checkpoint(out, model, opt, params, st, config_json, t["keep_checkpoints"])
+                D.barrier()
+            if stopping and not done:
+                raise Stopped(f"{out}: stopped by SIGTERM at step {st['step']} of {total}, checkpoint written: "
+                              f"continue with --resume {out}")
+        if st["step"] < total and D.rank == 0 and not args.quiet:
+            print(f"stopped at step {st['step']} of {total} (--max-steps {args.max_steps}), checkpoint written: "
+                  f"continue with --resume {out}", file=sys.stderr)
+    finally:  # an error (a non-finite step, SIGTERM) leaves no open log
+        if mf:
+            mf.close()
     if st["step"] == total and D.rank == 0:
         final = os.path.join(out, "final")
         os.makedirs(final, exist_ok=True)

@@ -198,6 +198,24 @@ class TestTrainerOnDevice(Runs):
             for a, b in zip(got, want):
                 self.assertLess(abs(a["loss"] - b["loss"]), 1e-5, (first, second, a["step"]))
 
+    def test_nonfinite_step_stops_or_skips_in_both_paths(self):
+        """A non-finite loss stops the run naming its step under both step paths (the fast one finds it at the
+        next log step, before writing a metrics line or a checkpoint), and train.skip_nonfinite skips it under
+        both, counting the same skipped steps."""
+        from smallinit_torch.safetensors import read_safetensors, write_safetensors
+        path = os.path.join(self.model, "model.safetensors")
+        w = read_safetensors(path)
+        w["model.norm.weight"][0] = float("nan")
+        write_safetensors(path, w)
+        cfg = self.config(steps=4, log=4)
+        for step in ("fast", "reference"):
+            with self.assertRaisesRegex(FloatingPointError, "^step 0: non-finite"):
+                self.train(cfg, "--step", step)
+        cfg = self.config(steps=4, log=2, extra="skip_nonfinite = true")
+        skipped = {step: [m["skipped"] for m in self.train(cfg, "--step", step)[1]] for step in ("fast", "reference")}
+        self.assertEqual(skipped["fast"], [2, 4])
+        self.assertEqual(skipped["fast"], skipped["reference"])
+
     def test_sigterm_checkpoints_and_resumes(self):
         """SIGTERM during a step: the run checkpoints at the end of that step and stops (exit 143 from main);
         --resume then finishes it exactly as an uninterrupted run."""
