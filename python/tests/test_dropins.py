@@ -2,6 +2,7 @@
 copy and pickle, and the diagnostics' weight report under classify= and wrappers."""
 import copy
 import io
+import os
 import unittest
 
 import torch
@@ -201,6 +202,21 @@ class TestDiagnosticsWrappers(unittest.TestCase):
         finally:
             b.close()
         self.assertEqual(got, want)
+
+
+class TestSuiteFiles(unittest.TestCase):
+    def test_main_guard_is_last_so_a_file_run_alone_runs_every_test(self):
+        """In every tests/test_*.py the `if __name__ == "__main__"` block is the last statement: one placed
+        before a test class makes `python tests/test_x.py` stop before defining it (test_gate.py ran 3 of 4)."""
+        import ast
+        here = os.path.dirname(os.path.abspath(__file__))
+        for name in sorted(os.listdir(here)):
+            if not (name.startswith("test_") and name.endswith(".py")):
+                continue
+            with open(os.path.join(here, name)) as f:
+                body = ast.parse(f.read()).body
+            guards = [i for i, n in enumerate(body) if isinstance(n, ast.If) and "__main__" in ast.dump(n.test)]
+            self.assertTrue(all(i == len(body) - 1 for i in guards), f"{name}: a __main__ guard before the end")
 
 
 if __name__ == "__main__":
