@@ -12,6 +12,7 @@ Version gates (each names the line it is for):
     engine's own attention formula (model.attention_manual) is used;
   - AdamW: fused=True on CUDA from torch 2.0 (the fused kernel), else foreach=True (1.13 has it), else the
     single-tensor loop;
+  - gradient clipping: clip_grad_norm_(foreach=True) on CUDA from torch 2.0, else a float64 norm per tensor;
   - torch.compile: torch 2.0 and later; asked for on 1.13 it is refused with a one-line error."""
 from __future__ import annotations
 
@@ -135,6 +136,12 @@ def adamw_options(kind: str) -> dict:
     return {"foreach": False}
 
 
+def has_foreach_clip() -> bool:
+    """torch.nn.utils.clip_grad_norm_ takes foreach= (torch 2.0 and later): the gradient norm and clipping in a
+    few multi-tensor kernels, with no host read."""
+    return "foreach" in inspect.signature(torch.nn.utils.clip_grad_norm_).parameters
+
+
 def has_compile() -> bool:
     """torch.compile exists (torch 2.0 and later)."""
     return hasattr(torch, "compile")
@@ -143,4 +150,5 @@ def has_compile() -> bool:
 def features(dev: torch.device) -> dict:
     """What this torch does on dev, for the run's pytorch.json and the log: version, device, each gated path."""
     return {"torch": torch.__version__, "device": str(dev), "sdpa": sdpa() is not None,
-            "adamw": adamw_kind(dev), "compile": has_compile()}
+            "adamw": adamw_kind(dev), "clip": "foreach" if dev.type == "cuda" and has_foreach_clip() else "per-tensor",
+            "compile": has_compile()}

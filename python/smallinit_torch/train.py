@@ -47,7 +47,8 @@ import torch
 import torch.distributed as dist
 
 from .data import Sampler, num_windows, open_tokens
-from .device import adamw_kind, adamw_options, device_error_line, features, has_compile, is_device_error, parse_device, sdpa
+from .device import (adamw_kind, adamw_options, device_error_line, features, has_compile, has_foreach_clip,
+                     is_device_error, parse_device, sdpa)
 from .files import MAX_TENSORS, USER_ERRORS, error_line, open_regular, read_json
 from .init import gamma_init_, std_for
 from .model import Llama, check_memory, load_weights, read_config
@@ -477,6 +478,7 @@ def _run(args, D, stop=None):
         opt.zero_grad(set_to_none=True)
         return gn
 
+    foreach_clip = D.device.type == "cuda" and has_foreach_clip()
     dev_loss = torch.zeros((), dtype=torch.float64, device=D.device)  # the fast step's sum of step losses
     first_bad = torch.full((), -1, dtype=torch.int64, device=D.device)  # its first non-finite step, or -1
 
@@ -498,13 +500,17 @@ def _run(args, D, stop=None):
             dist.all_reduce(loss)
             loss /= D.world
         grads = [p.grad for _, p in params if p.grad is not None]
-        gn = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, dtype=torch.float64) for g in grads]))
+        if t["skip_nonfinite"] or not foreach_clip:
+            gn = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, dtype=torch.float64) for g in grads]))
+        else:  # torch >= 2 on CUDA: the same factor min(1, clip / (norm + 1e-6)) in a few foreach kernels (float32 norm)
+            gn = torch.nn.utils.clip_grad_norm_([p for _, p in params if p.grad is not None],
+                                                t["grad_clip"] if t["grad_clip"] > 0 else math.inf, foreach=True).double()
         bad = ~(torch.isfinite(loss) & torch.isfinite(gn))
         if t["skip_nonfinite"] and bool(bad):
             st["skipped"] += 1
             opt.zero_grad(set_to_none=True)
             return gn
-        if t["grad_clip"] > 0:
+        if t["grad_clip"] > 0 and (t["skip_nonfinite"] or not foreach_clip):
             c64 = t["grad_clip"] / (gn + 1e-6)
             sc = torch.where(c64 >= 1, torch.ones_like(c64), c64).float()
             for g in grads:
