@@ -50,6 +50,8 @@ type Options struct {
 	ProbeTest int // held-out (and recalled) probes per kind of the mix (0: 100)
 	Windows   int // validation windows per file the summary scores (0: all)
 	Jobs      int // runs of a group trained at once, arms or sweep (≤ 1 but sweep.AutoJobs: one at a time; AutoJobs: measured)
+	// Engine trains each run: nil is the Go engine; train.TorchEngine the PyTorch trainer (see engine.go).
+	Engine train.Engine
 	// Task runs only the run numbered Index of the whole plan (groups in order, then as the group lists its
 	// runs): one task of a scheduler's job array. It writes no summary and no report.
 	Task  bool
@@ -180,6 +182,9 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	out.Tier = p.TierFor(o.Budget)
 	p = p.Tiered(out.Tier)
 	out.Plan = p
+	if hs, _ := p.series(); hs != nil && o.engine().Name() != train.EngineGo {
+		return nil, fmt.Errorf("plan %s: the horizon series %v (WSD cooldown branches from a trunk's snapshots) trains with the Go engine only, not %s", p.Name, hs, o.engine().Name())
+	}
 	autoSeeds = autoSeeds && out.Tier != nil && out.Tier.MinSeeds > 0
 	if out.Steps, err = size(ctx, p, out, &o, autoSeeds); err != nil {
 		return nil, err
@@ -494,7 +499,7 @@ func runSweep(ctx context.Context, g *Group, runs []planRun, out *Outcome, o *Op
 		return err
 	}
 	o.logf("\n== %s: %s\n", g.Name, dir)
-	if _, err := sweep.Execute(ctx, grid, dir, sweep.Options{Jobs: o.Jobs, Index: index, Log: o.Log}); err != nil {
+	if _, err := sweep.Execute(ctx, grid, dir, sweep.Options{Jobs: o.Jobs, Index: index, Log: o.Log, Engine: o.Engine}); err != nil {
 		return fmt.Errorf("%s sweep: %w", g.Name, err)
 	}
 	return nil
@@ -584,7 +589,7 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 		defer lf.Close()
 		opts.Log, opts.Progress = lf, false
 	}
-	res, err := train.StartOrResume(ctx, c, r.dir, opts)
+	res, err := o.engine().StartOrResume(ctx, c, r.dir, opts)
 	if err != nil {
 		return summary.Row{}, fmt.Errorf("%s: %w", r.arm, err)
 	}

@@ -249,7 +249,7 @@ const trialPoll = 2 * time.Second
 // learning rate does not depend on which process got there first.
 func trainTrial(ctx context.Context, cfg train.Config, dir string, o *Options) error {
 	return waitBusy(ctx, o, dir, func() error {
-		_, err := train.StartOrResume(ctx, cfg, dir, train.Options{})
+		_, err := o.engine().StartOrResume(ctx, cfg, dir, train.Options{})
 		return err
 	})
 }

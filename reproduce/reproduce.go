@@ -80,6 +80,9 @@ type Options struct {
 	Seeds  int // 0: the plan's tier's (from 2 h: the most of its seeds that fit the budget at the horizon)
 	Steps  int // > 0: steps per run instead of sizing from the budget (tests)
 	Jobs   int // runs of a sweep trained at once (≤ 1: one at a time)
+	// Engine trains the plan's runs (nil: the Go engine; train.TorchEngine: the PyTorch trainer). The anchor grid
+	// trains with the Go engine either way.
+	Engine train.Engine
 	// CompareWindows limits the validation windows of the token-level comparison (0: all).
 	CompareWindows int
 	// ProbeTest is the held-out (and recalled) probes per kind the probe arm is scored on (0: 100).
@@ -185,7 +188,7 @@ func (o *Options) experimentOptions(p *experiment.Plan) (experiment.Options, err
 		return experiment.Options{}, err
 	}
 	eo := experiment.Options{Out: o.Out, Budget: o.Budget, Steps: o.Steps, Seeds: seeds, ProbeTest: o.ProbeTest, Jobs: o.Jobs,
-		Log: o.Log, ScoreTokens: score, Describe: true, PrecisionNote: why, Data: o.Data}
+		Log: o.Log, ScoreTokens: score, Describe: true, PrecisionNote: why, Data: o.Data, Engine: o.Engine}
 	// The anchor grid runs on the seeds the plan runs (a tier may choose them within the budget).
 	eo.ExtraFor = func(seeds []uint64) ([]experiment.ExtraWork, error) {
 		g := o.anchorGridFor(p, seeds)

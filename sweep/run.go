@@ -33,6 +33,8 @@ type Options struct {
 
 	// AfterStep, when set, is called after every training step of every run (tests interrupt sweeps with it).
 	AfterStep func(r Run, step int)
+	// Engine trains each run (nil: the Go engine, train.StartOrResume; train.TorchEngine: the PyTorch trainer).
+	Engine train.Engine
 }
 
 // AutoJobs as Options.Jobs lets Execute choose: a packing probe (train.ProbePacking) on the largest selected
@@ -256,7 +258,11 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 	} else {
 		logf("%s: started (%d threads)\n", r.ID, c.Train.Threads)
 	}
-	rep.Result, err = train.StartOrResume(runCtx, c, rd, topts)
+	eng := o.Engine
+	if eng == nil {
+		eng = train.GoEngine{}
+	}
+	rep.Result, err = eng.StartOrResume(runCtx, c, rd, topts)
 	rep.Resumed, rep.Threads = rep.Result.Resumed, rep.Result.Threads
 	rep.Elapsed = time.Since(start)
 	switch {

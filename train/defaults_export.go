@@ -59,7 +59,8 @@ func Defaults() (DefaultsDoc, error) {
 	}
 	keyTypes(reflect.TypeOf(Config{}), "", doc.Types)
 	doc.Presets = map[string]map[string]any{}
-	for _, p := range model.Presets() {
+	// Every preset Go's trainer accepts (model.LookupPreset): the small ones and the study's scales.
+	for _, p := range append(model.Presets(), model.ScalePresets()...) {
 		c := Default()
 		c.Model = ModelConfig{Preset: p.Name, Config: p.Config}
 		enc, err := c.Encode()

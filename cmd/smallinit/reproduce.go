@@ -16,12 +16,15 @@ type reproduceCmd struct {
 	Precision string        `default:"auto" enum:"auto,f32,bf16" help:"Matmul operands of every run: bf16 (float32 accumulation; needs AVX512_BF16), f32, or auto: bf16 where the CPU has AVX512_BF16. A reproduction resumes only with the precision it started with (f32 for those started before 2026-12-02)."`
 	Data      string        `type:"path" placeholder:"DIR" help:"A corpus prepared by smallinit data prepare to train on instead of the embedded one (copied into OUT/data once; the plan states its training tokens and the epochs each run sees)."`
 	PrintPlan bool          `help:"Print the reproduction's plan for the budget (arms, seeds, steps, tokens, expected wall time from a throughput probe) and exit; the plan file itself: smallinit study reproduce --print-plan."`
+
+	engineFlags `embed:""` // --engine, --device, --torch-python, --torch-path (engine.go)
 }
 
 // Run runs the study's experiments scaled to this machine and prints, for each claim of docs/definitions.md (Claims),
 // whether this run supports it, with the numbers.
 func (cmd *reproduceCmd) Run() error {
-	o := reproduce.Options{Out: cmd.Out, Budget: cmd.Budget, Seeds: cmd.Seeds, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Precision: cmd.Precision, Data: cmd.Data, Log: os.Stderr}
+	eng := cmd.engine(&cmd.Jobs)
+	o := reproduce.Options{Out: cmd.Out, Budget: cmd.Budget, Seeds: cmd.Seeds, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Precision: cmd.Precision, Data: cmd.Data, Log: os.Stderr, Engine: eng}
 	if cmd.PrintPlan {
 		d, err := reproduce.Describe(o, 0)
 		if err != nil {

@@ -21,7 +21,7 @@ _EXPORTS = {
 
 
 _SUBMODULES = ("init", "gate", "diagnostics", "model", "train", "data", "safetensors", "files", "runconfig",
-               "reference", "gorand", "kernels", "cpuenv")
+               "reference", "gorand", "kernels", "cpuenv", "device")
 
 
 def __getattr__(name: str):

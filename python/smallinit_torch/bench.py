@@ -13,6 +13,7 @@ import torch
 import torch.nn as nn  # noqa: F401
 import torch.nn.functional as F  # noqa: F401
 
+from .device import sdpa
 from .kernels import KERNELS  # noqa: F401
 from .model import *  # noqa: F401,F403 (the reference computations use the whole model module)
 from .model import attention_manual  # noqa: F401
@@ -21,8 +22,11 @@ from .fixtures import hf_config, init_weights
 
 
 
-def attention_sdpa(q, k, v):  # torch 1.13's private fused attention returns (out, weights)
-    return F._scaled_dot_product_attention(q, k, v, None, 0.0, False, True)[0]
+def attention_sdpa(q, k, v):
+    """torch 2's public fused causal attention (device.sdpa); on torch 1.x, which has no public one, the
+    reference formula (a private API is never called, so the code runs on both torch lines)."""
+    f = sdpa()
+    return f(q, k, v) if f is not None else attention_manual(q, k, v)
 
 
 def linear_onednn(x, w):  # x @ w^T as a oneDNN 1x1 convolution over the (1, d_in, tokens) layout

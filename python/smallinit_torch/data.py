@@ -15,9 +15,66 @@ from .gorand import PCG
 TOK_MAGIC = b"SITOKENS"
 
 
-def read_tokens(path: str, vocab: int = 0) -> torch.Tensor:
-    """All token ids of a .tok file as an int64 tensor. Checks the magic, version, width, that the file holds
-    exactly the count its header claims, and (vocab > 0) that every id is below vocab; errors name the file."""
+class TokenFile:
+    """A .tok file mapped into memory, never read or widened whole: the ids stay on disk (paged in as windows
+    are read) in the file's own width, uint16 or uint32, and only the windows a batch gathers are widened to
+    int64. len(), a slice (an int64 tensor) and windows() read it."""
+
+    def __init__(self, path: str, raw: torch.Tensor, width: int) -> None:
+        self.path, self._raw, self.width = path, raw, width  # raw: int16 / int32 view of the id bytes
+
+    def __len__(self) -> int:
+        return self._raw.shape[0]
+
+    def _widen(self, t: torch.Tensor) -> torch.Tensor:
+        return t.to(torch.int64) & (0xFFFF if self.width == 2 else 0xFFFFFFFF)
+
+    def __getitem__(self, s: slice) -> torch.Tensor:
+        if not isinstance(s, slice):
+            raise TypeError(f"{self.path}: a token file is read by slices, not {type(s).__name__}")
+        return self._widen(self._raw[s])
+
+    @property
+    def nbytes(self) -> int:
+        return len(self) * self.width
+
+    def to_device(self, device: "torch.device | str") -> None:
+        """Keep the ids on device (a GPU), in the file's width, so that windows() gathers there: the host then
+        sends only the window indices each step."""
+        self._raw = self._raw.to(device)
+
+    def windows(self, ids, T: int, device: "torch.device | str" = "cpu") -> "tuple[torch.Tensor, torch.Tensor]":
+        """(inputs, targets) [len(ids), T] int64 on device of windows ids (window k: tokens [kT, kT+T] as
+        data.Window), in the order of ids. When the ids live on device (to_device) the windows are gathered
+        there from the indices alone; else one gather of the windows' T+1 tokens each on the host, then one
+        copy to the device (asynchronous from pinned memory when the device is a GPU)."""
+        device = torch.device(device)
+        k = torch.as_tensor(ids, dtype=torch.int64)
+        here = self._raw.device
+        if here.type == "cuda":
+            k = k.pin_memory().to(here, non_blocking=True)
+        idx = k[:, None] * T + torch.arange(T + 1, dtype=torch.int64, device=here)
+        w = self._raw[idx]
+        if w.device != device:
+            w = w.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else w.to(device)
+        w = self._widen(w)
+        return w[:, :-1], w[:, 1:]
+
+    def max_id(self, chunk: int = 1 << 24) -> "tuple[int, int]":
+        """(largest id, index of its first occurrence) over the file, read chunk by chunk; (-1, -1) when empty."""
+        best, at = -1, -1
+        for i in range(0, len(self), chunk):
+            part = self[i:i + chunk]
+            m = int(part.max())
+            if m > best:
+                best, at = m, i + int((part == m).nonzero()[0])
+        return best, at
+
+
+def open_tokens(path: str, vocab: int = 0) -> TokenFile:
+    """A .tok file (data/tokfile.go's format) as a TokenFile mapped from disk. Checks the magic, version, width,
+    that the file holds exactly the count its header claims, and (vocab > 0, chunk by chunk) that every id is
+    below vocab; errors name the file."""
     with open_regular(path, MAX_TENSORS) as f:
         size = os.fstat(f.fileno()).st_size
         hdr = f.read(24)
@@ -33,17 +90,26 @@ def read_tokens(path: str, vocab: int = 0) -> torch.Tensor:
         if count * width != size - 24:
             raise ValueError(f"read tokens {path}: header says {count} tokens of {width} bytes, the file holds "
                              f"{size - 24} bytes of ids")
-        body = bytearray(f.read())
+    dtype = torch.int16 if width == 2 else torch.int32
     if count == 0:
-        return torch.empty(0, dtype=torch.int64)
-    if width == 2:
-        toks = torch.frombuffer(body, dtype=torch.int16).to(torch.int64) & 0xFFFF
-    else:
-        toks = torch.frombuffer(body, dtype=torch.int32).to(torch.int64) & 0xFFFFFFFF
-    if vocab > 0 and int(toks.max()) >= vocab:
-        i = int((toks >= vocab).nonzero()[0])
-        raise ValueError(f"read tokens {path}: token {i} has id {int(toks[i])}, outside the vocabulary [0, {vocab})")
+        raw = torch.empty(0, dtype=dtype)
+    else:  # a private, read-only mapping: pages are read as windows touch them
+        storage = torch.UntypedStorage.from_file(path, False, size)
+        raw = torch.empty(0, dtype=torch.uint8).set_(storage)[24:].view(dtype)
+        if sys.byteorder != "little":
+            raise ValueError(f"read tokens {path}: token files are little-endian; this machine is not")
+    toks = TokenFile(path, raw, width)
+    if vocab > 0 and count:
+        m, i = toks.max_id()
+        if m >= vocab:
+            raise ValueError(f"read tokens {path}: token {i} has id {m}, outside the vocabulary [0, {vocab})")
     return toks
+
+
+def read_tokens(path: str, vocab: int = 0) -> torch.Tensor:
+    """All token ids of a .tok file as an int64 tensor (8 bytes an id: for small files and tests; the trainer
+    maps files with open_tokens). Checks as open_tokens."""
+    return open_tokens(path, vocab)[:]
 
 
 def write_tokens(path: str, ids) -> None:
@@ -101,7 +167,9 @@ class Sampler:
             self.pos += 1
         return out
 
-    def batch(self, ids):
-        """(inputs, targets) [len(ids), T] of the given windows."""
+    def batch(self, ids, device="cpu"):
+        """(inputs, targets) [len(ids), T] int64 on device of the given windows."""
+        if isinstance(self.toks, TokenFile):
+            return self.toks.windows(ids, self.T, device)
         xs, ys = zip(*(window(self.toks, k, self.T) for k in ids))
-        return torch.stack(xs), torch.stack(ys)
+        return torch.stack(xs).to(device), torch.stack(ys).to(device)

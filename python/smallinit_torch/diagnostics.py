@@ -31,12 +31,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 
 import torch
 
 from .gorand import PCG
-from .init import canonical, lookup
+from .init import canonical, lookup, table
 from .files import USER_ERRORS, error_line
 from .gate import OutputGate
 from .model import Llama, MoE, attention_probs
@@ -115,22 +116,60 @@ def weight_metrics(w: torch.Tensor, rows_for_cos=None, seed: int = 0) -> dict:
     return out
 
 
-def weight_report(model: torch.nn.Module, frequent: "list[int] | None" = None, seed: int = 0) -> "list[dict]":
-    """diag.WeightReport: every matrix of model with its class and layer, in parameter order."""
+def unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    """The model inside DataParallel / DistributedDataParallel (`.module`) and torch.compile (`._orig_mod`)
+    wrappers, however nested."""
+    while True:
+        inner = getattr(model, "_orig_mod", None)
+        if inner is None and isinstance(model, (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)):
+            inner = model.module
+        if not isinstance(inner, torch.nn.Module):
+            return model
+        model = inner
+
+
+_LAYER = re.compile(r"(?:^|\.)(?:layers|h)\.(\d+)\.")
+
+
+def _matrices(name, p, classify):
+    """(name, class, [rows, cols] view) of each matrix block of parameter p that the table or classify= names."""
+    eng = canonical(name)
+    ent = lookup(eng) if eng else None
+    if ent is not None:
+        if p.dim() == 2 and ent["init"] == "normal":
+            yield name, ent["class"], p
+        return
+    if classify is None or p.dim() != 2:
+        return
+    cls = classify(name, p)
+    if isinstance(cls, list):  # row blocks of a fused matrix, as gamma_init_ draws them
+        start = 0
+        for c, rows in cls:
+            yield f"{name}[{c}]", c, p.narrow(0, start, rows)
+            start += rows
+        return
+    layout = None
+    if isinstance(cls, tuple):
+        cls, layout = cls
+    if cls in table()["classes"]:
+        yield name, cls, (p.t() if layout == "transposed" else p)
+
+
+def weight_report(model: torch.nn.Module, frequent: "list[int] | None" = None, seed: int = 0,
+                  classify=None) -> "list[dict]":
+    """diag.WeightReport: every matrix of model with its class and layer, in parameter order. classify is
+    gamma_init_'s: a matrix of no known naming that it names (a class, (class, "transposed"), or the row blocks
+    of a fused matrix) is reported too, as gamma_init_ drew it."""
     out = []
-    for name, p in model.named_parameters():
-        eng = canonical(name)
-        ent = lookup(eng) if eng else None
-        if p.dim() != 2 or ent is None or ent["init"] != "normal":
-            continue
-        rows_for_cos = None
-        if ent["class"] in ("embed", "head") and frequent:
-            rows_for_cos = frequent[:MAX_COS_ROWS]
-        m = weight_metrics(p, rows_for_cos, seed)
-        layer = -1
-        if eng.startswith("model.layers."):
-            layer = int(eng.split(".")[2])
-        out.append(dict(name=name, **{"class": ent["class"]}, layer=layer, **m))
+    for name, p in unwrap(model).named_parameters():
+        for bname, cls, w in _matrices(name, p, classify):
+            rows_for_cos = None
+            if cls in ("embed", "head") and frequent:
+                rows_for_cos = frequent[:MAX_COS_ROWS]
+            m = weight_metrics(w, rows_for_cos, seed)
+            eng = canonical(name) or name
+            mt = _LAYER.search(eng) or _LAYER.search(name)
+            out.append(dict(name=bname, **{"class": cls}, layer=int(mt.group(1)) if mt else -1, **m))
     return out
 
 
@@ -211,6 +250,7 @@ class Diagnostics:
     """Forward hooks that record the activation metrics of one forward pass of model (see the module docstring)."""
 
     def __init__(self, model: torch.nn.Module) -> None:
+        model = unwrap(model)  # hooks go on the modules that run, not on a DataParallel or compile wrapper
         self.model = model
         base = model.model if hasattr(model, "model") else model
         if not hasattr(base, "layers") or not hasattr(base, "norm"):

@@ -143,33 +143,12 @@ def add_output_gate(model: nn.Module, mode: str = "elementwise", attn_suffix: st
     for name, attn, proj, H, dh in targets:
         d = _input_width(attn, proj)
         attn.g_proj = OutputGate(d, H, dh, mode).to(proj.weight.device, proj.weight.dtype)
-        store: dict = {}
-        inner = attn.forward  # the bound method (or an earlier instance-level wrapper)
-
-        def forward(*args, _inner=inner, _store=store, **kwargs):
-            n = args[0] if args else kwargs.get("hidden_states")
-            if n is None:
-                raise TypeError("the gated attention needs its hidden states as the first argument or hidden_states=")
-            _store["n"] = n
-            try:
-                return _inner(*args, **kwargs)
-            finally:
-                _store.pop("n", None)
-
-        def gate(mod, args, attn=attn, store=store, dh=dh):
-            if "n" not in store:
-                raise RuntimeError("output gate: o_proj was called outside its attention's forward")
-            y = args[0]
-            g = attn.g_proj.gate_values(store["n"])
-            if attn.g_proj.mode == "headwise":
-                g = g.repeat_interleave(dh, dim=-1)
-            return (y * g,) + tuple(args[1:])
-
         had_instance_forward = "forward" in attn.__dict__
+        forward = _GatedForward(attn, attn.__dict__.get("forward"))
         attn.forward = forward
-        hook = proj.register_forward_pre_hook(gate)
+        hook = proj.register_forward_pre_hook(_GateHook(forward, dh))
 
-        def undo(attn=attn, hook=hook, inner=inner, had=had_instance_forward):
+        def undo(attn=attn, hook=hook, inner=forward.inner, had=had_instance_forward):
             hook.remove()
             if had:
                 attn.forward = inner
@@ -180,6 +159,49 @@ def add_output_gate(model: nn.Module, mode: str = "elementwise", attn_suffix: st
         handle._undo.append(undo)
         handle.names.append(name)
     return handle
+
+
+class _GatedForward:
+    """The gated attention's forward: keeps the attention's input (its first positional argument or
+    hidden_states=) for the o_proj hook, then runs the class's forward (or an earlier instance-level wrapper).
+    An object, not a closure, so that it names the module it belongs to as an attribute: copy.deepcopy of the
+    model copies it with the module (the copy runs its own weights), and torch.save can pickle it."""
+
+    def __init__(self, attn: nn.Module, inner=None) -> None:
+        self.attn, self.inner, self.n = attn, inner, None
+
+    def __call__(self, *args, **kwargs):
+        n = args[0] if args else kwargs.get("hidden_states")
+        if n is None:
+            raise TypeError("the gated attention needs its hidden states as the first argument or hidden_states=")
+        self.n = n
+        try:
+            if self.inner is not None:
+                return self.inner(*args, **kwargs)
+            return type(self.attn).forward(self.attn, *args, **kwargs)
+        finally:
+            self.n = None
+
+    def __getstate__(self):  # the kept input is a transient of one forward, never saved or copied
+        return {"attn": self.attn, "inner": self.inner, "n": None}
+
+
+class _GateHook:
+    """The forward pre-hook on o_proj: multiplies its input [..., H*head_dim] by the gate of the attention's
+    input, per channel (elementwise) or per head (headwise, repeated over head_dim). Like _GatedForward, an
+    object whose module references deepcopy and pickle follow."""
+
+    def __init__(self, forward: _GatedForward, dh: int) -> None:
+        self.forward, self.dh = forward, dh
+
+    def __call__(self, mod, args):
+        n = self.forward.n
+        if n is None:
+            raise RuntimeError("output gate: o_proj was called outside its attention's forward")
+        g = self.forward.attn.g_proj.gate_values(n)
+        if self.forward.attn.g_proj.mode == "headwise":
+            g = g.repeat_interleave(self.dh, dim=-1)
+        return (args[0] * g,) + tuple(args[1:])
 
 
 def _input_width(attn: nn.Module, proj: nn.Linear) -> int:

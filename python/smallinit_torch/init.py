@@ -28,7 +28,9 @@ engine's Hugging Face Llama names, from:
     (`...c_attn.weight[q]`, `[k]`, `[v]`).
 The bias of a classified matrix with no class of its own (o_proj, c_proj, c_fc) starts at 0 (class "bias"). A parameter
 none of this classifies is an error listing every such name, unless `classify(name, param)` returns its class
-(a matrix class, or "norm" / "bias") or None to leave it untouched.
+(a matrix class, or "norm" / "bias"), a list of (class, rows) blocks of a fused [d_out, d_in] matrix (a fused
+qkv: [("q", H*dh), ("k", KV*dh), ("v", KV*dh)], each block drawn and recorded as `name[q]`, ...), or None to
+leave it untouched.
 
 Draws: every tensor (every fused block) draws from its own torch.Generator seeded by (seed, FNV-1a of the
 name), so adding a tensor leaves the other draws unchanged, as in Go. The values are not Go's (a different
@@ -306,16 +308,18 @@ def _embed_width(model: torch.nn.Module) -> "int | None":
 
 
 def gamma_init_(model: torch.nn.Module, gamma: float = 1.0, rule: str = "gamma", std: float = 0.02,
-                classes: "dict | None" = None, depth_scale: bool = False, seed: "int | None" = 0,
+                classes: "dict | None" = None, depth_scale: bool = False, seed: "int | None" = None,
                 classify=None, layers: "int | None" = None, generator: "torch.Generator | None" = None) -> "list[dict]":
     """Initialise model's parameters in place by a gammainit recipe and return the init.json per-tensor record:
     one dict per matrix (per fused block) {name, class, d_in, intended_std, drawn_std, gamma_eff}, in parameter
     order. layers (for depth scaling) defaults to the number of distinct layer indices in the names. See the
-    module docstring for the namings understood and `classify` (which may return a class, or (class,
-    "transposed") for a [d_in, d_out] matrix).
+    module docstring for the namings understood and `classify` (which may return a class, (class,
+    "transposed") for a [d_in, d_out] matrix, or a list of (class, rows) blocks of a fused matrix).
 
-    seed: the draws depend on (seed, tensor name) only. seed=None draws the base seed from generator (or from
-    torch's default generator, so torch.manual_seed decides it). Meta-device models are refused: call
+    seed: the draws depend on (seed, tensor name) only, the same on every device and torch version (the trainer
+    passes the run's seed). seed=None (the default, as torch.nn.init) draws the base seed from generator, or
+    from torch's default generator, so that torch.manual_seed(s) decides it and each seed of a multi-seed
+    experiment gets its own weights. Meta-device models are refused: call
     model.to_empty(device=...) first. A tied head with a classes["head"] override is refused (the one tensor is
     the embedding)."""
     recipe = {"rule": rule, "gamma": float(gamma), "std": float(std), "depth_scale": bool(depth_scale),
@@ -371,22 +375,23 @@ def gamma_init_(model: torch.nn.Module, gamma: float = 1.0, rule: str = "gamma",
 
 def _unit_gain(mod: "torch.nn.Module | None", name: str, p: torch.Tensor) -> float:
     """The value of a norm gain that makes the norm's gain 1: 1 for x·w (Llama, smallinit), 0 for Gemma's
-    x·(1 + w). Told by running the norm once with w = 0 (an output of zeros means x·w); a norm that cannot be run
-    on its own is taken as x·w unless its class is a Gemma one."""
+    x·(1 + w). Told by running the norm with w = 0 on two different inputs: for x·w the output is then the
+    bias alone (zero without one), the same for both inputs; for x·(1 + w) the normalised input passes through
+    and the outputs differ. (Comparing the output with 0 would take a LayerNorm with a non-zero bias for a
+    Gemma norm.) A norm that cannot be run on its own is taken as x·w unless its class is a Gemma one."""
     if mod is None or p.dim() != 1 or not name.endswith("weight") or type(p.data).__name__ == "DTensor":
         return 1.0
     gemma = "gemma" in type(mod).__name__.lower()
     saved = p.detach().clone()
     try:
         p.zero_()
-        x = torch.randn(2, p.shape[0], generator=torch.Generator().manual_seed(0)).to(p.device, p.dtype)
-        y = mod(x)
-        if not torch.is_tensor(y) or y.shape != x.shape:
+        g = torch.Generator().manual_seed(0)
+        x1, x2 = (torch.randn(2, p.shape[0], generator=g).to(p.device, p.dtype) for _ in range(2))
+        y1, y2 = mod(x1), mod(x2)
+        if not torch.is_tensor(y1) or y1.shape != x1.shape:
             return 0.0 if gemma else 1.0
-        if bool((y == 0).all()):
-            return 1.0
-        if torch.allclose(y.float().abs().mean(), torch.tensor(0.0)):
-            return 1.0
+        if bool(torch.equal(y1, y2)):
+            return 1.0  # with w = 0 the output does not depend on the input: it scales by w
         return 0.0  # with w = 0 the norm still passes its input: it scales by (1 + w)
     except Exception:  # a norm that needs other inputs: decide by its class
         return 0.0 if gemma else 1.0
@@ -444,6 +449,8 @@ def _classify(name, p, owner, classify, unknown, width=None):
     transposed = None
     if ent is None and classify is not None:
         cls = classify(name, p)
+        if isinstance(cls, list):
+            return "normal", eng, _fused_blocks(name, p, cls)
         if isinstance(cls, tuple):
             if len(cls) != 2 or cls[1] not in ("transposed", "linear"):
                 raise ValueError(f"classify({name!r}) returned {cls!r}: want a class, or (class, 'transposed' | 'linear')")
@@ -467,9 +474,10 @@ def _classify(name, p, owner, classify, unknown, width=None):
     if grouped:
         if p.dim() != 3:
             raise ValueError(f"{name}: grouped experts of shape {list(p.shape)}, want [E, d_out, d_in]")
+        in_ax = _grouped_in_axis(name, p, cls, width)
 
         def blocks(t):
-            yield "", cls, t, t.shape[2], t.shape[1]
+            yield "", cls, t, t.shape[in_ax], t.shape[3 - in_ax]
         return "normal", eng, blocks
     if p.dim() != 2:
         raise ValueError(f"{name}: class {cls} of shape {list(p.shape)}, want a matrix")
@@ -480,6 +488,54 @@ def _classify(name, p, owner, classify, unknown, width=None):
     def blocks(t):
         yield "", cls, t, t.shape[in_ax], t.shape[1 - in_ax]
     return "normal", eng, blocks
+
+
+def _fused_blocks(name: str, p: torch.Tensor, spec: list):
+    """blocks() of a fused [d_out, d_in] matrix that classify= described as a list of (class, rows) pairs, the
+    row blocks in order (a fused qkv: [("q", H*dh), ("k", KV*dh), ("v", KV*dh)]); each block is drawn and
+    recorded separately as `name[class]` (`name[class#i]` when a class repeats)."""
+    if p.dim() != 2:
+        raise ValueError(f"classify({name!r}): a list of blocks is for a matrix, the tensor is {list(p.shape)}")
+    classes = table()["classes"]
+    for item in spec:
+        if not (isinstance(item, tuple) and len(item) == 2 and item[0] in classes and isinstance(item[1], int)
+                and not isinstance(item[1], bool) and item[1] > 0):
+            raise ValueError(f"classify({name!r}) returned {spec!r}: want [(class, rows), ...] with classes from "
+                             f"{classes} and positive row counts")
+    if sum(r for _, r in spec) != p.shape[0]:
+        raise ValueError(f"classify({name!r}): the blocks' rows sum to {sum(r for _, r in spec)}, the matrix has "
+                         f"{p.shape[0]} rows")
+    counts = {}
+    for c, _ in spec:
+        counts[c] = counts.get(c, 0) + 1
+    if type(p.data).__name__ == "DTensor":
+        raise ValueError(f"{name}: a sharded fused matrix is not supported")
+
+    def blocks(t):
+        start, seen = 0, {}
+        for c, rows in spec:
+            seen[c] = seen.get(c, 0) + 1
+            label = c if counts[c] == 1 else f"{c}#{seen[c] - 1}"
+            yield label, c, t.narrow(0, start, rows), t.shape[1], rows
+            start += rows
+    return blocks
+
+
+def _grouped_in_axis(name: str, p: torch.Tensor, cls: str, width: "int | None") -> int:
+    """The d_in axis (1 or 2) of torchtitan grouped experts [E, ., .]: [E, d_out, d_in] (axis 2, today's layout)
+    or the older [E, d_in, d_out] (axis 1), told by the embedding width d: the d_in of ffn_gate/ffn_up is d, the
+    d_out of ffn_down is d. A square expert reads the same both ways; without an embedding the current layout
+    is assumed; a shape with no axis of width d is an error rather than a guess."""
+    _, a, b = p.shape
+    if width is None or a == b:
+        return 2
+    want_in = cls != "ffn_down"  # the axis that must be d: d_in for gate/up, d_out for down
+    if (b if want_in else a) == width:
+        return 2
+    if (a if want_in else b) == width:
+        return 1
+    raise ValueError(f"{name}: grouped experts of shape {list(p.shape)} have no axis of the embedding width "
+                     f"{width}: cannot tell [E, d_out, d_in] from [E, d_in, d_out]; pass classify=")
 
 
 def _known_matrix(weight_name):

@@ -31,6 +31,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .device import device_memory
 from .gate import OutputGate
 from .kernels import KERNELS
 from .files import read_json
@@ -250,11 +251,16 @@ def attention_manual(q, k, v):  # [B,H,T,dh] -> [B,H,T,dh], causal
 
 
 class CausalAttention(nn.Module):
-    """softmax(q k^T / sqrt(dh) + causal mask) v over [B, H, T, dh] (the kernel table's attention, or the reference
-    formula); a module so that forward hooks can observe the attention inputs."""
+    """softmax(q k^T / sqrt(dh) + causal mask) v over [B, H, T, dh] (this module's kernel when set, e.g. torch 2's
+    fused SDPA by Llama.use_fused_attention, else the kernel table's attention, else the reference formula); a
+    module so that forward hooks can observe the attention inputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.kernel = None
 
     def forward(self, q, k, v):
-        return (KERNELS["attention"] or attention_manual)(q, k, v)
+        return (self.kernel or KERNELS["attention"] or attention_manual)(q, k, v)
 
 
 def attention_probs(q, k):
@@ -400,15 +406,28 @@ class Llama(nn.Module):  # parameter names == the safetensors tensor names
             self.lm_head = Linear(c.hidden_size, c.vocab_size)
         self.rope = {}
 
+    def rope_table(self, T, dtype, device):
+        """The RoPE cos/sin [T, head_dim] in dtype on device (the device of the activations: CPU, CUDA or meta),
+        computed once per (T, dtype, device) in float64 on the CPU and moved there."""
+        key = (T, dtype, str(device))
+        if key not in self.rope:
+            cos, sin = rope_cos_sin(T, self.c.head_dim, self.c.rope_theta, dtype, self.c.rope_scaling)
+            self.rope[key] = (cos.to(device), sin.to(device))
+        return self.rope[key]
+
+    def use_fused_attention(self, kernel) -> None:
+        """Every block's attention through kernel (device.sdpa(): torch 2's fused attention), or None for the
+        kernel table's or the reference formula. The gate multiplies the attention's output afterwards, so it
+        is unchanged."""
+        for block in self.model.layers:
+            block.self_attn.core.kernel = kernel
+
     def forward(self, idx, targets):
         T = idx.shape[1]
         if T > self.c.max_position_embeddings:
             raise ValueError(f"{T} tokens: more than max_position_embeddings = {self.c.max_position_embeddings}")
         x = self.model.embed_tokens(idx)
-        key = (T, x.dtype)
-        if key not in self.rope:
-            self.rope[key] = rope_cos_sin(T, self.c.head_dim, self.c.rope_theta, x.dtype, self.c.rope_scaling)
-        cos, sin = self.rope[key]
+        cos, sin = self.rope_table(T, x.dtype, x.device)
         auxes = []
         for block in self.model.layers:
             x, aux = block(x, cos, sin)
@@ -436,25 +455,18 @@ def read_config(model_dir: str) -> "tuple[Config, dict]":
         raise ValueError(f"{path}: {e}") from None
 
 
-def check_memory(c: Config, batch: int, what: str = "model") -> None:
+def check_memory(c: Config, batch: int, what: str = "model", device: "torch.device | None" = None) -> None:
     """Refuse, before anything is allocated, a model and batch whose training needs more memory than the
-    machine has: weights, gradients and two AdamW moments (4 float32 copies), a loading copy, and the
-    activations of a batch of max_position_embeddings tokens (model.CheckMemory's estimate in Go)."""
+    device has (the GPU's own memory for a CUDA device, the host's for the CPU): weights, gradients and two
+    AdamW moments (4 float32 copies), a loading copy, and the activations of a batch of
+    max_position_embeddings tokens (model.CheckMemory's estimate in Go)."""
     n = c.num_params()
     T, d, L = c.max_position_embeddings, c.hidden_size, c.num_hidden_layers
     acts = batch * T * (L * (12 * d + 3 * max(c.intermediate_size, c.expert_ffn * max(c.top_k, 1)) + 2 * c.n_head * T) + 3 * c.vocab_size)
     need = 4.0 * (5 * n + acts)
-    limit, where = float(1 << 47), "the 128 TB an allocation can have"
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    limit, where = int(line.split()[1]) * 1024.0, None
-                    break
-    except OSError:
-        pass
-    if where is None:
-        where = f"this machine's {limit / 1e9:.1f} GB"
+    if device is not None and device.type == "meta":
+        return
+    limit, where = device_memory(device or torch.device("cpu"))
     if need > limit:
         raise ValueError(f"{what} of {n} parameters with max_position_embeddings = {T} and batch {batch} needs about "
                          f"{need / 1e9:.3g} GB, more than {where} of memory")

@@ -119,8 +119,8 @@ def check_run_config(c: dict, given: set) -> None:
             raise ValueError(f"train.{k} = {t[k]}: must be >= 0")
     if t["grad_clip"] < 0:
         raise ValueError(f"train.grad_clip = {t['grad_clip']}: must be >= 0 (0 disables clipping)")
-    if t.get("precision") not in (None, "", "f32"):
-        raise ValueError(f"train.precision = {t['precision']!r}: the PyTorch trainer trains in f32 only")
+    if t.get("precision") not in (None, "", "f32", "bf16", "auto"):
+        raise ValueError(f"train.precision = {t['precision']!r}: must be \"f32\", \"bf16\" or \"auto\"")
     if s["kind"] not in defaults()["schedule_kinds"]:
         raise ValueError(f"schedule.kind = {s['kind']!r}: want one of {', '.join(defaults()['schedule_kinds'])}")
     if not 0 < s["lr"] < 10:

@@ -38,6 +38,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import socket
 import sys
 import time
@@ -45,12 +46,19 @@ import time
 import torch
 import torch.distributed as dist
 
-from .data import Sampler, read_tokens, window, num_windows
+from .data import Sampler, num_windows, open_tokens
+from .device import (adamw_kind, adamw_options, device_error_line, features, has_compile, has_foreach_clip,
+                     is_device_error, parse_device, sdpa)
 from .files import MAX_TENSORS, USER_ERRORS, error_line, open_regular, read_json
 from .init import gamma_init_, std_for
 from .model import Llama, check_memory, load_weights, read_config
 from .runconfig import defaults, encode_toml, load_run_config, lr_at, resolve_model, total_steps  # noqa: F401
 from .safetensors import read_model_weights, read_safetensors, sync_dir, write_file_atomic, write_safetensors
+
+
+# DEVICE_TOKENS_MAX is the largest token file the fast step keeps on a GPU (in its own width): beyond it the
+# windows are gathered from the memory-mapped file on the host and copied over.
+DEVICE_TOKENS_MAX = 4 << 30
 
 
 def clip_scale(norm, max_norm):
@@ -79,8 +87,11 @@ class Dist:
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         self.local = int(os.environ.get("LOCAL_RANK", os.environ.get("SLURM_LOCALID", "0")))
-        cuda = torch.cuda.is_available() if device_arg == "auto" else device_arg == "cuda"
-        self.device = torch.device(f"cuda:{self.local}" if cuda else "cpu")
+        self.device = parse_device(device_arg, self.local)
+        if self.world > 1 and self.device.type == "cuda" and device_arg.startswith("cuda:"):
+            raise ValueError(f"--device {device_arg}: with {self.world} ranks each rank takes cuda:LOCAL_RANK; "
+                             f"pass --device cuda")
+        cuda = self.device.type == "cuda"
         if cuda:
             torch.cuda.set_device(self.device)
         if self.world > 1:
@@ -174,7 +185,9 @@ def read_state(ck: str) -> dict:
     return st
 
 
-def load_checkpoint(ck, model, opt, params):
+def load_checkpoint(ck, model, opt, params, step_on_device=False):
+    """Restore a checkpoint's weights, AdamW moments and step into model and opt; returns its state.json.
+    step_on_device: the fused AdamW keeps its step count on the parameter's device, the others on the CPU."""
     st = read_state(ck)
     load_weights(model, read_model_weights(ck), ck)
     opath = os.path.join(ck, "optimizer.safetensors")
@@ -193,7 +206,7 @@ def load_checkpoint(ck, model, opt, params):
             if not t.is_floating_point() or tuple(t.shape) != tuple(p.shape):
                 raise ValueError(f"{opath}: {k} is {t.dtype} {list(t.shape)}, want floating-point {list(p.shape)}")
         if adam_step > 0:
-            opt.state[p] = {"step": torch.tensor(float(adam_step)),
+            opt.state[p] = {"step": torch.tensor(float(adam_step), device=p.device if step_on_device else "cpu"),
                             "exp_avg": mom["exp_avg." + n].to(p.device, p.dtype).clone(),
                             "exp_avg_sq": mom["exp_avg_sq." + n].to(p.device, p.dtype).clone()}
     return st
@@ -229,12 +242,47 @@ def free_port():
         return s.getsockname()[1]
 
 
+class Stop:
+    """SIGTERM as a request to stop: the handler only sets a flag; the loop checkpoints at the end of the step
+    it is in and returns, so that a preempted run resumes exactly (--resume). The previous handler is put
+    back by close()."""
+
+    def __init__(self) -> None:
+        self.requested, self._old = False, None
+        import threading
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGTERM, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        self.requested = True
+
+    def close(self) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGTERM, self._old)
+            self._old = None
+
+
+class Stopped(Exception):
+    """The run stopped early at a checkpoint (SIGTERM); main exits with 143 (128 + SIGTERM) after saying where."""
+
+
+def resolve_precision(p: str, dev: torch.device) -> str:
+    """train.precision for the PyTorch trainer: f32, or bf16 (torch.autocast with float32 master weights; on
+    CUDA and, slowly, on the CPU); auto is bf16 on a CUDA GPU that has it, else f32."""
+    p = p or "f32"
+    if p == "auto":
+        return "bf16" if dev.type == "cuda" and torch.cuda.is_bf16_supported() else "f32"
+    return p
+
+
 def run(args):
     """Train (every rank calls this); returns the list of metrics dicts rank 0 logged."""
     D = Dist(args.device)
+    stop = Stop()
     try:
-        return _run(args, D)
+        return _run(args, D, stop)
     finally:
+        stop.close()
         D.close()
 
 
@@ -250,7 +298,7 @@ def read_pytorch_json(out: str) -> "tuple[str, int]":
     return model_dir, accum
 
 
-def _run(args, D):
+def _run(args, D, stop=None):
     if args.resume:
         out = args.resume
         model_dir, accum = read_pytorch_json(out)
@@ -275,11 +323,17 @@ def _run(args, D):
     if total < 1:
         raise ValueError(f"{cfg_path}: train.tokens = {t['tokens']} is less than one step of batch_size x "
                          f"max_position_embeddings = {B} x {T} tokens")
-    check_memory(mc, micro, f"{model_dir}/config.json: model")
+    check_memory(mc, micro, f"{model_dir}/config.json: model", D.device)
     if t["threads"] > 0:
         torch.set_num_threads(t["threads"])
-    train_toks = read_tokens(c["data"]["train"], mc.vocab_size)
-    val_toks = read_tokens(c["data"]["val"], mc.vocab_size) if c["data"]["val"] else None
+    fast = args.step == "fast"
+    precision = resolve_precision(t.get("precision"), D.device)
+    if args.compile and not has_compile():
+        raise ValueError(f"--compile: torch.compile needs torch 2.0 or later (this is torch {torch.__version__})")
+    if fast and D.device.type == "cuda" and precision == "f32":  # TF32 matmuls for f32 (the GPU-grade step)
+        torch.set_float32_matmul_precision("high")  # public on torch 1.12 and later, both lines
+    train_toks = open_tokens(c["data"]["train"], mc.vocab_size)
+    val_toks = open_tokens(c["data"]["val"], mc.vocab_size) if c["data"]["val"] else None
     if val_toks is not None and num_windows(len(val_toks), T) == 0:
         raise ValueError(f"{c['data']['val']}: {len(val_toks)} tokens, need at least {T + 1} for one validation window")
     if num_windows(len(train_toks), T) == 0:
@@ -291,15 +345,20 @@ def _run(args, D):
     matrices = [p for _, p in params if p.dim() == 2]
     others = [p for _, p in params if p.dim() != 2]
     o = c["optimizer"]
+    # The optimizer's path changes no state: the moments are saved by parameter name, so a checkpoint of either
+    # path resumes in the other (load_checkpoint writes the state every path reads).
+    opt_kind = adamw_kind(D.device) if fast else "single"
     opt = torch.optim.AdamW([{"params": matrices, "weight_decay": o["weight_decay"]}, {"params": others, "weight_decay": 0.0}],
-                            lr=c["schedule"]["lr"], betas=(o["beta1"], o["beta2"]), eps=o["eps"], foreach=False)
+                            lr=c["schedule"]["lr"], betas=(o["beta1"], o["beta2"]), eps=o["eps"], **adamw_options(opt_kind))
+    if fast:
+        model.use_fused_attention(sdpa())
     st = {"step": 0, "tokens": 0, "epoch": 0, "pos": 0, "adam_step": 0, "skipped": 0, "loss_sum": 0.0, "loss_count": 0,
           "metrics_bytes": 0, "diagnostics_bytes": 0, "seed": c["seed"]}
     steps = list_checkpoints(out) if args.resume else []
     metrics_path, diag_path = os.path.join(out, "metrics.jsonl"), os.path.join(out, "diagnostics.jsonl")
     if steps:
         ck = os.path.join(out, "checkpoints", checkpoint_name(steps[-1]))
-        st = load_checkpoint(ck, model, opt, params)
+        st = load_checkpoint(ck, model, opt, params, step_on_device=opt_kind == "fused")
         if st["seed"] != c["seed"]:
             raise ValueError(f"{cfg_path}: seed = {c['seed']}, but {ck}/state.json was written by seed {st['seed']}")
         if st["step"] > total:
@@ -320,7 +379,8 @@ def _run(args, D):
             write_file_atomic(os.path.join(out, "init.json"), json.dumps(doc, indent=2) + "\n")
             write_file_atomic(os.path.join(out, "pytorch.json"), json.dumps(
                 {"model": os.path.abspath(model_dir), "grad_accum": accum, "world_size": D.world,
-                 "torch": torch.__version__}, indent=2) + "\n")
+                 "torch": torch.__version__, "engine": "torch", "step": args.step, "precision": precision,
+                 "compile": bool(args.compile), **{"features": features(D.device)}}, indent=2) + "\n")
             save_init_dir(out, model, config_json)
             for p in (metrics_path, diag_path):
                 open(p, "w").close()
@@ -331,6 +391,12 @@ def _run(args, D):
     if D.world > 1:
         ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[D.device.index] if D.device.type == "cuda" else None,
                                                         find_unused_parameters=mc.moe)
+    fwd = torch.compile(ddp) if args.compile else ddp
+    autocast = (lambda: torch.autocast(D.device.type, dtype=torch.bfloat16)) if precision == "bf16" else contextlib.nullcontext
+    if fast and D.device.type == "cuda":  # token files that fit beside the model are gathered on the GPU
+        for toks in (train_toks, val_toks):
+            if toks is not None and toks.nbytes <= DEVICE_TOKENS_MAX:
+                toks.to_device(D.device)
     sampler = Sampler(train_toks, T, c["seed"], st["epoch"], st["pos"])
     diag_every = t["diagnostics_interval"]
     logged = []
@@ -346,6 +412,8 @@ def _run(args, D):
     def diagnose():
         if diag_every <= 0 or st["step"] % diag_every:
             return
+        if st["step"] > 0:
+            settle()  # a non-finite step stops the run before its weights are diagnosed
         if D.rank == 0:
             from .diagnostics import training_record
             probe = val_toks if val_toks is not None else train_toks
@@ -360,37 +428,34 @@ def _run(args, D):
         nw = num_windows(len(val_toks), T)
         if t["eval_windows"] > 0:
             nw = min(nw, t["eval_windows"])
-        s = 0.0
-        with torch.no_grad():
+        s = torch.zeros((), dtype=torch.float64, device=D.device)
+        with torch.no_grad(), autocast():
             for k0 in range(D.rank * micro, nw, D.world * micro):
-                ks = range(k0, min(k0 + micro, nw))
-                x = torch.stack([window(val_toks, k, T)[0] for k in ks]).to(D.device)
-                y = torch.stack([window(val_toks, k, T)[1] for k in ks]).to(D.device)
+                ks = list(range(k0, min(k0 + micro, nw)))
+                x, y = val_toks.windows(ks, T, D.device)
                 _, loss = model(x, y)
-                s += loss.item() * len(ks)
+                s += loss.detach().double() * len(ks)
         model.train()
-        return D.sum([s])[0] / nw
+        return D.sum([s.item()])[0] / nw
 
-    if st["step"] == 0:
-        diagnose()
-        if t["eval_interval"] > 0 and val_toks is not None:
-            v = evaluate()
-            write_metrics({"step": 0, "tokens": 0, "val_loss": v if math.isfinite(v) else None})
-    interval_start, interval_tokens, start_step, t0 = time.time(), 0, st["step"], time.time()
-    stop_at = min(total, args.max_steps) if args.max_steps else total
-    while st["step"] < stop_at:
-        step = st["step"]
-        lr = lr_at(c["schedule"], step, total)
+    def forward_backward(x, y, i):
+        """One micro-batch's forward and backward (gradients averaged over the K micro-batches); its loss."""
+        sync = contextlib.nullcontext() if (i == accum - 1 or D.world == 1) else ddp.no_sync()
+        with sync:
+            with autocast():
+                _, loss = fwd(x, y)
+            (loss / accum).backward()
+        return loss.detach()
+
+    def step_reference(step, lr):
+        """The parity reference (--step reference): the loss, the float64 gradient norm and the clip factor are
+        read on the host every step, the update skipped or stopped there (P + 3K + 2 host reads a step)."""
         ids = sampler.next_ids(B)
         mine = ids[D.rank * micro * accum:(D.rank + 1) * micro * accum]
         loss_sum = 0.0
         for i in range(accum):
             x, y = sampler.batch(mine[i * micro:(i + 1) * micro])
-            sync = contextlib.nullcontext() if (i == accum - 1 or D.world == 1) else ddp.no_sync()
-            with sync:
-                _, loss = ddp(x.to(D.device), y.to(D.device))
-                (loss / accum).backward()
-            loss_sum += loss.item() / accum
+            loss_sum += forward_backward(x.to(D.device), y.to(D.device), i).item() / accum
         loss_v = D.sum([loss_sum])[0] / D.world
         gsq = sum(float(p.grad.double().pow(2).sum()) for _, p in params if p.grad is not None)
         gn = math.sqrt(gsq)
@@ -411,37 +476,122 @@ def _run(args, D):
             st["loss_sum"] += loss_v
             st["loss_count"] += 1
         opt.zero_grad(set_to_none=True)
-        st["step"] += 1
-        st["tokens"] += B * T
-        st["epoch"], st["pos"] = sampler.epoch, sampler.pos
-        interval_tokens += B * T
-        done = st["step"] == total
-        eval_now = val_toks is not None and ((t["eval_interval"] > 0 and st["step"] % t["eval_interval"] == 0) or done)
-        if st["step"] % t["log_interval"] == 0 or done or eval_now:
-            m = {"step": st["step"], "tokens": st["tokens"], "lr": lr, "grad_norm": gn if math.isfinite(gn) else 0,
-                 "skipped": st["skipped"]}
-            if st["loss_count"]:
-                m["loss"] = st["loss_sum"] / st["loss_count"]
-            m["tokens_per_s"] = interval_tokens / max(time.time() - interval_start, 1e-9)
-            if eval_now:
+        return gn
+
+    foreach_clip = D.device.type == "cuda" and has_foreach_clip()
+    dev_loss = torch.zeros((), dtype=torch.float64, device=D.device)  # the fast step's sum of step losses
+    first_bad = torch.full((), -1, dtype=torch.int64, device=D.device)  # its first non-finite step, or -1
+
+    def step_fast(step, lr):
+        """The GPU-grade step (--step fast, the default): the loss, the gradient norm (float64, as the
+        reference's) and the non-finite flag stay on the device; the clip factor min(1, clip / (norm + 1e-6))
+        (optim.ClipScale) multiplies the gradients there. Nothing is read on the host between log steps, except
+        with train.skip_nonfinite, whose decision to skip needs the flag every step. Without it a non-finite
+        step is found at the next log step or checkpoint, which stops the run naming that step, as the
+        reference would have at the step itself."""
+        nonlocal dev_loss, first_bad
+        ids = sampler.next_ids(B)
+        mine = ids[D.rank * micro * accum:(D.rank + 1) * micro * accum]
+        loss = torch.zeros((), dtype=torch.float64, device=D.device)
+        for i in range(accum):
+            x, y = sampler.batch(mine[i * micro:(i + 1) * micro], D.device)
+            loss += forward_backward(x, y, i).double() / accum
+        if D.world > 1:
+            dist.all_reduce(loss)
+            loss /= D.world
+        grads = [p.grad for _, p in params if p.grad is not None]
+        if t["skip_nonfinite"] or not foreach_clip:
+            gn = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, dtype=torch.float64) for g in grads]))
+        else:  # torch >= 2 on CUDA: the same factor min(1, clip / (norm + 1e-6)) in a few foreach kernels (float32 norm)
+            gn = torch.nn.utils.clip_grad_norm_([p for _, p in params if p.grad is not None],
+                                                t["grad_clip"] if t["grad_clip"] > 0 else math.inf, foreach=True).double()
+        bad = ~(torch.isfinite(loss) & torch.isfinite(gn))
+        if t["skip_nonfinite"] and bool(bad):
+            st["skipped"] += 1
+            opt.zero_grad(set_to_none=True)
+            return gn
+        if t["grad_clip"] > 0 and (t["skip_nonfinite"] or not foreach_clip):
+            c64 = t["grad_clip"] / (gn + 1e-6)
+            sc = torch.where(c64 >= 1, torch.ones_like(c64), c64).float()
+            for g in grads:
+                g.mul_(sc.to(g.dtype))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        first_bad = torch.where(bad & (first_bad < 0), torch.full_like(first_bad, step), first_bad)
+        dev_loss += loss
+        st["adam_step"] += 1
+        st["loss_count"] += 1
+        return gn
+
+    def settle():
+        """Read the fast step's device values into st (one host read): the loss sum; a non-finite step stops
+        the run as the reference does."""
+        nonlocal dev_loss
+        if not fast:
+            return
+        bad, loss_sum = int(first_bad), float(dev_loss)
+        if bad >= 0:
+            raise FloatingPointError(f"step {bad}: non-finite loss or gradient norm (found at step {st['step']})")
+        st["loss_sum"] += loss_sum
+        dev_loss = torch.zeros_like(dev_loss)
+
+    try:
+        if st["step"] == 0:
+            diagnose()
+            if t["eval_interval"] > 0 and val_toks is not None:
                 v = evaluate()
-                m["val_loss"] = v if math.isfinite(v) else None
-            write_metrics(m)
-            if D.rank == 0 and not args.quiet:
-                print(f"step {m['step']:6d}/{total}  loss {m.get('loss', float('nan')):.4f}  lr {lr:.2e}  grad norm {gn:.3f}  "
-                      f"{m['tokens_per_s']:.0f} tok/s" + (f"  val loss {m['val_loss']:.4f}" if eval_now else ""), file=sys.stderr)
-            st["loss_sum"], st["loss_count"] = 0.0, 0
-            interval_start, interval_tokens = time.time(), 0
-        diagnose()
-        every = t["checkpoint_interval"]
-        if done or st["step"] == stop_at or (every > 0 and st["step"] % every == 0):
-            if D.rank == 0:
-                if mf:
-                    os.fsync(mf.fileno())
-                save_checkpoint(out, model, opt, params, st, config_json, t["keep_checkpoints"])
-            D.barrier()
-    if mf:
-        mf.close()
+                write_metrics({"step": 0, "tokens": 0, "val_loss": v if math.isfinite(v) else None})
+        interval_start, interval_tokens, start_step, t0 = time.time(), 0, st["step"], time.time()
+        stop_at = min(total, args.max_steps) if args.max_steps else total
+        gn = 0.0
+        while st["step"] < stop_at:
+            step = st["step"]
+            lr = lr_at(c["schedule"], step, total)
+            gn = (step_fast if fast else step_reference)(step, lr)
+            st["step"] += 1
+            st["tokens"] += B * T
+            st["epoch"], st["pos"] = sampler.epoch, sampler.pos
+            interval_tokens += B * T
+            done = st["step"] == total
+            eval_now = val_toks is not None and ((t["eval_interval"] > 0 and st["step"] % t["eval_interval"] == 0) or done)
+            if st["step"] % t["log_interval"] == 0 or done or eval_now:
+                settle()
+                gn = float(gn)
+                m = {"step": st["step"], "tokens": st["tokens"], "lr": lr, "grad_norm": gn if math.isfinite(gn) else 0,
+                     "skipped": st["skipped"]}
+                if st["loss_count"]:
+                    m["loss"] = st["loss_sum"] / st["loss_count"]
+                m["tokens_per_s"] = interval_tokens / max(time.time() - interval_start, 1e-9)
+                if eval_now:
+                    v = evaluate()
+                    m["val_loss"] = v if math.isfinite(v) else None
+                write_metrics(m)
+                if D.rank == 0 and not args.quiet:
+                    print(f"step {m['step']:6d}/{total}  loss {m.get('loss', float('nan')):.4f}  lr {lr:.2e}  grad norm {gn:.3f}  "
+                          f"{m['tokens_per_s']:.0f} tok/s" + (f"  val loss {m['val_loss']:.4f}" if eval_now else ""), file=sys.stderr)
+                st["loss_sum"], st["loss_count"] = 0.0, 0
+                interval_start, interval_tokens = time.time(), 0
+            diagnose()
+            every = t["checkpoint_interval"]
+            stopping = stop is not None and stop.requested and D.world == 1
+            if done or st["step"] == stop_at or stopping or (every > 0 and st["step"] % every == 0):
+                settle()
+                if D.rank == 0:
+                    if mf:
+                        os.fsync(mf.fileno())
+                    save_checkpoint(out, model, opt, params, st, config_json, t["keep_checkpoints"])
+                D.barrier()
+            if stopping and not done:
+                raise Stopped(f"{out}: stopped by SIGTERM at step {st['step']} of {total}, checkpoint written: "
+                              f"continue with --resume {out}")
+        if st["step"] < total and D.rank == 0 and not args.quiet:
+            print(f"stopped at step {st['step']} of {total} (--max-steps {args.max_steps}), checkpoint written: "
+                  f"continue with --resume {out}", file=sys.stderr)
+    finally:  # an error (a non-finite step, SIGTERM) leaves no open log
+        if mf:
+            mf.close()
     if st["step"] == total and D.rank == 0:
         final = os.path.join(out, "final")
         os.makedirs(final, exist_ok=True)
@@ -459,8 +609,14 @@ def _run(args, D):
 
 
 def _recipe(r: dict) -> dict:
-    """A recipe with every key: rule, gamma, std, depth_scale, classes (the [init] section's)."""
-    return {"rule": r.get("rule") or "gamma", "gamma": float(r.get("gamma", 1.0)), "std": float(r.get("std") or 0.0),
+    """A recipe with every key: rule, gamma, std, depth_scale, classes (the [init] section's). std is kept only
+    when the rule reads it (fixed): a γ-rule recipe that `smallinit init` recorded with its std = 0.02 default
+    writes std = 0 to config.toml, as Go's trainer does, so that a Go run and a PyTorch run of one arm land in
+    one report arm."""
+    from .init import rules
+    rule = r.get("rule") or "gamma"
+    std = float(r.get("std") or 0.0) if rules().get(rule, {}).get("param") == "std" else 0.0
+    return {"rule": rule, "gamma": float(r.get("gamma", 1.0)), "std": std,
             "depth_scale": bool(r.get("depth_scale", False)), "classes": r.get("classes") or {}}
 
 
@@ -526,9 +682,18 @@ def _spawned(rank, world, port, args):
     torch.set_num_threads(max(1, args.threads_per_rank))
     try:
         run(args)
+    except Stopped as e:
+        if rank == 0:
+            print(f"smallinit_torch: {e}", file=sys.stderr)
+        sys.exit(143)
     except USER_ERRORS as e:
         if rank == 0:
             print(error_line(e), file=sys.stderr)
+        sys.exit(1)
+    except RuntimeError as e:
+        if not is_device_error(e):
+            raise
+        print(device_error_line(e, args.device), file=sys.stderr)
         sys.exit(1)
 
 
@@ -540,7 +705,11 @@ def parser(sub=None):
     ap.add_argument("--out", help="run directory to create")
     ap.add_argument("--resume", help="continue the run in this directory from its newest checkpoint")
     ap.add_argument("--grad-accum", type=int, default=1, help="micro-batches per rank and step")
-    ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    ap.add_argument("--device", default="auto", help="auto (a CUDA GPU when there is one), cpu, cuda or cuda:N")
+    ap.add_argument("--step", choices=("fast", "reference"), default="fast",
+                    help="fast: the GPU-grade step (no host reads between log steps, fused attention and AdamW where "
+                         "this torch has them); reference: the per-step host path the Go parity tests hold")
+    ap.add_argument("--compile", action="store_true", help="run the forward through torch.compile (torch >= 2.0)")
     ap.add_argument("--spawn", type=int, default=0, help="start this many local gloo/NCCL processes (instead of torchrun)")
     ap.add_argument("--threads-per-rank", type=int, default=1, help="torch threads of each --spawn process")
     ap.add_argument("--max-steps", type=int, default=0, help="stop (with a checkpoint) after this step, as an interruption")
@@ -567,5 +736,12 @@ def main(argv=None):
                 sys.exit(1)
         else:
             run(args)
+    except Stopped as e:
+        print(f"smallinit_torch: {e}", file=sys.stderr)
+        sys.exit(143)
     except USER_ERRORS as e:
         sys.exit(error_line(e))
+    except RuntimeError as e:  # a CUDA error, out of device memory: one line naming the device, no traceback
+        if not is_device_error(e):
+            raise
+        sys.exit(device_error_line(e, args.device))

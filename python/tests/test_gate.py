@@ -52,9 +52,6 @@ class TestGate(unittest.TestCase):
             set_rmsnorm_eps(nn.Linear(2, 2))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class TestAddOutputGate(unittest.TestCase):
     def test_hooked_gate_equals_built_in(self):
@@ -75,3 +72,7 @@ class TestAddOutputGate(unittest.TestCase):
             _, l1 = ref(x[:, :-1], x[:, 1:])
             _, l2 = plain(x[:, :-1], x[:, 1:])
             self.assertAlmostEqual(l1.item(), l2.item(), delta=1e-6)
+
+
+if __name__ == "__main__":
+    unittest.main()

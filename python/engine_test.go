@@ -1,0 +1,123 @@
+package python
+
+import (
+	"context"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/report"
+	"github.com/smallinit/smallinit/train"
+)
+
+// enginePlan is a 2-arm × 2-seed plan (γ 0.5 and 1 with both fixes) small enough for a test: width 64, 2 layers,
+// 32 positions, vocabulary 1024, 16 steps of batch 4.
+const enginePlan = `name = "engines"
+title = "engine equality"
+seeds = [0, 1]
+summary = true
+
+[budget]
+minutes = 1
+efficiency = 0.85
+min_steps = 4
+
+[data]
+corpus = "embedded"
+vocab = 1024
+
+[base]
+"model.preset" = "tiny"
+"model.hidden_size" = 64
+"model.num_hidden_layers" = 2
+"model.max_position_embeddings" = 32
+"model.norm_eps" = 1e-12
+"model.attn_gate" = "elementwise"
+"train.batch_size" = 4
+"train.log_interval" = 4
+"train.eval_interval" = 8
+"train.eval_windows" = 8
+"train.checkpoint_interval" = 8
+"train.keep_checkpoints" = 1
+"train.threads" = 1
+"schedule.kind" = "cosine"
+"schedule.lr" = 3e-3
+"schedule.warmup_steps" = 4
+
+[[group]]
+name = "runs"
+
+[[group.arm]]
+name = "gamma0.5"
+set = { "init.gamma" = 0.5 }
+
+[[group.arm]]
+name = "gamma1"
+set = { "init.gamma" = 1.0 }
+`
+
+// TestEnginesTrainThePlanAlike runs one plan through the Go engine and through the PyTorch trainer (both on
+// the CPU): every run's training and validation losses agree within the parity tolerance, each run directory
+// records its engine, and the report puts both engines' runs of an arm into one arm (no "Arms differ in").
+func TestEnginesTrainThePlanAlike(t *testing.T) {
+	py := needTorch(t)
+	here, _ := filepath.Abs(".")
+	p, err := experiment.Parse([]byte(enginePlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Setenv("OMP_NUM_THREADS", "1")
+	outs := map[string]*experiment.Outcome{}
+	for _, eng := range []train.Engine{train.GoEngine{}, train.TorchEngine{Python: py, PythonPath: here, Device: "cpu"}} {
+		o := experiment.Options{Out: filepath.Join(dir, eng.Name()), Steps: 16, Jobs: 1, Log: io.Discard, Engine: eng}
+		out, err := experiment.Run(context.Background(), p, o)
+		if err != nil {
+			t.Fatalf("%s engine: %v", eng.Name(), err)
+		}
+		outs[eng.Name()] = out
+		for _, r := range out.RunList {
+			if got := train.EngineOf(r.Dir); got != eng.Name() {
+				t.Errorf("%s: records engine %q, trained by %q", r.Dir, got, eng.Name())
+			}
+		}
+	}
+	g, tr := outs[train.EngineGo].Rows, outs[train.EngineTorch].Rows
+	if len(g) != 4 || len(tr) != len(g) {
+		t.Fatalf("summary rows: go %d, torch %d, want 4 each", len(g), len(tr))
+	}
+	worst := 0.0
+	for i := range g {
+		if g[i].Run != tr[i].Run || g[i].Gamma != tr[i].Gamma || g[i].Steps != tr[i].Steps {
+			t.Errorf("row %d: go %s γ %g %d steps, torch %s γ %g %d steps", i, g[i].Run, g[i].Gamma, g[i].Steps, tr[i].Run, tr[i].Gamma, tr[i].Steps)
+		}
+		for _, v := range []struct {
+			what      string
+			a, b, tol float64
+		}{{"train loss", g[i].TrainLoss, tr[i].TrainLoss, 1e-4}, {"val loss", g[i].ValLoss, tr[i].ValLoss, 1e-4}} {
+			worst = math.Max(worst, math.Abs(v.a-v.b))
+			if !(math.Abs(v.a-v.b) <= v.tol*math.Max(1, math.Abs(v.a))) {
+				t.Errorf("%s %s: go %.7f, torch %.7f (tolerance %g)", g[i].Run, v.what, v.a, v.b, v.tol)
+			}
+		}
+	}
+	t.Logf("largest |go − torch| of a run's train or val loss: %.2g", worst)
+	d, err := report.Gather([]string{filepath.Join(dir, train.EngineGo, "runs"), filepath.Join(dir, train.EngineTorch, "runs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Varying) != 1 || d.Varying[0] != "init.gamma" || len(d.Arms) != 2 {
+		t.Fatalf("report: %d arms differing in %v (ignored %v), want 2 arms differing in init.gamma only", len(d.Arms), d.Varying, d.Ignored)
+	}
+	for _, a := range d.Arms {
+		if len(a.Runs) != 4 {
+			t.Errorf("report arm %v: %d runs, want 4 (2 seeds × 2 engines)", a.Key, len(a.Runs))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outs[train.EngineTorch].RunList[0].Dir, train.TorchRecordFile)); err != nil {
+		t.Error(err)
+	}
+}

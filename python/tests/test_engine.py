@@ -1,0 +1,348 @@
+"""The trainer as an engine on any device: the model runs on the meta device (and CUDA when present), device
+errors are one line, the fast step reads nothing on the host between log steps and agrees with the reference
+step, checkpoints cross between the two optimizer paths, SIGTERM checkpoints, token files are mapped, and the
+run config's presets and [init] are Go's."""
+import contextlib
+import io
+import json
+import os
+import signal
+import shutil
+import sys
+import tempfile
+import unittest
+
+import torch
+
+from smallinit_torch import device as devmod
+from smallinit_torch import train as trainmod
+from smallinit_torch.data import open_tokens, write_tokens, TOK_MAGIC
+from smallinit_torch.model import Config, Llama
+from smallinit_torch.runconfig import load_run_config, resolve_model
+from smallinit_torch.train import main, parser, run
+from tests.test_train import CFG, lines, make_run_dir
+
+RUN = """seed = 5
+[schedule]
+lr = 1e-2
+warmup_steps = 2
+[data]
+train = "{d}/train.tok"
+val = "{d}/val.tok"
+[train]
+batch_size = 4
+steps = {steps}
+log_interval = {log}
+eval_interval = 0
+checkpoint_interval = {ck}
+diagnostics_interval = 0
+grad_clip = 0.05
+threads = 1
+{extra}
+"""
+
+
+class Runs(unittest.TestCase):
+    def setUp(self):
+        self.d = tempfile.mkdtemp()
+        self.model = make_run_dir(self.d)
+        self.n = 0
+
+    def tearDown(self):
+        shutil.rmtree(self.d)
+
+    def config(self, steps=6, log=2, ck=0, extra=""):
+        self.n += 1
+        p = os.path.join(self.d, f"e{self.n}.toml")
+        with open(p, "w") as f:
+            f.write(RUN.format(d=self.d, steps=steps, log=log, ck=ck, extra=extra))
+        return p
+
+    def train(self, cfg, *flags):
+        out = os.path.join(self.d, f"run{self.n}-{len(os.listdir(self.d))}")
+        logged = run(parser().parse_args(["--model", self.model, "--config", cfg, "--out", out, "--quiet", *flags]))
+        return out, logged
+
+
+_READS = ("item", "tolist", "cpu", "numpy", "nonzero", "__bool__", "__float__", "__int__", "__index__")
+
+
+@contextlib.contextmanager
+def host_reads():
+    """Counts the calls the package's own code makes that read a tensor's value on the host (on a GPU each is a
+    synchronisation): Tensor.item/tolist/cpu/numpy/nonzero, bool/float/int of a tensor, torch.cuda.synchronize.
+    Calls from inside torch (the CPU step counters of AdamW) are not the package's and are not counted. On the
+    CPU nothing synchronises, so this counts the places that would."""
+    calls = []
+    saved = {n: getattr(torch.Tensor, n) for n in _READS}
+    saved_sync = torch.cuda.synchronize
+
+    def wrap(name, f):
+        def counted(*a, **k):
+            if "smallinit_torch" in sys._getframe(1).f_code.co_filename:
+                calls.append(name)
+            return f(*a, **k)
+        return counted
+    try:
+        for n, f in saved.items():
+            setattr(torch.Tensor, n, wrap(n, f))
+        torch.cuda.synchronize = wrap("synchronize", saved_sync)
+        yield calls
+    finally:
+        for n, f in saved.items():
+            setattr(torch.Tensor, n, f)
+        torch.cuda.synchronize = saved_sync
+
+
+class TestDevices(unittest.TestCase):
+    def test_forward_backward_on_meta_device(self):
+        """Every tensor the forward creates (the RoPE table among them) follows the model onto the meta device."""
+        m = Llama(Config(dict(CFG, qk_norm=True))).to("meta")
+        x = torch.randint(0, 64, (2, 16)).to("meta")
+        _, loss = m(x, x)
+        loss.backward()
+        self.assertEqual(loss.device.type, "meta")
+        self.assertEqual(m.model.embed_tokens.weight.grad.device.type, "meta")
+
+    @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
+    def test_forward_backward_on_cuda(self):
+        """The model trains a step on CUDA, and its loss equals the CPU's within float32 rounding."""
+        torch.manual_seed(0)
+        m = Llama(Config(CFG))
+        x = torch.randint(0, 64, (2, 16))
+        _, want = m(x, x)
+        g = m.cuda()
+        _, got = g(x.cuda(), x.cuda())
+        got.backward()
+        self.assertLess(abs(got.item() - want.item()), 1e-4)
+
+    def test_device_flag(self):
+        """--device takes auto, cpu, cuda and cuda:N; a bad value or a GPU this machine lacks is a ValueError
+        that names the flag's value."""
+        self.assertEqual(devmod.parse_device("cpu"), torch.device("cpu"))
+        self.assertEqual(devmod.parse_device("auto").type, "cuda" if torch.cuda.is_available() else "cpu")
+        for bad in ("gpu", "cpu:1", "cuda:x", ""):
+            with self.assertRaisesRegex(ValueError, "--device"):
+                devmod.parse_device(bad)
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        with self.assertRaisesRegex(ValueError, f"--device cuda:{n}"):
+            devmod.parse_device(f"cuda:{n}")
+
+    def test_device_errors_are_one_line(self):
+        """A CUDA runtime error (out of memory) becomes `smallinit_torch: device D: <first line>`."""
+        e = RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore detail")
+        self.assertTrue(devmod.is_device_error(e))
+        line = devmod.device_error_line(e, "cuda:0")
+        self.assertTrue(line.startswith("smallinit_torch: device cuda:0: CUDA out of memory."), line)
+        self.assertNotIn("\n", line)
+        self.assertFalse(devmod.is_device_error(RuntimeError("shape mismatch")))
+
+    def test_memory_check_reads_the_device(self):
+        """check_memory compares with the device's memory: the CPU's MemTotal, a GPU's own memory."""
+        limit, where = devmod.device_memory(torch.device("cpu"))
+        self.assertGreater(limit, 0)
+        self.assertIn("machine", where)
+        if torch.cuda.is_available():
+            limit, where = devmod.device_memory(torch.device("cuda", 0))
+            self.assertEqual(limit, torch.cuda.get_device_properties(0).total_memory)
+            self.assertIn("cuda:0", where)
+
+
+class TestTrainerOnDevice(Runs):
+    def test_cuda_without_cuda_is_one_line(self):
+        """--device cuda on a machine without CUDA exits with one line naming the device, no traceback."""
+        if torch.cuda.is_available():
+            self.skipTest("this machine has CUDA")
+        err = io.StringIO()
+        with self.assertRaises(SystemExit) as cm, contextlib.redirect_stderr(err):
+            main(["--model", self.model, "--config", self.config(), "--out", os.path.join(self.d, "x"), "--quiet",
+                  "--device", "cuda"])
+        self.assertRegex(str(cm.exception.code), r"^smallinit_torch: --device cuda: .*(CUDA|GPU)")
+        self.assertNotIn("\n", str(cm.exception.code))
+
+    def test_fast_step_reads_nothing_between_log_steps(self):
+        """The host reads of a run whose only log step is its last do not grow with its steps under the fast
+        step (0 a step); the reference step reads every step."""
+        per_step = {}
+        for step in ("fast", "reference"):
+            counts = []
+            for steps in (2, 6):
+                with host_reads() as calls:
+                    self.train(self.config(steps=steps, log=steps), "--step", step)
+                counts.append(len(calls))
+            per_step[step] = (counts[1] - counts[0]) / 4
+        self.assertEqual(per_step["fast"], 0)
+        self.assertGreater(per_step["reference"], 1)
+
+    def test_fast_step_agrees_with_reference(self):
+        """The fast step's losses and gradient norms equal the reference step's within float32 rounding (the
+        same arithmetic: float64 norm and clip factor, AdamW; only the order of a few sums differs)."""
+        cfg = self.config(steps=8, log=1)
+        _, fast = self.train(cfg, "--step", "fast")
+        _, ref = self.train(cfg, "--step", "reference")
+        self.assertEqual(len(fast), len(ref))
+        for a, b in zip(fast, ref):
+            for k in ("loss", "grad_norm"):
+                self.assertLess(abs(a[k] - b[k]), 1e-5 * max(1.0, abs(b[k])), (a["step"], k, a[k], b[k]))
+
+    def test_checkpoints_cross_optimizer_paths(self):
+        """A checkpoint written by one step path (and AdamW path) resumes under the other, and the resumed run
+        ends where an uninterrupted run of the resuming path ends (within float32 rounding)."""
+        cfg = self.config(steps=6, log=1, ck=3)
+        for first, second in (("reference", "fast"), ("fast", "reference")):
+            whole, want = self.train(cfg, "--step", second)
+            out, _ = self.train(cfg, "--step", first, "--max-steps", "3")
+            run(parser().parse_args(["--resume", out, "--quiet", "--step", second]))
+            got = [json.loads(l) for l in _read(os.path.join(out, "metrics.jsonl")).splitlines()]
+            self.assertEqual([m["step"] for m in got], [m["step"] for m in want])
+            for a, b in zip(got, want):
+                self.assertLess(abs(a["loss"] - b["loss"]), 1e-5, (first, second, a["step"]))
+
+    def test_nonfinite_step_stops_or_skips_in_both_paths(self):
+        """A non-finite loss stops the run naming its step under both step paths (the fast one finds it at the
+        next log step, before writing a metrics line or a checkpoint), and train.skip_nonfinite skips it under
+        both, counting the same skipped steps."""
+        from smallinit_torch.safetensors import read_safetensors, write_safetensors
+        path = os.path.join(self.model, "model.safetensors")
+        w = read_safetensors(path)
+        w["model.norm.weight"][0] = float("nan")
+        write_safetensors(path, w)
+        cfg = self.config(steps=4, log=4)
+        for step in ("fast", "reference"):
+            with self.assertRaisesRegex(FloatingPointError, "^step 0: non-finite"):
+                self.train(cfg, "--step", step)
+        cfg = self.config(steps=4, log=2, extra="skip_nonfinite = true")
+        skipped = {step: [m["skipped"] for m in self.train(cfg, "--step", step)[1]] for step in ("fast", "reference")}
+        self.assertEqual(skipped["fast"], [2, 4])
+        self.assertEqual(skipped["fast"], skipped["reference"])
+
+    def test_sigterm_checkpoints_and_resumes(self):
+        """SIGTERM during a step: the run checkpoints at the end of that step and stops (exit 143 from main);
+        --resume then finishes it exactly as an uninterrupted run."""
+        cfg = self.config(steps=6, log=1)
+        whole, _ = self.train(cfg)
+        real = trainmod.lr_at
+
+        def lr_at(s, step, total):
+            if step == 2:
+                os.kill(os.getpid(), signal.SIGTERM)
+            return real(s, step, total)
+        out = os.path.join(self.d, "term")
+        trainmod.lr_at = lr_at
+        try:
+            with self.assertRaises(SystemExit) as cm, contextlib.redirect_stderr(io.StringIO()):
+                main(["--model", self.model, "--config", cfg, "--out", out, "--quiet"])
+        finally:
+            trainmod.lr_at = real
+        self.assertEqual(cm.exception.code, 143)
+        self.assertEqual(os.listdir(os.path.join(out, "checkpoints")), ["step-000003"])
+        self.assertIs(signal.getsignal(signal.SIGTERM), signal.SIG_DFL)
+        run(parser().parse_args(["--resume", out, "--quiet"]))
+        self.assertEqual(lines(os.path.join(out, "metrics.jsonl")), lines(os.path.join(whole, "metrics.jsonl")))
+
+    def test_max_steps_below_log_interval_says_where_it_stopped(self):
+        """--max-steps that stops before the first log step says so on stderr (the run is not silent)."""
+        err = io.StringIO()
+        out = os.path.join(self.d, "short")
+        with contextlib.redirect_stderr(err):
+            run(parser().parse_args(["--model", self.model, "--config", self.config(steps=6, log=4), "--out", out,
+                                     "--max-steps", "1"]))
+        self.assertIn(f"stopped at step 1 of 6 (--max-steps 1), checkpoint written: continue with --resume {out}",
+                      err.getvalue())
+
+    def test_bf16_precision_trains(self):
+        """train.precision = "bf16" trains under autocast with float32 weights and records the precision."""
+        out, logged = self.train(self.config(steps=2, log=1, extra='precision = "bf16"'))
+        self.assertTrue(all(m["loss"] == m["loss"] for m in logged))
+        pj = json.loads(_read(os.path.join(out, "pytorch.json")))
+        self.assertEqual((pj["precision"], pj["engine"], pj["step"]), ("bf16", "torch", "fast"))
+
+    def test_compile_is_refused_before_torch_2(self):
+        """--compile on a torch without torch.compile is a one-line ValueError naming the version."""
+        if devmod.has_compile():
+            self.skipTest("this torch has torch.compile")
+        with self.assertRaisesRegex(ValueError, "--compile: torch.compile needs torch 2.0"):
+            self.train(self.config(steps=1), "--compile")
+
+    def test_init_std_is_zero_for_the_gamma_rule(self):
+        """A model directory that `smallinit init` wrote records std = 0.02 beside its γ rule; the run's
+        config.toml [init] says std = 0, as Go's trainer writes it, so both engines' runs share a report arm."""
+        cj = json.loads(_read(os.path.join(self.model, "config.json")))
+        cj["smallinit_init"] = {"recipe": {"rule": "gamma", "gamma": 1, "std": 0.02}, "seed": 3}
+        with open(os.path.join(self.model, "config.json"), "w") as f:
+            json.dump(cj, f)
+        out, _ = self.train(self.config(steps=1))
+        c, _ = load_run_config(os.path.join(out, "config.toml"))
+        self.assertEqual((c["init"]["rule"], c["init"]["std"]), ("gamma", 0.0))
+
+
+class TestRunConfig(unittest.TestCase):
+    def test_scale_presets_are_accepted(self):
+        """model.preset = "0.1b" (and 0.3b, 0.7b, 1.5b, any case) resolves as in Go for a matching model."""
+        shapes = {"0.1b": (768, 12, 12, 2048), "0.3b": (1024, 20, 16, 2752), "0.7b": (1536, 22, 12, 4096),
+                  "1.5B": (2048, 28, 16, 5504)}
+        for name, (d, L, H, f) in shapes.items():
+            cj = {"vocab_size": 32000, "hidden_size": d, "intermediate_size": f, "num_hidden_layers": L,
+                  "num_attention_heads": H, "max_position_embeddings": 2048, "rms_norm_eps": 1e-5}
+            got = resolve_model({"model": {"preset": name}}, Config(cj), cj, "run.toml", "m")
+            self.assertEqual(got["preset"], name.lower())
+
+
+class TestTokenFiles(unittest.TestCase):
+    def test_token_file_is_mapped_not_widened(self):
+        """open_tokens maps the file: opening a 4M-token file and gathering windows adds far less anonymous
+        memory than the file's size (reading it whole as int64 added 4x, 9x at the peak)."""
+        d = tempfile.mkdtemp()
+        try:
+            n = 4 << 20
+            p = os.path.join(d, "big.tok")
+            ids = (torch.arange(n, dtype=torch.int64) * 7919 % 50000).to(torch.int32).to(torch.int16)
+            with open(p, "wb") as f:
+                import struct
+                f.write(TOK_MAGIC + struct.pack("<IIQ", 1, 2, n))
+                f.write(ids.numpy().tobytes())
+            del ids
+            before = _anon_kb()
+            toks = open_tokens(p, 50000)
+            grew = (_anon_kb() - before) * 1024
+            self.assertLess(grew, 2 * n / 2, f"anonymous memory grew {grew} bytes for a {2 * n}-byte file")
+            x, y = toks.windows([0, 1000, 5000], 64)
+            self.assertEqual(len(toks), n)
+            self.assertEqual(x[1, 0].item(), (1000 * 64) * 7919 % 50000)
+            self.assertTrue(torch.equal(x[:, 1:], y[:, :-1]))
+            with self.assertRaisesRegex(ValueError, "outside the vocabulary"):
+                open_tokens(p, 1000)
+        finally:
+            shutil.rmtree(d)
+
+    def test_windows_match_slices(self):
+        """TokenFile.windows gathers exactly the windows that slicing gives, ids above 32767 included."""
+        d = tempfile.mkdtemp()
+        try:
+            p = os.path.join(d, "t.tok")
+            ids = [(i * 40503) % 65536 for i in range(1000)]
+            write_tokens(p, ids)
+            toks = open_tokens(p)
+            x, y = toks.windows([3, 0, 7], 16)
+            for row, k in enumerate((3, 0, 7)):
+                self.assertEqual(x[row].tolist(), ids[k * 16:k * 16 + 16])
+                self.assertEqual(y[row].tolist(), ids[k * 16 + 1:k * 16 + 17])
+        finally:
+            shutil.rmtree(d)
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def _anon_kb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    return 0
+
+
+if __name__ == "__main__":
+    unittest.main()
