@@ -31,14 +31,18 @@ type packFunc func(im *gemmImpl, a *gemmArgs, dst []float32, i0, ni, p0, kc int)
 // impl is one complete set of kernels. The package uses the one chosen at
 // init (active); tests run every entry of available().
 type impl struct {
-	name  string
-	gemm  gemmImpl
-	dot   func(x, y []float32) float32
-	axpy  func(alpha float32, x, y []float32)
-	scale func(alpha float32, x []float32)
-	add   func(dst, x []float32)
-	exp   func(dst, src []float32)
-	max   func(x []float32) float32
+	name string
+	// gemms holds one GEMM micro-kernel per Precision (precision.go): gemms[F32] the float32 one, gemms[BF16]
+	// the bf16 pair kernel, its packers and blocking (bf16.go); native says which run in hardware rather than
+	// as their pure-Go twin.
+	gemms  [NumPrecisions]gemmImpl
+	native [NumPrecisions]bool
+	dot    func(x, y []float32) float32
+	axpy   func(alpha float32, x, y []float32)
+	scale  func(alpha float32, x []float32)
+	add    func(dst, x []float32)
+	exp    func(dst, src []float32)
+	max    func(x []float32) float32
 	// Fused row kernels (rows.go); nil entries fall back to the generic ones.
 	expShiftSum func(dst, src []float32, shift, scale float32) float32
 	swiglu      func(act, sig, g, u []float32)
@@ -46,11 +50,6 @@ type impl struct {
 	rmsNormBack func(dx, dy, x, g, dg []float32, rstd, invN float32)
 	// adamw is the AdamW element update (adamw.go); nil: adamwGeneric.
 	adamw func(p, g, m, v []float32, k [9]float32)
-
-	// bf16 GEMM (bf16.go): the pair micro-kernel, packers and blocking, and
-	// whether they are the AVX512_BF16 ones (bf16Native) or the pure-Go twin.
-	gemmBF16   gemmImpl
-	bf16Native bool
 }
 
 // genericBF16Gemm is the pure-Go bf16 pair GEMM (the twin of the
@@ -64,24 +63,26 @@ var genericBF16Gemm = gemmImpl{
 // genericImpl is the pure-Go implementation, available everywhere.
 var genericImpl = &impl{
 	name: "generic",
-	gemm: gemmImpl{
-		mr: 4, nr: 4,
-		mc: 128, kc: 256, nc: 1024,
-		kern: gemmKernGeneric4x4, packA: packAGeneric, packB: packBGeneric,
+	gemms: [NumPrecisions]gemmImpl{
+		F32: {
+			mr: 4, nr: 4,
+			mc: 128, kc: 256, nc: 1024,
+			kern: gemmKernGeneric4x4, packA: packAGeneric, packB: packBGeneric,
+		},
+		BF16: genericBF16Gemm,
 	},
-	dot:   dotGeneric,
-	axpy:  axpyGeneric,
-	scale: scaleGeneric,
-	add:   addGeneric,
-	exp:   expGeneric,
-	max:   maxGeneric,
+	native: [NumPrecisions]bool{F32: true},
+	dot:    dotGeneric,
+	axpy:   axpyGeneric,
+	scale:  scaleGeneric,
+	add:    addGeneric,
+	exp:    expGeneric,
+	max:    maxGeneric,
 
 	expShiftSum: expShiftSumGeneric,
 	swiglu:      swigluGeneric,
 	swigluBack:  swigluBackGeneric,
 	rmsNormBack: rmsNormBackGeneric,
-
-	gemmBF16: genericBF16Gemm,
 }
 
 // active is the implementation used by the exported functions and new pools.

@@ -23,26 +23,28 @@ import (
 // KC=320 and MC=224 or 896 are within ±2%.
 var avx512Impl = &impl{
 	name: "avx512",
-	gemm: gemmImpl{
-		mr: 14, nr: 32,
-		mc: 448, kc: 256, nc: 2048,
-		kern: gemmKernAVX512_14x32, kernRowA: gemmKernAVX512_14x32_rowA,
-		packA: packAAVX512, packB: packBAVX512,
+	gemms: [NumPrecisions]gemmImpl{
+		F32: {
+			mr: 14, nr: 32,
+			mc: 448, kc: 256, nc: 2048,
+			kern: gemmKernAVX512_14x32, kernRowA: gemmKernAVX512_14x32_rowA,
+			packA: packAAVX512, packB: packBAVX512,
+		},
+		BF16: genericBF16Gemm,
 	},
-	dot:   dotAVX512,
-	axpy:  axpyAVX512,
-	scale: scaleAVX512,
-	add:   addAVX512,
-	exp:   expAVX512,
-	max:   maxAVX512,
+	native: [NumPrecisions]bool{F32: true},
+	dot:    dotAVX512,
+	axpy:   axpyAVX512,
+	scale:  scaleAVX512,
+	add:    addAVX512,
+	exp:    expAVX512,
+	max:    maxAVX512,
 
 	expShiftSum: expShiftSumAVX512,
 	swiglu:      swigluAVX512,
 	swigluBack:  swigluBackAVX512,
 	rmsNormBack: rmsNormBackAVX512,
 	adamw:       adamwAVX512,
-
-	gemmBF16: genericBF16Gemm,
 }
 
 // avx512BF16Impl is avx512Impl plus the AVX512_BF16 GEMM: the 14×32 pair
@@ -53,13 +55,13 @@ var avx512Impl = &impl{
 // float32 kernel; A is always packed (no in-place variant).
 var avx512BF16Impl = func() *impl {
 	c := *avx512Impl
-	c.gemmBF16 = gemmImpl{
+	c.gemms[BF16] = gemmImpl{
 		mr: 14, nr: 32,
 		mc: 448, kc: bf16KC, nc: 2048,
 		kern:  gemmKernBF16AVX512Wrapper,
 		packA: packABF16AVX512, packB: packBBF16AVX512,
 	}
-	c.bf16Native = true
+	c.native[BF16] = true
 	return &c
 }()
 
@@ -151,25 +153,27 @@ func pairCopyAVX512(src []float32, lds, kr, kc, cols int, d []uint32, w int) {
 // avx2Impl uses a 6×16 ymm micro-kernel (12 accumulators, Haswell..Zen 3).
 var avx2Impl = &impl{
 	name: "avx2",
-	gemm: gemmImpl{
-		mr: 6, nr: 16,
-		mc: 192, kc: 256, nc: 2048,
-		kern: gemmKernAVX2_6x16, packA: packAGeneric, packB: packBGeneric,
+	gemms: [NumPrecisions]gemmImpl{
+		F32: {
+			mr: 6, nr: 16,
+			mc: 192, kc: 256, nc: 2048,
+			kern: gemmKernAVX2_6x16, packA: packAGeneric, packB: packBGeneric,
+		},
+		BF16: genericBF16Gemm,
 	},
-	dot:   dotAVX2,
-	axpy:  axpyAVX2,
-	scale: scaleAVX2,
-	add:   addAVX2,
-	exp:   expAVX2Tail,
-	max:   maxAVX2,
+	native: [NumPrecisions]bool{F32: true},
+	dot:    dotAVX2,
+	axpy:   axpyAVX2,
+	scale:  scaleAVX2,
+	add:    addAVX2,
+	exp:    expAVX2Tail,
+	max:    maxAVX2,
 
 	// The fused row kernels have no AVX2 versions: the exponentials run through expAVX2, the rest in Go.
 	expShiftSum: expShiftSumWith(expAVX2Tail),
 	swiglu:      swigluWith(expAVX2Tail),
 	swigluBack:  swigluBackGeneric,
 	rmsNormBack: rmsNormBackGeneric,
-
-	gemmBF16: genericBF16Gemm,
 }
 
 // expAVX2Tail runs expAVX2 on the multiple-of-8 prefix and the rest through

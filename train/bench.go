@@ -81,16 +81,12 @@ func Benchmark(c model.Config, o BenchOptions) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
-	if o.Precision == "" {
-		o.Precision = "f32"
+	prec, err := nativePrecision(o.Precision)
+	if err != nil {
+		return BenchResult{}, err
 	}
-	switch {
-	case o.Precision == "bf16" && !kernel.HasBF16():
-		return BenchResult{}, fmt.Errorf("precision bf16: this CPU has no AVX512_BF16 (kernels: %s)", kernel.Impl())
-	case o.Precision != "f32" && o.Precision != "bf16":
-		return BenchResult{}, fmt.Errorf("precision %q: want f32 or bf16", o.Precision)
-	}
-	m.SetBF16Matmuls(o.Precision == "bf16")
+	o.Precision = prec.String()
+	m.SetPrecision(prec)
 	if _, err := gammainit.Apply(m, gammainit.Default(), 0); err != nil {
 		return BenchResult{}, err
 	}

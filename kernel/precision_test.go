@@ -1,0 +1,93 @@
+package kernel
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestEveryKernelSetFillsEveryPrecision checks that each kernel set of this CPU has a micro-kernel, packers and
+// blocking in every precision's slot, so that a precision added to the table without its pure-Go twin fails
+// here rather than with a nil call in a run.
+func TestEveryKernelSetFillsEveryPrecision(t *testing.T) {
+	for _, im := range available() {
+		for _, prec := range Precisions() {
+			g := im.gemms[prec]
+			if g.kern == nil || g.mr <= 0 || g.nr <= 0 || g.kc <= 0 || g.mc%g.mr != 0 || g.nc%g.nr != 0 {
+				t.Errorf("%s: precision %s: slot %+v is empty or mis-blocked", im.name, prec, g)
+			}
+		}
+		if !im.native[F32] {
+			t.Errorf("%s: F32 is not native; every kernel set runs the reference in hardware or as itself", im.name)
+		}
+	}
+}
+
+// TestPrecisionNamesAreDistinct checks that the precisions have distinct, non-empty names, since configs and
+// records carry the name.
+func TestPrecisionNamesAreDistinct(t *testing.T) {
+	seen := map[string]Precision{}
+	for _, p := range Precisions() {
+		n := p.String()
+		if n == "" || strings.HasPrefix(n, "precision(") {
+			t.Errorf("precision %d has no name", p)
+		}
+		if q, ok := seen[n]; ok {
+			t.Errorf("precisions %d and %d are both %q", q, p, n)
+		}
+		seen[n] = p
+	}
+	if got := NumPrecisions.String(); got != "precision(2)" {
+		t.Errorf("NumPrecisions.String() = %q, want precision(2)", got)
+	}
+}
+
+// TestGemmIsTheF32Precision checks that Pool.Gemm and GemmOn are In(F32)'s products bit for bit, and that
+// In(BF16) differs from them on values bfloat16 cannot hold (so the slot really switches the arithmetic).
+func TestGemmIsTheF32Precision(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	const m, n, k = 37, 29, 70
+	a, b := randSlice(rng, m*k), randSlice(rng, k*n)
+	run := func(f func(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool)) []float32 {
+		c := make([]float32, m*n)
+		f(false, false, m, n, k, a, k, b, n, c, n, false)
+		return c
+	}
+	on := func(g func(w int, transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool)) func(bool, bool, int, int, int, []float32, int, []float32, int, []float32, int, bool) {
+		return func(ta, tb bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool) {
+			g(1, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, acc)
+		}
+	}
+	ref, bf := run(p.In(F32).Gemm), run(p.In(BF16).Gemm)
+	for name, got := range map[string][]float32{"Gemm": run(p.Gemm), "GemmOn": run(on(p.GemmOn)), "In(F32).GemmOn": run(on(p.In(F32).GemmOn))} {
+		for i := range ref {
+			if math.Float32bits(got[i]) != math.Float32bits(ref[i]) {
+				t.Fatalf("%s: C[%d] = %v, In(F32).Gemm %v", name, i, got[i], ref[i])
+			}
+		}
+	}
+	same := 0
+	for i := range ref {
+		if ref[i] == bf[i] {
+			same++
+		}
+	}
+	if same == len(ref) {
+		t.Errorf("In(BF16).Gemm gave the float32 product exactly on random operands")
+	}
+}
+
+// TestInRejectsAnUnknownPrecision checks that a precision outside the table panics with the package's name.
+func TestInRejectsAnUnknownPrecision(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "kernel.Pool.In") {
+			t.Errorf("In(NumPrecisions): recovered %v, want a kernel.Pool.In panic", r)
+		}
+	}()
+	p.In(NumPrecisions)
+}
