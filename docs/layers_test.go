@@ -28,8 +28,8 @@ type floor struct {
 var floors = []floor{
 	{"internal", true, []string{"internal/allocs", "internal/atomicfile", "internal/finitejson", "internal/fulldisk",
 		"internal/inputfile", "internal/progress", "internal/runlock", "internal/workers"}},
-	{"ground", false, []string{"corpus", "corpus/ood", "fit", "kernel", "override", "safetensors", "stats",
-		"tokenizer", "tune"}},
+	{"ground", false, []string{"corpus", "corpus/ood", "fit", "kernel", "override", "probes/probescore",
+		"safetensors", "stats", "tokenizer", "tune"}},
 	{"model", true, []string{"model", "model/modeltest"}},
 	{"rules", true, []string{"data", "gammainit", "optim"}},
 	{"loop", true, []string{"diag", "eval", "probes", "scale", "train"}},
@@ -48,7 +48,8 @@ var onlyImportedBy = map[string][]string{
 
 // neverBuilds names packages whose build (every transitive import) must leave out the listed packages.
 var neverBuilds = map[string][]string{
-	"kernel": {"model"},
+	"kernel":  {"model"},
+	"summary": {"model", "kernel", "eval", "probes"}, // summary.json is read by report, which only reads and draws
 }
 
 // floorOf maps each package (relative to the module) to its floor's index.
