@@ -27,7 +27,7 @@ func TestReportChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sets, problems := Heatmaps(d, "", 8)
+	sets, problems := synthHeatmaps(d, 8)
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}

@@ -197,13 +197,13 @@ func TestReportFigures(t *testing.T) {
 			}
 			o := Options{Title: "test <report>"}
 			if tc.want.heatmaps {
-				sets, problems := Heatmaps(d, "", 8)
+				sets, problems := synthHeatmaps(d, 8)
 				if len(problems) > 0 || len(sets) != 4 {
 					t.Fatalf("heatmaps: %d sets, problems %v", len(sets), problems)
 				}
 				for _, s := range sets {
-					if len(s.Panels) != 3 || s.Tensor != DefaultHeatmapTensor || s.Panels[1].Step != 20 || s.Panels[2].Step != 60 {
-						t.Fatalf("heatmap set of %s: tensor %s, %d panels %+v", s.Run.ID, s.Tensor, len(s.Panels), s.Panels)
+					if len(s.Panels) != 3 || s.Panels[1].Step != 20 || s.Panels[2].Step != 60 {
+						t.Fatalf("heatmap set of %s: %d panels %+v", s.Run.ID, len(s.Panels), s.Panels)
 					}
 				}
 				o.Heatmaps = sets
@@ -385,36 +385,6 @@ func TestReportReadInputs(t *testing.T) {
 	if err != nil || len(got.Points) != len(cc.Points) || got.Gamma != 1 || got.Source != "coord.json" {
 		t.Fatalf("ReadCoordcheck: %+v, %v", got, err)
 	}
-	for _, spec := range []string{"A=x", "A=x,C=y", "x", "A=,B=y"} {
-		if _, _, err := ParseCompareSpec(spec); err == nil {
-			t.Errorf("ParseCompareSpec(%q) accepted", spec)
-		}
-	}
-	if a, b, err := ParseCompareSpec("B=runs/two,A=runs/one"); err != nil || a != "runs/one" || b != "runs/two" {
-		t.Errorf("ParseCompareSpec: %s %s %v", a, b, err)
-	}
-}
-
-func TestReportHeatmapTensorChoice(t *testing.T) {
-	root := t.TempDir()
-	synthRun{name: "r", gamma: 1, eps: 1e-12, gate: model.GateElementwise, final: finalReal}.write(t, root)
-	d, err := Gather([]string{root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sets, problems := Heatmaps(d, "layers.1.mlp.down_proj", 4)
-	if len(problems) > 0 || len(sets) != 1 || sets[0].Tensor != "model.layers.1.mlp.down_proj.weight" || len(sets[0].Panels) != 2 {
-		t.Fatalf("sets %+v, problems %v", sets, problems)
-	}
-	p := sets[0].Panels[0]
-	for i := 0; i < p.Rows; i++ {
-		if v := p.C[i*p.Rows+i]; math.Abs(float64(v)-1) > 1e-5 {
-			t.Fatalf("cosine diagonal %d = %g", i, v)
-		}
-	}
-	if _, problems = Heatmaps(d, "no_such_tensor", 4); len(problems) != 1 || !strings.Contains(problems[0], "no matrix named") {
-		t.Errorf("problems %v", problems)
-	}
 }
 
 // TestReportDegenerateInputs feeds the figures flat, single-point and half-broken data: the page must still
@@ -482,10 +452,10 @@ func TestReportWritePage(t *testing.T) {
 	}
 }
 
-// TestHeatmapInitFromRunFiles: the step-0 panel comes from the run's own init/ weights; a run without them
-// (trained before they were written) gets no step-0 panel and a note saying so, never weights redrawn with
-// this build's init code.
-func TestHeatmapInitFromRunFiles(t *testing.T) {
+// TestHeatmapSourcesTakeStepZeroFromRunFiles: the step-0 panel comes from the run's own init/ weights; a run
+// without them (trained before they were written) gets no step-0 panel and a note saying so, never weights
+// redrawn with this build's init code.
+func TestHeatmapSourcesTakeStepZeroFromRunFiles(t *testing.T) {
 	root := t.TempDir()
 	with := synthRun{name: "with", gamma: 1, eps: 1e-12, gate: "elementwise", final: finalReal, ckpts: []int{20}}
 	without := with
@@ -496,19 +466,19 @@ func TestHeatmapInitFromRunFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sets, problems := Heatmaps(d, "", 8)
-	if len(problems) > 0 || len(sets) != 2 {
-		t.Fatalf("%d sets, problems %v", len(sets), problems)
+	srcs, problems := HeatmapSources(d, 8)
+	if len(problems) > 0 || len(srcs) != 2 {
+		t.Fatalf("%d sources, problems %v", len(srcs), problems)
 	}
-	for _, s := range sets {
+	for _, s := range srcs {
 		switch s.Run.ID {
 		case "with":
-			if len(s.Panels) != 3 || s.Panels[0].Step != 0 || len(s.Problems) > 0 {
-				t.Errorf("with init/: %d panels, problems %v; want step 0, 20 and 60", len(s.Panels), s.Problems)
+			if len(s.Panels) != 3 || s.Panels[0].Step != 0 || s.Panels[0].Dir != s.Run.InitDir || s.Panels[2].Dir != s.Run.FinalDir || len(s.Problems) > 0 {
+				t.Errorf("with init/: panels %+v, problems %v; want init/ at step 0, the checkpoint at 20 and final/ at 60", s.Panels, s.Problems)
 			}
 		case "without":
 			if len(s.Panels) != 2 || s.Panels[0].Step == 0 || len(s.Problems) != 1 || !strings.Contains(s.Problems[0], "no step-0 weights") {
-				t.Errorf("without init/: %d panels, problems %v; want no step-0 panel and a note", len(s.Panels), s.Problems)
+				t.Errorf("without init/: panels %+v, problems %v; want no step-0 panel and a note", s.Panels, s.Problems)
 			}
 		}
 	}
