@@ -25,9 +25,6 @@ import (
 // and its tune.Result as <γ and width>.json.
 const TuneDir = "tune"
 
-// selectionScoreFile (in a trial's run directory) caches its score on the LR-selection slice.
-const selectionScoreFile = "selection_score.json"
-
 // Tuned is the sweep's outcome for one γ at one width.
 type Tuned struct {
 	Gamma  float64     `json:"gamma"`
@@ -156,7 +153,6 @@ func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, st
 	}
 	// The trial's run first (a finished one is only read back), so that its config is checked before a cached
 	// score is trusted: an edited directory is refused, not reused.
-	cache := filepath.Join(dir, selectionScoreFile)
 	if err = trainTrial(ctx, cfg, dir, o); errors.Is(err, train.ErrConfigDiffers) || errors.Is(err, train.ErrAbandoned) {
 		return 0, 0, fmt.Errorf("LR sweep trial: %w", err)
 	} else if err != nil {
@@ -165,24 +161,22 @@ func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, st
 		}
 		// A diverged trial (non-finite loss) is the worst trial, not the end of the sweep.
 		o.logf("trial lr %g, %d steps, seed %d: %v (counted as diverged)\n", lr, steps, seed, err)
-		loss, err := mustCache(cache, eval.SplitScore{Loss: math.Inf(1)})
+		loss, err := mustCache(dir, eval.SplitScore{Loss: math.Inf(1)})
 		return loss, 0, err
 	}
 	if spike, err = out.spikeOf(p, dir); err != nil {
 		return 0, 0, err
 	}
-	if b, err := inputfile.ReadFile(cache, inputfile.MaxConfig); err == nil {
-		var s eval.SplitScore
-		if json.Unmarshal(b, &s) == nil {
-			return s.Loss, spike, nil
-		}
-	}
-	pool := kernel.NewPool(0)
-	defer pool.Close()
 	run, err := train.OpenRun(dir)
 	if err != nil {
 		return 0, 0, err
 	}
+	var cached eval.SplitScore
+	if run.ReadScore(train.SelectionScore, &cached) {
+		return cached.Loss, spike, nil
+	}
+	pool := kernel.NewPool(0)
+	defer pool.Close()
 	m, err := run.FinalModel(16, pool)
 	if err != nil {
 		return 0, 0, err
@@ -192,7 +186,7 @@ func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, st
 		return 0, 0, err
 	}
 	o.logf("  trial lr %g, %d steps, seed %d: selection loss %.4f, spike %.3f\n", lr, steps, seed, s.Loss, spike)
-	loss, err = mustCache(cache, s)
+	loss, err = mustCache(dir, s)
 	return loss, spike, err
 }
 
@@ -221,14 +215,17 @@ func trainTrial(ctx context.Context, cfg train.Config, dir string, o *Options) e
 	}
 }
 
-// mustCache records a trial's finite selection score in its run directory and returns its loss. A diverged
+// mustCache records a trial's finite selection score in its run directory (train.SelectionScore) and returns its loss. A diverged
 // trial (+Inf) is not cached: its run directory is, and resuming it diverges again.
-func mustCache(path string, s eval.SplitScore) (float64, error) {
+func mustCache(dir string, s eval.SplitScore) (float64, error) {
 	if math.IsNaN(s.Loss) || math.IsInf(s.Loss, 0) {
 		return math.Inf(1), nil
 	}
-	b, _ := json.Marshal(s)
-	if err := atomicfile.Write(path, b); err != nil {
+	run, err := train.OpenRun(dir)
+	if err != nil {
+		return 0, err
+	}
+	if err := run.WriteScore(train.SelectionScore, s); err != nil {
 		return 0, err
 	}
 	return s.Loss, nil
