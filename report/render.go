@@ -14,9 +14,9 @@ import (
 type Options struct {
 	Title       string        // page title (default "smallinit report")
 	Law         *Law          // a size law to draw on the loss-against-N figure (ReadLaw), besides any fitted here
-	Heatmaps    []HeatmapSet  // row-cosine heatmaps (from Heatmaps); none: the figure is listed as not drawn
+	Heatmaps    []HeatmapSet  // row-cosine heatmaps (analyze.Heatmaps); none: the figure is listed as not drawn
 	HeatTensor  string        // the tensor asked for, named when there are no heatmaps
-	Compare     *CompareData  // a token-difficulty comparison (CompareModels or ReadCompare)
+	Compare     *CompareData  // a token-difficulty comparison (analyze.CompareModels or ReadCompare)
 	Coordchecks []*Coordcheck // coordinate checks (ReadCoordcheck)
 	MaxArms     int           // arms drawn in the per-arm small multiples (default 8)
 	Generated   string        // a line for the header, e.g. the time and command (empty: none)
@@ -40,12 +40,27 @@ func Render(d *Data, o Options) ([]byte, error) {
 	return p.HTML, nil
 }
 
-// figureTitles names every figure, for the list of those not drawn.
-var figureTitles = map[string]string{
-	FigLossCurves: "Loss curves", FigValGamma: "Validation loss against γ", FigFixes: "The 2×2 of fixes",
-	FigLossSize: "Loss against model size N", FigTrajectories: "Weight trajectories", FigHeatmaps: "Row-cosine heatmaps",
-	FigSink: "Attention sink", FigNorm: "Norm saturation", FigCompare: "A against B by token difficulty",
-	FigCoordcheck: "Coordinate check",
+// figureRow is one figure of the report: its ID, its title (named in the list of figures not drawn) and how it
+// is drawn from the runs and the options (a figure, or nil and why not).
+type figureRow struct {
+	id, title string
+	draw      func(d *Data, o Options) (*Figure, string)
+}
+
+// figureTable is every figure of the report, in page order: a new figure is one row here.
+func figureTable() []figureRow {
+	return []figureRow{
+		{FigLossCurves, "Loss curves", func(d *Data, _ Options) (*Figure, string) { return d.figLossCurves() }},
+		{FigValGamma, "Validation loss against γ", func(d *Data, _ Options) (*Figure, string) { return d.figValGamma() }},
+		{FigFixes, "The 2×2 of fixes", func(d *Data, _ Options) (*Figure, string) { return d.figFixes() }},
+		{FigLossSize, "Loss against model size N", func(d *Data, o Options) (*Figure, string) { return d.figLossSize(o.Law) }},
+		{FigTrajectories, "Weight trajectories", func(d *Data, o Options) (*Figure, string) { return d.figTrajectories(o.MaxArms) }},
+		{FigHeatmaps, "Row-cosine heatmaps", func(d *Data, o Options) (*Figure, string) { return d.figHeatmaps(o.Heatmaps, o.HeatTensor) }},
+		{FigSink, "Attention sink", func(d *Data, _ Options) (*Figure, string) { return d.figSink() }},
+		{FigNorm, "Norm saturation", func(d *Data, _ Options) (*Figure, string) { return d.figNorm() }},
+		{FigCompare, "A against B by token difficulty", func(_ *Data, o Options) (*Figure, string) { return figCompare(o.Compare) }},
+		{FigCoordcheck, "Coordinate check", func(_ *Data, o Options) (*Figure, string) { return figCoordcheck(o.Coordchecks) }},
+	}
 }
 
 // Build draws every figure whose data exists and lays out the page.
@@ -60,33 +75,13 @@ func Build(d *Data, o Options) (*Page, error) {
 		o.HeatTensor = DefaultHeatmapTensor
 	}
 	pg := &Page{}
-	add := func(id string, f *Figure, reason string) {
-		if f != nil {
+	for _, row := range figureTable() {
+		if f, why := row.draw(d, o); f != nil {
 			pg.Figures = append(pg.Figures, *f)
 		} else {
-			pg.Omitted = append(pg.Omitted, Omitted{ID: id, Title: figureTitles[id], Reason: reason})
+			pg.Omitted = append(pg.Omitted, Omitted{ID: row.id, Title: row.title, Reason: why})
 		}
 	}
-	f, why := d.figLossCurves()
-	add(FigLossCurves, f, why)
-	f, why = d.figValGamma()
-	add(FigValGamma, f, why)
-	f, why = d.figFixes()
-	add(FigFixes, f, why)
-	f, why = d.figLossSize(o.Law)
-	add(FigLossSize, f, why)
-	f, why = d.figTrajectories(o.MaxArms)
-	add(FigTrajectories, f, why)
-	f, why = d.figHeatmaps(o.Heatmaps, o.HeatTensor)
-	add(FigHeatmaps, f, why)
-	f, why = d.figSink()
-	add(FigSink, f, why)
-	f, why = d.figNorm()
-	add(FigNorm, f, why)
-	f, why = figCompare(o.Compare)
-	add(FigCompare, f, why)
-	f, why = figCoordcheck(o.Coordchecks)
-	add(FigCoordcheck, f, why)
 
 	v := d.view(o, pg)
 	var buf bytes.Buffer

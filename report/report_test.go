@@ -265,8 +265,8 @@ func TestReportFigures(t *testing.T) {
 					t.Errorf("figure %s not listed as omitted with a reason", id)
 				}
 			}
-			if len(drawn)+len(pg.Omitted) != len(figureTitles) {
-				t.Errorf("%d drawn + %d omitted figures, want %d", len(drawn), len(pg.Omitted), len(figureTitles))
+			if len(drawn)+len(pg.Omitted) != len(figureTable()) {
+				t.Errorf("%d drawn + %d omitted figures, want %d", len(drawn), len(pg.Omitted), len(figureTable()))
 			}
 			rows := strings.Count(figureBlock(html, "runs"), "<tr")
 			if rows != 1+tc.want.runs+tc.want.arms+boolInt(tc.want.arms > 0) {
