@@ -67,7 +67,7 @@ func specialSlice(rng *rand.Rand, n int, withNaN bool) []float32 {
 func TestBF16PackMatchesTwin(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	for _, im := range available() {
-		g := &im.gemms[BF16]
+		g := im.gemmFor(BF16)
 		for _, kf := range []int{1, 2, 31, 32, 33, 64, 65, 97, 512, 513, 545, 1100} {
 			k2 := (kf + 1) / 2
 			for _, pc := range []int{0, 5, bf16KC} {
@@ -219,7 +219,7 @@ func TestGemmBF16(t *testing.T) {
 						}
 						for idx := range got {
 							if math.Float32bits(got[idx]) != math.Float32bits(want[idx]) {
-								t.Fatalf("%s (native %v, GemmOn %v) %s: C[%d] = %v (%#08x), twin %v (%#08x)", im.name, im.native[BF16], on, name,
+								t.Fatalf("%s (native %v, GemmOn %v) %s: C[%d] = %v (%#08x), twin %v (%#08x)", im.name, im.nativeFor(BF16), on, name,
 									idx, got[idx], math.Float32bits(got[idx]), want[idx], math.Float32bits(want[idx]))
 							}
 						}

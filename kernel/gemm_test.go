@@ -331,7 +331,7 @@ func TestGemmSharedAMatchesSerial(t *testing.T) {
 			a, b := randSlice(rng, tc.k*lda+tc.m*lda), randSlice(rng, tc.k*ldb+tc.n*ldb)
 			ldc := tc.n + 2
 			for _, bf16 := range []bool{false, true} {
-				if bf16 && !im.native[BF16] && im != genericImpl {
+				if bf16 && !im.nativeFor(BF16) && im != genericImpl {
 					continue // the same twin as generic's
 				}
 				c0 := randSlice(rng, tc.m*ldc)

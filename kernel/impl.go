@@ -32,17 +32,16 @@ type packFunc func(im *gemmImpl, a *gemmArgs, dst []float32, i0, ni, p0, kc int)
 // init (active); tests run every entry of available().
 type impl struct {
 	name string
-	// gemms holds one GEMM micro-kernel per Precision (precision.go): gemms[F32] the float32 one, gemms[BF16]
-	// the bf16 pair kernel, its packers and blocking (bf16.go); native says which run in hardware rather than
-	// as their pure-Go twin.
-	gemms  [NumPrecisions]gemmImpl
-	native [NumPrecisions]bool
-	dot    func(x, y []float32) float32
-	axpy   func(alpha float32, x, y []float32)
-	scale  func(alpha float32, x []float32)
-	add    func(dst, x []float32)
-	exp    func(dst, src []float32)
-	max    func(x []float32) float32
+	// gemms holds the set's GEMM micro-kernel, packers and blocking per Precision (precision.go): gemms[F32]
+	// the float32 one (always filled), gemms[BF16] the bf16 pair kernel where the CPU has one (bf16.go). An
+	// empty slot runs the precision's pure-Go twin (impl.gemmFor).
+	gemms [NumPrecisions]gemmImpl
+	dot   func(x, y []float32) float32
+	axpy  func(alpha float32, x, y []float32)
+	scale func(alpha float32, x []float32)
+	add   func(dst, x []float32)
+	exp   func(dst, src []float32)
+	max   func(x []float32) float32
 	// Fused row kernels (rows.go); nil entries fall back to the generic ones.
 	expShiftSum func(dst, src []float32, shift, scale float32) float32
 	swiglu      func(act, sig, g, u []float32)
@@ -69,15 +68,13 @@ var genericImpl = &impl{
 			mc: 128, kc: 256, nc: 1024,
 			kern: gemmKernGeneric4x4, packA: packAGeneric, packB: packBGeneric,
 		},
-		BF16: genericBF16Gemm,
 	},
-	native: [NumPrecisions]bool{F32: true},
-	dot:    dotGeneric,
-	axpy:   axpyGeneric,
-	scale:  scaleGeneric,
-	add:    addGeneric,
-	exp:    expGeneric,
-	max:    maxGeneric,
+	dot:   dotGeneric,
+	axpy:  axpyGeneric,
+	scale: scaleGeneric,
+	add:   addGeneric,
+	exp:   expGeneric,
+	max:   maxGeneric,
 
 	expShiftSum: expShiftSumGeneric,
 	swiglu:      swigluGeneric,

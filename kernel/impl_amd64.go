@@ -30,15 +30,13 @@ var avx512Impl = &impl{
 			kern: gemmKernAVX512_14x32, kernRowA: gemmKernAVX512_14x32_rowA,
 			packA: packAAVX512, packB: packBAVX512,
 		},
-		BF16: genericBF16Gemm,
 	},
-	native: [NumPrecisions]bool{F32: true},
-	dot:    dotAVX512,
-	axpy:   axpyAVX512,
-	scale:  scaleAVX512,
-	add:    addAVX512,
-	exp:    expAVX512,
-	max:    maxAVX512,
+	dot:   dotAVX512,
+	axpy:  axpyAVX512,
+	scale: scaleAVX512,
+	add:   addAVX512,
+	exp:   expAVX512,
+	max:   maxAVX512,
 
 	expShiftSum: expShiftSumAVX512,
 	swiglu:      swigluAVX512,
@@ -61,7 +59,6 @@ var avx512BF16Impl = func() *impl {
 		kern:  gemmKernBF16AVX512Wrapper,
 		packA: packABF16AVX512, packB: packBBF16AVX512,
 	}
-	c.native[BF16] = true
 	return &c
 }()
 
@@ -159,15 +156,13 @@ var avx2Impl = &impl{
 			mc: 192, kc: 256, nc: 2048,
 			kern: gemmKernAVX2_6x16, packA: packAGeneric, packB: packBGeneric,
 		},
-		BF16: genericBF16Gemm,
 	},
-	native: [NumPrecisions]bool{F32: true},
-	dot:    dotAVX2,
-	axpy:   axpyAVX2,
-	scale:  scaleAVX2,
-	add:    addAVX2,
-	exp:    expAVX2Tail,
-	max:    maxAVX2,
+	dot:   dotAVX2,
+	axpy:  axpyAVX2,
+	scale: scaleAVX2,
+	add:   addAVX2,
+	exp:   expAVX2Tail,
+	max:   maxAVX2,
 
 	// The fused row kernels have no AVX2 versions: the exponentials run through expAVX2, the rest in Go.
 	expShiftSum: expShiftSumWith(expAVX2Tail),

@@ -7,20 +7,27 @@ import (
 	"testing"
 )
 
-// TestEveryKernelSetFillsEveryPrecision checks that each kernel set of this CPU has a micro-kernel, packers and
-// blocking in every precision's slot, so that a precision added to the table without its pure-Go twin fails
-// here rather than with a nil call in a run.
-func TestEveryKernelSetFillsEveryPrecision(t *testing.T) {
+// TestEveryKernelSetRunsEveryPrecision checks that each kernel set of this CPU has, for every precision, a
+// micro-kernel with packers and blocking (its own or the precision's twin), that F32 is always its own, and
+// that a precision's twin keeps the KC its results depend on; so that a precision added to the table without
+// a twin fails here rather than with a nil call in a run.
+func TestEveryKernelSetRunsEveryPrecision(t *testing.T) {
 	for _, im := range available() {
 		for _, prec := range Precisions() {
-			g := im.gemms[prec]
+			g := im.gemmFor(prec)
 			if g.kern == nil || g.mr <= 0 || g.nr <= 0 || g.kc <= 0 || g.mc%g.mr != 0 || g.nc%g.nr != 0 {
-				t.Errorf("%s: precision %s: slot %+v is empty or mis-blocked", im.name, prec, g)
+				t.Errorf("%s: precision %s: kernel %+v is missing or mis-blocked", im.name, prec, g)
+			}
+			if tw := precisions[prec].twin; tw != nil && im.nativeFor(prec) && g.kc != tw.kc {
+				t.Errorf("%s: precision %s: native KC %d, twin's %d (the result depends on it)", im.name, prec, g.kc, tw.kc)
 			}
 		}
-		if !im.native[F32] {
-			t.Errorf("%s: F32 is not native; every kernel set runs the reference in hardware or as itself", im.name)
+		if !im.nativeFor(F32) {
+			t.Errorf("%s: no F32 kernel of its own", im.name)
 		}
+	}
+	if genericImpl.nativeFor(BF16) || genericImpl.gemmFor(BF16) != &genericBF16Gemm {
+		t.Error("the generic set does not run BF16 through its twin")
 	}
 }
 

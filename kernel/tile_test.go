@@ -85,8 +85,8 @@ func TestTilePackBIsVNNI(t *testing.T) {
 	rng := rand.New(rand.NewPCG(53, 54))
 	impls := []*gemmImpl{&tileBF16Gemm}
 	for _, im := range available() {
-		if im.gemms[BF16].nr == tileNR {
-			impls = append(impls, &im.gemms[BF16])
+		if im.gemmFor(BF16).nr == tileNR {
+			impls = append(impls, im.gemmFor(BF16))
 		}
 	}
 	for _, g := range impls {
