@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -45,8 +46,8 @@ func TestPrecisionNamesAreDistinct(t *testing.T) {
 		}
 		seen[n] = p
 	}
-	if got := NumPrecisions.String(); got != "precision(2)" {
-		t.Errorf("NumPrecisions.String() = %q, want precision(2)", got)
+	if got, want := NumPrecisions.String(), fmt.Sprintf("precision(%d)", NumPrecisions); got != want {
+		t.Errorf("NumPrecisions.String() = %q, want %s", got, want)
 	}
 }
 
