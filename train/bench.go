@@ -72,6 +72,11 @@ func Benchmark(c model.Config, o BenchOptions) (BenchResult, error) {
 	if o.Batch < 1 || o.Steps < 1 || o.Warmup < 0 {
 		return BenchResult{}, fmt.Errorf("bench: batch %d and steps %d must be positive and warmup %d non-negative", o.Batch, o.Steps, o.Warmup)
 	}
+	prec, err := nativePrecision(o.Precision)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	o.Precision = prec.String()
 	if err := model.CheckMemory(c, o.Batch, 8*float64(c.NumParams())); err != nil {
 		return BenchResult{}, err
 	}
@@ -81,11 +86,6 @@ func Benchmark(c model.Config, o BenchOptions) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
-	prec, err := nativePrecision(o.Precision)
-	if err != nil {
-		return BenchResult{}, err
-	}
-	o.Precision = prec.String()
 	m.SetPrecision(prec)
 	if _, err := gammainit.Apply(m, gammainit.Default(), 0); err != nil {
 		return BenchResult{}, err
