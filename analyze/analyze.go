@@ -1,6 +1,8 @@
-// Package analyze is what `smallinit analyze` measures of a model directory: the weight metrics of every matrix
-// and their class summaries (package diag's, with the checkpoint streamed by package scale, so any size works)
-// and, on probe windows of a token file, the activation metrics.
+// Package analyze computes from models what other packages show. It is what `smallinit analyze` measures of a
+// model directory: the weight metrics of every matrix and their class summaries (package diag's, with the
+// checkpoint streamed by package scale, so any size works) and, on probe windows of a token file, the
+// activation metrics. It also makes the model computations of a report (the row-cosine heatmaps and the
+// comparison of two models), which package report, reading files only, takes as data: MakeReport.
 //
 //	a, err := analyze.Measure("model-dir", analyze.Options{Tokens: "val.tok", Probes: 16, ProbeLen: 64})
 //	a.WriteText(os.Stdout, false)

@@ -3,21 +3,21 @@ package eval
 import (
 	"testing"
 
-	"github.com/smallinit/smallinit/internal/testkit"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/model/modeltest"
 	"github.com/smallinit/smallinit/tokenizer"
 )
 
-// The tests' tokenizer and random model are internal/testkit's, shared with the other packages' tests.
-var testSentences = testkit.Sentences
+// The tests' tokenizer and random model are model/modeltest's, shared with the other packages' tests.
+var testSentences = modeltest.Sentences
 
-func testTokenizer(t testing.TB) *tokenizer.Tokenizer { return testkit.Tokenizer(t) }
+func testTokenizer(t testing.TB) *tokenizer.Tokenizer { return modeltest.Tokenizer(t) }
 
 func testModel(t testing.TB, vocab, seqLen, batch int, seed uint64) *model.Model {
-	return testkit.Model(t, vocab, seqLen, batch, seed)
+	return modeltest.Model(t, vocab, seqLen, batch, seed)
 }
 
-func fillModel(m *model.Model, seed uint64) { testkit.Fill(m, seed) }
+func fillModel(m *model.Model, seed uint64) { modeltest.Fill(m, seed) }
 
 // byteTokenizer is a fake tokenizer: ids 0..255 are bytes, 256 is end-of-text.
 type byteTokenizer struct{}

@@ -25,9 +25,6 @@ import (
 // and its tune.Result as <γ and width>.json.
 const TuneDir = "tune"
 
-// selectionScoreFile (in a trial's run directory) caches its score on the LR-selection slice.
-const selectionScoreFile = "selection_score.json"
-
 // Tuned is the sweep's outcome for one γ at one width.
 type Tuned struct {
 	Gamma  float64     `json:"gamma"`
@@ -203,10 +200,9 @@ func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, st
 }
 
 // scoreTrial trains a trial's run in dir with run (or resumes it, or reads it back) and returns its loss on the
-// selection slice, cached in the run directory; +Inf when it diverged (or, for a branch, when its trunk diverged
-// before the branch point).
+// selection slice, cached in the run directory (train.SelectionScore); +Inf when it diverged (or, for a branch,
+// when its trunk diverged before the branch point).
 func (out *Outcome) scoreTrial(ctx context.Context, dir string, steps int, lr float64, seed uint64, o *Options, run func() error) (float64, error) {
-	cache := filepath.Join(dir, selectionScoreFile)
 	if err := run(); errors.Is(err, train.ErrConfigDiffers) || errors.Is(err, train.ErrAbandoned) {
 		return 0, fmt.Errorf("LR sweep trial: %w", err)
 	} else if err != nil {
@@ -215,20 +211,18 @@ func (out *Outcome) scoreTrial(ctx context.Context, dir string, steps int, lr fl
 		}
 		// A diverged trial (non-finite loss) is the worst trial, not the end of the sweep.
 		o.logf("trial lr %g, %d steps, seed %d: %v (counted as diverged)\n", lr, steps, seed, err)
-		return mustCache(cache, eval.SplitScore{Loss: math.Inf(1)})
+		return mustCache(dir, eval.SplitScore{Loss: math.Inf(1)})
 	}
-	if b, err := inputfile.ReadFile(cache, inputfile.MaxConfig); err == nil {
-		var s eval.SplitScore
-		if json.Unmarshal(b, &s) == nil {
-			return s.Loss, nil
-		}
-	}
-	pool := kernel.NewPool(0)
-	defer pool.Close()
 	r, err := train.OpenRun(dir)
 	if err != nil {
 		return 0, err
 	}
+	var cached eval.SplitScore
+	if r.ReadScore(train.SelectionScore, &cached) {
+		return cached.Loss, nil
+	}
+	pool := kernel.NewPool(0)
+	defer pool.Close()
 	m, err := r.FinalModel(16, pool)
 	if err != nil {
 		return 0, err
@@ -238,7 +232,7 @@ func (out *Outcome) scoreTrial(ctx context.Context, dir string, steps int, lr fl
 		return 0, err
 	}
 	o.logf("  trial lr %g, %d steps, seed %d: selection loss %.4f\n", lr, steps, seed, s.Loss)
-	return mustCache(cache, s)
+	return mustCache(dir, s)
 }
 
 // trialPoll is how often a trial that another process trains (a concurrent study on the same OUT) is tried again.
@@ -275,14 +269,17 @@ func waitBusy(ctx context.Context, o *Options, dir string, run func() error) err
 	}
 }
 
-// mustCache records a trial's finite selection score in its run directory and returns its loss. A diverged
+// mustCache records a trial's finite selection score in its run directory (train.SelectionScore) and returns its loss. A diverged
 // trial (+Inf) is not cached: its run directory is, and resuming it diverges again.
-func mustCache(path string, s eval.SplitScore) (float64, error) {
+func mustCache(dir string, s eval.SplitScore) (float64, error) {
 	if math.IsNaN(s.Loss) || math.IsInf(s.Loss, 0) {
 		return math.Inf(1), nil
 	}
-	b, _ := json.Marshal(s)
-	if err := atomicfile.Write(path, b); err != nil {
+	run, err := train.OpenRun(dir)
+	if err != nil {
+		return 0, err
+	}
+	if err := run.WriteScore(train.SelectionScore, s); err != nil {
 		return 0, err
 	}
 	return s.Loss, nil

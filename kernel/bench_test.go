@@ -76,7 +76,7 @@ func hasImpl(name string) bool {
 	return false
 }
 
-// benchGemm runs one shape on pool p (GemmBF16 with bf16) and reports GFLOP/s.
+// benchGemm runs one shape on pool p (In(BF16) with bf16) and reports GFLOP/s.
 func benchGemm(b *testing.B, p *Pool, s Shape, on, bf16 bool) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	a := randSlice(rng, s.M*s.K)
@@ -94,9 +94,9 @@ func benchGemm(b *testing.B, p *Pool, s Shape, on, bf16 bool) {
 		f = func() { p.GemmOn(0, s.TransA, s.TransB, s.M, s.N, s.K, a, lda, bm, ldb, c, s.N, false) }
 	}
 	if bf16 {
-		f = func() { p.GemmBF16(s.TransA, s.TransB, s.M, s.N, s.K, a, lda, bm, ldb, c, s.N, false) }
+		f = func() { p.In(BF16).Gemm(s.TransA, s.TransB, s.M, s.N, s.K, a, lda, bm, ldb, c, s.N, false) }
 		if on {
-			f = func() { p.GemmOnBF16(0, s.TransA, s.TransB, s.M, s.N, s.K, a, lda, bm, ldb, c, s.N, false) }
+			f = func() { p.In(BF16).GemmOn(0, s.TransA, s.TransB, s.M, s.N, s.K, a, lda, bm, ldb, c, s.N, false) }
 		}
 	}
 	f()
@@ -126,7 +126,7 @@ var attentionShapes = []Shape{
 
 // BenchmarkGemm measures the six training shapes on all workers with the
 // implementation chosen at init, and the attention shapes on one thread;
-// each float32 shape is followed by its GemmBF16 run ("bf16/…"; the flops
+// each float32 shape is followed by its In(BF16) run ("bf16/…"; the flops
 // counted are the same 2·M·N·K), so that the two alternate on a noisy
 // machine.
 func BenchmarkGemm(b *testing.B) {
@@ -210,7 +210,7 @@ func BenchmarkGemmSharedA(b *testing.B) {
 				if !HasBF16() {
 					continue
 				}
-				gemm = p.GemmBF16
+				gemm = p.In(BF16).Gemm
 			}
 			b.Run(s.name+"_"+prec, func(b *testing.B) {
 				var shared, perTask []float64

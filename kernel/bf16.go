@@ -7,7 +7,7 @@ import (
 
 // bfloat16 matrix multiply.
 //
-// Pool.GemmBF16 computes the same product as Pool.Gemm with both operands
+// The BF16 precision (Pool.In(BF16)) computes the same product as Pool.Gemm with both operands
 // rounded to bfloat16 (round to nearest even) and the products summed in
 // float32. The operands stay float32 in memory: the bf16 packers convert them
 // while packing, into panels of dword pairs (two bf16 of consecutive k in one
@@ -42,14 +42,13 @@ import (
 // depends on it (see above), so the twin and the assembly must share it.
 const bf16KC = 256
 
-// HasBF16 reports whether this CPU runs GemmBF16 with AVX512_BF16
-// instructions. Without them GemmBF16 still works, through the pure-Go twin,
-// but is tens of times slower than Gemm: callers that want speed (the
-// trainer's precision = "bf16") should refuse instead.
-func HasBF16() bool { return active.bf16Native }
+// HasBF16 is BF16.Native(): whether this CPU runs the BF16 precision with
+// AVX512_BF16 instructions. Without them the BF16 products still work,
+// through the pure-Go twin, but tens of times slower than F32.
+func HasBF16() bool { return BF16.Native() }
 
 // RoundBF16 returns x rounded to bfloat16 (nearest even; float32 denormals
-// become zeros of their sign), as a float32: the value GemmBF16 multiplies.
+// become zeros of their sign), as a float32: the value a BF16 product multiplies.
 func RoundBF16(x float32) float32 {
 	return math.Float32frombits(uint32(roundBF16(x)) << 16)
 }
@@ -123,33 +122,6 @@ func gemmKernBF16Generic4x4(k int, a, b, c *float32, ldc int, accum int) {
 			row[j] = v
 		}
 	}
-}
-
-// GemmBF16 is Gemm with op(A) and op(B) rounded to bfloat16 and the products
-// summed in float32, the result defined exactly as described in the bf16
-// section of the package (bf16.go). Arguments, accumulate and the window
-// rules are Gemm's. The operands are converted while they are packed, into
-// the same buffers as Gemm's, so GemmBF16 too allocates nothing per call in
-// steady state. Without AVX512_BF16 (HasBF16 false) it runs the pure-Go twin.
-func (p *Pool) GemmBF16(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
-	args := gemmArgs{transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate, 0}
-	if args.trivial() {
-		return
-	}
-	p.gemm(&p.impl.gemmBF16, args.pairs())
-}
-
-// GemmOnBF16 is GemmBF16 on the calling goroutine with worker w's buffers,
-// for use inside a For body (see GemmOn).
-func (p *Pool) GemmOnBF16(w int, transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
-	if w < 0 || w >= p.n {
-		panic("kernel.GemmOnBF16: worker index out of range")
-	}
-	args := gemmArgs{transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate, 0}
-	if args.trivial() {
-		return
-	}
-	p.gemmSerial(w, &p.impl.gemmBF16, args.pairs())
 }
 
 // pairs returns validated args as the ⌈k/2⌉-deep product on bf16 pairs that

@@ -67,7 +67,7 @@ func specialSlice(rng *rand.Rand, n int, withNaN bool) []float32 {
 func TestBF16PackMatchesTwin(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	for _, im := range available() {
-		g := &im.gemmBF16
+		g := im.gemmFor(BF16)
 		for _, kf := range []int{1, 2, 31, 32, 33, 64, 65, 97, 512, 513, 545, 1100} {
 			k2 := (kf + 1) / 2
 			for _, pc := range []int{0, 5, bf16KC} {
@@ -149,8 +149,8 @@ func bf16Reference(o *gemmOperands) (ref, bound []float64) {
 
 // TestGemmBF16 checks the pure-Go twin against a float64 product of the
 // bf16-rounded operands (float32 accumulation: |error| <= k·2^-24·Σ|a·b|,
-// checked at 1e-5 of the bound) and every other implementation, GemmBF16
-// (two workers) and GemmOnBF16, against the twin bit for bit, on every
+// checked at 1e-5 of the bound) and every other implementation, In(BF16).Gemm
+// (two workers) and GemmOn, against the twin bit for bit, on every
 // layout, with accumulate on and off; C's elements outside the window stay.
 func TestGemmBF16(t *testing.T) {
 	twin := newPoolImpl(1, genericImpl)
@@ -186,7 +186,7 @@ func TestGemmBF16(t *testing.T) {
 			for _, accumulate := range []bool{false, true} {
 				c0 := randSlice(rng, size+7)
 				want := append([]float32(nil), c0...)
-				twin.GemmBF16(transA, transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, want[:size], o.ldc, accumulate)
+				twin.In(BF16).Gemm(transA, transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, want[:size], o.ldc, accumulate)
 				name := fmt.Sprintf("%dx%dx%d tA=%v tB=%v acc=%v", gc.m, gc.n, gc.k, transA, transB, accumulate)
 				for idx := range want {
 					i, j := idx/o.ldc, idx%o.ldc
@@ -213,13 +213,13 @@ func TestGemmBF16(t *testing.T) {
 					for _, on := range []bool{false, true} {
 						got := append([]float32(nil), c0...)
 						if on {
-							p.GemmOnBF16(1, transA, transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, got[:size], o.ldc, accumulate)
+							p.In(BF16).GemmOn(1, transA, transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, got[:size], o.ldc, accumulate)
 						} else {
-							p.GemmBF16(transA, transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, got[:size], o.ldc, accumulate)
+							p.In(BF16).Gemm(transA, transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, got[:size], o.ldc, accumulate)
 						}
 						for idx := range got {
 							if math.Float32bits(got[idx]) != math.Float32bits(want[idx]) {
-								t.Fatalf("%s (native %v, GemmOn %v) %s: C[%d] = %v (%#08x), twin %v (%#08x)", im.name, im.bf16Native, on, name,
+								t.Fatalf("%s (native %v, GemmOn %v) %s: C[%d] = %v (%#08x), twin %v (%#08x)", im.name, im.nativeFor(BF16), on, name,
 									idx, got[idx], math.Float32bits(got[idx]), want[idx], math.Float32bits(want[idx]))
 							}
 						}
@@ -230,7 +230,7 @@ func TestGemmBF16(t *testing.T) {
 	}
 }
 
-// TestGemmBF16NoAlloc checks that GemmBF16 and GemmOnBF16 allocate nothing
+// TestGemmBF16NoAlloc checks that In(BF16).Gemm and GemmOn allocate nothing
 // once their buffers have grown.
 func TestGemmBF16NoAlloc(t *testing.T) {
 	p := NewPool(2)
@@ -242,9 +242,9 @@ func TestGemmBF16NoAlloc(t *testing.T) {
 		name string
 		f    func()
 	}{
-		{"GemmBF16", func() { p.GemmBF16(false, true, m, n, k, a, k, b, k, c, n, false) }},
-		{"GemmBF16Small", func() { p.GemmBF16(true, false, 20, 30, 40, a, 20, b, 30, c, 30, true) }},
-		{"GemmOnBF16", func() { p.GemmOnBF16(1, false, false, 64, 32, 256, a, 256, b, 32, c, 32, false) }},
+		{"GemmBF16", func() { p.In(BF16).Gemm(false, true, m, n, k, a, k, b, k, c, n, false) }},
+		{"GemmBF16Small", func() { p.In(BF16).Gemm(true, false, 20, 30, 40, a, 20, b, 30, c, 30, true) }},
+		{"GemmOnBF16", func() { p.In(BF16).GemmOn(1, false, false, 64, 32, 256, a, 256, b, 32, c, 32, false) }},
 	} {
 		tc.f()
 		if allocs := testing.AllocsPerRun(20, tc.f); allocs != 0 {

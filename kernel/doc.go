@@ -48,8 +48,9 @@
 //
 // # bfloat16 products
 //
-// Pool.GemmBF16 and GemmOnBF16 are Gemm and GemmOn with both operands
-// rounded to bfloat16 (nearest even) and float32 accumulation. Their packers
+// Every product has a Precision (precision.go): Pool.In(prec) is the pool's
+// GEMM in it, and Pool.Gemm and GemmOn are In(F32)'s. In(BF16) is Gemm with
+// both operands rounded to bfloat16 (nearest even) and float32 accumulation. Its packers
 // convert the float32 operands while packing them into panels of bf16 pairs
 // (two consecutive k in one 32-bit word), the float32 blocking runs on those
 // words, and on CPUs with AVX512_BF16 a 14×32 micro-kernel of VDPBF16PS
@@ -59,7 +60,7 @@
 // defines every result exactly (bf16.go: the conversion, the per-pair
 // fused multiply-adds in VDPBF16PS's order with its denormal rules, the KC
 // blocking) and the assembly matches it bit for bit. Without AVX512_BF16
-// (HasBF16 false) the twin runs, correct but slow.
+// (BF16.Native() false) the twin runs, correct but slow.
 //
 // # AMX tiles
 //

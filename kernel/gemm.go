@@ -72,12 +72,11 @@ const maxSharedB = 1 << 20
 // on the caller. Gemm allocates nothing once the pool's packing buffers have
 // grown to the problem size. It panics if a slice is too short for its
 // dimensions and stride.
+//
+// Gemm is p.In(F32).Gemm: the float32 product, the reference of every other
+// precision (precision.go).
 func (p *Pool) Gemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
-	args := gemmArgs{transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate, 0}
-	if args.trivial() {
-		return
-	}
-	p.gemm(&p.impl.gemm, args)
+	p.In(F32).Gemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate)
 }
 
 // gemm runs validated, non-trivial args with the micro-kernel im, in
@@ -168,15 +167,9 @@ func (g *gemmJob) sharesA(a *gemmArgs, blocks int) bool {
 // buffers. It is meant for the small products inside a For body (for
 // example per-attention-head 256×32×256 products), where w is the body's
 // worker index; different workers may call it concurrently.
+// It is p.In(F32).GemmOn.
 func (p *Pool) GemmOn(w int, transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
-	if w < 0 || w >= p.n {
-		panic("kernel.GemmOn: worker index out of range")
-	}
-	args := gemmArgs{transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate, 0}
-	if args.trivial() {
-		return
-	}
-	p.gemmSerial(w, &p.impl.gemm, args)
+	p.In(F32).GemmOn(w, transA, transB, m, n, k, a, lda, b, ldb, c, ldc, accumulate)
 }
 
 // trivial validates the arguments and handles the empty cases, reporting

@@ -331,7 +331,7 @@ func TestGemmSharedAMatchesSerial(t *testing.T) {
 			a, b := randSlice(rng, tc.k*lda+tc.m*lda), randSlice(rng, tc.k*ldb+tc.n*ldb)
 			ldc := tc.n + 2
 			for _, bf16 := range []bool{false, true} {
-				if bf16 && !im.bf16Native && im != genericImpl {
+				if bf16 && !im.nativeFor(BF16) && im != genericImpl {
 					continue // the same twin as generic's
 				}
 				c0 := randSlice(rng, tc.m*ldc)
@@ -339,7 +339,7 @@ func TestGemmSharedAMatchesSerial(t *testing.T) {
 					want, got := append([]float32(nil), c0...), append([]float32(nil), c0...)
 					gemm, on := p.Gemm, p.GemmOn
 					if bf16 {
-						gemm, on = p.GemmBF16, p.GemmOnBF16
+						gemm, on = p.In(BF16).Gemm, p.In(BF16).GemmOn
 					}
 					gemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, a, lda, b, ldb, got, ldc, acc)
 					if !p.g.shareA {

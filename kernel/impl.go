@@ -31,8 +31,11 @@ type packFunc func(im *gemmImpl, a *gemmArgs, dst []float32, i0, ni, p0, kc int)
 // impl is one complete set of kernels. The package uses the one chosen at
 // init (active); tests run every entry of available().
 type impl struct {
-	name  string
-	gemm  gemmImpl
+	name string
+	// gemms holds the set's GEMM micro-kernel, packers and blocking per Precision (precision.go): gemms[F32]
+	// the float32 one (always filled), gemms[BF16] the bf16 pair kernel where the CPU has one (bf16.go). An
+	// empty slot runs the precision's pure-Go twin (impl.gemmFor).
+	gemms [NumPrecisions]gemmImpl
 	dot   func(x, y []float32) float32
 	axpy  func(alpha float32, x, y []float32)
 	scale func(alpha float32, x []float32)
@@ -46,11 +49,6 @@ type impl struct {
 	rmsNormBack func(dx, dy, x, g, dg []float32, rstd, invN float32)
 	// adamw is the AdamW element update (adamw.go); nil: adamwGeneric.
 	adamw func(p, g, m, v []float32, k [9]float32)
-
-	// bf16 GEMM (bf16.go): the pair micro-kernel, packers and blocking, and
-	// whether they are the AVX512_BF16 ones (bf16Native) or the pure-Go twin.
-	gemmBF16   gemmImpl
-	bf16Native bool
 }
 
 // genericBF16Gemm is the pure-Go bf16 pair GEMM (the twin of the
@@ -64,10 +62,12 @@ var genericBF16Gemm = gemmImpl{
 // genericImpl is the pure-Go implementation, available everywhere.
 var genericImpl = &impl{
 	name: "generic",
-	gemm: gemmImpl{
-		mr: 4, nr: 4,
-		mc: 128, kc: 256, nc: 1024,
-		kern: gemmKernGeneric4x4, packA: packAGeneric, packB: packBGeneric,
+	gemms: [NumPrecisions]gemmImpl{
+		F32: {
+			mr: 4, nr: 4,
+			mc: 128, kc: 256, nc: 1024,
+			kern: gemmKernGeneric4x4, packA: packAGeneric, packB: packBGeneric,
+		},
 	},
 	dot:   dotGeneric,
 	axpy:  axpyGeneric,
@@ -80,8 +80,6 @@ var genericImpl = &impl{
 	swiglu:      swigluGeneric,
 	swigluBack:  swigluBackGeneric,
 	rmsNormBack: rmsNormBackGeneric,
-
-	gemmBF16: genericBF16Gemm,
 }
 
 // active is the implementation used by the exported functions and new pools.

@@ -23,11 +23,13 @@ import (
 // KC=320 and MC=224 or 896 are within ±2%.
 var avx512Impl = &impl{
 	name: "avx512",
-	gemm: gemmImpl{
-		mr: 14, nr: 32,
-		mc: 448, kc: 256, nc: 2048,
-		kern: gemmKernAVX512_14x32, kernRowA: gemmKernAVX512_14x32_rowA,
-		packA: packAAVX512, packB: packBAVX512,
+	gemms: [NumPrecisions]gemmImpl{
+		F32: {
+			mr: 14, nr: 32,
+			mc: 448, kc: 256, nc: 2048,
+			kern: gemmKernAVX512_14x32, kernRowA: gemmKernAVX512_14x32_rowA,
+			packA: packAAVX512, packB: packBAVX512,
+		},
 	},
 	dot:   dotAVX512,
 	axpy:  axpyAVX512,
@@ -41,8 +43,6 @@ var avx512Impl = &impl{
 	swigluBack:  swigluBackAVX512,
 	rmsNormBack: rmsNormBackAVX512,
 	adamw:       adamwAVX512,
-
-	gemmBF16: genericBF16Gemm,
 }
 
 // avx512BF16Impl is avx512Impl plus the AVX512_BF16 GEMM: the 14×32 pair
@@ -53,13 +53,12 @@ var avx512Impl = &impl{
 // float32 kernel; A is always packed (no in-place variant).
 var avx512BF16Impl = func() *impl {
 	c := *avx512Impl
-	c.gemmBF16 = gemmImpl{
+	c.gemms[BF16] = gemmImpl{
 		mr: 14, nr: 32,
 		mc: 448, kc: bf16KC, nc: 2048,
 		kern:  gemmKernBF16AVX512Wrapper,
 		packA: packABF16AVX512, packB: packBBF16AVX512,
 	}
-	c.bf16Native = true
 	return &c
 }()
 
@@ -151,10 +150,12 @@ func pairCopyAVX512(src []float32, lds, kr, kc, cols int, d []uint32, w int) {
 // avx2Impl uses a 6×16 ymm micro-kernel (12 accumulators, Haswell..Zen 3).
 var avx2Impl = &impl{
 	name: "avx2",
-	gemm: gemmImpl{
-		mr: 6, nr: 16,
-		mc: 192, kc: 256, nc: 2048,
-		kern: gemmKernAVX2_6x16, packA: packAGeneric, packB: packBGeneric,
+	gemms: [NumPrecisions]gemmImpl{
+		F32: {
+			mr: 6, nr: 16,
+			mc: 192, kc: 256, nc: 2048,
+			kern: gemmKernAVX2_6x16, packA: packAGeneric, packB: packBGeneric,
+		},
 	},
 	dot:   dotAVX2,
 	axpy:  axpyAVX2,
@@ -168,8 +169,6 @@ var avx2Impl = &impl{
 	swiglu:      swigluWith(expAVX2Tail),
 	swigluBack:  swigluBackGeneric,
 	rmsNormBack: rmsNormBackGeneric,
-
-	gemmBF16: genericBF16Gemm,
 }
 
 // expAVX2Tail runs expAVX2 on the multiple-of-8 prefix and the rest through

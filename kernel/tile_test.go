@@ -85,8 +85,8 @@ func TestTilePackBIsVNNI(t *testing.T) {
 	rng := rand.New(rand.NewPCG(53, 54))
 	impls := []*gemmImpl{&tileBF16Gemm}
 	for _, im := range available() {
-		if im.gemmBF16.nr == tileNR {
-			impls = append(impls, &im.gemmBF16)
+		if im.gemmFor(BF16).nr == tileNR {
+			impls = append(impls, im.gemmFor(BF16))
 		}
 	}
 	for _, g := range impls {
@@ -179,7 +179,7 @@ func sameFloat(x, y float32) bool {
 }
 
 // TestTileBF16GemmMatchesDefinition runs the tile twin (pure-Go tile kernel
-// and packers in the blocked GEMM; two workers, and GemmOnBF16) against
+// and packers in the blocked GEMM; two workers, and In(BF16).GemmOn) against
 // tileReference on every shape class: ragged M, N and K around the tiles,
 // tileK and KC, odd k, every layout, padded strides, accumulate on and off,
 // and operands with denormals, ±0, ties, tiny products, ±Inf and NaN. Without
@@ -187,7 +187,7 @@ func sameFloat(x, y float32) bool {
 // the bf16 operands (float32 accumulation bound, as TestGemmBF16).
 func TestTileBF16GemmMatchesDefinition(t *testing.T) {
 	tileImpl := *genericImpl
-	tileImpl.gemmBF16 = tileBF16Gemm
+	tileImpl.gemms[BF16] = tileBF16Gemm
 	p := newPoolImpl(2, &tileImpl)
 	defer p.Close()
 	rng := rand.New(rand.NewPCG(55, 56))
@@ -226,9 +226,9 @@ func TestTileBF16GemmMatchesDefinition(t *testing.T) {
 				for _, on := range []bool{false, true} {
 					got := append([]float32(nil), c0...)
 					if on {
-						p.GemmOnBF16(1, transA, transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, got[:size], o.ldc, accumulate)
+						p.In(BF16).GemmOn(1, transA, transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, got[:size], o.ldc, accumulate)
 					} else {
-						p.GemmBF16(transA, transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, got[:size], o.ldc, accumulate)
+						p.In(BF16).Gemm(transA, transB, o.m, o.n, o.k, o.a, o.lda, o.b, o.ldb, got[:size], o.ldc, accumulate)
 					}
 					for idx := range got {
 						if !sameFloat(got[idx], want[idx]) {

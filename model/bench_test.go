@@ -82,7 +82,7 @@ func BenchmarkPrecision(b *testing.B) {
 			defer done()
 			in, tg := randomTokens(rand.New(rand.NewPCG(3, 3)), p.Batch*m.Config.SeqLen, m.Config.Vocab)
 			step := func(bf16 bool) float64 {
-				m.SetBF16Matmuls(bf16)
+				m.SetPrecision(precisionOf(bf16))
 				t0 := time.Now()
 				if _, err := m.Forward(in, tg); err != nil {
 					b.Fatal(err)

@@ -25,11 +25,12 @@ type Model struct {
 	Grads  Weights      // gradient views with the same layout; Backward accumulates into them
 
 	pool  *kernel.Pool
-	bf16  bool // matmuls through Pool.GemmBF16 (SetBF16Matmuls)
-	batch int  // B, the most sequences one Forward can take
-	n     int  // rows (b·T) of the current Forward
-	nLoss int  // rows of the current Forward whose target is not IgnoreTarget: the loss is their mean
-	t     int  // sequence length T of the current Forward
+	prec  kernel.Precision // of the matmuls (SetPrecision)
+	mm    kernel.Gemmer    // the pool's GEMM in prec, chosen once by SetPrecision
+	batch int              // B, the most sequences one Forward can take
+	n     int              // rows (b·T) of the current Forward
+	nLoss int              // rows of the current Forward whose target is not IgnoreTarget: the loss is their mean
+	t     int              // sequence length T of the current Forward
 	rope  ropeTable
 	acts  activations
 
@@ -136,7 +137,7 @@ func New(c Config, batch int, pool *kernel.Pool) (*Model, error) {
 	if c.KVHeads == c.Heads {
 		c.KVHeads = 0 // one spelling of multi-head attention, so that configs compare equal after a save and load
 	}
-	m := &Model{Config: c, Specs: c.layout(), pool: pool, batch: batch, attnBlock: defaultAttnBlock}
+	m := &Model{Config: c, Specs: c.layout(), pool: pool, mm: pool.In(kernel.F32), batch: batch, attnBlock: defaultAttnBlock}
 	params, grads, rope, acts := modelBuffers(&sizer{}, c, batch, pool.Workers())
 	m.Params, m.Grads, m.rope, m.acts = newWeights(c, params), newWeights(c, grads), rope, acts
 	m.runOp = func(w, lo, hi int) { m.op(m, m.opLayer, w, lo, hi) }

@@ -222,7 +222,7 @@ func TestTrainingStepAllocatesNothing(t *testing.T) {
 				c := tc.cfg
 				c.SeqLen = 16
 				m := newTestModel(t, c, 2, pool)
-				m.SetBF16Matmuls(bf16)
+				m.SetPrecision(precisionOf(bf16))
 				tc.fill(m, 5, 1)
 				in, tg := randomTokens(rand.New(rand.NewPCG(6, 6)), 2*c.SeqLen, c.Vocab)
 				step := func() {
@@ -253,7 +253,7 @@ func TestBF16MatmulsTrackFloat32(t *testing.T) {
 	fillRandom(m, 7, 0.5)
 	in, tg := randomTokens(rand.New(rand.NewPCG(8, 8)), 2*c.SeqLen, c.Vocab)
 	run := func(bf16 bool) (float64, []float32) {
-		m.SetBF16Matmuls(bf16)
+		m.SetPrecision(precisionOf(bf16))
 		loss, err := m.Forward(in, tg)
 		if err != nil {
 			t.Fatal(err)
@@ -482,4 +482,12 @@ func TestBalanceRouters(t *testing.T) {
 	if m0.Params.Layers[0].RouterBias != nil {
 		t.Error("rate 0: the model has a selection bias tensor")
 	}
+}
+
+// precisionOf is the matmul precision of the tests that run each case in float32 and in bfloat16.
+func precisionOf(bf16 bool) kernel.Precision {
+	if bf16 {
+		return kernel.BF16
+	}
+	return kernel.F32
 }

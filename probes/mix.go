@@ -15,6 +15,7 @@ import (
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/probes/probescore"
 	"github.com/smallinit/smallinit/tokenizer"
 )
 
@@ -128,19 +129,9 @@ func Records(ps []eval.Probe) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Scores are a model's probe results from a probe mix directory: exact-match accuracy and the gold
-// answer's loss per token on the held-out reasoning prompts and on the recalled memorisation prompts, with the
-// reasoning prompts' chance accuracy and the prompt counts.
-type Scores struct {
-	Prefix            string  `json:"prefix"` // what came before every prompt: Prefix
-	ReasoningAcc      float64 `json:"acc_reasoning"`
-	ReasoningChance   float64 `json:"chance_reasoning"`
-	ReasoningLoss     float64 `json:"gold_loss_per_token_reasoning"`
-	ReasoningCount    int     `json:"reasoning_records"`
-	MemorisationAcc   float64 `json:"acc_memorisation"`
-	MemorisationLoss  float64 `json:"gold_loss_per_token_memorisation"`
-	MemorisationCount int     `json:"memorisation_records"`
-}
+// Scores are a model's probe results (the record is probescore's, so that its readers build without the
+// model).
+type Scores = probescore.Scores
 
 // Prefix is what Score puts before every prompt: the <|endoftext|> that precedes each probe line in
 // the mix (WriteMix), so that prompts are scored where training put them, not at position 0 of a window,

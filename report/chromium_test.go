@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/fit"
 )
 
 // TestReportChromium renders a full synthetic report in headless Chromium: it must load without console
@@ -25,13 +27,13 @@ func TestReportChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sets, problems := Heatmaps(d, "", 8)
+	sets, problems := synthHeatmaps(d, 8)
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
 	pg, err := Build(d, Options{Title: "smallinit report (synthetic runs)", Heatmaps: sets,
 		Compare:     &CompareData{A: "g1-fixed", B: "g0.5-default", Tokens: "val.tok", Cmp: synthComparison(10)},
-		Coordchecks: []*Coordcheck{synthCoordcheck(1)}, Law: &Law{E: 2, A: 30, Alpha: 0.3, Source: "fit.json"}})
+		Coordchecks: []*Coordcheck{synthCoordcheck(1)}, Law: &Law{PowerLaw: fit.PowerLaw{E: 2, A: 30, Alpha: 0.3}, Source: "fit.json"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,90 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/internal/inputfile"
-	"github.com/smallinit/smallinit/train"
 )
 
-// CompareData is a token-level comparison of two models (diag.Compare) and what was compared.
+// CompareData is a token-level comparison of two models (diag.Compare) and what was compared: made by
+// analyze.CompareModels or read from a file (ReadCompare).
 type CompareData struct {
 	A, B   string // the models (run or model directories, or the labels a compare JSON gives)
 	Tokens string // the token file they were scored on
 	Cmp    diag.Comparison
-}
-
-// ParseCompareSpec parses --compare's "A=DIR,B=DIR" into the two directories.
-func ParseCompareSpec(spec string) (a, b string, err error) {
-	for _, part := range strings.Split(spec, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
-		switch {
-		case !ok || v == "":
-			return "", "", fmt.Errorf("comparison %q: want A=DIR,B=DIR (or a compare JSON file)", spec)
-		case strings.EqualFold(k, "a"):
-			a = v
-		case strings.EqualFold(k, "b"):
-			b = v
-		default:
-			return "", "", fmt.Errorf("comparison %q: unknown side %q (want A and B)", spec, k)
-		}
-	}
-	if a == "" || b == "" {
-		return "", "", fmt.Errorf("comparison %q: want both A=DIR and B=DIR", spec)
-	}
-	return a, b, nil
-}
-
-// modelDir resolves a run directory to its final model (a model directory is returned as it is) and returns
-// the run's config when there is one.
-func modelDir(dir string) (string, *train.Config, error) {
-	var cfg *train.Config
-	if isFile(filepath.Join(dir, train.ConfigFile)) {
-		c, err := train.Load(filepath.Join(dir, train.ConfigFile), nil)
-		if err == nil {
-			cfg = &c
-		}
-	}
-	if diag.IsModelDir(dir) {
-		return dir, cfg, nil
-	}
-	if final := filepath.Join(dir, train.FinalDir); diag.IsModelDir(final) {
-		return final, cfg, nil
-	}
-	return "", cfg, fmt.Errorf("%s: neither a model directory nor a run with a final model", dir)
-}
-
-// CompareModels compares (diag.CompareFiles) the final models of runs (or model directories) a and b over the
-// validation tokens of a's run config (b's when a has none), scoring at most windows windows (0: all) in
-// bins difficulty quantiles.
-func CompareModels(a, b string, windows, bins int) (*CompareData, error) {
-	ma, ca, err := modelDir(a)
-	if err != nil {
-		return nil, fmt.Errorf("comparison side A: %w", err)
-	}
-	mb, cb, err := modelDir(b)
-	if err != nil {
-		return nil, fmt.Errorf("comparison side B: %w", err)
-	}
-	var toks string
-	switch {
-	case ca != nil && ca.Data.Val != "":
-		toks = ca.Data.Val
-	case cb != nil && cb.Data.Val != "":
-		toks = cb.Data.Val
-	default:
-		return nil, fmt.Errorf("comparison: neither %s nor %s is a run whose config names data.val", a, b)
-	}
-	cmp, err := diag.CompareFiles(ma, mb, toks, bins, windows, "")
-	if err != nil {
-		return nil, fmt.Errorf("comparison: %w", err)
-	}
-	return &CompareData{A: a, B: b, Tokens: toks, Cmp: cmp}, nil
 }
 
 // ReadCompare reads a comparison from `smallinit compare --json` output ({"a", "b", "tokens", "comparison"})

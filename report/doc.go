@@ -13,7 +13,10 @@
 // report is the one package that draws figures and writes pages. Other packages describe theirs as data
 // (Chart: rows of Panels of Series or Grids) and hand them over: DrawChart draws one with the palette and the
 // colour scale of its quantity (ScaleCosine for cosines, ScaleFraction for shares and accuracies), WritePage
-// lays out a PageSpec of sections, charts and tables (the reproduction's figures page, the anchor diagram).
-// report reads files only: the model computations behind the heatmaps and the token comparison are diag's
-// (diag.ModelRowCosines, diag.CompareFiles), and the meaning of config keys is train's (train.Key).
+// lays out a PageSpec of sections, charts and tables (the reproduction's figures page, the anchor diagram), with
+// the one page template the report of runs uses too.
+// report reads files and draws: it loads no model. The heatmaps and the token comparison are computed by
+// package analyze (analyze.Heatmaps of HeatmapSources' model directories, analyze.CompareModels) and given to
+// Make as data (Request.Heatmaps, Request.Compare); analyze.MakeReport does both and calls Make. The size
+// law of a line is fit.Fit's, and the meaning of config keys is train's (train.Key).
 package report

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/fit"
 )
 
 // Figure is one drawn figure of a report.
@@ -378,7 +379,7 @@ func (d *Data) figLossSize(law *Law) (*Figure, string) {
 	useLogX(p)
 	var runs []*Run
 	var all []valPoint
-	var fits []string
+	var fits, refused []string
 	nmin, nmax := math.Inf(1), math.Inf(-1)
 	for i, k := range keys {
 		ps := pts[k]
@@ -393,8 +394,16 @@ func (d *Data) figLossSize(law *Law) (*Figure, string) {
 		addErrorBars(p, xs, ys, es, colorAt(i))
 		f.Series++
 		f.Legend = append(f.Legend, LegendEntry{Label: labels[k], Color: colorAt(i)})
-		if distinct(xs) >= 4 {
-			if fl, ok := FitLaw(xs, ys); ok {
+		if distinct(xs) >= fit.MinSizes {
+			points := make([]fit.Point, len(xs))
+			for j := range xs {
+				points[j] = fit.Point{X: xs[j], Y: ys[j]}
+			}
+			fitted, err := fit.Fit(points)
+			if err != nil {
+				refused = append(refused, labels[k]+": "+err.Error())
+			} else {
+				fl := Law{PowerLaw: fitted.PowerLaw}
 				fx, fy := fl.curve(xs[0], xs[len(xs)-1], 60)
 				sty := lineStyle(i)
 				sty.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
@@ -426,9 +435,13 @@ func (d *Data) figLossSize(law *Law) (*Figure, string) {
 	}
 	f.Caption = d.describe(runs) + " Final validation loss: " + valLossSource(runs) + ". N counts every parameter except the token embedding and an untied LM head."
 	if len(fits) > 0 {
-		f.Caption += " Dashed: L(N) = E + A·N^(−α) fitted by least squares to the means of " + strings.Join(fits, "; ") + "."
-	} else {
-		f.Caption += " No line has four or more sizes, so no law is fitted here."
+		f.Caption += " Dashed: L(N) = E + A·N^(−α) fitted by least squares (fit.Fit, docs/definitions.md §4) to the means of " + strings.Join(fits, "; ") + "."
+	}
+	if len(refused) > 0 {
+		f.Caption += " No law is drawn for " + strings.Join(refused, "; ") + "."
+	}
+	if len(fits)+len(refused) == 0 {
+		f.Caption += fmt.Sprintf(" No line has %d or more sizes, so no law is fitted here.", fit.MinSizes)
 	}
 	f.Caption += seedNote(all)
 	return f, ""

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -16,8 +15,8 @@ const DefaultHeatmapTensor = "model.layers.0.self_attn.q_proj.weight"
 // MaxHeatmapRows caps the rows of a heatmap (the first rows are used): the cosine matrix is rows² cells.
 const MaxHeatmapRows = 256
 
-// HeatmapPanel is the row-cosine matrix of one matrix at one step, rows reordered by diag.CosineMatrix's
-// clustering so that aligned rows form blocks.
+// HeatmapPanel is the row-cosine matrix of one matrix at one step, rows reordered by clustering
+// (diag.CosineMatrix) so that aligned rows form blocks.
 type HeatmapPanel struct {
 	Label string    // e.g. "step 0 (init)"
 	Step  int       // training step
@@ -36,18 +35,34 @@ type HeatmapSet struct {
 	FromSteps string   // where each panel came from
 }
 
-// Heatmaps gets, for the first run with a final model of each arm (at most maxArms arms), the row-cosine
-// matrix (diag.ModelRowCosines) of tensor (a full name, or a part of one: the first matching matrix is used)
-// at initialisation (the run's step-0 weights, init/), at the first retained checkpoint before the end and in
-// the final model. Problems are returned rather than stopping the report.
-func Heatmaps(d *Data, tensor string, maxArms int) ([]HeatmapSet, []string) {
-	if tensor == "" {
-		tensor = DefaultHeatmapTensor
+// HeatmapSource is one run whose row-cosine heatmaps a report shows: the model directories of its panels,
+// early to late, taken from the run's own files (init/, its checkpoints, final/), and the panels it lacks.
+// HeatmapSources chooses them from gathered runs; analyze.Heatmaps loads the models and computes the cosines.
+type HeatmapSource struct {
+	Run      *Run
+	Panels   []HeatmapPanelSource
+	Problems []string // panels the run has no weights for
+}
+
+// HeatmapPanelSource is one panel to compute: the model directory, its step and label, and the word that
+// prefixes its problems ("init", "checkpoint 20", "late").
+type HeatmapPanelSource struct {
+	Dir, Label, Problem string
+	Step                int
+}
+
+// HeatmapSources chooses, for the first run with a final model or a checkpoint of each arm (at most maxArms
+// arms; 0: DefaultMaxArms), the panels of its heatmaps: initialisation (the run's step-0 weights, init/), the
+// first retained checkpoint before the end, and the final model (else the last checkpoint). Arms left out or
+// without such a run are returned as problems. It reads nothing beyond the gathered runs.
+func HeatmapSources(d *Data, maxArms int) ([]HeatmapSource, []string) {
+	if maxArms == 0 {
+		maxArms = DefaultMaxArms
 	}
-	var sets []HeatmapSet
+	var srcs []HeatmapSource
 	var problems []string
 	for i, a := range d.Arms {
-		if len(sets) == maxArms {
+		if len(srcs) == maxArms {
 			problems = append(problems, fmt.Sprintf("%d more arm(s) not drawn (at most %d: --max-arms)", len(d.Arms)-i, maxArms))
 			break
 		}
@@ -62,25 +77,14 @@ func Heatmaps(d *Data, tensor string, maxArms int) ([]HeatmapSet, []string) {
 			problems = append(problems, fmt.Sprintf("%s: no run of the arm has a final model or a checkpoint", a.Label))
 			continue
 		}
-		s, err := heatmapSet(run, tensor)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", run.ID, err))
-			continue
-		}
-		sets = append(sets, s)
+		srcs = append(srcs, heatmapSource(run))
 	}
-	return sets, problems
+	return srcs, problems
 }
 
-// heatmapPanelDir is one panel to make: the model directory it comes from and what to call it.
-type heatmapPanelDir struct {
-	dir, label, problem string // problem prefixes the panel's error
-	step                int
-}
-
-func heatmapSet(r *Run, tensor string) (HeatmapSet, error) {
-	s := HeatmapSet{Run: r}
-	var want []heatmapPanelDir
+// heatmapSource is the panels of run r (which has a final model or a checkpoint).
+func heatmapSource(r *Run) HeatmapSource {
+	s := HeatmapSource{Run: r}
 	// Step 0 comes from the run's own files (init/, or a step-0 checkpoint), never from redrawing the
 	// initialisation with this build's code, which may differ from the one that trained the run.
 	initDir := r.InitDir
@@ -88,7 +92,7 @@ func heatmapSet(r *Run, tensor string) (HeatmapSet, error) {
 		initDir = r.Checkpoints[0].Dir
 	}
 	if initDir != "" {
-		want = append(want, heatmapPanelDir{dir: initDir, label: "step 0 (init)", problem: "init", step: 0})
+		s.Panels = append(s.Panels, HeatmapPanelSource{Dir: initDir, Label: "step 0 (init)", Problem: "init", Step: 0})
 	} else {
 		s.Problems = append(s.Problems, fmt.Sprintf("init: no step-0 weights in the run (%s/ is written by runs of builds since the experiment layer)", train.InitDir))
 	}
@@ -98,32 +102,15 @@ func heatmapSet(r *Run, tensor string) (HeatmapSet, error) {
 	}
 	if len(r.Checkpoints) > 0 && r.Checkpoints[0].Step > 0 && r.Checkpoints[0].Step < end {
 		ck := r.Checkpoints[0]
-		want = append(want, heatmapPanelDir{dir: ck.Dir, label: fmt.Sprintf("step %d (first checkpoint)", ck.Step),
-			problem: fmt.Sprintf("checkpoint %d", ck.Step), step: ck.Step})
+		s.Panels = append(s.Panels, HeatmapPanelSource{Dir: ck.Dir, Label: fmt.Sprintf("step %d (first checkpoint)", ck.Step),
+			Problem: fmt.Sprintf("checkpoint %d", ck.Step), Step: ck.Step})
 	}
-	late := heatmapPanelDir{dir: r.FinalDir, label: fmt.Sprintf("step %d (final)", end), problem: "late", step: end}
-	if late.dir == "" {
-		late.dir, late.label = r.Checkpoints[len(r.Checkpoints)-1].Dir, fmt.Sprintf("step %d (last checkpoint)", end)
+	late := HeatmapPanelSource{Dir: r.FinalDir, Label: fmt.Sprintf("step %d (final)", end), Problem: "late", Step: end}
+	if late.Dir == "" {
+		late.Dir, late.Label = r.Checkpoints[len(r.Checkpoints)-1].Dir, fmt.Sprintf("step %d (last checkpoint)", end)
 	}
-	want = append(want, late)
-	dirs := make([]string, len(want))
-	for i, w := range want {
-		dirs[i] = w.dir
-	}
-	cos, errs := diag.ModelRowCosines(dirs, tensor, MaxHeatmapRows)
-	for i, w := range want {
-		if errs[i] != nil {
-			s.Problems = append(s.Problems, w.problem+": "+errs[i].Error())
-			continue
-		}
-		c := cos[i]
-		s.Tensor, s.Shape, s.UsedRows = c.Tensor, c.Shape, c.Rows
-		s.Panels = append(s.Panels, HeatmapPanel{Label: w.label, Step: w.step, Rows: c.Rows, C: c.C})
-	}
-	if len(s.Panels) == 0 {
-		return s, fmt.Errorf("%s", strings.Join(s.Problems, "; "))
-	}
-	return s, nil
+	s.Panels = append(s.Panels, late)
+	return s
 }
 
 // ColorBarHTML is an inline-CSS colour bar for the heatmaps' scale.

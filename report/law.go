@@ -6,21 +6,18 @@ import (
 	"math"
 	"path/filepath"
 
+	"github.com/smallinit/smallinit/fit"
 	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
-// Law is a saturating power law L(N) = E + A·N^(−α).
+// Law is a size law to draw, L(N) = E + A·N^(−α) (fit.PowerLaw, docs/definitions.md §4), and where it came
+// from. The report fits nothing of its own: a law comes from a file (ReadLaw) or from fit.Fit.
 type Law struct {
-	E      float64 `json:"E"`
-	A      float64 `json:"A"`
-	Alpha  float64 `json:"alpha"`
-	Source string  `json:"-"` // where it came from, for the legend
+	fit.PowerLaw
+	Source string `json:"-"` // where it came from, for the legend
 }
 
-// Eval is L(n).
-func (l Law) Eval(n float64) float64 { return l.E + l.A*math.Pow(n, -l.Alpha) }
-
-// String is "E + A·N^(−α)" with the fitted numbers.
+// String is "L = E + A·N^(−α)" with the law's numbers.
 func (l Law) String() string {
 	return fmt.Sprintf("L = %.3g + %.3g·N^(−%.3g)", l.E, l.A, l.Alpha)
 }
@@ -32,78 +29,6 @@ func (l Law) curve(lo, hi float64, n int) (xs, ys []float64) {
 		xs, ys = append(xs, x), append(ys, l.Eval(x))
 	}
 	return xs, ys
-}
-
-// FitLaw fits L(N) = E + A·N^(−α) to (n, loss) by least squares in loss: for each E in [0, min loss) the best
-// A and α come from a straight line through (log N, log(L − E)); E is chosen on a grid and refined by a
-// golden-section search. It needs at least three distinct positive N and finds only decreasing laws (α > 0).
-func FitLaw(n, loss []float64) (Law, bool) {
-	var xs, ys []float64
-	for i := range n {
-		if n[i] > 0 && !math.IsNaN(loss[i]) && !math.IsInf(loss[i], 0) && loss[i] > 0 {
-			xs, ys = append(xs, math.Log(n[i])), append(ys, loss[i])
-		}
-	}
-	if distinct(xs) < 3 {
-		return Law{}, false
-	}
-	lmin := math.Inf(1)
-	for _, y := range ys {
-		lmin = math.Min(lmin, y)
-	}
-	fitAt := func(e float64) (Law, float64) {
-		var mx, my float64
-		for i := range xs {
-			mx += xs[i]
-			my += math.Log(ys[i] - e)
-		}
-		mx, my = mx/float64(len(xs)), my/float64(len(xs))
-		var sxy, sxx float64
-		for i := range xs {
-			sxy += (xs[i] - mx) * (math.Log(ys[i]-e) - my)
-			sxx += (xs[i] - mx) * (xs[i] - mx)
-		}
-		b := sxy / sxx
-		l := Law{E: e, A: math.Exp(my - b*mx), Alpha: -b}
-		if !(l.Alpha > 0) {
-			return l, math.Inf(1)
-		}
-		var sse float64
-		for i := range xs {
-			r := ys[i] - l.Eval(math.Exp(xs[i]))
-			sse += r * r
-		}
-		return l, sse
-	}
-	top := lmin * (1 - 1e-9)
-	const grid = 400
-	best, bestE := math.Inf(1), 0.0
-	for i := 0; i < grid; i++ {
-		e := top * float64(i) / grid
-		if _, sse := fitAt(e); sse < best {
-			best, bestE = sse, e
-		}
-	}
-	if math.IsInf(best, 1) {
-		return Law{}, false
-	}
-	lo, hi := math.Max(0, bestE-top/grid), math.Min(top, bestE+top/grid)
-	g := (math.Sqrt(5) - 1) / 2
-	for k := 0; k < 60; k++ {
-		a, b := hi-g*(hi-lo), lo+g*(hi-lo)
-		_, fa := fitAt(a)
-		_, fb := fitAt(b)
-		if fa < fb {
-			hi = b
-		} else {
-			lo = a
-		}
-	}
-	l, sse := fitAt((lo + hi) / 2)
-	if sse > best {
-		l, _ = fitAt(bestE)
-	}
-	return l, true
 }
 
 // ReadLaw reads a size law from a JSON file: `smallinit fit --json`'s report (its first law of kind "size"),
@@ -138,7 +63,7 @@ func ReadLaw(path string) (*Law, error) {
 		}
 	}
 	if rep.E != nil && rep.A != nil && rep.Alpha != nil {
-		return checkLaw(path, &Law{E: *rep.E, A: *rep.A, Alpha: *rep.Alpha, Source: src})
+		return checkLaw(path, &Law{PowerLaw: fit.PowerLaw{E: *rep.E, A: *rep.A, Alpha: *rep.Alpha}, Source: src})
 	}
 	return nil, fmt.Errorf("size law %s: no size law (want the JSON output of smallinit fit with a law of kind \"size\", or {\"E\", \"A\", \"alpha\"})", path)
 }

@@ -11,23 +11,27 @@ import (
 	"github.com/smallinit/smallinit/internal/atomicfile"
 )
 
-// Request is a report to make from files: the runs found under Dirs and the optional inputs beside them.
+// Request is a report to make: the runs found under Dirs (or already gathered, Data), the optional inputs
+// beside them, and the results of the computations the report draws but does not make (a comparison of two
+// models, row-cosine heatmaps: package analyze makes them from the models, see analyze.MakeReport).
 type Request struct {
-	Dirs           []string
-	Out            string   // the HTML file, written atomically
-	Title          string   // page title
-	Compare        string   // "A=DIR,B=DIR" (two runs' final models compared over A's data.val) or a compare JSON file
-	CompareWindows int      // validation windows scored by an A=DIR,B=DIR comparison (0: all)
-	CompareBins    int      // its difficulty quantiles
-	Fit            string   // a size law file (ReadLaw), "" for none
-	Coordchecks    []string // coordinate-check files (ReadCoordcheck)
-	HeatmapTensor  string   // the matrix of the heatmaps ("" for DefaultHeatmapTensor)
-	NoHeatmaps     bool
-	MaxArms        int       // arms in the per-arm figures (0: 8)
-	Generated      string    // the header's line about when and how it was made
-	Notes          []string  // notes the caller adds to the page's list (e.g. a comparison it could not make)
-	Warn           io.Writer // every run's problems and progress notes (nil: silent)
+	Dirs          []string
+	Data          *Data        // the runs, gathered from Dirs (Gather); nil: Make gathers Dirs
+	Out           string       // the HTML file, written atomically
+	Title         string       // page title
+	Compare       *CompareData // a token-level comparison of two models (analyze.CompareModels, ReadCompare); nil: none
+	Heatmaps      []HeatmapSet // row-cosine heatmaps of HeatmapSources' models (analyze.Heatmaps); none: not drawn
+	HeatmapTensor string       // the matrix the heatmaps were asked for ("" for DefaultHeatmapTensor)
+	Fit           string       // a size law file (ReadLaw), "" for none
+	Coordchecks   []string     // coordinate-check files (ReadCoordcheck)
+	MaxArms       int          // arms in the per-arm figures (0: DefaultMaxArms)
+	Generated     string       // the header's line about when and how it was made
+	Notes         []string     // notes the caller adds to the page's list (e.g. a comparison it could not make)
+	Warn          io.Writer    // every run's problems and progress notes (nil: silent)
 }
+
+// DefaultMaxArms is the arms of the per-arm figures (weight trajectories, heatmaps) when a Request names none.
+const DefaultMaxArms = 8
 
 // InputError is a failure of one of a Request's inputs; Input names the Request field ("Compare", "Fit",
 // "Coordchecks", "MaxArms"), so that a command can name its flag.
@@ -51,11 +55,14 @@ func Make(r Request) (*Page, *Data, error) {
 		return nil, nil, &InputError{"MaxArms", fmt.Errorf("%d arms: must be at least 1 (0: the default 8)", r.MaxArms)}
 	}
 	if r.MaxArms == 0 {
-		r.MaxArms = 8 // as Build does, so that the heatmaps and the trajectories agree
+		r.MaxArms = DefaultMaxArms // as Build does, so that the heatmaps and the trajectories agree
 	}
-	d, err := Gather(r.Dirs)
-	if err != nil {
-		return nil, nil, err
+	d := r.Data
+	if d == nil {
+		var err error
+		if d, err = Gather(r.Dirs); err != nil {
+			return nil, nil, err
+		}
 	}
 	for _, s := range d.Skipped {
 		warn("smallinit report: warning: skipped %s: %s\n", s.Path, s.Reason)
@@ -72,7 +79,9 @@ func Make(r Request) (*Page, *Data, error) {
 	if readable == 0 && len(d.Runs) > 0 {
 		return nil, d, fmt.Errorf("report: no run could be read completely (first: %s: %s)", d.Runs[0].Dir, strings.Join(d.Runs[0].Problems, "; "))
 	}
-	o := Options{Title: r.Title, MaxArms: r.MaxArms, HeatTensor: r.HeatmapTensor, Generated: r.Generated, Notes: slices.Clone(r.Notes)}
+	o := Options{Title: r.Title, MaxArms: r.MaxArms, HeatTensor: r.HeatmapTensor, Generated: r.Generated, Notes: slices.Clone(r.Notes),
+		Compare: r.Compare, Heatmaps: r.Heatmaps}
+	var err error
 	if r.Fit != "" {
 		if o.Law, err = ReadLaw(r.Fit); err != nil {
 			return nil, d, &InputError{"Fit", err}
@@ -85,33 +94,12 @@ func Make(r Request) (*Page, *Data, error) {
 		}
 		o.Coordchecks = append(o.Coordchecks, cc)
 	}
-	if r.Compare != "" {
-		if strings.Contains(r.Compare, "=") {
-			a, b, err := ParseCompareSpec(r.Compare)
-			if err != nil {
-				return nil, d, &InputError{"Compare", err}
-			}
-			warn("comparing %s and %s...\n", a, b)
-			if o.Compare, err = CompareModels(a, b, r.CompareWindows, r.CompareBins); err != nil {
-				return nil, d, &InputError{"Compare", err}
-			}
-		} else if o.Compare, err = ReadCompare(r.Compare); err != nil {
-			return nil, d, &InputError{"Compare", err}
-		}
-	}
 	if len(d.Runs) == 0 && o.Compare == nil && len(o.Coordchecks) == 0 {
 		var why []string
 		for _, s := range d.Skipped {
 			why = append(why, s.Path+": "+s.Reason)
 		}
 		return nil, d, fmt.Errorf("nothing to report: no run directory (config.toml + metrics.jsonl) found (%s)", strings.Join(why, "; "))
-	}
-	if !r.NoHeatmaps {
-		var problems []string
-		o.Heatmaps, problems = Heatmaps(d, r.HeatmapTensor, r.MaxArms)
-		for _, p := range problems {
-			o.Notes = append(o.Notes, "heatmap "+p)
-		}
 	}
 	pg, err := Build(d, o)
 	if err != nil {

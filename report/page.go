@@ -30,19 +30,69 @@ type Table struct {
 	Rows    [][]string
 }
 
-// pageView is what the sections template shows.
+// pageView is what the page template shows: every page report writes (the report of runs, Build, and the
+// pages of other packages, RenderPage) is one of these.
 type pageView struct {
 	Title    string
-	Intro    []string
+	Intro    []string  // paragraphs under the title
+	Nav      []navView // a list of links to sections under the intro (none: no list)
 	Sections []sectionView
 }
 
+// navView is one link of a page's list of sections.
+type navView struct{ ID, Title string }
+
+// sectionView is one section: its text, figures, tables, list and preformatted text, in that order.
 type sectionView struct {
-	Section
-	Figures []figView
+	ID, Heading string
+	Text        []string // paragraphs before the figures
+	Figures     []figView
+	Tables      []tableView
+	Meta        []string   // small paragraphs after the tables
+	Items       []itemView // a list after them
+	ItemsClass  string
+	Pre         string
 }
 
-var sectionsTemplate = template.Must(template.Must(template.New("sections").Parse(pageCSS)).Parse(`{{template "head" .}}{{range .Intro}}<p class="meta">{{.}}</p>
+// tableView is a table of cells, each optionally classed ("num": right-aligned digits) and led by a colour
+// swatch, rows optionally classed ("incomplete").
+type tableView struct {
+	Class, Caption string
+	Header         []string
+	Rows           []rowView
+}
+
+type rowView struct {
+	Class string
+	Cells []cellView
+}
+
+type cellView struct {
+	Text, Class string
+	Swatch      template.CSS // a swatch's style before the text ("": none)
+}
+
+// itemView is one list item: an optional bold lead, then text.
+type itemView struct{ Bold, Text string }
+
+// plainTable is a Table of text cells as the page template shows it.
+func plainTable(t Table) tableView {
+	v := tableView{Caption: t.Caption, Header: t.Header}
+	for _, r := range t.Rows {
+		var cells []cellView
+		for _, c := range r {
+			cells = append(cells, cellView{Text: c})
+		}
+		v.Rows = append(v.Rows, rowView{Cells: cells})
+	}
+	return v
+}
+
+// pageTemplate lays out every page report writes.
+var pageTemplate = template.Must(template.Must(template.New("page").Parse(pageCSS)).Parse(`{{template "head" .}}{{range .Intro}}<p class="meta">{{.}}</p>
+{{end}}{{if .Nav}}<nav><ol>
+{{range .Nav}}<li><a href="#{{.ID}}">{{.Title}}</a></li>
+{{end}}</ol></nav>
 {{end}}
 {{range .Sections}}
 <section{{if .ID}} id="{{.ID}}"{{end}}>
@@ -56,14 +106,17 @@ var sectionsTemplate = template.Must(template.Must(template.New("sections").Pars
 {{if .Caption}}<figcaption>{{.Caption}}</figcaption>{{end}}
 </figure>
 {{end}}
-{{range .Tables}}<table>
+{{range .Tables}}<table{{if .Class}} class="{{.Class}}"{{end}}>
 {{if .Caption}}<caption>{{.Caption}}</caption>{{end}}
 <thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>
-{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{range .Rows}}<tr{{if .Class}} class="{{.Class}}"{{end}}>{{range .Cells}}<td{{if .Class}} class="{{.Class}}"{{end}}>{{if .Swatch}}<span class="sw" style="{{.Swatch}}"></span>{{end}}{{.Text}}</td>{{end}}</tr>
 {{end}}</tbody>
 </table>
 {{end}}
+{{range .Meta}}<p class="meta">{{.}}</p>
+{{end}}
+{{if .Items}}<ul{{if .ItemsClass}} class="{{.ItemsClass}}"{{end}}>{{range .Items}}<li>{{if .Bold}}<b>{{.Bold}}</b>: {{end}}{{.Text}}</li>{{end}}</ul>{{end}}
 {{if .Pre}}<pre>{{.Pre}}</pre>{{end}}
 </section>
 {{end}}
@@ -77,7 +130,10 @@ var sectionsTemplate = template.Must(template.Must(template.New("sections").Pars
 func RenderPage(p PageSpec) ([]byte, error) {
 	v := pageView{Title: p.Title, Intro: p.Intro}
 	for _, s := range p.Sections {
-		sv := sectionView{Section: s}
+		sv := sectionView{ID: s.ID, Heading: s.Heading, Text: s.Text, Pre: s.Pre}
+		for _, t := range s.Tables {
+			sv.Tables = append(sv.Tables, plainTable(t))
+		}
 		for _, ch := range s.Charts {
 			f, err := DrawChart(ch)
 			if err != nil {
@@ -88,7 +144,7 @@ func RenderPage(p PageSpec) ([]byte, error) {
 		v.Sections = append(v.Sections, sv)
 	}
 	var buf bytes.Buffer
-	if err := sectionsTemplate.Execute(&buf, v); err != nil {
+	if err := pageTemplate.Execute(&buf, v); err != nil {
 		return nil, fmt.Errorf("report: page %q: %w", p.Title, err)
 	}
 	return buf.Bytes(), nil

@@ -14,9 +14,9 @@ import (
 type Options struct {
 	Title       string        // page title (default "smallinit report")
 	Law         *Law          // a size law to draw on the loss-against-N figure (ReadLaw), besides any fitted here
-	Heatmaps    []HeatmapSet  // row-cosine heatmaps (from Heatmaps); none: the figure is listed as not drawn
+	Heatmaps    []HeatmapSet  // row-cosine heatmaps (analyze.Heatmaps); none: the figure is listed as not drawn
 	HeatTensor  string        // the tensor asked for, named when there are no heatmaps
-	Compare     *CompareData  // a token-difficulty comparison (CompareModels or ReadCompare)
+	Compare     *CompareData  // a token-difficulty comparison (analyze.CompareModels or ReadCompare)
 	Coordchecks []*Coordcheck // coordinate checks (ReadCoordcheck)
 	MaxArms     int           // arms drawn in the per-arm small multiples (default 8)
 	Generated   string        // a line for the header, e.g. the time and command (empty: none)
@@ -40,12 +40,27 @@ func Render(d *Data, o Options) ([]byte, error) {
 	return p.HTML, nil
 }
 
-// figureTitles names every figure, for the list of those not drawn.
-var figureTitles = map[string]string{
-	FigLossCurves: "Loss curves", FigValGamma: "Validation loss against γ", FigFixes: "The 2×2 of fixes",
-	FigLossSize: "Loss against model size N", FigTrajectories: "Weight trajectories", FigHeatmaps: "Row-cosine heatmaps",
-	FigSink: "Attention sink", FigNorm: "Norm saturation", FigCompare: "A against B by token difficulty",
-	FigCoordcheck: "Coordinate check",
+// figureRow is one figure of the report: its ID, its title (named in the list of figures not drawn) and how it
+// is drawn from the runs and the options (a figure, or nil and why not).
+type figureRow struct {
+	id, title string
+	draw      func(d *Data, o Options) (*Figure, string)
+}
+
+// figureTable is every figure of the report, in page order: a new figure is one row here.
+func figureTable() []figureRow {
+	return []figureRow{
+		{FigLossCurves, "Loss curves", func(d *Data, _ Options) (*Figure, string) { return d.figLossCurves() }},
+		{FigValGamma, "Validation loss against γ", func(d *Data, _ Options) (*Figure, string) { return d.figValGamma() }},
+		{FigFixes, "The 2×2 of fixes", func(d *Data, _ Options) (*Figure, string) { return d.figFixes() }},
+		{FigLossSize, "Loss against model size N", func(d *Data, o Options) (*Figure, string) { return d.figLossSize(o.Law) }},
+		{FigTrajectories, "Weight trajectories", func(d *Data, o Options) (*Figure, string) { return d.figTrajectories(o.MaxArms) }},
+		{FigHeatmaps, "Row-cosine heatmaps", func(d *Data, o Options) (*Figure, string) { return d.figHeatmaps(o.Heatmaps, o.HeatTensor) }},
+		{FigSink, "Attention sink", func(d *Data, _ Options) (*Figure, string) { return d.figSink() }},
+		{FigNorm, "Norm saturation", func(d *Data, _ Options) (*Figure, string) { return d.figNorm() }},
+		{FigCompare, "A against B by token difficulty", func(_ *Data, o Options) (*Figure, string) { return figCompare(o.Compare) }},
+		{FigCoordcheck, "Coordinate check", func(_ *Data, o Options) (*Figure, string) { return figCoordcheck(o.Coordchecks) }},
+	}
 }
 
 // Build draws every figure whose data exists and lays out the page.
@@ -60,37 +75,17 @@ func Build(d *Data, o Options) (*Page, error) {
 		o.HeatTensor = DefaultHeatmapTensor
 	}
 	pg := &Page{}
-	add := func(id string, f *Figure, reason string) {
-		if f != nil {
+	for _, row := range figureTable() {
+		if f, why := row.draw(d, o); f != nil {
 			pg.Figures = append(pg.Figures, *f)
 		} else {
-			pg.Omitted = append(pg.Omitted, Omitted{ID: id, Title: figureTitles[id], Reason: reason})
+			pg.Omitted = append(pg.Omitted, Omitted{ID: row.id, Title: row.title, Reason: why})
 		}
 	}
-	f, why := d.figLossCurves()
-	add(FigLossCurves, f, why)
-	f, why = d.figValGamma()
-	add(FigValGamma, f, why)
-	f, why = d.figFixes()
-	add(FigFixes, f, why)
-	f, why = d.figLossSize(o.Law)
-	add(FigLossSize, f, why)
-	f, why = d.figTrajectories(o.MaxArms)
-	add(FigTrajectories, f, why)
-	f, why = d.figHeatmaps(o.Heatmaps, o.HeatTensor)
-	add(FigHeatmaps, f, why)
-	f, why = d.figSink()
-	add(FigSink, f, why)
-	f, why = d.figNorm()
-	add(FigNorm, f, why)
-	f, why = figCompare(o.Compare)
-	add(FigCompare, f, why)
-	f, why = figCoordcheck(o.Coordchecks)
-	add(FigCoordcheck, f, why)
 
 	v := d.view(o, pg)
 	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, v); err != nil {
+	if err := pageTemplate.Execute(&buf, v.page()); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	pg.HTML = buf.Bytes()
@@ -118,7 +113,7 @@ func svgHeightPx(svg string) int {
 	return int(px)
 }
 
-// view is what the template shows.
+// view is what the report of runs shows; page lays it out as the page template's sections.
 type view struct {
 	Title     string
 	Generated string
@@ -304,49 +299,62 @@ caption{text-align:left;font-weight:bold;padding:4px 0}
 <h1>{{.Title}}</h1>
 {{end}}`
 
-var pageTemplate = template.Must(template.Must(template.New("page").Parse(pageCSS)).Parse(`{{template "head" .}}<p class="meta">{{.Summary}}</p>
-{{if .Generated}}<p class="meta">{{.Generated}}</p>{{end}}
-<nav><ol>
-{{range .Figures}}<li><a href="#{{.ID}}">{{.Title}}</a></li>
-{{end}}<li><a href="#runs">Runs</a></li>
-{{if .Omitted}}<li><a href="#not-drawn">Figures not drawn</a></li>{{end}}
-</ol></nav>
-{{range .Figures}}
-<section id="{{.ID}}">
-<h2>{{.Title}}</h2>
-<figure class="figure" data-figure="{{.ID}}" data-points="{{.Points}}" data-series="{{.Series}}">
-{{.SVGHTML}}
-{{if .Legend}}<ul class="legend">{{range .Legend}}<li><span class="{{.Class}}" style="{{.Style}}"></span>{{.Label}}</li>{{end}}</ul>{{end}}
-{{.Extra}}
-<figcaption>{{.Caption}}</figcaption>
-</figure>
-</section>
-{{end}}
-<section id="runs">
-<h2>Runs</h2>
-{{if .Arms}}<table class="arms">
-<thead><tr><th>arm</th><th>N</th><th>runs</th><th>complete</th><th>seeds</th><th>final val loss (mean ± SE)</th></tr></thead>
-<tbody>
-{{range .Arms}}<tr><td><span class="sw" style="{{.Color}}"></span>{{.Label}}</td><td class="num">{{.N}}</td><td class="num">{{.Runs}}</td><td class="num">{{.Complete}}</td><td>{{.Seeds}}</td><td class="num">{{.Val}}</td></tr>
-{{end}}</tbody>
-</table>{{end}}
-<table class="runs">
-<thead><tr><th>run</th><th>arm</th><th>seed</th><th>state</th><th>steps</th><th>tokens</th><th>train loss</th><th>val loss</th>{{if .HasBPB}}<th>val bits/byte (demo, whole split)</th>{{end}}<th>tokens/s</th></tr></thead>
-<tbody>
-{{range .Runs}}<tr{{if not .Complete}} class="incomplete"{{end}}><td>{{.ID}}</td><td>{{.Arm}}</td><td class="num">{{.Seed}}</td><td>{{.State}}</td><td class="num">{{.Steps}}</td><td class="num">{{.Tokens}}</td><td class="num">{{.Train}}</td><td class="num">{{.Val}}</td>{{if $.HasBPB}}<td class="num">{{.BPB}}</td>{{end}}<td class="num">{{.TokS}}</td></tr>
-{{end}}</tbody>
-</table>
-<p class="meta">Train loss is the last logged value (mean over the last logging interval); tokens/s is the throughput over the logged intervals. Val loss, here and in the arms' final val loss: {{.ValSource}}. Incomplete runs are listed but left out of the final-loss figures.</p>
-</section>
-{{if .Omitted}}<section id="not-drawn">
-<h2>Figures not drawn</h2>
-<ul class="omitted">{{range .Omitted}}<li><b>{{.Title}}</b>: {{.Reason}}</li>{{end}}</ul>
-</section>{{end}}
-{{if .Notes}}<section id="notes">
-<h2>Notes</h2>
-<ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
-</section>{{end}}
-</main>
-</body>
-</html>
-`))
+// page lays the report out: the summary, a list of the sections, a section per figure, the runs, the figures
+// not drawn and the notes.
+func (v view) page() pageView {
+	p := pageView{Title: v.Title, Intro: []string{v.Summary}}
+	if v.Generated != "" {
+		p.Intro = append(p.Intro, v.Generated)
+	}
+	for _, f := range v.Figures {
+		p.Nav = append(p.Nav, navView{ID: f.ID, Title: f.Title})
+		p.Sections = append(p.Sections, sectionView{ID: f.ID, Heading: f.Title, Figures: []figView{f}})
+	}
+	p.Nav = append(p.Nav, navView{ID: "runs", Title: "Runs"})
+	runs := sectionView{ID: "runs", Heading: "Runs", Meta: []string{"Train loss is the last logged value (mean over the last " +
+		"logging interval); tokens/s is the throughput over the logged intervals. Val loss, here and in the arms' final val loss: " +
+		v.ValSource + ". Incomplete runs are listed but left out of the final-loss figures."}}
+	if len(v.Arms) > 0 {
+		t := tableView{Class: "arms", Header: []string{"arm", "N", "runs", "complete", "seeds", "final val loss (mean ± SE)"}}
+		for _, a := range v.Arms {
+			t.Rows = append(t.Rows, rowView{Cells: []cellView{{Text: a.Label, Swatch: a.Color}, {Text: a.N, Class: "num"},
+				{Text: a.Runs, Class: "num"}, {Text: a.Complete, Class: "num"}, {Text: a.Seeds}, {Text: a.Val, Class: "num"}}})
+		}
+		runs.Tables = append(runs.Tables, t)
+	}
+	t := tableView{Class: "runs", Header: []string{"run", "arm", "seed", "state", "steps", "tokens", "train loss", "val loss"}}
+	if v.HasBPB {
+		t.Header = append(t.Header, "val bits/byte (demo, whole split)")
+	}
+	t.Header = append(t.Header, "tokens/s")
+	for _, r := range v.Runs {
+		row := rowView{Cells: []cellView{{Text: r.ID}, {Text: r.Arm}, {Text: r.Seed, Class: "num"}, {Text: r.State},
+			{Text: r.Steps, Class: "num"}, {Text: r.Tokens, Class: "num"}, {Text: r.Train, Class: "num"}, {Text: r.Val, Class: "num"}}}
+		if v.HasBPB {
+			row.Cells = append(row.Cells, cellView{Text: r.BPB, Class: "num"})
+		}
+		row.Cells = append(row.Cells, cellView{Text: r.TokS, Class: "num"})
+		if !r.Complete {
+			row.Class = "incomplete"
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	runs.Tables = append(runs.Tables, t)
+	p.Sections = append(p.Sections, runs)
+	if len(v.Omitted) > 0 {
+		p.Nav = append(p.Nav, navView{ID: "not-drawn", Title: "Figures not drawn"})
+		s := sectionView{ID: "not-drawn", Heading: "Figures not drawn", ItemsClass: "omitted"}
+		for _, om := range v.Omitted {
+			s.Items = append(s.Items, itemView{Bold: om.Title, Text: om.Reason})
+		}
+		p.Sections = append(p.Sections, s)
+	}
+	if len(v.Notes) > 0 {
+		s := sectionView{ID: "notes", Heading: "Notes", ItemsClass: "notes"}
+		for _, n := range v.Notes {
+			s.Items = append(s.Items, itemView{Text: n})
+		}
+		p.Sections = append(p.Sections, s)
+	}
+	return p
+}

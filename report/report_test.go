@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/fit"
 	"github.com/smallinit/smallinit/model"
 )
 
@@ -196,13 +197,13 @@ func TestReportFigures(t *testing.T) {
 			}
 			o := Options{Title: "test <report>"}
 			if tc.want.heatmaps {
-				sets, problems := Heatmaps(d, "", 8)
+				sets, problems := synthHeatmaps(d, 8)
 				if len(problems) > 0 || len(sets) != 4 {
 					t.Fatalf("heatmaps: %d sets, problems %v", len(sets), problems)
 				}
 				for _, s := range sets {
-					if len(s.Panels) != 3 || s.Tensor != DefaultHeatmapTensor || s.Panels[1].Step != 20 || s.Panels[2].Step != 60 {
-						t.Fatalf("heatmap set of %s: tensor %s, %d panels %+v", s.Run.ID, s.Tensor, len(s.Panels), s.Panels)
+					if len(s.Panels) != 3 || s.Panels[1].Step != 20 || s.Panels[2].Step != 60 {
+						t.Fatalf("heatmap set of %s: %d panels %+v", s.Run.ID, len(s.Panels), s.Panels)
 					}
 				}
 				o.Heatmaps = sets
@@ -264,8 +265,8 @@ func TestReportFigures(t *testing.T) {
 					t.Errorf("figure %s not listed as omitted with a reason", id)
 				}
 			}
-			if len(drawn)+len(pg.Omitted) != len(figureTitles) {
-				t.Errorf("%d drawn + %d omitted figures, want %d", len(drawn), len(pg.Omitted), len(figureTitles))
+			if len(drawn)+len(pg.Omitted) != len(figureTable()) {
+				t.Errorf("%d drawn + %d omitted figures, want %d", len(drawn), len(pg.Omitted), len(figureTable()))
 			}
 			rows := strings.Count(figureBlock(html, "runs"), "<tr")
 			if rows != 1+tc.want.runs+tc.want.arms+boolInt(tc.want.arms > 0) {
@@ -343,19 +344,7 @@ func TestReportArmsAndCaptions(t *testing.T) {
 	}
 }
 
-func TestReportFitLaw(t *testing.T) {
-	truth := Law{E: 2.5, A: 40, Alpha: 0.3}
-	var ns, ls []float64
-	for _, n := range []float64{1e5, 3e5, 1e6, 3e6, 1e7} {
-		ns, ls = append(ns, n), append(ls, truth.Eval(n))
-	}
-	got, ok := FitLaw(ns, ls)
-	if !ok || math.Abs(got.E-truth.E) > 0.02 || math.Abs(got.Alpha-truth.Alpha)/truth.Alpha > 0.03 {
-		t.Fatalf("fit %+v (ok %v), want %+v", got, ok, truth)
-	}
-	if _, ok := FitLaw(ns[:2], ls[:2]); ok {
-		t.Error("fitted a law to two points")
-	}
+func TestReportReadLaw(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "fit.json")
 	os.WriteFile(p, []byte(`{"baseline": "init.gamma=0.5", "laws": [{"kind": "data", "law": null}, {"kind": "size", "law": {"E": 1, "A": 2, "alpha": 0.5}}]}`), 0o644)
@@ -396,36 +385,6 @@ func TestReportReadInputs(t *testing.T) {
 	if err != nil || len(got.Points) != len(cc.Points) || got.Gamma != 1 || got.Source != "coord.json" {
 		t.Fatalf("ReadCoordcheck: %+v, %v", got, err)
 	}
-	for _, spec := range []string{"A=x", "A=x,C=y", "x", "A=,B=y"} {
-		if _, _, err := ParseCompareSpec(spec); err == nil {
-			t.Errorf("ParseCompareSpec(%q) accepted", spec)
-		}
-	}
-	if a, b, err := ParseCompareSpec("B=runs/two,A=runs/one"); err != nil || a != "runs/one" || b != "runs/two" {
-		t.Errorf("ParseCompareSpec: %s %s %v", a, b, err)
-	}
-}
-
-func TestReportHeatmapTensorChoice(t *testing.T) {
-	root := t.TempDir()
-	synthRun{name: "r", gamma: 1, eps: 1e-12, gate: model.GateElementwise, final: finalReal}.write(t, root)
-	d, err := Gather([]string{root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sets, problems := Heatmaps(d, "layers.1.mlp.down_proj", 4)
-	if len(problems) > 0 || len(sets) != 1 || sets[0].Tensor != "model.layers.1.mlp.down_proj.weight" || len(sets[0].Panels) != 2 {
-		t.Fatalf("sets %+v, problems %v", sets, problems)
-	}
-	p := sets[0].Panels[0]
-	for i := 0; i < p.Rows; i++ {
-		if v := p.C[i*p.Rows+i]; math.Abs(float64(v)-1) > 1e-5 {
-			t.Fatalf("cosine diagonal %d = %g", i, v)
-		}
-	}
-	if _, problems = Heatmaps(d, "no_such_tensor", 4); len(problems) != 1 || !strings.Contains(problems[0], "no matrix named") {
-		t.Errorf("problems %v", problems)
-	}
 }
 
 // TestReportDegenerateInputs feeds the figures flat, single-point and half-broken data: the page must still
@@ -457,7 +416,7 @@ func TestReportDegenerateInputs(t *testing.T) {
 	flat := &Coordcheck{Source: "flat.json", Coordcheck: diag.Coordcheck{Gamma: 1, Points: []diag.CoordPoint{{Width: 64, AttnRatio: 0.1, FFNRatio: 0}}}}
 	one := diag.Comparison{Windows: 1, Bins: []diag.GapBin{{Count: 3}}}
 	pg, err := Build(d, Options{Coordchecks: []*Coordcheck{flat, synthCoordcheck(0.5)}, Compare: &CompareData{A: "a", B: "b", Cmp: one},
-		Law: &Law{E: 1, A: 1, Alpha: 0.5}, Heatmaps: nil})
+		Law: &Law{PowerLaw: fit.PowerLaw{E: 1, A: 1, Alpha: 0.5}}, Heatmaps: nil})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,10 +452,10 @@ func TestReportWritePage(t *testing.T) {
 	}
 }
 
-// TestHeatmapInitFromRunFiles: the step-0 panel comes from the run's own init/ weights; a run without them
-// (trained before they were written) gets no step-0 panel and a note saying so, never weights redrawn with
-// this build's init code.
-func TestHeatmapInitFromRunFiles(t *testing.T) {
+// TestHeatmapSourcesTakeStepZeroFromRunFiles: the step-0 panel comes from the run's own init/ weights; a run
+// without them (trained before they were written) gets no step-0 panel and a note saying so, never weights
+// redrawn with this build's init code.
+func TestHeatmapSourcesTakeStepZeroFromRunFiles(t *testing.T) {
 	root := t.TempDir()
 	with := synthRun{name: "with", gamma: 1, eps: 1e-12, gate: "elementwise", final: finalReal, ckpts: []int{20}}
 	without := with
@@ -507,19 +466,19 @@ func TestHeatmapInitFromRunFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sets, problems := Heatmaps(d, "", 8)
-	if len(problems) > 0 || len(sets) != 2 {
-		t.Fatalf("%d sets, problems %v", len(sets), problems)
+	srcs, problems := HeatmapSources(d, 8)
+	if len(problems) > 0 || len(srcs) != 2 {
+		t.Fatalf("%d sources, problems %v", len(srcs), problems)
 	}
-	for _, s := range sets {
+	for _, s := range srcs {
 		switch s.Run.ID {
 		case "with":
-			if len(s.Panels) != 3 || s.Panels[0].Step != 0 || len(s.Problems) > 0 {
-				t.Errorf("with init/: %d panels, problems %v; want step 0, 20 and 60", len(s.Panels), s.Problems)
+			if len(s.Panels) != 3 || s.Panels[0].Step != 0 || s.Panels[0].Dir != s.Run.InitDir || s.Panels[2].Dir != s.Run.FinalDir || len(s.Problems) > 0 {
+				t.Errorf("with init/: panels %+v, problems %v; want init/ at step 0, the checkpoint at 20 and final/ at 60", s.Panels, s.Problems)
 			}
 		case "without":
 			if len(s.Panels) != 2 || s.Panels[0].Step == 0 || len(s.Problems) != 1 || !strings.Contains(s.Problems[0], "no step-0 weights") {
-				t.Errorf("without init/: %d panels, problems %v; want no step-0 panel and a note", len(s.Panels), s.Problems)
+				t.Errorf("without init/: panels %+v, problems %v; want no step-0 panel and a note", s.Panels, s.Problems)
 			}
 		}
 	}

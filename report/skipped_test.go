@@ -36,12 +36,12 @@ func TestSkippedItemsAreReported(t *testing.T) {
 			synthRun{name: "b", gamma: 0.5, eps: 1e-12, gate: model.GateElementwise, final: finalReal}.write(t, root)
 			synthRun{name: "c", gamma: 0.75, eps: 1e-12, gate: model.GateElementwise}.write(t, root)
 		}, func(t *testing.T, root string, d *Data, _ string) {
-			_, problems := Heatmaps(d, "", 1)
+			_, problems := HeatmapSources(d, 1)
 			joined := strings.Join(problems, "\n")
 			if !strings.Contains(joined, "more arm(s) not drawn") {
 				t.Errorf("max arms 1 of 3: problems %q, want the arms not drawn counted", joined)
 			}
-			_, problems = Heatmaps(d, "", 8)
+			_, problems = HeatmapSources(d, 8)
 			if joined = strings.Join(problems, "\n"); !strings.Contains(joined, "γ=0.75") || !strings.Contains(joined, "no run of the arm has a final model") {
 				t.Errorf("problems %q, want the γ = 0.75 arm named as having no model", joined)
 			}
@@ -52,7 +52,7 @@ func TestSkippedItemsAreReported(t *testing.T) {
 			tc.setup(t, root)
 			var warn strings.Builder
 			out := filepath.Join(t.TempDir(), "r.html")
-			pg, d, err := Make(Request{Dirs: []string{root}, Out: out, NoHeatmaps: true, Warn: &warn})
+			pg, d, err := Make(Request{Dirs: []string{root}, Out: out, Warn: &warn})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -232,3 +232,26 @@ func corners(seed uint64, diag bool, final string, ckpts []int) []synthRun {
 	}
 	return out
 }
+
+// synthHeatmaps is HeatmapSources' choice for d with made-up 8×8 cosine matrices in place of the models' (the
+// report draws heatmaps it is given; analyze computes real ones): 1 on the diagonal, a step pattern off it.
+func synthHeatmaps(d *Data, maxArms int) ([]HeatmapSet, []string) {
+	srcs, problems := HeatmapSources(d, maxArms)
+	var sets []HeatmapSet
+	for _, src := range srcs {
+		const n = 8
+		s := HeatmapSet{Run: src.Run, Tensor: DefaultHeatmapTensor, Shape: [2]int{n, 16}, UsedRows: n, Problems: src.Problems}
+		for k, p := range src.Panels {
+			c := make([]float32, n*n)
+			for i := range n {
+				for j := range n {
+					c[i*n+j] = float32(0.1 * float64((i+j+k)%5-2))
+				}
+				c[i*n+i] = 1
+			}
+			s.Panels = append(s.Panels, HeatmapPanel{Label: p.Label, Step: p.Step, Rows: n, C: c})
+		}
+		sets = append(sets, s)
+	}
+	return sets, problems
+}

@@ -202,7 +202,7 @@ func TestReproduceEndToEnd(t *testing.T) {
 			case fi.Name() == "metrics.jsonl":
 				b, _ := os.ReadFile(p)
 				m[p] = fmt.Sprint(bytes.Count(b, []byte("\n")), " lines")
-			case fi.Name() == verdictScoreFile || fi.Name() == "selection_score.json" || filepath.Base(filepath.Dir(p)) == experiment.TuneDir:
+			case fi.Name() == string(train.VerdictScore) || fi.Name() == string(train.SelectionScore) || filepath.Base(filepath.Dir(p)) == experiment.TuneDir:
 				m[p] = fi.ModTime().String()
 			}
 			return nil

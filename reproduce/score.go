@@ -2,24 +2,18 @@ package reproduce
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"github.com/smallinit/smallinit/internal/finitejson"
-	"github.com/smallinit/smallinit/internal/inputfile"
 	"math"
 	"path/filepath"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/eval"
-	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train"
 )
-
-// verdictScoreFile (in a run directory) caches the run's RunScore, so a resumed reproduction scores nothing twice.
-const verdictScoreFile = "verdict_score.json"
 
 // DefaultOODWindows bounds each out-of-distribution text to its first windows of the model's context (0 would
 // score each text whole, about 150,000 tokens a text, too slow for 60 models in a 2-hour budget).
@@ -61,23 +55,20 @@ func (s *RunScore) OODBitsPerByte() map[string]float64 {
 	return out
 }
 
-// scoreRun scores the final model of the run in dir (cached in the run directory): eval.ScoreHeldOut on the
+// scoreRun scores the final model of the run in dir (cached in the run directory, train.VerdictScore): eval.ScoreHeldOut on the
 // prepared directory dataDir, eval.ScoreOOD with its tokenizer, and the last diagnostics record's saturation
 // and sink rate.
 func scoreRun(dir, dataDir string, oodWindows int) (*RunScore, error) {
-	cache := filepath.Join(dir, verdictScoreFile)
-	if b, err := inputfile.ReadFile(cache, inputfile.MaxConfig); err == nil {
-		var s RunScore
-		if json.Unmarshal(b, &s) == nil && s.HeldOut.Overall.Tokens > 0 && s.OODWindows == oodWindows && len(s.OOD) > 0 && s.OOD[0].Tokens > 0 {
-			return &s, nil
-		}
-	}
-	pool := kernel.NewPool(0)
-	defer pool.Close()
 	run, err := train.OpenRun(dir)
 	if err != nil {
 		return nil, err
 	}
+	var cached RunScore
+	if run.ReadScore(train.VerdictScore, &cached) && cached.HeldOut.Overall.Tokens > 0 && cached.OODWindows == oodWindows && len(cached.OOD) > 0 && cached.OOD[0].Tokens > 0 {
+		return &cached, nil
+	}
+	pool := kernel.NewPool(0)
+	defer pool.Close()
 	m, err := run.FinalModel(16, pool)
 	if err != nil {
 		return nil, err
@@ -97,8 +88,7 @@ func scoreRun(dir, dataDir string, oodWindows int) (*RunScore, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, _ := json.MarshalIndent(s, "", "  ")
-	if err := atomicfile.Write(cache, append(b, '\n')); err != nil {
+	if err := run.WriteScore(train.VerdictScore, s); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -13,7 +13,7 @@ import (
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/finitejson"
 	"github.com/smallinit/smallinit/internal/inputfile"
-	"github.com/smallinit/smallinit/probes"
+	"github.com/smallinit/smallinit/probes/probescore"
 )
 
 // File is the summary's name in a plan's output directory; a variant of the plan (the demo on the probe mix)
@@ -37,7 +37,7 @@ type Row struct {
 	LangBPB    map[string]float64 `json:"val_bits_per_byte_by_lang"`
 	TokensPerS float64            `json:"tokens_per_s"`
 	Dir        string             `json:"dir"`
-	Probes     *probes.Scores     `json:"probes,omitempty"` // runs trained on the probe mix
+	Probes     *probescore.Scores `json:"probes,omitempty"` // runs trained on the probe mix
 }
 
 // MarshalJSON writes a row with a non-finite number (the training loss or throughput of a run whose

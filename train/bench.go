@@ -72,6 +72,11 @@ func Benchmark(c model.Config, o BenchOptions) (BenchResult, error) {
 	if o.Batch < 1 || o.Steps < 1 || o.Warmup < 0 {
 		return BenchResult{}, fmt.Errorf("bench: batch %d and steps %d must be positive and warmup %d non-negative", o.Batch, o.Steps, o.Warmup)
 	}
+	prec, err := nativePrecision(o.Precision)
+	if err != nil {
+		return BenchResult{}, err
+	}
+	o.Precision = prec.String()
 	if err := model.CheckMemory(c, o.Batch, 8*float64(c.NumParams())); err != nil {
 		return BenchResult{}, err
 	}
@@ -81,16 +86,7 @@ func Benchmark(c model.Config, o BenchOptions) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
-	if o.Precision == "" {
-		o.Precision = "f32"
-	}
-	switch {
-	case o.Precision == "bf16" && !kernel.HasBF16():
-		return BenchResult{}, fmt.Errorf("precision bf16: this CPU has no AVX512_BF16 (kernels: %s)", kernel.Impl())
-	case o.Precision != "f32" && o.Precision != "bf16":
-		return BenchResult{}, fmt.Errorf("precision %q: want f32 or bf16", o.Precision)
-	}
-	m.SetBF16Matmuls(o.Precision == "bf16")
+	m.SetPrecision(prec)
 	if _, err := gammainit.Apply(m, gammainit.Default(), 0); err != nil {
 		return BenchResult{}, err
 	}

@@ -214,8 +214,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train.keep_checkpoints = %d: must be ≥ 1", t.KeepCheckpoints)
 	case t.Threads < 0 || t.Threads > kernel.MaxWorkers:
 		return fmt.Errorf("train.threads = %d: must be in [0, %d] (0: all cores)", t.Threads, kernel.MaxWorkers)
-	case t.Precision != "" && t.Precision != "f32" && t.Precision != "bf16" && t.Precision != PrecisionAuto:
-		return fmt.Errorf("train.precision = %q: must be \"f32\", \"bf16\" or \"auto\"", t.Precision)
+	case t.Precision != PrecisionAuto && precisionErr(t.Precision) != nil:
+		return fmt.Errorf("train.precision = %q: must be %s or %q", t.Precision, precisionNames(), PrecisionAuto)
 	case c.Schedule.Kind == optim.ScheduleWSD && c.Schedule.Warmup+c.Schedule.DecaySteps > c.TotalSteps():
 		// An overlap would cut the warmup short with a jump down to the decay line.
 		return fmt.Errorf("schedule.warmup_steps + schedule.decay_steps = %d + %d exceeds the run's %d steps", c.Schedule.Warmup, c.Schedule.DecaySteps, c.TotalSteps())

@@ -27,25 +27,77 @@ const PrecisionAuto = "auto"
 // and float32, the reference arithmetic, is kept.
 const PrecisionGainMin = 1.05
 
-// PrecisionKind is one matmul precision "auto" can choose: the train.precision value, the kernels that run
-// it, whether this CPU runs them natively, and the parity record that made it eligible. A precision is
+// PrecisionKind is one matmul precision "auto" can choose: the kernel precision (whose name is the
+// train.precision value), the kernels that run it, and the parity record that made it eligible. A precision is
 // eligible only once the bf16 parity protocol (scripts/bf16-parity.sh: validation loss, stable rank and sink
 // rate inside float32's seed spread) has passed for its kernels; an AMX tile path is a precision of its own
 // (TDPBF16PS rounds differently from VDPBF16PS, see kernel/tile.go) and joins this table, one row, when its
 // kernel exists and its parity run has passed.
 type PrecisionKind struct {
-	Name   string
-	Kernel string
-	Native func() bool
-	Parity string // the parity record (a docs/results file); f32 is the reference itself
+	Precision kernel.Precision
+	Kernel    string
+	Parity    string // the parity record (a docs/results file); f32 is the reference itself
 }
 
-// PrecisionKinds is the table of precisions, float32 first.
+// Name is the precision's train.precision value ("f32", "bf16").
+func (k PrecisionKind) Name() string { return k.Precision.String() }
+
+// Native says whether this CPU runs the precision's kernels in hardware.
+func (k PrecisionKind) Native() bool { return k.Precision.Native() }
+
+// PrecisionKinds is the table of precisions, float32 first: the one place a train.precision value is parsed
+// (ParsePrecision).
 func PrecisionKinds() []PrecisionKind {
 	return []PrecisionKind{
-		{Name: "f32", Kernel: "float32 FMA", Native: func() bool { return true }, Parity: "the reference"},
-		{Name: "bf16", Kernel: "VDPBF16PS (AVX512_BF16)", Native: kernel.HasBF16, Parity: "docs/results/2026-12-01-bf16-parity.md"},
+		{Precision: kernel.F32, Kernel: "float32 FMA", Parity: "the reference"},
+		{Precision: kernel.BF16, Kernel: "VDPBF16PS (AVX512_BF16)", Parity: "docs/results/2026-12-01-bf16-parity.md"},
 	}
+}
+
+// ParsePrecision is the kernel precision a train.precision value names: a row of PrecisionKinds, and "" for
+// float32. "auto" is not a precision but a request to measure (ResolvePrecision), and is an error here.
+func ParsePrecision(name string) (kernel.Precision, error) {
+	if name == "" {
+		return kernel.F32, nil
+	}
+	for _, k := range PrecisionKinds() {
+		if k.Name() == name {
+			return k.Precision, nil
+		}
+	}
+	return kernel.F32, fmt.Errorf("precision %q: want %s", name, precisionNames())
+}
+
+// precisionNames lists the table's names for an error message: "f32", "bf16".
+func precisionNames() string {
+	var names []string
+	for _, k := range PrecisionKinds() {
+		names = append(names, fmt.Sprintf("%q", k.Name()))
+	}
+	return strings.Join(names, ", ")
+}
+
+// precisionErr is ParsePrecision's error alone, for a validation switch.
+func precisionErr(name string) error {
+	_, err := ParsePrecision(name)
+	return err
+}
+
+// nativePrecision is ParsePrecision that also refuses a precision this CPU would run through its kernels'
+// pure-Go twin, tens of times slower than float32.
+func nativePrecision(name string) (kernel.Precision, error) {
+	p, err := ParsePrecision(name)
+	if err != nil {
+		return p, err
+	}
+	if !p.Native() {
+		for _, k := range PrecisionKinds() {
+			if k.Precision == p {
+				return p, fmt.Errorf("precision %s: this CPU does not run %s (kernels: %s); use %q", p, k.Kernel, kernel.Impl(), kernel.F32.String())
+			}
+		}
+	}
+	return p, nil
 }
 
 // PrecisionTiming is one candidate's measurement.
@@ -96,7 +148,7 @@ func eligiblePrecisions() []string {
 	var s []string
 	for _, k := range PrecisionKinds() {
 		if k.Native() && k.Parity != "" {
-			s = append(s, k.Name)
+			s = append(s, k.Name())
 		}
 	}
 	return s

@@ -2,6 +2,7 @@ package train
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
 )
 
 // TestChoosePrecisionNeedsTheGain: float32 is kept unless another precision is at least PrecisionGainMin
@@ -35,7 +37,7 @@ func TestChoosePrecisionNeedsTheGain(t *testing.T) {
 // record that made it eligible, and that record exists in the repository.
 func TestPrecisionKindsEligibility(t *testing.T) {
 	kinds := PrecisionKinds()
-	if kinds[0].Name != "f32" || !kinds[0].Native() || eligiblePrecisions()[0] != "f32" {
+	if kinds[0].Name() != "f32" || !kinds[0].Native() || eligiblePrecisions()[0] != "f32" {
 		t.Fatalf("float32 must be the first, always eligible precision: %+v", kinds[0])
 	}
 	for _, k := range kinds[1:] {
@@ -43,7 +45,7 @@ func TestPrecisionKindsEligibility(t *testing.T) {
 			continue // not eligible: no parity run yet
 		}
 		if _, err := os.Stat(filepath.Join("..", k.Parity)); err != nil {
-			t.Errorf("%s: parity record: %v", k.Name, err)
+			t.Errorf("%s: parity record: %v", k.Name(), err)
 		}
 	}
 	if slices.Contains(eligiblePrecisions(), "bf16") != kernel.HasBF16() {
@@ -159,5 +161,50 @@ func TestPeekPrecisionWritesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("PeekPrecision wrote %s (%v)", path, err)
+	}
+}
+
+// TestParsePrecisionReadsTheTable: every row's name parses to its kernel precision, "" is float32, and "auto"
+// (a request to measure) and unknown names are errors naming the value.
+func TestParsePrecisionReadsTheTable(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    kernel.Precision
+		wantErr bool
+	}{
+		{"", kernel.F32, false},
+		{"f32", kernel.F32, false},
+		{"bf16", kernel.BF16, false},
+		{PrecisionAuto, kernel.F32, true},
+		{"fp8", kernel.F32, true},
+		{"BF16", kernel.F32, true},
+	}
+	for _, tc := range tests {
+		got, err := ParsePrecision(tc.in)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("ParsePrecision(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("%q", tc.in)) {
+			t.Errorf("ParsePrecision(%q): error %q does not name the value", tc.in, err)
+		}
+	}
+	for _, k := range PrecisionKinds() {
+		if p, err := ParsePrecision(k.Name()); err != nil || p != k.Precision {
+			t.Errorf("row %s parses to %v, %v", k.Name(), p, err)
+		}
+	}
+}
+
+// TestBenchmarkRunsInTheParsedPrecision: Benchmark names the precision it ran (f32 for "") and refuses, naming
+// the value, a precision that is not in the table.
+func TestBenchmarkRunsInTheParsedPrecision(t *testing.T) {
+	c := model.Config{Vocab: 64, Dim: 32, FFN: 64, Layers: 1, Heads: 2, SeqLen: 8, NormEps: 1e-5,
+		Norm: model.NormRMS, AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	r, err := Benchmark(c, BenchOptions{Batch: 2, Steps: 1, Warmup: 0, Threads: 1})
+	if err != nil || r.Precision != "f32" {
+		t.Fatalf("Benchmark with no precision: %q, %v; want f32", r.Precision, err)
+	}
+	if _, err := Benchmark(c, BenchOptions{Batch: 2, Steps: 1, Threads: 1, Precision: "fp8"}); err == nil || !strings.Contains(err.Error(), `"fp8"`) {
+		t.Errorf("Benchmark with precision fp8: %v, want an error naming it", err)
 	}
 }

@@ -437,15 +437,16 @@ func newRunner(c Config, dir string, o Options) (*runner, error) {
 	if c.Train.Precision == PrecisionAuto {
 		return nil, fmt.Errorf("train.precision = \"auto\" in %s: start the run with it (train.Start measures and records the choice)", dir)
 	}
-	if c.Train.Precision == "bf16" && !kernel.HasBF16() {
-		return nil, fmt.Errorf("train.precision = \"bf16\": this CPU has no AVX512_BF16 (kernels: %s); use \"f32\"", kernel.Impl())
+	prec, err := nativePrecision(c.Train.Precision)
+	if err != nil {
+		return nil, fmt.Errorf("train.%w", err)
 	}
 	r.pool = kernel.NewPool(c.Train.Threads)
 	if r.m, err = model.New(mc, c.Train.BatchSize, r.pool); err != nil {
 		r.pool.Close()
 		return nil, err
 	}
-	r.m.SetBF16Matmuls(c.Train.Precision == "bf16")
+	r.m.SetPrecision(prec)
 	if r.opt, err = optim.NewAdamW(c.Optimizer, r.m.Specs, r.pool); err != nil {
 		r.pool.Close()
 		return nil, err

@@ -824,6 +824,9 @@ func badCases() []badCase {
 		badCase{name: "preset too large for memory", cmd: "bench", want: []string{"1.5b", "memory"}, setup: func(t *testing.T, cd string) ([]string, []string) {
 			return []string{"--preset", "1.5b", "--set", "max_position_embeddings=1048576"}, nil
 		}},
+		badCase{name: "unknown precision", cmd: "bench", want: []string{`"fp8"`, `"f32"`, `"bf16"`}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			return []string{"--preset", "tiny", "--steps", "1", "--warmup", "0", "--precision", "fp8"}, nil
+		}},
 		badCase{name: "width too large for memory", cmd: "coordcheck", want: []string{"--widths 64", "memory"}, setup: func(t *testing.T, cd string) ([]string, []string) {
 			return []string{"--gamma", "1", "--widths", "64,128", "--set", "max_position_embeddings=1048576"}, nil
 		}},

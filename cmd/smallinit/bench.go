@@ -18,7 +18,7 @@ type benchCmd struct {
 	Threads int      `help:"Worker threads (default: GOMAXPROCS)."`
 	Peak    float64  `default:"225" help:"Peak fp32 GFLOP/s the model FLOP/s are compared to."`
 	Kernels bool     `help:"Also measure matmul GFLOP/s on the training shapes."`
-	Prec    string   `name:"precision" default:"f32" enum:"f32,bf16,auto" help:"Matmul operands: f32, bf16 (VDPBF16PS, float32 accumulation; needs AVX512_BF16), or auto: time the eligible precisions on this model (as train.precision = \"auto\" does, nothing recorded) and bench the one chosen."`
+	Prec    string   `name:"precision" default:"f32" help:"Matmul operands, a precision of train's table: f32, bf16 (VDPBF16PS, float32 accumulation; needs AVX512_BF16), or auto: time the eligible precisions on this model (as train.precision = \"auto\" does, nothing recorded) and bench the one chosen."`
 	JSON    bool     `name:"json" help:"Print one JSON object."`
 	Profile string   `name:"cpuprofile" type:"path" help:"Write a CPU profile of the timed steps (go tool pprof)."`
 }

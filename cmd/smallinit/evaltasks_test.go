@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smallinit/smallinit/internal/testkit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/model/modeltest"
 	"github.com/smallinit/smallinit/tokenizer"
 )
 
@@ -43,7 +43,7 @@ func writeTinyModel(t *testing.T, noTok bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testkit.Fill(m, 1)
+	modeltest.Fill(m, 1)
 	dir := filepath.Join(t.TempDir(), "model")
 	if err := m.Save(dir, nil); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
-// Package testkit holds test fixtures that several packages' tests share: a small byte-level BPE tokenizer and a
-// randomly initialised two-layer model. It is imported only from _test.go files.
-package testkit
+// Package modeltest holds the fixtures that several packages' tests share: a small byte-level BPE tokenizer and a
+// randomly initialised two-layer model. It sits beside model as net/http/httptest sits beside net/http, so the
+// packages below model never import it; it is imported only from _test.go files.
+package modeltest
 
 import (
 	"math"
