@@ -18,7 +18,6 @@ import (
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
-	"github.com/smallinit/smallinit/model"
 
 	"github.com/smallinit/smallinit/tokenizer"
 )
@@ -165,11 +164,13 @@ func exists(path string) bool {
 }
 
 // Bounds of a vocabulary to train: at least the 256 bytes and <|endoftext|>; at most the largest vocab_size a
-// model takes (model.MaxDim, 2^24), far above any tokenizer in use (256k). Every reader of a vocabulary size
-// to train (--vocab, a plan's data.vocab, PrepareFiles, PrepareEmbedded) checks it with CheckVocab.
+// model takes (model.MaxDim, 2^24, held equal by TestMaxVocabIsTheModelsBound without data importing model, so
+// that the summary's build stays free of the model), far above any tokenizer in use (256k). Every reader of a
+// vocabulary size to train (--vocab, a plan's data.vocab, PrepareFiles, PrepareEmbedded) checks it with
+// CheckVocab.
 const (
 	MinVocab = 257
-	MaxVocab = model.MaxDim
+	MaxVocab = 1 << 24
 )
 
 // CheckVocab refuses a vocabulary size to train outside [MinVocab, MaxVocab]; what names the flag or key.

@@ -27,7 +27,7 @@ type floor struct {
 // packages (TestReferenceLayoutMatchesFloors); a new package gets a row here and a name there.
 var floors = []floor{
 	{"internal", true, []string{"internal/allocs", "internal/atomicfile", "internal/finitejson", "internal/fulldisk",
-		"internal/inputfile", "internal/progress", "internal/runlock", "internal/workers"}},
+		"internal/inputfile", "internal/progress", "internal/runlock", "internal/workers", "internal/dirname"}},
 	{"ground", false, []string{"corpus", "corpus/ood", "fit", "kernel", "override", "probes/probescore",
 		"safetensors", "stats", "tokenizer", "tune"}},
 	{"model", true, []string{"model", "model/modeltest"}},
