@@ -9,6 +9,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/gammainit"
 )
 
@@ -37,7 +38,7 @@ type cli struct {
 
 // vars are the values the flags' tags interpolate (${name}): lists that belong to a package's table.
 func vars() kong.Vars {
-	return kong.Vars{"init_rules": strings.Join(gammainit.RuleNames(), ",")}
+	return kong.Vars{"init_rules": strings.Join(gammainit.RuleNames(), ","), "eval_task_names": strings.Join(eval.KindNames(), ", ")}
 }
 
 func main() {
