@@ -62,8 +62,8 @@ type TaskResult struct {
 	// Subjects is which subjects a per-subject kind scored (nil for other kinds).
 	Subjects *SubjectCoverage `json:"subjects,omitempty"`
 	Metrics  Metrics          `json:"metrics"`
-	Examples   []Example     `json:"examples,omitempty"` // the first few generative records
-	Seconds    float64       `json:"seconds"`
+	Examples []Example        `json:"examples,omitempty"` // the first few generative records
+	Seconds  float64          `json:"seconds"`
 }
 
 // Truncation counts a task's requests that did not fit the model's context, where it happened: a scoring

@@ -164,9 +164,9 @@ type kindSpec struct {
 	subjects    map[string]string
 	description func(subject string) string // before the few-shot examples and the record (nil: none)
 	generative  bool
-	stop        []string // generation stops before these (generative kinds)
-	shotSep     string   // between few-shot examples and before the record
-	fields      []string // JSON kinds: the record's keys, named when a record of another layout is met (schema.go)
+	stop        []string                    // generation stops before these (generative kinds)
+	shotSep     string                      // between few-shot examples and before the record
+	fields      []string                    // JSON kinds: the record's keys, named when a record of another layout is met (schema.go)
 	shotFile    func(subject string) string // per-subject kinds: the name of a subject's file in a few-shot directory
 
 	// What `eval-tasks --help` and the text report say about the kind.
