@@ -240,6 +240,10 @@ func KindHelp() string {
 func strictJSON(line []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	if err := dec.Decode(v); err != nil {
+		// Valid JSON of another shape is a layout problem, not a syntax one: name the field.
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+			return fmt.Errorf("%q is a JSON %s, want %s", te.Field, te.Value, te.Type)
+		}
 		return fmt.Errorf("invalid JSON: %v", err)
 	}
 	if dec.More() {
