@@ -20,13 +20,13 @@ import (
 
 // BenchOptions set a throughput measurement.
 type BenchOptions struct {
-	Batch   int     // sequences per step
-	Steps   int     // timed steps
-	Warmup  int     // untimed steps first
-	Threads int     // worker threads (0: GOMAXPROCS)
-	Peaks   bool    // measure the ceilings of the precision on the same threads after the timed steps
-	Kernels bool    // also time each training matmul shape
-	Profile string  // write a CPU profile of the timed steps to this file ("": none)
+	Batch   int    // sequences per step
+	Steps   int    // timed steps
+	Warmup  int    // untimed steps first
+	Threads int    // worker threads (0: GOMAXPROCS)
+	Peaks   bool   // measure the ceilings of the precision on the same threads after the timed steps
+	Kernels bool   // also time each training matmul shape
+	Profile string // write a CPU profile of the timed steps to this file ("": none)
 	// Precision of the matmul operands: "f32" (or "") or "bf16" (refused without AVX512_BF16).
 	Precision string
 	Log       io.Writer
