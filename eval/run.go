@@ -196,10 +196,10 @@ func RunTask(ctx context.Context, spec TaskSpec, be Backend, o Options) (*TaskRe
 		return nil, fmt.Errorf("task %s: %w", spec.Name, err)
 	}
 	defer src.Close()
+	read := func() int64 { return int64(res.Docs + res.Skipped - r.shotSkipped) } // records of spec.File read
 	progress := func() {
 		if o.Progress != nil {
-			done := int64(res.Docs + res.Skipped - r.shotSkipped)
-			o.Progress(done, max(total, done))
+			o.Progress(read(), max(total, read()))
 		}
 	}
 	progress()
@@ -229,8 +229,7 @@ func RunTask(ctx context.Context, spec TaskSpec, be Backend, o Options) (*TaskRe
 		return nil, err
 	}
 	if o.Progress != nil {
-		done := int64(res.Docs + res.Skipped - r.shotSkipped)
-		o.Progress(done, done) // the end, also where malformed records or a short file made total an overestimate
+		o.Progress(read(), read()) // the end, also where malformed records or a short file made total an overestimate
 	}
 	if res.Docs == 0 {
 		first := ""
