@@ -63,7 +63,7 @@ func schemaHint(k Kind, line []byte) string {
 	keys := slices.Sorted(maps.Keys(obj))
 	var missing []string
 	for _, f := range want {
-		if _, ok := obj[f]; !ok && !optionalField(k, f) {
+		if _, ok := obj[f]; !ok && !slices.Contains(kindSpecs[k].optional, f) {
 			missing = append(missing, f)
 		}
 	}
@@ -88,20 +88,6 @@ func schemaHint(k Kind, line []byte) string {
 		hint += fmt.Sprintf(", the %s layout, which no kind reads as it is: %s", best.name, best.note)
 	}
 	return hint
-}
-
-// optionalField reports whether a kind's record may leave out a field (HellaSwag's ctx beside ctx_a and
-// ctx_b, MATH's answer, a probe's chance).
-func optionalField(k Kind, f string) bool {
-	switch k {
-	case KindHellaSwag:
-		return f == "ctx" || f == "ctx_a" || f == "ctx_b"
-	case KindMATH:
-		return f == "answer"
-	case KindProbe:
-		return f == "chance"
-	}
-	return false
 }
 
 // keyOverlap is the Jaccard similarity of two key sets: shared keys over all keys.

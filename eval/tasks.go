@@ -167,6 +167,7 @@ type kindSpec struct {
 	stop        []string                    // generation stops before these (generative kinds)
 	shotSep     string                      // between few-shot examples and before the record
 	fields      []string                    // JSON kinds: the record's keys, named when a record of another layout is met (schema.go)
+	optional    []string                    // the fields a record may leave out
 	shotFile    func(subject string) string // per-subject kinds: the name of a subject's file in a few-shot directory
 
 	// What `eval-tasks --help` and the text report say about the kind.
@@ -186,7 +187,8 @@ const (
 
 var kindSpecs = map[Kind]kindSpec{
 	KindHellaSwag: {parse: parseHellaSwag, shotSep: "\n\n", fields: []string{"activity_label", "ctx_a", "ctx_b", "ctx", "endings", "label"},
-		grading: mcGrading, footnote: mcFootnote},
+		optional: []string{"ctx_a", "ctx_b", "ctx"},
+		grading:  mcGrading, footnote: mcFootnote},
 	KindMultipleChoice: {parse: parseMC, shotSep: "\n\n", fields: []string{"query", "choices", "gold"},
 		grading: mcGrading, footnote: mcFootnote},
 	KindWinoGrande: {parse: parseWinoGrande, shotSep: "\n\n", fields: []string{"context_options", "continuation", "gold"},
@@ -196,12 +198,12 @@ var kindSpecs = map[Kind]kindSpec{
 	KindGSM8K: {parse: parseGSM8K, generative: true, stop: []string{"Question:", "</s>", "<|im_end|>"}, shotSep: "\n\n",
 		fields: []string{"question", "answer"}, grading: genGrading},
 	KindMATH: {parse: parseMATH, generative: true, stop: []string{"Problem:"}, shotSep: "\n\n",
-		fields: []string{"problem", "solution", "answer"}, grading: genGrading},
+		fields: []string{"problem", "solution", "answer"}, optional: []string{"answer"}, grading: genGrading},
 	KindMGSM: {parse: parseMGSM, generative: true, stop: []string{"Question:", "</s>", "<|im_end|>", "\n\n"}, shotSep: "\n\n",
 		grading: genGrading},
 	KindCMATH: {parse: parseCMATH, generative: true, stop: []string{"问题：", "\n\n"}, shotSep: "\n\n",
 		fields: []string{"input", "golden"}, grading: genGrading},
-	KindProbe: {parse: parseProbe, generative: true, stop: []string{"\n"}, shotSep: "\n", fields: []string{"prompt", "answer", "kind", "chance"},
+	KindProbe: {parse: parseProbe, generative: true, stop: []string{"\n"}, shotSep: "\n", fields: []string{"prompt", "answer", "kind", "chance"}, optional: []string{"chance"},
 		grading: "the answer scored teacher-forced, then a greedy completion of at most the answer's length + 3 tokens, " +
 			"its first line checked",
 		footnote: "(chance: what the best guess that does not do the task scores, the mean of the records' chance; memorisation\n" +
