@@ -173,6 +173,16 @@ type kindSpec struct {
 	// What `eval-tasks --help` and the text report say about the kind.
 	grading  string // what scoring one record means and what it costs
 	footnote string // under the kind's metrics in the text report ("" none)
+	unit     string // what RunTask's progress counts ("": records)
+}
+
+// ProgressUnit names what RunTask's Options.Progress counts for the kind: "records", or "bytes" of text for
+// lm tasks.
+func (k Kind) ProgressUnit() string {
+	if u := kindSpecs[k].unit; u != "" {
+		return u
+	}
+	return "records"
 }
 
 // Shared help and footnote text of the kinds' rows.
@@ -213,7 +223,7 @@ var kindSpecs = map[Kind]kindSpec{
 	KindCEval: {parseRow: parseChineseMC, columns: chineseMCColumns, subjects: cevalSubjects,
 		description: cevalDescription, shotSep: "\n\n", shotFile: func(s string) string { return s + "_dev.csv" }, grading: mcGrading + "; four one-letter choices", footnote: mcFootnote},
 	// lm tasks are read by RunTask itself (plain text, not records); the row holds their help.
-	KindLM: {grading: "plain text cut into windows of the context length, each scored in one forward pass; a \"record\" is a window"},
+	KindLM: {unit: "bytes", grading: "plain text cut into windows of the context length, each scored in one forward pass; a \"record\" is a window"},
 }
 
 // KindHelp describes every kind for `eval-tasks --help`: its task names, what scoring a record means and what

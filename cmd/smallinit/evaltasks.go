@@ -177,12 +177,8 @@ func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, tty boo
 			warned++
 		}
 		// Records read (scored or skipped) of the task's records or --limit: a bar on a terminal, else a line
-		// every cmd.progressEvery; lm tasks count bytes of text.
-		unit := "records"
-		if s.Kind == eval.KindLM {
-			unit = "bytes"
-		}
-		p := &progress.Count{Log: log, TTY: tty, Desc: s.Name, Unit: unit, Every: cmd.progressEvery}
+		// every cmd.progressEvery.
+		p := &progress.Count{Log: log, TTY: tty, Desc: s.Name, Unit: s.Kind.ProgressUnit(), Every: cmd.progressEvery}
 		o.Progress = p.Update
 		res, err := eval.RunTask(ctx, s, be, o)
 		p.Finish()
