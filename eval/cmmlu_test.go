@@ -133,7 +133,10 @@ func letterModel(t *testing.T, seqLen int, fav byte) *model.Model {
 // TestTaskCMMLUFavouredLetterScoresAsConstructed: on a real LM whose logits favour "C" by z = 3.2 nats, every
 // record is answered C, so the accuracies are the shares of C among the golds of testdata/cmmlu/test, by hand:
 // agronomy C,A,B,C → 2/4, world_history C,C → 2/2, overall 4/6, subject mean (0.5+1)/2 = 0.75 with SE
-// sqrt(0.5·0.5/4 + 0)/2 = 0.125. Each choice " X" is two tokens (space, letter) under the same distribution,
+// sqrt(v_agronomy + v_world_history)/2 at the Agresti-Coull proportions (z² = 3.8415): agronomy
+// p̃ = (2 + 1.9207)/7.8415 = 0.5, v = 0.25/7.8415; world_history p̃ = 3.9207/5.8415 = 0.67118,
+// v = 0.67118·0.32882/5.8415; SE 0.131968, not the 0.125 of the plain p(1−p)/n, whose 0 for world_history would
+// read as certainty. Each choice " X" is two tokens (space, letter) under the same distribution,
 // L = log(256 + e^z) the loss of a non-favoured token: the gold loss per token is L − z/2 for gold C and L
 // otherwise, and the margin +z for gold C, −z otherwise.
 func TestTaskCMMLUFavouredLetterScoresAsConstructed(t *testing.T) {
@@ -151,7 +154,14 @@ func TestTaskCMMLUFavouredLetterScoresAsConstructed(t *testing.T) {
 	checkMetric(t, res.Metrics, "acc_norm_bytes", 4.0/6, math.Sqrt(4.0/6*2/6/6)) // one-byte choices: acc_norm = acc
 	checkMetric(t, res.Metrics, "acc_agronomy", 0.5, 0.25)
 	checkMetric(t, res.Metrics, "acc_world_history", 1, 0)
-	checkMetric(t, res.Metrics, "acc_subject_mean", 0.75, 0.125)
+	z2 := 1.959963984540054 * 1.959963984540054
+	agro, world := 0.25/(4+z2), (2+z2/2)/(2+z2)*(1-(2+z2/2)/(2+z2))/(2+z2)
+	se := math.Sqrt(agro+world) / 2
+	checkMetric(t, res.Metrics, "acc_subject_mean", 0.75, se)
+	if sm, _ := res.Metrics.Get("acc_subject_mean"); !near(sm.Lo, 0.75-1.959963984540054*se) || sm.Hi != 1 ||
+		sm.Note != "over 2 of the 67 subjects" {
+		t.Errorf("acc_subject_mean interval [%v, %v], note %q; want [0.75 − z·%v, 1] over 2 of the 67 subjects", sm.Lo, sm.Hi, sm.Note, se)
+	}
 	checkMetric(t, res.Metrics, "chance", 0.25, math.NaN())
 	z := 0.1 * float64(m.Config.Dim)
 	L := math.Log(256 + math.Exp(z))

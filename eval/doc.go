@@ -17,12 +17,15 @@
 // A task is a file in one of the record formats of Kind (HellaSwag, ARC and PIQA, WinoGrande, LAMBADA, GSM8K,
 // MATH, MGSM, CMATH, probes, plain text), or for CMMLU and C-Eval their released CSV files (one file or a
 // directory of per-subject files, reported per subject too). RunTask streams it record by record, scores records in chunks, and
-// returns accuracies with binomial standard errors sqrt(p(1−p)/n) and mean losses with the standard error of
-// the mean. Tiny models sit at chance on hard benchmarks, so every multiple-choice task also reports smooth
+// returns accuracies with binomial standard errors sqrt(p(1−p)/n) and 95% Wilson intervals (honest at 0 and
+// 1, where the standard error is 0) and mean losses with the standard error of the mean. With a limit, a
+// directory of per-subject files is read round-robin so that the records spread over the subjects. Tiny models sit at chance on hard benchmarks, so every multiple-choice task also reports smooth
 // metrics: the gold continuation's mean loss per token and its log-likelihood margin over the best distractor
 // (ll_margin, nats). acc_norm_bytes divides each choice's log-likelihood by the length in bytes of the choice
 // text without its leading space (lm-evaluation-harness's acc_norm divides by characters: the same for ASCII).
-// Malformed records are reported with file and line and skipped (counted), or are fatal in strict mode.
+// Malformed records are reported with file and line and skipped (counted), or are fatal in strict mode; a
+// record of another layout names the one its kind reads and the nearest known one (schema.go). Each kind is one
+// row of kindSpecs: its parser, prompt, grading, help text and report footnote.
 // Requests that do not fit the context keep their end; TaskResult.Truncation counts them where it happened
 // (scored contexts, generation prompts). LM.Special chooses how text spelling a special token is encoded
 // (SpecialParse, as Hugging Face tokenizers and the harness do, or SpecialLiteral); see docs/evaluation.md.

@@ -8,18 +8,26 @@ import (
 )
 
 // Metric is one number of a task's summary. StdErr is NaN when the metric has none (a count, a chance level).
+// A proportion (an accuracy, a rate) also carries a 95% interval [Lo, Hi] that stays honest at 0 and 1, where
+// its standard error is 0 (docs/definitions.md §5); Lo and Hi are NaN for every other metric.
 type Metric struct {
 	Name   string
 	Value  float64
 	StdErr float64
-	N      int // observations behind Value (documents, or tokens for per-token lm losses)
+	Lo, Hi float64
+	N      int    // observations behind Value (documents, or tokens for per-token lm losses)
+	Note   string // what a reader must know to read Value ("over 2 of the 67 subjects"), or ""
 }
 
 // HasStdErr reports whether the metric carries a standard error.
 func (m Metric) HasStdErr() bool { return !math.IsNaN(m.StdErr) }
 
+// HasInterval reports whether the metric carries a 95% interval (proportions), shown instead of ± StdErr.
+func (m Metric) HasInterval() bool { return !math.IsNaN(m.Lo) && !math.IsNaN(m.Hi) }
+
 // Metrics is a task's summary in report order; it marshals to a JSON object keyed by metric name
-// ({"acc": {"value": 0.25, "stderr": 0.097, "n": 20}, ...}), non-finite numbers as null.
+// ({"acc": {"value": 0.25, "stderr": 0.097, "ci95": [0.112, 0.469], "n": 20}, ...}), non-finite numbers as
+// null; "ci95" only on proportions.
 type Metrics []Metric
 
 // Get returns the metric called name.
@@ -48,8 +56,20 @@ func (ms Metrics) MarshalJSON() ([]byte, error) {
 			b.WriteString(`,"stderr":`)
 			b.WriteString(jsonFloat(m.StdErr))
 		}
+		if m.HasInterval() {
+			b.WriteString(`,"ci95":[`)
+			b.WriteString(jsonFloat(m.Lo))
+			b.WriteByte(',')
+			b.WriteString(jsonFloat(m.Hi))
+			b.WriteByte(']')
+		}
 		b.WriteString(`,"n":`)
 		b.WriteString(strconv.Itoa(m.N))
+		if m.Note != "" {
+			note, _ := json.Marshal(m.Note)
+			b.WriteString(`,"note":`)
+			b.Write(note)
+		}
 		b.WriteByte('}')
 	}
 	b.WriteByte('}')
@@ -71,6 +91,30 @@ func BinomialStdErr(p float64, n int) float64 {
 	return math.Sqrt(p * (1 - p) / float64(n))
 }
 
+// z95 is the standard normal quantile of 0.975: a two-sided 95% interval is ±z95 standard errors wide.
+const z95 = 1.959963984540054
+
+// Wilson is the 95% Wilson score interval of a proportion of hits in n independent trials (docs/definitions.md
+// §5): the p whose normal test against hits/n does not reject at 5%. Unlike p ± z·SE it is never empty and
+// never leaves [0, 1]: 0 of 20 gives [0, 0.161], not 0 ± 0. n = 0 gives NaN, NaN.
+func Wilson(hits, n int) (lo, hi float64) {
+	if n <= 0 {
+		return math.NaN(), math.NaN()
+	}
+	nf, p, z2 := float64(n), float64(hits)/float64(n), z95*z95
+	den := 1 + z2/nf
+	mid := (p + z2/(2*nf)) / den
+	half := z95 / den * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))
+	lo, hi = math.Max(0, mid-half), math.Min(1, mid+half)
+	if hits == 0 {
+		lo = 0
+	}
+	if hits == n {
+		hi = 1
+	}
+	return lo, hi
+}
+
 // accuracy is a hit counter.
 type accuracy struct{ hits, n int }
 
@@ -83,10 +127,11 @@ func (a *accuracy) add(ok bool) {
 
 func (a accuracy) metric(name string) Metric {
 	if a.n == 0 {
-		return Metric{Name: name, Value: math.NaN(), StdErr: math.NaN()}
+		return noMetric(name)
 	}
 	p := float64(a.hits) / float64(a.n)
-	return Metric{Name: name, Value: p, StdErr: BinomialStdErr(p, a.n), N: a.n}
+	lo, hi := Wilson(a.hits, a.n)
+	return Metric{Name: name, Value: p, StdErr: BinomialStdErr(p, a.n), Lo: lo, Hi: hi, N: a.n}
 }
 
 // mean accumulates a mean and its standard error s/sqrt(n) (s the sample standard deviation), with Welford's
@@ -112,12 +157,17 @@ func (a mean) stderr() float64 {
 
 func (a mean) metric(name string) Metric {
 	if a.n == 0 {
-		return Metric{Name: name, Value: math.NaN(), StdErr: math.NaN()}
+		return noMetric(name)
 	}
-	return Metric{Name: name, Value: a.mu, StdErr: a.stderr(), N: a.n}
+	return Metric{Name: name, Value: a.mu, StdErr: a.stderr(), Lo: math.NaN(), Hi: math.NaN(), N: a.n}
 }
 
 // plain is a metric without a standard error.
 func plain(name string, v float64, n int) Metric {
-	return Metric{Name: name, Value: v, StdErr: math.NaN(), N: n}
+	return Metric{Name: name, Value: v, StdErr: math.NaN(), Lo: math.NaN(), Hi: math.NaN(), N: n}
+}
+
+// noMetric is a metric with no observations: every number NaN.
+func noMetric(name string) Metric {
+	return Metric{Name: name, Value: math.NaN(), StdErr: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 }

@@ -48,15 +48,17 @@ func (r csvRow) get(name string) (string, error) {
 // recordSource yields the records of a task's file (or directory of files) in order.
 type recordSource interface {
 	next() (rawRecord, error) // io.EOF after the last record
-	read() int64              // bytes read so far
-	total() int64             // bytes of all the files (0 if unknown)
 	Close() error
 }
 
 // openRecords opens path for a kind: a line-based file, or for CSV kinds one CSV file or a directory of them
 // (every *.csv in it, in name order, as the released per-subject layouts are: CMMLU's test/agronomy.csv,
 // C-Eval's val/accountant_val.csv), or a .jsonl file of the same rows as JSON objects (jsonRow).
-func openRecords(path string, ks kindSpec) (recordSource, error) {
+//
+// With interleave, a directory's files are read round-robin, one record from each file in name order and then
+// the next from each, so that the first N records (eval-tasks --limit N) spread over min(N, files) subjects,
+// N/files each to within one, instead of covering the first subjects in file order.
+func openRecords(path string, ks kindSpec, interleave bool) (recordSource, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -70,39 +72,36 @@ func openRecords(path string, ks kindSpec) (recordSource, error) {
 		if err != nil {
 			return nil, err
 		}
-		cr := &countingReader{r: f}
-		return &lineSource{f: f, cr: cr, rr: newRecordReader(cr, path), size: st.Size()}, nil
+		if err := checkCompressed(f, path); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return &lineSource{f: f, rr: newRecordReader(f, path)}, nil
 	}
 	files := []string{path}
-	var size int64 = st.Size()
 	if st.IsDir() {
 		ents, err := os.ReadDir(path)
 		if err != nil {
 			return nil, err
 		}
-		files, size = nil, 0
+		files = nil
 		for _, e := range ents {
 			if !e.IsDir() && strings.EqualFold(filepath.Ext(e.Name()), ".csv") {
 				files = append(files, filepath.Join(path, e.Name()))
-				if info, err := e.Info(); err == nil {
-					size += info.Size()
-				}
 			}
 		}
 		if len(files) == 0 {
-			return nil, fmt.Errorf("directory %s has no .csv files", path)
+			return nil, fmt.Errorf("directory %s has no .csv files%s", path, compressedHint(ents))
 		}
 		slices.Sort(files)
 	}
-	return &csvSource{files: files, size: size, subjects: ks.subjects, required: ks.columns}, nil
+	return &csvSource{files: files, subjects: ks.subjects, required: ks.columns, interleave: interleave && len(files) > 1}, nil
 }
 
 // lineSource reads the non-blank lines of one file.
 type lineSource struct {
-	f    *os.File
-	cr   *countingReader
-	rr   *recordReader
-	size int64
+	f  *os.File
+	rr *recordReader
 }
 
 func (s *lineSource) next() (rawRecord, error) {
@@ -113,72 +112,113 @@ func (s *lineSource) next() (rawRecord, error) {
 	return rawRecord{file: s.rr.file, line: n, text: b}, nil
 }
 
-func (s *lineSource) read() int64  { return s.cr.n }
-func (s *lineSource) total() int64 { return s.size }
 func (s *lineSource) Close() error { return s.f.Close() }
 
-// csvSource reads the data rows of CSV files one after another. Each file starts with a header row naming its
-// columns (matched case-insensitively: CMMLU's ",Question,A,B,C,D,Answer", C-Eval's
-// "id,question,A,B,C,D,answer,explanation"); a UTF-8 byte-order mark before it is skipped. Fields are read as
-// RFC 4180 CSV (quoted fields may hold commas, quotes and line breaks), leniently about stray quotes.
+// csvSource reads the data rows of CSV files, one file after another or (interleave) round-robin. Each file
+// starts with a header row naming its columns (matched case-insensitively: CMMLU's ",Question,A,B,C,D,Answer",
+// C-Eval's "id,question,A,B,C,D,answer,explanation"); a UTF-8 byte-order mark before it is skipped. Fields are
+// read as RFC 4180 CSV (quoted fields may hold commas, quotes and line breaks), leniently about stray quotes.
 type csvSource struct {
-	files    []string
-	size     int64
-	subjects map[string]string
-	required []string
+	files      []string
+	subjects   map[string]string
+	required   []string
+	interleave bool
 
-	k       int // files[k-1] is open
+	k    int        // files[k-1] is the last opened
+	open []*csvFile // the files being read: one in order, all of them round-robin
+	at   int        // round-robin: open[at] gives the next record
+}
+
+// csvFile is one open CSV file past its header.
+type csvFile struct {
+	path    string
 	f       *os.File
-	cr      *countingReader
-	done    int64 // bytes of the files already closed
 	r       *csv.Reader
 	cols    map[string]int
 	subject string
 }
 
 func (s *csvSource) next() (rawRecord, error) {
+	if s.interleave && s.k == 0 {
+		for s.k < len(s.files) {
+			if err := s.openNext(); err != nil {
+				return rawRecord{}, err
+			}
+		}
+	}
 	for {
-		if s.r == nil {
+		if len(s.open) == 0 {
 			if s.k == len(s.files) {
 				return rawRecord{}, io.EOF
 			}
-			if err := s.open(s.files[s.k]); err != nil {
+			if err := s.openNext(); err != nil {
 				return rawRecord{}, err
 			}
-			s.k++
-			if s.r == nil {
-				continue // an empty file
-			}
-		}
-		file := s.files[s.k-1]
-		fields, err := s.r.Read()
-		if err == io.EOF {
-			s.closeFile()
 			continue
+		}
+		s.at %= len(s.open)
+		cf := s.open[s.at]
+		rec, err := cf.read()
+		if err == io.EOF {
+			cf.close()
+			s.open = slices.Delete(s.open, s.at, s.at+1)
+			continue
+		}
+		if err != nil {
+			return rawRecord{}, err
+		}
+		s.at++
+		return rec, nil
+	}
+}
+
+// openNext opens files[k] and adds it to the files being read, unless it is empty.
+func (s *csvSource) openNext() error {
+	cf, err := openCSV(s.files[s.k], s.required, s.subjects)
+	s.k++
+	if err != nil {
+		return err
+	}
+	if cf != nil {
+		s.open = append(s.open, cf)
+	}
+	return nil
+}
+
+// read returns the file's next data row, skipping blank lines; a row that is not CSV is returned as a record
+// with err set (a malformed record).
+func (cf *csvFile) read() (rawRecord, error) {
+	for {
+		fields, err := cf.r.Read()
+		if err == io.EOF {
+			return rawRecord{}, io.EOF
 		}
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
-			return rawRecord{file: file, line: pe.StartLine, err: pe.Err}, nil
+			return rawRecord{file: cf.path, line: pe.StartLine, err: pe.Err}, nil
 		}
 		if err != nil {
-			return rawRecord{}, fmt.Errorf("read %s: %w", file, err)
+			return rawRecord{}, fmt.Errorf("read %s: %w", cf.path, err)
 		}
 		if len(fields) == 1 && strings.TrimSpace(fields[0]) == "" {
 			continue // a blank line
 		}
-		line, _ := s.r.FieldPos(0)
-		return rawRecord{file: file, line: line, row: csvRow{subject: s.subject, cols: s.cols, fields: fields}}, nil
+		line, _ := cf.r.FieldPos(0)
+		return rawRecord{file: cf.path, line: line, row: csvRow{subject: cf.subject, cols: cf.cols, fields: fields}}, nil
 	}
 }
 
-// open opens one CSV file and reads its header; s.r stays nil for an empty file.
-func (s *csvSource) open(path string) error {
+// openCSV opens one CSV file and reads its header; an empty file gives nil.
+func openCSV(path string, required []string, subjects map[string]string) (*csvFile, error) {
 	f, err := inputfile.Open(path, inputfile.NoLimit)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.f, s.cr = f, &countingReader{r: f}
-	br := bufio.NewReaderSize(s.cr, 1<<16)
+	if err := checkCompressed(f, path); err != nil {
+		f.Close()
+		return nil, err
+	}
+	br := bufio.NewReaderSize(f, 1<<16)
 	if b, err := br.Peek(3); err == nil && string(b) == "\uFEFF" {
 		br.Discard(3)
 	}
@@ -186,49 +226,36 @@ func (s *csvSource) open(path string) error {
 	r.FieldsPerRecord, r.LazyQuotes, r.ReuseRecord = -1, true, true
 	header, err := r.Read()
 	if err == io.EOF {
-		s.closeFile()
-		return nil
+		f.Close()
+		return nil, nil
 	}
 	if err != nil {
-		s.closeFile()
-		return fmt.Errorf("%s: header row: %w", path, err)
+		f.Close()
+		return nil, fmt.Errorf("%s: header row: %w", path, err)
 	}
-	s.cols = make(map[string]int, len(header))
+	cols := make(map[string]int, len(header))
 	for i, h := range header {
-		s.cols[strings.ToLower(strings.TrimSpace(h))] = i
+		cols[strings.ToLower(strings.TrimSpace(h))] = i
 	}
-	for _, c := range s.required {
-		if _, ok := s.cols[c]; !ok {
-			s.closeFile()
+	for _, c := range required {
+		if _, ok := cols[c]; !ok {
+			f.Close()
 			if c == "answer" {
-				return fmt.Errorf("%s: the header has no answer column (C-Eval's test split was released without answers: score its val split, with few-shot examples from dev)", path)
+				return nil, fmt.Errorf("%s: the header has no answer column (C-Eval's test split was released without answers: score its val split, with few-shot examples from dev)", path)
 			}
-			return fmt.Errorf("%s: the header %q has no %q column (want CMMLU's \",Question,A,B,C,D,Answer\" or C-Eval's \"id,question,A,B,C,D,answer,explanation\")", path, strings.Join(header, ","), c)
+			return nil, fmt.Errorf("%s: the header %q has no %q column (want CMMLU's \",Question,A,B,C,D,Answer\" or C-Eval's \"id,question,A,B,C,D,answer,explanation\")", path, strings.Join(header, ","), c)
 		}
 	}
-	s.r, s.subject = r, subjectOf(path, s.subjects)
-	return nil
+	return &csvFile{path: path, f: f, r: r, cols: cols, subject: subjectOf(path, subjects)}, nil
 }
 
-func (s *csvSource) closeFile() {
-	if s.f != nil {
-		s.done += s.cr.n
-		s.f.Close()
-	}
-	s.f, s.cr, s.r = nil, nil, nil
-}
-
-func (s *csvSource) read() int64 {
-	if s.cr != nil {
-		return s.done + s.cr.n
-	}
-	return s.done
-}
-
-func (s *csvSource) total() int64 { return s.size }
+func (cf *csvFile) close() { cf.f.Close() }
 
 func (s *csvSource) Close() error {
-	s.closeFile()
+	for _, cf := range s.open {
+		cf.close()
+	}
+	s.open = nil
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -30,13 +31,17 @@ func formatPlain(v float64) string {
 	return strconv.FormatFloat(v, 'f', 4, 64)
 }
 
-// WriteText prints the task's metrics with their standard errors, and a note on how to read its kind's.
+// WriteText prints the task's metrics, a proportion with its 95% interval and any other mean with its standard
+// error, and the kind's footnote.
 func (r *TaskResult) WriteText(w io.Writer) {
 	unit := "records"
 	if r.Kind == KindLM {
 		unit = "windows"
 	}
 	fmt.Fprintf(w, "%s (%s, %s): %d %s", r.Task, r.Kind, r.File, r.Docs, unit)
+	if c := r.Subjects; c != nil {
+		fmt.Fprintf(w, " from %d of the %d subjects", c.Scored, c.Known)
+	}
 	if r.Shots > 0 {
 		fmt.Fprintf(w, ", %d-shot", r.Shots)
 	}
@@ -46,7 +51,11 @@ func (r *TaskResult) WriteText(w io.Writer) {
 	if t := r.Truncation; t.Any() {
 		fmt.Fprintf(w, ", prompts lost their start to the context length:")
 		if t.Scored > 0 {
-			fmt.Fprintf(w, " %d of %d scored contexts", t.Scored, t.ScoredTotal)
+			what := "scored contexts"
+			if kindSpecs[r.Kind].generative {
+				what = "teacher-forced gold answers"
+			}
+			fmt.Fprintf(w, " %d of %d %s", t.Scored, t.ScoredTotal, what)
 		}
 		if t.Generation > 0 {
 			if t.Scored > 0 {
@@ -56,20 +65,52 @@ func (r *TaskResult) WriteText(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, ", %.1fs\n", r.Seconds)
+	if c := r.Subjects; c != nil {
+		if len(c.Missing) > 0 {
+			fmt.Fprintf(w, "  no records of %d subjects: %s\n", len(c.Missing), nameList(c.Missing, 8))
+		}
+		if len(c.Unknown) > 0 {
+			fmt.Fprintf(w, "  subjects %s does not know (scored, described by their file names): %s\n", r.Kind, nameList(c.Unknown, 8))
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, m := range r.Metrics {
-		if m.HasStdErr() {
-			fmt.Fprintf(tw, "  %s\t%.4f\t± %.4f\t\n", m.Name, m.Value, m.StdErr)
-		} else {
-			fmt.Fprintf(tw, "  %s\t%s\t\t\n", m.Name, formatPlain(m.Value))
+		note := ""
+		if m.Note != "" {
+			note = "  " + m.Note
+		}
+		switch {
+		case m.HasInterval():
+			fmt.Fprintf(tw, "  %s\t%.4f\t[%.4f, %.4f]%s\t\n", m.Name, m.Value, m.Lo, m.Hi, note)
+		case m.HasStdErr():
+			fmt.Fprintf(tw, "  %s\t%.4f\t± %.4f%s\t\n", m.Name, m.Value, m.StdErr, note)
+		default:
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t\n", m.Name, formatPlain(m.Value), note)
 		}
 	}
 	tw.Flush()
-	switch r.Kind {
-	case KindHellaSwag, KindMultipleChoice, KindWinoGrande, KindCMMLU, KindCEval:
-		fmt.Fprintln(w, "  (acc_norm_bytes: log-likelihood divided by the choice's length in bytes; ll_margin: log p(gold) − max log p(other), nats)")
-	case KindProbe:
-		fmt.Fprintln(w, "  (chance: what the best guess that does not do the task scores, the mean of the records' chance; memorisation")
-		fmt.Fprintln(w, "  kinds on held-out prompts are at chance by design, on recall prompts they measure memorisation)")
+	if f := kindSpecs[r.Kind].footnote; f != "" {
+		fmt.Fprintln(w, "  "+f)
 	}
+	if hasInterval(r.Metrics) {
+		fmt.Fprintln(w, "  ([lo, hi]: 95% interval, the Wilson score interval of an accuracy; ±: standard error of a mean)")
+	}
+}
+
+// hasInterval reports whether any metric carries an interval.
+func hasInterval(ms Metrics) bool {
+	for _, m := range ms {
+		if m.HasInterval() {
+			return true
+		}
+	}
+	return false
+}
+
+// nameList joins names, the first max of them and a count of the rest.
+func nameList(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more (--json lists them)", strings.Join(names[:max], ", "), len(names)-max)
 }

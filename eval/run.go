@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,8 +22,8 @@ type Options struct {
 	Shots         int                     // few-shot examples before each record, when the task has a Fewshot file
 	MaxNewTokens  int                     // most tokens generated per record (0: 256, the harness's default)
 	StrictRecords bool                    // a malformed record is an error instead of being skipped and counted
-	Chunk         int                     // records scored together (0: 64); larger chunks pack forwards better
-	Progress      func(done, total int64) // bytes of the task file read so far (nil: no progress)
+	Chunk         int                     // records scored together (0: 64, generative kinds 4); larger chunks pack forwards better
+	Progress      func(done, total int64) // records read so far (scored or skipped) of total (nil: no progress); see RunTask
 	Malformed     func(*RecordError)      // called for every skipped record (nil: only counted and listed)
 }
 
@@ -57,9 +59,11 @@ type TaskResult struct {
 	Skipped    int           `json:"malformed_records"` // malformed records skipped (task and few-shot files)
 	Malformed  []RecordError `json:"malformed,omitempty"`
 	Truncation Truncation    `json:"truncation"`
-	Metrics    Metrics       `json:"metrics"`
-	Examples   []Example     `json:"examples,omitempty"` // the first few generative records
-	Seconds    float64       `json:"seconds"`
+	// Subjects is which subjects a per-subject kind scored (nil for other kinds).
+	Subjects *SubjectCoverage `json:"subjects,omitempty"`
+	Metrics  Metrics          `json:"metrics"`
+	Examples []Example        `json:"examples,omitempty"` // the first few generative records
+	Seconds  float64          `json:"seconds"`
 }
 
 // Truncation counts a task's requests that did not fit the model's context, where it happened: a scoring
@@ -123,6 +127,11 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // RunTask streams spec.File, scores its records with be in chunks and returns the task's metrics. Malformed
 // records are skipped, counted and reported through o.Malformed (or returned as a *RecordError with
 // o.StrictRecords); errors name the file and line. lm tasks need a backend that implements TextScorer.
+//
+// o.Progress is called with 0 before the first record and after each chunk with the records read so far
+// (scored or skipped) of total: o.Limit when set (reading stops there, so the rest of the file is never read),
+// else the file's record count, from a first pass that only splits records. For lm tasks both are bytes of
+// text.
 func RunTask(ctx context.Context, spec TaskSpec, be Backend, o Options) (*TaskResult, error) {
 	t0 := time.Now()
 	if o.MaxNewTokens <= 0 {
@@ -130,6 +139,10 @@ func RunTask(ctx context.Context, spec TaskSpec, be Backend, o Options) (*TaskRe
 	}
 	if o.Chunk <= 0 {
 		o.Chunk = 64
+		if ks, ok := kindSpecs[spec.Kind]; ok && ks.generative {
+			// Generation runs one record at a time, so a small chunk loses nothing and lets progress move.
+			o.Chunk = 4
+		}
 	}
 	res := &TaskResult{Task: spec.Name, Kind: spec.Kind, File: spec.File, Metrics: Metrics{}}
 	if spec.Kind == KindLM {
@@ -171,16 +184,25 @@ func RunTask(ctx context.Context, spec TaskSpec, be Backend, o Options) (*TaskRe
 		}
 		res.Fewshot, res.Shots = spec.Fewshot, o.Shots
 	}
-	src, err := openRecords(spec.File, ks)
+	var total int64
+	if o.Progress != nil {
+		var err error
+		if total, err = r.progressTotal(); err != nil {
+			return nil, err
+		}
+	}
+	src, err := openRecords(spec.File, ks, o.Limit > 0)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", spec.Name, err)
 	}
 	defer src.Close()
+	read := func() int64 { return int64(res.Docs + res.Skipped - r.shotSkipped) } // records of spec.File read
 	progress := func() {
 		if o.Progress != nil {
-			o.Progress(src.read(), src.total())
+			o.Progress(read(), max(total, read()))
 		}
 	}
+	progress()
 	var chunk []doc
 	// Reading stops as soon as Limit valid records are in hand, so the rest of the file is never read.
 	for o.Limit <= 0 || res.Docs+len(chunk) < o.Limit {
@@ -206,11 +228,24 @@ func RunTask(ctx context.Context, spec TaskSpec, be Backend, o Options) (*TaskRe
 	if err := r.score(chunk); err != nil {
 		return nil, err
 	}
-	progress()
+	if o.Progress != nil {
+		o.Progress(read(), read()) // the end, also where malformed records or a short file made total an overestimate
+	}
 	if res.Docs == 0 {
-		return nil, fmt.Errorf("task %s: %s has no valid records (%d malformed)", spec.Name, spec.File, res.Skipped)
+		first := ""
+		if len(res.Malformed) > 0 {
+			first = "; the first: " + res.Malformed[0].Error()
+		}
+		return nil, fmt.Errorf("task %s: %s has no valid records (%d malformed%s)", spec.Name, spec.File, res.Skipped, first)
 	}
 	res.Metrics = r.agg.metrics()
+	// Missing subjects are listed when a directory (or a .jsonl of all subjects) was read to its end: one CSV
+	// file is one subject by choice.
+	whole := o.Limit <= 0 || res.Docs < o.Limit
+	if st, err := os.Stat(spec.File); err == nil && !st.IsDir() && strings.EqualFold(filepath.Ext(spec.File), ".csv") {
+		whole = false
+	}
+	res.Subjects = r.agg.coverage(ks.subjects, whole)
 	res.Seconds = time.Since(t0).Seconds()
 	return res, nil
 }
@@ -224,6 +259,32 @@ type runner struct {
 	res   *TaskResult
 	agg   *aggregate
 	shots map[string][]doc // few-shot examples by subject ("" for kinds without subjects)
+	// shotSkipped counts the malformed records of the few-shot file, which res.Skipped includes.
+	shotSkipped int
+}
+
+// progressTotal is the number of records the task will read: o.Limit when set, else the records of its file
+// (valid or not), counted in a pass that splits them without parsing.
+func (r *runner) progressTotal() (int64, error) {
+	if r.o.Limit > 0 {
+		return int64(r.o.Limit), nil
+	}
+	src, err := openRecords(r.spec.File, r.ks, false)
+	if err != nil {
+		return 0, fmt.Errorf("task %s: %w", r.spec.Name, err)
+	}
+	defer src.Close()
+	var n int64
+	for {
+		_, err := src.next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("task %s: %w", r.spec.Name, err)
+		}
+		n++
+	}
 }
 
 // nextDoc returns the next valid record of src (ok false at the end), counting and reporting the malformed
@@ -251,6 +312,11 @@ func (r *runner) nextDoc(src recordSource) (doc, bool, error) {
 				}
 			} else {
 				d, perr = r.ks.parse(rec.text)
+				if perr != nil {
+					if h := schemaHint(r.spec.Kind, rec.text); h != "" {
+						perr = fmt.Errorf("%w (%s)", perr, h)
+					}
+				}
 			}
 		}
 		if perr == nil {
@@ -285,7 +351,7 @@ func (r *runner) malformed(e *RecordError) error {
 // its own few-shot example); for per-subject kinds, the first Shots+1 of each subject (the harness's first_n
 // sampler on the subject's dev split).
 func (r *runner) readShots() error {
-	src, err := openRecords(r.spec.Fewshot, r.ks)
+	src, err := openRecords(r.spec.Fewshot, r.ks, false)
 	if err != nil {
 		return fmt.Errorf("task %s: few-shot file: %w", r.spec.Name, err)
 	}
@@ -303,6 +369,7 @@ func (r *runner) readShots() error {
 			r.shots[d.subject] = append(r.shots[d.subject], d)
 		}
 	}
+	r.shotSkipped = r.res.Skipped
 	if n := len(r.shots[""]); r.ks.parseRow == nil && n < r.o.Shots {
 		return fmt.Errorf("task %s: few-shot file %s has %d valid records, %d shots wanted", r.spec.Name, r.spec.Fewshot, n, r.o.Shots)
 	}
@@ -322,8 +389,17 @@ func (r *runner) prefix(d *doc) (string, error) {
 	}
 	shots := r.shots[d.subject]
 	if len(shots) < r.o.Shots {
-		return "", fmt.Errorf("task %s: %s line %d: few-shot file %s has %d valid records of subject %q, %d shots wanted",
-			r.spec.Name, r.spec.File, d.line, r.spec.Fewshot, len(shots), d.subject, r.o.Shots)
+		where := "few-shot file " + r.spec.Fewshot
+		if st, err := os.Stat(r.spec.Fewshot); err == nil && st.IsDir() && r.ks.shotFile != nil {
+			f := filepath.Join(r.spec.Fewshot, r.ks.shotFile(d.subject))
+			if len(shots) == 0 {
+				return "", fmt.Errorf("task %s: %s line %d: no few-shot file %s for subject %q (%d shots wanted)",
+					r.spec.Name, r.spec.File, d.line, f, d.subject, r.o.Shots)
+			}
+			where = "few-shot file " + f
+		}
+		return "", fmt.Errorf("task %s: %s line %d: %s has %d valid records of subject %q, %d shots wanted",
+			r.spec.Name, r.spec.File, d.line, where, len(shots), d.subject, r.o.Shots)
 	}
 	k := 0
 	for i := range shots {
@@ -581,7 +657,7 @@ func (a *aggregate) metrics() Metrics {
 	ms := Metrics{a.acc.metric("acc"), a.accNorm.metric("acc_norm_bytes"), plain("chance", a.chance.mu, a.chance.n),
 		a.goldLoss.metric("gold_loss_per_token"), a.margin.metric("ll_margin")}
 	if kindSpecs[a.kind].parseRow != nil {
-		ms = append(ms, subjectMean(a.accBySubject))
+		ms = append(ms, subjectMean(a.accBySubject, len(kindSpecs[a.kind].subjects)))
 		for _, s := range sortedKeys(a.accBySubject) {
 			ms = append(ms, a.accBySubject[s].metric("acc_"+s))
 		}
@@ -589,20 +665,62 @@ func (a *aggregate) metrics() Metrics {
 	return ms
 }
 
-// subjectMean is acc_subject_mean: the unweighted mean of the subjects' accuracies, with the standard error
-// sqrt(Σ SE_s²)/K of a mean of K independent estimates; N is the number of subjects.
-func subjectMean(by map[string]*accuracy) Metric {
+// subjectMean is acc_subject_mean: the unweighted mean of the K subjects' accuracies (docs/definitions.md §5).
+// Its standard error sqrt(Σ v_s)/K treats the subjects as independent estimates, each subject's variance v_s
+// taken at its Agresti-Coull proportion p̃ = (h + z²/2)/(n + z²) over n + z² trials, so that a subject at 0 or
+// 1 still carries its uncertainty (the plain p(1−p)/n would be 0 there); the 95% interval is the mean ± z·SE,
+// cut to [0, 1]. N is K; when K is below the number of subjects the kind has, the metric's note says so.
+func subjectMean(by map[string]*accuracy, known int) Metric {
+	if len(by) == 0 {
+		return noMetric("acc_subject_mean")
+	}
 	var sum, v float64
+	z2 := z95 * z95
 	for _, a := range by {
-		m := a.metric("")
-		sum += m.Value
-		v += m.StdErr * m.StdErr
+		sum += float64(a.hits) / float64(a.n)
+		nt := float64(a.n) + z2
+		pt := (float64(a.hits) + z2/2) / nt
+		v += pt * (1 - pt) / nt
 	}
 	k := float64(len(by))
-	if k == 0 {
-		return Metric{Name: "acc_subject_mean", Value: math.NaN(), StdErr: math.NaN()}
+	mu, se := sum/k, math.Sqrt(v)/k
+	m := Metric{Name: "acc_subject_mean", Value: mu, StdErr: se, Lo: math.Max(0, mu-z95*se), Hi: math.Min(1, mu+z95*se), N: len(by)}
+	if len(by) < known {
+		m.Note = fmt.Sprintf("over %d of the %d subjects", len(by), known)
 	}
-	return Metric{Name: "acc_subject_mean", Value: sum / k, StdErr: math.Sqrt(v) / k, N: len(by)}
+	return m
+}
+
+// SubjectCoverage says which subjects of a per-subject kind (CMMLU, C-Eval) a task scored: how many of the
+// kind's subjects, those it has none of (listed only when the whole file was read: with --limit the rest
+// were not reached), and records whose subject the kind does not know (named from their files; scored, and
+// described by their file name).
+type SubjectCoverage struct {
+	Scored  int      `json:"scored"`
+	Known   int      `json:"known"`
+	Missing []string `json:"missing,omitempty"`
+	Unknown []string `json:"unknown,omitempty"`
+}
+
+// coverage is the task's SubjectCoverage (nil for kinds without subjects).
+func (a *aggregate) coverage(known map[string]string, whole bool) *SubjectCoverage {
+	if known == nil {
+		return nil
+	}
+	c := &SubjectCoverage{Scored: len(a.accBySubject), Known: len(known)}
+	for _, s := range sortedKeys(a.accBySubject) {
+		if _, ok := known[s]; !ok {
+			c.Unknown = append(c.Unknown, s)
+		}
+	}
+	if whole {
+		for _, s := range sortedKeys(known) {
+			if a.accBySubject[s] == nil {
+				c.Missing = append(c.Missing, s)
+			}
+		}
+	}
+	return c
 }
 
 // errNoText is returned by ScoreText for input without a single scorable token.

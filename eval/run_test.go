@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ func TestTaskTruncationCountedWhereItHappens(t *testing.T) {
 }
 
 // TestTaskLimitStopsReading: with Limit N, reading stops after N valid records, so malformed records after
-// them are never parsed (nor counted), and the progress callback saw only the first read buffer of the file.
+// them are never parsed (nor counted), and progress ends at the records read (two scored, one skipped).
 func TestTaskLimitStopsReading(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("not json\n")
@@ -68,8 +69,8 @@ func TestTaskLimitStopsReading(t *testing.T) {
 	if res.Docs != 2 || res.Skipped != 1 || warned != 1 {
 		t.Errorf("docs %d, skipped %d, warned %d; want 2, 1, 1", res.Docs, res.Skipped, warned)
 	}
-	if done >= total/2 {
-		t.Errorf("read %d of %d bytes: the file was read on after the limit", done, total)
+	if done != 3 || total != 3 {
+		t.Errorf("progress ended at %d of %d records, want 3 of 3 (two scored, one skipped; the rest never read)", done, total)
 	}
 	// Without a limit every malformed record is counted, and at most maxListed are listed.
 	res, err = RunTask(context.Background(), TaskSpec{Name: "arc", Kind: KindMultipleChoice, File: file}, &fakeBackend{}, Options{})
@@ -122,5 +123,64 @@ func TestLMSpecialTokens(t *testing.T) {
 	}
 	if _, err := ParseSpecialTokens("strip"); err == nil {
 		t.Error("ParseSpecialTokens(strip): no error")
+	}
+}
+
+// TestProgressCountsRecords: progress counts records read (scored or skipped) against the file's record count,
+// or against --limit when set, from 0 before the first record to the end; the old byte count sat at a few
+// percent when a limit stopped reading early.
+func TestProgressCountsRecords(t *testing.T) {
+	var b strings.Builder
+	for i := range 9 {
+		fmt.Fprintf(&b, `{"query": "Q%d", "choices": ["a", "b"], "gold": 0}`+"\n", i)
+	}
+	b.WriteString("not json\n")
+	for range 2000 { // a long tail that a limit never reaches
+		b.WriteString(`{"query": "Q", "choices": ["a", "b"], "gold": 1}` + "\n")
+	}
+	file := writeFile(t, "mc.jsonl", b.String())
+	for _, c := range []struct {
+		limit int
+		want  [][2]int64
+	}{
+		{0, [][2]int64{{0, 2010}, {4, 2010}, {2010, 2010}}},
+		{8, [][2]int64{{0, 8}, {4, 8}, {8, 8}}},
+	} {
+		var got [][2]int64
+		o := Options{Limit: c.limit, Chunk: 4, Progress: func(d, tot int64) { got = append(got, [2]int64{d, tot}) }}
+		if _, err := RunTask(context.Background(), TaskSpec{Name: "arc", Kind: KindMultipleChoice, File: file}, &fakeBackend{}, o); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) < 3 || got[0] != c.want[0] || got[1] != c.want[1] || got[len(got)-1] != c.want[2] {
+			t.Errorf("limit %d: progress %v, want first %v, %v and last %v", c.limit, got[:min(len(got), 4)], c.want[0], c.want[1], c.want[2])
+		}
+	}
+}
+
+// TestLimitSpreadsOverSubjects: with a limit, a directory of per-subject files is read round-robin, so two
+// records of testdata/cmmlu/test cover both its subjects (in file order they were both agronomy's).
+func TestLimitSpreadsOverSubjects(t *testing.T) {
+	spec := TaskSpec{Name: "cmmlu", Kind: KindCMMLU, File: filepath.Join("testdata", "cmmlu", "test")}
+	for _, c := range []struct {
+		limit    int
+		subjects []string
+		n        []int
+	}{
+		{2, []string{"agronomy", "world_history"}, []int{1, 1}},
+		{5, []string{"agronomy", "world_history"}, []int{3, 2}},
+		{0, []string{"agronomy", "world_history"}, []int{4, 2}},
+	} {
+		res, err := RunTask(context.Background(), spec, &fakeBackend{}, Options{Limit: c.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range c.subjects {
+			if m, ok := res.Metrics.Get("acc_" + s); !ok || m.N != c.n[i] {
+				t.Errorf("limit %d: acc_%s over %d records, want %d", c.limit, s, m.N, c.n[i])
+			}
+		}
+		if res.Subjects.Scored != 2 {
+			t.Errorf("limit %d: %d subjects scored", c.limit, res.Subjects.Scored)
+		}
 	}
 }

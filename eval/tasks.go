@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -152,7 +153,8 @@ type doc struct {
 	subject                string  // the record's subject (per-subject kinds; else "")
 }
 
-// kindSpec is how one kind reads, prompts and checks records.
+// kindSpec is how one kind reads, prompts, checks and explains records: one row of kindSpecs per kind, so
+// that a new kind is one row and one parser.
 type kindSpec struct {
 	parse func(line []byte) (doc, error) // line-based kinds: one non-blank line
 	// CSV kinds (parse nil): one data row of a CSV file with a header row holding columns; the files may be
@@ -162,30 +164,98 @@ type kindSpec struct {
 	subjects    map[string]string
 	description func(subject string) string // before the few-shot examples and the record (nil: none)
 	generative  bool
-	stop        []string // generation stops before these (generative kinds)
-	shotSep     string   // between few-shot examples and before the record
+	stop        []string                    // generation stops before these (generative kinds)
+	shotSep     string                      // between few-shot examples and before the record
+	fields      []string                    // JSON kinds: the record's keys, named when a record of another layout is met (schema.go)
+	optional    []string                    // the fields a record may leave out
+	shotFile    func(subject string) string // per-subject kinds: the name of a subject's file in a few-shot directory
+
+	// What `eval-tasks --help` and the text report say about the kind.
+	grading  string // what scoring one record means and what it costs
+	footnote string // under the kind's metrics in the text report ("" none)
+	unit     string // what RunTask's progress counts ("": records)
 }
 
+// ProgressUnit names what RunTask's Options.Progress counts for the kind: "records", or "bytes" of text for
+// lm tasks.
+func (k Kind) ProgressUnit() string {
+	if u := kindSpecs[k].unit; u != "" {
+		return u
+	}
+	return "records"
+}
+
+// Shared help and footnote text of the kinds' rows.
+const (
+	mcGrading = "each choice's continuation scored by its log-likelihood; one forward pass per choice, no generation " +
+		"(acc: the most likely choice is the gold one)"
+	genGrading = "the gold answer scored teacher-forced, then a greedy completion of up to --max-new-tokens tokens " +
+		"(stopping early at the kind's stop strings) checked against the answer; an untrained model runs to the limit, " +
+		"so a record costs up to --max-new-tokens decoding steps"
+	mcFootnote = "(acc_norm_bytes: log-likelihood divided by the choice's length in bytes; ll_margin: log p(gold) − max log p(other), nats)"
+)
+
 var kindSpecs = map[Kind]kindSpec{
-	KindHellaSwag:      {parse: parseHellaSwag, shotSep: "\n\n"},
-	KindMultipleChoice: {parse: parseMC, shotSep: "\n\n"},
-	KindWinoGrande:     {parse: parseWinoGrande, shotSep: "\n\n"},
-	KindLambada:        {parse: parseLambada, shotSep: "\n\n"},
-	KindGSM8K:          {parse: parseGSM8K, generative: true, stop: []string{"Question:", "</s>", "<|im_end|>"}, shotSep: "\n\n"},
-	KindMATH:           {parse: parseMATH, generative: true, stop: []string{"Problem:"}, shotSep: "\n\n"},
-	KindMGSM:           {parse: parseMGSM, generative: true, stop: []string{"Question:", "</s>", "<|im_end|>", "\n\n"}, shotSep: "\n\n"},
-	KindCMATH:          {parse: parseCMATH, generative: true, stop: []string{"问题：", "\n\n"}, shotSep: "\n\n"},
-	KindProbe:          {parse: parseProbe, generative: true, stop: []string{"\n"}, shotSep: "\n"},
+	KindHellaSwag: {parse: parseHellaSwag, shotSep: "\n\n", fields: []string{"activity_label", "ctx_a", "ctx_b", "ctx", "endings", "label"},
+		optional: []string{"ctx_a", "ctx_b", "ctx"},
+		grading:  mcGrading, footnote: mcFootnote},
+	KindMultipleChoice: {parse: parseMC, shotSep: "\n\n", fields: []string{"query", "choices", "gold"},
+		grading: mcGrading, footnote: mcFootnote},
+	KindWinoGrande: {parse: parseWinoGrande, shotSep: "\n\n", fields: []string{"context_options", "continuation", "gold"},
+		grading: "the shared continuation scored under each of the two contexts; two forward passes, no generation", footnote: mcFootnote},
+	KindLambada: {parse: parseLambada, shotSep: "\n\n", fields: []string{"context", "continuation"},
+		grading: "the last word scored by its log-likelihood (acc: greedy decoding would give it); one forward pass, no generation"},
+	KindGSM8K: {parse: parseGSM8K, generative: true, stop: []string{"Question:", "</s>", "<|im_end|>"}, shotSep: "\n\n",
+		fields: []string{"question", "answer"}, grading: genGrading},
+	KindMATH: {parse: parseMATH, generative: true, stop: []string{"Problem:"}, shotSep: "\n\n",
+		fields: []string{"problem", "solution", "answer"}, optional: []string{"answer"}, grading: genGrading},
+	KindMGSM: {parse: parseMGSM, generative: true, stop: []string{"Question:", "</s>", "<|im_end|>", "\n\n"}, shotSep: "\n\n",
+		grading: genGrading},
+	KindCMATH: {parse: parseCMATH, generative: true, stop: []string{"问题：", "\n\n"}, shotSep: "\n\n",
+		fields: []string{"input", "golden"}, grading: genGrading},
+	KindProbe: {parse: parseProbe, generative: true, stop: []string{"\n"}, shotSep: "\n", fields: []string{"prompt", "answer", "kind", "chance"}, optional: []string{"chance"},
+		grading: "the answer scored teacher-forced, then a greedy completion of at most the answer's length + 3 tokens, " +
+			"its first line checked",
+		footnote: "(chance: what the best guess that does not do the task scores, the mean of the records' chance; memorisation\n" +
+			"  kinds on held-out prompts are at chance by design, on recall prompts they measure memorisation)"},
 	KindCMMLU: {parseRow: parseChineseMC, columns: chineseMCColumns, subjects: cmmluSubjects,
-		description: cmmluDescription, shotSep: "\n\n"},
+		description: cmmluDescription, shotSep: "\n\n", shotFile: func(s string) string { return s + ".csv" }, grading: mcGrading + "; four one-letter choices", footnote: mcFootnote},
 	KindCEval: {parseRow: parseChineseMC, columns: chineseMCColumns, subjects: cevalSubjects,
-		description: cevalDescription, shotSep: "\n\n"},
+		description: cevalDescription, shotSep: "\n\n", shotFile: func(s string) string { return s + "_dev.csv" }, grading: mcGrading + "; four one-letter choices", footnote: mcFootnote},
+	// lm tasks are read by RunTask itself (plain text, not records); the row holds their help.
+	KindLM: {unit: "bytes", grading: "plain text cut into windows of the context length, each scored in one forward pass; a \"record\" is a window"},
+}
+
+// KindHelp describes every kind for `eval-tasks --help`: its task names, what scoring a record means and what
+// it costs.
+func KindHelp() string {
+	names := map[Kind][]string{}
+	for n, k := range kindAliases {
+		if n != string(k) {
+			names[k] = append(names[k], n)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("Task kinds (the names that select each, then what one record costs and what \"scored\" means):\n\n")
+	for _, k := range slices.Sorted(maps.Keys(kindSpecs)) {
+		slices.Sort(names[k])
+		fmt.Fprintf(&b, "%s", k)
+		if len(names[k]) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(names[k], ", "))
+		}
+		fmt.Fprintf(&b, ": %s.\n\n", kindSpecs[k].grading)
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // strictJSON decodes one JSON record into v and rejects trailing data.
 func strictJSON(line []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	if err := dec.Decode(v); err != nil {
+		// Valid JSON of another shape is a layout problem, not a syntax one: name the field.
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+			return fmt.Errorf("%q is a JSON %s, want %s", te.Field, te.Value, te.Type)
+		}
 		return fmt.Errorf("invalid JSON: %v", err)
 	}
 	if dec.More() {

@@ -56,7 +56,7 @@ func TestTaskSamplesParse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src, err := openRecords(filepath.Join("testdata", s.file), kindSpecs[kind])
+			src, err := openRecords(filepath.Join("testdata", s.file), kindSpecs[kind], false)
 			if err != nil {
 				t.Fatal(err)
 			}

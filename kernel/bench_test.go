@@ -26,43 +26,48 @@ import (
 // run at the same time, and read GFLOP/cpu-s (flops per CPU-second actually
 // received, times the workers) as the steadier figure.
 
-// BenchmarkFMAPeak measures the FMA throughput of one core.
-func BenchmarkFMAPeak(b *testing.B) {
-	for _, tc := range []struct {
-		name  string
-		ok    bool
-		f     func(int)
-		flops float64 // per iteration
-	}{
-		{"zmm", hasImpl("avx512"), fmaPeakAVX512Wrapper, 96 * 32},
-		{"ymm", hasImpl("avx2"), fmaPeakAVX2Wrapper, 48 * 16},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			if !tc.ok {
-				b.Skip("not supported")
-			}
+// BenchmarkFMAPeak measures the float32 FMA throughput of one core and of all
+// (MeasurePeak's CeilingFMA loop), on each vector width this CPU runs.
+func BenchmarkFMAPeak(b *testing.B) { benchPeak(b, CeilingFMA) }
+
+// BenchmarkBF16DotPeak measures the bf16 dot-product (VDPBF16PS) throughput of
+// one core and of all (MeasurePeak's CeilingBF16Dot loop), where the CPU has
+// AVX512_BF16: the ceiling of the bf16 matmuls.
+func BenchmarkBF16DotPeak(b *testing.B) { benchPeak(b, CeilingBF16Dot) }
+
+// benchPeak times ceiling c's loops: ".../zmm" on one core, ".../zmm/all" on
+// every worker at once (the ceiling for the parallel GEMM benchmarks run at
+// the same time on the same shared machine).
+func benchPeak(b *testing.B, c Ceiling) {
+	var loops []peakLoop
+	for _, l := range peakLoops {
+		if l.ceiling == c {
+			loops = append(loops, l)
+		}
+	}
+	if len(loops) == 0 {
+		b.Skipf("this CPU has no %s instruction", c)
+	}
+	for _, l := range loops {
+		width := l.instruction[len(l.instruction)-3:] // "zmm", "ymm"
+		b.Run(width, func(b *testing.B) {
 			const iters = 1 << 20
 			for b.Loop() {
-				tc.f(iters)
+				l.run(iters)
 			}
-			b.ReportMetric(tc.flops*iters*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(l.flops*iters*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
-		// All workers at once: the ceiling for the parallel GEMM benchmarks
-		// run at the same time on the same (shared) machine.
-		b.Run(tc.name+"/all", func(b *testing.B) {
-			if !tc.ok {
-				b.Skip("not supported")
-			}
+		b.Run(width+"/all", func(b *testing.B) {
 			const iters = 1 << 18
 			threads := runtime.GOMAXPROCS(0)
 			for b.Loop() {
 				var wg sync.WaitGroup
 				for range threads {
-					wg.Go(func() { tc.f(iters) })
+					wg.Go(func() { l.run(iters) })
 				}
 				wg.Wait()
 			}
-			b.ReportMetric(tc.flops*iters*float64(threads)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(l.flops*iters*float64(threads)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
 }

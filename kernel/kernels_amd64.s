@@ -4809,3 +4809,807 @@ loop:
 	JNZ         loop
 	VZEROUPPER
 	RET
+
+// func bf16DotPeakAVX512(iters int)
+// Requires: AVX, AVX512F
+TEXT ·bf16DotPeakAVX512(SB), NOSPLIT, $0-8
+	MOVQ   iters+0(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+
+loop:
+	// VDPBF16PS zmm0, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS zmm1, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS zmm2, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS zmm3, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS zmm4, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS zmm5, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS zmm6, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS zmm7, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS zmm8, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS zmm9, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS zmm10, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS zmm11, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS zmm12, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS zmm13, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS zmm14, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS zmm15, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS zmm16, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS zmm17, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS zmm18, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS zmm19, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS zmm20, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS zmm21, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS zmm22, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS zmm23, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS zmm0, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS zmm1, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS zmm2, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS zmm3, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS zmm4, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS zmm5, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS zmm6, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS zmm7, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS zmm8, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS zmm9, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS zmm10, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS zmm11, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS zmm12, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS zmm13, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS zmm14, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS zmm15, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS zmm16, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS zmm17, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS zmm18, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS zmm19, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS zmm20, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS zmm21, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS zmm22, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS zmm23, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS zmm0, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS zmm1, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS zmm2, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS zmm3, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS zmm4, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS zmm5, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS zmm6, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS zmm7, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS zmm8, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS zmm9, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS zmm10, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS zmm11, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS zmm12, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS zmm13, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS zmm14, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS zmm15, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS zmm16, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS zmm17, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS zmm18, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS zmm19, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS zmm20, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS zmm21, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS zmm22, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS zmm23, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS zmm0, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS zmm1, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS zmm2, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS zmm3, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS zmm4, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS zmm5, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS zmm6, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS zmm7, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x92
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS zmm8, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS zmm9, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS zmm10, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS zmm11, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS zmm12, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS zmm13, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS zmm14, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS zmm15, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x12
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xff
+
+	// VDPBF16PS zmm16, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xc7
+
+	// VDPBF16PS zmm17, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xcf
+
+	// VDPBF16PS zmm18, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xd7
+
+	// VDPBF16PS zmm19, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xdf
+
+	// VDPBF16PS zmm20, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xe7
+
+	// VDPBF16PS zmm21, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xef
+
+	// VDPBF16PS zmm22, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xf7
+
+	// VDPBF16PS zmm23, zmm30, zmm31
+	BYTE $0x62
+	BYTE $0x82
+	BYTE $0x0e
+	BYTE $0x40
+	BYTE $0x52
+	BYTE $0xff
+	DECQ CX
+	JNZ  loop
+	VZEROUPPER
+	RET

@@ -149,3 +149,6 @@ func fmaPeakAVX512(iters int)
 
 // fmaPeakAVX2 runs iters × 48 independent VFMADD231PS (FMA peak measurement).
 func fmaPeakAVX2(iters int)
+
+// bf16DotPeakAVX512 runs iters × 96 independent VDPBF16PS (bf16 dot-product peak measurement).
+func bf16DotPeakAVX512(iters int)

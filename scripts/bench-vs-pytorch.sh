@@ -19,23 +19,29 @@ cd "$(dirname "$0")/.."
 rounds=${1:-3}
 shift || true
 presets=${*:-tiny small medium}
-go build -o /tmp/smallinit-bench ./cmd/smallinit
 out=$(mktemp -d)
+bin="$out/smallinit-bench" # a private binary: other checkouts may run this script at the same time
+go build -o "$bin" ./cmd/smallinit
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for p in $presets; do
   steps=${STEPS:-10}; [ "$p" = medium ] && steps=${STEPS:-5}
-  /tmp/smallinit-bench bench --preset "$p" --steps 1 --warmup 0 --precision auto --json >"$out/auto-$p.json"
+  "$bin" bench --preset "$p" --steps 1 --warmup 0 --precision auto --json >"$out/auto-$p.json"
   for r in $(seq "$rounds"); do
-    /tmp/smallinit-bench bench --preset "$p" --steps "$steps" --json >>"$out/go-$p.jsonl"
+    "$bin" bench --preset "$p" --steps "$steps" --json >>"$out/go-$p.jsonl"
     if grep -qw avx512_bf16 /proc/cpuinfo; then
-      /tmp/smallinit-bench bench --preset "$p" --steps "$steps" --precision bf16 --json >>"$out/bf16-$p.jsonl"
+      "$bin" bench --preset "$p" --steps "$steps" --precision bf16 --json >>"$out/bf16-$p.jsonl"
     fi
     /usr/bin/python3 python/torchref.py bench --preset "$p" --steps "$steps" --warmup 2 --json >>"$out/torch-$p.jsonl" 2>/dev/null
     /usr/bin/python3 python/torchref.py bench --preset "$p" --steps "$steps" --warmup 2 --precision bf16 --json >>"$out/torchbf16-$p.jsonl" 2>/dev/null
   done
 done
-/usr/bin/python3 - "$out" $presets <<'PY'
-import json, os, statistics, sys
-out, presets = sys.argv[1], sys.argv[2:]
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+/usr/bin/python3 - "$out" "$load0" "$load1" $presets <<'PY'
+import json, os, re, statistics, sys, time
+out, load0, load1, presets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+flags = sorted(set(re.findall(r"\b(avx512f|avx512_bf16|avx512_vp2intersect|amx_\w+)\b", open("/proc/cpuinfo").read())))
+cpu = json.loads(open(f"{out}/go-{presets[0]}.jsonl").readline())["cpu"]
+print(f"{time.strftime('%Y-%m-%d')}, {cpu}, flags {' '.join(flags)}; load average {load0} before, {load1} after")
 def med(p, key):
     f = f"{out}/{p}.jsonl"
     if not os.path.exists(f):

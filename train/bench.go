@@ -20,13 +20,13 @@ import (
 
 // BenchOptions set a throughput measurement.
 type BenchOptions struct {
-	Batch   int     // sequences per step
-	Steps   int     // timed steps
-	Warmup  int     // untimed steps first
-	Threads int     // worker threads (0: GOMAXPROCS)
-	Peak    float64 // peak fp32 GFLOP/s the model FLOP/s are compared to (0: no share)
-	Kernels bool    // also time each training matmul shape
-	Profile string  // write a CPU profile of the timed steps to this file ("": none)
+	Batch   int    // sequences per step
+	Steps   int    // timed steps
+	Warmup  int    // untimed steps first
+	Threads int    // worker threads (0: GOMAXPROCS)
+	Peaks   bool   // measure the ceilings of the precision on the same threads after the timed steps
+	Kernels bool   // also time each training matmul shape
+	Profile string // write a CPU profile of the timed steps to this file ("": none)
 	// Precision of the matmul operands: "f32" (or "") or "bf16" (refused without AVX512_BF16).
 	Precision string
 	Log       io.Writer
@@ -48,10 +48,26 @@ type BenchResult struct {
 	BackwardS   float64       `json:"backward_s"`
 	OptimizerS  float64       `json:"optimizer_s"`
 	ModelGFLOPs float64       `json:"model_gflops"`
-	PeakShare   float64       `json:"peak_share"`
+	CPU         string        `json:"cpu"`      // kernel.CPUModel: the processor and the kernel path
+	Ceilings    []Ceiling     `json:"ceilings"` // with Peaks: the model FLOP/s against each ceiling of the precision
 	PeakMemMB   float64       `json:"peak_mem_mb"`
 	Loss        float64       `json:"last_loss"`
 	Kernels     []KernelBench `json:"kernels,omitempty"`
+}
+
+// Ceiling is the model FLOP/s read against one arithmetic ceiling measured on the bench's threads.
+type Ceiling struct {
+	kernel.Peak
+	Share float64 `json:"share"` // model GFLOP/s over the ceiling's
+}
+
+// ceilingsOf are the ceilings the model FLOP/s of a precision are read against: float32 matmuls run on FMAs;
+// bf16 matmuls on VDPBF16PS, while the rest of the step (norms, softmax, the optimizer) stays on float32 FMAs.
+func ceilingsOf(precision string) []kernel.Ceiling {
+	if precision == "bf16" {
+		return []kernel.Ceiling{kernel.CeilingFMA, kernel.CeilingBF16Dot}
+	}
+	return []kernel.Ceiling{kernel.CeilingFMA}
 }
 
 // KernelBench is one matmul shape's GFLOP/s.
@@ -137,12 +153,18 @@ func Benchmark(c model.Config, o BenchOptions) (BenchResult, error) {
 	if o.Log != nil {
 		fmt.Fprintln(o.Log)
 	}
-	r := BenchResult{Tool: "smallinit", Impl: kernel.Impl(), Precision: o.Precision, Threads: pool.Workers(), Batch: o.Batch, SeqLen: c.SeqLen,
-		StepS: median(step), ForwardS: median(fwd), BackwardS: median(bwd), OptimizerS: median(opts), Loss: loss}
+	r := BenchResult{Tool: "smallinit", Impl: kernel.Impl(), CPU: kernel.CPUModel(), Precision: o.Precision, Threads: pool.Workers(),
+		Batch: o.Batch, SeqLen: c.SeqLen, StepS: median(step), ForwardS: median(fwd), BackwardS: median(bwd), OptimizerS: median(opts), Loss: loss}
 	r.TokensPerS = float64(n) / r.StepS
 	r.ModelGFLOPs = c.FLOPsPerToken() * r.TokensPerS / 1e9
-	if o.Peak > 0 {
-		r.PeakShare = r.ModelGFLOPs / o.Peak
+	if o.Peaks {
+		for _, ce := range ceilingsOf(o.Precision) {
+			p, err := kernel.MeasurePeak(ce, r.Threads, 0)
+			if err != nil {
+				return BenchResult{}, err
+			}
+			r.Ceilings = append(r.Ceilings, Ceiling{Peak: p, Share: r.ModelGFLOPs / p.GFLOPs})
+		}
 	}
 	r.PeakMemMB = peakMemMB()
 	if o.Kernels {

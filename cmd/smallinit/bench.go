@@ -16,7 +16,7 @@ type benchCmd struct {
 	Steps   int      `default:"10" help:"Timed steps."`
 	Warmup  int      `default:"2" help:"Untimed steps first."`
 	Threads int      `help:"Worker threads (default: GOMAXPROCS)."`
-	Peak    float64  `default:"225" help:"Peak fp32 GFLOP/s the model FLOP/s are compared to."`
+	NoPeaks bool     `name:"no-peaks" help:"Do not measure the arithmetic ceilings (the f32 FMA peak and, for bf16, the VDPBF16PS dot-product peak, about 0.6 s each on the bench's threads) that the model FLOP/s are read against."`
 	Kernels bool     `help:"Also measure matmul GFLOP/s on the training shapes."`
 	Prec    string   `name:"precision" default:"f32" help:"Matmul operands, a precision of train's table: f32, bf16 (VDPBF16PS, float32 accumulation; needs AVX512_BF16), or auto: time the eligible precisions on this model (as train.precision = \"auto\" does, nothing recorded) and bench the one chosen."`
 	JSON    bool     `name:"json" help:"Print one JSON object."`
@@ -46,7 +46,7 @@ func (cmd *benchCmd) Run() error {
 		auto, prec = &pc, pc.Precision
 	}
 	r, err := train.Benchmark(c, train.BenchOptions{Batch: cmd.Batch, Steps: cmd.Steps, Warmup: cmd.Warmup, Threads: cmd.Threads,
-		Peak: cmd.Peak, Kernels: cmd.Kernels, Profile: cmd.Profile, Precision: prec, Log: log})
+		Peaks: !cmd.NoPeaks, Kernels: cmd.Kernels, Profile: cmd.Profile, Precision: prec, Log: log})
 	if err != nil {
 		return fmt.Errorf("bench %s (--batch %d, --steps %d, --warmup %d): %w", cmd.Preset, cmd.Batch, cmd.Steps, cmd.Warmup, err)
 	}
@@ -58,10 +58,14 @@ func (cmd *benchCmd) Run() error {
 			Auto *train.PrecisionChoice `json:"precision_auto,omitempty"`
 		}{r, auto})
 	}
-	fmt.Printf("preset %s (%s), batch %d × T %d, %d threads, kernels %s, precision %s\n", cmd.Preset, c.Describe(), r.Batch, r.SeqLen, r.Threads, r.Impl, r.Precision)
+	fmt.Printf("preset %s (%s), batch %d × T %d, %d threads, precision %s\n", cmd.Preset, c.Describe(), r.Batch, r.SeqLen, r.Threads, r.Precision)
+	fmt.Printf("cpu          %s, kernel path %s\n", r.CPU, r.Impl)
 	fmt.Printf("tokens/s     %10.0f\n", r.TokensPerS)
 	fmt.Printf("step         %10.4f s  (forward %.4f, backward %.4f, optimizer %.4f)\n", r.StepS, r.ForwardS, r.BackwardS, r.OptimizerS)
-	fmt.Printf("model FLOP/s %10.1f GFLOP/s = %.0f%% of %.0f (FLOPs/token = 6·N_matmul + 12·L·T·d = %.3g)\n", r.ModelGFLOPs, 100*r.PeakShare, cmd.Peak, c.FLOPsPerToken())
+	fmt.Printf("model FLOP/s %10.1f GFLOP/s (FLOPs/token = 6·N_matmul + 12·L·T·d = %.3g)\n", r.ModelGFLOPs, c.FLOPsPerToken())
+	for _, ce := range r.Ceilings {
+		fmt.Printf("  = %3.0f%% of the %s peak, %.1f GFLOP/s (%s on %d threads, measured now)\n", 100*ce.Share, ce.Ceiling, ce.GFLOPs, ce.Instruction, ce.Threads)
+	}
 	fmt.Printf("peak memory  %10.0f MB\n", r.PeakMemMB)
 	for _, k := range r.Kernels {
 		fmt.Printf("gemm %-26s %7.1f GFLOP/s\n", k.Shape, k.GFLOPs)

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/internal/progress"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/tokenizer"
@@ -23,18 +23,24 @@ import (
 type evalTasksCmd struct {
 	Model         string   `required:"" type:"existingdir" help:"Model directory (config.json + model.safetensors)."`
 	Tokenizer     string   `type:"path" help:"tokenizer.json of the model (default: MODEL/tokenizer.json)."`
-	Task          []string `required:"" sep:"none" placeholder:"NAME=FILE" help:"A task to run, repeatable. NAME gives the record format: hellaswag, arc_easy, arc_challenge, piqa (mc), winogrande, lambada, gsm8k, math, math500, mgsm_en, mgsm_zh, cmath, cmmlu, ceval (FILE: a released CSV file or a directory of per-subject CSVs), probe*, lm (plain text); or NAME:KIND=FILE."`
+	Task          []string `required:"" sep:"none" placeholder:"NAME=FILE" help:"A task to run, repeatable. NAME gives the record format (the kinds are described above): ${eval_task_names}, or a name starting with one of them and _, - or . (probe-test); or NAME:KIND=FILE. cmmlu and ceval take a released CSV file or a directory of per-subject CSVs."`
 	Fewshot       []string `sep:"none" placeholder:"NAME=FILE" help:"Few-shot examples for task NAME, in its record format (the first --shots records are used; a record is never its own example)."`
 	Shots         int      `default:"5" help:"Few-shot examples per record for tasks given a --fewshot file."`
-	Limit         int      `help:"Stop reading each task after this many valid records (0: all)."`
-	MaxNewTokens  int      `default:"256" help:"Most tokens generated per record in generative tasks (greedy)."`
+	Limit         int      `help:"Stop reading each task after this many valid records (0: all). A directory of per-subject files (cmmlu, ceval) is then read round-robin, one record from each subject in turn, so the records spread over the subjects."`
+	MaxNewTokens  int      `default:"256" help:"Most tokens generated per record in generative tasks (greedy): each such record costs up to this many decoding steps."`
 	StrictRecords bool     `help:"Stop at the first malformed record instead of skipping and counting it."`
 	Batch         int      `default:"8" help:"Forward capacity in context-length rows; short requests are packed several to a row's worth."`
 	NoCache       bool     `help:"Generate by recomputing the prefix each step (the reference) instead of with the KV-cache decoder."`
 	PrefixEOT     bool     `name:"prefix-eot" help:"Put <|endoftext|> before every context and prompt, where a model trained on EOT-separated documents saw each document begin (the default scores them at position 0, as lm-evaluation-harness does)."`
 	SpecialTokens string   `default:"parse" enum:"parse,literal" help:"How text spelling a special token (a literal <|endoftext|> in a record) is encoded: parse (as its id, as Hugging Face tokenizers and lm-evaluation-harness do) or literal (as plain bytes, as training data is encoded). See docs/evaluation.md."`
 	JSON          bool     `name:"json" help:"Print the report as JSON on stdout."`
+
+	progressEvery time.Duration // interval of the plain progress lines off a terminal (0: 10 s); tests shorten it
 }
+
+// Help is the detail of eval-tasks --help: what each task kind costs and what "scored" means for it, from the
+// kinds' table.
+func (cmd *evalTasksCmd) Help() string { return eval.KindHelp() }
 
 // maxWarnings is how many malformed-record warnings eval-tasks prints per task before summarising the rest.
 const maxWarnings = 5
@@ -122,7 +128,7 @@ func parseTaskFlags(tasks, fewshot []string) ([]eval.TaskSpec, error) {
 
 // run loads the model and runs every task, printing a summary (or JSON) to stdout and warnings and progress to
 // log.
-func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, progress bool) (*eval.Report, error) {
+func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, tty bool) (*eval.Report, error) {
 	switch {
 	case cmd.Batch < 1:
 		return nil, fmt.Errorf("--batch %d: must be positive", cmd.Batch)
@@ -170,21 +176,12 @@ func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, progres
 			}
 			warned++
 		}
-		var bar *progressbar.ProgressBar
-		if progress {
-			o.Progress = func(done, total int64) {
-				if bar == nil {
-					bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(log), progressbar.OptionShowBytes(true),
-						progressbar.OptionSetDescription(s.Name), progressbar.OptionSetWidth(30),
-						progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-				}
-				bar.Set64(done)
-			}
-		}
+		// Records read (scored or skipped) of the task's records or --limit: a bar on a terminal, else a line
+		// every cmd.progressEvery.
+		p := &progress.Count{Log: log, TTY: tty, Desc: s.Name, Unit: s.Kind.ProgressUnit(), Every: cmd.progressEvery}
+		o.Progress = p.Update
 		res, err := eval.RunTask(ctx, s, be, o)
-		if bar != nil {
-			bar.Finish()
-		}
+		p.Finish()
 		if err != nil {
 			return nil, err
 		}

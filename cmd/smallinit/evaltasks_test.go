@@ -249,7 +249,7 @@ func TestEvalTasksChineseTruncationAndWarnings(t *testing.T) {
 		t.Error("ceval: no acc_computer_network")
 	}
 	for _, w := range []string{"cmmlu (cmmlu,", "ceval-valid (ceval,", "acc_agronomy",
-		"gsm8k (gsm8k, " + long + "): 3 records, prompts lost their start to the context length: 3 of 3 scored contexts and 3 of 3 generation prompts"} {
+		"gsm8k (gsm8k, " + long + "): 3 records, prompts lost their start to the context length: 3 of 3 teacher-forced gold answers and 3 of 3 generation prompts"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("summary lacks %q:\n%s", w, out.String())
 		}

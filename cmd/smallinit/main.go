@@ -9,6 +9,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/gammainit"
 )
 
@@ -22,7 +23,7 @@ type cli struct {
 	Train      trainCmd      `cmd:"" help:"Train a model from a TOML run config (--config, --set, --out) or continue one (--resume)."`
 	Analyze    analyzeCmd    `cmd:"" help:"Weight metrics (stable rank, row cosine) and activation metrics (sink, saturation, residual ratio) of a model."`
 	Compare    compareCmd    `cmd:"" help:"Per-token probability gaps between two models, binned by token difficulty."`
-	EvalTasks  evalTasksCmd  `cmd:"" help:"Benchmark tasks and probes: accuracies and smooth losses with standard errors."`
+	EvalTasks  evalTasksCmd  `cmd:"" help:"Benchmark tasks and probes: accuracies with 95% intervals, smooth losses with standard errors."`
 	Probes     probesCmd     `cmd:"" help:"Reasoning and memorisation probes (probes make)."`
 	Anchor     anchorCmd     `cmd:"" help:"Anchor-function tasks (Zhang et al. 2024, Yao et al. 2025): make their data, train the γ × depth phase diagram, render it."`
 	Generate   generateCmd   `cmd:"" help:"Sample a completion from a model, streamed to stdout."`
@@ -37,7 +38,7 @@ type cli struct {
 
 // vars are the values the flags' tags interpolate (${name}): lists that belong to a package's table.
 func vars() kong.Vars {
-	return kong.Vars{"init_rules": strings.Join(gammainit.RuleNames(), ",")}
+	return kong.Vars{"init_rules": strings.Join(gammainit.RuleNames(), ","), "eval_task_names": strings.Join(eval.KindNames(), ", ")}
 }
 
 func main() {

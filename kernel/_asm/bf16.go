@@ -95,6 +95,37 @@ func vcvtne2ps2bf16(lo, hi, dst VecPhysical) {
 	rawBytes(fmt.Sprintf("VCVTNE2PS2BF16 zmm%d, zmm%d, zmm%d", r, v, m), enc)
 }
 
+// vdpbf16ps emits VDPBF16PS acc, src1, src2 with register operands (EVEX.512.F3.0F38.W0 52 /r, ModRM.mod = 3):
+// acc.fp32[i] += src1.bf16[2i+1]·src2.bf16[2i+1] + src1.bf16[2i]·src2.bf16[2i].
+func vdpbf16ps(src2, src1, acc VecPhysical) {
+	r, v, m := vecIndex(acc), vecIndex(src1), vecIndex(src2)
+	enc := evex(2, r, v, m&16 != 0, m&8 != 0, false)
+	enc = append(enc, 0x52, byte(3<<6|(r&7)<<3|m&7))
+	rawBytes(fmt.Sprintf("VDPBF16PS zmm%d, zmm%d, zmm%d", r, v, m), enc)
+}
+
+// bf16DotPeak emits a loop of 4·len(acc) independent VDPBF16PS chains, for measuring the bf16 dot-product
+// throughput of the machine (BenchmarkBF16DotPeak, kernel.MeasurePeak): each instruction is 32 products and
+// 32 additions into float32, 64 FLOP, the ceiling of the bf16 matmuls as the FMA's 32 is of the float32 ones.
+func bf16DotPeak(name string, acc []VecPhysical, x, y VecPhysical) {
+	TEXT(name, NOSPLIT, "func(iters int)")
+	Doc(fmt.Sprintf("%s runs iters × %d independent VDPBF16PS (bf16 dot-product peak measurement).", name, 4*len(acc)))
+	Load(Param("iters"), RCX)
+	for _, r := range append(acc, x, y) {
+		VPXORD(r, r, r)
+	}
+	Label("loop")
+	for i := 0; i < 4; i++ {
+		for _, r := range acc {
+			vdpbf16ps(y, x, r)
+		}
+	}
+	DECQ(RCX)
+	JNZ(LabelRef("loop"))
+	VZEROUPPER()
+	RET()
+}
+
 // gemmBF16AVX512 emits the 14×32 bf16 micro-kernel: the float32 kernel's
 // register plan (28 zmm accumulators, 2+2 B vectors) with VDPBF16PS in place
 // of VFMADD231PS. One k step is one bf16 pair: the packed A panel holds, per

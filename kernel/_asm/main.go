@@ -58,6 +58,7 @@ func main() {
 
 	fmaPeak("fmaPeakAVX512", zmm[:24], zmm[30], zmm[31])
 	fmaPeak("fmaPeakAVX2", ymm[:12], ymm[14], ymm[15])
+	bf16DotPeak("bf16DotPeakAVX512", zmm[:24], zmm[30], zmm[31])
 
 	Generate()
 }

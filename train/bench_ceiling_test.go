@@ -1,0 +1,39 @@
+package train
+
+import (
+	"math"
+	"testing"
+
+	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
+)
+
+// TestBenchReadsFLOPsAgainstThePrecisionsCeilings: bench reads the model FLOP/s against ceilings measured on its
+// own threads, not a fixed number: float32 against the FMA peak; bf16 against the FMA peak and the VDPBF16PS
+// dot-product peak, which is the higher. It names the CPU and the kernel path.
+func TestBenchReadsFLOPsAgainstThePrecisionsCeilings(t *testing.T) {
+	c := model.Config{Vocab: 64, Dim: 32, FFN: 64, Layers: 1, Heads: 2, SeqLen: 16, NormEps: 1e-5, Norm: model.NormRMS,
+		AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	precisions := []string{"f32"}
+	if kernel.HasBF16() {
+		precisions = append(precisions, "bf16")
+	}
+	for _, prec := range precisions {
+		r, err := Benchmark(c, BenchOptions{Batch: 2, Steps: 1, Threads: 2, Precision: prec, Peaks: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ceilingsOf(prec)
+		if len(r.Ceilings) != len(want) || r.CPU != kernel.CPUModel() {
+			t.Fatalf("%s: ceilings %+v, cpu %q", prec, r.Ceilings, r.CPU)
+		}
+		for i, ce := range r.Ceilings {
+			if ce.Ceiling != want[i] || ce.Threads != 2 || !(ce.GFLOPs > 0) || math.Abs(ce.Share-r.ModelGFLOPs/ce.GFLOPs) > 1e-12 {
+				t.Errorf("%s: ceiling %d %+v, want %s on 2 threads", prec, i, ce, want[i])
+			}
+		}
+	}
+	if r, err := Benchmark(c, BenchOptions{Batch: 2, Steps: 1}); err != nil || r.Ceilings != nil {
+		t.Errorf("without Peaks: ceilings %+v, %v", r.Ceilings, err)
+	}
+}
