@@ -74,8 +74,9 @@ func WritePairs(w io.Writer, ps []Pair) error {
 		for i, s := range e.Seeds {
 			per += fmt.Sprintf("%d: %+.4f  ", s, e.Values[i])
 		}
-		ci := "n/a (fewer than 2 seeds)"
-		if !math.IsNaN(e.Lo) {
+		// A comparison needs at least 3 seeds for an interval (docs/definitions.md §7); two give their values.
+		ci := fmt.Sprintf("none (n = %d: the values)", e.N)
+		if e.N >= 3 && !math.IsNaN(e.Lo) {
 			ci = fmt.Sprintf("[%+.4f, %+.4f]", e.Lo, e.Hi)
 		}
 		fmt.Fprintf(tw, "%s (%s − %s)\t%d\t%+.4f\t%s\t%s\n", p.Name, p.A, p.B, e.N, e.Mean, ci, per)
