@@ -24,39 +24,82 @@ type KeyInfo struct {
 	Lead  bool // shown before the other keys in a label, in the table's order (the others follow by name)
 }
 
+// The dotted config keys (as in config.toml and --set) that code outside train names: a renamed key is a compile
+// error, not a silent miss. TestKeyConstantsExist checks each is one of Config's keys.
+const (
+	KeyGamma               = "init.gamma"
+	KeyNormEps             = "model.norm_eps"
+	KeyAttnGate            = "model.attn_gate"
+	KeyPreset              = "model.preset"
+	KeyHiddenSize          = "model.hidden_size"
+	KeyLayers              = "model.num_hidden_layers"
+	KeyHeads               = "model.num_attention_heads"
+	KeyFFN                 = "model.intermediate_size"
+	KeyHeadDim             = "model.head_dim"
+	KeySteps               = "train.steps"
+	KeyTokens              = "train.tokens"
+	KeyBatchSize           = "train.batch_size"
+	KeyLR                  = "schedule.lr"
+	KeyInitRule            = "init.rule"
+	KeyInitStd             = "init.std"
+	KeyContext             = "model.max_position_embeddings"
+	KeyVocab               = "model.vocab_size"
+	KeyMoEFFN              = "model.moe_intermediate_size"
+	KeyExperts             = "model.num_experts"
+	KeySeed                = "seed"
+	KeyThreads             = "train.threads"
+	KeyLogInterval         = "train.log_interval"
+	KeyEvalInterval        = "train.eval_interval"
+	KeyCheckpointInterval  = "train.checkpoint_interval"
+	KeyKeepCheckpoints     = "train.keep_checkpoints"
+	KeyDiagnosticsInterval = "train.diagnostics_interval"
+	KeySkipNonFinite       = "train.skip_nonfinite"
+	KeyDataTrain           = "data.train"
+	KeyDataVal             = "data.val"
+	KeyEvalWindows         = "train.eval_windows"
+	KeyPrecision           = "train.precision"
+	KeyWarmup              = "schedule.warmup_steps"
+	KeyScheduleKind        = "schedule.kind"
+	KeyQKNorm              = "model.qk_norm"
+	KeyNorm                = "model.norm"
+)
+
+// keyConstants lists the constants above for the test.
+var keyConstants = []string{KeyGamma, KeyNormEps, KeyAttnGate, KeyPreset, KeyHiddenSize, KeyLayers, KeyHeads, KeyFFN, KeyHeadDim, KeySteps, KeyTokens, KeyBatchSize, KeyLR, KeyInitRule, KeyInitStd, KeyContext, KeyVocab, KeyMoEFFN, KeyExperts, KeySeed, KeyThreads, KeyLogInterval, KeyEvalInterval, KeyCheckpointInterval, KeyKeepCheckpoints, KeyDiagnosticsInterval, KeySkipNonFinite, KeyDataTrain, KeyDataVal, KeyEvalWindows, KeyPrecision, KeyWarmup, KeyScheduleKind, KeyQKNorm, KeyNorm}
+
 // configKeys lists the keys with a display name or a role other than KeyComputes, the usual varying keys
 // (Lead) first, in the order a label shows them. Every key must be one of Config's (a test checks it, so that a
 // renamed key cannot silently fall out of the table).
 var configKeys = []KeyInfo{
-	{"init.gamma", "γ", KeyComputes, true},
-	{"model.norm_eps", "ε", KeyComputes, true},
-	{"model.attn_gate", "gate", KeyComputes, true},
-	{"model.preset", "preset", KeySize, true},
-	{"model.hidden_size", "d", KeySize, true},
-	{"model.num_hidden_layers", "L", KeySize, true},
-	{"model.num_attention_heads", "H", KeySize, true},
-	{"model.intermediate_size", "d_ff", KeySize, true},
-	{"model.head_dim", "d_h", KeySize, true},
-	{"train.steps", "steps", KeyComputes, true},
-	{"train.tokens", "tokens", KeyComputes, true},
-	{"train.batch_size", "B", KeySize, true},
-	{"schedule.lr", "lr", KeyComputes, true},
-	{"init.rule", "init", KeyComputes, true},
-	{"init.std", "σ", KeyComputes, true},
-	{"model.max_position_embeddings", "T", KeyComputes, false},
-	{"model.vocab_size", "V", KeyComputes, false},
-	{"model.moe_intermediate_size", "", KeySize, false},
-	{"model.num_experts", "", KeySize, false},
-	{"seed", "seed", KeyBookkeeping, false},
-	{"train.threads", "", KeyBookkeeping, false},
-	{"train.log_interval", "", KeyBookkeeping, false},
-	{"train.eval_interval", "", KeyBookkeeping, false},
-	{"train.checkpoint_interval", "", KeyBookkeeping, false},
-	{"train.keep_checkpoints", "", KeyBookkeeping, false},
-	{"train.diagnostics_interval", "", KeyBookkeeping, false},
-	{"train.skip_nonfinite", "", KeyBookkeeping, false},
-	{"data.train", "", KeyBookkeeping, false},
-	{"data.val", "", KeyBookkeeping, false},
+	{KeyGamma, "γ", KeyComputes, true},
+	{KeyNormEps, "ε", KeyComputes, true},
+	{KeyAttnGate, "gate", KeyComputes, true},
+	{KeyPreset, "preset", KeySize, true},
+	{KeyHiddenSize, "d", KeySize, true},
+	{KeyLayers, "L", KeySize, true},
+	{KeyHeads, "H", KeySize, true},
+	{KeyFFN, "d_ff", KeySize, true},
+	{KeyHeadDim, "d_h", KeySize, true},
+	{KeySteps, "steps", KeyComputes, true},
+	{KeyTokens, "tokens", KeyComputes, true},
+	{KeyBatchSize, "B", KeySize, true},
+	{KeyLR, "lr", KeyComputes, true},
+	{KeyInitRule, "init", KeyComputes, true},
+	{KeyInitStd, "σ", KeyComputes, true},
+	{KeyContext, "T", KeyComputes, false},
+	{KeyVocab, "V", KeyComputes, false},
+	{KeyMoEFFN, "", KeySize, false},
+	{KeyExperts, "", KeySize, false},
+	{KeySeed, "seed", KeyBookkeeping, false},
+	{KeyThreads, "", KeyBookkeeping, false},
+	{KeyLogInterval, "", KeyBookkeeping, false},
+	{KeyEvalInterval, "", KeyBookkeeping, false},
+	{KeyCheckpointInterval, "", KeyBookkeeping, false},
+	{KeyKeepCheckpoints, "", KeyBookkeeping, false},
+	{KeyDiagnosticsInterval, "", KeyBookkeeping, false},
+	{KeySkipNonFinite, "", KeyBookkeeping, false},
+	{KeyDataTrain, "", KeyBookkeeping, false},
+	{KeyDataVal, "", KeyBookkeeping, false},
 }
 
 // Key is the meaning of a dotted config key; rank orders keys for display (Lead keys by their place in the

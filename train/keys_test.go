@@ -74,3 +74,13 @@ func TestKeyMeanings(t *testing.T) {
 		t.Errorf("an unlisted key ranks %d, want after every listed one (%d)", r, len(configKeys))
 	}
 }
+
+func TestKeyConstantsExist(t *testing.T) {
+	keys := map[string]bool{}
+	tomlKeys(reflect.TypeOf(Config{}), "", keys)
+	for _, k := range keyConstants {
+		if !keys[k] {
+			t.Errorf("key constant %q is not a key of Config", k)
+		}
+	}
+}
