@@ -23,8 +23,8 @@ type Description struct {
 	Estimate *Estimate
 	Arms     []ArmLine
 	Tune     *TuneSpec
-	Extra    []ExtraWork // Options.Extra, costed in Estimate.ExtraCost
-	// PrecisionNote is Options.PrecisionNote, printed after the precision line.
+	Extra    []ExtraWork // the evaluator's (Evaluator.Extra), costed in Estimate.ExtraCost
+	// PrecisionNote says why the arms' precision is what it is, printed after the precision line.
 	PrecisionNote string
 	// TuneWidths and TuneRungs are the LR sweep's widths and steps per trial of each rung (nil without [tune]).
 	TuneWidths []int
@@ -33,6 +33,8 @@ type Description struct {
 	// known before the corpus is prepared).
 	Corpus      string
 	TrainTokens int64
+
+	evaluator Evaluator // Options.Evaluator: its statement opens the description
 }
 
 // ArmLine is one arm of a description: its runs (one per seed) share the recipe but the seed.
@@ -118,11 +120,11 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	extras, err := o.extras()
+	extras, err := o.extras(p, out.Tier)
 	if err != nil {
 		return nil, err
 	}
-	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune, Extra: extras, PrecisionNote: o.PrecisionNote,
+	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune, Extra: extras, PrecisionNote: o.precisionNote, evaluator: o.Evaluator,
 		Corpus: st.Source, TrainTokens: trainTokens(p, out.DataDir, st)}
 	if p.Tune != nil {
 		d.TuneWidths = p.tuneWidths(out.Tier)
@@ -160,8 +162,10 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 // Write prints the description: budget, tier, seeds, the arms, the LR sweep and the time arithmetic.
 func (d *Description) Write(w io.Writer) error {
 	e := d.Estimate
-	if pr := d.Plan.Primaries; pr != nil {
-		pr.Write(w, len(d.Seeds), d.ladderSpan())
+	if d.evaluator != nil {
+		if err := d.evaluator.Statement(w, d); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(w, "plan %s, budget %s", d.Plan.Name, d.Budget)
 	if d.Tier != nil {
@@ -174,7 +178,7 @@ func (d *Description) Write(w io.Writer) error {
 	}
 	if e.HorizonParams > 0 {
 		fmt.Fprintf(w, "horizon: %d steps × %d tokens = %.3g tokens per non-embedding parameter at width %d (N = %d), sized before seeds and arms; every width of the ladder trains the same tokens per parameter (its own steps)\n",
-			e.Steps, e.StepTokens, float64(e.Steps)*float64(e.StepTokens)/float64(e.HorizonParams), d.Plan.Primaries.Width, e.HorizonParams)
+			e.Steps, e.StepTokens, float64(e.Steps)*float64(e.StepTokens)/float64(e.HorizonParams), d.Plan.Horizon.Width, e.HorizonParams)
 		if e.Wall > d.Budget {
 			fmt.Fprintf(w, "OVER BUDGET: at this horizon the plan needs about %s, more than the budget %s: give a larger budget or fewer seeds (--seeds)\n", e.Wall.Round(time.Minute), d.Budget)
 		}
@@ -293,5 +297,5 @@ func (d *Description) transferText() string {
 		return fmt.Sprintf("Every arm runs at width %d: no transfer rule is needed", w)
 	}
 	return fmt.Sprintf("One transfer rule for every γ: LR(d) = LR(%d)·(%d/d)^%g, checked at widths %v (the rule may cost at most %.4g nats there)",
-		w, w, d.Tune.TransferExponent, d.TuneWidths[1:], d.Tune.transferTolerance(d.Plan))
+		w, w, d.Tune.TransferExponent, d.TuneWidths[1:], d.Tune.transferTolerance())
 }

@@ -57,7 +57,7 @@ func runGrid(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[string
 				if !ok {
 					return nil, fmt.Errorf("learning-rate grid %s: the tuned width %d has no result", key, ws[0])
 				}
-				c := tune.CheckTransfer(g, w, r, tune.Transfer(base.Result.LR, ws[0], w, p.Tune.TransferExponent), p.Tune.transferTolerance(p))
+				c := tune.CheckTransfer(g, w, r, tune.Transfer(base.Result.LR, ws[0], w, p.Tune.TransferExponent), p.Tune.transferTolerance())
 				t.Transfer = &c
 				o.logf("transfer rule at width %d, γ = %g: %s\n", w, g, describeTransfer(c))
 			}
@@ -99,31 +99,22 @@ func (t *TuneSpec) gridOptions(p *Plan, tuned bool, gamma float64) tune.GridOpti
 	if tuned {
 		o.Extend = t.Extend
 	}
-	if p.Primaries != nil {
-		o.SpikeThreshold = p.Primaries.SpikeThreshold
+	if p.Horizon != nil {
+		o.SpikeThreshold = p.Horizon.SpikeThreshold
 	}
 	return o
 }
 
-// transferTolerance is the selection loss the transfer rule may give up at a check width: the plan's, else the
-// primaries' δ, else 0.
-func (t *TuneSpec) transferTolerance(p *Plan) float64 {
-	if t.TransferTolerance > 0 {
-		return t.TransferTolerance
-	}
-	if p.Primaries != nil {
-		if d := p.Primaries.DeltaH1(); d > 0 {
-			return d
-		}
-	}
-	return 0
-}
+// transferTolerance is the selection loss the transfer rule may give up at a check width: the plan's
+// tune.transfer_tolerance (a study design may fill it in from its smallest effect of interest: package
+// reproduce sets the primaries' δ), else 0.
+func (t *TuneSpec) transferTolerance() float64 { return t.TransferTolerance }
 
 // ladderSteps are the steps of a run of recipe c when the plan sizes its horizon in tokens per non-embedding
 // parameter: steps scaled by N(c)/N(primaries' width), so every width of the ladder sees the same tokens per
 // parameter (docs/definitions.md §7, "Horizon before breadth"); steps unchanged without a horizon.
 func (out *Outcome) ladderSteps(p *Plan, steps int, c train.Config) (int, error) {
-	if p.Primaries == nil || !(p.Primaries.TokensPerParam > 0) {
+	if p.Horizon == nil || !(p.Horizon.TokensPerParam > 0) {
 		return steps, nil
 	}
 	if out.refParams == 0 {
@@ -156,11 +147,11 @@ func selectionPrepared(out *Outcome, o *Options) error {
 func (t *TuneSpec) tunedLike(c train.Config) bool {
 	for _, s := range t.Sets {
 		switch s.Key {
-		case "model.norm_eps":
+		case train.KeyNormEps:
 			if v, ok := s.Value.(float64); ok && v != c.Model.NormEps {
 				return false
 			}
-		case "model.attn_gate":
+		case train.KeyAttnGate:
 			if v, ok := s.Value.(string); ok && v != string(c.Model.AttnGate) {
 				return false
 			}

@@ -91,8 +91,9 @@ set = { "model.norm_eps" = 1e-12, "model.attn_gate" = "elementwise" }
 axes = { "init.gamma" = [0.5, 1], "model.hidden_size" = [16] }
 `
 
-// TestTieredPlan: a tier with groups, gammas and anchor = false runs only those groups, only those γ (in the
-// arms and the LR grid) and no anchor grid; the plan itself keeps everything.
+// TestTieredPlan: a tier with groups and gammas runs only those groups and only those γ (in the arms and the
+// LR grid), and carries its anchor = false to the study design (which owns the grid); the plan itself keeps
+// everything.
 func TestTieredPlan(t *testing.T) {
 	p, err := Parse([]byte(fullPlan))
 	if err != nil {
@@ -103,13 +104,13 @@ func TestTieredPlan(t *testing.T) {
 	for _, g := range short.Groups {
 		names = append(names, g.Name)
 	}
-	if !slices.Equal(names, []string{"gamma", "sizes"}) || short.Anchor != nil || !slices.Equal(short.Tune.Gammas, []float64{0.5, 1}) {
-		t.Errorf("short tier: groups %v, anchor %v, tuned γ %v; want gamma and sizes, none, [0.5 1]", names, short.Anchor, short.Tune.Gammas)
+	if !slices.Equal(names, []string{"gamma", "sizes"}) || !p.TierNamed("short").NoAnchor || !slices.Equal(short.Tune.Gammas, []float64{0.5, 1}) {
+		t.Errorf("short tier: groups %v, no anchor %v, tuned γ %v; want gamma and sizes, true, [0.5 1]", names, p.TierNamed("short").NoAnchor, short.Tune.Gammas)
 	}
 	if g := short.Groups[0]; len(g.Axes[0].Values) != 2 {
 		t.Errorf("the γ grid under the short tier: %v, want 0.5 and 1", g.Axes[0].Values)
 	}
-	if len(p.Groups) != 3 || len(p.Groups[0].Axes[0].Values) != 3 || p.Anchor == nil || len(p.Tune.Gammas) != 3 {
+	if len(p.Groups) != 3 || len(p.Groups[0].Axes[0].Values) != 3 || !p.HasStudy(TableAnchor) || len(p.Tune.Gammas) != 3 {
 		t.Error("Tiered changed the plan it was called on")
 	}
 	if long := p.Tiered(p.TierNamed("long")); long != p {

@@ -12,7 +12,7 @@ import (
 	"github.com/smallinit/smallinit/train"
 )
 
-// The horizon series (docs/definitions.md §3, "Horizon series"): with Primaries.Horizons = [h_1 < … < h_k], a
+// The horizon series (docs/definitions.md §3, "Horizon series"): with Horizon.Horizons = [h_1 < … < h_k], a
 // plan's runs are WSD trunks that train to h_k tokens per non-embedding parameter, and every shorter h_i is a
 // cooldown branch that leaves the trunk at the start of its own decay. A branch is the independent WSD run of
 // its horizon (train.StartOrResumeBranch), so one trunk gives the whole series for the cost of its branches'
@@ -44,17 +44,20 @@ func checkHorizons(tpp float64, hs []float64, cool float64) error {
 	return nil
 }
 
-// series is the plan's horizon series and cooldown fraction; nil when the plan has fewer than two horizons.
-func (p *Plan) series() ([]float64, float64) {
-	pr := p.Primaries
-	if pr == nil || len(pr.Horizons) < 2 {
+// series is the plan's horizon series and cooldown fraction (Horizon.Series).
+func (p *Plan) series() ([]float64, float64) { return p.Horizon.Series() }
+
+// Series is the horizon series and its cooldown fraction (DefaultCooldown when none is given); nil when h is
+// nil or has fewer than two horizons.
+func (h *Horizon) Series() ([]float64, float64) {
+	if h == nil || len(h.Horizons) < 2 {
 		return nil, 0
 	}
-	cool := pr.Cooldown
+	cool := h.Cooldown
 	if cool == 0 {
 		cool = DefaultCooldown
 	}
-	return pr.Horizons, cool
+	return h.Horizons, cool
 }
 
 // horizonSteps are the steps of horizon h for a trunk of steps at the series' longest horizon H:

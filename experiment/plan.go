@@ -50,31 +50,17 @@ type Plan struct {
 	// and the LR sweep's widths, and may declare itself a smoke test. Nil: Seeds and the groups' axes as written.
 	Tiers []Tier
 	Tune  *TuneSpec // [tune]: the learning-rate sweep of groups with lr = "tuned" (nil: no group is tuned)
-	// Anchor is [anchor]: the anchor-function grid a plan's evaluator runs besides its groups (package anchor;
-	// reproduce's claim 1, reasoning half). Nil: none. Package experiment only reads and checks it.
-	Anchor *AnchorSpec
-	// Primaries is [primaries]: the plan's pre-registered primary comparisons, their smallest effect of interest,
-	// variance priors and horizon (primaries.go). Nil: none.
-	Primaries *Primaries
+	// Horizon is the horizon keys of [primaries]: the primary runs' width, recipe and tokens per parameter, the
+	// horizon series and the learning-rate trials' spike threshold (primaries.go). Nil: the budget sizes the runs.
+	Horizon *Horizon
 	// Pairs are the plan's paired comparisons ([[pair]]): L(A) − L(B) seed by seed on the whole validation split,
 	// each a secondary with its t-interval (pairs.go).
 	Pairs []PairSpec
 	Text  []byte // the plan file as read
 
-	arms int // arms of all groups (points of sweep groups, a ladder's widest tier), capped at MaxArms+1
-}
+	study studyTables // the tables the study design reads (study.go)
 
-// AnchorSpec is a plan's anchor-function grid (2405.05409's composite task, package anchor): every γ of Gammas
-// at depth Depth, every rate of LRs (the best per cell is kept), on the plan's seeds, a model of width Dim,
-// feed-forward width FFN and head width HeadDim, Batch sequences per step drawn from Examples training
-// sequences, Steps steps unless the budget's tier sets AnchorSteps.
-type AnchorSpec struct {
-	Gammas            []float64
-	Depth             int
-	LRs               []float64
-	Dim, FFN, HeadDim int
-	Batch, Examples   int
-	Steps             int
+	arms int // arms of all groups (points of sweep groups, a ladder's widest tier), capped at MaxArms+1
 }
 
 // Tier is one named budget of a plan (e.g. "2h"): a budget of at least Minutes (and below the next tier's)
@@ -87,17 +73,18 @@ type Tier struct {
 	Widths     []int // model.hidden_size of the ladder groups besides their other widths (nil: as written)
 	TuneWidths []int // widths the LR sweep runs at (nil: TuneSpec.Widths)
 	Smoke      string
-	// AnchorSteps are the steps per cell of the plan's anchor grid under this tier (0: AnchorSpec.Steps).
+	// AnchorSteps (anchor_steps) and NoAnchor (anchor = false) are the tier's keys for the study design's
+	// [anchor] grid (package reproduce applies them): its steps per cell under this tier (0: the grid's own),
+	// and whether the tier leaves the grid out. Package experiment only reads and checks them.
 	AnchorSteps int
+	NoAnchor    bool
 	// Groups, when set, are the only groups the tier runs, and Gammas the only values of init.gamma (of the
 	// groups' axes and the LR sweep): a short tier spends its budget on the horizon and the seeds of the
-	// primaries before other arms (docs/definitions.md §7). NoAnchor leaves out the [anchor] grid. Plan.Tiered
-	// applies them.
-	Groups   []string
-	Gammas   []float64
-	NoAnchor bool
+	// primaries before other arms (docs/definitions.md §7). Plan.Tiered applies them.
+	Groups []string
+	Gammas []float64
 	// TokensPerParam > 0 replaces the primaries' horizon under this tier; Horizons and Cooldown replace their
-	// horizon series (Primaries.Horizons). TuneLRs, by γ, replace the full-horizon grid's rates for that γ.
+	// horizon series (Horizon.Horizons). TuneLRs, by γ, replace the full-horizon grid's rates for that γ.
 	TokensPerParam float64
 	Horizons       []float64
 	Cooldown       float64
@@ -283,18 +270,10 @@ type planFile struct {
 		Cooldown       float64              `toml:"cooldown"`
 		TuneLRs        map[string][]float64 `toml:"tune_lrs"`
 	} `toml:"tier"`
-	Anchor *struct {
-		Gammas   []float64 `toml:"gammas"`
-		Depth    int       `toml:"depth"`
-		LRs      []float64 `toml:"lrs"`
-		Dim      int       `toml:"dim"`
-		FFN      int       `toml:"ffn"`
-		HeadDim  int       `toml:"head_dim"`
-		Batch    int       `toml:"batch"`
-		Examples int       `toml:"examples"`
-		Steps    int       `toml:"steps"`
-	} `toml:"anchor"`
-	Primaries *primariesFile `toml:"primaries"`
+	// [primaries] and [anchor] are handed on to the study design (study.go); [primaries]'s horizon keys are
+	// experiment's (horizonFile).
+	Primaries toml.Primitive `toml:"primaries"`
+	Anchor    toml.Primitive `toml:"anchor"`
 	Tune      *struct {
 		Gammas   []float64      `toml:"gammas"`
 		Widths   []int          `toml:"widths"`
@@ -395,15 +374,31 @@ func Parse(text []byte) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	study := studyTables{md: md, tables: map[string]toml.Primitive{}}
+	for name, prim := range map[string]toml.Primitive{TablePrimaries: f.Primaries, TableAnchor: f.Anchor} {
+		if md.IsDefined(name) {
+			study.tables[name] = prim
+		}
+	}
+	var hf horizonFile
+	if md.IsDefined(TablePrimaries) {
+		if err := md.PrimitiveDecode(f.Primaries, &hf); err != nil {
+			return nil, fmt.Errorf("primaries: %w", err)
+		}
+	}
 	if und := md.Undecoded(); len(und) > 0 {
 		var keys []string
 		for _, k := range und {
-			keys = append(keys, k.String())
+			if _, ok := study.tables[k[0]]; !ok {
+				keys = append(keys, k.String())
+			}
 		}
 		sort.Strings(keys)
-		return nil, fmt.Errorf("unknown key %s", strings.Join(keys, ", "))
+		if len(keys) > 0 {
+			return nil, fmt.Errorf("unknown key %s", strings.Join(keys, ", "))
+		}
 	}
-	p := &Plan{Name: f.Name, Title: f.Title, Kind: f.Kind, Seeds: f.Seeds, Summary: f.Summary, Text: text,
+	p := &Plan{Name: f.Name, Title: f.Title, Kind: f.Kind, Seeds: f.Seeds, Summary: f.Summary, Text: text, study: study,
 		Base: override.Flatten(f.Base),
 		Budget: Budget{Minutes: f.Budget.Minutes, Efficiency: f.Budget.Efficiency, MinSteps: f.Budget.MinSteps,
 			RefuseBelowMin: f.Budget.RefuseBelowMin, LongMinutes: f.Budget.LongMinutes, LongSeeds: f.Budget.LongSeeds},
@@ -562,8 +557,10 @@ func Parse(text []byte) (*Plan, error) {
 	if err := countArms(p); err != nil {
 		return nil, err
 	}
-	if p.Primaries, err = parsePrimaries(f.Primaries); err != nil {
-		return nil, err
+	if md.IsDefined(TablePrimaries) {
+		if p.Horizon, err = parseHorizon(&hf); err != nil {
+			return nil, err
+		}
 	}
 	for _, x := range p.Report.Exclude {
 		if !slices.ContainsFunc(p.Groups, func(g Group) bool { return g.Name == x }) {

@@ -9,17 +9,26 @@ import (
 	"github.com/smallinit/smallinit/train"
 )
 
-// resolvePrecision fixes a plan whose base recipe says train.precision = "auto": the eligible precisions are
-// timed once on the base model (train.PrecisionFor, recorded in OUT/precision.json and reused on resume), and
-// the plan returned sets the faster for every run, so that its arms share one precision and their config.toml
-// files name it. The measurement joins Options.PrecisionNote, printed with the plan. Any other plan is
-// returned as it is. Without record (a plan printed before it runs) nothing is written.
+// resolvePrecision is the one place a plan's train.precision is resolved (train's precision table parses it,
+// in train.LoadSets). A plan whose base recipe says "auto" has its eligible precisions timed once on the base
+// model (train.PrecisionFor, recorded in OUT/precision.json and reused on resume), and the plan returned sets
+// the faster for every run, so that its arms share one precision and their config.toml files name it; the
+// measurement is printed with the plan. A named precision this CPU does not run in hardware is refused here,
+// before anything is sized or trained, rather than at its first run. Any other plan is returned as it is.
+// Without record (a plan printed before it runs) nothing is written.
 func resolvePrecision(p *Plan, out *Outcome, o *Options, record bool) (*Plan, error) {
 	base, err := train.LoadSets("", out.baseSets(p, nil, 100))
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: base recipe: %w", p.Name, err)
 	}
 	if base.Train.Precision != train.PrecisionAuto {
+		prec, err := train.ParsePrecision(base.Train.Precision)
+		if err != nil {
+			return nil, fmt.Errorf("plan %s: %w", p.Name, err)
+		}
+		if !prec.Native() {
+			return nil, fmt.Errorf("plan %s: %s %s: this CPU does not run it in hardware: use f32 or auto", p.Name, train.KeyPrecision, prec)
+		}
 		return p, nil
 	}
 	measure := train.PrecisionFor
@@ -31,11 +40,8 @@ func resolvePrecision(p *Plan, out *Outcome, o *Options, record bool) (*Plan, er
 		return nil, fmt.Errorf("plan %s: %w", p.Name, err)
 	}
 	q := *p
-	q.Base = append(slices.Clip(p.Base), override.Set{Key: "train.precision", Value: pc.Precision})
-	if o.PrecisionNote != "" {
-		o.PrecisionNote += "; "
-	}
-	o.PrecisionNote += pc.String()
+	q.Base = append(slices.Clip(p.Base), override.Set{Key: train.KeyPrecision, Value: pc.Precision})
+	o.precisionNote = "auto: the eligible precisions timed on the base model, the faster taken; " + pc.String()
 	out.Plan = &q
 	return &q, nil
 }

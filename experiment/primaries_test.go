@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,64 +31,50 @@ h2 = "slope of the gain"
 width = 128
 `
 
-func TestPrimariesParse(t *testing.T) {
+// TestStudyTablesHandedOn: Parse reads [primaries]'s horizon keys itself (checking them) and hands the table's
+// other keys and [anchor] on to the study design undecoded: DecodeStudy gives each key to one reader, and a key
+// neither reads is an error naming it, as Parse's own unknown keys are.
+func TestStudyTablesHandedOn(t *testing.T) {
+	type hyp struct {
+		H1    string  `toml:"h1"`
+		H2    string  `toml:"h2"`
+		Delta float64 `toml:"delta"`
+	}
 	for _, c := range []struct {
-		name, extra, err string
+		name, extra, parseErr, studyErr string
 	}{
-		{"derived δ", "effective_size = 0.44\nprior_ladder_slope = -0.053\n", ""},
-		{"explicit δ", "delta = 0.02\n", ""},
-		{"no δ", "", "give delta, or effective_size and prior_ladder_slope"},
-		{"bad α", "delta = 0.02\nalpha = 0.7\n", "primaries.alpha = 0.7"},
-		{"positive slope", "effective_size = 0.44\nprior_ladder_slope = 0.05\n", "primaries.prior_ladder_slope"},
-		{"nan horizon", "delta = 0.02\ntokens_per_param = nan\n", "primaries.tokens_per_param"},
-		{"unknown key", "delta = 0.02\ndelat = 1\n", "unknown key primaries.delat"},
+		{"the study's keys", "delta = 0.02\ntokens_per_param = 5\nspike_threshold = 0.5\n", "", ""},
+		{"a bad horizon", "delta = 0.02\ntokens_per_param = nan\n", "primaries.tokens_per_param", ""},
+		{"a bad width", "delta = 0.02\nwidth = 0\n", "primaries.width", ""},
+		{"a key nobody reads", "delta = 0.02\ndelat = 1\n", "", "unknown key primaries.delat"},
+		{"an unknown top-level key", "delta = 0.02\n[primarie]\nh1 = 1\n", "unknown key primarie", ""},
 	} {
 		p, err := Parse([]byte(primariesPlan + c.extra))
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%s: error %v, want one containing %q", c.name, err, c.err)
+		if c.parseErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.parseErr) {
+				t.Errorf("%s: Parse error %v, want one containing %q", c.name, err, c.parseErr)
 			}
 			continue
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		pr := p.Primaries
-		if pr.Alpha != 0.05 || pr.MinWidths != 4 || pr.MinSpan != 2.5 || pr.PlateauTolerance != 0.05 {
-			t.Errorf("%s: defaults %+v", c.name, pr)
+		if p.Horizon == nil || p.Horizon.Width != 128 {
+			t.Errorf("%s: horizon %+v, want width 128", c.name, p.Horizon)
 		}
-		want := 0.02
-		if pr.Delta == 0 {
-			want = 0.053 * math.Log(1.44)
+		var h hyp
+		ok, err := p.DecodeStudy(TablePrimaries, &h)
+		if c.studyErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.studyErr) {
+				t.Errorf("%s: DecodeStudy error %v, want one containing %q", c.name, err, c.studyErr)
+			}
+			continue
 		}
-		if math.Abs(pr.DeltaH1()-want) > 1e-12 || math.Abs(pr.DeltaH2(2)-want/2) > 1e-12 {
-			t.Errorf("%s: δ %g, δ_H2(2) %g; want %g, %g", c.name, pr.DeltaH1(), pr.DeltaH2(2), want, want/2)
+		if !ok || err != nil || h.H1 != "gain at 128" || h.Delta != 0.02 {
+			t.Errorf("%s: DecodeStudy %v, %v: %+v", c.name, ok, err, h)
 		}
-	}
-	if _, err := Parse([]byte(strings.Replace(primariesPlan, `h2 = "slope of the gain"`, "", 1) + "delta = 0.02\n")); err == nil || !strings.Contains(err.Error(), "h1 and h2") {
-		t.Errorf("a plan without h2: %v", err)
-	}
-}
-
-// The power block says when δ cannot be reached, and how many seeds would reach it.
-func TestPrimariesPowerStatesReachability(t *testing.T) {
-	p, err := Parse([]byte(primariesPlan + "delta = 0.02\nprior_sd_h1 = 0.01\nprior_sd_h2 = 0.5\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	p.Primaries.Write(&b, 8, 2)
-	out := b.String()
-	pw := p.Primaries.PowerOf(8, 2)
-	if pw[0].SeedsNeeded < 2 || pw[0].SeedsNeeded > 8 || pw[0].MDE > 0.02 {
-		t.Errorf("H1 with SD 0.01 at 8 seeds: %+v, want δ 0.02 reached", pw[0])
-	}
-	if pw[1].SeedsNeeded != 0 {
-		t.Errorf("H2 with SD 0.5: needs %d seeds, want unreachable (0)", pw[1].SeedsNeeded)
-	}
-	for _, want := range []string{"H1: gain at 128", "H2: slope of the gain", "reached (", "NOT REACHABLE"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("power block lacks %q:\n%s", want, out)
+		if ok, err := p.DecodeStudy(TableAnchor, &h); ok || err != nil {
+			t.Errorf("%s: a plan without [anchor] decodes one: %v, %v", c.name, ok, err)
 		}
 	}
 }

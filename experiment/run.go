@@ -56,28 +56,19 @@ type Options struct {
 	// runs): one task of a scheduler's job array. It writes no summary and no report.
 	Task  bool
 	Index int
-	// ScoreTokens are the forward-only tokens each final model is scored on after training (the validation
-	// split and the out-of-distribution texts a plan's evaluator reads): only the printed wall-time estimate
-	// uses them.
-	ScoreTokens int64
-	Log         io.Writer // progress lines (nil: silent)
+	Log   io.Writer // progress lines (nil: silent)
 	// Describe prints the plan (Description.Write: arms, seeds, steps, tokens, expected wall time) to Log
 	// after sizing, before anything trains.
 	Describe bool
 	Progress bool // progress bars for the arms' training (terminals)
-	// Evaluate, when set, is called after the runs and the summary, before the report (reproduce checks its
-	// claims there, and may set the outcome's comparison).
-	Evaluate func(*Outcome) error
-	// Extra is work the evaluator does besides the groups (reproduce's anchor grid): its training cost is taken
-	// from the budget before the runs are sized, and it is listed with the plan. ExtraFor, when set, replaces
-	// it with the work for the seeds the plan runs (a tier that chooses its seeds within the budget).
-	Extra    []ExtraWork
-	ExtraFor func(seeds []uint64) ([]ExtraWork, error)
-	// PrecisionNote says why the arms' matmul precision is what it is (printed with the plan; "": nothing).
-	PrecisionNote string
+	// Evaluator is the study design run on the plan (package reproduce; nil: none): its statement opens the
+	// printed plan, its extra work is priced from the budget, and it judges the runs before the report.
+	Evaluator Evaluator
 	// Data is a corpus directory prepared by `smallinit data prepare` that replaces the plan's corpus (the
 	// embedded one, or data.dir): copied once into OUT/data (importData).
 	Data string
+
+	precisionNote string // why the arms' matmul precision is what it is (resolvePrecision; printed with the plan)
 }
 
 // ExtraWork is training outside the plan's groups: what it is (Text, printed with the plan) and its
@@ -292,8 +283,8 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 			}
 		}
 	}
-	if o.Evaluate != nil {
-		if err := o.Evaluate(out); err != nil {
+	if o.Evaluator != nil {
+		if err := o.Evaluator.Evaluate(ctx, out); err != nil {
 			return nil, err
 		}
 	}
@@ -619,10 +610,18 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 	return row, nil
 }
 
-// extras is the work besides the groups for the seeds o runs (Options.ExtraFor, else Options.Extra).
-func (o *Options) extras() ([]ExtraWork, error) {
-	if o.ExtraFor != nil {
-		return o.ExtraFor(o.Seeds)
+// extras is the evaluator's work besides the groups for the seeds o runs under tier t of p.
+func (o *Options) extras(p *Plan, t *Tier) ([]ExtraWork, error) {
+	if o.Evaluator == nil {
+		return nil, nil
 	}
-	return o.Extra, nil
+	return o.Evaluator.Extra(p, t, o.Seeds)
+}
+
+// scoreTokens are the evaluator's forward-only tokens per final model (0 without one).
+func (o *Options) scoreTokens(p *Plan) int64 {
+	if o.Evaluator == nil {
+		return 0
+	}
+	return o.Evaluator.ScoreTokens(p)
 }

@@ -146,9 +146,9 @@ type Estimate struct {
 	RunCost   float64
 	TuneSteps int
 	TuneCost  float64
-	// ExtraCost is Options.Extra's training in base-model steps, one entry per item, taken from the budget.
+	// ExtraCost is the evaluator's extra training (Evaluator.Extra) in base-model steps, one entry per item, taken from the budget.
 	ExtraCost []float64
-	// ScoreTokens are the forward-only tokens of scoring every final model (Options.ScoreTokens per run).
+	// ScoreTokens are the forward-only tokens of scoring every final model (Evaluator.ScoreTokens per run).
 	ScoreTokens int64
 	Wall        time.Duration // expected: training at TokensPerS·Efficiency, scoring at ForwardSpeedup× that
 	// HorizonParams is the non-embedding parameter count the steps were sized by (the primaries' horizon in
@@ -181,7 +181,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		e.RunCost += perStep(r.cfg) / perStep(base) * float64(r.cfg.TotalSteps()) / probeSteps * (1 + p.horizonCost())
 	}
 	extra := 0.0
-	extras, err := o.extras()
+	extras, err := o.extras(p, out.Tier)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +262,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 	if e.TuneSteps, e.TuneCost, err = tuneAt(max(e.Steps, 1)); err != nil {
 		return nil, err
 	}
-	e.ScoreTokens = int64(e.Runs) * o.ScoreTokens
+	e.ScoreTokens = int64(e.Runs) * o.scoreTokens(p)
 	train := (float64(e.Steps)*e.RunCost + e.TuneCost + extra) * float64(e.StepTokens) / (e.TokensPerS * p.Budget.Efficiency)
 	score := float64(e.ScoreTokens) / (ForwardSpeedup * e.TokensPerS)
 	e.Wall = time.Duration((train + score) * float64(time.Second))

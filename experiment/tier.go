@@ -116,39 +116,26 @@ func parseTiers(p *Plan, f *planFile) error {
 			}
 		}
 	}
-	if fa := f.Anchor; fa != nil {
-		a := &AnchorSpec{Gammas: fa.Gammas, Depth: fa.Depth, LRs: fa.LRs, Dim: fa.Dim, FFN: fa.FFN, HeadDim: fa.HeadDim,
-			Batch: fa.Batch, Examples: fa.Examples, Steps: fa.Steps}
-		if len(a.Gammas) < 2 || a.Depth < 1 || len(a.LRs) == 0 || a.Dim < 1 || a.FFN < 1 || a.HeadDim < 1 || a.Batch < 1 || a.Examples < a.Batch || a.Steps < 1 {
-			return fmt.Errorf("anchor: want ≥ 2 gammas, depth ≥ 1, lrs, dim, ffn, head_dim, batch, steps ≥ 1 and examples ≥ batch (have %+v)", *a)
-		}
-		for _, lr := range a.LRs {
-			if !(lr > 0) {
-				return fmt.Errorf("anchor: lr %g: want > 0", lr)
-			}
-		}
-		p.Anchor = a
-	}
 	return nil
 }
 
 // Tiered is the plan as tier t runs it: only t's groups (all without Tier.Groups), their init.gamma axes and
-// the LR sweep's γ cut to t's Gammas (a group left without a γ is dropped), and no [anchor] grid under
-// NoAnchor. The plan itself is not changed; nil t gives p.
+// the LR sweep's γ cut to t's Gammas (a group left without a γ is dropped), its horizon. The plan itself is not
+// changed; nil t gives p. (AnchorSteps and NoAnchor are the study design's to apply.)
 func (p *Plan) Tiered(t *Tier) *Plan {
-	if t == nil || (t.Groups == nil && t.Gammas == nil && !t.NoAnchor && t.TokensPerParam == 0 && t.Horizons == nil && t.TuneLRs == nil) {
+	if t == nil || (t.Groups == nil && t.Gammas == nil && t.TokensPerParam == 0 && t.Horizons == nil && t.TuneLRs == nil) {
 		return p
 	}
 	q := *p
-	if p.Primaries != nil && (t.TokensPerParam > 0 || t.Horizons != nil) {
-		pr := *p.Primaries
+	if p.Horizon != nil && (t.TokensPerParam > 0 || t.Horizons != nil) {
+		pr := *p.Horizon
 		if t.TokensPerParam > 0 {
 			pr.TokensPerParam = t.TokensPerParam
 		}
 		if t.Horizons != nil {
 			pr.Horizons, pr.Cooldown = t.Horizons, t.Cooldown
 		}
-		q.Primaries = &pr
+		q.Horizon = &pr
 	}
 	if p.Tune != nil && t.TuneLRs != nil {
 		tn := *p.Tune
@@ -178,7 +165,7 @@ func (p *Plan) Tiered(t *Tier) *Plan {
 		g.Axes = slices.Clone(g.Axes)
 		empty := false
 		for i, a := range g.Axes {
-			if a.Key != "init.gamma" {
+			if a.Key != train.KeyGamma {
 				continue
 			}
 			a.Values = slices.DeleteFunc(slices.Clone(a.Values), func(v any) bool { return !keepGamma(v) })
@@ -194,22 +181,7 @@ func (p *Plan) Tiered(t *Tier) *Plan {
 		tn.Gammas = slices.DeleteFunc(slices.Clone(tn.Gammas), func(g float64) bool { return !keepGamma(g) })
 		q.Tune = &tn
 	}
-	if t.NoAnchor {
-		q.Anchor = nil
-	}
 	return &q
-}
-
-// AnchorSteps are the steps per cell of the plan's anchor grid under tier t: the tier's, else the grid's (0
-// without [anchor]).
-func (p *Plan) AnchorSteps(t *Tier) int {
-	if p.Anchor == nil {
-		return 0
-	}
-	if t != nil && t.AnchorSteps > 0 {
-		return t.AnchorSteps
-	}
-	return p.Anchor.Steps
 }
 
 // TierFor is the tier a budget selects: the last whose Minutes the budget reaches, or the first when it reaches

@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -153,22 +152,3 @@ emulate_eps`, `lr "fast"`},
 	}
 }
 
-// TestAnchorSpec: [anchor] is read whole, and a tier's anchor_steps replace its steps under that tier only.
-func TestAnchorSpec(t *testing.T) {
-	text := strings.Replace(tierPlan, "[data]", "[anchor]\ngammas = [0.5, 1]\ndepth = 2\nlrs = [3e-4, 1e-3]\ndim = 128\nffn = 384\nhead_dim = 64\nbatch = 128\nexamples = 100000\nsteps = 300\n\n[data]", 1)
-	text = strings.Replace(text, "name = \"long\"", "name = \"long\"\nanchor_steps = 1000", 1)
-	p, err := Parse([]byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := AnchorSpec{Gammas: []float64{0.5, 1}, Depth: 2, LRs: []float64{3e-4, 1e-3}, Dim: 128, FFN: 384, HeadDim: 64, Batch: 128, Examples: 100000, Steps: 300}
-	if p.Anchor == nil || fmt.Sprint(*p.Anchor) != fmt.Sprint(want) {
-		t.Fatalf("anchor %+v, want %+v", p.Anchor, want)
-	}
-	if s, l := p.AnchorSteps(p.TierFor(30*time.Minute)), p.AnchorSteps(p.TierFor(2*time.Hour)); s != 300 || l != 1000 {
-		t.Errorf("anchor steps %d (short), %d (long); want 300, 1000", s, l)
-	}
-	if q, _ := Parse([]byte(tierPlan)); q.Anchor != nil || q.AnchorSteps(nil) != 0 {
-		t.Errorf("a plan without [anchor]: %+v", q.Anchor)
-	}
-}

@@ -126,7 +126,7 @@ func runTuning(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[stri
 				loss, spike, err := out.trial(ctx, p, g, w, steps, lr, p.Tune.Seed, o, nil)
 				if err == nil && vetoed(p, spike) {
 					// docs/definitions.md §7, "Learning rates": a rate whose loss spikes is refused, not ranked.
-					o.logf("trial lr %g, %d steps: training loss spiked %.3f over its running minimum (threshold %g): vetoed\n", lr, steps, spike, p.Primaries.SpikeThreshold)
+					o.logf("trial lr %g, %d steps: training loss spiked %.3f over its running minimum (threshold %g): vetoed\n", lr, steps, spike, p.Horizon.SpikeThreshold)
 					return math.Inf(1), nil
 				}
 				return loss, err
@@ -288,13 +288,13 @@ func mustCache(dir string, s eval.SplitScore) (float64, error) {
 // vetoed reports whether a trial's spike statistic exceeds the plan's primaries.spike_threshold (never without
 // one): docs/definitions.md §7, "Learning rates".
 func vetoed(p *Plan, spike float64) bool {
-	return p.Primaries != nil && p.Primaries.SpikeThreshold > 0 && spike > p.Primaries.SpikeThreshold
+	return p.Horizon != nil && p.Horizon.SpikeThreshold > 0 && spike > p.Horizon.SpikeThreshold
 }
 
 // spikeOf is a finished trial's spike statistic (stats.Spike over its logged training losses; 0 when the plan
 // has no primaries.spike_threshold, which vetoes nothing).
 func (out *Outcome) spikeOf(p *Plan, dir string) (float64, error) {
-	if p.Primaries == nil || !(p.Primaries.SpikeThreshold > 0) {
+	if p.Horizon == nil || !(p.Horizon.SpikeThreshold > 0) {
 		return 0, nil
 	}
 	run, err := train.OpenRun(dir)

@@ -41,9 +41,8 @@ type AnchorEvidence struct {
 	Phase []anchor.PhaseCell  `json:"phase"`
 }
 
-// anchorGrid is the plan's anchor grid for the seeds at steps per cell (nil without [anchor]).
-func anchorGrid(p *experiment.Plan, seeds []uint64, steps int) *anchor.Grid {
-	a := p.Anchor
+// anchorGrid is the anchor grid of spec a for the seeds at steps per cell (nil without a or steps).
+func anchorGrid(a *AnchorSpec, seeds []uint64, steps int) *anchor.Grid {
 	if a == nil || steps < 1 {
 		return nil
 	}
@@ -96,17 +95,6 @@ func runAnchor(ctx context.Context, g *anchor.Grid, dir string, o *Options) (*An
 		return nil, fmt.Errorf("anchor grid: %w", err)
 	}
 	return &AnchorEvidence{Dir: dir, Grid: *g, Cells: res, Phase: anchor.Phase(res)}, nil
-}
-
-// anchorOf is the grid of a run of the plan: the outcome's seeds at its tier's anchor steps.
-func anchorOf(p *experiment.Plan, out *experiment.Outcome, steps int) *anchor.Grid {
-	if p = p.Tiered(out.Tier); p.Anchor == nil {
-		return nil // the tier leaves the grid out
-	}
-	if steps == 0 {
-		steps = p.AnchorSteps(out.Tier)
-	}
-	return anchorGrid(p, out.Seeds, steps)
 }
 
 func phaseAt(ph []anchor.PhaseCell, gamma float64, depth int) *anchor.PhaseCell {

@@ -105,6 +105,10 @@ func TestAnchorGridOfPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	d, err := designOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		o     Options
 		steps int
@@ -116,7 +120,11 @@ func TestAnchorGridOfPlan(t *testing.T) {
 		{Options{Budget: 1440 * 60e9}, 1500, 24}, // the tier's seeds (the plan runs the prefix that fits)
 		{Options{Budget: 1440 * 60e9, AnchorSteps: 2, Seeds: 5}, 2, 5},
 	} {
-		g := tc.o.anchorGrid(p)
+		seeds := p.SeedsFor(tc.o.Budget)
+		if tc.o.Seeds > 0 {
+			seeds = experiment.SeedRange(tc.o.Seeds)
+		}
+		g := (&evaluator{o: &tc.o, design: d}).anchorGrid(p.TierFor(tc.o.Budget), seeds)
 		if tc.steps == 0 {
 			if g != nil {
 				t.Errorf("%s: grid %+v, want none", tc.o.Budget, g)
@@ -139,7 +147,7 @@ func TestAnchorGridOfPlan(t *testing.T) {
 			t.Errorf("%s: work %+v, want %g FLOPs", tc.o.Budget, w, want)
 		}
 	}
-	if (&Options{Plan: &experiment.Plan{}}).anchorGrid(&experiment.Plan{}) != nil {
+	if (&evaluator{o: &Options{}}).anchorGrid(nil, []uint64{0}) != nil {
 		t.Error("a plan without [anchor] has an anchor grid")
 	}
 }
@@ -151,7 +159,7 @@ func TestAnchorGridRunsAndResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains 4 tiny anchor cells")
 	}
-	p := &experiment.Plan{Anchor: &experiment.AnchorSpec{Gammas: []float64{0.5, 1}, Depth: 1, LRs: []float64{1e-3}, Dim: 16, FFN: 32, HeadDim: 8, Batch: 8, Examples: 64, Steps: 2}}
+	p := &AnchorSpec{Gammas: []float64{0.5, 1}, Depth: 1, LRs: []float64{1e-3}, Dim: 16, FFN: 32, HeadDim: 8, Batch: 8, Examples: 64, Steps: 2}
 	g := anchorGrid(p, []uint64{1, 2}, 2)
 	dir := t.TempDir()
 	var log strings.Builder

@@ -16,6 +16,7 @@ import (
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -123,9 +124,10 @@ func (r row) str(key string) string { return fmt.Sprint(r.values[key]) }
 // seed is the run's seed as the integer it is (never through a float's text: 1e6 prints as "1e+06").
 func (r row) seed() int { return r.seedN }
 
-// evaluate scores every run of the outcome, builds the Evidence, judges claims 1-4, claim 1's reasoning half
-// on the anchor grid anc (when the plan has one) and claim 5.
-func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int, anc *AnchorEvidence) error {
+// evaluate scores every run of the outcome, builds the Evidence, judges the primaries pr (nil: claims 1 and 2
+// as secondaries), claims 1-4, claim 1's reasoning half on the anchor grid anc (when the plan has one) and
+// claim 5.
+func (res *Result) evaluate(out *experiment.Outcome, pr *Primaries, windows, oodWindows int, anc *AnchorEvidence) error {
 	recs, err := scoreRuns(out, oodWindows)
 	if err != nil {
 		return err
@@ -137,7 +139,7 @@ func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int, an
 	if err != nil {
 		return err
 	}
-	ev.Primaries = out.Plan.Primaries
+	ev.Primaries = pr
 	ev.Grid = gridEvidence(out.Tuned, ev.Ladder)
 	if ev.Horizons, err = horizonEvidence(out, oodWindows); err != nil {
 		return err
@@ -163,9 +165,9 @@ func (res *Result) evaluate(out *experiment.Outcome, windows, oodWindows int, an
 		if a == nil || len(a.Seeds) == 0 {
 			return
 		}
-		m, se := meanSE(values(a.Overall()))
-		l := ArmLoss{Mean: m, Seeds: len(a.Seeds)}
-		if !math.IsNaN(se) {
+		e := stats.Mean(values(a.Overall()), nil, ClaimAlpha)
+		l := ArmLoss{Mean: e.Mean, Seeds: len(a.Seeds)}
+		if se := e.SE; !math.IsNaN(se) {
 			l.SE = &se
 		}
 		res.ValLoss[a.Name] = l

@@ -3,7 +3,6 @@ package reproduce
 import (
 	"slices"
 
-	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/internal/finitejson"
 	"github.com/smallinit/smallinit/probes"
 
@@ -49,7 +48,7 @@ type Evidence struct {
 	Horizons []HorizonArms `json:"horizons,omitempty"`
 	// Primaries are the plan's pre-registered primaries (nil: claim 1's loss and claim 2's slope are judged as
 	// secondaries, the protocol of plans without [primaries]).
-	Primaries *experiment.Primaries `json:"primaries,omitempty"`
+	Primaries *Primaries `json:"primaries,omitempty"`
 }
 
 // Loss is a final model's loss on the whole validation split in nats per token, overall and per language

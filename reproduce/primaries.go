@@ -11,7 +11,7 @@ import (
 	"github.com/smallinit/smallinit/stats"
 )
 
-// judgePrimaries decides the plan's two pre-registered primaries (experiment.Primaries) as one family, Holm
+// judgePrimaries decides the plan's two pre-registered primaries (Primaries) as one family, Holm
 // over the two at the plan's α (docs/definitions.md §7):
 //
 //   - H1 (claim 1): the paired gain L(γ=0.5) − L(γ=1) at the γ grid's width with both fixes, each γ at its tuned
@@ -24,7 +24,7 @@ import (
 // inconclusive; "untestable at this horizon" when a γ = 1 run it reads had not plateaued.
 //
 // A primary's reached MDE is at Holm's first-step level α/2, the level its MDE was predicted at before training
-// (experiment.Primaries.Write); its sign-flip p is Holm-adjusted over the pair too; H1 is also stated as an
+// (Primaries.Write); its sign-flip p is Holm-adjusted over the pair too; H1 is also stated as an
 // effective model size, read through the plan's own γ = 0.5 ladder fit at H1's width (bootstrap replicates).
 func judgePrimaries(ev *Evidence, bootstrap int) []Claim {
 	spec := ev.Primaries
@@ -142,19 +142,16 @@ func judgePrimaries(ev *Evidence, bootstrap int) []Claim {
 	return []Claim{c1, c2}
 }
 
-// ladderSpan is ln(N_max/N_min) over the ladder's rungs and their widths, ascending.
+// ladderSpan is ln(N_max/N_min) over the ladder's rungs (lnSpan) and their widths, ascending.
 func ladderSpan(ladder []Rung) (float64, []int) {
 	var ws []int
-	lo, hi := math.Inf(1), math.Inf(-1)
+	var ns []float64
 	for _, r := range ladder {
 		ws = append(ws, r.Width)
-		lo, hi = math.Min(lo, r.N), math.Max(hi, r.N)
+		ns = append(ns, r.N)
 	}
 	slices.Sort(ws)
-	if len(ladder) < 2 || !(lo > 0) {
-		return math.NaN(), ws
-	}
-	return math.Log(hi / lo), ws
+	return lnSpan(ns), ws
 }
 
 // sharedArm is the shared-LR arm of γ g, or nil.
@@ -170,7 +167,7 @@ func sharedArm(ev *Evidence, g float64) *Arm {
 // unplateaued names the γ = 1 arms (and seeds) whose mean stable rank still moved more than the plan's
 // tolerance over its last 3 diagnostics; an arm without the record is not flagged (a plan without
 // diagnostics cannot check, and says so through its missing plateau values in claims.json).
-func unplateaued(spec *experiment.Primaries, arms []*Arm) []string {
+func unplateaued(spec *Primaries, arms []*Arm) []string {
 	var out []string
 	for _, a := range arms {
 		if a == nil {
@@ -191,7 +188,7 @@ func unplateaued(spec *experiment.Primaries, arms []*Arm) []string {
 }
 
 // describePrimaries is the primaries' statement printed before any number of a reproduction's result.
-func describePrimaries(spec *experiment.Primaries, ev *Evidence) string {
+func describePrimaries(spec *Primaries, ev *Evidence) string {
 	lnSpan, _ := ladderSpan(ev.Ladder)
 	var b strings.Builder
 	n := 0

@@ -7,19 +7,14 @@ package reproduce
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/smallinit/smallinit/anchor"
 	"github.com/smallinit/smallinit/experiment"
-	"github.com/smallinit/smallinit/internal/atomicfile"
-	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/train"
 )
@@ -94,9 +89,9 @@ type Options struct {
 	// Plan replaces the built-in plan (tests run a tiny one).
 	Plan *experiment.Plan
 	// Precision is train.precision of every run of the plan, the LR sweep's trials and the sizing probe included:
-	// PrecisionF32, PrecisionBF16, or PrecisionAuto (also ""): the eligible precisions (train.PrecisionKinds:
-	// native on this CPU, parity passed) timed on the base model and the faster taken for every run
-	// (train.PrecisionFor; recorded in OUT/precision.json). The anchor grid trains in float32 either way.
+	// a row of train's precision table ("f32", "bf16"), or "auto" (also ""): the eligible precisions timed on the
+	// base model and the faster taken for every run (experiment resolves it once, train.PrecisionFor, recorded
+	// in OUT/precision.json). The anchor grid trains in float32 either way.
 	Precision string
 	// Data is a corpus directory prepared by `smallinit data prepare` to train on instead of the embedded one
 	// (experiment.Options.Data).
@@ -104,53 +99,35 @@ type Options struct {
 	Log  io.Writer
 }
 
-// Precision settings of Options.Precision.
-const (
-	PrecisionAuto = "auto"
-	PrecisionF32  = "f32"
-	PrecisionBF16 = "bf16"
-)
-
-// precision resolves Options.Precision on this CPU and says why.
-func (o *Options) precision() (prec, why string, err error) {
-	switch o.Precision {
-	case "", PrecisionAuto:
-		// Resolved by experiment.Run: timed on the base model (train.PrecisionFor), recorded in OUT/precision.json.
-		return train.PrecisionAuto, "auto: the eligible precisions timed on the base model, the faster taken", nil
-	case PrecisionF32:
-		return PrecisionF32, "as asked", nil
-	case PrecisionBF16:
-		if !kernel.HasBF16() {
-			return "", "", fmt.Errorf("precision bf16 needs AVX512_BF16, which this CPU lacks: use f32 or auto")
-		}
-		return PrecisionBF16, "as asked", nil
-	}
-	return "", "", fmt.Errorf("precision %q: want auto, f32 or bf16", o.Precision)
-}
-
 // Plan is the built-in reproduce plan.
 func Plan() (*experiment.Plan, error) { return experiment.Builtin("reproduce") }
 
 // plan is the plan to run (Options.Plan or the built-in one) with every run's train.precision set to
-// Options.Precision as resolved on this CPU.
-func (o *Options) plan() (*experiment.Plan, error) {
+// Options.Precision (resolved by experiment, once), and its study design. The LR grid's transfer tolerance,
+// when the plan leaves it at 0, is the primaries' δ (docs/definitions.md §7, "Learning rates").
+func (o *Options) plan() (*experiment.Plan, design, error) {
 	p := o.Plan
 	if p == nil {
 		var err error
 		if p, err = Plan(); err != nil {
-			return nil, err
+			return nil, design{}, err
 		}
 	}
 	if err := checkRoles(p); err != nil {
-		return nil, err
+		return nil, design{}, err
 	}
-	prec, _, err := o.precision()
+	d, err := designOf(p)
 	if err != nil {
-		return nil, err
+		return nil, design{}, err
 	}
 	q := *p
-	q.Base = append(slices.Clip(p.Base), override.Set{Key: "train.precision", Value: prec})
-	return &q, nil
+	q.Base = append(slices.Clip(p.Base), override.Set{Key: train.KeyPrecision, Value: cmp.Or(o.Precision, train.PrecisionAuto)})
+	if t := p.Tune; t != nil && t.Mode == experiment.TuneFull && t.TransferTolerance == 0 && d.primaries != nil {
+		tn := *t
+		tn.TransferTolerance = d.primaries.DeltaH1()
+		q.Tune = &tn
+	}
+	return &q, d, nil
 }
 
 func (o *Options) oodWindows() int {
@@ -163,77 +140,29 @@ func (o *Options) oodWindows() int {
 	return o.OODWindows
 }
 
-// experimentOptions are the plan's options for o.
-func (o *Options) experimentOptions(p *experiment.Plan) (experiment.Options, error) {
+// experimentOptions are the plan's options for o, with the design as its evaluator.
+func (o *Options) experimentOptions(d design) (experiment.Options, *evaluator, error) {
 	var seeds []uint64
 	if o.Seeds != 0 {
 		if err := experiment.CheckSeedCount("seeds", o.Seeds); err != nil {
-			return experiment.Options{}, err
+			return experiment.Options{}, nil, err
 		}
 		seeds = experiment.SeedRange(o.Seeds)
 	}
-	// Scoring each final model: the validation split (about 108,000 tokens of the embedded corpus) and the
-	// out-of-distribution texts' windows, for the wall-time estimate.
-	seq := int64(128)
-	for _, s := range p.Base {
-		if s.Key == "model.max_position_embeddings" {
-			if v, ok := s.Value.(int64); ok {
-				seq = v
-			}
-		}
-	}
-	score := int64(108_000) + int64(3*o.oodWindows())*seq
-	_, why, err := o.precision()
-	if err != nil {
-		return experiment.Options{}, err
-	}
+	ev := &evaluator{o: o, design: d}
 	eo := experiment.Options{Out: o.Out, Budget: o.Budget, Steps: o.Steps, Seeds: seeds, ProbeTest: o.ProbeTest, Jobs: o.Jobs,
-		Log: o.Log, ScoreTokens: score, Describe: true, PrecisionNote: why, Data: o.Data, Engine: o.Engine}
-	// The anchor grid runs on the seeds the plan runs (a tier may choose them within the budget).
-	eo.ExtraFor = func(seeds []uint64) ([]experiment.ExtraWork, error) {
-		g := o.anchorGridFor(p, seeds)
-		if g == nil {
-			return nil, nil
-		}
-		w, err := anchorWork(g)
-		if err != nil {
-			return nil, err
-		}
-		return []experiment.ExtraWork{w}, nil
-	}
-	return eo, nil
-}
-
-// anchorGridFor is the plan's anchor grid under o's budget on seeds (nil without [anchor]).
-func (o *Options) anchorGridFor(p *experiment.Plan, seeds []uint64) *anchor.Grid {
-	budget := o.Budget
-	if budget <= 0 {
-		budget = p.Budget.Duration()
-	}
-	return anchorOf(p, &experiment.Outcome{Seeds: seeds, Tier: p.TierFor(budget)}, o.AnchorSteps)
-}
-
-// anchorGrid is the plan's anchor grid under o's budget and seeds (nil without [anchor]).
-func (o *Options) anchorGrid(p *experiment.Plan) *anchor.Grid {
-	budget := o.Budget
-	if budget <= 0 {
-		budget = p.Budget.Duration()
-	}
-	seeds := p.SeedsFor(budget)
-	if o.Seeds > 0 {
-		seeds = experiment.SeedRange(o.Seeds)
-	}
-	return anchorOf(p, &experiment.Outcome{Seeds: seeds, Tier: p.TierFor(budget)}, o.AnchorSteps)
+		Log: o.Log, Describe: true, Data: o.Data, Engine: o.Engine, Evaluator: ev}
+	return eo, ev, nil
 }
 
 // Describe is the reproduction's plan for o without training anything: arms, seeds, steps, tokens and the
 // expected wall time from the throughput probe (tps > 0 replaces the probe).
 func Describe(o Options, tps float64) (*experiment.Description, error) {
-	p, err := o.plan()
+	p, d, err := o.plan()
 	if err != nil {
 		return nil, err
 	}
-	eo, err := o.experimentOptions(p)
+	eo, _, err := o.experimentOptions(d)
 	if err != nil {
 		return nil, err
 	}
@@ -246,70 +175,16 @@ func Describe(o Options, tps float64) (*experiment.Description, error) {
 // every number behind them to OUT/claims.json, the figures to OUT/reproduce-figures.html and OUT/report.html
 // with claim 4's comparison.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	p, err := o.plan()
+	p, d, err := o.plan()
 	if err != nil {
 		return nil, err
 	}
-	var res *Result
-	eval := func(out *experiment.Outcome) error {
-		res = &Result{Steps: out.Steps, Seeds: len(out.Seeds), Runs: out.Runs, Tokens: out.Tokens, Out: o.Out}
-		if out.Tier != nil {
-			res.Tier, res.Smoke = out.Tier.Name, out.Tier.Smoke
-		}
-		for _, t := range out.Tuned {
-			res.Tuned = append(res.Tuned, t)
-		}
-		slices.SortFunc(res.Tuned, func(a, b experiment.Tuned) int {
-			return cmp.Or(cmp.Compare(a.Width, b.Width), cmp.Compare(a.Gamma, b.Gamma))
-		})
-		var anc *AnchorEvidence
-		if g := anchorOf(p, out, o.AnchorSteps); g != nil {
-			if anc, err = runAnchor(ctx, g, anchorDir(o.Out), &o); err != nil {
-				return err
-			}
-		}
-		if err := res.evaluate(out, o.CompareWindows, o.oodWindows(), anc); err != nil {
-			return err
-		}
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return fmt.Errorf("claims.json: %w", err)
-		}
-		if err := atomicfile.Write(filepath.Join(o.Out, "claims.json"), append(b, '\n')); err != nil {
-			return err
-		}
-		if err := writeFigures(filepath.Join(o.Out, FiguresFile), res); err != nil {
-			return err
-		}
-		out.CompareA, out.CompareB = res.CompareA, res.CompareB
-		return nil
-	}
-	eo, err := o.experimentOptions(p)
+	eo, ev, err := o.experimentOptions(d)
 	if err != nil {
 		return nil, err
 	}
-	eo.Evaluate = eval
 	if _, err := experiment.Run(ctx, p, eo); err != nil {
 		return nil, err
 	}
-	return res, nil
-}
-
-// meanSE is the mean and its standard error over the values. Fewer than two values give a NaN standard error
-// (one seed says nothing of the noise between seeds), no value a NaN mean; verdict reads either as inconclusive.
-func meanSE(xs []float64) (mean, se float64) {
-	if len(xs) == 0 {
-		return math.NaN(), math.NaN()
-	}
-	for _, x := range xs {
-		mean += x / float64(len(xs))
-	}
-	if len(xs) < 2 {
-		return mean, math.NaN()
-	}
-	var v float64
-	for _, x := range xs {
-		v += (x - mean) * (x - mean)
-	}
-	return mean, math.Sqrt(v / float64(len(xs)-1) / float64(len(xs)))
+	return ev.res, nil
 }

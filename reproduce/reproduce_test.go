@@ -346,51 +346,38 @@ func TestPlanGroups(t *testing.T) {
 	}
 }
 
-// TestMeanSE: the mean and its standard error over seeds; one value has no standard error, none no mean.
-func TestMeanSE(t *testing.T) {
-	if m, se := meanSE([]float64{4.2}); m != 4.2 || !math.IsNaN(se) {
-		t.Errorf("one value: mean %g, se %g; want 4.2 and NaN", m, se)
-	}
-	if m, se := meanSE(nil); !math.IsNaN(m) || !math.IsNaN(se) {
-		t.Errorf("no value: mean %g, se %g; want NaN, NaN", m, se)
-	}
-	if m, se := meanSE([]float64{1, 3}); m != 2 || math.Abs(se-1) > 1e-15 {
-		t.Errorf("1, 3: mean %g, se %g; want 2 and 1", m, se)
-	}
-}
-
-// TestPrecision: auto reaches the plan's base as train.precision = "auto" (experiment.Run times it on the
-// base model), an explicit bf16 is refused without AVX512_BF16, a bad value is refused, and the precision
-// reaches every run through the plan's base.
+// TestPrecision: the option reaches every run through the plan's base as train.precision ("auto" when not
+// given: experiment.Run times it on the base model); it is resolved once, by experiment, which refuses a
+// precision train's table does not know and one this CPU does not run in hardware before anything is sized.
 func TestPrecision(t *testing.T) {
-	auto := train.PrecisionAuto
+	auto, f32, bf16 := train.PrecisionAuto, kernel.F32.String(), kernel.BF16.String()
 	for _, tc := range []struct {
 		in, want string
 		wantErr  bool
 	}{
 		{"", auto, false},
-		{PrecisionAuto, auto, false},
-		{PrecisionF32, PrecisionF32, false},
-		{PrecisionBF16, PrecisionBF16, !kernel.HasBF16()},
-		{"fp16", "", true},
+		{auto, auto, false},
+		{f32, f32, false},
+		{bf16, bf16, !kernel.BF16.Native()},
+		{"fp16", "fp16", true},
 	} {
-		o := Options{Precision: tc.in}
-		p, err := o.plan()
-		if tc.wantErr {
-			if err == nil {
-				t.Errorf("precision %q: no error", tc.in)
-			}
-			continue
-		}
+		o := Options{Precision: tc.in, Out: t.TempDir(), Budget: 2 * time.Hour}
+		p, _, err := o.plan()
 		if err != nil {
 			t.Fatalf("precision %q: %v", tc.in, err)
 		}
 		last := p.Base[len(p.Base)-1]
-		if last.Key != "train.precision" || last.Value != tc.want {
-			t.Errorf("precision %q: the plan's last base set is %v = %v, want train.precision = %s", tc.in, last.Key, last.Value, tc.want)
+		if last.Key != train.KeyPrecision || last.Value != tc.want {
+			t.Errorf("precision %q: the plan's last base set is %v = %v, want %s = %s", tc.in, last.Key, last.Value, train.KeyPrecision, tc.want)
 		}
 		if orig, _ := Plan(); len(orig.Base) != len(p.Base)-1 {
 			t.Errorf("precision %q: the built-in plan's base changed (%d sets, %d with the precision)", tc.in, len(orig.Base), len(p.Base))
+		}
+		if !tc.wantErr {
+			continue
+		}
+		if _, err := Describe(o, 20000); err == nil || !strings.Contains(err.Error(), "precision") {
+			t.Errorf("precision %q: Describe gives %v, want an error naming the precision", tc.in, err)
 		}
 	}
 }
@@ -398,7 +385,7 @@ func TestPrecision(t *testing.T) {
 // firstSteps is the horizon's steps per run: tokens_per_param · N at the primaries' width over the step's tokens.
 func firstSteps(t *testing.T, d *experiment.Description) int {
 	t.Helper()
-	pr := d.Plan.Primaries
+	pr := d.Plan.Horizon
 	return int(math.Ceil(pr.TokensPerParam * float64(d.Estimate.HorizonParams) / float64(d.Estimate.StepTokens)))
 }
 
@@ -406,7 +393,7 @@ func firstSteps(t *testing.T, d *experiment.Description) int {
 // allocation.
 func TestSeedCountIsBounded(t *testing.T) {
 	for _, n := range []int{-1, 1 << 40} {
-		if _, err := Describe(Options{Out: t.TempDir(), Budget: 2 * time.Hour, Seeds: n, Precision: PrecisionF32}, 20000); err == nil || !strings.Contains(err.Error(), "seeds") {
+		if _, err := Describe(Options{Out: t.TempDir(), Budget: 2 * time.Hour, Seeds: n, Precision: "f32"}, 20000); err == nil || !strings.Contains(err.Error(), "seeds") {
 			t.Errorf("%d seeds: %v, want an error naming the seeds", n, err)
 		}
 	}

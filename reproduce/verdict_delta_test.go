@@ -22,8 +22,8 @@ func primaryWorld(name string, gain128, slope float64) world {
 	return w
 }
 
-func primarySpec() *experiment.Primaries {
-	return &experiment.Primaries{H1: "gain at 128", H2: "slope", Alpha: 0.05, Delta: 0.02, Width: 128, MinWidths: 4,
+func primarySpec() *Primaries {
+	return &Primaries{H1: "gain at 128", H2: "slope", Alpha: 0.05, Delta: 0.02, Horizon: experiment.Horizon{Width: 128}, MinWidths: 4,
 		MinSpan: 2.5, PlateauTolerance: 0.05, Power: 0.8, MaxSeeds: 64}
 }
 

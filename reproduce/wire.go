@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/stats"
 )
 
 // RunRecord is one final model of the reproduction as claims.json keeps it: where it is, its recipe's values,
@@ -196,7 +197,8 @@ func summarise(recs []RunRecord) []ArmSummary {
 	}
 	for key, i := range at {
 		a := &out[i]
-		a.Loss, a.LossSE = meanSE(losses[key])
+		e := stats.Mean(losses[key], nil, ClaimAlpha)
+		a.Loss, a.LossSE = e.Mean, e.SE
 		a.NormSaturation /= float64(a.Seeds)
 		a.FirstNormSat /= float64(a.Seeds)
 		a.SinkRate /= float64(a.Seeds)

@@ -52,7 +52,7 @@ func (cmd *studyCmd) Run() error {
 	if err != nil {
 		return err
 	}
-	if p.Anchor != nil && !cmd.PrintPlan {
+	if p.HasStudy(experiment.TableAnchor) && !cmd.PrintPlan {
 		fmt.Fprintf(os.Stderr, "note: plan %s: its [anchor] grid is run only by smallinit reproduce (or smallinit anchor diagram); study trains its groups only\n", p.Name)
 	}
 	if cmd.Precision != "" {
