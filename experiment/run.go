@@ -420,12 +420,8 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 
 func (out *Outcome) groupDir(g *Group) string { return filepath.Join(out.Out, g.Name+out.Suffix) }
 
-// gridText is a sweep group's grid file: its base recipe and its axes with the plan's seeds.
-func gridText(p *Plan, g *Group, out *Outcome, steps int, seeds []uint64) ([]byte, error) {
-	base, err := override.Document(out.baseSets(p, g, steps))
-	if err != nil {
-		return nil, err
-	}
+// sweepAxes are a sweep group's axes with the plan's seeds (the group's own, when it has them) as the seed axis.
+func sweepAxes(g *Group, seeds []uint64) []sweep.Axis {
 	axes := append([]sweep.Axis(nil), g.Axes...)
 	if g.Seeds != nil {
 		seeds = g.Seeds
@@ -434,9 +430,27 @@ func gridText(p *Plan, g *Group, out *Outcome, steps int, seeds []uint64) ([]byt
 	for i, s := range seeds {
 		sv[i] = int64(s)
 	}
-	axes = append(axes, sweep.Axis{Key: "seed", Values: sv})
+	return append(axes, sweep.Axis{Key: train.KeySeed, Values: sv})
+}
+
+// sweepGrid is a sweep group's grid, typed: its base recipe and its axes with the plan's seeds.
+func sweepGrid(p *Plan, g *Group, out *Outcome, steps int, seeds []uint64) (*sweep.Grid, error) {
+	grid, err := sweep.NewGrid(out.baseSets(p, g, steps), sweepAxes(g, seeds))
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: group %s: %w", p.Name, g.Name, err)
+	}
+	return grid, nil
+}
+
+// gridText is a sweep group's grid file (what a job array's tasks and `smallinit sweep` read from disk): its
+// base recipe and its axes with the plan's seeds.
+func gridText(p *Plan, g *Group, out *Outcome, steps int, seeds []uint64) ([]byte, error) {
+	base, err := override.Document(out.baseSets(p, g, steps))
+	if err != nil {
+		return nil, err
+	}
 	text := fmt.Sprintf("# written by smallinit (plan %s, group %s)\n[base]\n%s\n[axes]\n", p.Name, g.Name, base)
-	for _, a := range axes {
+	for _, a := range sweepAxes(g, seeds) {
 		v, err := override.Value(a.Values)
 		if err != nil {
 			return nil, fmt.Errorf("axes %q: %w", a.Key, err)
@@ -448,13 +462,9 @@ func gridText(p *Plan, g *Group, out *Outcome, steps int, seeds []uint64) ([]byt
 
 // sweepPlan expands a sweep group without writing anything.
 func sweepPlan(g *Group, out *Outcome, steps int, o *Options) (*sweep.Plan, error) {
-	text, err := gridText(out.Plan, g, out, steps, o.Seeds)
+	grid, err := sweepGrid(out.Plan, g, out, steps, o.Seeds)
 	if err != nil {
-		return nil, fmt.Errorf("plan %s: group %s: %w", out.Plan.Name, g.Name, err)
-	}
-	grid, err := sweep.ParseGridText(text, out.Out)
-	if err != nil {
-		return nil, fmt.Errorf("plan %s: group %s: %w", out.Plan.Name, g.Name, err)
+		return nil, err
 	}
 	sp, err := grid.Expand()
 	if err != nil {
@@ -463,7 +473,8 @@ func sweepPlan(g *Group, out *Outcome, steps int, o *Options) (*sweep.Plan, erro
 	return sp, nil
 }
 
-// runSweep writes a sweep group's grid (OUT/<group>.grid.toml) and executes it (every run, or the task's).
+// runSweep writes a sweep group's grid file (OUT/<group>.grid.toml, for a job array's tasks and `smallinit
+// sweep`) and executes the typed grid (every run, or the task's).
 func runSweep(ctx context.Context, g *Group, runs []planRun, out *Outcome, o *Options) error {
 	index := -1
 	if o.Task {
@@ -477,6 +488,10 @@ func runSweep(ctx context.Context, g *Group, runs []planRun, out *Outcome, o *Op
 	if err != nil {
 		return err
 	}
+	grid, err := sweepGrid(out.Plan, g, out, out.Steps, o.Seeds)
+	if err != nil {
+		return err
+	}
 	dir := out.groupDir(g)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -485,10 +500,7 @@ func runSweep(ctx context.Context, g *Group, runs []planRun, out *Outcome, o *Op
 	if err := atomicfile.Write(gpath, text); err != nil {
 		return err
 	}
-	grid, err := sweep.ParseGrid(gpath)
-	if err != nil {
-		return err
-	}
+	grid.Path, grid.Text = gpath, text
 	o.logf("\n== %s: %s\n", g.Name, dir)
 	if _, err := sweep.Execute(ctx, grid, dir, sweep.Options{Jobs: o.Jobs, Index: index, Log: o.Log, Engine: o.Engine}); err != nil {
 		return fmt.Errorf("%s sweep: %w", g.Name, err)

@@ -151,4 +151,3 @@ emulate_eps`, `lr "fast"`},
 		t.Errorf("tuned group without [tune]: %v", err)
 	}
 }
-

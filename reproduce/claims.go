@@ -161,7 +161,7 @@ func (res *Result) evaluate(out *experiment.Outcome, pr *Primaries, windows, ood
 	ev.Tokens, ev.TokenRef, res.CompareA, res.CompareB, tokErr = tokenEvidence(rows, out.DataDir, windows)
 	res.Inputs = ev
 	res.ValLoss = map[string]ArmLoss{}
-	label := func(a *Arm) {
+	label := func(a *ArmEvidence) {
 		if a == nil || len(a.Seeds) == 0 {
 			return
 		}
@@ -173,10 +173,10 @@ func (res *Result) evaluate(out *experiment.Outcome, pr *Primaries, windows, ood
 		res.ValLoss[a.Name] = l
 	}
 	for i := range ev.Gamma {
-		label(&ev.Gamma[i].Arm)
+		label(&ev.Gamma[i].ArmEvidence)
 	}
 	for i := range ev.SharedLR {
-		label(&ev.SharedLR[i].Arm)
+		label(&ev.SharedLR[i].ArmEvidence)
 	}
 	label(ev.NoFix05)
 	label(ev.NoFix1)

@@ -31,8 +31,8 @@ type Evidence struct {
 	Source   string          `json:"source"`
 	Width    int             `json:"width"` // the width of Gamma, NoFix05/NoFix1 and Tokens
 	Gamma    []GammaArm      `json:"gamma"`
-	NoFix05  *Arm            `json:"no_fix_gamma0.5,omitempty"`
-	NoFix1   *Arm            `json:"no_fix_gamma1,omitempty"`
+	NoFix05  *ArmEvidence    `json:"no_fix_gamma0.5,omitempty"`
+	NoFix1   *ArmEvidence    `json:"no_fix_gamma1,omitempty"`
 	Ladder   []Rung          `json:"ladder"`
 	Tokens   []TokenLosses   `json:"-"`                         // large; claim 4 writes its per-bin figures instead
 	TokenRef string          `json:"token_reference,omitempty"` // what the reference model of Tokens is
@@ -61,8 +61,10 @@ type Loss struct {
 // MarshalJSON writes a non-finite loss (a diverged run) as null, which encoding/json cannot write.
 func (l Loss) MarshalJSON() ([]byte, error) { return finitejson.Marshal(l) }
 
-// Arm is one configuration's final losses per seed, with the learning rate it ran at.
-type Arm struct {
+// ArmEvidence is what one arm measured: its configuration's final losses per seed, with the learning rate it
+// ran at. The arm itself, a named recipe of the plan, is experiment.Arm; a report's arm (report.Arm) is the runs
+// of a directory grouped by the config keys they vary, with labels to draw. Three things, three names.
+type ArmEvidence struct {
 	Name  string       `json:"name"`  // e.g. "γ=1 ε=1e-12 gate d=256"
 	LR    float64      `json:"lr"`    // its own tuned learning rate, or the shared one
 	Seeds map[int]Loss `json:"seeds"` // seed → loss
@@ -77,7 +79,7 @@ type Arm struct {
 }
 
 // Overall is the arm's overall loss per seed.
-func (a *Arm) Overall() stats.BySeed {
+func (a *ArmEvidence) Overall() stats.BySeed {
 	out := stats.BySeed{}
 	if a != nil {
 		for s, l := range a.Seeds {
@@ -88,7 +90,7 @@ func (a *Arm) Overall() stats.BySeed {
 }
 
 // Language is the arm's loss on one language per seed (seeds without that language are left out).
-func (a *Arm) Language(lang string) stats.BySeed {
+func (a *ArmEvidence) Language(lang string) stats.BySeed {
 	out := stats.BySeed{}
 	if a != nil {
 		for s, l := range a.Seeds {
@@ -101,7 +103,7 @@ func (a *Arm) Language(lang string) stats.BySeed {
 }
 
 // languages lists the languages any seed of the arms has, sorted.
-func languages(arms ...*Arm) []string {
+func languages(arms ...*ArmEvidence) []string {
 	var out []string
 	for _, a := range arms {
 		if a == nil {
@@ -122,15 +124,15 @@ func languages(arms ...*Arm) []string {
 // GammaArm is one γ of the grid.
 type GammaArm struct {
 	Gamma float64 `json:"gamma"`
-	Arm
+	ArmEvidence
 }
 
 // Rung is one width of the size ladder: γ = 0.5 and γ = 1 with both fixes.
 type Rung struct {
-	Width int     `json:"width"`
-	N     float64 `json:"n"` // non-embedding parameters (docs/definitions.md §4)
-	G05   Arm     `json:"gamma0.5"`
-	G1    Arm     `json:"gamma1"`
+	Width int         `json:"width"`
+	N     float64     `json:"n"` // non-embedding parameters (docs/definitions.md §4)
+	G05   ArmEvidence `json:"gamma0.5"`
+	G1    ArmEvidence `json:"gamma1"`
 }
 
 // TokenLosses is one seed's per-token losses (nats) on the same validation tokens, in the same order: A is
@@ -150,7 +152,7 @@ type ProbeEvidence struct {
 }
 
 // OODText is the arm's bits per byte on one out-of-distribution text per seed.
-func (a *Arm) OODText(name string) stats.BySeed {
+func (a *ArmEvidence) OODText(name string) stats.BySeed {
 	out := stats.BySeed{}
 	if a != nil {
 		for s, m := range a.OOD {
@@ -163,7 +165,7 @@ func (a *Arm) OODText(name string) stats.BySeed {
 }
 
 // oodTexts lists the out-of-distribution texts any seed of the arms was scored on, sorted.
-func oodTexts(arms ...*Arm) []string {
+func oodTexts(arms ...*ArmEvidence) []string {
 	var out []string
 	for _, a := range arms {
 		if a == nil {

@@ -17,10 +17,10 @@ import (
 // branches of the primary runs (experiment.BranchInfo), each the independent WSD run of that horizon at the rate
 // tuned at the primary horizon, scored like a main run on the whole validation split.
 type HorizonArms struct {
-	Horizon float64 `json:"horizon"` // tokens per non-embedding parameter
-	Steps   int     `json:"steps"`
-	G05     Arm     `json:"gamma0.5"`
-	G1      Arm     `json:"gamma1"`
+	Horizon float64     `json:"horizon"` // tokens per non-embedding parameter
+	Steps   int         `json:"steps"`
+	G05     ArmEvidence `json:"gamma0.5"`
+	G1      ArmEvidence `json:"gamma1"`
 }
 
 // MatchedRow is the LR grid at one horizon, rate and tuning seed: each γ's loss on the LR-selection slice and the
@@ -58,8 +58,8 @@ func horizonEvidence(out *experiment.Outcome, oodWindows int) ([]HorizonArms, er
 		ha := by[b.Horizon]
 		if ha == nil {
 			ha = &HorizonArms{Horizon: b.Horizon, Steps: b.Config.TotalSteps()}
-			for _, a := range []*Arm{&ha.G05, &ha.G1} {
-				*a = Arm{Seeds: map[int]Loss{}, Spike: map[int]float64{}, Plateau: map[int]float64{}}
+			for _, a := range []*ArmEvidence{&ha.G05, &ha.G1} {
+				*a = ArmEvidence{Seeds: map[int]Loss{}, Spike: map[int]float64{}, Plateau: map[int]float64{}}
 			}
 			by[b.Horizon] = ha
 		}

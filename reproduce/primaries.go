@@ -132,8 +132,8 @@ func judgePrimaries(ev *Evidence, bootstrap int) []Claim {
 		need2 = fmt.Sprintf("the ladder has widths %v; H2 needs ≥ %d widths spanning ≥ %gx", widths, spec.MinWidths, spec.MinSpan)
 	}
 	c1 := one(1, "H1", "γ = 1 lowers validation loss against γ = 0.5 (with ε = 1e-12 and the gate)", h1, matched,
-		unplateaued(spec, []*Arm{g1}), "")
-	var g1s []*Arm
+		unplateaued(spec, []*ArmEvidence{g1}), "")
+	var g1s []*ArmEvidence
 	for i := range ev.Ladder {
 		g1s = append(g1s, &ev.Ladder[i].G1)
 	}
@@ -155,10 +155,10 @@ func ladderSpan(ladder []Rung) (float64, []int) {
 }
 
 // sharedArm is the shared-LR arm of γ g, or nil.
-func sharedArm(ev *Evidence, g float64) *Arm {
+func sharedArm(ev *Evidence, g float64) *ArmEvidence {
 	for i := range ev.SharedLR {
 		if sameGamma(ev.SharedLR[i].Gamma, g) {
-			return &ev.SharedLR[i].Arm
+			return &ev.SharedLR[i].ArmEvidence
 		}
 	}
 	return nil
@@ -167,7 +167,7 @@ func sharedArm(ev *Evidence, g float64) *Arm {
 // unplateaued names the γ = 1 arms (and seeds) whose mean stable rank still moved more than the plan's
 // tolerance over its last 3 diagnostics; an arm without the record is not flagged (a plan without
 // diagnostics cannot check, and says so through its missing plateau values in claims.json).
-func unplateaued(spec *Primaries, arms []*Arm) []string {
+func unplateaued(spec *Primaries, arms []*ArmEvidence) []string {
 	var out []string
 	for _, a := range arms {
 		if a == nil {
@@ -267,7 +267,7 @@ func gridMatchedSlopes(ev *Evidence, delta float64) []Test {
 		if _, ok := byLR[c.LR]; !ok {
 			lrs = append(lrs, c.LR)
 		}
-		byLR[c.LR] = append(byLR[c.LR], Rung{Width: c.Width, N: c.N, G05: Arm{Seeds: lossesOf(c.G05)}, G1: Arm{Seeds: lossesOf(c.G1)}})
+		byLR[c.LR] = append(byLR[c.LR], Rung{Width: c.Width, N: c.N, G05: ArmEvidence{Seeds: lossesOf(c.G05)}, G1: ArmEvidence{Seeds: lossesOf(c.G1)}})
 	}
 	slices.Sort(lrs)
 	var out []Test

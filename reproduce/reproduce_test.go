@@ -108,7 +108,7 @@ func TestReproduceEndToEnd(t *testing.T) {
 	if len(ev.SharedLR) != 2 || ev.SharedLR[0].LR != 2e-3 || len(ev.SharedLR[0].Seeds) != 3 {
 		t.Errorf("shared-LR arms %+v, want γ 0.5 and 1 at 2e-3 with 3 seeds", ev.SharedLR)
 	}
-	for _, a := range []*Arm{ev.NoFix05, ev.NoFix1} {
+	for _, a := range []*ArmEvidence{ev.NoFix05, ev.NoFix1} {
 		if a == nil || len(a.Seeds) != 3 {
 			t.Fatalf("no-fix arm %+v, want 3 seeds", a)
 		}

@@ -325,10 +325,10 @@ func Judge(ev *Evidence, bootstrap int) []Claim {
 	return append(cs, judgeProbes(ev.Probes), judgeFixes(ev, bootstrap), judgeShape(ev), judgeTokens(ev))
 }
 
-func (ev *Evidence) gammaArm(g float64) *Arm {
+func (ev *Evidence) gammaArm(g float64) *ArmEvidence {
 	for i := range ev.Gamma {
 		if sameGamma(ev.Gamma[i].Gamma, g) {
-			return &ev.Gamma[i].Arm
+			return &ev.Gamma[i].ArmEvidence
 		}
 	}
 	return nil
@@ -354,13 +354,13 @@ func judgeLoss(ev *Evidence) Claim {
 	for _, text := range oodTexts(g05, g1) {
 		c.add("gain on out-of-distribution "+text+" (bits per byte)", false, gain(g05.OODText(text), g1.OODText(text)))
 	}
-	var s05, s1 *Arm
+	var s05, s1 *ArmEvidence
 	for i := range ev.SharedLR {
 		switch ev.SharedLR[i].Gamma {
 		case 0.5:
-			s05 = &ev.SharedLR[i].Arm
+			s05 = &ev.SharedLR[i].ArmEvidence
 		case 1:
-			s1 = &ev.SharedLR[i].Arm
+			s1 = &ev.SharedLR[i].ArmEvidence
 		}
 	}
 	if s05 != nil && s1 != nil {

@@ -76,8 +76,8 @@ func (w world) simulate(rng *rand.Rand) *Evidence {
 	for s := range seedFx {
 		seedFx[s] = w.seedSD * rng.NormFloat64()
 	}
-	arm := func(name string, mean float64) Arm {
-		a := Arm{Name: name, LR: 2e-3, Seeds: map[int]Loss{}}
+	arm := func(name string, mean float64) ArmEvidence {
+		a := ArmEvidence{Name: name, LR: 2e-3, Seeds: map[int]Loss{}}
 		for s := range w.seeds {
 			v := mean + seedFx[s] + w.runSD*rng.NormFloat64()
 			a.Seeds[s] = Loss{Overall: v, ByLanguage: map[string]float64{"en": v - 0.1, "zh": v + 0.1}}
@@ -87,7 +87,7 @@ func (w world) simulate(rng *rand.Rand) *Evidence {
 	ev := &Evidence{Source: "synthetic world " + w.name, Width: 128, TokenRef: "the world's true difficulty plus noise"}
 	l05 := law(n128)
 	for _, g := range gammaGrid {
-		ev.Gamma = append(ev.Gamma, GammaArm{Gamma: g, Arm: arm("γ grid", l05-w.gain128*w.bump[g])})
+		ev.Gamma = append(ev.Gamma, GammaArm{Gamma: g, ArmEvidence: arm("γ grid", l05-w.gain128*w.bump[g])})
 	}
 	nf05 := arm("no fix γ=0.5", l05+0.05)
 	nf1 := arm("no fix γ=1", l05+0.05-(w.gain128-w.release))

@@ -64,8 +64,8 @@ func rowsOf(recs []RunRecord) []row {
 
 // armOf collects the records that match into one arm, per seed; its LR is theirs (the same for every seed of
 // an arm) and its name says what it is.
-func armOf(name string, recs []RunRecord, match func(r *RunRecord) bool) Arm {
-	a := Arm{Name: name, Seeds: map[int]Loss{}, OOD: map[int]map[string]float64{}, Spike: map[int]float64{}, Plateau: map[int]float64{}}
+func armOf(name string, recs []RunRecord, match func(r *RunRecord) bool) ArmEvidence {
+	a := ArmEvidence{Name: name, Seeds: map[int]Loss{}, OOD: map[int]map[string]float64{}, Spike: map[int]float64{}, Plateau: map[int]float64{}}
 	for i := range recs {
 		r := &recs[i]
 		if !match(r) {
@@ -101,15 +101,15 @@ func evidenceOf(recs []RunRecord, probeDir string) (*Evidence, error) {
 		return func(r *RunRecord) bool { return r.Role == role && sameGamma(r.Gamma, g) }
 	}
 	for _, g := range gammas {
-		ev.Gamma = append(ev.Gamma, GammaArm{Gamma: g, Arm: armOf(fmt.Sprintf("γ=%g ε=1e-12 gate d=%d tuned LR", g, ev.Width), recs, in(RoleGamma, g))})
+		ev.Gamma = append(ev.Gamma, GammaArm{Gamma: g, ArmEvidence: armOf(fmt.Sprintf("γ=%g ε=1e-12 gate d=%d tuned LR", g, ev.Width), recs, in(RoleGamma, g))})
 	}
 	for _, g := range []float64{0.5, 1} {
 		a := armOf(fmt.Sprintf("γ=%g ε=1e-12 gate d=%d shared LR", g, ev.Width), recs, in(RoleSharedLR, g))
 		if len(a.Seeds) > 0 {
-			ev.SharedLR = append(ev.SharedLR, GammaArm{Gamma: g, Arm: a})
+			ev.SharedLR = append(ev.SharedLR, GammaArm{Gamma: g, ArmEvidence: a})
 		}
 	}
-	noFix := func(g float64) *Arm {
+	noFix := func(g float64) *ArmEvidence {
 		var eps float64
 		for _, r := range recs {
 			if r.Role == RoleEmulated && sameGamma(r.Gamma, g) {

@@ -58,7 +58,7 @@ type Grid struct {
 	Path     string   // the grid file
 	Text     []byte   // its contents, copied to DIR/grid.toml by Prepare
 	BaseFile string   // the base run config file (resolved against the grid's directory), or "" for an inline base
-	Base     []string // the inline base as key=value overrides (sorted by key), when BaseFile is ""
+	Base     []override.Set // the inline base as typed overrides (sorted by key), when BaseFile is ""
 	Axes     []Axis   // sorted by key
 }
 
@@ -85,6 +85,38 @@ func ParseGrid(path string) (*Grid, error) {
 
 // ParseGridText parses a grid held in memory (relative base file names resolve against dir); Path is "".
 func ParseGridText(text []byte, dir string) (*Grid, error) { return parseGrid(text, dir) }
+
+// NewGrid is the grid of an inline base recipe and axes given as typed values (a study's sweep group): the
+// grid its grid file would parse to, with no text in between. A key set twice in base takes its last value;
+// the axes are checked as a grid file's are. Path and Text are empty (Text is what Prepare copies: a caller
+// that runs the grid from a directory sets both to its grid file).
+func NewGrid(base []override.Set, axes []Axis) (*Grid, error) {
+	g := &Grid{}
+	at := map[string]int{}
+	for _, s := range base {
+		if _, err := override.Value(s.Value); err != nil {
+			return nil, fmt.Errorf("[base] %s: %w", s.Key, err)
+		}
+		if i, ok := at[s.Key]; ok {
+			g.Base[i] = s
+			continue
+		}
+		at[s.Key] = len(g.Base)
+		g.Base = append(g.Base, s)
+	}
+	sort.SliceStable(g.Base, func(i, j int) bool { return g.Base[i].Key < g.Base[j].Key })
+	flat := map[string]any{}
+	for _, a := range axes {
+		if _, dup := flat[a.Key]; dup {
+			return nil, fmt.Errorf("axes %q: given twice", a.Key)
+		}
+		flat[a.Key] = a.Values
+	}
+	if err := g.setAxes(flat); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
 
 func parseGrid(text []byte, dir string) (*Grid, error) {
 	var doc map[string]any
@@ -121,11 +153,10 @@ func parseGrid(text []byte, dir string) (*Grid, error) {
 			return nil, fmt.Errorf("[base]: %w", err)
 		}
 		for _, k := range sortedKeys(flat) {
-			v, err := override.Value(flat[k])
-			if err != nil {
+			if _, err := override.Value(flat[k]); err != nil {
 				return nil, fmt.Errorf("[base] %s: %w", k, err)
 			}
-			g.Base = append(g.Base, k+"="+v)
+			g.Base = append(g.Base, override.Set{Key: k, Value: flat[k]})
 		}
 	default:
 		return nil, fmt.Errorf("base: want a file name or a [base] table, have %T", b)
@@ -141,16 +172,24 @@ func parseGrid(text []byte, dir string) (*Grid, error) {
 	if err := flatten("", axes, flat, true); err != nil {
 		return nil, fmt.Errorf("[axes]: %w", err)
 	}
+	if err := g.setAxes(flat); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// setAxes checks the axes, dotted key → list of values, and sets them sorted by key.
+func (g *Grid) setAxes(flat map[string]any) error {
 	if len(flat) == 0 {
-		return nil, errors.New("[axes] is empty: nothing to sweep")
+		return errors.New("[axes] is empty: nothing to sweep")
 	}
 	for _, k := range sortedKeys(flat) {
 		list, ok := flat[k].([]any)
 		if !ok {
-			return nil, fmt.Errorf("axes %q: want a list of values, have %v", k, flat[k])
+			return fmt.Errorf("axes %q: want a list of values, have %v", k, flat[k])
 		}
 		if len(list) == 0 {
-			return nil, fmt.Errorf("axes %q: empty list", k)
+			return fmt.Errorf("axes %q: empty list", k)
 		}
 		seen := map[string]bool{}
 		for _, v := range list {
@@ -158,20 +197,20 @@ func parseGrid(text []byte, dir string) (*Grid, error) {
 			case int64, string, bool:
 			case float64:
 				if math.IsNaN(x) || math.IsInf(x, 0) {
-					return nil, fmt.Errorf("axes %q: non-finite value %v", k, x)
+					return fmt.Errorf("axes %q: non-finite value %v", k, x)
 				}
 			default:
-				return nil, fmt.Errorf("axes %q: value %v is a %T; axis values are numbers, strings or booleans", k, v, v)
+				return fmt.Errorf("axes %q: value %v is a %T; axis values are numbers, strings or booleans", k, v, v)
 			}
 			s := FormatValue(v)
 			if seen[s] {
-				return nil, fmt.Errorf("axes %q: value %s listed twice", k, s)
+				return fmt.Errorf("axes %q: value %s listed twice", k, s)
 			}
 			seen[s] = true
 		}
 		g.Axes = append(g.Axes, Axis{Key: k, Values: list})
 	}
-	return g, nil
+	return nil
 }
 
 // flatten turns nested tables into dotted keys. With stopAtLists (the axes), a list is a leaf value.
@@ -232,7 +271,10 @@ func (g *Grid) Expand() (*Plan, error) {
 			return nil, fmt.Errorf("grid %s: more than %d runs", g.Path, MaxRuns)
 		}
 	}
-	p := &Plan{Version: planVersion, Axes: g.Axes, BaseFile: g.BaseFile, Base: g.Base}
+	p := &Plan{Version: planVersion, Axes: g.Axes, BaseFile: g.BaseFile}
+	for _, s := range g.Base {
+		p.Base = append(p.Base, s.String())
+	}
 	width := max(3, len(strconv.Itoa(total-1)))
 	pick := make([]int, len(g.Axes))
 	for i := range total {
@@ -275,19 +317,21 @@ func (g *Grid) Expand() (*Plan, error) {
 	return p, nil
 }
 
-// load resolves a run's config: the base file with the run's overrides, or the inline base's keys (those
-// the axes do not set) followed by the overrides, in one --set document.
+// load resolves a run's config from typed values: the base file with the run's axis values, or the inline
+// base's keys (those the axes do not set) followed by the axis values.
 func (g *Grid) load(r Run) (train.Config, error) {
-	if g.BaseFile != "" {
-		return train.Load(g.BaseFile, r.Sets)
-	}
-	sets := make([]string, 0, len(g.Base)+len(r.Sets))
-	for _, kv := range g.Base {
-		if k, _, _ := strings.Cut(kv, "="); r.Values[k] == nil {
-			sets = append(sets, kv)
+	sets := make([]override.Set, 0, len(g.Base)+len(g.Axes))
+	if g.BaseFile == "" {
+		for _, s := range g.Base {
+			if r.Values[s.Key] == nil {
+				sets = append(sets, s)
+			}
 		}
 	}
-	return train.Load("", append(sets, r.Sets...))
+	for _, a := range g.Axes {
+		sets = append(sets, override.Set{Key: a.Key, Value: r.Values[a.Key]})
+	}
+	return train.LoadSets(g.BaseFile, sets)
 }
 
 // describe lists a run's axis values as key=value, in axis order.

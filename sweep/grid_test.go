@@ -1,10 +1,13 @@
 package sweep
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/override"
 )
 
 // writeFile writes text to dir/name and returns the path.
@@ -215,5 +218,64 @@ func TestGridDeployExample(t *testing.T) {
 	}
 	if len(p.Runs) != 120 || p.Runs[0].Config.Data.Train != "/shared/data/train.tok" {
 		t.Errorf("%d runs, data.train %q", len(p.Runs), p.Runs[0].Config.Data.Train)
+	}
+}
+
+// TestNewGridIsTheGridOfItsFile: a grid built from typed values (NewGrid, a study's sweep group) expands to the
+// same runs, ids, inline base and fingerprint as its grid file parsed (a key set twice takes its last value, as
+// in the file's document), and its axes are checked as a file's are.
+func TestNewGridIsTheGridOfItsFile(t *testing.T) {
+	base := []override.Set{
+		{Key: "model.vocab_size", Value: int64(64)}, {Key: "model.hidden_size", Value: int64(16)},
+		{Key: "model.num_hidden_layers", Value: int64(2)}, {Key: "model.num_attention_heads", Value: int64(2)},
+		{Key: "model.max_position_embeddings", Value: int64(16)}, {Key: "train.batch_size", Value: int64(2)},
+		{Key: "train.steps", Value: int64(4)}, {Key: "data.train", Value: "train.tok"},
+		{Key: "model.hidden_size", Value: int64(32)}, {Key: "model.norm_eps", Value: 1e-12},
+	}
+	axes := []Axis{{Key: "seed", Values: []any{int64(0), int64(1)}}, {Key: "init.gamma", Values: []any{0.5, int64(1)}}}
+	g, err := NewGrid(base, axes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := override.Document(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "[base]\n" + doc + "[axes]\nseed = [0, 1]\n\"init.gamma\" = [0.5, 1]\n"
+	f, err := ParseGridText([]byte(text), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed, err := g.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := f.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typed.Fingerprint != parsed.Fingerprint || strings.Join(typed.Base, " ") != strings.Join(parsed.Base, " ") || len(typed.Runs) != 4 {
+		t.Fatalf("typed: %s %v (%d runs); parsed: %s %v", typed.Fingerprint, typed.Base, len(typed.Runs), parsed.Fingerprint, parsed.Base)
+	}
+	for i := range typed.Runs {
+		a, b := typed.Runs[i], parsed.Runs[i]
+		if a.ID != b.ID || strings.Join(a.Sets, " ") != strings.Join(b.Sets, " ") || a.Config.Model.Dim != 32 || a.Config.Model.NormEps != 1e-12 {
+			t.Errorf("run %d: typed %s %v (d %d, ε %g), parsed %s %v", i, a.ID, a.Sets, a.Config.Model.Dim, a.Config.Model.NormEps, b.ID, b.Sets)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		axes []Axis
+		want string
+	}{
+		{"no axes", nil, "nothing to sweep"},
+		{"a value twice", []Axis{{Key: "init.gamma", Values: []any{0.5, 0.5}}}, "listed twice"},
+		{"a non-finite value", []Axis{{Key: "init.gamma", Values: []any{math.NaN()}}}, "non-finite"},
+		{"an empty axis", []Axis{{Key: "init.gamma", Values: []any{}}}, "empty list"},
+		{"a key twice", []Axis{{Key: "seed", Values: []any{int64(0)}}, {Key: "seed", Values: []any{int64(1)}}}, "given twice"},
+	} {
+		if _, err := NewGrid(base, c.axes); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
 	}
 }
