@@ -55,11 +55,11 @@ import (
 
 // Grid is a parsed grid file: the base run config and the axes to sweep.
 type Grid struct {
-	Path     string   // the grid file
-	Text     []byte   // its contents, copied to DIR/grid.toml by Prepare
-	BaseFile string   // the base run config file (resolved against the grid's directory), or "" for an inline base
+	Path     string         // the grid file
+	Text     []byte         // its contents, copied to DIR/grid.toml by Prepare
+	BaseFile string         // the base run config file (resolved against the grid's directory), or "" for an inline base
 	Base     []override.Set // the inline base as typed overrides (sorted by key), when BaseFile is ""
-	Axes     []Axis   // sorted by key
+	Axes     []Axis         // sorted by key
 }
 
 // Axis is one swept config key and its values (int64, float64, string or bool), in the file's order.
