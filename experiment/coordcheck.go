@@ -66,10 +66,10 @@ func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*diag.Coordcheck,
 	defer pool.Close()
 	res := &diag.Coordcheck{}
 	for _, d := range widths {
-		sets := append(append([]override.Set(nil), p.Base...), override.Set{Key: "model.hidden_size", Value: int64(d)},
-			override.Set{Key: "seed", Value: int64(o.Seed)}, override.Set{Key: "data.train", Value: "(none: random tokens)"})
+		sets := append(append([]override.Set(nil), p.Base...), override.Set{Key: train.KeyHiddenSize, Value: int64(d)},
+			override.Set{Key: train.KeySeed, Value: int64(o.Seed)}, override.Set{Key: train.KeyDataTrain, Value: "(none: random tokens)"})
 		if o.Gamma != 0 {
-			sets = append(sets, override.Set{Key: "init.gamma", Value: o.Gamma})
+			sets = append(sets, override.Set{Key: train.KeyGamma, Value: o.Gamma})
 		}
 		sets = append(sets, o.Sets...) // train.LoadSets reads a key without a section as a model key
 		rc, err := train.LoadSets("", sets)

@@ -89,7 +89,7 @@ func (p *Plan) horizonRecipe(c train.Config, dir func(h float64, steps int) stri
 	c.Schedule.Kind, c.Schedule.DecaySteps = optim.ScheduleWSD, decaySteps(S, cool)
 	shortest := horizonSteps(S, hs[0], H)
 	for _, ps := range p.PerStep {
-		if ps.Key == "schedule.warmup_steps" {
+		if ps.Key == train.KeyWarmup {
 			c.Schedule.Warmup = max(shortest/ps.Div, 1)
 		}
 	}
@@ -102,7 +102,7 @@ func (p *Plan) horizonRecipe(c train.Config, dir func(h float64, steps int) stri
 		b.Schedule.DecaySteps = decaySteps(n, cool)
 		var sets []override.Set
 		for _, ps := range p.PerStep {
-			if ps.Key != "schedule.warmup_steps" {
+			if ps.Key != train.KeyWarmup {
 				sets = append(sets, override.Set{Key: ps.Key, Value: int64(max(n/ps.Div, 1))})
 			}
 		}

@@ -141,7 +141,7 @@ func checkGroupName(where, name string) error {
 
 // planKeys are the run-config keys the plan sets for every run (the corpus's vocabulary, the sized steps,
 // the seed, the data files): a set of one of them would be overridden, or override the plan, in silence.
-var planKeys = []string{"model.vocab_size", "train.steps", "seed", "data.train", "data.val"}
+var planKeys = []string{train.KeyVocab, train.KeySteps, train.KeySeed, train.KeyDataTrain, train.KeyDataVal}
 
 // checkPlanSets refuses sets of the plan's own keys (planKeys and the per_steps keys).
 func checkPlanSets(where string, sets []override.Set, per []PerStep) error {
@@ -175,7 +175,7 @@ func countArms(p *Plan) error {
 		var lens []int
 		for _, a := range g.Axes {
 			n := len(a.Values)
-			if g.Ladder && a.Key == "model.hidden_size" {
+			if g.Ladder && a.Key == train.KeyHiddenSize {
 				n = max(n, widest)
 			}
 			lens = append(lens, n)

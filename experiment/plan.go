@@ -16,6 +16,7 @@ import (
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/sweep"
+	"github.com/smallinit/smallinit/train"
 )
 
 // Plan kinds.
@@ -541,7 +542,7 @@ func Parse(text []byte) (*Plan, error) {
 			if !ok || len(list) == 0 {
 				return nil, fmt.Errorf("%s: axes %q: want a non-empty list", where, s.Key)
 			}
-			if s.Key == "seed" {
+			if s.Key == train.KeySeed {
 				return nil, fmt.Errorf("%s: axes: seed is the plan's seeds, not an axis", where)
 			}
 			if err := checkPlanSets(where+": axes", []override.Set{s}, p.PerStep); err != nil {

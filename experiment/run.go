@@ -335,13 +335,13 @@ func (out *Outcome) baseSets(p *Plan, g *Group, steps int) []override.Set {
 		trainDir, trainFile = out.ProbeDir, data.TrainFile
 	}
 	sets := append([]override.Set(nil), p.Base...)
-	sets = append(sets, override.Set{Key: "model.vocab_size", Value: int64(out.Stats.VocabSize)},
-		override.Set{Key: "train.steps", Value: int64(steps)})
+	sets = append(sets, override.Set{Key: train.KeyVocab, Value: int64(out.Stats.VocabSize)},
+		override.Set{Key: train.KeySteps, Value: int64(steps)})
 	for _, ps := range p.PerStep {
 		sets = append(sets, override.Set{Key: ps.Key, Value: int64(max(steps/ps.Div, 1))})
 	}
-	sets = append(sets, override.Set{Key: "data.train", Value: filepath.Join(trainDir, trainFile)},
-		override.Set{Key: "data.val", Value: filepath.Join(out.DataDir, data.ValFile)})
+	sets = append(sets, override.Set{Key: train.KeyDataTrain, Value: filepath.Join(trainDir, trainFile)},
+		override.Set{Key: train.KeyDataVal, Value: filepath.Join(out.DataDir, data.ValFile)})
 	if g != nil {
 		sets = append(sets, g.Sets...)
 	}
@@ -386,12 +386,12 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 		for _, a := range arms {
 			for _, seed := range groupSeeds(g, o) {
 				armSteps := steps
-				sets := append(append(out.baseSets(p, g, steps), a.Sets...), override.Set{Key: "seed", Value: int64(seed)})
+				sets := append(append(out.baseSets(p, g, steps), a.Sets...), override.Set{Key: train.KeySeed, Value: int64(seed)})
 				cfg, err := train.LoadSets("", sets)
 				if err == nil && g.Ladder {
 					// The same tokens per non-embedding parameter at every width of the ladder.
 					if armSteps, err = out.ladderSteps(p, steps, cfg); err == nil && armSteps != steps {
-						sets = append(append(out.baseSets(p, g, armSteps), a.Sets...), override.Set{Key: "seed", Value: int64(seed)})
+						sets = append(append(out.baseSets(p, g, armSteps), a.Sets...), override.Set{Key: train.KeySeed, Value: int64(seed)})
 						cfg, err = train.LoadSets("", sets)
 					}
 				}

@@ -225,7 +225,7 @@ func groupAxes(g *Group, t *Tier) []axis {
 	var out []axis
 	for _, a := range g.Axes {
 		vals := a.Values
-		if g.Ladder && a.Key == "model.hidden_size" && t != nil && t.Widths != nil {
+		if g.Ladder && a.Key == train.KeyHiddenSize && t != nil && t.Widths != nil {
 			vals = nil
 			for _, w := range t.Widths {
 				vals = append(vals, int64(w))
@@ -303,14 +303,14 @@ func (out *Outcome) derivedSets(p *Plan, g *Group, c train.Config) ([]override.S
 		if err != nil {
 			return nil, err
 		}
-		sets = append(sets, override.Set{Key: "schedule.lr", Value: lr})
+		sets = append(sets, override.Set{Key: train.KeyLR, Value: lr})
 	}
 	if g.EmulateEps > 0 {
 		eps, err := gammainit.EmulatedEps(EmulatedEpsBase, gamma, d, g.EmulateEps)
 		if err != nil {
 			return nil, err
 		}
-		sets = append(sets, override.Set{Key: "model.norm_eps", Value: eps})
+		sets = append(sets, override.Set{Key: train.KeyNormEps, Value: eps})
 	}
 	return sets, nil
 }

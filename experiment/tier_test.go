@@ -135,8 +135,6 @@ func TestTierRefusals(t *testing.T) {
 		{`minutes = 120`, `minutes = 20`, "increasing minutes"},
 		{`tune_widths = [16, 48]`, `tune_widths = [16]`, "two widths"},
 		{`values = 4`, `values = 3`, "values ≥ 4"},
-		{`[data]`, "[anchor]\ngammas = [0.5]\ndepth = 2\nlrs = [1e-3]\ndim = 16\nffn = 32\nhead_dim = 8\nbatch = 8\nexamples = 64\nsteps = 2\n\n[data]", "anchor: want ≥ 2 gammas"},
-		{`[data]`, "[anchor]\ngammas = [0.5, 1]\ndepth = 2\nlrs = [-1e-3]\ndim = 16\nffn = 32\nhead_dim = 8\nbatch = 8\nexamples = 64\nsteps = 2\n\n[data]", "anchor: lr -0.001"},
 		{`lr = "tuned"
 emulate_eps`, `lr = "fast"
 emulate_eps`, `lr "fast"`},

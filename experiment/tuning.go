@@ -70,17 +70,17 @@ func (t *TuneSpec) options(steps int) tune.Options {
 func (out *Outcome) trialSets(p *Plan, gamma float64, width, steps int, lr float64, seed uint64) []override.Set {
 	sets := append(out.baseSets(p, nil, steps), p.Tune.Sets...)
 	sets = append(sets,
-		override.Set{Key: "init.gamma", Value: gamma},
-		override.Set{Key: "model.hidden_size", Value: int64(width)},
-		override.Set{Key: "schedule.lr", Value: lr},
-		override.Set{Key: "seed", Value: int64(seed)},
-		override.Set{Key: "data.val", Value: filepath.Join(out.DataDir, data.SelectFile)},
-		override.Set{Key: "train.eval_interval", Value: int64(0)},
-		override.Set{Key: "train.diagnostics_interval", Value: int64(0)})
+		override.Set{Key: train.KeyGamma, Value: gamma},
+		override.Set{Key: train.KeyHiddenSize, Value: int64(width)},
+		override.Set{Key: train.KeyLR, Value: lr},
+		override.Set{Key: train.KeySeed, Value: int64(seed)},
+		override.Set{Key: train.KeyDataVal, Value: filepath.Join(out.DataDir, data.SelectFile)},
+		override.Set{Key: train.KeyEvalInterval, Value: int64(0)},
+		override.Set{Key: train.KeyDiagnosticsInterval, Value: int64(0)})
 	if !p.Tune.full() {
 		// A halving trial is short: checkpointed at its end only (an interrupted trial trains again from the
 		// start). A full-horizon trial keeps the plan's checkpoints.
-		sets = append(sets, override.Set{Key: "train.checkpoint_interval", Value: int64(steps)})
+		sets = append(sets, override.Set{Key: train.KeyCheckpointInterval, Value: int64(steps)})
 	}
 	return sets
 }

@@ -1,7 +1,6 @@
 package reproduce
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -90,40 +89,6 @@ type ArmLoss struct {
 	Seeds int      `json:"seeds"`
 }
 
-// row is one finished run.
-type row struct {
-	seedN  int
-	role   string
-	dir    string
-	values map[string]any
-	n      int64
-	loss   float64
-}
-
-// num is the run's value of a numeric axis. Axis values read back from a sweep's plan are json.Number.
-func (r row) num(key string) float64 {
-	switch v := r.values[key].(type) {
-	case json.Number:
-		f, err := v.Float64()
-		if err != nil {
-			return math.NaN()
-		}
-		return f
-	case float64:
-		return v
-	case int64:
-		return float64(v)
-	case int:
-		return float64(v)
-	}
-	return math.NaN()
-}
-
-func (r row) str(key string) string { return fmt.Sprint(r.values[key]) }
-
-// seed is the run's seed as the integer it is (never through a float's text: 1e6 prints as "1e+06").
-func (r row) seed() int { return r.seedN }
-
 // evaluate scores every run of the outcome, builds the Evidence, judges the primaries pr (nil: claims 1 and 2
 // as secondaries), claims 1-4, claim 1's reasoning half on the anchor grid anc (when the plan has one) and
 // claim 5.
@@ -134,7 +99,6 @@ func (res *Result) evaluate(out *experiment.Outcome, pr *Primaries, windows, ood
 	}
 	res.RunScores = recs
 	res.Arms = summarise(recs)
-	rows := rowsOf(recs)
 	ev, err := evidenceOf(recs, out.ProbeDir)
 	if err != nil {
 		return err
@@ -158,7 +122,7 @@ func (res *Result) evaluate(out *experiment.Outcome, pr *Primaries, windows, ood
 		return err
 	}
 	var tokErr error
-	ev.Tokens, ev.TokenRef, res.CompareA, res.CompareB, tokErr = tokenEvidence(rows, out.DataDir, windows)
+	ev.Tokens, ev.TokenRef, res.CompareA, res.CompareB, tokErr = tokenEvidence(recs, out.DataDir, windows)
 	res.Inputs = ev
 	res.ValLoss = map[string]ArmLoss{}
 	label := func(a *ArmEvidence) {
@@ -202,27 +166,26 @@ func (res *Result) evaluate(out *experiment.Outcome, pr *Primaries, windows, ood
 		}
 	}
 	// Claim 5: condensation then expansion.
-	res.Claims = append(res.Claims, condensationClaim(rows))
+	res.Claims = append(res.Claims, condensationClaim(recs))
 	return nil
 }
 
 // seedPairs returns, per seed (ascending), the γ = 1 and γ = 0.5 run directories of the γ sweep (width 128, both
 // fixes), for the seeds that have both.
-func seedPairs(rows []row) (seeds []int, pairs map[int][2]string) {
+func seedPairs(recs []RunRecord) (seeds []int, pairs map[int][2]string) {
 	pairs = map[int][2]string{}
-	for _, r := range rows {
-		if Role(r.role) != RoleGamma {
+	for _, r := range recs {
+		if r.Role != RoleGamma {
 			continue
 		}
-		seed := r.seed()
-		p := pairs[seed]
-		switch g := r.num("init.gamma"); {
-		case sameGamma(g, 1):
-			p[0] = r.dir
-		case sameGamma(g, 0.5):
-			p[1] = r.dir
+		p := pairs[r.Seed]
+		switch {
+		case sameGamma(r.Gamma, 1):
+			p[0] = r.Dir
+		case sameGamma(r.Gamma, 0.5):
+			p[1] = r.Dir
 		}
-		pairs[seed] = p
+		pairs[r.Seed] = p
 	}
 	for sd, p := range pairs {
 		if p[0] != "" && p[1] != "" {
@@ -237,8 +200,8 @@ func seedPairs(rows []row) (seeds []int, pairs map[int][2]string) {
 // most windows windows, 0: all), and a reference that is neither and belongs to no seed: a bigram model of the
 // training tokens (diag.Bigram; docs/definitions.md §4, "Token difficulty"). It favours neither γ, and no seed's contrast shares a
 // trained model with another's. a and b are the first seed's pair, which the report draws.
-func tokenEvidence(rows []row, dataDir string, windows int) (ts []TokenLosses, ref, a, b string, err error) {
-	seeds, pairs := seedPairs(rows)
+func tokenEvidence(recs []RunRecord, dataDir string, windows int) (ts []TokenLosses, ref, a, b string, err error) {
+	seeds, pairs := seedPairs(recs)
 	if len(seeds) == 0 {
 		return nil, "", "", "", nil
 	}
@@ -298,9 +261,9 @@ const Claim5SlowBound = 0.5
 // Claim5SlowBound of its initial one. The depth contrast (each γ's minimum over its start) is reported.
 // Supported when every seed (at least two) shows all three; contradicted when no seed's γ = 1 condenses, or
 // every seed's γ = 0.5 falls below the bound; otherwise, or with one seed, inconclusive.
-func condensationClaim(rows []row) Claim {
+func condensationClaim(recs []RunRecord) Claim {
 	c := Claim{N: 5, Text: "with γ = 1 weights first condense (stable rank drops) then expand; γ = 0.5 starts diffuse and changes slowly", Verdict: Inconclusive}
-	seeds, pairs := seedPairs(rows)
+	seeds, pairs := seedPairs(recs)
 	depth := func(ts []float64) float64 { return slices.Min(ts) / ts[0] }
 	fmtTraj := func(ts []float64) string {
 		s := make([]string, len(ts))

@@ -159,7 +159,13 @@ func TestAnchorSpec(t *testing.T) {
 	if err != nil || none.anchor != nil || none.anchor.steps(nil) != 0 {
 		t.Errorf("a plan without [anchor]: %+v, %v", none.anchor, err)
 	}
-	if _, _, err := parseStudy("delta = 0.02\n[anchor]\ngammas = [0.5]\n"); err == nil || !strings.Contains(err.Error(), "anchor: want ≥ 2 gammas") {
-		t.Errorf("a one-γ anchor grid: %v", err)
+	for _, c := range []struct{ anchor, want string }{
+		{"gammas = [0.5]\ndepth = 2\nlrs = [1e-3]\ndim = 16\nffn = 32\nhead_dim = 8\nbatch = 8\nexamples = 64\nsteps = 2\n", "anchor: want ≥ 2 gammas"},
+		{"gammas = [0.5, 1]\ndepth = 2\nlrs = [-1e-3]\ndim = 16\nffn = 32\nhead_dim = 8\nbatch = 8\nexamples = 64\nsteps = 2\n", "anchor: lr -0.001"},
+		{"gammas = [0.5, 1]\ndepht = 2\n", "unknown key anchor.depht"},
+	} {
+		if _, _, err := parseStudy("delta = 0.02\n[anchor]\n" + c.anchor); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("[anchor] %q: %v, want an error containing %q", c.anchor, err, c.want)
+		}
 	}
 }

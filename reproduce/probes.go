@@ -69,23 +69,23 @@ func scoreProbes(runDir, probeDir string) (*probes.Scores, error) {
 // own, so the pilot that decides whether the probes are judged is not one of the compared runs); a plan
 // without a pilot group falls back to the γ = 0.5 probe arm itself (its mean exact match over seeds, the
 // chance and prompt count of its first seed).
-func probeEvidence(rows []row, probeDir string) (*ProbeEvidence, error) {
+func probeEvidence(recs []RunRecord, probeDir string) (*ProbeEvidence, error) {
 	p := &ProbeEvidence{G05: map[int]*probes.Scores{}, G1: map[int]*probes.Scores{}}
-	for _, r := range rows {
-		if Role(r.role) != RoleProbes && Role(r.role) != RolePilot {
+	for _, r := range recs {
+		if r.Role != RoleProbes && r.Role != RolePilot {
 			continue
 		}
-		s, err := scoreProbes(r.dir, probeDir)
+		s, err := scoreProbes(r.Dir, probeDir)
 		if err != nil {
 			return nil, err
 		}
 		switch {
-		case Role(r.role) == RolePilot:
+		case r.Role == RolePilot:
 			p.Pilot = s
-		case sameGamma(r.num("init.gamma"), 0.5):
-			p.G05[int(r.num("seed"))] = s
-		case sameGamma(r.num("init.gamma"), 1):
-			p.G1[int(r.num("seed"))] = s
+		case sameGamma(r.Gamma, 0.5):
+			p.G05[r.Seed] = s
+		case sameGamma(r.Gamma, 1):
+			p.G1[r.Seed] = s
 		}
 	}
 	if p.Pilot == nil && len(p.G05) > 0 {

@@ -152,15 +152,15 @@ func TestClaim5FailsWhenGammaHalfCondenses(t *testing.T) {
 		{"γ = 0.5 loses 74%", []float64{40, 20, 14, 11, 10.4}, Contradicted},
 	} {
 		root := t.TempDir()
-		var rows []row
+		var recs []RunRecord
 		for s := range 2 {
 			d1, d05 := filepath.Join(root, fmt.Sprintf("g1-%d", s)), filepath.Join(root, fmt.Sprintf("g05-%d", s))
 			writeTrajectory(t, d1, g1)
 			writeTrajectory(t, d05, c.g05)
-			rows = append(rows, row{seedN: 1_000_000 + s, role: string(RoleGamma), dir: d1, values: map[string]any{"init.gamma": 1.0}},
-				row{seedN: 1_000_000 + s, role: string(RoleGamma), dir: d05, values: map[string]any{"init.gamma": 0.5}})
+			recs = append(recs, RunRecord{Seed: 1_000_000 + s, Role: RoleGamma, Dir: d1, Gamma: 1},
+				RunRecord{Seed: 1_000_000 + s, Role: RoleGamma, Dir: d05, Gamma: 0.5})
 		}
-		cl := condensationClaim(rows)
+		cl := condensationClaim(recs)
 		if cl.Verdict != c.want {
 			t.Errorf("%s: %s, want %s: %s", c.name, cl.Verdict, c.want, cl.Evidence)
 		}

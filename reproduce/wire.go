@@ -2,7 +2,6 @@ package reproduce
 
 import (
 	"fmt"
-	"github.com/smallinit/smallinit/internal/finitejson"
 	"io"
 	"math"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/internal/finitejson"
 	"github.com/smallinit/smallinit/stats"
 )
 
@@ -50,16 +50,6 @@ func scoreRuns(out *experiment.Outcome, oodWindows int) ([]RunRecord, error) {
 			N: c.Model.NonEmbeddingParams(), Eps: c.Model.NormEps, Gate: c.Model.AttnGate, LR: c.Schedule.PeakLR, Steps: c.TotalSteps(), Score: *s, Health: h})
 	}
 	return recs, nil
-}
-
-// rowsOf are the records as the claims' readers take them (seedPairs, claim 5, the probe arms).
-func rowsOf(recs []RunRecord) []row {
-	var rows []row
-	for _, r := range recs {
-		rows = append(rows, row{seedN: r.Seed, role: string(r.Role), dir: r.Dir, n: r.N, loss: r.Score.HeldOut.Overall.Loss,
-			values: map[string]any{"init.gamma": r.Gamma, "seed": float64(r.Seed), "model.hidden_size": float64(r.Width), "model.attn_gate": r.Gate}})
-	}
-	return rows
 }
 
 // armOf collects the records that match into one arm, per seed; its LR is theirs (the same for every seed of
@@ -142,7 +132,7 @@ func evidenceOf(recs []RunRecord, probeDir string) (*Evidence, error) {
 		ev.Ladder = append(ev.Ladder, Rung{Width: w, N: float64(n[w]),
 			G05: armOf(fmt.Sprintf("γ=0.5 fixed d=%d", w), recs, at(0.5)), G1: armOf(fmt.Sprintf("γ=1 fixed d=%d", w), recs, at(1))})
 	}
-	p, err := probeEvidence(rowsOf(recs), probeDir)
+	p, err := probeEvidence(recs, probeDir)
 	if err != nil {
 		return nil, err
 	}
