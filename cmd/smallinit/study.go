@@ -55,6 +55,9 @@ func (cmd *studyCmd) Run() error {
 	if p.HasStudy(experiment.TableAnchor) && !cmd.PrintPlan {
 		fmt.Fprintf(os.Stderr, "note: plan %s: its [anchor] grid is run only by smallinit reproduce (or smallinit anchor diagram); study trains its groups only\n", p.Name)
 	}
+	if p.HasStudy(experiment.TablePrimaries) && !cmd.PrintPlan {
+		fmt.Fprintf(os.Stderr, "note: plan %s: its [primaries] hypotheses are stated and judged only by smallinit reproduce; study trains at their horizon\n", p.Name)
+	}
 	if cmd.Precision != "" {
 		q := *p
 		q.Base = append(slices.Clip(p.Base), override.Set{Key: "train.precision", Value: cmd.Precision})
