@@ -49,6 +49,19 @@ type Evidence struct {
 	// Primaries are the plan's pre-registered primaries (nil: claim 1's loss and claim 2's slope are judged as
 	// secondaries, the protocol of plans without [primaries]).
 	Primaries *Primaries `json:"primaries,omitempty"`
+	// ByRole are the arms of the roles Roles marks ByGamma, one per γ, for the verdicts that read them by role
+	// (RoleArm). Nil when the plan has none.
+	ByRole map[Role][]GammaArm `json:"by_role,omitempty"`
+}
+
+// RoleArm is the arm of role r at γ g in ByRole, or nil.
+func (ev *Evidence) RoleArm(r Role, g float64) *ArmEvidence {
+	for i := range ev.ByRole[r] {
+		if sameGamma(ev.ByRole[r][i].Gamma, g) {
+			return &ev.ByRole[r][i].ArmEvidence
+		}
+	}
+	return nil
 }
 
 // Loss is a final model's loss on the whole validation split in nats per token, overall and per language

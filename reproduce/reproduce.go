@@ -36,15 +36,23 @@ const (
 	RoleProbes   Role = "probes"       // γ ∈ {0.5, 1} on the probe mix (probes.go)
 )
 
-// Roles is the table of roles a reproduce plan's groups may declare, with what each feeds.
-var Roles = map[Role]string{
-	RoleGamma:    "the γ grid: H1, claims 3, 4 and 5, the ladder's rung at its width",
-	RoleSharedLR: "H1 at the matched (shared) learning rate, reported",
-	RoleEmulated: "claim 2: the gain without the fixes (gate none)",
-	RoleEpsOnly:  "the ε fix alone, reported in the arms table",
-	RoleLadder:   "H2 and the effective size: the other widths of the ladder",
-	RolePilot:    "the probe pilot, which gates claim 1's probe half",
-	RoleProbes:   "claim 1's probe half",
+// RoleSpec is one row of Roles: what the role's runs feed, and whether they reach the verdicts as one arm per γ
+// in Evidence.ByRole (read with Evidence.RoleArm). A new arm whose verdict reads it that way is a plan group, a
+// row here and the verdict: no Evidence field and no gathering code of its own.
+type RoleSpec struct {
+	Feeds   string
+	ByGamma bool
+}
+
+// Roles is the table of roles a reproduce plan's groups may declare.
+var Roles = map[Role]RoleSpec{
+	RoleGamma:    {Feeds: "the γ grid: H1, claims 3, 4 and 5, the ladder's rung at its width"},
+	RoleSharedLR: {Feeds: "H1 at the matched (shared) learning rate, reported"},
+	RoleEmulated: {Feeds: "claim 2: the gain without the fixes (gate none)"},
+	RoleEpsOnly:  {Feeds: "the ε fix alone, reported in the arms table"},
+	RoleLadder:   {Feeds: "H2 and the effective size: the other widths of the ladder"},
+	RolePilot:    {Feeds: "the probe pilot, which gates claim 1's probe half"},
+	RoleProbes:   {Feeds: "claim 1's probe half"},
 }
 
 // checkRoles refuses a plan group whose role is not in Roles (a misspelt role would silently feed no verdict).

@@ -132,12 +132,39 @@ func evidenceOf(recs []RunRecord, probeDir string) (*Evidence, error) {
 		ev.Ladder = append(ev.Ladder, Rung{Width: w, N: float64(n[w]),
 			G05: armOf(fmt.Sprintf("γ=0.5 fixed d=%d", w), recs, at(0.5)), G1: armOf(fmt.Sprintf("γ=1 fixed d=%d", w), recs, at(1))})
 	}
+	ev.ByRole = roleArms(recs, Roles)
 	p, err := probeEvidence(recs, probeDir)
 	if err != nil {
 		return nil, err
 	}
 	ev.Probes = p
 	return ev, nil
+}
+
+// roleArms are the runs of every role the table marks ByGamma, one arm per γ (ascending), named by role and γ;
+// nil when no such role has runs.
+func roleArms(recs []RunRecord, roles map[Role]RoleSpec) map[Role][]GammaArm {
+	var out map[Role][]GammaArm
+	for role, spec := range roles {
+		if !spec.ByGamma {
+			continue
+		}
+		var gs []float64
+		for _, r := range recs {
+			if r.Role == role && !slices.ContainsFunc(gs, func(g float64) bool { return sameGamma(g, r.Gamma) }) {
+				gs = append(gs, r.Gamma)
+			}
+		}
+		slices.Sort(gs)
+		for _, g := range gs {
+			if out == nil {
+				out = map[Role][]GammaArm{}
+			}
+			a := armOf(fmt.Sprintf("%s γ=%g", role, g), recs, func(r *RunRecord) bool { return r.Role == role && sameGamma(r.Gamma, g) })
+			out[role] = append(out[role], GammaArm{Gamma: g, ArmEvidence: a})
+		}
+	}
+	return out
 }
 
 // ArmSummary is one arm's mean over its seeds, for the terminal and the report: its loss on the whole
