@@ -127,7 +127,7 @@ func (o *Options) logf(format string, a ...any) {
 
 // Run executes a training plan: it prepares the data (once), sizes the budget (or reuses OUT/sizing.json),
 // trains every run of every group (resuming interrupted and skipping finished ones), writes the summary,
-// calls Options.Evaluate and writes the report.
+// calls the evaluator (Options.Evaluator) and writes the report.
 func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if p.Kind != KindTrain {
 		return nil, fmt.Errorf("plan %s is a %s plan, not a training plan", p.Name, p.Kind)
