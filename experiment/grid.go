@@ -72,6 +72,11 @@ func runGrid(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[string
 			res[key] = t
 		}
 	}
+	if p.Ladder != nil {
+		if err := runLadderGrid(ctx, p, out, o, res); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 

@@ -59,7 +59,10 @@ type Plan struct {
 	// Pairs are the plan's paired comparisons ([[pair]]): L(A) − L(B) seed by seed on the whole validation split,
 	// each a secondary with its t-interval (pairs.go).
 	Pairs []PairSpec
-	Text  []byte // the plan file as read
+	// Ladder is the ladder groups' own horizon under the tier that runs (Tier.Ladder, set by Tiered; ladder.go).
+	// Nil: the ladder trains at the primaries' horizon.
+	Ladder *LadderHorizon
+	Text   []byte // the plan file as read
 
 	arms int // arms of all groups (points of sweep groups, a ladder's widest tier), capped at MaxArms+1
 }
@@ -102,6 +105,8 @@ type Tier struct {
 	Horizons       []float64
 	Cooldown       float64
 	TuneLRs        map[float64][]float64
+	// Ladder, when set, gives the tier's ladder groups a horizon of their own (ladder.go).
+	Ladder *LadderHorizon
 	// MinSeeds > 0 makes Seeds the most the tier runs: the plan runs the longest prefix of Seeds, at least
 	// MinSeeds long, whose expected wall time fits the budget at the horizon (chooseSeeds), and says so when
 	// even MinSeeds do not fit.
@@ -282,6 +287,7 @@ type planFile struct {
 		Horizons       []float64            `toml:"horizons"`
 		Cooldown       float64              `toml:"cooldown"`
 		TuneLRs        map[string][]float64 `toml:"tune_lrs"`
+		Ladder         *ladderFile          `toml:"ladder"`
 	} `toml:"tier"`
 	Anchor *struct {
 		Gammas   []float64 `toml:"gammas"`
