@@ -117,6 +117,7 @@ func TestLadderRungChecks(t *testing.T) {
 		{"embedding dominates", `{ tokens_per_param = 0.02, tune_widths = [24, 48], max_embedding_share = 0.05 }`, "of its parameters, more than the ladder's max_embedding_share 0.05"},
 		{"one end", `{ tokens_per_param = 0.02, tune_widths = [24] }`, "want the ladder's two ends"},
 		{"no horizon", `{ tune_widths = [24, 48] }`, "ladder: tokens_per_param 0"},
+		{"a misspelt key", `{ tokens_per_param = 0.02, tune_widths = [24, 48], min_step = 5 }`, "min_step"},
 		{"share of one", `{ tokens_per_param = 0.02, tune_widths = [24, 48], max_embedding_share = 1 }`, "want a share in [0, 1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
