@@ -131,6 +131,19 @@ func (out *Outcome) ladderSteps(p *Plan, steps int, c train.Config) (int, error)
 	if p.Primaries == nil || !(p.Primaries.TokensPerParam > 0) {
 		return steps, nil
 	}
+	ref, err := out.horizonParams(p)
+	if err != nil {
+		return 0, err
+	}
+	n := c.Model.NonEmbeddingParams()
+	if n == ref {
+		return steps, nil
+	}
+	return max(1, int(math.Ceil(float64(steps)*float64(n)/float64(ref)))), nil
+}
+
+// horizonParams is N at the primaries' width, the reference of every ladder's steps (computed once).
+func (out *Outcome) horizonParams(p *Plan) (int64, error) {
 	if out.refParams == 0 {
 		_, n, err := p.horizonSteps(out)
 		if err != nil {
@@ -138,11 +151,7 @@ func (out *Outcome) ladderSteps(p *Plan, steps int, c train.Config) (int, error)
 		}
 		out.refParams = n
 	}
-	n := c.Model.NonEmbeddingParams()
-	if n == out.refParams {
-		return steps, nil
-	}
-	return max(1, int(math.Ceil(float64(steps)*float64(n)/float64(out.refParams)))), nil
+	return out.refParams, nil
 }
 
 // selectionPrepared makes sure the LR-selection slice exists (the trials train without it and are scored on it).

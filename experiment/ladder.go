@@ -82,14 +82,11 @@ func (out *Outcome) rungSteps(p *Plan, steps int, c train.Config) (int, error) {
 	if pr == nil || !(pr.TokensPerParam > 0) {
 		return 0, fmt.Errorf("plan %s: a ladder horizon needs the primaries' tokens_per_param", p.Name)
 	}
-	if out.refParams == 0 {
-		_, n, err := p.horizonSteps(out)
-		if err != nil {
-			return 0, err
-		}
-		out.refParams = n
+	ref, err := out.horizonParams(p)
+	if err != nil {
+		return 0, err
 	}
-	x := float64(steps) * p.Ladder.TokensPerParam / pr.TokensPerParam * float64(c.Model.NonEmbeddingParams()) / float64(out.refParams)
+	x := float64(steps) * p.Ladder.TokensPerParam / pr.TokensPerParam * float64(c.Model.NonEmbeddingParams()) / float64(ref)
 	return max(1, int(math.Ceil(x))), nil
 }
 
