@@ -50,6 +50,10 @@ type ArmLine struct {
 	Steps      int
 	Tokens     int64 // per run
 	Params     int64 // non-embedding
+	// Ladder marks a rung of a ladder group; EmbeddingShare is the share of its parameters in the embedding and
+	// head.
+	Ladder         bool
+	EmbeddingShare float64
 }
 
 // Describe sizes the plan for o (Options.Steps, the sizing file of the same budget, or a fresh throughput
@@ -116,7 +120,7 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 		}
 		e.Steps = p.Budget.MinSteps
 	}
-	runs, err := expand(p, out, e.Steps, &o)
+	runs, err := expandChecked(p, out, e.Steps, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +158,8 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 		at[key] = len(d.Arms)
 		d.Arms = append(d.Arms, ArmLine{Group: r.group.Name, Arm: name, Seeds: []uint64{c.Seed}, Gamma: c.Init.Gamma, Width: c.Model.Dim,
 			Eps: c.Model.NormEps, Gate: c.Model.AttnGate, LR: lr, Precision: cmp.Or(c.Train.Precision, "f32"), Steps: c.TotalSteps(),
-			Tokens: int64(c.TotalSteps()) * int64(c.Train.BatchSize) * int64(c.Model.SeqLen), Params: c.Model.NonEmbeddingParams()})
+			Tokens: int64(c.TotalSteps()) * int64(c.Train.BatchSize) * int64(c.Model.SeqLen), Params: c.Model.NonEmbeddingParams(),
+			Ladder: r.group.Ladder, EmbeddingShare: float64(c.Model.NumParams()-c.Model.NonEmbeddingParams()) / float64(c.Model.NumParams())})
 	}
 	return d, nil
 }
@@ -177,8 +182,8 @@ func (d *Description) Write(w io.Writer) error {
 		fmt.Fprintf(w, "SMOKE TEST: %s\n", d.Tier.Smoke)
 	}
 	if e.HorizonParams > 0 {
-		fmt.Fprintf(w, "horizon: %d steps × %d tokens = %.3g tokens per non-embedding parameter at width %d (N = %d), sized before seeds and arms; every width of the ladder trains the same tokens per parameter (its own steps)\n",
-			e.Steps, e.StepTokens, float64(e.Steps)*float64(e.StepTokens)/float64(e.HorizonParams), d.Plan.Horizon.Width, e.HorizonParams)
+		fmt.Fprintf(w, "horizon: %d steps × %d tokens = %.3g tokens per non-embedding parameter at width %d (N = %d), sized before seeds and arms; every width of the ladder trains the same tokens per parameter (its own steps)%s\n",
+			e.Steps, e.StepTokens, float64(e.Steps)*float64(e.StepTokens)/float64(e.HorizonParams), d.Plan.Horizon.Width, e.HorizonParams, ladderAt(d.Plan))
 		if e.Wall > d.Budget {
 			fmt.Fprintf(w, "OVER BUDGET: at this horizon the plan needs about %s, more than the budget %s: give a larger budget or fewer seeds (--seeds)\n", e.Wall.Round(time.Minute), d.Budget)
 		}
@@ -226,6 +231,7 @@ func (d *Description) Write(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "LR grid (package tune, at the full horizon): γ ∈ %v, rates %v (up to %d more past an edge) on tuning seeds %v at width %d, every trial its width's full horizon; a rate whose training loss spikes (primaries.spike_threshold) or diverges on any seed is vetoed; the best mean loss on the LR-selection slice wins (never the validation split). %s: %d trial steps at most\n",
 			d.Tune.Gammas, d.Tune.LRs, d.Tune.Extend, d.Tune.Seeds, d.TuneWidths[0], d.transferText(), e.TuneSteps)
+		d.writeLadder(w)
 	} else if d.Tune != nil {
 		fmt.Fprintf(w, "LR sweep (package tune): γ ∈ %v at widths %v, %d-value factor-2 grid around %g extended to bracket the best, successive halving over trials of %v steps, seed %d; trained without the LR-selection slice, scored on it (never the validation split): at most %d trial steps\n",
 			d.Tune.Gammas, d.TuneWidths, d.Tune.Values, d.Tune.Center, d.TuneRungs, d.Tune.Seed, e.TuneSteps)
@@ -271,8 +277,11 @@ func (d *Description) writeCorpus(w io.Writer) {
 		}
 		ep := float64(a.Tokens) / float64(d.TrainTokens)
 		line := fmt.Sprintf("  width %d: %d tokens per run = %.2f epochs", a.Width, a.Tokens, ep)
+		if a.Ladder && d.Plan.Ladder != nil {
+			line = fmt.Sprintf("  width %d, ladder rung at %g tokens per parameter: %d tokens per run = %.2f epochs", a.Width, d.Plan.Ladder.TokensPerParam, a.Tokens, ep)
+		}
 		for _, h := range hs {
-			if h == H {
+			if h == H || a.Ladder && d.Plan.Ladder != nil {
 				continue
 			}
 			n := horizonSteps(a.Steps, h, H)
@@ -285,7 +294,7 @@ func (d *Description) writeCorpus(w io.Writer) {
 		fmt.Fprintf(w, "WARNING: some runs pass one epoch of %s: they see tokens more than once, which confounds the horizon with repetition (use a larger corpus: smallinit data prepare, --data)\n", d.Corpus)
 	}
 	if hs != nil {
-		fmt.Fprintf(w, "horizon series %v tokens per non-embedding parameter: every run trains as a WSD trunk to %g (decay over its last %.0f%% of steps); each shorter horizon is a cooldown branch from the trunk's snapshot, decaying over its own last %.0f%%, equal to the independent WSD run of that horizon; the branches add %.0f%% to the training\n",
+		fmt.Fprintf(w, "horizon series %v tokens per non-embedding parameter: every run trains as a WSD trunk to %g (decay over its last %.0f%% of steps); each shorter horizon is a cooldown branch from the trunk's snapshot, decaying over its own last %.0f%%, equal to the independent WSD run of that horizon; the branches add %.0f%% to the trunks' training\n",
 			hs, H, 100*cool, 100*cool, 100*d.Plan.horizonCost())
 	}
 }
@@ -293,6 +302,9 @@ func (d *Description) writeCorpus(w io.Writer) {
 // transferText states the LR grid's one transfer rule and where it is checked.
 func (d *Description) transferText() string {
 	w := d.TuneWidths[0]
+	if len(d.TuneWidths) == 1 && d.Plan.Ladder != nil {
+		return fmt.Sprintf("Every arm at the primaries' horizon runs at width %d: no transfer rule is needed (the ladder's rates come from its own grid, below); with the ladder's grid", w)
+	}
 	if len(d.TuneWidths) == 1 {
 		return fmt.Sprintf("Every arm runs at width %d: no transfer rule is needed", w)
 	}

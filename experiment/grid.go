@@ -72,6 +72,11 @@ func runGrid(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[string
 			res[key] = t
 		}
 	}
+	if p.Ladder != nil {
+		if err := runLadderGrid(ctx, p, out, o, res); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
@@ -117,6 +122,19 @@ func (out *Outcome) ladderSteps(p *Plan, steps int, c train.Config) (int, error)
 	if p.Horizon == nil || !(p.Horizon.TokensPerParam > 0) {
 		return steps, nil
 	}
+	ref, err := out.horizonParams(p)
+	if err != nil {
+		return 0, err
+	}
+	n := c.Model.NonEmbeddingParams()
+	if n == ref {
+		return steps, nil
+	}
+	return max(1, int(math.Ceil(float64(steps)*float64(n)/float64(ref)))), nil
+}
+
+// horizonParams is N at the primaries' width, the reference of every ladder's steps (computed once).
+func (out *Outcome) horizonParams(p *Plan) (int64, error) {
 	if out.refParams == 0 {
 		_, n, err := p.horizonSteps(out)
 		if err != nil {
@@ -124,11 +142,7 @@ func (out *Outcome) ladderSteps(p *Plan, steps int, c train.Config) (int, error)
 		}
 		out.refParams = n
 	}
-	n := c.Model.NonEmbeddingParams()
-	if n == out.refParams {
-		return steps, nil
-	}
-	return max(1, int(math.Ceil(float64(steps)*float64(n)/float64(out.refParams)))), nil
+	return out.refParams, nil
 }
 
 // selectionPrepared makes sure the LR-selection slice exists (the trials train without it and are scored on it).

@@ -57,7 +57,10 @@ type Plan struct {
 	// Pairs are the plan's paired comparisons ([[pair]]): L(A) − L(B) seed by seed on the whole validation split,
 	// each a secondary with its t-interval (pairs.go).
 	Pairs []PairSpec
-	Text  []byte // the plan file as read
+	// Ladder is the ladder groups' own horizon under the tier that runs (Tier.Ladder, set by Tiered; ladder.go).
+	// Nil: the ladder trains at the primaries' horizon.
+	Ladder *LadderHorizon
+	Text   []byte // the plan file as read
 
 	study studyTables // the tables the study design reads (study.go)
 
@@ -90,6 +93,8 @@ type Tier struct {
 	Horizons       []float64
 	Cooldown       float64
 	TuneLRs        map[float64][]float64
+	// Ladder, when set, gives the tier's ladder groups a horizon of their own (ladder.go).
+	Ladder *LadderHorizon
 	// MinSeeds > 0 makes Seeds the most the tier runs: the plan runs the longest prefix of Seeds, at least
 	// MinSeeds long, whose expected wall time fits the budget at the horizon (chooseSeeds), and says so when
 	// even MinSeeds do not fit.
@@ -270,6 +275,7 @@ type planFile struct {
 		Horizons       []float64            `toml:"horizons"`
 		Cooldown       float64              `toml:"cooldown"`
 		TuneLRs        map[string][]float64 `toml:"tune_lrs"`
+		Ladder         *ladderFile          `toml:"ladder"`
 	} `toml:"tier"`
 	// [primaries] and [anchor] are handed on to the study design (study.go); [primaries]'s horizon keys are
 	// experiment's (horizonFile).
@@ -552,16 +558,16 @@ func Parse(text []byte) (*Plan, error) {
 		}
 		p.Groups = append(p.Groups, g)
 	}
+	if md.IsDefined(TablePrimaries) {
+		if p.Horizon, err = parseHorizon(&hf); err != nil {
+			return nil, err
+		}
+	}
 	if err := parseTiers(p, &f); err != nil {
 		return nil, err
 	}
 	if err := countArms(p); err != nil {
 		return nil, err
-	}
-	if md.IsDefined(TablePrimaries) {
-		if p.Horizon, err = parseHorizon(&hf); err != nil {
-			return nil, err
-		}
 	}
 	for _, x := range p.Report.Exclude {
 		if !slices.ContainsFunc(p.Groups, func(g Group) bool { return g.Name == x }) {

@@ -210,7 +210,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if out.Tuned, err = runTuning(ctx, p, out, &o); err != nil {
 		return nil, err
 	}
-	runs, err := expand(p, out, out.Steps, &o)
+	runs, err := expandChecked(p, out, out.Steps, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -389,8 +389,14 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 				sets := append(append(out.baseSets(p, g, steps), a.Sets...), override.Set{Key: train.KeySeed, Value: int64(seed)})
 				cfg, err := train.LoadSets("", sets)
 				if err == nil && g.Ladder {
-					// The same tokens per non-embedding parameter at every width of the ladder.
-					if armSteps, err = out.ladderSteps(p, steps, cfg); err == nil && armSteps != steps {
+					// The same tokens per non-embedding parameter at every width of the ladder, at the ladder's own
+					// horizon when the tier gives it one.
+					if p.ownHorizon(g) {
+						armSteps, err = out.rungSteps(p, steps, cfg)
+					} else {
+						armSteps, err = out.ladderSteps(p, steps, cfg)
+					}
+					if err == nil && armSteps != steps {
 						sets = append(append(out.baseSets(p, g, armSteps), a.Sets...), override.Set{Key: train.KeySeed, Value: int64(seed)})
 						cfg, err = train.LoadSets("", sets)
 					}
@@ -402,7 +408,9 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 					}
 				}
 				var branches []branchRun
-				if err == nil {
+				if err == nil && p.ownHorizon(g) {
+					cfg, err = p.singleHorizon(cfg)
+				} else if err == nil {
 					cfg, branches, err = p.horizonRecipe(cfg, func(h float64, n int) string {
 						return filepath.Join(out.horizonDir(g, h), fmt.Sprintf("%s-%dsteps-seed%d", a.Name, n, seed))
 					})

@@ -178,7 +178,11 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 	e := &Estimate{Runs: len(runs), StepTokens: base.Train.BatchSize * base.Model.SeqLen, TokensPerS: tps}
 	for _, r := range runs {
 		// A ladder run at another width trains steps scaled to its size (ladderSteps): its cost per main step.
-		e.RunCost += perStep(r.cfg) / perStep(base) * float64(r.cfg.TotalSteps()) / probeSteps * (1 + p.horizonCost())
+		x := perStep(r.cfg) / perStep(base) * float64(r.cfg.TotalSteps()) / probeSteps
+		if len(r.branches) > 0 {
+			x *= 1 + p.horizonCost()
+		}
+		e.RunCost += x
 	}
 	extra := 0.0
 	extras, err := o.extras(p, out.Tier)
@@ -222,7 +226,8 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 				cost += float64(ws) * perStep(c) / perStep(base)
 			}
 		}
-		return n, cost, nil
+		ln, lc, err := out.ladderGridCost(p, steps, func(c train.Config) float64 { return perStep(c) / perStep(base) })
+		return n + ln, cost + lc, err
 	}
 	if e.TokensPerS == 0 {
 		res, err := train.Benchmark(base.Model.Config, train.BenchOptions{Batch: base.Train.BatchSize, Steps: 3, Warmup: 1, Precision: base.Train.Precision})

@@ -21,6 +21,13 @@ func parseTiers(p *Plan, f *planFile) error {
 			AnchorSteps: ft.AnchorSteps, Groups: ft.Groups, Gammas: ft.Gammas, NoAnchor: ft.Anchor != nil && !*ft.Anchor, MinSeeds: ft.MinSeeds,
 			TokensPerParam: ft.TokensPerParam, Horizons: ft.Horizons, Cooldown: ft.Cooldown}
 		where := fmt.Sprintf("tier %d (%s)", i+1, t.Name)
+		var err error
+		if t.Ladder, err = parseLadder(ft.Ladder); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if t.Ladder != nil && (t.Widths == nil || f.Tune == nil || f.Tune.Mode != TuneFull || p.Horizon == nil) {
+			return fmt.Errorf("%s: ladder: wants the tier's widths, a [tune] of mode %q and [primaries] (the ladder's horizon is sized from theirs)", where, TuneFull)
+		}
 		if err := checkHorizons(t.TokensPerParam, t.Horizons, t.Cooldown); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
@@ -123,10 +130,11 @@ func parseTiers(p *Plan, f *planFile) error {
 // the LR sweep's γ cut to t's Gammas (a group left without a γ is dropped), its horizon. The plan itself is not
 // changed; nil t gives p. (AnchorSteps and NoAnchor are the study design's to apply.)
 func (p *Plan) Tiered(t *Tier) *Plan {
-	if t == nil || (t.Groups == nil && t.Gammas == nil && t.TokensPerParam == 0 && t.Horizons == nil && t.TuneLRs == nil) {
+	if t == nil || (t.Groups == nil && t.Gammas == nil && t.TokensPerParam == 0 && t.Horizons == nil && t.TuneLRs == nil && t.Ladder == nil) {
 		return p
 	}
 	q := *p
+	q.Ladder = t.Ladder
 	if p.Horizon != nil && (t.TokensPerParam > 0 || t.Horizons != nil) {
 		pr := *p.Horizon
 		if t.TokensPerParam > 0 {
@@ -299,7 +307,11 @@ func (out *Outcome) derivedSets(p *Plan, g *Group, c train.Config) ([]override.S
 	var sets []override.Set
 	gamma, d := c.Init.Gamma, c.Model.Dim
 	if g.LR == LRTuned && out.Tuned != nil {
-		lr, err := out.TunedLR(p, gamma, d)
+		tuned := out.TunedLR
+		if p.ownHorizon(g) {
+			tuned = out.ladderLR
+		}
+		lr, err := tuned(p, gamma, d)
 		if err != nil {
 			return nil, err
 		}

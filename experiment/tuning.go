@@ -37,6 +37,9 @@ type Tuned struct {
 	// Horizons are the full-horizon trials' cooldown branches at the plan's shorter horizons (horizon.go), each
 	// scored on the LR-selection slice: every rate on every tuning seed at every horizon.
 	Horizons []HorizonTrial `json:"horizons,omitempty"`
+	// TokensPerParam is the horizon of a ladder grid at its own horizon (ladder.go); 0 for the sweep at the
+	// primaries' horizon.
+	TokensPerParam float64 `json:"tokens_per_param,omitempty"`
 }
 
 // HorizonTrial is one cooldown branch of a full-horizon LR trial, scored on the LR-selection slice.
@@ -146,13 +149,14 @@ func runTuning(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[stri
 	return res, nil
 }
 
-// trialDir is a trial's run directory: by γ and width, rate, steps and (full-horizon trials) seed.
-func trialDir(o *Options, p *Plan, gamma float64, width, steps int, lr float64, seed uint64) string {
+// trialDir is a trial's run directory: by its grid's key (γ and width, and a ladder grid's horizon), rate,
+// steps and (full-horizon trials) seed.
+func trialDir(o *Options, p *Plan, key string, steps int, lr float64, seed uint64) string {
 	name := fmt.Sprintf("lr%g-%dsteps", lr, steps)
 	if p.Tune.full() {
 		name += fmt.Sprintf("-seed%d", seed)
 	}
-	return filepath.Join(o.Out, TuneDir, tuneKey(gamma, width), name)
+	return filepath.Join(o.Out, TuneDir, key, name)
 }
 
 // trial trains one sweep trial (resuming it if interrupted) and returns its loss on the selection slice (+Inf
@@ -162,13 +166,23 @@ func trialDir(o *Options, p *Plan, gamma float64, width, steps int, lr float64, 
 // Under a horizon series (full-horizon trials only) the trial is a WSD trunk, and each of its cooldown branches
 // is trained after it and scored on the slice too, appended to hz.
 func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, steps int, lr float64, seed uint64, o *Options, hz *[]HorizonTrial) (loss, spike float64, err error) {
-	dir := trialDir(o, p, gamma, width, steps, lr, seed)
+	return out.trialAt(ctx, p, tuneKey(gamma, width), gamma, width, steps, lr, seed, o, hz)
+}
+
+// trialAt is trial in the grid named key; a ladder grid's key (ladderTuneKey) makes the trial a single-horizon
+// run at the ladder's horizon (Plan.singleHorizon).
+func (out *Outcome) trialAt(ctx context.Context, p *Plan, key string, gamma float64, width, steps int, lr float64, seed uint64, o *Options, hz *[]HorizonTrial) (loss, spike float64, err error) {
+	dir := trialDir(o, p, key, steps, lr, seed)
 	cfg, err := train.LoadSets("", out.trialSets(p, gamma, width, steps, lr, seed))
 	if err != nil {
 		return 0, 0, fmt.Errorf("trial recipe: %w", err)
 	}
 	var branches []branchRun
-	if hz != nil {
+	if key != tuneKey(gamma, width) {
+		if cfg, err = p.singleHorizon(cfg); err != nil {
+			return 0, 0, fmt.Errorf("trial recipe: %w", err)
+		}
+	} else if hz != nil {
 		if cfg, branches, err = p.horizonRecipe(cfg, func(_ float64, n int) string { return trialBranchDir(dir, n) }); err != nil {
 			return 0, 0, fmt.Errorf("trial recipe: %w", err)
 		}

@@ -117,7 +117,7 @@ func TestAnchorGridOfPlan(t *testing.T) {
 		{Options{Budget: 30 * 60e9}, 100, 3},
 		{Options{Budget: 120 * 60e9}, 0, 0},      // the 2 h tier spends its budget on the primaries: no anchor grid
 		{Options{Budget: 480 * 60e9}, 0, 0},      // the 8 h tier is H1 at 20 tokens per parameter: no anchor grid
-		{Options{Budget: 1440 * 60e9}, 1500, 24}, // the tier's seeds (the plan runs the prefix that fits)
+		{Options{Budget: 1440 * 60e9}, 1500, 12}, // the tier's seeds (the plan runs the prefix that fits)
 		{Options{Budget: 1440 * 60e9, AnchorSteps: 2, Seeds: 5}, 2, 5},
 	} {
 		seeds := p.SeedsFor(tc.o.Budget)

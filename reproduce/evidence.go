@@ -28,17 +28,20 @@ import (
 type Evidence struct {
 	// Source says what the losses were measured on, e.g. "whole validation split, 1,204,224 tokens"; every
 	// verdict quotes it.
-	Source   string          `json:"source"`
-	Width    int             `json:"width"` // the width of Gamma, NoFix05/NoFix1 and Tokens
-	Gamma    []GammaArm      `json:"gamma"`
-	NoFix05  *ArmEvidence    `json:"no_fix_gamma0.5,omitempty"`
-	NoFix1   *ArmEvidence    `json:"no_fix_gamma1,omitempty"`
-	Ladder   []Rung          `json:"ladder"`
-	Tokens   []TokenLosses   `json:"-"`                         // large; claim 4 writes its per-bin figures instead
-	TokenRef string          `json:"token_reference,omitempty"` // what the reference model of Tokens is
-	Probes   *ProbeEvidence  `json:"probes,omitempty"`
-	Anchor   *AnchorEvidence `json:"anchor,omitempty"`    // claim 1's reasoning half on the anchor-function tasks (anchor.go)
-	SharedLR []GammaArm      `json:"shared_lr,omitempty"` // optional: the γ arms at one shared LR (the study's "cost-free" reading), reported beside claim 1
+	Source  string       `json:"source"`
+	Width   int          `json:"width"` // the width of Gamma, NoFix05/NoFix1 and Tokens
+	Gamma   []GammaArm   `json:"gamma"`
+	NoFix05 *ArmEvidence `json:"no_fix_gamma0.5,omitempty"`
+	NoFix1  *ArmEvidence `json:"no_fix_gamma1,omitempty"`
+	Ladder  []Rung       `json:"ladder"`
+	// LadderOwnHorizon: the ladder trained at a horizon of its own (experiment.LadderHorizon), its rung at Width
+	// a run of its own rather than the γ grid's, so the ladder's L(N) speaks to its horizon, not H1's.
+	LadderOwnHorizon bool            `json:"ladder_own_horizon,omitempty"`
+	Tokens           []TokenLosses   `json:"-"`                         // large; claim 4 writes its per-bin figures instead
+	TokenRef         string          `json:"token_reference,omitempty"` // what the reference model of Tokens is
+	Probes           *ProbeEvidence  `json:"probes,omitempty"`
+	Anchor           *AnchorEvidence `json:"anchor,omitempty"`    // claim 1's reasoning half on the anchor-function tasks (anchor.go)
+	SharedLR         []GammaArm      `json:"shared_lr,omitempty"` // optional: the γ arms at one shared LR (the study's "cost-free" reading), reported beside claim 1
 	// Grid is the full-horizon learning-rate grid (experiment.TuneFull) as evidence at matched learning rates:
 	// both γ at every rate on the tuning seeds, per width, on the LR-selection slice. H1 and H2 at matched LR
 	// are reported from it beside the primaries at the tuned LR. Nil without such a grid.
@@ -199,11 +202,13 @@ func oodTexts(arms ...*ArmEvidence) []string {
 // GridCell is one rate of the full-horizon LR grid at one width: each γ's selection loss per tuning seed (a
 // diverged trial is +Inf, written null).
 type GridCell struct {
-	Width int             `json:"width"`
-	N     float64         `json:"n"` // non-embedding parameters at Width (0: the width is not on the ladder)
-	LR    float64         `json:"lr"`
-	G05   map[int]float64 `json:"gamma0.5"`
-	G1    map[int]float64 `json:"gamma1"`
+	Width int     `json:"width"`
+	N     float64 `json:"n"` // non-embedding parameters at Width (0: the width is not on the ladder)
+	LR    float64 `json:"lr"`
+	// TokensPerParam is the horizon of a ladder grid at its own horizon; 0 for the grid at the primaries'.
+	TokensPerParam float64         `json:"tokens_per_param,omitempty"`
+	G05            map[int]float64 `json:"gamma0.5"`
+	G1             map[int]float64 `json:"gamma1"`
 }
 
 // MarshalJSON writes a diverged trial's loss as null.

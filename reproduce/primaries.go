@@ -82,11 +82,18 @@ func judgePrimaries(ev *Evidence, bootstrap int) []Claim {
 		t.RestsOnOneSeed = t.fragile(t.Decision, spec.Alpha/2)
 	}
 
+	// H1's effective size is read through the ladder's L(N) only when the ladder trained at H1's horizon; a
+	// ladder at its own horizon gives the effective size at that horizon, stated with H2.
+	var ladderEff *EffReading
 	if len(ev.Ladder) >= 2 {
 		eff := effectiveSize(ev.Ladder, bootstrap)
 		for i := range eff.Points {
 			if eff.Points[i].Width == ev.Width {
-				h1.EffSize = &eff.Points[i]
+				if ev.LadderOwnHorizon {
+					ladderEff = &eff.Points[i]
+				} else {
+					h1.EffSize = &eff.Points[i]
+				}
 			}
 		}
 	}
@@ -102,6 +109,14 @@ func judgePrimaries(ev *Evidence, bootstrap int) []Claim {
 	matched = append(matched, horizonTests(ev.Horizons, spec.DeltaH1())...)
 	matched = append(matched, gridMatched(ev, spec.DeltaH1())...)
 	matched2 := gridMatchedSlopes(ev, spec.DeltaH2(lnSpan))
+	// The per-width gains beside the slope: what the slope summarises, rung by rung.
+	for _, r := range ev.Ladder {
+		d := gain(r.G05.Overall(), r.G1.Overall())
+		t := Test{Name: fmt.Sprintf("gain at width %d (N = %.0f, the ladder) [reported]", r.Width, r.N), Delta: spec.DeltaH1(),
+			Estimate: stats.Estimate{Seeds: d.Seeds, Values: d.Values}}
+		t.measure(ClaimAlpha)
+		matched2 = append(matched2, t)
+	}
 
 	one := func(n int, id, text string, t Test, extra []Test, unplateaued []string, need string) Claim {
 		c := Claim{N: n, ID: id, Text: text, Verdict: t.Decision, Tests: append([]Test{t}, extra...)}
@@ -138,7 +153,11 @@ func judgePrimaries(ev *Evidence, bootstrap int) []Claim {
 		g1s = append(g1s, &ev.Ladder[i].G1)
 	}
 	c2 := one(2, "H2", "with both fixes, γ = 1's gain grows with model size", h2, matched2, unplateaued(spec, g1s), need2)
-	c2.Detail = map[string]any{"slope_per_seed_points": perSeed, "ln_span": lnSpan}
+	detail := map[string]any{"slope_per_seed_points": perSeed, "ln_span": lnSpan}
+	if ladderEff != nil {
+		detail["effective_size_at_ladder_horizon"] = ladderEff
+	}
+	c2.Detail = detail
 	return []Claim{c1, c2}
 }
 
@@ -202,16 +221,16 @@ func describePrimaries(spec *Primaries, ev *Evidence) string {
 // gridEvidence is the full-horizon LR grid's cells from the sweep's results (nil without a grid), with each
 // width's N from the ladder.
 func gridEvidence(tuned map[string]experiment.Tuned, ladder []Rung) []GridCell {
-	cells := map[[2]float64]*GridCell{}
+	cells := map[[3]float64]*GridCell{}
 	for _, t := range tuned {
 		if t.Grid == nil {
 			continue
 		}
 		for _, tr := range t.Grid.Trials {
-			k := [2]float64{float64(t.Width), tr.LR}
+			k := [3]float64{float64(t.Width), tr.LR, t.TokensPerParam}
 			c := cells[k]
 			if c == nil {
-				c = &GridCell{Width: t.Width, LR: tr.LR, G05: map[int]float64{}, G1: map[int]float64{}}
+				c = &GridCell{Width: t.Width, LR: tr.LR, TokensPerParam: t.TokensPerParam, G05: map[int]float64{}, G1: map[int]float64{}}
 				for _, r := range ladder {
 					if r.Width == t.Width {
 						c.N = r.N
@@ -233,7 +252,9 @@ func gridEvidence(tuned map[string]experiment.Tuned, ladder []Rung) []GridCell {
 			out = append(out, *c)
 		}
 	}
-	slices.SortFunc(out, func(a, b GridCell) int { return cmp.Or(cmp.Compare(a.Width, b.Width), cmp.Compare(a.LR, b.LR)) })
+	slices.SortFunc(out, func(a, b GridCell) int {
+		return cmp.Or(cmp.Compare(a.TokensPerParam, b.TokensPerParam), cmp.Compare(a.Width, b.Width), cmp.Compare(a.LR, b.LR))
+	})
 	return out
 }
 
@@ -242,7 +263,7 @@ func gridEvidence(tuned map[string]experiment.Tuned, ladder []Rung) []GridCell {
 func gridMatched(ev *Evidence, delta float64) []Test {
 	var out []Test
 	for _, c := range ev.Grid {
-		if c.Width != ev.Width {
+		if c.Width != ev.Width || c.TokensPerParam != 0 {
 			continue
 		}
 		d := gain(c.G05, c.G1)
@@ -258,21 +279,24 @@ func gridMatched(ev *Evidence, delta float64) []Test {
 // slope of the paired gain against ln N over those widths (the ladder's ends), on the tuning seeds and the
 // LR-selection slice, reported.
 func gridMatchedSlopes(ev *Evidence, delta float64) []Test {
-	byLR := map[float64][]Rung{}
-	var lrs []float64
+	// One slope per rate and horizon: a ladder grid at its own horizon (TokensPerParam > 0) is never mixed with
+	// the primaries' grid.
+	byLR := map[[2]float64][]Rung{}
+	var lrs [][2]float64
 	for _, c := range ev.Grid {
 		if !(c.N > 0) {
 			continue
 		}
-		if _, ok := byLR[c.LR]; !ok {
-			lrs = append(lrs, c.LR)
+		k := [2]float64{c.TokensPerParam, c.LR}
+		if _, ok := byLR[k]; !ok {
+			lrs = append(lrs, k)
 		}
-		byLR[c.LR] = append(byLR[c.LR], Rung{Width: c.Width, N: c.N, G05: ArmEvidence{Seeds: lossesOf(c.G05)}, G1: ArmEvidence{Seeds: lossesOf(c.G1)}})
+		byLR[k] = append(byLR[k], Rung{Width: c.Width, N: c.N, G05: ArmEvidence{Seeds: lossesOf(c.G05)}, G1: ArmEvidence{Seeds: lossesOf(c.G1)}})
 	}
-	slices.Sort(lrs)
+	slices.SortFunc(lrs, func(a, b [2]float64) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
 	var out []Test
-	for _, lr := range lrs {
-		rungs := byLR[lr]
+	for _, k := range lrs {
+		rungs, lr := byLR[k], k[1]
 		if len(rungs) < 2 {
 			continue
 		}
@@ -281,7 +305,11 @@ func gridMatchedSlopes(ev *Evidence, delta float64) []Test {
 		for _, r := range rungs {
 			ws = append(ws, fmt.Sprint(r.Width))
 		}
-		t := Test{Name: fmt.Sprintf("H2 at the matched LR %g over widths %s (the LR grid: tuning seeds, LR-selection slice) [reported]", lr, strings.Join(ws, ", ")),
+		at := ""
+		if k[0] > 0 {
+			at = fmt.Sprintf(" at the ladder's %g tokens per parameter", k[0])
+		}
+		t := Test{Name: fmt.Sprintf("H2 at the matched LR %g over widths %s%s (the LR grid: tuning seeds, LR-selection slice) [reported]", lr, strings.Join(ws, ", "), at),
 			Delta: delta, Estimate: stats.Estimate{Seeds: slopes.Seeds, Values: slopes.Values}}
 		t.measure(ClaimAlpha)
 		out = append(out, t)

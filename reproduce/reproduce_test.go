@@ -248,9 +248,9 @@ func TestPrintPlans(t *testing.T) {
 		anchorSteps int
 	}{
 		{30 * time.Minute, "30m", 3, 160, true, 100},
-		{2 * time.Hour, "2h", 0, 128, false, 0}, // the primaries only: no anchor grid; seeds chosen within the budget
-		{8 * time.Hour, "8h", 0, 128, false, 0}, // H1 at 20 tokens per parameter: width 128 only, no anchor grid
-		{24 * time.Hour, "24h", 0, 256, false, 1500},
+		{2 * time.Hour, "2h", 0, 128, false, 0},      // the primaries only: no anchor grid; seeds chosen within the budget
+		{8 * time.Hour, "8h", 0, 128, false, 0},      // H1 at 20 tokens per parameter: width 128 only, no anchor grid
+		{24 * time.Hour, "24h", 0, 240, false, 1500}, // H1 at 20 and the ladder 96-240 at its own horizon, 5
 	} {
 		d, err := Describe(Options{Out: t.TempDir(), Budget: tc.budget}, 20000)
 		if err != nil {
@@ -286,6 +286,10 @@ func TestPrintPlans(t *testing.T) {
 		}
 		wants := []string{"LR grid (package tune, at the full horizon)", "throughput probe 20000 tokens/s", "expected wall time"}
 		anchorLine := fmt.Sprintf("anchor: claim 1 (reasoning) on the anchor-function tasks: γ [0.5 1] × depth [2] × LR [0.0003 0.001] × seeds %v = %d cells × %d steps × 128 sequences", d.Seeds, 4*tc.seeds, tc.anchorSteps)
+		if tc.tier == "24h" { // H2's ladder at its own horizon, every rung ≥ 1,000 steps, tuned at both ends
+			wants = append(wants, "ladder at its own horizon: 5 tokens per non-embedding parameter", "rung width 96: N = 480096, 1173 steps",
+				"rung width 240: N = 2997360, 7319 steps", "at both ends (widths [96 240])")
+		}
 		if tc.anchorSteps > 0 {
 			wants = append(wants, anchorLine, "(taken from the budget)")
 		} else if strings.Contains(s, "anchor:") {

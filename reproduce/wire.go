@@ -112,10 +112,28 @@ func evidenceOf(recs []RunRecord, probeDir string) (*Evidence, error) {
 		return &a
 	}
 	ev.NoFix05, ev.NoFix1 = noFix(0.5), noFix(1)
-	n := map[int]int64{}
+	// The ladder: its own rungs, and the γ grid's runs at a width it has no rung of. A ladder with a rung at
+	// the γ grid's width of other steps trained at a horizon of its own.
+	own := map[int]bool{}
 	for _, r := range recs {
-		if r.Role == RoleLadder || r.Role == RoleGamma {
-			n[r.Width] = r.N
+		if r.Role == RoleLadder {
+			own[r.Width] = true
+		}
+	}
+	for _, r := range recs {
+		if r.Role == RoleGamma && own[r.Width] {
+			for _, l := range recs {
+				if l.Role == RoleLadder && l.Width == r.Width && l.Steps != r.Steps {
+					ev.LadderOwnHorizon = true
+				}
+			}
+		}
+	}
+	rung := func(r *RunRecord) bool { return r.Role == RoleLadder || r.Role == RoleGamma && !own[r.Width] }
+	n := map[int]int64{}
+	for i := range recs {
+		if rung(&recs[i]) {
+			n[recs[i].Width] = recs[i].N
 		}
 	}
 	ws := make([]int, 0, len(n))
@@ -126,7 +144,7 @@ func evidenceOf(recs []RunRecord, probeDir string) (*Evidence, error) {
 	for _, w := range ws {
 		at := func(g float64) func(r *RunRecord) bool {
 			return func(r *RunRecord) bool {
-				return sameGamma(r.Gamma, g) && r.Width == w && (r.Role == RoleLadder || r.Role == RoleGamma)
+				return sameGamma(r.Gamma, g) && r.Width == w && rung(r)
 			}
 		}
 		ev.Ladder = append(ev.Ladder, Rung{Width: w, N: float64(n[w]),
