@@ -21,7 +21,8 @@ func TestReproducePrintPlan(t *testing.T) {
 		{2 * time.Hour, []string{"(tier 2h)", "hidden_size48", "seeds per verdict arm"}},
 		// The 8 h tier is H1 at 20 tokens per parameter with the horizon series from WSD branches.
 		{8 * time.Hour, []string{"(tier 8h)", "8972 steps", "horizon series [5 10 20]", "LR grid rates for γ = 0.5: [0.002 0.004]", "H2 is not tested", "corpus: embedded"}},
-		{24 * time.Hour, []string{"(tier 24h)", "hidden_size256", "anchor: claim 1 (reasoning)"}},
+		// The 24 h tier adds the ladder at its own horizon (widths 96-240) and the anchor grid.
+		{24 * time.Hour, []string{"(tier 24h)", "hidden_size240", "anchor: claim 1 (reasoning)"}},
 	} {
 		out := t.TempDir()
 		r, w, err := os.Pipe()
