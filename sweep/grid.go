@@ -83,9 +83,6 @@ func ParseGrid(path string) (*Grid, error) {
 	return g, nil
 }
 
-// ParseGridText parses a grid held in memory (relative base file names resolve against dir); Path is "".
-func ParseGridText(text []byte, dir string) (*Grid, error) { return parseGrid(text, dir) }
-
 // NewGrid is the grid of an inline base recipe and axes given as typed values (a study's sweep group): the
 // grid its grid file would parse to, with no text in between. A key set twice in base takes its last value;
 // the axes are checked as a grid file's are. Path and Text are empty (Text is what Prepare copies: a caller

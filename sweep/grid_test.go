@@ -222,7 +222,7 @@ func TestGridDeployExample(t *testing.T) {
 }
 
 // TestNewGridIsTheGridOfItsFile: a grid built from typed values (NewGrid, a study's sweep group) expands to the
-// same runs, ids, inline base and fingerprint as its grid file parsed (a key set twice takes its last value, as
+// same runs, ids, inline base and fingerprint as its grid file read back (ParseGrid) (a key set twice takes its last value, as
 // in the file's document), and its axes are checked as a file's are.
 func TestNewGridIsTheGridOfItsFile(t *testing.T) {
 	base := []override.Set{
@@ -242,7 +242,7 @@ func TestNewGridIsTheGridOfItsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := "[base]\n" + doc + "[axes]\nseed = [0, 1]\n\"init.gamma\" = [0.5, 1]\n"
-	f, err := ParseGridText([]byte(text), t.TempDir())
+	f, err := ParseGrid(writeFile(t, t.TempDir(), "grid.toml", text))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,10 @@ func TestPrepareMovedSweep(t *testing.T) {
 	grid := func(root, extra, val string) (*Grid, *Plan) {
 		text := fmt.Sprintf("[base]\n\"data.train\" = %q\n\"data.val\" = %q\n\"model.preset\" = \"tiny\"\n%s[axes]\n\"init.gamma\" = [0.5, 1]\n",
 			filepath.Join(root, "data", "train.tok"), filepath.Join(root, "data", val), extra)
-		g, err := ParseGridText([]byte(text), root)
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		g, err := ParseGrid(writeFile(t, root, "grid.toml", text))
 		if err != nil {
 			t.Fatal(err)
 		}
