@@ -448,7 +448,7 @@ func CheckMemory(c Config, batch int, extra float64) error {
 	}
 	if need > limit {
 		return fmt.Errorf("model of %d parameters with max_position_embeddings = %d and batch %d needs about %.3g GB (attention probabilities alone %.3g GB), more than %s of memory",
-			c.NumParams(), c.SeqLen, batch, need/1e9, 4*c.attnProbs(float64(batch), float64(c.SeqLen), float64(c.SeqLen))*float64(c.Layers)/1e9, where)
+			c.NumParams(), c.SeqLen, batch, need/1e9, 4*attnProbs(c, float64(batch), float64(c.SeqLen), float64(c.SeqLen))*float64(c.Layers)/1e9, where)
 	}
 	return nil
 }
