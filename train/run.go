@@ -612,7 +612,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		step := r.st.Step
 		lr := r.sched.LR(step)
 		r.samp.Next(in, tg)
-		c.MaskTargets(tg)
+		maskTargets(c, tg)
 		loss, err := r.m.Forward(in, tg)
 		if err != nil {
 			return Result{}, fmt.Errorf("step %d: %w", step, err)
