@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // Arm is a group of runs whose configs differ only in the seed and in bookkeeping keys.
@@ -25,18 +25,21 @@ type Arm struct {
 	N        int64   // non-embedding parameters
 	baseN    int64   // N without the attention gate's weights: the size arms are sorted by
 	gated    bool    // the model has an attention gate
-	gateRank int     // none, headwise, others (train.Config.GateRank)
+	gateRank int     // none, headwise, others (recipe.Config.GateRank)
 }
 
-// isBookkeeping and isSizeKey read a config key's role from train's key table (train.Key): a bookkeeping key
+// isBookkeeping and isSizeKey read a config key's role from train's key table (recipe.Key): a bookkeeping key
 // does not split arms, a size key sets the x of loss against N.
-func isBookkeeping(k string) bool { info, _ := train.Key(k); return info.Role == train.KeyBookkeeping }
-func isSizeKey(k string) bool     { info, _ := train.Key(k); return info.Role == train.KeySize }
+func isBookkeeping(k string) bool {
+	info, _ := recipe.Key(k)
+	return info.Role == recipe.KeyBookkeeping
+}
+func isSizeKey(k string) bool { info, _ := recipe.Key(k); return info.Role == recipe.KeySize }
 
-// ShortName is the display name of a config key (γ for init.gamma, ε for model.norm_eps, ...): train.ShortName.
-func ShortName(key string) string { return train.ShortName(key) }
+// ShortName is the display name of a config key (γ for init.gamma, ε for model.norm_eps, ...): recipe.ShortName.
+func ShortName(key string) string { return recipe.ShortName(key) }
 
-func keyRank(k string) int { _, r := train.Key(k); return r }
+func keyRank(k string) int { _, r := recipe.Key(k); return r }
 
 func sortKeys(keys []string) {
 	sort.Slice(keys, func(i, j int) bool {

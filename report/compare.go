@@ -8,33 +8,33 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
-// CompareData is a token-level comparison of two models (diag.Compare) and what was compared: made by
+// CompareData is a token-level comparison of two models (diagrec.Compare) and what was compared: made by
 // analyze.CompareModels or read from a file (ReadCompare).
 type CompareData struct {
 	A, B   string // the models (run or model directories, or the labels a compare JSON gives)
 	Tokens string // the token file they were scored on
-	Cmp    diag.Comparison
+	Cmp    diagrec.Comparison
 }
 
 // ReadCompare reads a comparison from `smallinit compare --json` output ({"a", "b", "tokens", "comparison"})
-// or a bare diag.Comparison.
+// or a bare diagrec.Comparison.
 func ReadCompare(path string) (*CompareData, error) {
 	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
 		return nil, fmt.Errorf("comparison: %w", err)
 	}
-	var wrapped diag.CompareRecord
+	var wrapped diagrec.CompareRecord
 	if err := json.Unmarshal(b, &wrapped); err != nil {
 		return nil, fmt.Errorf("comparison %s: %w", path, err)
 	}
 	if wrapped.Comparison != nil {
 		return &CompareData{A: wrapped.A, B: wrapped.B, Tokens: wrapped.Tokens, Cmp: *wrapped.Comparison}, nil
 	}
-	var c diag.Comparison
+	var c diagrec.Comparison
 	if err := json.Unmarshal(b, &c); err != nil || len(c.Bins) == 0 {
 		return nil, fmt.Errorf("comparison %s: no difficulty bins (want the JSON output of smallinit compare)", path)
 	}

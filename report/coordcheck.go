@@ -13,15 +13,15 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
-// Coordcheck is a coordinate check (diag.Coordcheck, the output of `smallinit coordcheck --json`) and the file
+// Coordcheck is a coordinate check (diagrec.Coordcheck, the output of `smallinit coordcheck --json`) and the file
 // it was read from.
 type Coordcheck struct {
 	Source string // the file's base name
-	diag.Coordcheck
+	diagrec.Coordcheck
 }
 
 // ReadCoordcheck reads a coordinate check saved from `smallinit coordcheck --json`.

@@ -18,5 +18,5 @@
 // report reads files and draws: it loads no model. The heatmaps and the token comparison are computed by
 // package analyze (analyze.Heatmaps of HeatmapSources' model directories, analyze.CompareModels) and given to
 // Make as data (Request.Heatmaps, Request.Compare); analyze.MakeReport does both and calls Make. The size
-// law of a line is fit.Fit's, and the meaning of config keys is train's (train.Key).
+// law of a line is fit.Fit's, and the meaning of config keys is train's (recipe.Key).
 package report

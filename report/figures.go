@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/fit"
 )
 
@@ -49,8 +49,8 @@ const (
 	FigLossSize     = "loss-vs-size"
 	FigTrajectories = "weight-trajectories"
 	FigHeatmaps     = "row-cosine-heatmaps"
-	FigSink         = diag.FigureSink
-	FigNorm         = diag.FigureNorm
+	FigSink         = diagrec.FigureSink
+	FigNorm         = diagrec.FigureNorm
 	FigCompare      = "token-difficulty"
 	FigCoordcheck   = "coordinate-check"
 )
@@ -475,7 +475,7 @@ func classOrder(arms []*Arm) []string {
 }
 
 // classCurve averages a class metric over the arm's runs by diagnostics step.
-func classCurve(a *Arm, class string, metric func(diag.ClassSummary) float64) (xs, ys []float64) {
+func classCurve(a *Arm, class string, metric func(diagrec.ClassSummary) float64) (xs, ys []float64) {
 	sum, n := map[int]float64{}, map[int]int{}
 	for _, r := range a.Runs {
 		for _, p := range r.Diagnostics {
@@ -524,9 +524,9 @@ func (d *Data) figTrajectories(maxArms int) (*Figure, string) {
 		return nil, "needs an arm with weight diagnostics at two or more steps (train.diagnostics_interval > 0)"
 	}
 	classes := classOrder(arms)
-	var metrics []diag.WeightMetric // the table's plotted metrics, one panel each
+	var metrics []diagrec.WeightMetric // the table's plotted metrics, one panel each
 	var names []string
-	for _, m := range diag.WeightMetrics {
+	for _, m := range diagrec.WeightMetrics {
 		if m.Axis != "" {
 			metrics, names = append(metrics, m), append(names, m.Name)
 		}
@@ -542,7 +542,7 @@ func (d *Data) figTrajectories(maxArms int) (*Figure, string) {
 				useLogY(p)
 			}
 			for ci, class := range classes {
-				xs, ys := classCurve(a, class, func(c diag.ClassSummary) float64 { return c.Mean(m.Key) })
+				xs, ys := classCurve(a, class, func(c diagrec.ClassSummary) float64 { return c.Mean(m.Key) })
 				f.Points += addLine(p, finiteXYs(xs, ys, false, m.LogY), lineStyle(ci), len(xs) <= 12)
 			}
 			row = append(row, p)
@@ -617,7 +617,7 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 }
 
 // lastLayers averages, over the arm's runs, a per-layer metric of each run's last diagnostics line.
-func lastLayers(a *Arm, metric func(diag.LayerActivations) float64) (xs, ys []float64, steps []int) {
+func lastLayers(a *Arm, metric func(diagrec.LayerActivations) float64) (xs, ys []float64, steps []int) {
 	sum, n := map[int]float64{}, map[int]int{}
 	for _, r := range a.Runs {
 		p := r.LastDiag()
@@ -643,13 +643,13 @@ func lastLayers(a *Arm, metric func(diag.LayerActivations) float64) (xs, ys []fl
 	return xs, ys, steps
 }
 
-// layerPanels draws a panel for each metric of diag.LayerMetrics in figure fig: its value against the layer,
+// layerPanels draws a panel for each metric of diagrec.LayerMetrics in figure fig: its value against the layer,
 // one line per arm (from each run's last diagnostics line, mean over the arm's seeds), with the y range its
 // row asks for. The points drawn are added to f.
 func (d *Data) layerPanels(fig string, arms []*Arm, f *Figure) []*plot.Plot {
 	var ps []*plot.Plot
-	var ms []diag.LayerMetric
-	for _, m := range diag.LayerMetrics {
+	var ms []diagrec.LayerMetric
+	for _, m := range diagrec.LayerMetrics {
 		if m.Figure != fig {
 			continue
 		}
@@ -729,7 +729,7 @@ func (d *Data) figSink() (*Figure, string) {
 		gates[a.Gate] = true
 	}
 	var err error
-	if f.SVG, err = renderPlots([][]*plot.Plot{d.layerPanels(diag.FigureSink, arms, f)}, vg.Points(780), vg.Points(300), f.Title); err != nil {
+	if f.SVG, err = renderPlots([][]*plot.Plot{d.layerPanels(diagrec.FigureSink, arms, f)}, vg.Points(780), vg.Points(300), f.Title); err != nil {
 		return nil, err.Error()
 	}
 	var gs []string
@@ -738,7 +738,7 @@ func (d *Data) figSink() (*Figure, string) {
 	}
 	f.Caption = d.describe(runs) + fmt.Sprintf(" From each run's last diagnostics line (step %s), mean over the arm's seeds; attention gate: %s. "+
 		"α is a head's mean attention to the first token over all queries; a head with α > %g is a sink. The study expects the gate to remove the sink.",
-		stepList(steps), strings.Join(sortedValues(toSet(gs)), ", "), diag.SinkThreshold)
+		stepList(steps), strings.Join(sortedValues(toSet(gs)), ", "), diagrec.SinkThreshold)
 	return f, ""
 }
 
@@ -759,7 +759,7 @@ func (d *Data) figNorm() (*Figure, string) {
 		eps[strconv.FormatFloat(a.NormEps, 'g', -1, 64)] = true
 	}
 	var err error
-	if f.SVG, err = renderPlots([][]*plot.Plot{d.layerPanels(diag.FigureNorm, arms, f)}, vg.Points(780), vg.Points(300), f.Title); err != nil {
+	if f.SVG, err = renderPlots([][]*plot.Plot{d.layerPanels(diagrec.FigureNorm, arms, f)}, vg.Points(780), vg.Points(300), f.Title); err != nil {
 		return nil, err.Error()
 	}
 	f.Caption = d.describe(runs) + fmt.Sprintf(" From each run's last diagnostics line (step %s), mean over seeds and probe tokens; ε ∈ {%s}. "+
