@@ -298,7 +298,7 @@ func (c *Config) Set(key, value string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := override.Decode([]override.Set{s}, c); errors.Is(err, override.ErrUnknownKey) {
+	if err := override.Apply([]override.Set{s}, c); errors.Is(err, override.ErrUnknownKey) {
 		return fmt.Errorf("unknown model key %q", key)
 	} else if err != nil {
 		return fmt.Errorf("model key %w", err)

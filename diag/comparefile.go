@@ -102,5 +102,3 @@ func CompareFiles(a, b, tokens string, bins, windows int, dump string) (Comparis
 	}
 	return cmp, nil
 }
-
-

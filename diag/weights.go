@@ -6,7 +6,6 @@ import (
 	"slices"
 )
 
-
 // WeightOptions tune Weights and StableRank. Zero fields take the value of
 // DefaultWeightOptions.
 type WeightOptions struct {

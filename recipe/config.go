@@ -9,8 +9,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"sort"
-	"strings"
 
 	"github.com/BurntSushi/toml"
 
@@ -96,12 +94,13 @@ func Load(path string, sets []string) (Config, error) {
 }
 
 // LoadSets reads a run config file (path may be empty for all defaults) and applies typed overrides (a key
-// without a section is a model key, override.Qualify). The model
-// preset is resolved first, then the file's and the overrides' model keys are applied on top of it. Unknown
-// keys are errors naming them.
+// without a section is a model key, override.Qualify). The file is decoded once, into its dotted keys and
+// typed values (override.Flatten); the model preset (the last model.preset of the file and the overrides) is
+// resolved first, then the file's keys and the overrides are set on top of it (override.Apply), with no text in
+// between. Unknown keys are errors naming them.
 func LoadSets(path string, sets []override.Set) (Config, error) {
 	sets = override.Qualify(sets, Config{}, "model") // "norm_eps" is "model.norm_eps"; "seed" stays
-	var file []byte
+	var file []override.Set
 	if path != "" {
 		b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 		if err != nil {
@@ -110,48 +109,45 @@ func LoadSets(path string, sets []override.Set) (Config, error) {
 		if err := override.CheckDepth(b); err != nil {
 			return Config{}, fmt.Errorf("run config %s: %w", path, err)
 		}
-		file = b
-	}
-	over, err := override.Document(sets)
-	if err != nil {
-		return Config{}, fmt.Errorf("run config overrides: %w", err)
-	}
-	where := func(doc string) string {
-		if doc == "file" {
-			return path
+		var m map[string]any
+		if _, err := toml.Decode(string(b), &m); err != nil {
+			return Config{}, fmt.Errorf("run config %s: %w", path, err)
 		}
-		return "overrides"
+		file = override.Flatten(m)
 	}
-	// Pass 1 finds the preset; pass 2 decodes everything over the preset's defaults.
-	c := Default()
-	for _, doc := range []struct{ name, text string }{{"file", string(file)}, {"set", over}} {
-		if _, err := toml.Decode(doc.text, &c); err != nil {
-			return Config{}, fmt.Errorf("run config %s: %w", where(doc.name), err)
+	docs := []struct {
+		where string
+		sets  []override.Set
+	}{{path, file}, {"overrides", sets}}
+	preset := Default().Model.Preset
+	ffnSet, dimSet := false, false
+	for _, doc := range docs {
+		for _, s := range doc.sets {
+			switch s.Key {
+			case KeyPreset:
+				name, ok := s.Value.(string)
+				if !ok {
+					return Config{}, fmt.Errorf("run config %s: %s = %v: want a string", doc.where, s.Key, s.Value)
+				}
+				preset = name
+			case KeyFFN:
+				ffnSet = true
+			case KeyHiddenSize:
+				dimSet = true
+			}
 		}
 	}
-	p, err := arch.LookupPreset(c.Model.Preset)
+	p, err := arch.LookupPreset(preset)
 	if err != nil {
 		return Config{}, fmt.Errorf("run config: model.preset: %w", err)
 	}
-	c = Default()
+	c := Default()
 	c.Model = ModelConfig{Preset: p.Name, Config: p.Config}
 	c.Train.BatchSize = p.Batch
-	ffnSet, dimSet := false, false
-	for _, doc := range []struct{ name, text string }{{"file", string(file)}, {"set", over}} {
-		md, err := toml.Decode(doc.text, &c)
-		if err != nil {
-			return Config{}, fmt.Errorf("run config %s: %w", where(doc.name), err)
+	for _, doc := range docs {
+		if err := override.Apply(doc.sets, &c); err != nil {
+			return Config{}, fmt.Errorf("run config %s: %w", doc.where, err)
 		}
-		if und := md.Undecoded(); len(und) > 0 {
-			keys := make([]string, len(und))
-			for i, k := range und {
-				keys[i] = k.String()
-			}
-			sort.Strings(keys)
-			return Config{}, fmt.Errorf("run config %s: unknown key %s", where(doc.name), strings.Join(keys, ", "))
-		}
-		ffnSet = ffnSet || md.IsDefined("model", "intermediate_size")
-		dimSet = dimSet || md.IsDefined("model", "hidden_size")
 	}
 	c.Model.FollowHiddenSize(dimSet, ffnSet)
 	c.Model.Preset = p.Name // the table's spelling (names are case-insensitive)
@@ -261,6 +257,17 @@ func (c Config) TotalSteps() int {
 		return c.Train.Steps
 	}
 	return int(c.Train.Tokens / int64(c.Train.BatchSize*c.Model.SeqLen))
+}
+
+// Flatten is c as dotted keys and their typed values (override.Struct): the keys of its config.toml with the
+// values decoding that file gives, read from the struct without printing it.
+func (c Config) Flatten() map[string]any {
+	sets := override.Struct(c)
+	out := make(map[string]any, len(sets))
+	for _, s := range sets {
+		out[s.Key] = s.Value
+	}
+	return out
 }
 
 // Encode returns the resolved config as TOML (written to DIR/config.toml).

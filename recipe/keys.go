@@ -31,10 +31,10 @@ const (
 	KeyNormEps             = "model.norm_eps"
 	KeyAttnGate            = "model.attn_gate"
 	KeyPreset              = "model.preset"
-	KeyHiddenSize          = "model.hidden_size"
+	KeyHiddenSize          = arch.KeyHiddenSize
 	KeyLayers              = "model.num_hidden_layers"
 	KeyHeads               = "model.num_attention_heads"
-	KeyFFN                 = "model.intermediate_size"
+	KeyFFN                 = arch.KeyFFN
 	KeyHeadDim             = "model.head_dim"
 	KeySteps               = "train.steps"
 	KeyTokens              = "train.tokens"

@@ -64,11 +64,11 @@ func (d *Data) groupArms() {
 	// between machines that mount the same data elsewhere.
 	datasets := map[string]bool{}
 	for _, r := range withCfg {
-		datasets[dataName(r.Value("data.train"))] = true
+		datasets[dataName(r.Value(recipe.KeyDataTrain))] = true
 	}
 	if len(datasets) > 1 {
 		for _, r := range withCfg {
-			r.Recipe["data"] = dataName(r.Value("data.train"))
+			r.Recipe["data"] = dataName(r.Value(recipe.KeyDataTrain))
 		}
 	}
 	all := map[string]bool{}
@@ -86,7 +86,7 @@ func (d *Data) groupArms() {
 			continue
 		}
 		if isBookkeeping(k) {
-			if k != "seed" {
+			if k != recipe.KeySeed {
 				d.Ignored = append(d.Ignored, k)
 			}
 			continue
@@ -156,19 +156,19 @@ func (d *Data) shownKeys(runs []*Run) map[string]bool {
 	presetVaries := false
 	for _, k := range d.Varying {
 		shown[k] = true
-		presetVaries = presetVaries || k == "model.preset"
+		presetVaries = presetVaries || k == recipe.KeyPreset
 	}
 	if !presetVaries {
 		return shown
 	}
 	for _, k := range d.Varying {
-		if !isSizeKey(k) || k == "model.preset" {
+		if !isSizeKey(k) || k == recipe.KeyPreset {
 			continue
 		}
 		byPreset := map[string]string{}
 		determined := true
 		for _, r := range runs {
-			p := r.Value("model.preset")
+			p := r.Value(recipe.KeyPreset)
 			if v, ok := byPreset[p]; ok && v != r.Value(k) {
 				determined = false
 				break
@@ -187,14 +187,14 @@ func (d *Data) labelWithout(a *Arm, drop func(string) bool) (key, label string) 
 	var ks, ls []string
 	presetVaries := false
 	for _, k := range d.Varying {
-		presetVaries = presetVaries || (k == "model.preset" && !drop(k))
+		presetVaries = presetVaries || (k == recipe.KeyPreset && !drop(k))
 	}
 	for _, k := range d.Varying {
 		if drop(k) {
 			continue
 		}
 		ks = append(ks, k+"="+a.Values[k])
-		if presetVaries && isSizeKey(k) && k != "model.preset" {
+		if presetVaries && isSizeKey(k) && k != recipe.KeyPreset {
 			continue
 		}
 		ls = append(ls, ShortName(k)+"="+a.Values[k])
@@ -321,13 +321,13 @@ func (d *Data) describe(runs []*Run) string {
 		return v, true
 	}
 	var shared []string
-	if p, ok := same("model.preset"); ok {
+	if p, ok := same(recipe.KeyPreset); ok {
 		s := "preset " + p
 		var shape []string
-		for _, k := range []string{"model.hidden_size", "model.num_hidden_layers", "model.num_attention_heads", "model.max_position_embeddings", "model.vocab_size"} {
+		for _, k := range []string{recipe.KeyHiddenSize, recipe.KeyLayers, recipe.KeyHeads, recipe.KeyContext, recipe.KeyVocab} {
 			if v, ok := same(k); ok {
 				name := ShortName(k)
-				if k == "model.vocab_size" {
+				if k == recipe.KeyVocab {
 					name = "V"
 				}
 				shape = append(shape, name+"="+v)
@@ -338,7 +338,7 @@ func (d *Data) describe(runs []*Run) string {
 		}
 		shared = append(shared, s)
 	}
-	for _, k := range []string{"init.gamma", "model.norm_eps", "model.attn_gate"} {
+	for _, k := range []string{recipe.KeyGamma, recipe.KeyNormEps, recipe.KeyAttnGate} {
 		if v, ok := same(k); ok {
 			shared = append(shared, ShortName(k)+"="+v)
 		}
@@ -353,8 +353,8 @@ func (d *Data) describe(runs []*Run) string {
 	if sameBudget {
 		shared = append(shared, fmt.Sprintf("%d steps × %d×%d = %s tokens per run", steps, B, T, groupDigits(int64(steps*B*T))))
 	}
-	if v, ok := same("schedule.lr"); ok {
-		k, _ := same("schedule.kind")
+	if v, ok := same(recipe.KeyLR); ok {
+		k, _ := same(recipe.KeyScheduleKind)
 		shared = append(shared, fmt.Sprintf("lr %s %s", v, k))
 	}
 	if len(shared) > 0 {

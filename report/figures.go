@@ -14,6 +14,7 @@ import (
 
 	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/fit"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // Figure is one drawn figure of a report.
@@ -78,7 +79,7 @@ func (d *Data) armIndex(a *Arm) int {
 func armName(a *Arm) string {
 	seeds := map[string]bool{}
 	for _, r := range a.Runs {
-		seeds[r.Value("seed")] = true
+		seeds[r.Value(recipe.KeySeed)] = true
 	}
 	switch {
 	case len(seeds) > 1 && len(seeds) == len(a.Runs):
@@ -219,7 +220,7 @@ func seedNote(ps []valPoint) string {
 
 // figValGamma draws the final validation loss against γ, one line per arm of the other keys (ε, gate, ...).
 func (d *Data) figValGamma() (*Figure, string) {
-	keys, labels, pts := d.seriesBy(func(k string) bool { return k == "init.gamma" }, func(a *Arm) float64 { return a.Gamma })
+	keys, labels, pts := d.seriesBy(func(k string) bool { return k == recipe.KeyGamma }, func(a *Arm) float64 { return a.Gamma })
 	gammas := map[float64]bool{}
 	for _, k := range keys {
 		for _, p := range pts[k] {
@@ -259,7 +260,7 @@ func (d *Data) figValGamma() (*Figure, string) {
 // figFixes draws the 2×2 of fixes: for each γ, bars for the default arm (ε = 1e-5, no gate), the fixed arm
 // (ε = 1e-12 with a gate) and the single fixes when they were run.
 func (d *Data) figFixes() (*Figure, string) {
-	drop := func(k string) bool { return k == "init.gamma" || k == "model.norm_eps" || k == "model.attn_gate" }
+	drop := func(k string) bool { return k == recipe.KeyGamma || k == recipe.KeyNormEps || k == recipe.KeyAttnGate }
 	keys, labels, pts := d.seriesBy(drop, func(a *Arm) float64 { return a.Gamma })
 	f := &Figure{ID: FigFixes, Title: "The 2×2 of fixes: γ × {default, fixed}"}
 	var rows [][]*plot.Plot

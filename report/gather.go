@@ -10,8 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/recipe"
@@ -35,7 +33,7 @@ type Run struct {
 	Complete    bool             // config, metrics up to TotalSteps and a final model are all there
 	Reason      string           // why the run is incomplete ("" when complete)
 	Problems    []string         // everything that could not be read
-	Recipe      map[string]any   // the resolved config as dotted keys and typed values (override.Flatten)
+	Recipe      map[string]any   // the resolved config as dotted keys and typed values (recipe.Config.Flatten)
 	Summary     *summary.Row     // the plan's summary.json row naming this run, if any
 	Arm         *Arm             // nil for a run without a readable config
 }
@@ -195,11 +193,7 @@ func readRun(dir string) *Run {
 	} else if c, err := tr.Config(); err != nil {
 		bad("%v", err)
 	} else {
-		r.Config, r.HasConfig, r.TotalSteps = c, true, c.TotalSteps()
-		if r.Recipe, err = flatten(c); err != nil {
-			bad("config: %v", err)
-			r.HasConfig = false
-		}
+		r.Config, r.HasConfig, r.TotalSteps, r.Recipe = c, true, c.TotalSteps(), c.Flatten()
 	}
 	// Each reader returns what it could read with its error: a run with a damaged line still shows the rest.
 	if r.Metrics, err = tr.Metrics(); errors.Is(err, fs.ErrNotExist) {
@@ -295,23 +289,6 @@ func attachSummaries(runs []*Run, sums []summaryFile) {
 			}
 		}
 	}
-}
-
-// flatten turns a config into dotted keys (as in overrides) and their typed values.
-func flatten(c recipe.Config) (map[string]any, error) {
-	b, err := c.Encode()
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if _, err := toml.Decode(string(b), &m); err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	for _, s := range override.Flatten(m) {
-		out[s.Key] = s.Value
-	}
-	return out, nil
 }
 
 // Value is the canonical text of the run's value of a config key (override.Format: 1 and 1.0 are the same

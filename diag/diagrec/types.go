@@ -136,4 +136,3 @@ type ActivationStats struct {
 
 // SinkThreshold is the α above which a head counts as a sink (Gu et al. 2024).
 const SinkThreshold = 0.3
-
