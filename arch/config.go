@@ -91,6 +91,13 @@ func (c Config) NumMoE() int {
 	return n
 }
 
+// FixedEpsBelow is the line of docs/definitions.md §1 "Fixed ε": a norm ε below it is the fixed setting of
+// claim 2 (1e-12), one at or above it the default (1e-5, or a width-emulated ε).
+const FixedEpsBelow = 1e-8
+
+// EpsFixed reports whether the config's norm ε is fixed (docs/definitions.md §1 "Fixed ε": ε < FixedEpsBelow).
+func (c Config) EpsFixed() bool { return c.NormEps < FixedEpsBelow }
+
 // DefaultFFN is docs/definitions.md §1's SwiGLU width: 8d/3 rounded up to a multiple of 64 (384 at d=128, 704 at 256, 1408 at 512).
 func DefaultFFN(d int) int { return (8*d/3 + 63) / 64 * 64 }
 

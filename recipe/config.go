@@ -9,6 +9,9 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"reflect"
+	"sort"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 
@@ -94,13 +97,14 @@ func Load(path string, sets []string) (Config, error) {
 }
 
 // LoadSets reads a run config file (path may be empty for all defaults) and applies typed overrides (a key
-// without a section is a model key, override.Qualify). The file is decoded once, into its dotted keys and
-// typed values (override.Flatten); the model preset (the last model.preset of the file and the overrides) is
-// resolved first, then the file's keys and the overrides are set on top of it (override.Apply), with no text in
-// between. Unknown keys are errors naming them.
+// without a section is a model key, override.Qualify). The file is decoded once, straight into the typed config
+// over the defaults; the model keys it leaves undefined then take the values of its preset (the file's
+// model.preset, or the overrides' when they name one), and the overrides are set on top (override.Apply), with
+// no text in between. Unknown keys are errors naming them.
 func LoadSets(path string, sets []override.Set) (Config, error) {
 	sets = override.Qualify(sets, Config{}, "model") // "norm_eps" is "model.norm_eps"; "seed" stays
-	var file []override.Set
+	c := Default()
+	defined := map[string]bool{} // the file's dotted keys, in lower case (TOML matches fields in any case)
 	if path != "" {
 		b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 		if err != nil {
@@ -109,52 +113,64 @@ func LoadSets(path string, sets []override.Set) (Config, error) {
 		if err := override.CheckDepth(b); err != nil {
 			return Config{}, fmt.Errorf("run config %s: %w", path, err)
 		}
-		var m map[string]any
-		if _, err := toml.Decode(string(b), &m); err != nil {
+		md, err := toml.Decode(string(b), &c)
+		if err != nil {
 			return Config{}, fmt.Errorf("run config %s: %w", path, err)
 		}
-		file = override.Flatten(m)
-	}
-	docs := []struct {
-		where string
-		sets  []override.Set
-	}{{path, file}, {"overrides", sets}}
-	preset := Default().Model.Preset
-	ffnSet, dimSet := false, false
-	for _, doc := range docs {
-		for _, s := range doc.sets {
-			switch s.Key {
-			case KeyPreset:
-				name, ok := s.Value.(string)
-				if !ok {
-					return Config{}, fmt.Errorf("run config %s: %s = %v: want a string", doc.where, s.Key, s.Value)
-				}
-				preset = name
-			case KeyFFN:
-				ffnSet = true
-			case KeyHiddenSize:
-				dimSet = true
+		if und := md.Undecoded(); len(und) > 0 {
+			keys := make([]string, len(und))
+			for i, k := range und {
+				keys[i] = k.String()
 			}
+			sort.Strings(keys)
+			return Config{}, fmt.Errorf("run config %s: %w %s", path, override.ErrUnknownKey, strings.Join(keys, ", "))
+		}
+		for _, k := range md.Keys() {
+			defined[strings.ToLower(k.String())] = true
+		}
+	}
+	preset := c.Model.Preset
+	for _, s := range sets {
+		switch s.Key {
+		case KeyPreset:
+			name, ok := s.Value.(string)
+			if !ok {
+				return Config{}, fmt.Errorf("run config overrides: %s = %v: want a string", s.Key, s.Value)
+			}
+			preset = name
+		case KeyFFN, KeyHiddenSize:
+			defined[s.Key] = true
 		}
 	}
 	p, err := arch.LookupPreset(preset)
 	if err != nil {
 		return Config{}, fmt.Errorf("run config: model.preset: %w", err)
 	}
-	c := Default()
-	c.Model = ModelConfig{Preset: p.Name, Config: p.Config}
-	c.Train.BatchSize = p.Batch
-	for _, doc := range docs {
-		if err := override.Apply(doc.sets, &c); err != nil {
-			return Config{}, fmt.Errorf("run config %s: %w", doc.where, err)
-		}
+	fromPreset(&c.Model.Config, p.Config, func(key string) bool { return defined["model."+key] })
+	if !defined[KeyBatchSize] {
+		c.Train.BatchSize = p.Batch
 	}
-	c.Model.FollowHiddenSize(dimSet, ffnSet)
+	if err := override.Apply(sets, &c); err != nil {
+		return Config{}, fmt.Errorf("run config overrides: %w", err)
+	}
+	c.Model.FollowHiddenSize(defined[KeyHiddenSize], defined[KeyFFN])
 	c.Model.Preset = p.Name // the table's spelling (names are case-insensitive)
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("run config: %w", err)
 	}
 	return c, nil
+}
+
+// fromPreset sets every field of m whose key (its toml tag, in lower case) the file did not define to the
+// preset's value: the file's model keys override its preset, as the overrides then override both.
+func fromPreset(m *arch.Config, preset arch.Config, defined func(key string) bool) {
+	dst, src := reflect.ValueOf(m).Elem(), reflect.ValueOf(preset)
+	for i := range dst.NumField() {
+		tag, _, _ := strings.Cut(dst.Type().Field(i).Tag.Get("toml"), ",")
+		if tag != "" && tag != "-" && !defined(strings.ToLower(tag)) {
+			dst.Field(i).Set(src.Field(i))
+		}
+	}
 }
 
 // MaxSeed is the largest seed: config.toml stores it as a TOML integer, which is int64, so a larger one would

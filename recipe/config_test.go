@@ -10,6 +10,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/override"
 )
 
@@ -94,6 +95,19 @@ func TestLoadSetsReadsTheFileOnceThenTheOverrides(t *testing.T) {
 	}
 	if back, err := LoadSets(again, nil); err != nil || !reflect.DeepEqual(back, c) {
 		t.Errorf("config.toml loads back as %+v (%v), want %+v", back, err, c)
+	}
+	// The preset the overrides name replaces the file's, under the file's own model keys (in any case).
+	if err := os.WriteFile(path, []byte("[model]\npreset = \"small\"\nnorm_eps = 1e-12\nNum_Hidden_Layers = 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tiny, err := arch.LookupPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err = LoadSets(path, []override.Set{{Key: KeyPreset, Value: "tiny"}, {Key: KeyDataTrain, Value: "x.tok"}})
+	if err != nil || c.Model.Preset != "tiny" || c.Model.Dim != tiny.Config.Dim || c.Model.NormEps != 1e-12 ||
+		c.Model.Layers != 3 || c.Train.BatchSize != tiny.Batch {
+		t.Errorf("file on small, overrides on tiny: %+v (%v)", c.Model, err)
 	}
 	for _, tc := range []struct {
 		name, file string

@@ -25,10 +25,11 @@ type Arm struct {
 	N        int64   // non-embedding parameters
 	baseN    int64   // N without the attention gate's weights: the size arms are sorted by
 	gated    bool    // the model has an attention gate
+	epsFixed bool    // the model's ε is fixed (arch.Config.EpsFixed)
 	gateRank int     // none, headwise, others (recipe.Config.GateRank)
 }
 
-// isBookkeeping and isSizeKey read a config key's role from train's key table (recipe.Key): a bookkeeping key
+// isBookkeeping and isSizeKey read a config key's role from the recipe's key table (recipe.Key): a bookkeeping key
 // does not split arms, a size key sets the x of loss against N.
 func isBookkeeping(k string) bool {
 	info, _ := recipe.Key(k)
@@ -107,7 +108,7 @@ func (d *Data) groupArms() {
 		if !ok {
 			a = &Arm{Key: key, Values: map[string]string{}, Gamma: r.Config.Init.Gamma, NormEps: r.Config.Model.NormEps,
 				Gate: r.Config.Model.AttnGate, Preset: r.Config.Model.Preset, N: r.N(), baseN: r.Config.BaseN(),
-				gated: r.Config.Gated(), gateRank: r.Config.GateRank()}
+				gated: r.Config.Gated(), gateRank: r.Config.GateRank(), epsFixed: r.Config.Model.EpsFixed()}
 			var lab []string
 			for _, k := range d.Varying {
 				a.Values[k] = r.Value(k)
@@ -258,11 +259,11 @@ func meanSE(xs []float64) (mean, se float64) {
 	return mean, math.Sqrt(ss/float64(len(xs)-1)) / math.Sqrt(float64(len(xs)))
 }
 
-// fixKind classifies an arm for the 2×2 of fixes: 0 default (ε ≥ 1e-8, no gate), 1 ε fixed only, 2 gate
-// only, 3 both fixes (ε < 1e-8 with a gate).
+// fixKind classifies an arm for the 2×2 of fixes: 0 default (default ε, no gate), 1 ε fixed only, 2 gate
+// only, 3 both fixes (fixed ε with a gate; docs/definitions.md §1 "Fixed ε", arch.Config.EpsFixed).
 func fixKind(a *Arm) int {
 	k := 0
-	if a.NormEps < 1e-8 {
+	if a.epsFixed {
 		k |= 1
 	}
 	if a.gated {
