@@ -12,9 +12,9 @@
 // figure is a row of one figure table (figureTable) that builds a Chart from the runs.
 //
 // report is the one package that draws figures and writes pages, and DrawChart the one way it draws them. Its
-// own figures and those of other packages are data (Chart: rows of Panels of Bars, Series or Grids, a series in
-// an arm's palette colour or as a dashed fitted or black reference curve) and DrawChart draws one with the palette and the
-// colour scale of its quantity (ScaleCosine for cosines, ScaleFraction for shares and accuracies), WritePage
+// own figures and those of other packages are data (Chart: rows of Panels of Bars, Series or Grids; a series
+// in an arm's palette colour, or a dashed fitted or black reference curve). DrawChart draws one with the
+// palette and the colour scale of its quantity (ScaleCosine for cosines, ScaleFraction for shares), WritePage
 // lays out a PageSpec of sections, charts and tables (the reproduction's figures page, the anchor diagram), with
 // the one page template the report of runs uses too.
 // report reads files and draws: it loads no model. The heatmaps and the token comparison are computed by
