@@ -89,7 +89,7 @@ func StartOrResumeBranch(ctx context.Context, c Config, dir, trunkDir string, o 
 	if err != nil {
 		return Result{}, fmt.Errorf("branch %s: trunk: %w", dir, err)
 	}
-	if err := c.Validate(); err != nil {
+	if err := Validate(c); err != nil {
 		return Result{}, fmt.Errorf("branch %s: run config: %w", dir, err)
 	}
 	// The trunk's precision as it resolved it ("auto" is resolved once, by the trunk).

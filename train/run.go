@@ -126,7 +126,7 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
 		return Result{}, fmt.Errorf("%s %w: resume it or choose another directory", dir, ErrRunExists)
 	}
-	if err := c.Validate(); err != nil {
+	if err := Validate(c); err != nil {
 		return Result{}, fmt.Errorf("run config: %w", err)
 	}
 	c, err := ResolvePrecision(c, dir, o.Log)
