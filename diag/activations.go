@@ -8,45 +8,6 @@ import (
 	"github.com/smallinit/smallinit/model"
 )
 
-// NormStat is docs/definitions.md §4's norm saturation of one norm, averaged over probe tokens: s = ε/(m + ε) (0: ε
-// negligible, 1: ε dominates) and the output RMS r = sqrt(m/(m + ε)), where m is the statistic under the square
-// root (mean(x²) for RMSNorm, the variance for LayerNorm).
-type NormStat struct {
-	Saturation float64 `json:"saturation"`
-	OutputRMS  float64 `json:"output_rms"`
-}
-
-// LayerActivations are one block's activation metrics on the probe set.
-type LayerActivations struct {
-	Layer             int       `json:"layer"`
-	HiddenRMS         float64   `json:"hidden_rms"`          // RMS of the residual stream entering the block
-	AttnNorm          NormStat  `json:"attn_norm"`           // input_layernorm
-	FFNNorm           NormStat  `json:"ffn_norm"`            // post_attention_layernorm
-	AttnResidualRatio float64   `json:"attn_residual_ratio"` // RMS(Attn(Norm(x))) / RMS(x)
-	FFNResidualRatio  float64   `json:"ffn_residual_ratio"`  // RMS(FFN(Norm(h))) / RMS(h)
-	FirstTokenMass    []float64 `json:"first_token_mass"`    // per head: mean over queries i ≥ 1 of A[i, 0]
-	SinkAlpha         []float64 `json:"sink_alpha"`          // per head: mean over all queries (all see key 0) of A[i, 0]
-	GateMean          []float64 `json:"gate_mean,omitempty"` // per head: mean attention-gate value
-	ExpertLoad        []float64 `json:"expert_load,omitempty"`
-	RouterEntropy     float64   `json:"router_entropy,omitempty"` // mean over tokens of −Σ p log p (nats)
-	Dropped           int       `json:"dropped_assignments,omitempty"`
-}
-
-// ActivationStats are docs/definitions.md §4's activation metrics of a model on a fixed probe set of validation windows.
-type ActivationStats struct {
-	ProbeWindows   int                `json:"probe_windows"`
-	ProbeLen       int                `json:"probe_len"`
-	ProbeLoss      float64            `json:"probe_loss"`
-	Layers         []LayerActivations `json:"layers"`
-	FinalHiddenRMS float64            `json:"final_hidden_rms"`
-	FinalNorm      NormStat           `json:"final_norm"`
-	FirstTokenMass float64            `json:"first_token_mass"` // mean over layers and heads
-	SinkRate       float64            `json:"sink_rate"`        // % of (layer, head) pairs with α > SinkThreshold
-}
-
-// SinkThreshold is the α above which a head counts as a sink (Gu et al. 2024).
-const SinkThreshold = 0.3
-
 // MaxProbeWindows bounds the probe windows a command asks Activations for (smallinit analyze --probes, and the
 // PyTorch side's MAX_PROBE_WINDOWS, which a test holds equal): the activation metrics are means over windows,
 // and 4096 windows of 64 tokens already pin them far below any difference they are read for.

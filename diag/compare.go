@@ -9,37 +9,6 @@ import (
 	"github.com/smallinit/smallinit/model"
 )
 
-// TokenGap is one predicted token of a comparison between models A and B (docs/definitions.md §4 "per-token gap").
-type TokenGap struct {
-	Pos        int     `json:"pos"`        // index of the target token in the token file
-	Token      int32   `json:"token"`      // the true next token
-	PA         float64 `json:"p_a"`        // probability A gives it
-	PB         float64 `json:"p_b"`        // probability B gives it
-	DeltaSym   float64 `json:"delta_sym"`  // (p_A − p_B) / (p_A + p_B) ∈ [−1, 1]
-	LogGap     float64 `json:"log_gap"`    // log p_A − log p_B
-	Difficulty float64 `json:"difficulty"` // mean loss of the two models on this token (nats)
-}
-
-// GapBin summarises the tokens of one difficulty quantile.
-type GapBin struct {
-	Lo            float64 `json:"difficulty_lo"` // difficulty range [Lo, Hi] (bins only)
-	Hi            float64 `json:"difficulty_hi"`
-	Count         int     `json:"count"`
-	MeanDeltaSym  float64 `json:"mean_delta_sym"`
-	MeanLogGap    float64 `json:"mean_log_gap"`
-	MeanLossA     float64 `json:"mean_loss_a"`
-	MeanLossB     float64 `json:"mean_loss_b"`
-	LossReduction float64 `json:"mean_loss_reduction"` // mean of loss_B − loss_A (positive: A is better)
-	WinShareA     float64 `json:"win_share_a"`         // fraction of tokens with p_A > p_B
-}
-
-// Comparison is the token-level comparison of two models on the same tokens.
-type Comparison struct {
-	Windows int      `json:"windows"`
-	All     GapBin   `json:"all"`
-	Bins    []GapBin `json:"bins"` // equal-count quantiles of difficulty, easiest first
-}
-
 // Compare scores every window of toks (data.Window with the models' context length, at most maxWindows, 0 for
 // all) with both models and bins the tokens into quantiles of difficulty. The models must share vocabulary and
 // context length. If keep is non-nil it receives every token's row.

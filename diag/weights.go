@@ -6,64 +6,6 @@ import (
 	"slices"
 )
 
-// WeightStats are the condensation diagnostics of one weight matrix W stored
-// row-major as [Rows, Cols] = [d_out, d_in] (docs/definitions.md §4). A row of W is the
-// input-weight vector of one output unit. The json tags are the keys of the
-// weight report in diagnostics.jsonl and in analyze's JSON (see TensorWeights).
-type WeightStats struct {
-	Rows int `json:"rows"`
-	Cols int `json:"cols"`
-
-	// FrobSq is ‖W‖_F² = Σ_ij W_ij², accumulated in float64.
-	FrobSq float64 `json:"frobenius_sq"`
-	// SigmaMax is the spectral norm ‖W‖₂ = σ_max.
-	SigmaMax float64 `json:"sigma_max"`
-	// StableRank is srank(W) = ‖W‖_F² / ‖W‖₂² = Σσ_i² / σ_max², a smooth
-	// lower bound on the rank (1 for a rank-1 matrix, k for k equal singular
-	// values). A random Gaussian [m, n] matrix has srank ≈ m·n/(√m+√n)², about
-	// min(m, n)/4 when square. It is 0 for a zero matrix.
-	StableRank float64 `json:"stable_rank"`
-	// StableRankExact is true when σ_max came from the exact singular values
-	// (min(Rows, Cols) ≤ WeightOptions.ExactMaxDim), false when it came from
-	// the Lanczos-accelerated power iteration (relative error ≲ 1e-6).
-	StableRankExact bool `json:"stable_rank_exact"`
-	// PowerIters is the number of matrix-vector products of the power
-	// iteration (0 on the exact path). Not written to JSON.
-	PowerIters int `json:"-"`
-	// EffectiveRank is exp(H(p)) with p_i = σ_i / Σ_j σ_j and H the Shannon
-	// entropy in nats (Roy & Vetterli 2007): n for n equal singular values, 1
-	// for rank 1, 0 for a zero matrix. It needs all singular values, so it is
-	// computed only on the exact path and is NaN otherwise.
-	EffectiveRank float64 `json:"effective_rank"`
-
-	// MeanAbsCos is the mean of |cos(w_i, w_j)| over the off-diagonal pairs
-	// i < j of the rows used (see CosRowsUsed): the mean |entry| of the
-	// off-diagonal part of C = Ŵ Ŵᵀ, Ŵ = W with L2-normalised rows. A pair
-	// with a zero row has cos = 0. NaN when fewer than 2 rows are used.
-	MeanAbsCos float64 `json:"mean_abs_cos"`
-	// RandomBaseline is sqrt(2/(π·d_in)) with d_in = Cols: the mean |cos| of
-	// two independent uniformly random directions in d_in dimensions, to
-	// leading order (the exact value Γ(d/2)/(√π·Γ((d+1)/2)) is larger by a
-	// factor 1 + 1/(4d) + O(d⁻²), under 0.4% for d ≥ 64).
-	RandomBaseline float64 `json:"random_baseline"`
-	// CosRatio is MeanAbsCos / RandomBaseline: ≈ 1 for random (diffuse)
-	// rows, growing as the rows condense into aligned blocks (at most
-	// 1/RandomBaseline when all rows are parallel).
-	CosRatio float64 `json:"cos_ratio"`
-	// FracAbove09 is the fraction of off-diagonal pairs with |cos| > 0.9.
-	// NaN when fewer than 2 rows are used.
-	FracAbove09 float64 `json:"frac_abs_cos_above_0_9"`
-	// CosRowsUsed is the number of rows the cosine summaries use: all Rows,
-	// or WeightOptions.MaxCosRows rows drawn without replacement (seeded by
-	// WeightOptions.Seed) when Rows is larger.
-	CosRowsUsed int `json:"cos_rows_used"`
-	// ZeroRows counts the rows among the CosRowsUsed that are exactly zero
-	// (on the power path with rows ≤ cols, where the cosines come from the
-	// float32 row Gram, also rows ~1e-19 times smaller than the matrix RMS,
-	// whose squared norm underflows).
-	ZeroRows int `json:"zero_rows"`
-}
-
 // WeightOptions tune Weights and StableRank. Zero fields take the value of
 // DefaultWeightOptions.
 type WeightOptions struct {

@@ -30,6 +30,7 @@ var floors = []floor{
 		"internal/inputfile", "internal/progress", "internal/runlock", "internal/workers", "internal/dirname"}},
 	{"ground", false, []string{"corpus", "corpus/ood", "fit", "kernel", "override", "probes/probescore",
 		"safetensors", "stats", "tokenizer", "tune"}},
+	{"recipe", true, []string{"arch", "recipe", "diag/diagrec", "train/rundir"}},
 	{"model", true, []string{"model", "model/modeltest"}},
 	{"rules", true, []string{"data", "gammainit", "optim"}},
 	{"loop", true, []string{"diag", "eval", "probes", "scale", "train"}},
@@ -47,16 +48,22 @@ var onlyImportedBy = map[string][]string{
 }
 
 // neverImports names packages that must not import the listed packages directly: report reads files and
-// draws, so it loads no model and calls no kernel (its build still reaches them through train's run reader
-// and diag's records, until their typed records stand below the model).
+// draws, so it loads no model and calls no kernel.
 var neverImports = map[string][]string{
 	"report": {"model", "kernel", "eval", "probes", "analyze", "experiment"},
 }
 
 // neverBuilds names packages whose build (every transitive import) must leave out the listed packages.
 var neverBuilds = map[string][]string{
-	"kernel":  {"model"},
-	"summary": {"model", "kernel", "eval", "probes"}, // summary.json is read by report, which only reads and draws
+	"kernel": {"model"},
+	// report reads run directories (train/rundir), recipes (recipe, arch) and diag's records (diag/diagrec),
+	// which stand below the model, so it builds without the model and its kernels.
+	"report":       {"model", "kernel", "eval", "probes"},
+	"arch":         {"kernel"},
+	"recipe":       {"kernel"},
+	"train/rundir": {"model", "kernel"},
+	"diag/diagrec": {"model", "kernel"},
+	"summary":      {"model", "kernel", "eval", "probes"}, // summary.json is read by report, which only reads and draws
 }
 
 // floorOf maps each package (relative to the module) to its floor's index.
@@ -200,6 +207,8 @@ func TestLayerViolationsFindsBadImports(t *testing.T) {
 		{"a floor names a package that is gone", func(g, _ map[string][]string) { delete(g, "tune") }, "tune: on a floor but not in the module"},
 		{"a build takes in a forbidden package", func(_, d map[string][]string) { d["kernel"] = []string{"model"} }, "kernel builds with model"},
 		{"report loads a model itself", func(g, _ map[string][]string) { g["report"] = []string{"model"} }, "report imports model"},
+		{"report builds with the model", func(_, d map[string][]string) { d["report"] = []string{"recipe", "model"} }, "report builds with model"},
+		{"the run reader builds with the kernels", func(_, d map[string][]string) { d["train/rundir"] = []string{"kernel"} }, "train/rundir builds with kernel"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,10 +1,8 @@
 package gammainit
 
 import (
-	"math"
-	"sort"
-
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // Start is how a tensor class starts.
@@ -29,31 +27,6 @@ func StartOf(class string) Start {
 	return StartDrawn
 }
 
-// matrixClasses are the classes drawn by a rule, the ones a recipe may override.
-var matrixClasses = []string{model.ClassEmbed, model.ClassQ, model.ClassK, model.ClassV, model.ClassGate,
-	model.ClassO, model.ClassFFNGate, model.ClassFFNUp, model.ClassFFNDown, model.ClassHead, model.ClassRouter,
-	model.ClassShGate}
-
-// ClassNames lists the tensor classes a recipe may override, sorted.
-func ClassNames() []string {
-	c := append([]string(nil), matrixClasses...)
-	sort.Strings(c)
-	return c
-}
-
-// DepthScaled reports whether depth scaling (Recipe.DepthScale) applies to class: o and ffn_down, the two
-// matrices that write into the residual stream (GPT-2's 1/sqrt(2L)).
-func DepthScaled(class string) bool { return class == model.ClassO || class == model.ClassFFNDown }
-
-// DepthDivisor is what depth scaling divides the σ of class by in a model of L layers: sqrt(2L) for the
-// DepthScaled classes, 1 for the others.
-func DepthDivisor(class string, layers int) float64 {
-	if DepthScaled(class) {
-		return math.Sqrt(2 * float64(layers))
-	}
-	return 1
-}
-
 // ClassInfo is one tensor class as gammainit initialises it.
 type ClassInfo struct {
 	Class string `json:"class"` // a model.Class* name
@@ -66,11 +39,11 @@ type ClassInfo struct {
 	DepthScaled bool `json:"depth_scaled"`
 }
 
-// Classes lists every tensor class model.Config.Tensors can produce, drawn classes first (in matrixClasses
+// Classes lists every tensor class model.Config.Tensors can produce, drawn classes first (in recipe.MatrixClasses
 // order), then the ones and zeros.
 func Classes() []ClassInfo {
 	var out []ClassInfo
-	for _, c := range append(append([]string(nil), matrixClasses...), model.ClassNorm, model.ClassNormBias,
+	for _, c := range append(recipe.MatrixClasses(), model.ClassNorm, model.ClassNormBias,
 		model.ClassQKVBias, model.ClassRouterB) {
 		ci := ClassInfo{Class: c, Start: StartOf(c), DInAxis: -1, DOutAxis: -1, DepthScaled: DepthScaled(c)}
 		if ci.Start == StartDrawn {

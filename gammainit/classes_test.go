@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // TestClassesCoverEveryTensor: every tensor of dense, MoE (shared expert, router bias), Qwen3 (q/k norms),
@@ -65,7 +66,7 @@ func TestClassesCoverEveryTensor(t *testing.T) {
 			t.Errorf("class %s: depth scaled %v", ci.Class, ci.DepthScaled)
 		}
 	}
-	if len(ClassNames()) != len(matrixClasses) {
+	if len(ClassNames()) != len(recipe.MatrixClasses()) {
 		t.Errorf("ClassNames %v", ClassNames())
 	}
 }

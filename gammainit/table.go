@@ -44,7 +44,7 @@ type TableRule struct {
 
 func tableRules() []TableRule {
 	var out []TableRule
-	for _, r := range rules {
+	for _, r := range Rules() {
 		tr := TableRule{Name: r.Name, Param: r.Param, Sigma: r.Sigma}
 		if r.Param != "" {
 			lo, hi := r.Min, r.Max
@@ -98,7 +98,7 @@ func tableRecipes() []Recipe {
 			used[o.Rule] = true
 		}
 	}
-	for _, r := range rules {
+	for _, r := range Rules() {
 		if !used[r.Name] {
 			rec := Recipe{Rule: r.Name}
 			switch mid := (r.Min + r.Max) / 2; r.Param {

@@ -159,7 +159,7 @@ func (m *Model) qkvBiasBackward(l, _, lo, hi int) {
 // those of the block pass m.blk.
 func (m *Model) gateForward(_, _, lo, hi int) {
 	c := m.Config
-	a, dh, off := c.AttnDim(), c.HeadSize(), c.qkvDim()
+	a, dh, off := c.AttnDim(), c.HeadSize(), c.QKVDim()
 	wq := m.qkvgWidth()
 	A := m.blk.acts
 	for n := lo; n < hi; n++ {
@@ -181,7 +181,7 @@ func (m *Model) gateForward(_, _, lo, hi int) {
 // dG = dyg ⊙ y (summed over the head's channels for headwise gates), written to dqkvg's gate columns.
 func (m *Model) gateBackward(l, _, lo, hi int) {
 	c := m.Config
-	a, dh, off := c.AttnDim(), c.HeadSize(), c.qkvDim()
+	a, dh, off := c.AttnDim(), c.HeadSize(), c.QKVDim()
 	wq := m.qkvgWidth()
 	A := &m.acts.layers[l]
 	for n := lo; n < hi; n++ {

@@ -26,7 +26,7 @@ func (m *Model) NewDecoder() *Decoder {
 	d := &Decoder{m: m, x: alloc[float32](s, float64(c.Dim)), nf: alloc[float32](s, float64(c.Dim)), sf: s.stats(1),
 		logits: alloc[float32](s, float64(c.Vocab))}
 	for l := 0; l < c.Layers; l++ {
-		d.layers = append(d.layers, newLayerActs(s, c, c.IsMoE(l), 1, c.attnProbs(1, 1, T)))
+		d.layers = append(d.layers, newLayerActs(s, c, c.IsMoE(l), 1, attnProbs(c, 1, 1, T)))
 		d.k = append(d.k, alloc[float32](s, T*kv))
 		d.v = append(d.v, alloc[float32](s, T*kv))
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 
@@ -21,9 +22,10 @@ import (
 // A model directory holds config.json (Hugging Face Llama fields plus smallinit's attn_gate, norm and
 // smallinit_init) and model.safetensors (float32 tensors with Hugging Face Llama names). A model with
 // attn_gate "none" and norm "rmsnorm" loads as a plain LlamaForCausalLM (Qwen2ForCausalLM with q/k/v biases).
+// The names are arch's, so that a reader below the model can tell a whole model directory.
 const (
-	ConfigFile  = "config.json"
-	WeightsFile = "model.safetensors"
+	ConfigFile  = arch.ConfigFile
+	WeightsFile = arch.WeightsFile
 )
 
 // fileConfig is config.json. The norm ε is stored in rms_norm_eps for LayerNorm too (one ε for every norm).
@@ -448,7 +450,7 @@ func CheckMemory(c Config, batch int, extra float64) error {
 	}
 	if need > limit {
 		return fmt.Errorf("model of %d parameters with max_position_embeddings = %d and batch %d needs about %.3g GB (attention probabilities alone %.3g GB), more than %s of memory",
-			c.NumParams(), c.SeqLen, batch, need/1e9, 4*c.attnProbs(float64(batch), float64(c.SeqLen), float64(c.SeqLen))*float64(c.Layers)/1e9, where)
+			c.NumParams(), c.SeqLen, batch, need/1e9, 4*attnProbs(c, float64(batch), float64(c.SeqLen), float64(c.SeqLen))*float64(c.Layers)/1e9, where)
 	}
 	return nil
 }

@@ -137,7 +137,7 @@ func New(c Config, batch int, pool *kernel.Pool) (*Model, error) {
 	if c.KVHeads == c.Heads {
 		c.KVHeads = 0 // one spelling of multi-head attention, so that configs compare equal after a save and load
 	}
-	m := &Model{Config: c, Specs: c.layout(), pool: pool, mm: pool.In(kernel.F32), batch: batch, attnBlock: defaultAttnBlock}
+	m := &Model{Config: c, Specs: c.Tensors(), pool: pool, mm: pool.In(kernel.F32), batch: batch, attnBlock: defaultAttnBlock}
 	params, grads, rope, acts := modelBuffers(&sizer{}, c, batch, pool.Workers())
 	m.Params, m.Grads, m.rope, m.acts = newWeights(c, params), newWeights(c, grads), rope, acts
 	m.runOp = func(w, lo, hi int) { m.op(m, m.opLayer, w, lo, hi) }
@@ -151,7 +151,7 @@ func (m *Model) Batch() int { return m.batch }
 func (m *Model) Pool() *kernel.Pool { return m.pool }
 
 // qkvgWidth is the row width of the fused q|k|v|gate projection, H·d_h + 2·KV·d_h + gate rows.
-func (m *Model) qkvgWidth() int { return m.Config.qkvgWidth() }
+func (m *Model) qkvgWidth() int { return m.Config.QKVGWidth() }
 
 // parallel runs op over [0, n) on the pool in chunks of at least grain.
 func (m *Model) parallel(op rangeOp, l, n, grain int) {
@@ -224,7 +224,7 @@ func (m *Model) ForwardSeq(inputs, targets []int32, T int) (float64, error) {
 		sum += float64(v)
 	}
 	m.aux = 0
-	if nm := c.numMoE(); nm > 0 {
+	if nm := c.NumMoE(); nm > 0 {
 		for l := range m.acts.layers {
 			if mo := m.acts.layers[l].moe; mo != nil {
 				m.aux += (c.AuxCoef*mo.aux + c.ZLossCoef*mo.z) / float64(nm)
@@ -313,7 +313,7 @@ func (m *Model) Backward() {
 		m.parallel((*Model).attentionBackward, l, (N/m.t)*c.KVHeadCount(), 1)
 		m.ropeQKNormBackward(l)
 		if c.QKVBias {
-			m.parallel((*Model).qkvBiasBackward, l, c.qkvDim(), 64)
+			m.parallel((*Model).qkvBiasBackward, l, c.QKVDim(), 64)
 		}
 		m.gemm(false, false, N, d, wq, A.dqkvg, wq, W.QKVG, d, A.dn, d, false)
 		m.gemm(true, false, wq, d, N, A.dqkvg, wq, L.n1, d, G.QKVG, d, true)

@@ -51,17 +51,6 @@ type moeScratch struct {
 	counts               []int     // [E]
 }
 
-// numMoE is the number of MoE blocks.
-func (c Config) numMoE() int {
-	n := 0
-	for l := 0; l < c.Layers; l++ {
-		if c.IsMoE(l) {
-			n++
-		}
-	}
-	return n
-}
-
 // moeForward adds block l's MoE FFN of x = n2 [N, d] to out, for the rows of the block pass m.blk. The
 // capacity limit, a device of training batches, applies in Forward only: the decoder routes every assignment.
 func (m *Model) moeForward(l int, x, out []float32) {
@@ -288,7 +277,7 @@ func (m *Model) moeRouterGradRows(l, _, lo, hi int) {
 	c := m.Config
 	N, d, E, k := m.n, c.Dim, c.Experts, c.TopK
 	mo, S := m.acts.layers[l].moe, &m.acts.moe
-	nMoE := float64(c.numMoE())
+	nMoE := float64(c.NumMoE())
 	auxScale := float32(c.AuxCoef * float64(E) / (float64(N) * nMoE))
 	zScale := float32(2 * c.ZLossCoef / (float64(N) * nMoE))
 	for n := lo; n < hi; n++ {

@@ -207,7 +207,7 @@ func (r *refModel) forward(inputs, targets []int32) (float64, []float64, []float
 			}
 		}
 		if c.IsMoE(l) {
-			auxLoss += r.moe(x, p, l) / float64(c.numMoE())
+			auxLoss += r.moe(x, p, l) / float64(c.NumMoE())
 			continue
 		}
 		for n := range x {

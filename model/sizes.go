@@ -52,7 +52,7 @@ func (s *sizer) stats(rows float64) normStats {
 
 // attnProbs is the number of attention probabilities of seqs sequences of queries query positions over keys
 // key positions, one matrix per query head: B·H·T² for a training batch.
-func (c Config) attnProbs(seqs, queries, keys float64) float64 {
+func attnProbs(c Config, seqs, queries, keys float64) float64 {
 	return seqs * float64(c.Heads) * queries * keys
 }
 
@@ -63,7 +63,7 @@ func newLayerActs(s *sizer, c Config, moe bool, rows, att float64) layerActs {
 	N, d, a, kv, f := rows, float64(c.Dim), float64(c.AttnDim()), float64(c.KVDim()), float64(c.FFN)
 	var la layerActs
 	la.n1, la.s1 = alloc[float32](s, N*d), s.stats(N)
-	la.qkvg = alloc[float32](s, N*float64(c.qkvgWidth()))
+	la.qkvg = alloc[float32](s, N*float64(c.QKVGWidth()))
 	if c.QKNorm {
 		la.qkIn, la.qkR = alloc[float32](s, N*(a+kv)), alloc[float32](s, N*float64(c.Heads+c.KVHeadCount()))
 	}
@@ -117,12 +117,12 @@ func newMoEScratch(s *sizer, c Config, N float64) moeScratch {
 func newActivations(s *sizer, c Config, B, workers int) activations {
 	T := float64(c.SeqLen)
 	N, d, a, f, V := float64(B)*T, float64(c.Dim), float64(c.AttnDim()), float64(c.FFN), float64(c.Vocab)
-	wq, L := float64(c.qkvgWidth()), float64(c.Layers)
-	att := c.attnProbs(float64(B), T, T)
+	wq, L := float64(c.QKVGWidth()), float64(c.Layers)
+	att := attnProbs(c, float64(B), T, T)
 	var A activations
 	A.x = alloc[float32](s, (L+1)*N*d)
 	if s.count {
-		nMoE := float64(c.numMoE())
+		nMoE := float64(c.NumMoE())
 		s.times = L - nMoE
 		newLayerActs(s, c, false, N, att)
 		s.times = nMoE
@@ -152,7 +152,7 @@ func newActivations(s *sizer, c Config, B, workers int) activations {
 	A.rowTmp = allocRows(s, W, float64(max(c.Vocab, c.FFN, c.SeqLen, c.AttnDim(), c.ExpertFFN, c.SharedFFN, c.Experts)))
 	A.dp = allocRows(s, W, T*T)
 	A.normAcc = allocRows(s, normBlocks, 2*d)
-	if c.numMoE() > 0 {
+	if c.NumMoE() > 0 {
 		A.moe = newMoEScratch(s, c, N)
 	}
 	return A

@@ -30,7 +30,7 @@ func (m *Model) GateValues(l int, dst []float32) []float32 {
 	if g == 0 {
 		return nil
 	}
-	wq, off := m.qkvgWidth(), m.Config.qkvDim()
+	wq, off := m.qkvgWidth(), m.Config.QKVDim()
 	dst = dst[:0]
 	for n := 0; n < m.n; n++ {
 		dst = append(dst, m.acts.layers[l].qkvg[n*wq+off:n*wq+off+g]...)

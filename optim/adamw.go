@@ -2,41 +2,28 @@
 package optim
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
-// AdamWConfig are AdamW's hyper-parameters (docs/definitions.md §3 defaults: β = (0.9, 0.95), ε = 1e-8, weight decay 0.1).
-// With γ = 1 the early gradients are tiny, so ε is logged: it is a third hidden "ε" of the study.
-type AdamWConfig struct {
-	Beta1       float64 `toml:"beta1" json:"beta1"`
-	Beta2       float64 `toml:"beta2" json:"beta2"`
-	Eps         float64 `toml:"eps" json:"eps"`
-	WeightDecay float64 `toml:"weight_decay" json:"weight_decay"`
-}
+// AdamWConfig are AdamW's hyper-parameters (recipe.AdamW, the [optimizer] section of a run's recipe).
+type AdamWConfig = recipe.AdamW
 
-// DefaultAdamW returns docs/definitions.md §3's defaults.
-func DefaultAdamW() AdamWConfig {
-	return AdamWConfig{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}
-}
+// DefaultAdamW returns docs/definitions.md §3's defaults (recipe.DefaultAdamW).
+func DefaultAdamW() AdamWConfig { return recipe.DefaultAdamW() }
 
-// Validate names the first out-of-range field.
-func (c AdamWConfig) Validate() error {
-	switch {
-	case !(c.Beta1 >= 0 && c.Beta1 < 1):
-		return fmt.Errorf("optimizer.beta1 = %g: must be in [0, 1)", c.Beta1)
-	case !(c.Beta2 >= 0 && c.Beta2 < 1):
-		return fmt.Errorf("optimizer.beta2 = %g: must be in [0, 1)", c.Beta2)
-	case !(c.Eps > 0 && c.Eps < 1):
-		return fmt.Errorf("optimizer.eps = %g: must be in (0, 1)", c.Eps)
-	case !(c.WeightDecay >= 0 && c.WeightDecay < 10):
-		return fmt.Errorf("optimizer.weight_decay = %g: must be in [0, 10)", c.WeightDecay)
-	}
-	return nil
-}
+// Schedule gives the learning rate at each step (recipe.Schedule, the [schedule] section of a run's recipe).
+type Schedule = recipe.Schedule
+
+// Schedule kinds (recipe's).
+const (
+	ScheduleCosine   = recipe.ScheduleCosine
+	ScheduleWSD      = recipe.ScheduleWSD
+	ScheduleConstant = recipe.ScheduleConstant
+)
 
 // segment is a run of the flat parameter buffer with one weight-decay setting.
 type segment struct {

@@ -182,66 +182,10 @@ func Document(sets []Set) (string, error) {
 // ErrUnknownKey is wrapped by Decode's error for a key its destination has no field for.
 var ErrUnknownKey = errors.New("unknown key")
 
-// Decode applies sets to dst (a struct with toml tags) and returns the decoding metadata. A key dst has no
-// field for is an error naming it; so is a value of the wrong type.
-func Decode(sets []Set, dst any) (toml.MetaData, error) {
-	doc, err := Document(sets)
-	if err != nil {
-		return toml.MetaData{}, err
-	}
-	md, err := toml.Decode(doc, dst)
-	if err != nil {
-		return md, keyError(sets, dst, err)
-	}
-	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
-		}
-		sort.Strings(keys)
-		return md, fmt.Errorf("%w %s", ErrUnknownKey, strings.Join(keys, ", "))
-	}
-	return md, nil
-}
-
-// keyError rewrites a decoding error as one naming the offending key and the type its field wants, found by
-// decoding the sets one at a time into a scratch value of dst's type.
-func keyError(sets []Set, dst any, err error) error {
-	t := reflect.TypeOf(dst)
-	if t.Kind() != reflect.Pointer {
-		return err
-	}
-	for _, s := range sets {
-		doc, derr := Document([]Set{s})
-		if derr != nil {
-			return derr
-		}
-		_, e := toml.Decode(doc, reflect.New(t.Elem()).Interface())
-		if e == nil {
-			continue
-		}
-		v, _ := Value(s.Value)
-		msg := e.Error()
-		if _, want, ok := strings.Cut(msg, "destination has type "); ok {
-			switch want {
-			case "boolean":
-				want = "true or false"
-			case "integer":
-				want = "an integer"
-			case "float":
-				want = "a number"
-			default:
-				want = "a " + want
-			}
-			return fmt.Errorf("%s = %s: want %s", s.Key, v, want)
-		}
-		if pe, ok := e.(toml.ParseError); ok {
-			msg = pe.Message
-		}
-		return fmt.Errorf("%s = %s: %s", s.Key, v, msg)
-	}
-	return err
-}
+// Decode is Apply, with the metadata of the TOML decoding it once went through (now always empty).
+//
+// Deprecated: call Apply, which sets the typed values without printing them as TOML.
+func Decode(sets []Set, dst any) (toml.MetaData, error) { return toml.MetaData{}, Apply(sets, dst) }
 
 // Flatten turns a decoded TOML table into dotted keys and their values (lists are values).
 func Flatten(m map[string]any) []Set {

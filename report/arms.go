@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // Arm is a group of runs whose configs differ only in the seed and in bookkeeping keys.
@@ -25,18 +25,22 @@ type Arm struct {
 	N        int64   // non-embedding parameters
 	baseN    int64   // N without the attention gate's weights: the size arms are sorted by
 	gated    bool    // the model has an attention gate
-	gateRank int     // none, headwise, others (train.Config.GateRank)
+	epsFixed bool    // the model's ε is fixed (arch.Config.EpsFixed)
+	gateRank int     // none, headwise, others (recipe.Config.GateRank)
 }
 
-// isBookkeeping and isSizeKey read a config key's role from train's key table (train.Key): a bookkeeping key
+// isBookkeeping and isSizeKey read a config key's role from the recipe's key table (recipe.Key): a bookkeeping key
 // does not split arms, a size key sets the x of loss against N.
-func isBookkeeping(k string) bool { info, _ := train.Key(k); return info.Role == train.KeyBookkeeping }
-func isSizeKey(k string) bool     { info, _ := train.Key(k); return info.Role == train.KeySize }
+func isBookkeeping(k string) bool {
+	info, _ := recipe.Key(k)
+	return info.Role == recipe.KeyBookkeeping
+}
+func isSizeKey(k string) bool { info, _ := recipe.Key(k); return info.Role == recipe.KeySize }
 
-// ShortName is the display name of a config key (γ for init.gamma, ε for model.norm_eps, ...): train.ShortName.
-func ShortName(key string) string { return train.ShortName(key) }
+// ShortName is the display name of a config key (γ for init.gamma, ε for model.norm_eps, ...): recipe.ShortName.
+func ShortName(key string) string { return recipe.ShortName(key) }
 
-func keyRank(k string) int { _, r := train.Key(k); return r }
+func keyRank(k string) int { _, r := recipe.Key(k); return r }
 
 func sortKeys(keys []string) {
 	sort.Slice(keys, func(i, j int) bool {
@@ -61,11 +65,11 @@ func (d *Data) groupArms() {
 	// between machines that mount the same data elsewhere.
 	datasets := map[string]bool{}
 	for _, r := range withCfg {
-		datasets[dataName(r.Value("data.train"))] = true
+		datasets[dataName(r.Value(recipe.KeyDataTrain))] = true
 	}
 	if len(datasets) > 1 {
 		for _, r := range withCfg {
-			r.Recipe["data"] = dataName(r.Value("data.train"))
+			r.Recipe["data"] = dataName(r.Value(recipe.KeyDataTrain))
 		}
 	}
 	all := map[string]bool{}
@@ -83,7 +87,7 @@ func (d *Data) groupArms() {
 			continue
 		}
 		if isBookkeeping(k) {
-			if k != "seed" {
+			if k != recipe.KeySeed {
 				d.Ignored = append(d.Ignored, k)
 			}
 			continue
@@ -104,7 +108,7 @@ func (d *Data) groupArms() {
 		if !ok {
 			a = &Arm{Key: key, Values: map[string]string{}, Gamma: r.Config.Init.Gamma, NormEps: r.Config.Model.NormEps,
 				Gate: r.Config.Model.AttnGate, Preset: r.Config.Model.Preset, N: r.N(), baseN: r.Config.BaseN(),
-				gated: r.Config.Gated(), gateRank: r.Config.GateRank()}
+				gated: r.Config.Gated(), gateRank: r.Config.GateRank(), epsFixed: r.Config.Model.EpsFixed()}
 			var lab []string
 			for _, k := range d.Varying {
 				a.Values[k] = r.Value(k)
@@ -153,19 +157,19 @@ func (d *Data) shownKeys(runs []*Run) map[string]bool {
 	presetVaries := false
 	for _, k := range d.Varying {
 		shown[k] = true
-		presetVaries = presetVaries || k == "model.preset"
+		presetVaries = presetVaries || k == recipe.KeyPreset
 	}
 	if !presetVaries {
 		return shown
 	}
 	for _, k := range d.Varying {
-		if !isSizeKey(k) || k == "model.preset" {
+		if !isSizeKey(k) || k == recipe.KeyPreset {
 			continue
 		}
 		byPreset := map[string]string{}
 		determined := true
 		for _, r := range runs {
-			p := r.Value("model.preset")
+			p := r.Value(recipe.KeyPreset)
 			if v, ok := byPreset[p]; ok && v != r.Value(k) {
 				determined = false
 				break
@@ -184,14 +188,14 @@ func (d *Data) labelWithout(a *Arm, drop func(string) bool) (key, label string) 
 	var ks, ls []string
 	presetVaries := false
 	for _, k := range d.Varying {
-		presetVaries = presetVaries || (k == "model.preset" && !drop(k))
+		presetVaries = presetVaries || (k == recipe.KeyPreset && !drop(k))
 	}
 	for _, k := range d.Varying {
 		if drop(k) {
 			continue
 		}
 		ks = append(ks, k+"="+a.Values[k])
-		if presetVaries && isSizeKey(k) && k != "model.preset" {
+		if presetVaries && isSizeKey(k) && k != recipe.KeyPreset {
 			continue
 		}
 		ls = append(ls, ShortName(k)+"="+a.Values[k])
@@ -255,11 +259,11 @@ func meanSE(xs []float64) (mean, se float64) {
 	return mean, math.Sqrt(ss/float64(len(xs)-1)) / math.Sqrt(float64(len(xs)))
 }
 
-// fixKind classifies an arm for the 2×2 of fixes: 0 default (ε ≥ 1e-8, no gate), 1 ε fixed only, 2 gate
-// only, 3 both fixes (ε < 1e-8 with a gate).
+// fixKind classifies an arm for the 2×2 of fixes: 0 default (default ε, no gate), 1 ε fixed only, 2 gate
+// only, 3 both fixes (fixed ε with a gate; docs/definitions.md §1 "Fixed ε", arch.Config.EpsFixed).
 func fixKind(a *Arm) int {
 	k := 0
-	if a.NormEps < 1e-8 {
+	if a.epsFixed {
 		k |= 1
 	}
 	if a.gated {
@@ -318,13 +322,13 @@ func (d *Data) describe(runs []*Run) string {
 		return v, true
 	}
 	var shared []string
-	if p, ok := same("model.preset"); ok {
+	if p, ok := same(recipe.KeyPreset); ok {
 		s := "preset " + p
 		var shape []string
-		for _, k := range []string{"model.hidden_size", "model.num_hidden_layers", "model.num_attention_heads", "model.max_position_embeddings", "model.vocab_size"} {
+		for _, k := range []string{recipe.KeyHiddenSize, recipe.KeyLayers, recipe.KeyHeads, recipe.KeyContext, recipe.KeyVocab} {
 			if v, ok := same(k); ok {
 				name := ShortName(k)
-				if k == "model.vocab_size" {
+				if k == recipe.KeyVocab {
 					name = "V"
 				}
 				shape = append(shape, name+"="+v)
@@ -335,7 +339,7 @@ func (d *Data) describe(runs []*Run) string {
 		}
 		shared = append(shared, s)
 	}
-	for _, k := range []string{"init.gamma", "model.norm_eps", "model.attn_gate"} {
+	for _, k := range []string{recipe.KeyGamma, recipe.KeyNormEps, recipe.KeyAttnGate} {
 		if v, ok := same(k); ok {
 			shared = append(shared, ShortName(k)+"="+v)
 		}
@@ -350,8 +354,8 @@ func (d *Data) describe(runs []*Run) string {
 	if sameBudget {
 		shared = append(shared, fmt.Sprintf("%d steps × %d×%d = %s tokens per run", steps, B, T, groupDigits(int64(steps*B*T))))
 	}
-	if v, ok := same("schedule.lr"); ok {
-		k, _ := same("schedule.kind")
+	if v, ok := same(recipe.KeyLR); ok {
+		k, _ := same(recipe.KeyScheduleKind)
 		shared = append(shared, fmt.Sprintf("lr %s %s", v, k))
 	}
 	if len(shared) > 0 {

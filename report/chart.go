@@ -24,21 +24,78 @@ type Chart struct {
 	Legend             []LegendEntry // entries after those of the named series
 }
 
-// Panel is one plot of a Chart: series, or a Grid.
+// Panel is one plot of a Chart: bars and series, or a Grid.
 type Panel struct {
 	Title, XLabel, YLabel string
 	LogX, LogY            bool
-	Series                []Series  // series i has the palette's colour i in every panel
+	Bars                  []Bars    // bar groups, drawn under the series
+	Series                []Series  // series i has the palette's colour i in every panel, unless it names its own
 	Segments              []Segment // dashed reference segments in data coordinates
-	Grid                  *Grid     // a grid of cells instead of series
+	Grid                  *Grid     // a grid of cells instead of bars and series
+
+	// The axes: by default each spans its data, the y axis widened by 5% on both sides.
+	Tight    bool      // the y axis spans the data exactly
+	YFrom0   bool      // the y axis starts at 0
+	YAtLeast float64   // the y axis reaches at least this (0: no minimum)
+	YRange   []float64 // [lo, hi]: a fixed y range, instead of all the above
+	XRange   []float64 // [lo, hi]: a fixed x range
+	XTicks   []Tick    // labelled x positions (nil: automatic ticks)
+	IntX     bool      // integer x ticks (layers)
 }
 
-// Series is a line of points, with an optional interval [Lo, Hi] around each point.
+// Tick is a labelled position on an axis.
+type Tick struct {
+	At    float64
+	Label string
+}
+
+// Series is a line of points, with an optional interval [Lo, Hi] or error bar ±Err around each point.
 type Series struct {
 	Name   string // legend label ("": not in the legend)
 	X, Y   []float64
 	Lo, Hi []float64 // nil: no intervals
+	Err    []float64 // symmetric error bars ±Err[i] (nil, or a value that is not finite and positive: none)
 	Marks  bool      // point markers
+	// Color is 1 + the palette index of the series' colour, so that an arm keeps its colour in every figure;
+	// 0: the series' place in its panel.
+	Color  int
+	Width  float64   // line width in points (0: 1.5)
+	Dashes []float64 // dash lengths in points, for a fitted or reference curve (nil: solid, or the palette's dashes)
+	Black  bool      // drawn in black: a curve not from the data (a given law, a predicted slope)
+}
+
+// Bars is a group of bars in data coordinates: bar i centred on X[i], Width wide, from 0 to Y[i], with an
+// optional error bar ±Err[i].
+type Bars struct {
+	X, Y, Err []float64
+	Width     float64
+	Color     color.RGBA // fill (zero: the palette's colour of the group's place in its panel)
+}
+
+// colorIndex is the palette index of series i of a panel.
+func (s Series) colorIndex(i int) int {
+	if s.Color > 0 {
+		return s.Color - 1
+	}
+	return i
+}
+
+// style is the line style of series i of a panel.
+func (s Series) style(i int) draw.LineStyle {
+	sty := lineStyle(s.colorIndex(i))
+	if s.Black {
+		sty.Color = color.RGBA{0, 0, 0, 0xff}
+	}
+	if s.Width > 0 {
+		sty.Width = vg.Points(s.Width)
+	}
+	if s.Dashes != nil {
+		sty.Dashes = make([]vg.Length, len(s.Dashes))
+		for i, d := range s.Dashes {
+			sty.Dashes[i] = vg.Points(d)
+		}
+	}
+	return sty
 }
 
 // Segment is a dashed straight line from (X0, Y0) to (X1, Y1).
@@ -228,7 +285,7 @@ func gridPlot(pn Panel) (*plot.Plot, int, error) {
 	return p, rows * cols, nil
 }
 
-// seriesPlot is a panel of series as a plot, and the points drawn.
+// seriesPlot is a panel of bars and series as a plot, and the points drawn.
 func seriesPlot(pn Panel) (*plot.Plot, int) {
 	p := newPlot(pn.Title, pn.XLabel, pn.YLabel)
 	if pn.LogX {
@@ -238,17 +295,55 @@ func seriesPlot(pn Panel) (*plot.Plot, int) {
 		useLogY(p)
 	}
 	n := 0
+	for i, b := range pn.Bars {
+		c := b.Color
+		if c == (color.RGBA{}) {
+			c = colorAt(i)
+		}
+		p.Add(&bars{X: b.X, Y: b.Y, Err: b.Err, Width: b.Width, Color: c})
+		n += len(b.X)
+	}
 	for i, s := range pn.Series {
-		n += addLine(p, finiteXYs(s.X, s.Y, pn.LogX, pn.LogY), lineStyle(i), s.Marks)
+		sty := s.style(i)
+		n += addLine(p, finiteXYs(s.X, s.Y, pn.LogX, pn.LogY), sty, s.Marks)
 		if s.Lo != nil && s.Hi != nil {
-			addIntervals(p, s, colorAt(i))
+			addIntervals(p, s, sty.Color)
+		}
+		if s.Err != nil {
+			addErrorBars(p, s.X, s.Y, s.Err, sty.Color)
 		}
 	}
 	for _, sg := range pn.Segments {
 		sty := draw.LineStyle{Color: color.RGBA{0x44, 0x44, 0x44, 0xff}, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}}
 		n += addLine(p, finiteXYs([]float64{sg.X0, sg.X1}, []float64{sg.Y0, sg.Y1}, pn.LogX, pn.LogY), sty, false)
 	}
-	padY(p, 0.05)
+	if pn.XTicks != nil {
+		var t labelTicks
+		for _, tk := range pn.XTicks {
+			t.At, t.Labels = append(t.At, tk.At), append(t.Labels, tk.Label)
+		}
+		p.X.Tick.Marker = t
+	}
+	if pn.IntX {
+		p.X.Tick.Marker = intTicks{}
+	}
+	if len(pn.XRange) == 2 {
+		p.X.Min, p.X.Max = pn.XRange[0], pn.XRange[1]
+	}
+	switch {
+	case len(pn.YRange) == 2:
+		p.Y.Min, p.Y.Max = pn.YRange[0], pn.YRange[1]
+	default:
+		if !pn.Tight {
+			padY(p, 0.05)
+		}
+		if pn.YFrom0 {
+			p.Y.Min = 0
+		}
+		if pn.YAtLeast != 0 {
+			p.Y.Max = math.Max(p.Y.Max, pn.YAtLeast)
+		}
+	}
 	return p, n
 }
 
@@ -272,7 +367,8 @@ func addIntervals(p *plot.Plot, s Series, c color.Color) {
 }
 
 // DrawChart draws a chart as a report figure: its panels on one SVG canvas, a legend of its named series
-// (colour i for series i) and the colour bar of each scale its grids use.
+// (one entry per colour, named by the first series of that colour) and the colour bar of each scale its grids
+// use. It is the one way a figure of the report is drawn.
 func DrawChart(ch Chart) (*Figure, error) {
 	f := &Figure{ID: ch.ID, Title: ch.Title, Caption: ch.Caption}
 	var rows [][]*plot.Plot
@@ -299,10 +395,13 @@ func DrawChart(ch Chart) (*Figure, error) {
 			p, n := seriesPlot(pn)
 			row = append(row, p)
 			f.Points += n
+			f.Series += len(pn.Bars)
 			for i, s := range pn.Series {
 				f.Series++
-				if _, ok := names[i]; !ok && s.Name != "" {
-					names[i] = s.Name
+				if ci := s.colorIndex(i); s.Name != "" && !s.Black {
+					if _, ok := names[ci]; !ok {
+						names[ci] = s.Name
+					}
 				}
 			}
 		}

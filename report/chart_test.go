@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 	"os"
@@ -106,3 +107,42 @@ func TestPageChromium(t *testing.T) {
 		t.Errorf("Chromium's DOM holds %d svg elements, want 2 with c2", n)
 	}
 }
+
+// TestDrawChartBarsStylesAndAxes: a chart with a bar group (its own fill, and the palette's by default), a
+// series in an arm's palette colour with error bars, a dashed fitted curve in the same colour, a black
+// reference curve, labelled x ticks and a fixed y range: every bar and line is drawn and counted, each in
+// its colour and dashes, the legend names a colour once, and the ticks' labels are on the axis.
+func TestDrawChartBarsStylesAndAxes(t *testing.T) {
+	grey := color.RGBA{0x9e, 0x9e, 0x9e, 0xff}
+	bars := Panel{Title: "bars", XTicks: []Tick{{0, "γ = 0.5"}, {1, "γ = 1"}}, XRange: []float64{-0.5, 1.5}, YRange: []float64{2, 4},
+		Bars: []Bars{{X: []float64{-0.2, 0.8}, Y: []float64{3, 3.5}, Err: []float64{0.1, math.NaN()}, Width: 0.3, Color: grey},
+			{X: []float64{0.2, 1.2}, Y: []float64{2.5, 3.2}, Width: 0.3}}}
+	lines := Panel{Title: "lines", LogX: true, Series: []Series{
+		{Name: "arm 4", X: []float64{1e3, 1e4, 1e5}, Y: []float64{3, 2.6, 2.4}, Err: []float64{0.1, 0, 0.1}, Marks: true, Color: 4},
+		{Name: "fit of arm 4", X: []float64{1e3, 1e5}, Y: []float64{3, 2.4}, Color: 4, Width: 1, Dashes: []float64{5, 3}},
+		{Name: "a given law", X: []float64{1e3, 1e5}, Y: []float64{3.1, 2.5}, Black: true, Width: 1.2, Dashes: []float64{2, 2}},
+	}}
+	f, err := DrawChart(Chart{ID: "styled", Title: "styled", Rows: [][]Panel{{bars, lines}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Points != 4+3+2+2 || f.Series != 2+3 {
+		t.Errorf("points %d series %d, want 11 and 5", f.Points, f.Series)
+	}
+	arm := colorAt(3) // Color 4 is the palette's fourth colour, whatever the series' place
+	svg := strings.ToUpper(f.SVG)
+	for _, want := range []string{
+		"FILL:#9E9E9E", "FILL:" + hexColor(colorAt(1)), // the bars' own fill; the second group's palette colour
+		"STROKE:" + hexColor(arm), "STROKE-DASHARRAY:5,3", "STROKE-DASHARRAY:2,2", "Γ = 0.5",
+	} {
+		if !strings.Contains(svg, strings.ToUpper(want)) {
+			t.Errorf("svg lacks %q", want)
+		}
+	}
+	if len(f.Legend) != 1 || f.Legend[0].Label != "arm 4" || f.Legend[0].Color != arm {
+		t.Errorf("legend %+v, want one entry: arm 4 in the palette's fourth colour", f.Legend)
+	}
+}
+
+// hexColor is a colour as the SVG writer spells it, #RRGGBB.
+func hexColor(c color.RGBA) string { return fmt.Sprintf("#%02X%02X%02X", c.R, c.G, c.B) }

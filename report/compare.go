@@ -5,36 +5,33 @@ import (
 	"fmt"
 	"math"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
-
-	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
-// CompareData is a token-level comparison of two models (diag.Compare) and what was compared: made by
+// CompareData is a token-level comparison of two models (diagrec.Compare) and what was compared: made by
 // analyze.CompareModels or read from a file (ReadCompare).
 type CompareData struct {
 	A, B   string // the models (run or model directories, or the labels a compare JSON gives)
 	Tokens string // the token file they were scored on
-	Cmp    diag.Comparison
+	Cmp    diagrec.Comparison
 }
 
 // ReadCompare reads a comparison from `smallinit compare --json` output ({"a", "b", "tokens", "comparison"})
-// or a bare diag.Comparison.
+// or a bare diagrec.Comparison.
 func ReadCompare(path string) (*CompareData, error) {
 	b, err := inputfile.ReadFile(path, inputfile.MaxTable)
 	if err != nil {
 		return nil, fmt.Errorf("comparison: %w", err)
 	}
-	var wrapped diag.CompareRecord
+	var wrapped diagrec.CompareRecord
 	if err := json.Unmarshal(b, &wrapped); err != nil {
 		return nil, fmt.Errorf("comparison %s: %w", path, err)
 	}
 	if wrapped.Comparison != nil {
 		return &CompareData{A: wrapped.A, B: wrapped.B, Tokens: wrapped.Tokens, Cmp: *wrapped.Comparison}, nil
 	}
-	var c diag.Comparison
+	var c diagrec.Comparison
 	if err := json.Unmarshal(b, &c); err != nil || len(c.Bins) == 0 {
 		return nil, fmt.Errorf("comparison %s: no difficulty bins (want the JSON output of smallinit compare)", path)
 	}
@@ -50,30 +47,28 @@ func figCompare(c *CompareData) (*Figure, string) {
 	if len(bins) == 0 {
 		return nil, "the comparison has no difficulty bins"
 	}
-	f := &Figure{ID: FigCompare, Title: "A against B by token difficulty"}
-	ds := newPlot("mean Δ_sym = (p_A − p_B)/(p_A + p_B)", "token difficulty bin (mean loss of A and B, nats)", "mean Δ_sym")
-	lr := newPlot("mean loss reduction loss_B − loss_A", "token difficulty bin (mean loss of A and B, nats)", "nats/token")
-	var ticks labelTicks
-	bd := &bars{Width: 0.75, Color: colorAt(0)}
-	bl := &bars{Width: 0.75, Color: colorAt(1)}
+	ch := Chart{ID: FigCompare, Title: "A against B by token difficulty", Width: 780, RowHeight: 300}
+	xlabel := "token difficulty bin (mean loss of A and B, nats)"
+	ds := Panel{Title: "mean Δ_sym = (p_A − p_B)/(p_A + p_B)", XLabel: xlabel, YLabel: "mean Δ_sym", Tight: true}
+	lr := Panel{Title: "mean loss reduction loss_B − loss_A", XLabel: xlabel, YLabel: "nats/token", Tight: true}
+	bd := Bars{Width: 0.75, Color: colorAt(0)}
+	bl := Bars{Width: 0.75, Color: colorAt(1)}
+	var ticks []Tick
 	for i, b := range bins {
 		x := float64(i)
-		ticks.At = append(ticks.At, x)
-		ticks.Labels = append(ticks.Labels, fmt.Sprintf("%.2g", (b.Lo+b.Hi)/2))
+		ticks = append(ticks, Tick{At: x, Label: fmt.Sprintf("%.2g", (b.Lo+b.Hi)/2)})
 		bd.X, bd.Y = append(bd.X, x), append(bd.Y, b.MeanDeltaSym)
 		bl.X, bl.Y = append(bl.X, x), append(bl.Y, b.LossReduction)
 	}
-	for _, p := range []*plot.Plot{ds, lr} {
-		p.X.Tick.Marker = ticks
-		p.X.Min, p.X.Max = -0.6, float64(len(bins))-0.4
+	for _, p := range []*Panel{&ds, &lr} {
+		p.XTicks, p.XRange = ticks, []float64{-0.6, float64(len(bins)) - 0.4}
 	}
-	ds.Add(bd)
-	lr.Add(bl)
-	f.Points, f.Series = len(bd.X)+len(bl.X), 2
-	f.Legend = []LegendEntry{{Label: "mean Δ_sym (positive: A gives the true token more probability)", Color: colorAt(0), Swatch: true},
+	ds.Bars, lr.Bars = []Bars{bd}, []Bars{bl}
+	ch.Rows = [][]Panel{{ds, lr}}
+	ch.Legend = []LegendEntry{{Label: "mean Δ_sym (positive: A gives the true token more probability)", Color: colorAt(0), Swatch: true},
 		{Label: "mean loss_B − loss_A (positive: A is better)", Color: colorAt(1), Swatch: true}}
-	var err error
-	if f.SVG, err = renderPlots([][]*plot.Plot{{ds, lr}}, vg.Points(780), vg.Points(300), f.Title); err != nil {
+	f, err := DrawChart(ch)
+	if err != nil {
 		return nil, err.Error()
 	}
 	all := c.Cmp.All

@@ -9,19 +9,15 @@ import (
 	"sort"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
-// Coordcheck is a coordinate check (diag.Coordcheck, the output of `smallinit coordcheck --json`) and the file
+// Coordcheck is a coordinate check (diagrec.Coordcheck, the output of `smallinit coordcheck --json`) and the file
 // it was read from.
 type Coordcheck struct {
 	Source string // the file's base name
-	diag.Coordcheck
+	diagrec.Coordcheck
 }
 
 // ReadCoordcheck reads a coordinate check saved from `smallinit coordcheck --json`.
@@ -47,18 +43,15 @@ func figCoordcheck(ccs []*Coordcheck) (*Figure, string) {
 	if len(ccs) == 0 {
 		return nil, "no --coordcheck given"
 	}
-	f := &Figure{ID: FigCoordcheck, Title: "Coordinate check: residual ratio against width"}
-	var rows [][]*plot.Plot
+	ch := Chart{ID: FigCoordcheck, Title: "Coordinate check: residual ratio against width", Width: 780, RowHeight: 260}
 	var notes []string
 	stepIdx := map[int]int{}
 	var stepsSeen []int
 	for _, cc := range ccs {
-		attn := newPlot(fmt.Sprintf("attention, layer 0 — γ = %g", cc.Gamma), "width d", "RMS(Attn(Norm x)) / RMS(x)")
-		ffn := newPlot(fmt.Sprintf("FFN, layer 0 — γ = %g", cc.Gamma), "width d", "RMS(FFN(Norm h)) / RMS(h)")
-		for _, p := range []*plot.Plot{attn, ffn} {
-			useLogX(p)
-			useLogY(p)
-		}
+		attn := Panel{Title: fmt.Sprintf("attention, layer 0 — γ = %g", cc.Gamma), XLabel: "width d", YLabel: "RMS(Attn(Norm x)) / RMS(x)",
+			LogX: true, LogY: true, Tight: true}
+		ffn := Panel{Title: fmt.Sprintf("FFN, layer 0 — γ = %g", cc.Gamma), XLabel: "width d", YLabel: "RMS(FFN(Norm h)) / RMS(h)",
+			LogX: true, LogY: true, Tight: true}
 		steps := map[int]bool{}
 		for _, p := range cc.Points {
 			steps[p.Step] = true
@@ -79,19 +72,16 @@ func figCoordcheck(ccs []*Coordcheck) (*Figure, string) {
 					xs, ya, yf = append(xs, float64(p.Width)), append(ya, p.AttnRatio), append(yf, p.FFNRatio)
 				}
 			}
-			f.Points += addLine(attn, finiteXYs(xs, ya, true, true), lineStyle(stepIdx[s]), true)
-			f.Points += addLine(ffn, finiteXYs(xs, yf, true, true), lineStyle(stepIdx[s]), true)
-			f.Series += 2
+			attn.Series = append(attn.Series, Series{X: xs, Y: ya, Color: stepIdx[s] + 1, Marks: true})
+			ffn.Series = append(ffn.Series, Series{X: xs, Y: yf, Color: stepIdx[s] + 1, Marks: true})
 			if s == ss[0] && len(xs) >= 2 { // the prediction 1 − γ through the first point at the first step
 				slope := 1 - cc.Gamma
 				if cc.Predicted != nil {
 					slope = *cc.Predicted
 				}
 				lo, hi := xs[0], xs[len(xs)-1]
-				rx := []float64{lo, hi}
-				ry := []float64{ya[0], ya[0] * math.Pow(hi/lo, slope)}
-				ref := draw.LineStyle{Color: color.RGBA{0, 0, 0, 0xff}, Width: vg.Points(0.8), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}}
-				addLine(attn, finiteXYs(rx, ry, true, true), ref, false)
+				attn.Series = append(attn.Series, Series{X: []float64{lo, hi}, Y: []float64{ya[0], ya[0] * math.Pow(hi/lo, slope)},
+					Black: true, Width: 0.8, Dashes: []float64{2, 2}})
 			}
 		}
 		var fits []string
@@ -105,18 +95,18 @@ func figCoordcheck(ccs []*Coordcheck) (*Figure, string) {
 			note += ": fitted layer-0 exponents " + strings.Join(fits, "; ")
 		}
 		notes = append(notes, note)
-		rows = append(rows, []*plot.Plot{attn, ffn})
+		ch.Rows = append(ch.Rows, []Panel{attn, ffn})
 	}
 	for _, s := range stepsSeen {
 		label := fmt.Sprintf("after %d step%s", s, plural(s))
 		if s == 0 {
 			label = "at init"
 		}
-		f.Legend = append(f.Legend, LegendEntry{Label: label, Color: colorAt(stepIdx[s])})
+		ch.Legend = append(ch.Legend, LegendEntry{Label: label, Color: colorAt(stepIdx[s])})
 	}
-	f.Legend = append(f.Legend, LegendEntry{Label: "predicted slope 1 − γ", Color: color.RGBA{0, 0, 0, 0xff}, Dashed: true})
-	var err error
-	if f.SVG, err = renderPlots(rows, vg.Points(780), vg.Points(float64(260*len(rows))), f.Title); err != nil {
+	ch.Legend = append(ch.Legend, LegendEntry{Label: "predicted slope 1 − γ", Color: color.RGBA{0, 0, 0, 0xff}, Dashed: true})
+	f, err := DrawChart(ch)
+	if err != nil {
 		return nil, err.Error()
 	}
 	f.Caption = "μP-style coordinate check from smallinit coordcheck --json: the residual ratio of layer 0 against width at init and " +

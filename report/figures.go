@@ -9,11 +9,10 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/fit"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // Figure is one drawn figure of a report.
@@ -49,8 +48,8 @@ const (
 	FigLossSize     = "loss-vs-size"
 	FigTrajectories = "weight-trajectories"
 	FigHeatmaps     = "row-cosine-heatmaps"
-	FigSink         = diag.FigureSink
-	FigNorm         = diag.FigureNorm
+	FigSink         = diagrec.FigureSink
+	FigNorm         = diagrec.FigureNorm
 	FigCompare      = "token-difficulty"
 	FigCoordcheck   = "coordinate-check"
 )
@@ -78,7 +77,7 @@ func (d *Data) armIndex(a *Arm) int {
 func armName(a *Arm) string {
 	seeds := map[string]bool{}
 	for _, r := range a.Runs {
-		seeds[r.Value("seed")] = true
+		seeds[r.Value(recipe.KeySeed)] = true
 	}
 	switch {
 	case len(seeds) > 1 && len(seeds) == len(a.Runs):
@@ -135,34 +134,34 @@ func meanCurve(runs []*Run, val bool) (xs, ys []float64) {
 
 // figLossCurves draws the training and validation loss of every arm against tokens.
 func (d *Data) figLossCurves() (*Figure, string) {
-	f := &Figure{ID: FigLossCurves, Title: "Loss curves"}
-	tr := newPlot("training loss", "tokens", "loss (nats/token)")
-	va := newPlot("validation loss", "tokens", "loss (nats/token)")
+	ch := Chart{ID: FigLossCurves, Title: "Loss curves", Width: 780, RowHeight: 300}
+	tr := Panel{Title: "training loss", XLabel: "tokens", YLabel: "loss (nats/token)", Tight: true}
+	va := Panel{Title: "validation loss", XLabel: "tokens", YLabel: "loss (nats/token)", Tight: true}
 	var runs []*Run
-	nVal := 0
+	nTrain, nVal := 0, 0
 	for _, a := range d.Arms {
 		i, c := d.armIndex(a), d.armColor(a)
 		xs, ys := meanCurve(a.Runs, false)
-		n := addLine(tr, finiteXYs(xs, ys, false, false), lineStyle(i), false)
+		n := len(finiteXYs(xs, ys, false, false))
+		tr.Series = append(tr.Series, Series{X: xs, Y: ys, Color: i + 1})
 		xs, ys = meanCurve(a.Runs, true)
-		m := addLine(va, finiteXYs(xs, ys, false, false), lineStyle(i), true)
+		m := len(finiteXYs(xs, ys, false, false))
+		va.Series = append(va.Series, Series{X: xs, Y: ys, Color: i + 1, Marks: true})
 		if n+m > 0 {
-			f.Points += n + m
-			f.Series++
-			nVal += m
+			nTrain, nVal = nTrain+n, nVal+m
 			runs = append(runs, a.Runs...)
-			f.Legend = append(f.Legend, LegendEntry{Label: armName(a), Color: c, Dashed: i >= len(palette)})
+			ch.Legend = append(ch.Legend, LegendEntry{Label: armName(a), Color: c, Dashed: i >= len(palette)})
 		}
 	}
-	if f.Points == 0 {
+	if nTrain+nVal == 0 {
 		return nil, "no run has logged a loss"
 	}
-	row := []*plot.Plot{tr}
+	ch.Rows = [][]Panel{{tr}}
 	if nVal > 0 {
-		row = append(row, va)
+		ch.Rows[0] = append(ch.Rows[0], va)
 	}
-	var err error
-	if f.SVG, err = renderPlots([][]*plot.Plot{row}, vg.Points(780), vg.Points(300), f.Title); err != nil {
+	f, err := DrawChart(ch)
+	if err != nil {
 		return nil, err.Error()
 	}
 	f.Caption = d.describe(runs) + " Each line is an arm's mean over its seeds at each logged step; training loss is the " +
@@ -219,7 +218,7 @@ func seedNote(ps []valPoint) string {
 
 // figValGamma draws the final validation loss against γ, one line per arm of the other keys (ε, gate, ...).
 func (d *Data) figValGamma() (*Figure, string) {
-	keys, labels, pts := d.seriesBy(func(k string) bool { return k == "init.gamma" }, func(a *Arm) float64 { return a.Gamma })
+	keys, labels, pts := d.seriesBy(func(k string) bool { return k == recipe.KeyGamma }, func(a *Arm) float64 { return a.Gamma })
 	gammas := map[float64]bool{}
 	for _, k := range keys {
 		for _, p := range pts[k] {
@@ -229,8 +228,8 @@ func (d *Data) figValGamma() (*Figure, string) {
 	if len(gammas) < 2 {
 		return nil, fmt.Sprintf("needs complete runs at two or more values of γ (have %d)", len(gammas))
 	}
-	f := &Figure{ID: FigValGamma, Title: "Validation loss against γ"}
-	p := newPlot("final validation loss against init scale γ (σ = d_in^−γ)", "γ", "validation loss (nats/token)")
+	ch := Chart{ID: FigValGamma, Title: "Validation loss against γ", Width: 560, RowHeight: 340}
+	p := Panel{Title: "final validation loss against init scale γ (σ = d_in^−γ)", XLabel: "γ", YLabel: "validation loss (nats/token)"}
 	var all []valPoint
 	var runs []*Run
 	for i, k := range keys {
@@ -240,15 +239,13 @@ func (d *Data) figValGamma() (*Figure, string) {
 			xs[j], ys[j], es[j] = q.x, q.mean, q.se
 			runs = append(runs, q.arm.Complete()...)
 		}
-		f.Points += addLine(p, finiteXYs(xs, ys, false, false), lineStyle(i), true)
-		addErrorBars(p, xs, ys, es, colorAt(i))
-		f.Series++
-		f.Legend = append(f.Legend, LegendEntry{Label: labels[k], Color: colorAt(i), Dashed: i >= len(palette)})
+		p.Series = append(p.Series, Series{X: xs, Y: ys, Err: es, Marks: true})
+		ch.Legend = append(ch.Legend, LegendEntry{Label: labels[k], Color: colorAt(i), Dashed: i >= len(palette)})
 		all = append(all, ps...)
 	}
-	padY(p, 0.05)
-	var err error
-	if f.SVG, err = renderPlots([][]*plot.Plot{{p}}, vg.Points(560), vg.Points(340), f.Title); err != nil {
+	ch.Rows = [][]Panel{{p}}
+	f, err := DrawChart(ch)
+	if err != nil {
 		return nil, err.Error()
 	}
 	f.Caption = d.describe(runs) + " Final validation loss of the complete runs (" + valLossSource(runs) + "), one line per " +
@@ -259,10 +256,9 @@ func (d *Data) figValGamma() (*Figure, string) {
 // figFixes draws the 2×2 of fixes: for each γ, bars for the default arm (ε = 1e-5, no gate), the fixed arm
 // (ε = 1e-12 with a gate) and the single fixes when they were run.
 func (d *Data) figFixes() (*Figure, string) {
-	drop := func(k string) bool { return k == "init.gamma" || k == "model.norm_eps" || k == "model.attn_gate" }
+	drop := func(k string) bool { return k == recipe.KeyGamma || k == recipe.KeyNormEps || k == recipe.KeyAttnGate }
 	keys, labels, pts := d.seriesBy(drop, func(a *Arm) float64 { return a.Gamma })
-	f := &Figure{ID: FigFixes, Title: "The 2×2 of fixes: γ × {default, fixed}"}
-	var rows [][]*plot.Plot
+	ch := Chart{ID: FigFixes, Title: "The 2×2 of fixes: γ × {default, fixed}", Width: 560, RowHeight: 300}
 	var runs []*Run
 	var all []valPoint
 	used := map[int]bool{}
@@ -282,7 +278,7 @@ func (d *Data) figFixes() (*Figure, string) {
 				gammas = append(gammas, g)
 			}
 		}
-		if len(gammas) == 0 || len(rows) == 4 {
+		if len(gammas) == 0 || len(ch.Rows) == 4 {
 			continue
 		}
 		sort.Float64s(gammas)
@@ -302,16 +298,14 @@ func (d *Data) figFixes() (*Figure, string) {
 		if labels[k] != "all runs" {
 			title += ": " + labels[k]
 		}
-		p := newPlot(title, "", "validation loss (nats/token)")
+		p := Panel{Title: title, YLabel: "validation loss (nats/token)", XRange: []float64{-0.5, float64(len(gammas)) - 0.5}}
 		width := 0.8 / float64(len(order))
 		lo, hi := math.Inf(1), math.Inf(-1)
-		var ticks labelTicks
 		for gi, g := range gammas {
-			ticks.At = append(ticks.At, float64(gi))
-			ticks.Labels = append(ticks.Labels, "γ = "+strconv.FormatFloat(g, 'g', -1, 64))
+			p.XTicks = append(p.XTicks, Tick{At: float64(gi), Label: "γ = " + strconv.FormatFloat(g, 'g', -1, 64)})
 		}
 		for oi, kind := range order {
-			b := &bars{Width: width * 0.92, Color: fixColor(kind)}
+			b := Bars{Width: width * 0.92, Color: fixColor(kind)}
 			for gi, g := range gammas {
 				q, ok := byGamma[g][kind]
 				if !ok {
@@ -328,27 +322,23 @@ func (d *Data) figFixes() (*Figure, string) {
 				runs = append(runs, q.arm.Complete()...)
 				all = append(all, q)
 			}
-			p.Add(b)
-			f.Points += len(b.X)
-			f.Series++
+			p.Bars = append(p.Bars, b)
 			used[kind] = true
 		}
-		p.X.Tick.Marker = ticks
-		p.X.Min, p.X.Max = -0.5, float64(len(gammas))-0.5
 		span := math.Max(hi-lo, 0.02*math.Abs(hi))
-		p.Y.Min, p.Y.Max = lo-0.6*span, hi+0.25*span
-		rows = append(rows, []*plot.Plot{p})
+		p.YRange = []float64{lo - 0.6*span, hi + 0.25*span}
+		ch.Rows = append(ch.Rows, []Panel{p})
 	}
-	if len(rows) == 0 {
+	if len(ch.Rows) == 0 {
 		return nil, "needs, at some γ, complete runs of both the default arm (ε = 1e-5, no gate) and the fixed arm (ε = 1e-12 with an attention gate)"
 	}
 	for kind := 0; kind < 4; kind++ {
 		if used[kind] {
-			f.Legend = append(f.Legend, LegendEntry{Label: fixNames[kind], Color: fixColor(kind), Swatch: true})
+			ch.Legend = append(ch.Legend, LegendEntry{Label: fixNames[kind], Color: fixColor(kind), Swatch: true})
 		}
 	}
-	var err error
-	if f.SVG, err = renderPlots(rows, vg.Points(560), vg.Points(float64(300*len(rows))), f.Title); err != nil {
+	f, err := DrawChart(ch)
+	if err != nil {
 		return nil, err.Error()
 	}
 	f.Caption = d.describe(runs) + " Final validation loss by γ and fix (" + valLossSource(runs) + "); the y axis is cut above zero to show the differences." + seedNote(all)
@@ -374,9 +364,9 @@ func (d *Data) figLossSize(law *Law) (*Figure, string) {
 	if most < 2 {
 		return nil, fmt.Sprintf("needs complete runs of otherwise equal configs at two or more model sizes (have at most %d)", most)
 	}
-	f := &Figure{ID: FigLossSize, Title: "Loss against model size N"}
-	p := newPlot("final validation loss against non-embedding parameters N", "N (non-embedding parameters)", "validation loss (nats/token)")
-	useLogX(p)
+	ch := Chart{ID: FigLossSize, Title: "Loss against model size N", Width: 600, RowHeight: 340}
+	p := Panel{Title: "final validation loss against non-embedding parameters N", XLabel: "N (non-embedding parameters)",
+		YLabel: "validation loss (nats/token)", LogX: true}
 	var runs []*Run
 	var all []valPoint
 	var fits, refused []string
@@ -390,10 +380,8 @@ func (d *Data) figLossSize(law *Law) (*Figure, string) {
 			runs = append(runs, q.arm.Complete()...)
 		}
 		all = append(all, ps...)
-		f.Points += addLine(p, finiteXYs(xs, ys, true, false), lineStyle(i), true)
-		addErrorBars(p, xs, ys, es, colorAt(i))
-		f.Series++
-		f.Legend = append(f.Legend, LegendEntry{Label: labels[k], Color: colorAt(i)})
+		p.Series = append(p.Series, Series{X: xs, Y: ys, Err: es, Marks: true, Color: i + 1})
+		ch.Legend = append(ch.Legend, LegendEntry{Label: labels[k], Color: colorAt(i)})
 		if distinct(xs) >= fit.MinSizes {
 			points := make([]fit.Point, len(xs))
 			for j := range xs {
@@ -405,11 +393,8 @@ func (d *Data) figLossSize(law *Law) (*Figure, string) {
 			} else {
 				fl := Law{PowerLaw: fitted.PowerLaw}
 				fx, fy := fl.curve(xs[0], xs[len(xs)-1], 60)
-				sty := lineStyle(i)
-				sty.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-				sty.Width = vg.Points(1)
-				f.Points += addLine(p, finiteXYs(fx, fy, true, false), sty, false)
-				f.Legend = append(f.Legend, LegendEntry{Label: "fit " + labels[k] + ": " + fl.String(), Color: colorAt(i), Dashed: true})
+				p.Series = append(p.Series, Series{X: fx, Y: fy, Color: i + 1, Width: 1, Dashes: []float64{5, 3}})
+				ch.Legend = append(ch.Legend, LegendEntry{Label: "fit " + labels[k] + ": " + fl.String(), Color: colorAt(i), Dashed: true})
 				fits = append(fits, labels[k])
 			}
 		}
@@ -420,17 +405,16 @@ func (d *Data) figLossSize(law *Law) (*Figure, string) {
 			lo, hi = lo/2, hi*2
 		}
 		fx, fy := law.curve(lo, hi, 60)
-		sty := draw.LineStyle{Color: color.RGBA{0, 0, 0, 0xff}, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}}
-		f.Points += addLine(p, finiteXYs(fx, fy, true, false), sty, false)
+		p.Series = append(p.Series, Series{X: fx, Y: fy, Black: true, Width: 1.2, Dashes: []float64{2, 2}})
 		name := law.Source
 		if name == "" {
 			name = "given law"
 		}
-		f.Legend = append(f.Legend, LegendEntry{Label: name + ": " + law.String(), Color: color.RGBA{0, 0, 0, 0xff}, Dashed: true})
+		ch.Legend = append(ch.Legend, LegendEntry{Label: name + ": " + law.String(), Color: color.RGBA{0, 0, 0, 0xff}, Dashed: true})
 	}
-	padY(p, 0.05)
-	var err error
-	if f.SVG, err = renderPlots([][]*plot.Plot{{p}}, vg.Points(600), vg.Points(340), f.Title); err != nil {
+	ch.Rows = [][]Panel{{p}}
+	f, err := DrawChart(ch)
+	if err != nil {
 		return nil, err.Error()
 	}
 	f.Caption = d.describe(runs) + " Final validation loss: " + valLossSource(runs) + ". N counts every parameter except the token embedding and an untied LM head."
@@ -475,7 +459,7 @@ func classOrder(arms []*Arm) []string {
 }
 
 // classCurve averages a class metric over the arm's runs by diagnostics step.
-func classCurve(a *Arm, class string, metric func(diag.ClassSummary) float64) (xs, ys []float64) {
+func classCurve(a *Arm, class string, metric func(diagrec.ClassSummary) float64) (xs, ys []float64) {
 	sum, n := map[int]float64{}, map[int]int{}
 	for _, r := range a.Runs {
 		for _, p := range r.Diagnostics {
@@ -524,38 +508,33 @@ func (d *Data) figTrajectories(maxArms int) (*Figure, string) {
 		return nil, "needs an arm with weight diagnostics at two or more steps (train.diagnostics_interval > 0)"
 	}
 	classes := classOrder(arms)
-	var metrics []diag.WeightMetric // the table's plotted metrics, one panel each
+	var metrics []diagrec.WeightMetric // the table's plotted metrics, one panel each
 	var names []string
-	for _, m := range diag.WeightMetrics {
+	for _, m := range diagrec.WeightMetrics {
 		if m.Axis != "" {
 			metrics, names = append(metrics, m), append(names, m.Name)
 		}
 	}
-	f := &Figure{ID: FigTrajectories, Title: "Weight trajectories: " + strings.Join(names, " and ") + " per tensor class"}
-	var rows [][]*plot.Plot
+	ch := Chart{ID: FigTrajectories, Title: "Weight trajectories: " + strings.Join(names, " and ") + " per tensor class", Width: 780, RowHeight: 230}
 	var runs []*Run
 	for _, a := range arms {
-		var row []*plot.Plot
+		var row []Panel
 		for _, m := range metrics {
-			p := newPlot(m.Name+" — "+a.Label, "step", m.Axis)
-			if m.LogY {
-				useLogY(p)
-			}
-			for ci, class := range classes {
-				xs, ys := classCurve(a, class, func(c diag.ClassSummary) float64 { return c.Mean(m.Key) })
-				f.Points += addLine(p, finiteXYs(xs, ys, false, m.LogY), lineStyle(ci), len(xs) <= 12)
+			p := Panel{Title: m.Name + " — " + a.Label, XLabel: "step", YLabel: m.Axis, LogY: m.LogY, Tight: true}
+			for _, class := range classes {
+				xs, ys := classCurve(a, class, func(c diagrec.ClassSummary) float64 { return c.Mean(m.Key) })
+				p.Series = append(p.Series, Series{X: xs, Y: ys, Marks: len(xs) <= 12})
 			}
 			row = append(row, p)
 		}
-		f.Series += len(metrics) * len(classes)
-		rows = append(rows, row)
+		ch.Rows = append(ch.Rows, row)
 		runs = append(runs, a.Runs...)
 	}
 	for ci, class := range classes {
-		f.Legend = append(f.Legend, LegendEntry{Label: class, Color: colorAt(ci), Dashed: ci >= len(palette)})
+		ch.Legend = append(ch.Legend, LegendEntry{Label: class, Color: colorAt(ci), Dashed: ci >= len(palette)})
 	}
-	var err error
-	if f.SVG, err = renderPlots(rows, vg.Points(780), vg.Points(float64(230*len(rows))), f.Title); err != nil {
+	f, err := DrawChart(ch)
+	if err != nil {
 		return nil, err.Error()
 	}
 	f.Caption = d.describe(runs) + " One row per arm (mean over its seeds), one line per tensor class (mean over layers); " +
@@ -617,7 +596,7 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 }
 
 // lastLayers averages, over the arm's runs, a per-layer metric of each run's last diagnostics line.
-func lastLayers(a *Arm, metric func(diag.LayerActivations) float64) (xs, ys []float64, steps []int) {
+func lastLayers(a *Arm, metric func(diagrec.LayerActivations) float64) (xs, ys []float64, steps []int) {
 	sum, n := map[int]float64{}, map[int]int{}
 	for _, r := range a.Runs {
 		p := r.LastDiag()
@@ -643,44 +622,41 @@ func lastLayers(a *Arm, metric func(diag.LayerActivations) float64) (xs, ys []fl
 	return xs, ys, steps
 }
 
-// layerPanels draws a panel for each metric of diag.LayerMetrics in figure fig: its value against the layer,
-// one line per arm (from each run's last diagnostics line, mean over the arm's seeds), with the y range its
-// row asks for. The points drawn are added to f.
-func (d *Data) layerPanels(fig string, arms []*Arm, f *Figure) []*plot.Plot {
-	var ps []*plot.Plot
-	var ms []diag.LayerMetric
-	for _, m := range diag.LayerMetrics {
+// layerPanels are the panels of figure fig, one for each metric of diagrec.LayerMetrics that names it: its value
+// against the layer, one line per arm in the arm's colour (from each run's last diagnostics line, mean over the
+// arm's seeds), with the y range its row asks for (panels of a shared range span all their data, widened by 4%).
+func (d *Data) layerPanels(fig string, arms []*Arm) []Panel {
+	var ps []Panel
+	var shared []int
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, m := range diagrec.LayerMetrics {
 		if m.Figure != fig {
 			continue
 		}
-		p := newPlot(m.Title, "layer", m.Axis)
+		p := Panel{Title: m.Title, XLabel: "layer", YLabel: m.Axis, IntX: true, Tight: true, YFrom0: m.YFrom0, YAtLeast: m.YAtLeast}
 		for _, a := range arms {
 			xs, ys, _ := lastLayers(a, m.Of)
-			f.Points += addLine(p, finiteXYs(xs, ys, false, false), lineStyle(d.armIndex(a)), true)
-		}
-		p.X.Tick.Marker = intTicks{}
-		ps, ms = append(ps, p), append(ms, m)
-	}
-	lo, hi, shared := math.Inf(1), math.Inf(-1), false
-	for i, p := range ps {
-		if ms[i].SharedY {
-			shared = true
-			lo, hi = math.Min(lo, p.Y.Min), math.Max(hi, math.Max(p.Y.Max, ms[i].YAtLeast))
-			continue
-		}
-		if ms[i].YFrom0 {
-			p.Y.Min = 0
-		}
-		if ms[i].YAtLeast != 0 {
-			p.Y.Max = math.Max(p.Y.Max, ms[i].YAtLeast)
-		}
-	}
-	if shared {
-		for i, p := range ps {
-			if ms[i].SharedY {
-				p.Y.Min, p.Y.Max = lo, hi
-				padY(p, 0.04)
+			p.Series = append(p.Series, Series{X: xs, Y: ys, Color: d.armIndex(a) + 1, Marks: true})
+			if m.SharedY {
+				for _, pt := range finiteXYs(xs, ys, false, false) {
+					lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
+				}
 			}
+		}
+		if m.SharedY {
+			p.YFrom0, p.YAtLeast = false, 0
+			hi = math.Max(hi, m.YAtLeast)
+			shared = append(shared, len(ps))
+		}
+		ps = append(ps, p)
+	}
+	if len(shared) > 0 && !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
+		if hi > lo {
+			d := (hi - lo) * 0.04
+			lo, hi = lo-d, hi+d
+		}
+		for _, i := range shared {
+			ps[i].YRange = []float64{lo, hi}
 		}
 	}
 	return ps
@@ -718,18 +694,18 @@ func (d *Data) figSink() (*Figure, string) {
 	if len(arms) == 0 {
 		return nil, "needs activation diagnostics (diagnostics.jsonl)"
 	}
-	f := &Figure{ID: FigSink, Title: "Attention sink: first-token mass and sink rate per layer"}
+	ch := Chart{ID: FigSink, Title: "Attention sink: first-token mass and sink rate per layer", Width: 780, RowHeight: 300,
+		Rows: [][]Panel{d.layerPanels(diagrec.FigureSink, arms)}}
 	var runs []*Run
 	gates := map[string]bool{}
 	for _, a := range arms {
 		i := d.armIndex(a)
-		f.Series++
-		f.Legend = append(f.Legend, LegendEntry{Label: armName(a), Color: d.armColor(a), Dashed: i >= len(palette)})
+		ch.Legend = append(ch.Legend, LegendEntry{Label: armName(a), Color: d.armColor(a), Dashed: i >= len(palette)})
 		runs = append(runs, a.Runs...)
 		gates[a.Gate] = true
 	}
-	var err error
-	if f.SVG, err = renderPlots([][]*plot.Plot{d.layerPanels(diag.FigureSink, arms, f)}, vg.Points(780), vg.Points(300), f.Title); err != nil {
+	f, err := DrawChart(ch)
+	if err != nil {
 		return nil, err.Error()
 	}
 	var gs []string
@@ -738,7 +714,7 @@ func (d *Data) figSink() (*Figure, string) {
 	}
 	f.Caption = d.describe(runs) + fmt.Sprintf(" From each run's last diagnostics line (step %s), mean over the arm's seeds; attention gate: %s. "+
 		"α is a head's mean attention to the first token over all queries; a head with α > %g is a sink. The study expects the gate to remove the sink.",
-		stepList(steps), strings.Join(sortedValues(toSet(gs)), ", "), diag.SinkThreshold)
+		stepList(steps), strings.Join(sortedValues(toSet(gs)), ", "), diagrec.SinkThreshold)
 	return f, ""
 }
 
@@ -748,18 +724,18 @@ func (d *Data) figNorm() (*Figure, string) {
 	if len(arms) == 0 {
 		return nil, "needs activation diagnostics (diagnostics.jsonl)"
 	}
-	f := &Figure{ID: FigNorm, Title: "Norm saturation: output RMS r per layer"}
+	ch := Chart{ID: FigNorm, Title: "Norm saturation: output RMS r per layer", Width: 780, RowHeight: 300,
+		Rows: [][]Panel{d.layerPanels(diagrec.FigureNorm, arms)}}
 	var runs []*Run
 	eps := map[string]bool{}
 	for _, a := range arms {
 		i := d.armIndex(a)
-		f.Series++
-		f.Legend = append(f.Legend, LegendEntry{Label: armName(a), Color: d.armColor(a), Dashed: i >= len(palette)})
+		ch.Legend = append(ch.Legend, LegendEntry{Label: armName(a), Color: d.armColor(a), Dashed: i >= len(palette)})
 		runs = append(runs, a.Runs...)
 		eps[strconv.FormatFloat(a.NormEps, 'g', -1, 64)] = true
 	}
-	var err error
-	if f.SVG, err = renderPlots([][]*plot.Plot{d.layerPanels(diag.FigureNorm, arms, f)}, vg.Points(780), vg.Points(300), f.Title); err != nil {
+	f, err := DrawChart(ch)
+	if err != nil {
 		return nil, err.Error()
 	}
 	f.Caption = d.describe(runs) + fmt.Sprintf(" From each run's last diagnostics line (step %s), mean over seeds and probe tokens; ε ∈ {%s}. "+

@@ -10,33 +10,32 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/BurntSushi/toml"
-
-	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/summary"
-	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // Run is one run directory as read from disk. Anything that could not be read is recorded in Problems rather
 // than returned as an error, so that a report can list broken and unfinished runs beside finished ones.
 type Run struct {
-	Dir         string       // the run directory
-	ID          string       // short name: the directory's base name (longer when two runs share it)
-	Config      train.Config // the resolved config (meaningful only when HasConfig)
+	Dir         string        // the run directory
+	ID          string        // short name: the directory's base name (longer when two runs share it)
+	Config      recipe.Config // the resolved config (meaningful only when HasConfig)
 	HasConfig   bool
-	Metrics     []train.Metrics // metrics.jsonl, in file order
-	Diagnostics []DiagPoint     // diagnostics.jsonl, in file order
-	Checkpoints []Checkpoint    // checkpoints/step-*/ holding a model, by step
-	FinalDir    string          // final/ when it holds a model, else ""
-	InitDir     string          // init/ (the step-0 weights) when it holds a model, else "" (runs before it was written)
-	TotalSteps  int             // the steps the config asks for (0 without a config)
-	Complete    bool            // config, metrics up to TotalSteps and a final model are all there
-	Reason      string          // why the run is incomplete ("" when complete)
-	Problems    []string        // everything that could not be read
-	Recipe      map[string]any  // the resolved config as dotted keys and typed values (override.Flatten)
-	Summary     *summary.Row    // the plan's summary.json row naming this run, if any
-	Arm         *Arm            // nil for a run without a readable config
+	Metrics     []rundir.Metrics // metrics.jsonl, in file order
+	Diagnostics []DiagPoint      // diagnostics.jsonl, in file order
+	Checkpoints []Checkpoint     // checkpoints/step-*/ holding a model, by step
+	FinalDir    string           // final/ when it holds a model, else ""
+	InitDir     string           // init/ (the step-0 weights) when it holds a model, else "" (runs before it was written)
+	TotalSteps  int              // the steps the config asks for (0 without a config)
+	Complete    bool             // config, metrics up to TotalSteps and a final model are all there
+	Reason      string           // why the run is incomplete ("" when complete)
+	Problems    []string         // everything that could not be read
+	Recipe      map[string]any   // the resolved config as dotted keys and typed values (recipe.Config.Flatten)
+	Summary     *summary.Row     // the plan's summary.json row naming this run, if any
+	Arm         *Arm             // nil for a run without a readable config
 }
 
 // Checkpoint is one retained checkpoint of a run.
@@ -45,12 +44,12 @@ type Checkpoint struct {
 	Dir  string
 }
 
-// DiagPoint is one line of diagnostics.jsonl (a train.DiagLine of a diag.Record): the weight metrics per tensor
+// DiagPoint is one line of diagnostics.jsonl (a rundir.DiagLine of a diagrec.Record): the weight metrics per tensor
 // and per class, and the activation metrics. A line from a file that has no per-class means gets them from its
-// tensors (diag.SummariseClasses); Activations is nil when the line has none.
+// tensors (diagrec.SummariseClasses); Activations is nil when the line has none.
 type DiagPoint struct {
 	Step int
-	diag.Record
+	diagrec.Record
 	Err string // a line recorded as {"step", "error"} (e.g. a diverged model)
 }
 
@@ -112,7 +111,7 @@ func Gather(paths []string) (*Data, error) {
 			if !e.IsDir() {
 				return nil
 			}
-			if p != root && (strings.HasPrefix(e.Name(), ".") || e.Name() == "checkpoints" || e.Name() == train.FinalDir) {
+			if p != root && (strings.HasPrefix(e.Name(), ".") || e.Name() == "checkpoints" || e.Name() == rundir.FinalDir) {
 				return fs.SkipDir
 			}
 			if !seenSummary[p] {
@@ -123,7 +122,7 @@ func Gather(paths []string) (*Data, error) {
 					d.Skipped = append(d.Skipped, Skipped{filepath.Join(p, summary.File), err.Error()})
 				}
 			}
-			if !train.IsRunDir(p) {
+			if !rundir.IsRunDir(p) {
 				return nil
 			}
 			abs, _ := filepath.Abs(p)
@@ -178,35 +177,31 @@ func nameRuns(runs []*Run, roots map[*Run]string) {
 	}
 }
 
-// readRun reads one run directory (through train.Run, the owner of its files), recording every problem in the
+// readRun reads one run directory (through rundir.Run, the reader of its files), recording every problem in the
 // run.
 func readRun(dir string) *Run {
 	r := &Run{Dir: dir}
 	bad := func(format string, a ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, a...)) }
-	tr, err := train.OpenRun(dir)
+	tr, err := rundir.Open(dir)
 	if err != nil {
 		bad("%v", err)
 		r.Reason = r.Problems[0]
 		return r
 	}
 	if !tr.HasConfig() {
-		bad("no %s", train.ConfigFile)
+		bad("no %s", rundir.ConfigFile)
 	} else if c, err := tr.Config(); err != nil {
 		bad("%v", err)
 	} else {
-		r.Config, r.HasConfig, r.TotalSteps = c, true, c.TotalSteps()
-		if r.Recipe, err = flatten(c); err != nil {
-			bad("config: %v", err)
-			r.HasConfig = false
-		}
+		r.Config, r.HasConfig, r.TotalSteps, r.Recipe = c, true, c.TotalSteps(), c.Flatten()
 	}
 	// Each reader returns what it could read with its error: a run with a damaged line still shows the rest.
 	if r.Metrics, err = tr.Metrics(); errors.Is(err, fs.ErrNotExist) {
-		bad("no %s", train.MetricsFile)
+		bad("no %s", rundir.MetricsFile)
 	} else if err != nil {
 		bad("%v", err)
 	}
-	ds, err := train.Diagnostics[*diag.Record](tr)
+	ds, err := rundir.Diagnostics[*diagrec.Record](tr)
 	if err != nil {
 		bad("%v", err)
 	}
@@ -214,11 +209,11 @@ func readRun(dir string) *Run {
 		r.Diagnostics = append(r.Diagnostics, diagPoint(l))
 	}
 	r.Checkpoints = listCheckpoints(tr)
-	if tr.HasModel(train.FinalDir) {
-		r.FinalDir = filepath.Join(dir, train.FinalDir)
+	if tr.HasModel(rundir.FinalDir) {
+		r.FinalDir = filepath.Join(dir, rundir.FinalDir)
 	}
-	if tr.HasModel(train.InitDir) {
-		r.InitDir = filepath.Join(dir, train.InitDir)
+	if tr.HasModel(rundir.InitDir) {
+		r.InitDir = filepath.Join(dir, rundir.InitDir)
 	}
 	last := r.LastStep()
 	switch {
@@ -229,7 +224,7 @@ func readRun(dir string) *Run {
 	case last < r.TotalSteps:
 		r.Reason = fmt.Sprintf("stopped at step %d of %d", last, r.TotalSteps)
 	case r.FinalDir == "":
-		r.Reason = fmt.Sprintf("no final model (%s/)", train.FinalDir)
+		r.Reason = fmt.Sprintf("no final model (%s/)", rundir.FinalDir)
 	default:
 		r.Complete = true
 	}
@@ -238,26 +233,26 @@ func readRun(dir string) *Run {
 
 // diagPoint is one line of diagnostics.jsonl as the report draws it: a line without per-class means gets them
 // from its tensors.
-func diagPoint(l train.DiagLine[*diag.Record]) DiagPoint {
+func diagPoint(l rundir.DiagLine[*diagrec.Record]) DiagPoint {
 	p := DiagPoint{Step: l.Step, Err: l.Error}
 	if l.Diagnostics != nil {
 		p.Record = *l.Diagnostics
 		if len(p.Classes) == 0 && len(p.Weights) > 0 {
-			p.Classes = diag.SummariseClasses(p.Weights)
+			p.Classes = diagrec.SummariseClasses(p.Weights)
 		}
 	}
 	return p
 }
 
 // listCheckpoints returns the retained checkpoints of a run that hold a model, by step.
-func listCheckpoints(tr *train.Run) []Checkpoint {
+func listCheckpoints(tr *rundir.Run) []Checkpoint {
 	steps, err := tr.Checkpoints()
 	if err != nil {
 		return nil
 	}
 	var out []Checkpoint
 	for _, step := range steps {
-		if sub := train.CheckpointSub(step); tr.HasModel(sub) {
+		if sub := rundir.CheckpointSub(step); tr.HasModel(sub) {
 			out = append(out, Checkpoint{Step: step, Dir: filepath.Join(tr.Dir(), sub)})
 		}
 	}
@@ -296,23 +291,6 @@ func attachSummaries(runs []*Run, sums []summaryFile) {
 	}
 }
 
-// flatten turns a config into dotted keys (as in overrides) and their typed values.
-func flatten(c train.Config) (map[string]any, error) {
-	b, err := c.Encode()
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if _, err := toml.Decode(string(b), &m); err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	for _, s := range override.Flatten(m) {
-		out[s.Key] = s.Value
-	}
-	return out, nil
-}
-
 // Value is the canonical text of the run's value of a config key (override.Format: 1 and 1.0 are the same
 // value and read the same), "" when the run has no such key. Arms are told apart by it.
 func (r *Run) Value(key string) string {
@@ -324,13 +302,13 @@ func (r *Run) Value(key string) string {
 }
 
 // LastStep is the step of the last metrics line (0 without metrics).
-func (r *Run) LastStep() int { return train.Summarise(r.Metrics).Step }
+func (r *Run) LastStep() int { return rundir.Summarise(r.Metrics).Step }
 
 // Tokens is the number of training tokens consumed, from the last metrics line that records them.
-func (r *Run) Tokens() int64 { return train.Summarise(r.Metrics).Tokens }
+func (r *Run) Tokens() int64 { return rundir.Summarise(r.Metrics).Tokens }
 
 // TrainLoss is the last logged training loss (NaN if none).
-func (r *Run) TrainLoss() float64 { return train.Summarise(r.Metrics).TrainLoss }
+func (r *Run) TrainLoss() float64 { return rundir.Summarise(r.Metrics).TrainLoss }
 
 // ValLoss is the run's final validation loss: the score of the plan's summary.json row naming the run when there
 // is one (eval.ScoreHeldOut: every token of the validation split, the number the plan's table shows), else the
@@ -340,7 +318,7 @@ func (r *Run) ValLoss() float64 {
 	if r.ValLossScored() {
 		return r.Summary.ValLoss
 	}
-	return train.Summarise(r.Metrics).ValLoss
+	return rundir.Summarise(r.Metrics).ValLoss
 }
 
 // ValLossScored says whether ValLoss is the plan's score of the whole validation split (summary.json) rather
@@ -377,8 +355,8 @@ func valLossSource(runs []*Run) string {
 		whole, estimated, estimate)
 }
 
-// TokensPerS is the training throughput over the logged intervals (train.Summarise; NaN if no line has one).
-func (r *Run) TokensPerS() float64 { return train.Summarise(r.Metrics).TokensPerS }
+// TokensPerS is the training throughput over the logged intervals (rundir.Summarise; NaN if no line has one).
+func (r *Run) TokensPerS() float64 { return rundir.Summarise(r.Metrics).TokensPerS }
 
 // N is the model's non-embedding parameter count (model.Config.NonEmbeddingParams): the N of the sweep tables
 // and of L(N).

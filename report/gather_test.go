@@ -41,11 +41,11 @@ func parseDiag(b []byte) (DiagPoint, error) {
 }
 
 // TestParseDiagReadsLandedFile: the report reads a diagnostics.jsonl written by the code as landed (the fixture
-// of diag, see diag/testdata/README.md) into diag's own record types, holding the whole record (what
+// of diag, see diag/diagrec/testdata/README.md) into diag's own record types, holding the whole record (what
 // train.DiagLine[*diag.Record] decodes; that it keeps every value of the file is diag's test), and per-class
 // means equal to diag.SummariseClasses of the tensors, also for a line that carries only the tensors.
 func TestParseDiagReadsLandedFile(t *testing.T) {
-	f, err := os.Open("../diag/testdata/diagnostics-landed.jsonl")
+	f, err := os.Open("../diag/diagrec/testdata/diagnostics-landed.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // DefaultHeatmapTensor is the matrix whose row cosines the heatmaps show unless told otherwise: layer 0's
@@ -16,7 +16,7 @@ const DefaultHeatmapTensor = "model.layers.0.self_attn.q_proj.weight"
 const MaxHeatmapRows = 256
 
 // HeatmapPanel is the row-cosine matrix of one matrix at one step, rows reordered by clustering
-// (diag.CosineMatrix) so that aligned rows form blocks.
+// (diagrec.CosineMatrix) so that aligned rows form blocks.
 type HeatmapPanel struct {
 	Label string    // e.g. "step 0 (init)"
 	Step  int       // training step
@@ -94,7 +94,7 @@ func heatmapSource(r *Run) HeatmapSource {
 	if initDir != "" {
 		s.Panels = append(s.Panels, HeatmapPanelSource{Dir: initDir, Label: "step 0 (init)", Problem: "init", Step: 0})
 	} else {
-		s.Problems = append(s.Problems, fmt.Sprintf("init: no step-0 weights in the run (%s/ is written by runs of builds since the experiment layer)", train.InitDir))
+		s.Problems = append(s.Problems, fmt.Sprintf("init: no step-0 weights in the run (%s/ is written by runs of builds since the experiment layer)", rundir.InitDir))
 	}
 	end := r.LastStep()
 	if r.FinalDir == "" && len(r.Checkpoints) > 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // A cooldown branch (docs/definitions.md §3, "Horizon series") is a run of a shorter horizon that shares its
@@ -26,7 +27,9 @@ import (
 func SnapshotSub(step int) string { return filepath.Join(snapshotsDir, checkpointName(step)) }
 
 // Snapshots are the steps of the run's complete snapshots (train.snapshot_steps), ascending.
-func (r *Run) Snapshots() ([]int, error) { return listSteps(filepath.Join(r.dir, snapshotsDir)) }
+func (r *Run) Snapshots() ([]int, error) {
+	return rundir.ListSteps(filepath.Join(r.Dir(), snapshotsDir))
+}
 
 // ErrNoSnapshot is wrapped by StartOrResumeBranch's error when the trunk has not reached the branch point yet.
 var ErrNoSnapshot = errors.New("the trunk has no snapshot at the branch point yet")
@@ -86,7 +89,7 @@ func StartOrResumeBranch(ctx context.Context, c Config, dir, trunkDir string, o 
 	if err != nil {
 		return Result{}, fmt.Errorf("branch %s: trunk: %w", dir, err)
 	}
-	if err := c.Validate(); err != nil {
+	if err := Validate(c); err != nil {
 		return Result{}, fmt.Errorf("branch %s: run config: %w", dir, err)
 	}
 	// The trunk's precision as it resolved it ("auto" is resolved once, by the trunk).
@@ -97,7 +100,7 @@ func StartOrResumeBranch(ctx context.Context, c Config, dir, trunkDir string, o 
 		return Result{}, fmt.Errorf("branch %s of %s: %w", dir, trunkDir, err)
 	}
 	snap := filepath.Join(trunkDir, SnapshotSub(at))
-	if steps, err := listSteps(filepath.Join(trunkDir, snapshotsDir)); err != nil || !slices.Contains(steps, at) {
+	if steps, err := rundir.ListSteps(filepath.Join(trunkDir, snapshotsDir)); err != nil || !slices.Contains(steps, at) {
 		return Result{}, fmt.Errorf("branch %s: %s: %w", dir, snap, ErrNoSnapshot)
 	}
 	r, ctx, release, err := newRunDir(ctx, c, dir, o)

@@ -46,7 +46,7 @@ func TestBranchEqualsIndependentRun(t *testing.T) {
 	if _, err := Resume(ctx, tdir, Options{Diagnostics: probeLoss}); err != nil {
 		t.Fatal(err)
 	}
-	if snaps, err := (&Run{dir: tdir}).Snapshots(); err != nil || len(snaps) != 1 || snaps[0] != 7 {
+	if snaps, err := mustOpenRun(t, tdir).Snapshots(); err != nil || len(snaps) != 1 || snaps[0] != 7 {
 		t.Fatalf("trunk snapshots %v (%v), want [7]", snaps, err)
 	}
 	// The trunk is the run it would be without the snapshot.
@@ -111,4 +111,14 @@ func TestCheckBranchRefusesAnotherRecipe(t *testing.T) {
 	if err := CheckBranch(trunk, ok, BranchPoint(ok)); err != nil {
 		t.Errorf("a proper branch refused: %v", err)
 	}
+}
+
+// mustOpenRun is OpenRun, failing the test on an error.
+func mustOpenRun(t *testing.T, dir string) *Run {
+	t.Helper()
+	r, err := OpenRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
 	"github.com/smallinit/smallinit/safetensors"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // A checkpoint is a directory DIR/checkpoints/step-NNNNNN/ holding the model (model.safetensors + config.json,
@@ -21,7 +20,7 @@ import (
 // names) and state.json. It is written under a temporary name, synced, and renamed into place, so a crash at
 // any moment leaves the previous checkpoint intact.
 const (
-	checkpointsDir = "checkpoints"
+	checkpointsDir = rundir.CheckpointsDir
 	stateFile      = "state.json"
 	optimizerFile  = "optimizer.safetensors"
 	// snapshotsDir holds a trunk's snapshots (train.snapshot_steps): checkpoints in the same format, written at
@@ -67,7 +66,7 @@ func (st State) check(step int, batchTokens int64) error {
 	return nil
 }
 
-func checkpointName(step int) string { return fmt.Sprintf("step-%06d", step) }
+func checkpointName(step int) string { return rundir.StepName(step) }
 
 // saveCheckpoint writes a checkpoint of step st.Step under dir and prunes all but the newest keep.
 func saveCheckpoint(dir string, m *model.Model, opt *optim.AdamW, st State, init any, keep int) (string, error) {
@@ -119,7 +118,7 @@ func saveState(root string, m *model.Model, opt *optim.AdamW, st State, init any
 		return fail(err)
 	}
 	if keep > 0 {
-		steps, _ := listSteps(root)
+		steps, _ := rundir.ListSteps(root)
 		for i := 0; i+keep < len(steps); i++ {
 			os.RemoveAll(filepath.Join(root, checkpointName(steps[i])))
 		}
@@ -138,30 +137,8 @@ func syncDir(dir string) error {
 }
 
 // listCheckpoints returns the steps of the complete checkpoints under dir, ascending.
-func listCheckpoints(dir string) ([]int, error) { return listSteps(filepath.Join(dir, checkpointsDir)) }
-
-// listSteps returns the steps of the complete checkpoints in root (DIR/checkpoints or DIR/snapshots), ascending.
-func listSteps(root string) ([]int, error) {
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	var steps []int
-	for _, e := range entries {
-		var s int
-		if e.IsDir() && strings.HasPrefix(e.Name(), "step-") {
-			// Only names this package writes: "step-000012.broken" or "step-12" (a checkpoint moved aside by
-			// hand) is not step 12.
-			if _, err := fmt.Sscanf(e.Name(), "step-%d", &s); err == nil && e.Name() == checkpointName(s) {
-				steps = append(steps, s)
-			}
-		}
-	}
-	sort.Ints(steps)
-	return steps, nil
+func listCheckpoints(dir string) ([]int, error) {
+	return rundir.ListSteps(filepath.Join(dir, checkpointsDir))
 }
 
 // loadCheckpoint restores weights, optimizer moments and state from checkpoint directory ck, the checkpoint of

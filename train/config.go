@@ -1,249 +1,143 @@
 // Package train runs the training loop: a TOML run config, batches from token files, AdamW with a schedule,
-// JSON-lines metrics, atomic checkpoints and exact resume (docs/definitions.md §3).
+// JSON-lines metrics, atomic checkpoints and exact resume (docs/definitions.md §3). The run config itself, its
+// key table and its checks that need no machine are package recipe's plain data, re-exported here under the
+// names train has always had.
 package train
 
 import (
-	"bytes"
 	"fmt"
-	"math"
-	"sort"
-	"strings"
 
-	"github.com/BurntSushi/toml"
-
-	"github.com/smallinit/smallinit/gammainit"
-	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
-	"github.com/smallinit/smallinit/optim"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
 )
 
-// Config is a whole run, as read from run.toml (every key documented in the README).
-type Config struct {
-	Seed      uint64            `toml:"seed"`
-	Model     ModelConfig       `toml:"model"`
-	Init      gammainit.Recipe  `toml:"init"`
-	Optimizer optim.AdamWConfig `toml:"optimizer"`
-	Schedule  optim.Schedule    `toml:"schedule"`
-	Data      DataConfig        `toml:"data"`
-	Train     LoopConfig        `toml:"train"`
-}
+// Config is a whole run, as read from run.toml (recipe.Config).
+type Config = recipe.Config
 
-// ModelConfig is a preset plus any model key overriding it.
-type ModelConfig struct {
-	Preset string `toml:"preset"`
-	model.Config
-}
+// ModelConfig is a preset plus any model key overriding it (recipe.ModelConfig).
+type ModelConfig = recipe.ModelConfig
 
-// DataConfig names the token files.
-type DataConfig struct {
-	Train string `toml:"train"` // .tok file of training tokens
-	Val   string `toml:"val"`   // .tok file of validation tokens (optional)
-}
+// DataConfig names the token files (recipe.DataConfig).
+type DataConfig = recipe.DataConfig
 
-// LoopConfig sets the batch, the budget and the intervals.
-type LoopConfig struct {
-	BatchSize        int     `toml:"batch_size"`
-	Steps            int     `toml:"steps"`  // number of optimizer steps; or
-	Tokens           int64   `toml:"tokens"` // a token budget (steps = tokens / (batch_size·T)) when steps = 0
-	GradClip         float64 `toml:"grad_clip"`
-	LogInterval      int     `toml:"log_interval"`
-	EvalInterval     int     `toml:"eval_interval"` // 0: only at the end
-	EvalWindows      int     `toml:"eval_windows"`  // validation windows per evaluation (0: all)
-	CheckpointEvery  int     `toml:"checkpoint_interval"`
-	KeepCheckpoints  int     `toml:"keep_checkpoints"`
-	SkipNonFinite    bool    `toml:"skip_nonfinite"` // skip a batch with a non-finite loss or gradient instead of stopping
-	Threads          int     `toml:"threads"`        // worker threads (0: all cores)
-	DiagnosticsEvery int     `toml:"diagnostics_interval"`
-	// Precision of the matrix products: "f32" (also when empty) or "bf16" (bfloat16 operands, float32
-	// accumulation; master weights, gradients, norms, softmax, loss and AdamW stay float32). "bf16" needs a
-	// CPU with AVX512_BF16: elsewhere the run refuses it rather than crawl through the kernels' pure-Go twin.
-	// "auto" times the eligible precisions on the run's model when it starts and writes the fastest into the
-	// run's config.toml (ResolvePrecision).
-	Precision string `toml:"precision,omitempty"`
-	// LossPositions, when set, are the window positions (0 … T−1) whose next-token target counts in the
-	// training loss; every other target is model.IgnoreTarget. Fixed-format tasks whose answer sits at a known
-	// position (the anchor functions: one answer after 9 input tokens) train on the answer only. Empty: all.
-	LossPositions []int `toml:"loss_positions"`
-	// SnapshotSteps are the steps after which the run also writes a snapshot (DIR/snapshots/step-N: a
-	// checkpoint that is never pruned), from which a WSD cooldown branch of a shorter horizon starts
-	// (StartOrResumeBranch; docs/definitions.md §3). Each must lie in (0, steps).
-	SnapshotSteps []int `toml:"snapshot_steps,omitempty"`
-}
+// LoopConfig sets the batch, the budget and the intervals (recipe.LoopConfig).
+type LoopConfig = recipe.LoopConfig
 
-// Default returns the defaults of every key: the tiny preset, γ = 1, docs/definitions.md §3's AdamW and cosine schedule.
-func Default() Config {
-	p, _ := model.LookupPreset("tiny")
-	return Config{
-		Model:     ModelConfig{Preset: p.Name, Config: p.Config},
-		Init:      gammainit.Default(),
-		Optimizer: optim.DefaultAdamW(),
-		Schedule:  optim.Schedule{Kind: optim.ScheduleCosine, PeakLR: 3e-3, Warmup: 50, MinRatio: 0.1},
-		Train: LoopConfig{BatchSize: p.Batch, Steps: 500, GradClip: 1, LogInterval: 10, EvalInterval: 100,
-			EvalWindows: 64, CheckpointEvery: 100, KeepCheckpoints: 2},
-	}
-}
+// KeyRole is what a config key means to a study that groups runs (recipe.KeyRole).
+type KeyRole = recipe.KeyRole
+
+// KeyInfo is the meaning of one dotted config key (recipe.KeyInfo).
+type KeyInfo = recipe.KeyInfo
+
+// The key roles and the dotted config keys, as recipe's key table names them.
+const (
+	KeyComputes            = recipe.KeyComputes
+	KeyBookkeeping         = recipe.KeyBookkeeping
+	KeySize                = recipe.KeySize
+	KeyGamma               = recipe.KeyGamma
+	KeyNormEps             = recipe.KeyNormEps
+	KeyAttnGate            = recipe.KeyAttnGate
+	KeyPreset              = recipe.KeyPreset
+	KeyHiddenSize          = recipe.KeyHiddenSize
+	KeyLayers              = recipe.KeyLayers
+	KeyHeads               = recipe.KeyHeads
+	KeyFFN                 = recipe.KeyFFN
+	KeyHeadDim             = recipe.KeyHeadDim
+	KeySteps               = recipe.KeySteps
+	KeyTokens              = recipe.KeyTokens
+	KeyBatchSize           = recipe.KeyBatchSize
+	KeyLR                  = recipe.KeyLR
+	KeyInitRule            = recipe.KeyInitRule
+	KeyInitStd             = recipe.KeyInitStd
+	KeyContext             = recipe.KeyContext
+	KeyVocab               = recipe.KeyVocab
+	KeyMoEFFN              = recipe.KeyMoEFFN
+	KeyExperts             = recipe.KeyExperts
+	KeySeed                = recipe.KeySeed
+	KeyThreads             = recipe.KeyThreads
+	KeyLogInterval         = recipe.KeyLogInterval
+	KeyEvalInterval        = recipe.KeyEvalInterval
+	KeyCheckpointInterval  = recipe.KeyCheckpointInterval
+	KeyKeepCheckpoints     = recipe.KeyKeepCheckpoints
+	KeyDiagnosticsInterval = recipe.KeyDiagnosticsInterval
+	KeySkipNonFinite       = recipe.KeySkipNonFinite
+	KeyDataTrain           = recipe.KeyDataTrain
+	KeyDataVal             = recipe.KeyDataVal
+	KeyEvalWindows         = recipe.KeyEvalWindows
+	KeyPrecision           = recipe.KeyPrecision
+	KeyWarmup              = recipe.KeyWarmup
+	KeyScheduleKind        = recipe.KeyScheduleKind
+	KeyQKNorm              = recipe.KeyQKNorm
+	KeyNorm                = recipe.KeyNorm
+)
+
+// MaxSeed is the largest seed (recipe.MaxSeed).
+const MaxSeed = recipe.MaxSeed
+
+// Default returns the defaults of every key (recipe.Default).
+func Default() Config { return recipe.Default() }
+
+// CheckSeed refuses a seed above MaxSeed (recipe.CheckSeed).
+func CheckSeed(what string, seed uint64) error { return recipe.CheckSeed(what, seed) }
+
+// Key is the meaning of a dotted config key and its display rank (recipe.Key).
+func Key(key string) (KeyInfo, int) { return recipe.Key(key) }
+
+// ShortName is the display name of a config key (recipe.ShortName).
+func ShortName(key string) string { return recipe.ShortName(key) }
 
 // Load reads a run config file (path may be empty for all defaults) and applies overrides of the form
-// dotted.key=value (package override: value in TOML syntax; bare words are taken as strings). See LoadSets.
+// dotted.key=value (recipe.Load), then checks what needs this machine (Validate).
 func Load(path string, sets []string) (Config, error) {
-	over, err := override.ParseAll(sets)
+	c, err := recipe.Load(path, sets)
 	if err != nil {
-		return Config{}, fmt.Errorf("run config: %w", err)
+		return c, err
 	}
-	return LoadSets(path, over)
-}
-
-// LoadSets reads a run config file (path may be empty for all defaults) and applies typed overrides (a key
-// without a section is a model key, override.Qualify). The model
-// preset is resolved first, then the file's and the overrides' model keys are applied on top of it. Unknown
-// keys are errors naming them.
-func LoadSets(path string, sets []override.Set) (Config, error) {
-	sets = override.Qualify(sets, Config{}, "model") // "norm_eps" is "model.norm_eps"; "seed" stays
-	var file []byte
-	if path != "" {
-		b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
-		if err != nil {
-			return Config{}, fmt.Errorf("run config: %w", err)
-		}
-		if err := override.CheckDepth(b); err != nil {
-			return Config{}, fmt.Errorf("run config %s: %w", path, err)
-		}
-		file = b
-	}
-	over, err := override.Document(sets)
-	if err != nil {
-		return Config{}, fmt.Errorf("run config overrides: %w", err)
-	}
-	where := func(doc string) string {
-		if doc == "file" {
-			return path
-		}
-		return "overrides"
-	}
-	// Pass 1 finds the preset; pass 2 decodes everything over the preset's defaults.
-	c := Default()
-	for _, doc := range []struct{ name, text string }{{"file", string(file)}, {"set", over}} {
-		if _, err := toml.Decode(doc.text, &c); err != nil {
-			return Config{}, fmt.Errorf("run config %s: %w", where(doc.name), err)
-		}
-	}
-	p, err := model.LookupPreset(c.Model.Preset)
-	if err != nil {
-		return Config{}, fmt.Errorf("run config: model.preset: %w", err)
-	}
-	c = Default()
-	c.Model = ModelConfig{Preset: p.Name, Config: p.Config}
-	c.Train.BatchSize = p.Batch
-	ffnSet, dimSet := false, false
-	for _, doc := range []struct{ name, text string }{{"file", string(file)}, {"set", over}} {
-		md, err := toml.Decode(doc.text, &c)
-		if err != nil {
-			return Config{}, fmt.Errorf("run config %s: %w", where(doc.name), err)
-		}
-		if und := md.Undecoded(); len(und) > 0 {
-			keys := make([]string, len(und))
-			for i, k := range und {
-				keys[i] = k.String()
-			}
-			sort.Strings(keys)
-			return Config{}, fmt.Errorf("run config %s: unknown key %s", where(doc.name), strings.Join(keys, ", "))
-		}
-		ffnSet = ffnSet || md.IsDefined("model", "intermediate_size")
-		dimSet = dimSet || md.IsDefined("model", "hidden_size")
-	}
-	c.Model.FollowHiddenSize(dimSet, ffnSet)
-	c.Model.Preset = p.Name // the table's spelling (names are case-insensitive)
-	if err := c.Validate(); err != nil {
+	if err := checkMachine(c); err != nil {
 		return Config{}, fmt.Errorf("run config: %w", err)
 	}
 	return c, nil
 }
 
-// MaxSeed is the largest seed: config.toml stores it as a TOML integer, which is int64, so a larger one would
-// be written and then refused when the run is read back (resume, report). Every reader of a seed (the seed
-// key, demo's --seed, a plan's seeds) checks it with CheckSeed.
-const MaxSeed = math.MaxInt64
-
-// CheckSeed refuses a seed above MaxSeed; what names the flag or key.
-func CheckSeed(what string, seed uint64) error {
-	if seed > MaxSeed {
-		return fmt.Errorf("%s %d: at most %d (a run's config.toml stores it as a TOML integer, an int64)", what, seed, uint64(MaxSeed))
+// LoadSets reads a run config file and applies typed overrides (recipe.LoadSets), then checks what needs this
+// machine (Validate).
+func LoadSets(path string, sets []override.Set) (Config, error) {
+	c, err := recipe.LoadSets(path, sets)
+	if err != nil {
+		return c, err
 	}
-	return nil
+	if err := checkMachine(c); err != nil {
+		return Config{}, fmt.Errorf("run config: %w", err)
+	}
+	return c, nil
 }
 
-// Validate checks every section and names the first bad key.
-func (c Config) Validate() error {
-	if err := CheckSeed("seed =", c.Seed); err != nil {
+// Validate is c.Validate (every check on the values alone) and the two checks that need the machine's kernels:
+// train.precision names a row of the precision table (or "auto"), and train.threads fits the kernels' pool.
+func Validate(c Config) error {
+	if err := c.Validate(); err != nil {
 		return err
 	}
-	if err := c.Model.Config.Validate(); err != nil {
-		return fmt.Errorf("model.%w", err)
-	}
-	if err := c.Init.Validate(); err != nil {
-		return err
-	}
-	if err := c.Optimizer.Validate(); err != nil {
-		return err
-	}
-	if err := c.Schedule.Validate(); err != nil {
-		return err
-	}
+	return checkMachine(c)
+}
+
+// checkMachine makes Validate's checks beyond recipe's, naming the key.
+func checkMachine(c Config) error {
 	t := c.Train
 	switch {
-	case t.BatchSize < 1 || t.BatchSize > 1<<16:
-		return fmt.Errorf("train.batch_size = %d: must be in [1, 65536]", t.BatchSize)
-	case t.Steps < 0 || t.Tokens < 0:
-		return fmt.Errorf("train.steps and train.tokens must be ≥ 0")
-	case t.Steps == 0 && t.Tokens == 0:
-		return fmt.Errorf("train.steps = 0 and train.tokens = 0: set a budget")
-	case t.Steps > 0 && t.Tokens > 0:
-		// Neither may win silently (the default steps = 500 would otherwise cut a token budget short).
-		return fmt.Errorf("train.steps = %d and train.tokens = %d both set a budget: set train.steps = 0 to train by tokens (steps defaults to %d)", t.Steps, t.Tokens, Default().Train.Steps)
-	case t.Steps == 0 && t.Tokens < int64(t.BatchSize)*int64(c.Model.SeqLen):
-		return fmt.Errorf("train.tokens = %d is less than one step of batch_size × seq_len = %d × %d tokens", t.Tokens, t.BatchSize, c.Model.SeqLen)
-	case t.GradClip < 0:
-		return fmt.Errorf("train.grad_clip = %g: must be ≥ 0 (0 disables clipping)", t.GradClip)
-	case t.LogInterval < 1:
-		return fmt.Errorf("train.log_interval = %d: must be ≥ 1", t.LogInterval)
-	case t.EvalInterval < 0 || t.EvalWindows < 0 || t.CheckpointEvery < 0 || t.DiagnosticsEvery < 0:
-		return fmt.Errorf("train intervals must be ≥ 0")
-	case t.KeepCheckpoints < 1:
-		return fmt.Errorf("train.keep_checkpoints = %d: must be ≥ 1", t.KeepCheckpoints)
-	case t.Threads < 0 || t.Threads > kernel.MaxWorkers:
+	case t.Threads > kernel.MaxWorkers:
 		return fmt.Errorf("train.threads = %d: must be in [0, %d] (0: all cores)", t.Threads, kernel.MaxWorkers)
 	case t.Precision != PrecisionAuto && precisionErr(t.Precision) != nil:
 		return fmt.Errorf("train.precision = %q: must be %s or %q", t.Precision, precisionNames(), PrecisionAuto)
-	case c.Schedule.Kind == optim.ScheduleWSD && c.Schedule.Warmup+c.Schedule.DecaySteps > c.TotalSteps():
-		// An overlap would cut the warmup short with a jump down to the decay line.
-		return fmt.Errorf("schedule.warmup_steps + schedule.decay_steps = %d + %d exceeds the run's %d steps", c.Schedule.Warmup, c.Schedule.DecaySteps, c.TotalSteps())
-	}
-	if c.Data.Train == "" {
-		return fmt.Errorf("data.train: no training token file given")
-	}
-	for _, s := range t.SnapshotSteps {
-		if s <= 0 || s >= c.TotalSteps() {
-			return fmt.Errorf("train.snapshot_steps: %d outside the run's steps (0, %d)", s, c.TotalSteps())
-		}
-	}
-	seen := make(map[int]bool, len(t.LossPositions))
-	for _, p := range t.LossPositions {
-		if p < 0 || p >= c.Model.SeqLen {
-			return fmt.Errorf("train.loss_positions: %d outside the window [0, %d)", p, c.Model.SeqLen)
-		}
-		if seen[p] {
-			return fmt.Errorf("train.loss_positions: %d given twice", p)
-		}
-		seen[p] = true
 	}
 	return nil
 }
 
-// MaskTargets sets every target of a batch of T-token windows whose window position is not in
+// maskTargets sets every target of a batch of T-token windows whose window position is not in
 // train.loss_positions to model.IgnoreTarget (nothing when the list is empty).
-func (c Config) MaskTargets(targets []int32) {
+func maskTargets(c Config, targets []int32) {
 	pos := c.Train.LossPositions
 	if len(pos) == 0 {
 		return
@@ -261,21 +155,4 @@ func (c Config) MaskTargets(targets []int32) {
 			}
 		}
 	}
-}
-
-// TotalSteps is the number of optimizer steps: train.steps, or train.tokens / (batch_size · T).
-func (c Config) TotalSteps() int {
-	if c.Train.Steps > 0 {
-		return c.Train.Steps
-	}
-	return int(c.Train.Tokens / int64(c.Train.BatchSize*c.Model.SeqLen))
-}
-
-// Encode returns the resolved config as TOML (written to DIR/config.toml).
-func (c Config) Encode() ([]byte, error) {
-	var b bytes.Buffer
-	if err := toml.NewEncoder(&b).Encode(c); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }

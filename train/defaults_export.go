@@ -3,14 +3,12 @@ package train
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"strings"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/override"
 )
 
 // DefaultsFile is where the repository keeps the trainer's defaults for the PyTorch trainer, relative to its
@@ -44,14 +42,7 @@ var scheduleKinds = []string{optim.ScheduleCosine, optim.ScheduleWSD, optim.Sche
 
 // Defaults returns the document DefaultsJSON encodes.
 func Defaults() (DefaultsDoc, error) {
-	enc, err := Default().Encode()
-	if err != nil {
-		return DefaultsDoc{}, fmt.Errorf("encode the default run config: %w", err)
-	}
-	var run map[string]any
-	if _, err := toml.Decode(string(enc), &run); err != nil {
-		return DefaultsDoc{}, fmt.Errorf("decode the default run config: %w", err)
-	}
+	run := nest(override.Struct(Default()))
 	doc := DefaultsDoc{
 		About: "Written by Go's train package (train/defaults_export.go) from train.Default(); do not edit: " +
 			"regenerate with go test ./train -run TestDefaultsFileUpToDate -update-defaults",
@@ -63,17 +54,8 @@ func Defaults() (DefaultsDoc, error) {
 	for _, p := range append(model.Presets(), model.ScalePresets()...) {
 		c := Default()
 		c.Model = ModelConfig{Preset: p.Name, Config: p.Config}
-		enc, err := c.Encode()
-		if err != nil {
-			return DefaultsDoc{}, fmt.Errorf("encode preset %s: %w", p.Name, err)
-		}
-		var m struct {
-			Model map[string]any `toml:"model"`
-		}
-		if _, err := toml.Decode(string(enc), &m); err != nil {
-			return DefaultsDoc{}, fmt.Errorf("decode preset %s: %w", p.Name, err)
-		}
-		doc.Presets[p.Name] = m.Model
+		m, _ := nest(override.Struct(c))["model"].(map[string]any)
+		doc.Presets[p.Name] = m
 	}
 	for _, s := range []optim.Schedule{
 		{Kind: optim.ScheduleCosine, PeakLR: 1e-2, Warmup: 3, MinRatio: 0.1, Total: 12},
@@ -92,6 +74,25 @@ func Defaults() (DefaultsDoc, error) {
 		doc.LRExamples = append(doc.LRExamples, ex)
 	}
 	return doc, nil
+}
+
+// nest turns dotted keys into the nested tables of their TOML form (what decoding config.toml into a map gives).
+func nest(sets []override.Set) map[string]any {
+	out := map[string]any{}
+	for _, s := range sets {
+		parts := strings.Split(s.Key, ".")
+		m := out
+		for _, p := range parts[:len(parts)-1] {
+			sub, ok := m[p].(map[string]any)
+			if !ok {
+				sub = map[string]any{}
+				m[p] = sub
+			}
+			m = sub
+		}
+		m[parts[len(parts)-1]] = s.Value
+	}
+	return out
 }
 
 // keyTypes records the kind of every TOML key of struct type t under section (embedded structs flattened,

@@ -15,6 +15,7 @@ import (
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // Engine trains the run of a config in a run directory, whatever the directory holds (StartOrResume's
@@ -54,7 +55,7 @@ func (GoEngine) Name() string { return EngineGo }
 // StartOrResume is StartOrResume, refusing a run directory the PyTorch engine started and has not finished
 // (its checkpoints carry the PyTorch trainer's settings in pytorch.json, which this trainer would ignore).
 func (GoEngine) StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result, error) {
-	if EngineOf(dir) == EngineTorch && !(&Run{dir: dir}).Done() {
+	if EngineOf(dir) == EngineTorch && !rundir.Finished(dir) {
 		return Result{Resumed: true}, fmt.Errorf("%s: started by the PyTorch engine: resume it with --engine torch", dir)
 	}
 	return StartOrResume(ctx, c, dir, o)
@@ -86,7 +87,7 @@ func (e TorchEngine) StartOrResume(ctx context.Context, c Config, dir string, o 
 	if started && EngineOf(dir) != EngineTorch {
 		return Result{Resumed: true}, fmt.Errorf("%s: started by the Go engine: resume it with --engine go", dir)
 	}
-	if !(&Run{dir: dir}).Done() {
+	if !rundir.Finished(dir) {
 		args, err := e.arguments(c, dir, started)
 		if err != nil {
 			return Result{Resumed: started}, err

@@ -15,14 +15,14 @@ func TestMaskTargetsKeepsOnlyLossPositions(t *testing.T) {
 	c.Model.SeqLen = 4
 	c.Train.LossPositions = []int{1, 3}
 	tg := []int32{10, 11, 12, 13, 20, 21, 22, 23}
-	c.MaskTargets(tg)
+	maskTargets(c, tg)
 	I := model.IgnoreTarget
 	if want := []int32{I, 11, I, 13, I, 21, I, 23}; !slices.Equal(tg, want) {
 		t.Errorf("masked targets %v, want %v", tg, want)
 	}
 	c.Train.LossPositions = nil
 	tg2 := []int32{1, 2, 3, 4}
-	c.MaskTargets(tg2)
+	maskTargets(c, tg2)
 	if !slices.Equal(tg2, []int32{1, 2, 3, 4}) {
 		t.Errorf("no loss_positions changed the targets: %v", tg2)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // A run's data paths (data.train, data.val) are where it reads its tokens from, not what it computes. A study
@@ -68,25 +69,6 @@ func legacyFingerprint(c Config) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// dataKeys are the config's data paths, by key: the keys a moved run directory may differ in.
-var dataKeys = []struct {
-	key string
-	ptr func(*Config) *string
-}{
-	{"data.train", func(c *Config) *string { return &c.Data.Train }},
-	{"data.val", func(c *Config) *string { return &c.Data.Val }},
-}
-
-// DataPath is the field of c that data key key ("data.train", "data.val") sets, or nil for any other key.
-func (c *Config) DataPath(key string) *string {
-	for _, k := range dataKeys {
-		if k.key == key {
-			return k.ptr(c)
-		}
-	}
-	return nil
-}
-
 // CompareMoved checks that config have, recorded by an earlier attempt at the run in run directory dir, is want:
 // train.threads aside, every key equal, and every data path either equal or naming the same file under a
 // directory that was moved since (MovedPath, with one old location for all of them). It returns whether the
@@ -95,8 +77,8 @@ func (c *Config) DataPath(key string) *string {
 func CompareMoved(have, want Config, dir string) (moved bool, err error) {
 	h, w := have, want
 	h.Train.Threads, w.Train.Threads = 0, 0
-	for _, k := range dataKeys {
-		*k.ptr(&h), *k.ptr(&w) = "", ""
+	for _, k := range recipe.DataKeys() {
+		*h.DataPath(k), *w.DataPath(k) = "", ""
 	}
 	a, err := h.Encode()
 	if err != nil {
@@ -110,8 +92,8 @@ func CompareMoved(have, want Config, dir string) (moved bool, err error) {
 		return false, fmt.Errorf("%w (edited by hand, or planned with other settings?): move the run directory away to start it afresh", ErrConfigDiffers)
 	}
 	oldRoot := ""
-	for _, k := range dataKeys {
-		hp, wp := *k.ptr(&have), *k.ptr(&want)
+	for _, k := range recipe.DataKeys() {
+		hp, wp := *have.DataPath(k), *want.DataPath(k)
 		if filepath.Clean(hp) == filepath.Clean(wp) {
 			continue
 		}
@@ -122,7 +104,7 @@ func CompareMoved(have, want Config, dir string) (moved bool, err error) {
 		if err != nil {
 			return false, fmt.Errorf("%w only in its data paths (%s = %q there, %q here), and they do not name the same files "+
 				"under a moved directory (%v): point the run at the data it was trained on, or move the run directory away to start it afresh",
-				ErrConfigDiffers, k.key, hp, wp, err)
+				ErrConfigDiffers, k, hp, wp, err)
 		}
 		moved, oldRoot = true, root
 	}
@@ -253,8 +235,8 @@ func dataFingerprint(c Config) (string, error) {
 // next attempt relocates again. The caller holds the run's lock.
 func relocate(dir string, have, want Config) error {
 	c := have
-	for _, k := range dataKeys {
-		*k.ptr(&c) = *k.ptr(&want)
+	for _, k := range recipe.DataKeys() {
+		*c.DataPath(k) = *want.DataPath(k)
 	}
 	old, err := legacyFingerprint(have)
 	if err != nil {

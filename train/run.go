@@ -22,41 +22,8 @@ import (
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/train/rundir"
 )
-
-// Files of a run directory besides checkpoints/.
-const (
-	ConfigFile  = "config.toml"   // the resolved run config
-	MetricsFile = "metrics.jsonl" // one JSON object per logged step
-	InitFile    = "init.json"     // per-tensor intended and drawn std at step 0
-	DiagFile    = "diagnostics.jsonl"
-	FinalDir    = "final" // the final model (engine format)
-	// InitDir holds the step-0 weights (engine format), so that figures of the initialisation come from the
-	// run's own files, never from redrawing it with a later build's init code.
-	InitDir = "init"
-)
-
-// Metrics is one line of metrics.jsonl. Loss is the mean training loss over the steps since the previous line.
-type Metrics struct {
-	Step       int      `json:"step"`
-	Tokens     int64    `json:"tokens"`
-	Loss       float64  `json:"loss,omitempty"`
-	LR         float64  `json:"lr,omitempty"`
-	GradNorm   float64  `json:"grad_norm,omitempty"`
-	ValLoss    *float64 `json:"val_loss,omitempty"`
-	Skipped    int      `json:"skipped,omitempty"`
-	TokensPerS float64  `json:"tokens_per_s,omitempty"` // wall-clock: the only field that differs between identical runs
-}
-
-// DiagLine is one line of diagnostics.jsonl: the step and the record Options.Diagnostics returned at it (T, such
-// as *diag.Record), or the error that kept the record from being encoded (a non-finite metric of a diverging
-// model). A run writes DiagLine[any]; a reader names the record's type. The fields are in the order of their
-// keys, as the map the first writer encoded, so old and new lines are byte-identical.
-type DiagLine[T any] struct {
-	Diagnostics T      `json:"diagnostics,omitempty"`
-	Error       string `json:"error,omitempty"`
-	Step        int    `json:"step"`
-}
 
 // Options control a run's console output.
 type Options struct {
@@ -128,7 +95,7 @@ func lock(ctx context.Context, dir string, o Options) (context.Context, func(), 
 	var l *runlock.Lock
 	var err error
 	if o.WaitHeld > 0 {
-		l, err = runlock.Wait(ctx, path, runlock.DefaultStaleAfter, o.WaitHeld, lost, (&Run{dir: dir}).Done, func(holder string) {
+		l, err = runlock.Wait(ctx, path, runlock.DefaultStaleAfter, o.WaitHeld, lost, func() bool { return rundir.Finished(dir) }, func(holder string) {
 			switch {
 			case o.Waiting != nil:
 				o.Waiting(holder)
@@ -159,7 +126,7 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
 		return Result{}, fmt.Errorf("%s %w: resume it or choose another directory", dir, ErrRunExists)
 	}
-	if err := c.Validate(); err != nil {
+	if err := Validate(c); err != nil {
 		return Result{}, fmt.Errorf("run config: %w", err)
 	}
 	c, err := ResolvePrecision(c, dir, o.Log)
@@ -247,7 +214,7 @@ func StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result
 		}
 	}
 	var res Result
-	if (&Run{dir: dir}).Done() {
+	if rundir.Finished(dir) {
 		res, err = finishedResult(dir, c.TotalSteps())
 	} else {
 		res, err = Resume(ctx, dir, o)
@@ -612,7 +579,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		step := r.st.Step
 		lr := r.sched.LR(step)
 		r.samp.Next(in, tg)
-		c.MaskTargets(tg)
+		maskTargets(c, tg)
 		loss, err := r.m.Forward(in, tg)
 		if err != nil {
 			return Result{}, fmt.Errorf("step %d: %w", step, err)
@@ -742,7 +709,11 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 // finishedResult is the Result of a finished run read from its metrics.jsonl (Summarise): the last logged
 // training and validation losses and the training throughput over the logged intervals (0 when no line has one).
 func finishedResult(dir string, steps int) (Result, error) {
-	s, err := (&Run{dir: dir}).Summary()
+	r, err := rundir.Open(dir)
+	if err != nil {
+		return Result{}, fmt.Errorf("finished run: %w", err)
+	}
+	s, err := r.Summary()
 	if err != nil {
 		return Result{}, fmt.Errorf("finished run: %w", err)
 	}

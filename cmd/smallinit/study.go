@@ -12,6 +12,7 @@ import (
 
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/summary"
 )
 
@@ -60,7 +61,7 @@ func (cmd *studyCmd) Run() error {
 	}
 	if cmd.Precision != "" {
 		q := *p
-		q.Base = append(slices.Clip(p.Base), override.Set{Key: "train.precision", Value: cmd.Precision})
+		q.Base = append(slices.Clip(p.Base), override.Set{Key: recipe.KeyPrecision, Value: cmd.Precision})
 		p = &q
 	}
 	eng := cmd.engine(&cmd.Jobs)

@@ -1,4 +1,4 @@
-package diag
+package diagrec
 
 // Coordcheck is the record of a μP-style coordinate check (the JSON that `smallinit coordcheck --json` prints and
 // the report's coordinate-check figure reads): the residual ratios of docs/definitions.md §4 at several widths and steps, and

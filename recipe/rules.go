@@ -1,4 +1,4 @@
-package gammainit
+package recipe
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package model
+package arch
 
 import (
 	"errors"
@@ -93,6 +93,13 @@ func PresetNames() []string {
 	return names
 }
 
+// The run-config keys of the two widths FollowHiddenSize reads (recipe.KeyHiddenSize and recipe.KeyFFN are
+// these): hidden_size and intermediate_size in the [model] section.
+const (
+	KeyHiddenSize = "model.hidden_size"
+	KeyFFN        = "model.intermediate_size"
+)
+
 // FollowHiddenSize is the one rule for d_ff after overrides of a preset's config: when hidden_size was
 // overridden (dimSet) and intermediate_size was not (ffnSet false), d_ff follows the new width as DefaultFFN;
 // otherwise it stays as the preset or the override gave it. Every path that resolves a preset and applies
@@ -117,14 +124,14 @@ func FromPreset(name string, sets []override.Set) (Config, Preset, error) {
 		Model Config `toml:"model"`
 	}{p.Config}
 	sets = override.Qualify(sets, doc, "model")
-	if _, err := override.Decode(sets, &doc); errors.Is(err, override.ErrUnknownKey) {
+	if err := override.Apply(sets, &doc); errors.Is(err, override.ErrUnknownKey) {
 		return doc.Model, p, fmt.Errorf("%w (only model keys apply to a preset)", err)
 	} else if err != nil {
 		return doc.Model, p, err
 	}
 	dimSet, ffnSet := false, false
 	for _, s := range sets {
-		dimSet, ffnSet = dimSet || s.Key == "model.hidden_size", ffnSet || s.Key == "model.intermediate_size"
+		dimSet, ffnSet = dimSet || s.Key == KeyHiddenSize, ffnSet || s.Key == KeyFFN
 	}
 	c := doc.Model
 	c.FollowHiddenSize(dimSet, ffnSet)

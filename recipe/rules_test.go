@@ -1,4 +1,4 @@
-package gammainit
+package recipe
 
 import (
 	"math"
@@ -79,7 +79,7 @@ func TestRulesTableRows(t *testing.T) {
 			t.Errorf("rule %s: audit name %q and param %q disagree", r.Name, r.AuditName, r.Param)
 		}
 		if r.Param == "" {
-			if err := (Recipe{Rule: r.Name}).Validate(); err != nil {
+			if err := (Init{Rule: r.Name}).Validate(); err != nil {
 				t.Errorf("rule %s: %v", r.Name, err)
 			}
 			continue
@@ -90,8 +90,8 @@ func TestRulesTableRows(t *testing.T) {
 		if !(r.Min < r.Max) {
 			t.Errorf("rule %s: range [%g, %g]", r.Name, r.Min, r.Max)
 		}
-		with := func(v float64) Recipe {
-			rec := Recipe{Rule: r.Name}
+		with := func(v float64) Init {
+			rec := Init{Rule: r.Name}
 			if r.Param == ParamGamma {
 				rec.Gamma = v
 			} else {

@@ -1,9 +1,38 @@
-package optim
+package recipe
 
 import (
 	"fmt"
 	"math"
 )
+
+// AdamW are AdamW's hyper-parameters (docs/definitions.md §3 defaults: β = (0.9, 0.95), ε = 1e-8, weight decay 0.1).
+// With γ = 1 the early gradients are tiny, so ε is logged: it is a third hidden "ε" of the study.
+type AdamW struct {
+	Beta1       float64 `toml:"beta1" json:"beta1"`
+	Beta2       float64 `toml:"beta2" json:"beta2"`
+	Eps         float64 `toml:"eps" json:"eps"`
+	WeightDecay float64 `toml:"weight_decay" json:"weight_decay"`
+}
+
+// DefaultAdamW returns docs/definitions.md §3's defaults.
+func DefaultAdamW() AdamW {
+	return AdamW{Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}
+}
+
+// Validate names the first out-of-range field.
+func (c AdamW) Validate() error {
+	switch {
+	case !(c.Beta1 >= 0 && c.Beta1 < 1):
+		return fmt.Errorf("optimizer.beta1 = %g: must be in [0, 1)", c.Beta1)
+	case !(c.Beta2 >= 0 && c.Beta2 < 1):
+		return fmt.Errorf("optimizer.beta2 = %g: must be in [0, 1)", c.Beta2)
+	case !(c.Eps > 0 && c.Eps < 1):
+		return fmt.Errorf("optimizer.eps = %g: must be in (0, 1)", c.Eps)
+	case !(c.WeightDecay >= 0 && c.WeightDecay < 10):
+		return fmt.Errorf("optimizer.weight_decay = %g: must be in [0, 10)", c.WeightDecay)
+	}
+	return nil
+}
 
 // Schedule kinds (config key schedule.kind).
 const (

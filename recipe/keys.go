@@ -1,6 +1,6 @@
-package train
+package recipe
 
-import "github.com/smallinit/smallinit/model"
+import "github.com/smallinit/smallinit/arch"
 
 // KeyRole is what a config key means to a study that groups runs: whether a difference in it makes two runs
 // different arms, and whether it sets the model's size.
@@ -31,10 +31,10 @@ const (
 	KeyNormEps             = "model.norm_eps"
 	KeyAttnGate            = "model.attn_gate"
 	KeyPreset              = "model.preset"
-	KeyHiddenSize          = "model.hidden_size"
+	KeyHiddenSize          = arch.KeyHiddenSize
 	KeyLayers              = "model.num_hidden_layers"
 	KeyHeads               = "model.num_attention_heads"
-	KeyFFN                 = "model.intermediate_size"
+	KeyFFN                 = arch.KeyFFN
 	KeyHeadDim             = "model.head_dim"
 	KeySteps               = "train.steps"
 	KeyTokens              = "train.tokens"
@@ -126,14 +126,14 @@ func ShortName(key string) string {
 }
 
 // Gated reports whether the config's model has an attention gate.
-func (c Config) Gated() bool { return c.Model.AttnGate != model.GateNone && c.Model.AttnGate != "" }
+func (c Config) Gated() bool { return c.Model.AttnGate != arch.GateNone && c.Model.AttnGate != "" }
 
 // GateRank orders attention gates from none (0) through headwise (1) to the others (2).
 func (c Config) GateRank() int {
 	switch c.Model.AttnGate {
-	case model.GateNone, "":
+	case arch.GateNone, "":
 		return 0
-	case model.GateHeadwise:
+	case arch.GateHeadwise:
 		return 1
 	}
 	return 2
@@ -143,6 +143,6 @@ func (c Config) GateRank() int {
 // arms differing only in the gate share.
 func (c Config) BaseN() int64 {
 	m := c.Model.Config
-	m.AttnGate = model.GateNone
+	m.AttnGate = arch.GateNone
 	return m.NonEmbeddingParams()
 }
