@@ -106,7 +106,7 @@ func (p *Plan) horizonRecipe(c train.Config, dir func(h float64, steps int) stri
 				sets = append(sets, override.Set{Key: ps.Key, Value: int64(max(n/ps.Div, 1))})
 			}
 		}
-		if _, err := override.Decode(sets, &b); err != nil {
+		if err := override.Apply(sets, &b); err != nil {
 			return c, nil, fmt.Errorf("horizon %g: %w", h, err)
 		}
 		at := train.BranchPoint(b)

@@ -179,13 +179,9 @@ func Document(sets []Set) (string, error) {
 	return b.String(), nil
 }
 
-// ErrUnknownKey is wrapped by Decode's error for a key its destination has no field for.
+// ErrUnknownKey is wrapped by Apply's error for a key its destination has no field for.
 var ErrUnknownKey = errors.New("unknown key")
 
-// Decode is Apply, with the metadata of the TOML decoding it once went through (now always empty).
-//
-// Deprecated: call Apply, which sets the typed values without printing them as TOML.
-func Decode(sets []Set, dst any) (toml.MetaData, error) { return toml.MetaData{}, Apply(sets, dst) }
 
 // Flatten turns a decoded TOML table into dotted keys and their values (lists are values).
 func Flatten(m map[string]any) []Set {

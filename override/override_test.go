@@ -39,8 +39,8 @@ func TestParseTypesValues(t *testing.T) {
 	}
 }
 
-// TestDecodeNamesTheKey: an unknown key and a value of the wrong type are errors naming the key.
-func TestDecodeNamesTheKey(t *testing.T) {
+// TestApplyNamesTheKeyOfAnUnknownOrMistypedValue: an unknown key and a value of the wrong type are errors naming the key.
+func TestApplyNamesTheKeyOfAnUnknownOrMistypedValue(t *testing.T) {
 	var dst struct {
 		Model struct {
 			QKNorm bool    `toml:"qk_norm"`
@@ -51,15 +51,15 @@ func TestDecodeNamesTheKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Decode(sets, &dst); err != nil || !dst.Model.QKNorm || dst.Model.Eps != 1e-12 {
-		t.Fatalf("Decode: %v, %+v", err, dst)
+	if err := Apply(sets, &dst); err != nil || !dst.Model.QKNorm || dst.Model.Eps != 1e-12 {
+		t.Fatalf("Apply: %v, %+v", err, dst)
 	}
 	unknown, _ := ParseAll([]string{"model.qk_nrom=true"})
-	if _, err := Decode(unknown, &dst); !errors.Is(err, ErrUnknownKey) || !strings.Contains(err.Error(), "model.qk_nrom") {
+	if err := Apply(unknown, &dst); !errors.Is(err, ErrUnknownKey) || !strings.Contains(err.Error(), "model.qk_nrom") {
 		t.Errorf("unknown key: %v", err)
 	}
 	wrong, _ := ParseAll([]string{"model.qk_norm=yes"})
-	if _, err := Decode(wrong, &dst); err == nil || !strings.Contains(err.Error(), "model.qk_norm") {
+	if err := Apply(wrong, &dst); err == nil || !strings.Contains(err.Error(), "model.qk_norm") {
 		t.Errorf("a string for a bool: %v", err)
 	}
 }

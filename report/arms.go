@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/stats"
 )
 
 // Arm is a group of runs whose configs differ only in the seed and in bookkeeping keys.
@@ -227,8 +228,8 @@ func (a *Arm) FinalVal() (mean, se float64, n int) {
 			xs = append(xs, v)
 		}
 	}
-	mean, se = meanSE(xs)
-	return mean, se, len(xs)
+	e := stats.Mean(xs, nil, 0.05)
+	return e.Mean, e.SE, len(xs)
 }
 
 // Seeds lists the seeds of the arm's runs.
@@ -240,24 +241,6 @@ func (a *Arm) Seeds() []uint64 {
 	return s
 }
 
-// meanSE is the mean and the standard error of the mean (NaN for fewer than two values).
-func meanSE(xs []float64) (mean, se float64) {
-	if len(xs) == 0 {
-		return math.NaN(), math.NaN()
-	}
-	for _, x := range xs {
-		mean += x
-	}
-	mean /= float64(len(xs))
-	if len(xs) < 2 {
-		return mean, math.NaN()
-	}
-	var ss float64
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	return mean, math.Sqrt(ss/float64(len(xs)-1)) / math.Sqrt(float64(len(xs)))
-}
 
 // fixKind classifies an arm for the 2×2 of fixes: 0 default (default ε, no gate), 1 ε fixed only, 2 gate
 // only, 3 both fixes (fixed ε with a gate; docs/definitions.md §1 "Fixed ε", arch.Config.EpsFixed).
