@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -201,21 +202,8 @@ func (d *Description) Write(w io.Writer) error {
 		return err
 	}
 	d.writeCorpus(w)
-	precs := map[string][]string{}
-	for _, a := range d.Arms {
-		precs[a.Precision] = append(precs[a.Precision], a.Group+"/"+a.Arm)
-	}
-	note := ""
-	if d.PrecisionNote != "" {
-		note = "; " + d.PrecisionNote
-	}
-	switch {
-	case len(precs) == 1:
-		for p := range precs {
-			fmt.Fprintf(w, "matmul precision: %s in every arm (train.precision%s)\n", p, note)
-		}
-	case len(precs) > 1:
-		fmt.Fprintf(w, "matmul precision: bf16 in %s; f32 in the others (train.precision%s)\n", strings.Join(precs["bf16"], ", "), note)
+	if line := precisionLine(d.Arms, d.PrecisionNote); line != "" {
+		fmt.Fprintln(w, line)
 	}
 	for _, a := range d.Arms {
 		if a.LR == "inherited" {
@@ -310,4 +298,27 @@ func (d *Description) transferText() string {
 	}
 	return fmt.Sprintf("One transfer rule for every γ: LR(d) = LR(%d)·(%d/d)^%g, checked at widths %v (the rule may cost at most %.4g nats there)",
 		w, w, d.Tune.TransferExponent, d.TuneWidths[1:], d.Tune.transferTolerance())
+}
+
+// precisionLine says which matmul precision each arm runs: one precision for every arm, or each precision with
+// its arms ("" without arms); note, when set, follows.
+func precisionLine(arms []ArmLine, note string) string {
+	precs := map[string][]string{}
+	for _, a := range arms {
+		precs[a.Precision] = append(precs[a.Precision], a.Group+"/"+a.Arm)
+	}
+	if note != "" {
+		note = "; " + note
+	}
+	var parts []string
+	for _, p := range slices.Sorted(maps.Keys(precs)) {
+		parts = append(parts, fmt.Sprintf("%s in %s", p, strings.Join(precs[p], ", ")))
+	}
+	switch len(precs) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("matmul precision: %s in every arm (train.precision%s)", arms[0].Precision, note)
+	}
+	return fmt.Sprintf("matmul precision: %s (train.precision%s)", strings.Join(parts, "; "), note)
 }

@@ -61,11 +61,16 @@ type Ceiling struct {
 	Share float64 `json:"share"` // model GFLOP/s over the ceiling's
 }
 
-// ceilingsOf are the ceilings the model FLOP/s of a precision are read against: float32 matmuls run on FMAs;
-// bf16 matmuls on VDPBF16PS, while the rest of the step (norms, softmax, the optimizer) stays on float32 FMAs.
+// ceilingsOf are the ceilings the model FLOP/s of a precision are read against: its row's in the precision
+// table (float32 FMAs for an unknown name, which Benchmark refuses anyway).
 func ceilingsOf(precision string) []kernel.Ceiling {
-	if precision == "bf16" {
-		return []kernel.Ceiling{kernel.CeilingFMA, kernel.CeilingBF16Dot}
+	p, err := ParsePrecision(precision)
+	if err == nil {
+		for _, k := range PrecisionKinds() {
+			if k.Precision == p {
+				return k.Ceilings
+			}
+		}
 	}
 	return []kernel.Ceiling{kernel.CeilingFMA}
 }

@@ -37,6 +37,9 @@ type PrecisionKind struct {
 	Precision kernel.Precision
 	Kernel    string
 	Parity    string // the parity record (a docs/results file); f32 is the reference itself
+	// Ceilings are the arithmetic ceilings a benchmark reads the model FLOP/s of this precision against: its
+	// matmuls' unit, and float32 FMAs, which run the rest of the step (norms, softmax, the optimizer).
+	Ceilings []kernel.Ceiling
 }
 
 // Name is the precision's train.precision value ("f32", "bf16").
@@ -49,8 +52,9 @@ func (k PrecisionKind) Native() bool { return k.Precision.Native() }
 // (ParsePrecision).
 func PrecisionKinds() []PrecisionKind {
 	return []PrecisionKind{
-		{Precision: kernel.F32, Kernel: "float32 FMA", Parity: "the reference"},
-		{Precision: kernel.BF16, Kernel: "VDPBF16PS (AVX512_BF16)", Parity: "docs/results/2026-12-01-bf16-parity.md"},
+		{Precision: kernel.F32, Kernel: "float32 FMA", Parity: "the reference", Ceilings: []kernel.Ceiling{kernel.CeilingFMA}},
+		{Precision: kernel.BF16, Kernel: "VDPBF16PS (AVX512_BF16)", Parity: "docs/results/2026-12-01-bf16-parity.md",
+			Ceilings: []kernel.Ceiling{kernel.CeilingFMA, kernel.CeilingBF16Dot}},
 	}
 }
 
