@@ -182,7 +182,6 @@ func Document(sets []Set) (string, error) {
 // ErrUnknownKey is wrapped by Apply's error for a key its destination has no field for.
 var ErrUnknownKey = errors.New("unknown key")
 
-
 // Flatten turns a decoded TOML table into dotted keys and their values (lists are values).
 func Flatten(m map[string]any) []Set {
 	var out []Set

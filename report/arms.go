@@ -241,7 +241,6 @@ func (a *Arm) Seeds() []uint64 {
 	return s
 }
 
-
 // fixKind classifies an arm for the 2×2 of fixes: 0 default (default ε, no gate), 1 ε fixed only, 2 gate
 // only, 3 both fixes (fixed ε with a gate; docs/definitions.md §1 "Fixed ε", arch.Config.EpsFixed).
 func fixKind(a *Arm) int {
