@@ -177,3 +177,18 @@ func TestLadderGridTunesBothEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestTierTuneExtend: a tier's tune_extend replaces [tune] extend under that tier (the grid may add that many
+// rates past an edge), and a negative one is refused.
+func TestTierTuneExtend(t *testing.T) {
+	p, err := Parse([]byte(strings.Replace(horizonPlan, "tune_lrs = ", "tune_extend = 3\ntune_lrs = ", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := p.Tiered(&p.Tiers[0]); q.Tune.Extend != 3 || p.Tune.Extend != 0 || q.Tune.gridOptions(q, true, 0.5).Extend != 3 {
+		t.Errorf("extend %d under the tier (plan's %d), want 3", q.Tune.Extend, p.Tune.Extend)
+	}
+	if _, err := Parse([]byte(strings.Replace(horizonPlan, "tune_lrs = ", "tune_extend = -1\ntune_lrs = ", 1))); err == nil || !strings.Contains(err.Error(), "tune_extend -1") {
+		t.Errorf("tune_extend = -1: %v", err)
+	}
+}

@@ -93,6 +93,9 @@ type Tier struct {
 	Horizons       []float64
 	Cooldown       float64
 	TuneLRs        map[float64][]float64
+	// TuneExtend > 0 replaces the grid's extend ([tune] extend): how many rates past an edge the grid may add
+	// while the best lies at its edge.
+	TuneExtend int
 	// Ladder, when set, gives the tier's ladder groups a horizon of their own (ladder.go).
 	Ladder *LadderHorizon
 	// MinSeeds > 0 makes Seeds the most the tier runs: the plan runs the longest prefix of Seeds, at least
@@ -275,6 +278,7 @@ type planFile struct {
 		Horizons       []float64            `toml:"horizons"`
 		Cooldown       float64              `toml:"cooldown"`
 		TuneLRs        map[string][]float64 `toml:"tune_lrs"`
+		TuneExtend     int                  `toml:"tune_extend"`
 		Ladder         *ladderFile          `toml:"ladder"`
 	} `toml:"tier"`
 	// [primaries] and [anchor] are handed on to the study design (study.go); [primaries]'s horizon keys are

@@ -31,6 +31,9 @@ func parseTiers(p *Plan, f *planFile) error {
 		if err := checkHorizons(t.TokensPerParam, t.Horizons, t.Cooldown); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
+		if t.TuneExtend = ft.TuneExtend; t.TuneExtend < 0 || t.TuneExtend > 8 {
+			return fmt.Errorf("%s: tune_extend %d: want 0 (the [tune] extend) … 8", where, t.TuneExtend)
+		}
 		if ft.TuneLRs != nil {
 			t.TuneLRs = map[float64][]float64{}
 			for k, lrs := range ft.TuneLRs {
@@ -130,7 +133,7 @@ func parseTiers(p *Plan, f *planFile) error {
 // the LR sweep's γ cut to t's Gammas (a group left without a γ is dropped), its horizon. The plan itself is not
 // changed; nil t gives p. (AnchorSteps and NoAnchor are the study design's to apply.)
 func (p *Plan) Tiered(t *Tier) *Plan {
-	if t == nil || (t.Groups == nil && t.Gammas == nil && t.TokensPerParam == 0 && t.Horizons == nil && t.TuneLRs == nil && t.Ladder == nil) {
+	if t == nil || (t.Groups == nil && t.Gammas == nil && t.TokensPerParam == 0 && t.Horizons == nil && t.TuneLRs == nil && t.TuneExtend == 0 && t.Ladder == nil) {
 		return p
 	}
 	q := *p
@@ -145,9 +148,14 @@ func (p *Plan) Tiered(t *Tier) *Plan {
 		}
 		q.Horizon = &pr
 	}
-	if p.Tune != nil && t.TuneLRs != nil {
+	if p.Tune != nil && (t.TuneLRs != nil || t.TuneExtend > 0) {
 		tn := *p.Tune
-		tn.LRsByGamma = t.TuneLRs
+		if t.TuneLRs != nil {
+			tn.LRsByGamma = t.TuneLRs
+		}
+		if t.TuneExtend > 0 {
+			tn.Extend = t.TuneExtend
+		}
 		q.Tune = &tn
 	}
 	keepGamma := func(v any) bool {
