@@ -98,6 +98,12 @@ func judgePrimaries(ev *Evidence, bootstrap int) []Claim {
 		}
 	}
 
+	// With a horizon series H1 is also stated as effective data, through γ = 0.5's runs at the two longest
+	// horizons (effdata.go).
+	if spec.TokensPerParam > 0 {
+		h1.EffData = effectiveData(ev.Horizons, g05, g1, spec.TokensPerParam, bootstrap)
+	}
+
 	var matched []Test
 	if s05, s1 := sharedArm(ev, 0.5), sharedArm(ev, 1); s05 != nil && s1 != nil {
 		dm := gain(s05.Overall(), s1.Overall())

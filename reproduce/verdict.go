@@ -67,6 +67,9 @@ type Test struct {
 	// EffSize states the comparison on the scale of model size (a primary's, from the plan's own γ = 0.5
 	// ladder; nil without one).
 	EffSize *EffReading `json:"effective_size,omitempty"`
+	// EffData states H1 on the scale of training tokens, from the γ = 0.5 runs of the horizon series (effdata.go;
+	// nil without a series). Added after the 8 h tier's plan was printed: post hoc.
+	EffData *EffData `json:"effective_data,omitempty"`
 	// POneSided is a pre-registered one-sided test's t p-value in the claim's direction (nil: two-sided).
 	POneSided *float64 `json:"p_one_sided,omitempty"`
 	// LeaveOneOut is the mean without each seed in turn (in Estimate.Seeds order); RestsOnOneSeed says that
@@ -254,6 +257,9 @@ func (c *claimTests) text() string {
 			if !r.Inside {
 				s += " (extrapolated)"
 			}
+		}
+		if t.EffData != nil {
+			s += t.EffData.text()
 		}
 		if t.Delta > 0 {
 			s += fmt.Sprintf(", δ %.4g", t.Delta)
