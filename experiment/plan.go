@@ -338,7 +338,7 @@ func Builtins() []string {
 	return names
 }
 
-// Builtin returns the built-in plan of that name (demo, reproduce, coordcheck).
+// Builtin returns the built-in plan of that name (Builtins lists them).
 func Builtin(name string) (*Plan, error) {
 	b, err := builtin.ReadFile("plans/" + name + ".toml")
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 )
 
 type studyCmd struct {
-	Plan      string        `arg:"" help:"A plan file (TOML: arms × seeds × a budget; smallinit demo --print-plan shows one), or a built-in plan: demo, reproduce, coordcheck."`
+	Plan      string        `arg:"" help:"A plan file (TOML: arms × seeds × a budget; smallinit demo --print-plan shows one), or a built-in plan: ${builtin_plans}."`
 	Out       string        `default:"smallinit-study" type:"path" help:"Directory for the data, the groups' runs, sizing.json, summary.json and report.html."`
 	Budget    budgetOrPlans `placeholder:"DURATION" help:"Wall-clock budget for all runs (e.g. 30m, 2h; default: the plan's); sets the steps per run."`
 	Steps     int           `help:"Steps per run (overrides --budget)."`
