@@ -12,6 +12,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/internal/finitejson"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
@@ -42,6 +43,10 @@ type Claim struct {
 	// probe pilot.
 	Detail any `json:"detail,omitempty"`
 }
+
+// MarshalJSON writes a number the claim could not compute as null (H2's ln span without a ladder, in Detail),
+// which encoding/json cannot write.
+func (c Claim) MarshalJSON() ([]byte, error) { return finitejson.Marshal(c) }
 
 // Result is a reproduction's outcome (OUT/claims.json).
 type Result struct {

@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -147,5 +148,27 @@ func TestJudgedH1CarriesEffectiveData(t *testing.T) {
 	ev.Primaries.TokensPerParam = 0
 	if ed := judgePrimaries(ev, 0)[0].Tests[0].EffData; ed != nil {
 		t.Errorf("no primary horizon, yet effective data %+v", ed)
+	}
+}
+
+// TestClaimsWithoutALadderMarshal: a tier without a ladder (the 8 h tier) judges H2 with no span, so its δ and ln
+// span are NaN; claims.json must still be written, with those numbers as null.
+func TestClaimsWithoutALadderMarshal(t *testing.T) {
+	seeds := func(l float64) ArmEvidence { return lossArm(l, l+0.01, l-0.005) }
+	ev := &Evidence{Width: 128,
+		Gamma:     []GammaArm{{Gamma: 0.5, ArmEvidence: seeds(4.4)}, {Gamma: 1, ArmEvidence: seeds(4.38)}},
+		Horizons:  []HorizonArms{{Horizon: 10, Steps: 4486, G05: seeds(4.57), G1: seeds(4.58)}},
+		Primaries: &Primaries{Alpha: 0.05, Delta: 0.0193, MinWidths: 4, MinSpan: 2.5, Horizon: experiment.Horizon{Width: 128, TokensPerParam: 20}},
+	}
+	claims := judgePrimaries(ev, 50)
+	if d := claims[1].Tests[0].Delta; !math.IsNaN(d) {
+		t.Fatalf("H2's δ without a ladder is %g; this test expects the NaN it guards", d)
+	}
+	b, err := json.Marshal(Result{Claims: claims})
+	if err != nil {
+		t.Fatalf("claims.json of a tier without a ladder: %v", err)
+	}
+	if !strings.Contains(string(b), `"ln_span":null`) || !strings.Contains(string(b), `"delta":null`) {
+		t.Errorf("the NaNs are not written as null: %s", b)
 	}
 }

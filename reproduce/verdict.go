@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/smallinit/smallinit/internal/finitejson"
 	"github.com/smallinit/smallinit/stats"
 )
 
@@ -79,6 +80,10 @@ type Test struct {
 	Decision       string    `json:"decision,omitempty"` // Supported, Contradicted, NoMeaningfulEffect or Inconclusive
 	Result         int       `json:"result"`             // +1: the claim's direction beyond the noise, −1: against, 0: neither
 }
+
+// MarshalJSON writes a number the test could not compute as null (H2's δ without a ladder), which encoding/json
+// cannot write.
+func (t Test) MarshalJSON() ([]byte, error) { return finitejson.Marshal(t) }
 
 // claimTests collects a claim's comparisons. The intervals and minimum detectable effects of all of them are
 // stated at the claim's level alpha (ClaimAlpha for a secondary claim).
