@@ -102,6 +102,89 @@ func gainFigure(res *Result) report.Chart {
 	return ch
 }
 
+// horizonFigure is γ = 1's paired gain against the horizon series: at each γ's tuned rate per seed (thin lines),
+// their mean with its 95% t-interval, and at every matched rate of the LR grid (the tuning seeds' mean). ok is
+// false without a series.
+func horizonFigure(res *Result) (ch report.Chart, ok bool) {
+	ev := res.Inputs
+	if ev == nil || ev.Primaries == nil || ev.Primaries.TokensPerParam <= 0 || len(res.Horizons) == 0 {
+		return ch, false
+	}
+	type point struct {
+		h   float64
+		g05 *ArmEvidence
+		g1  *ArmEvidence
+	}
+	var pts []point
+	for i := range res.Horizons {
+		pts = append(pts, point{res.Horizons[i].Horizon, &res.Horizons[i].G05, &res.Horizons[i].G1})
+	}
+	pts = append(pts, point{ev.Primaries.TokensPerParam, ev.gammaArm(0.5), ev.gammaArm(1)})
+	tuned := report.Panel{Title: "each γ at its rate tuned at the primary horizon", XLabel: "tokens per non-embedding parameter (log)", YLabel: "L(γ=0.5) − L(γ=1), nats", LogX: true}
+	perSeed := map[int]*report.Series{}
+	var seeds []int
+	mean := report.Series{Name: "mean, 95% t-interval", Marks: true, Width: 2.5, Color: 1}
+	for _, p := range pts {
+		d := gain(p.g05.Overall(), p.g1.Overall())
+		for i, sd := range d.Seeds {
+			s := perSeed[sd]
+			if s == nil {
+				s = &report.Series{Width: 0.8, Color: 2}
+				perSeed[sd] = s
+				seeds = append(seeds, sd)
+			}
+			s.X, s.Y = append(s.X, p.h), append(s.Y, d.Values[i])
+		}
+		e := stats.Mean(d.Values, d.Seeds, 0.05)
+		mean.X, mean.Y, mean.Lo, mean.Hi = append(mean.X, p.h), append(mean.Y, e.Mean), append(mean.Lo, e.Lo), append(mean.Hi, e.Hi)
+	}
+	slices.Sort(seeds)
+	for i, sd := range seeds {
+		s := perSeed[sd]
+		if i == 0 {
+			s.Name = "one seed"
+		}
+		tuned.Series = append(tuned.Series, *s)
+	}
+	tuned.Series = append(tuned.Series, mean)
+	lo, hi := pts[0].h, pts[len(pts)-1].h
+	zero := report.Series{X: []float64{lo, hi}, Y: []float64{0, 0}, Black: true, Width: 0.8}
+	tuned.Series = append(tuned.Series, zero)
+	panels := []report.Panel{tuned}
+	if len(res.Matched) > 0 {
+		matched := report.Panel{Title: "both γ at one rate (the LR grid, tuning seeds' mean)", XLabel: "tokens per non-embedding parameter (log)", YLabel: "L(γ=0.5) − L(γ=1), nats", LogX: true}
+		type key struct{ lr, h float64 }
+		sum, n := map[key]float64{}, map[key]int{}
+		var lrs []float64
+		for _, m := range res.Matched {
+			if math.IsNaN(m.Gain) {
+				continue
+			}
+			k := key{m.LR, m.Horizon}
+			if _, seen := n[k]; !seen && !slices.Contains(lrs, m.LR) {
+				lrs = append(lrs, m.LR)
+			}
+			sum[k] += m.Gain
+			n[k]++
+		}
+		slices.Sort(lrs)
+		for i, lr := range lrs {
+			s := report.Series{Name: fmt.Sprintf("LR %g", lr), Marks: true, Color: 3 + i}
+			for _, p := range pts {
+				if c := n[key{lr, p.h}]; c > 0 {
+					s.X, s.Y = append(s.X, p.h), append(s.Y, sum[key{lr, p.h}]/float64(c))
+				}
+			}
+			matched.Series = append(matched.Series, s)
+		}
+		matched.Series = append(matched.Series, zero)
+		panels = append(panels, matched)
+	}
+	ch = report.Chart{ID: "gain-vs-horizon", Title: "γ = 1 gain against the horizon", Width: 560, RowHeight: 320, Rows: [][]report.Panel{panels},
+		Caption: fmt.Sprintf("Width %d, both fixes; the shorter horizons are cooldown branches of the primary runs at the rates tuned at %g tokens per parameter. Above zero, γ = 1 is ahead. Whole validation split (left), LR-selection slice (right).", ev.Width, ev.Primaries.TokensPerParam)}
+	return ch, true
+}
+
 // mechanismTable is each arm's loss beside its final norm saturation and sink rate.
 func mechanismTable(arms []ArmSummary) report.Table {
 	t := report.Table{Header: []string{"group", "arm", "seeds", "γ", "width", "ε", "gate", "LR", "val loss (± SE)", "norm saturation (mean, first norm)", "sink rate %"}}
@@ -144,6 +227,11 @@ func writeFigures(path string, res *Result) error {
 	page.Sections = append(page.Sections,
 		report.Section{ID: "lr-curves", Heading: "Learning-rate curves", Text: []string{"Each γ's selection loss (LR-selection slice, never the validation split) at the sweep's longest trials; the legend gives the chosen LR."}, Charts: lrCurves(res)},
 		report.Section{ID: "gain", Heading: "γ = 1 gain against model size", Charts: []report.Chart{gainFigure(res)}},
+	)
+	if hc, ok := horizonFigure(res); ok {
+		page.Sections = append(page.Sections, report.Section{ID: "horizon", Heading: "γ = 1 gain against the horizon", Charts: []report.Chart{hc}})
+	}
+	page.Sections = append(page.Sections,
 		report.Section{ID: "mechanism", Heading: "Loss, norm saturation and sink rate per arm", Text: []string{"Whole validation split; saturation s = ε/(mean(x²)+ε) and sink rate (% of heads with α > 0.3) from each run's last diagnostics record, mean over seeds."},
 			Tables: []report.Table{mechanismTable(res.Arms)}})
 	if lc := lossCurves(res.RunScores); len(lc) > 0 {
