@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"gonum.org/v1/plot"
 	"image/color"
 	"math"
 	"os"
@@ -146,3 +147,30 @@ func TestDrawChartBarsStylesAndAxes(t *testing.T) {
 
 // hexColor is a colour as the SVG writer spells it, #RRGGBB.
 func hexColor(c color.RGBA) string { return fmt.Sprintf("#%02X%02X%02X", c.R, c.G, c.B) }
+
+// TestTickLabelsDistinct: on a narrow range gonum's default labels print two major ticks alike (the 8 h
+// record's LR curves showed 4.4, 4.4, 4.5); the axes' ticks give them the decimals that tell them apart, and
+// leave labels that were already distinct as they were.
+func TestTickLabelsDistinct(t *testing.T) {
+	for _, r := range [][2]float64{{4.3, 4.362}, {4.3, 4.374}, {4.381, 4.528}, {4.39, 4.52}, {0.4, 0.46}, {-0.09, 0.05}, {0, 9000}, {1e-4, 3e-4}} {
+		def := plot.DefaultTicks{}.Ticks(r[0], r[1])
+		got := distinctTicks{}.Ticks(r[0], r[1])
+		if duplicateLabels(got) {
+			t.Errorf("range %v: duplicate labels %v", r, got)
+		}
+		if len(got) != len(def) {
+			t.Fatalf("range %v: %d ticks, want gonum's %d", r, len(got), len(def))
+		}
+		for i := range got {
+			if got[i].Value != def[i].Value || (def[i].Label == "") != (got[i].Label == "") {
+				t.Errorf("range %v: tick %d moved or changed kind: %+v against %+v", r, i, got[i], def[i])
+			}
+			if !duplicateLabels(def) && got[i].Label != def[i].Label {
+				t.Errorf("range %v: distinct label %q relabelled %q", r, def[i].Label, got[i].Label)
+			}
+		}
+	}
+	if !duplicateLabels(plot.DefaultTicks{}.Ticks(4.3, 4.362)) {
+		t.Error("gonum's default ticks no longer repeat a label on 4.3-4.362: pick a range that exercises the relabelling")
+	}
+}

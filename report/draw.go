@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,6 +45,7 @@ func newPlot(title, xlabel, ylabel string) *plot.Plot {
 	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
 		ax.Label.TextStyle.Font = font.From(sansFont, 11)
 		ax.Tick.Label.Font = font.From(sansFont, 9)
+		ax.Tick.Marker = distinctTicks{}
 	}
 	g := plotter.NewGrid()
 	g.Vertical.Color, g.Horizontal.Color = color.Gray{0xe0}, color.Gray{0xe0}
@@ -194,6 +196,45 @@ func (t labelTicks) Ticks(min, max float64) []plot.Tick {
 		out = append(out, plot.Tick{Value: x, Label: t.Labels[i]})
 	}
 	return out
+}
+
+// distinctTicks are gonum's default ticks, with the major labels given more decimals where the default
+// precision prints two of them alike (4.4, 4.4, 4.5 for 4.40, 4.45, 4.50): a reader must tell them apart.
+type distinctTicks struct{}
+
+// Ticks returns plot.DefaultTicks's ticks, relabelled only when two major labels coincide.
+func (distinctTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	if !duplicateLabels(ticks) {
+		return ticks
+	}
+	for prec := 1; prec <= 8; prec++ {
+		out := slices.Clone(ticks)
+		for i := range out {
+			if out[i].Label != "" {
+				out[i].Label = strconv.FormatFloat(out[i].Value, 'f', prec, 64)
+			}
+		}
+		if !duplicateLabels(out) {
+			return out
+		}
+	}
+	return ticks
+}
+
+// duplicateLabels says whether two major (labelled) ticks carry the same label.
+func duplicateLabels(ticks []plot.Tick) bool {
+	seen := map[string]bool{}
+	for _, t := range ticks {
+		if t.Label == "" {
+			continue
+		}
+		if seen[t.Label] {
+			return true
+		}
+		seen[t.Label] = true
+	}
+	return false
 }
 
 // useLogX and useLogY switch an axis to a log scale with log ticks.
