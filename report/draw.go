@@ -199,7 +199,7 @@ func (t labelTicks) Ticks(min, max float64) []plot.Tick {
 }
 
 // distinctTicks are gonum's default ticks, with the major labels given more decimals where the default
-// precision prints two of them alike (4.4, 4.4, 4.5 for 4.40, 4.45, 4.50): a reader must tell them apart.
+// precision prints two of them alike (4.4, 4.4, 4.5 for 4.40, 4.44, 4.48): a reader must tell them apart.
 type distinctTicks struct{}
 
 // Ticks returns plot.DefaultTicks's ticks, relabelled only when two major labels coincide.
