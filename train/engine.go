@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,12 +66,18 @@ func (GoEngine) StartOrResume(ctx context.Context, c Config, dir string, o Optio
 // TorchEngine trains through the PyTorch package's trainer (`python -m smallinit_torch train`), one process per
 // run, on Device ("auto", "cpu", "cuda", "cuda:N"). The run's model directory (config.json from the config's
 // [model] and the step-0 weights drawn as the Go engine draws them: drawInit) and run config (c encoded, Go's
-// keys) are written into the run directory (TorchInputDir), so that the run and its inputs move together. Once the
-// process has finished the run, StartOrResume reads it back (and so checks that the config.toml the PyTorch
-// trainer resolved is c's). Cancelling ctx sends the process SIGTERM: it checkpoints and stops, and the call
-// returns ErrInterrupted.
+// keys) are written into the run directory (TorchInputDir), so that the run and its inputs move together.
+//
+// Only the trainer trains: a run is finished when the trainer exits 0 having written final/ (anything else is
+// an error naming the run, the trainer's exit and its last log lines), and StartOrResume then reads it back
+// without training. One writer per run: the run's lock (runlock.FileName) is held here (or by the caller,
+// Options.LockHeld) for the trainer's whole life, and the trainer, started with --lock-held, checks that the
+// lock names its parent and stops the moment it does not; on Linux it is killed when its parent dies (a kill
+// -9 of the study leaves no orphan writing into the run). Cancelling ctx sends the process SIGTERM: it
+// checkpoints and stops, and the call returns ErrInterrupted. Preflight checks the interpreter and the device
+// before anything is written.
 type TorchEngine struct {
-	Python     string // interpreter ("" = python3)
+	Python     string // interpreter ("" = the first of TorchPythons that imports torch; Preflight picks it)
 	PythonPath string // prepended to PYTHONPATH ("" = the package must be importable as installed)
 	Device     string // the trainer's --device ("" = auto)
 	Step       string // the trainer's --step ("" = its default, fast)
@@ -78,34 +86,59 @@ type TorchEngine struct {
 // TorchInputDir is the subdirectory of a PyTorch-engine run that holds its model directory and run config.
 const TorchInputDir = "torch-input"
 
+// torchLogTail is how many of the trainer's last output lines an error quotes.
+const torchLogTail = 8
+
 // Name is EngineTorch.
 func (TorchEngine) Name() string { return EngineTorch }
 
 // StartOrResume trains the run of c in dir through the PyTorch trainer, or reads back a finished run.
 func (e TorchEngine) StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result, error) {
 	started := isRegular(filepath.Join(dir, ConfigFile))
+	res := Result{Resumed: started, Threads: c.Train.Threads}
 	if started && EngineOf(dir) != EngineTorch {
-		return Result{Resumed: true}, fmt.Errorf("%s: started by the Go engine: resume it with --engine go", dir)
+		return res, fmt.Errorf("%s: started by the Go engine: resume it with --engine go", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return res, fmt.Errorf("run directory: %w", err)
+	}
+	ctx, unlock, err := lock(ctx, dir, o)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+	started = isRegular(filepath.Join(dir, ConfigFile)) // again under the lock
+	res.Resumed = started
+	if started {
+		threads, moved, err := SameConfig(dir, c)
+		if err != nil {
+			return res, err
+		}
+		if moved {
+			return res, fmt.Errorf("%s: moved with its data since it started: the PyTorch engine resumes a run only where it started", dir)
+		}
+		res.Threads = threads
 	}
 	if !rundir.Finished(dir) {
 		args, err := e.arguments(c, dir, started)
 		if err != nil {
-			return Result{Resumed: started}, err
+			return res, err
 		}
-		if err := e.train(ctx, args, o.Log); err != nil {
-			return Result{Resumed: started}, fmt.Errorf("%s: %w", dir, err)
+		if err := e.train(ctx, args, dir, o.Log); err != nil {
+			return res, err
 		}
 	}
-	ro := o // the caller's lock (a sweep's LockHeld) stays held for the read-back
-	ro.Log, ro.Progress = io.Discard, false
-	res, err := StartOrResume(ctx, c, dir, ro)
-	res.Resumed = started
-	return res, err
+	fr, err := finishedResult(dir, c.TotalSteps())
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", dir, err)
+	}
+	fr.Resumed, fr.Threads = res.Resumed, res.Threads
+	return fr, nil
 }
 
 // arguments writes the run's inputs (a new run) and returns the trainer's arguments.
 func (e TorchEngine) arguments(c Config, dir string, started bool) ([]string, error) {
-	args := []string{"-m", "smallinit_torch", "train", "--quiet"}
+	args := []string{"-m", "smallinit_torch", "train", "--quiet", "--lock-held"}
 	if e.Device != "" {
 		args = append(args, "--device", e.Device)
 	}
@@ -151,15 +184,9 @@ func drawInit(c Config, md string) error {
 	return m.Save(md, initRecord(c))
 }
 
-// train runs the PyTorch trainer to the end of the run (or to a SIGTERM checkpoint when ctx ends).
-func (e TorchEngine) train(ctx context.Context, args []string, log io.Writer) error {
-	py := e.Python
-	if py == "" {
-		py = "python3"
-	}
-	cmd := exec.CommandContext(ctx, py, args...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 2 * time.Minute
+// command is the interpreter running args, with PYTHONPATH and, on Linux, death with this process.
+func (e TorchEngine) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, e.python(), args...)
 	cmd.Env = os.Environ()
 	if e.PythonPath != "" {
 		pp := e.PythonPath
@@ -168,17 +195,86 @@ func (e TorchEngine) train(ctx context.Context, args []string, log io.Writer) er
 		}
 		cmd.Env = append(cmd.Env, "PYTHONPATH="+pp)
 	}
+	dieWithParent(cmd)
+	return cmd
+}
+
+// python is the interpreter the engine runs.
+func (e TorchEngine) python() string {
+	if e.Python == "" {
+		return torchPythons()[0]
+	}
+	return e.Python
+}
+
+// train runs the PyTorch trainer to the end of the run in dir (or to a SIGTERM checkpoint when ctx ends). Its
+// output goes to log; its last lines are kept for the error of a trainer that fails or exits without finishing.
+func (e TorchEngine) train(ctx context.Context, args []string, dir string, log io.Writer) error {
+	cmd := e.command(ctx, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 2 * time.Minute
 	if log == nil {
 		log = io.Discard
 	}
-	cmd.Stdout, cmd.Stderr = log, log
+	tail := &lineTail{max: torchLogTail}
+	out := io.MultiWriter(log, tail)
+	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		return fmt.Errorf("%w (the PyTorch trainer stopped at a checkpoint)", ErrInterrupted)
+		return fmt.Errorf("%s: %w (the PyTorch trainer stopped at a checkpoint)", dir, ErrInterrupted)
 	}
+	what := fmt.Sprintf("the PyTorch trainer (%s %s)", e.python(), strings.Join(args[:3], " "))
 	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return fmt.Errorf("the PyTorch trainer (%s %s) exited with status %d: its last lines are in the log", py, args[0]+" "+args[1], ee.ExitCode())
+	switch {
+	case errors.As(err, &ee):
+		return fmt.Errorf("%s: %s failed (%s)%s", dir, what, ee.ProcessState, tail.quote())
+	case err != nil:
+		return fmt.Errorf("%s: %s: %w", dir, what, err)
+	case !rundir.Finished(dir) || EngineOf(dir) != EngineTorch:
+		return fmt.Errorf("%s: %s exited with exit status 0 but did not finish the run (its %s/ and %s are not both there)%s",
+			dir, what, rundir.FinalDir, TorchRecordFile, tail.quote())
 	}
-	return err
+	return nil
+}
+
+// lineTail keeps the last max lines written to it.
+type lineTail struct {
+	max   int
+	lines []string
+	part  []byte
+}
+
+func (t *lineTail) Write(p []byte) (int, error) {
+	t.part = append(t.part, p...)
+	for {
+		i := bytes.IndexByte(t.part, '\n')
+		if i < 0 {
+			break
+		}
+		t.add(string(t.part[:i]))
+		t.part = t.part[i+1:]
+	}
+	return len(p), nil
+}
+
+func (t *lineTail) add(line string) {
+	if strings.TrimSpace(line) == "" {
+		return
+	}
+	t.lines = append(t.lines, line)
+	if len(t.lines) > t.max {
+		t.lines = t.lines[len(t.lines)-t.max:]
+	}
+}
+
+// quote is ": its last lines:\n  ..." or ": it printed nothing".
+func (t *lineTail) quote() string {
+	if len(t.part) > 0 {
+		t.add(string(t.part))
+		t.part = nil
+	}
+	if len(t.lines) == 0 {
+		return "; it printed nothing"
+	}
+	return "; its last lines:\n    " + strings.Join(t.lines, "\n    ")
 }

@@ -1,6 +1,7 @@
 """python -m smallinit_torch COMMAND ...
 
   train     data-parallel training of a smallinit model directory (see smallinit_torch.train)
+  preflight what the Go engine checks before a study: torch, the package, the device, bf16 (JSON)
   analyze   weight and activation diagnostics of a model directory, as `smallinit analyze --json` prints them
   golden | fixtures | selfcheck | adamw | bench   the reference computations (smallinit_torch.reference)"""
 import sys
@@ -15,6 +16,9 @@ def main():
     if cmd == "train":
         from .train import main as train_main
         train_main(rest)
+    elif cmd == "preflight":
+        from .preflight import main as preflight_main
+        sys.exit(preflight_main(rest))
     elif cmd == "analyze":
         from .diagnostics import main as analyze_main
         analyze_main(rest)

@@ -101,6 +101,25 @@ def device_error_line(e: BaseException, dev: "torch.device | str | None") -> str
     return f"smallinit_torch: device {dev}: {first}{hint}"
 
 
+def bf16_problem(dev: torch.device) -> str:
+    """Why bf16 autocast on dev is not the precision it claims ("" when it is): the probe is one matmul under
+    torch.autocast, a dot product of 4096 terms 0.01 (bf16: 0.010009765625) with ones. Accumulated in float32,
+    as bf16 training assumes (bf16 operands, float32 sums), it gives 41.0; summed in bfloat16 it stalls at 4
+    (each 0.01 falls below half an ulp of the running sum), which Debian's torch 1.13 does on the CPU. A version
+    table would go stale; the probe asks the torch at hand."""
+    if dev.type not in ("cpu", "cuda"):
+        return ""
+    a = torch.full((1, 4096), 0.01, device=dev)
+    b = torch.ones(4096, 1, device=dev)
+    with torch.autocast(dev.type, dtype=torch.bfloat16):
+        got = float((a @ b).float())
+    want = 4096 * float(torch.tensor(0.01, dtype=torch.bfloat16))
+    if abs(got - want) <= 1e-3 * want:
+        return ""
+    return (f"torch {torch.__version__} sums bf16 matmuls on {dev} in bfloat16, not float32 (a 4096-term dot "
+            f"product of 0.01 gives {got:g}, want {want:g}): its gradients would be wrong")
+
+
 def torch_major() -> int:
     m = re.match(r"(\d+)", torch.__version__)
     return int(m.group(1)) if m else 0

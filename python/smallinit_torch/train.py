@@ -47,12 +47,13 @@ import torch
 import torch.distributed as dist
 
 from .data import Sampler, num_windows, open_tokens
-from .device import (adamw_kind, adamw_options, device_error_line, features, has_compile, has_foreach_clip,
-                     is_device_error, parse_device, sdpa)
+from .device import (adamw_kind, adamw_options, bf16_problem, device_error_line, features, has_compile,
+                     has_foreach_clip, is_device_error, parse_device, sdpa)
 from .files import MAX_TENSORS, USER_ERRORS, error_line, open_regular, read_json
 from .init import gamma_init_, std_for
 from .model import Llama, check_memory, load_weights, read_config
 from .runconfig import defaults, encode_toml, load_run_config, lr_at, resolve_model, total_steps  # noqa: F401
+from .runlock import LockWatch, RunLock
 from .safetensors import read_model_weights, read_safetensors, sync_dir, write_file_atomic, write_safetensors
 
 
@@ -94,9 +95,20 @@ class Dist:
         cuda = self.device.type == "cuda"
         if cuda:
             torch.cuda.set_device(self.device)
+        self._flags = None
         if self.world > 1:
             dist.init_process_group("nccl" if cuda else "gloo", init_method="env://", rank=self.rank,
                                     world_size=self.world)
+            self._flags = dist.new_group(backend="gloo") if cuda else dist.group.WORLD
+
+    def any(self, flag: bool) -> bool:
+        """Whether flag is set on any rank: one all-reduce of a CPU integer (over gloo, so that on GPUs it does not
+        wait for the device), so that every rank takes the same decision at the same step."""
+        if self.world == 1:
+            return flag
+        t = torch.tensor([int(flag)], dtype=torch.int64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self._flags)
+        return bool(t[0])
 
     def sum(self, values):
         t = torch.tensor(values, dtype=torch.float64, device=self.device)
@@ -262,26 +274,71 @@ class Stop:
             self._old = None
 
 
+class LockLost(ValueError):
+    """The run's lock was taken over, or the parent that held it for this trainer died: the run stops at once,
+    without a checkpoint (its directory has another owner, whose checkpoints this one's pruning could delete)."""
+
+
+def die_with_parent() -> None:
+    """On Linux, have the kernel SIGKILL this process when its parent dies (prctl PR_SET_PDEATHSIG), so that a
+    killed study or spawner leaves no trainer writing into its run; and if the parent is gone already, exit."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if parent == 1 or os.getppid() != parent:
+        os._exit(1)
+
+
 class Stopped(Exception):
     """The run stopped early at a checkpoint (SIGTERM); main exits with 143 (128 + SIGTERM) after saying where."""
 
 
 def resolve_precision(p: str, dev: torch.device) -> str:
-    """train.precision for the PyTorch trainer: f32, or bf16 (torch.autocast with float32 master weights; on
-    CUDA and, slowly, on the CPU); auto is bf16 on a CUDA GPU that has it, else f32."""
+    """train.precision for the PyTorch trainer: f32, or bf16 (torch.autocast with float32 master weights, where
+    bf16_problem finds the matmuls accumulating in float32); auto is bf16 on a CUDA GPU that has it and passes
+    that probe, else f32."""
     p = p or "f32"
     if p == "auto":
-        return "bf16" if dev.type == "cuda" and torch.cuda.is_bf16_supported() else "f32"
+        ok = dev.type == "cuda" and torch.cuda.is_bf16_supported() and not bf16_problem(dev)
+        return "bf16" if ok else "f32"
     return p
+
+
+class Owner:
+    """Rank 0's hold on the run directory: its lock (RunLock), or with --lock-held the watch on the lock its
+    parent holds (LockWatch). take() is called before the first write; check() every step."""
+
+    def __init__(self, held: bool) -> None:
+        self.held, self.lock = held, None
+
+    def take(self, out: str) -> None:
+        os.makedirs(out, exist_ok=True)
+        self.lock = LockWatch(out, os.getppid()) if self.held else RunLock.acquire(out)
+
+    def check(self, out: str) -> None:
+        if self.lock is not None and self.lock.lost:
+            raise LockLost(f"{out}: its lock was taken over or the process holding it died: stopped without a "
+                           f"checkpoint (another process owns the run now)")
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
 
 def run(args):
     """Train (every rank calls this); returns the list of metrics dicts rank 0 logged."""
     D = Dist(args.device)
     stop = Stop()
+    own = Owner(getattr(args, "lock_held", False))
     try:
-        return _run(args, D, stop)
+        return _run(args, D, stop, own)
     finally:
+        own.release()
         stop.close()
         D.close()
 
@@ -298,7 +355,7 @@ def read_pytorch_json(out: str) -> "tuple[str, int]":
     return model_dir, accum
 
 
-def _run(args, D, stop=None):
+def _run(args, D, stop=None, own=None):
     if args.resume:
         out = args.resume
         model_dir, accum = read_pytorch_json(out)
@@ -328,6 +385,10 @@ def _run(args, D, stop=None):
         torch.set_num_threads(t["threads"])
     fast = args.step == "fast"
     precision = resolve_precision(t.get("precision"), D.device)
+    if precision == "bf16":
+        why = bf16_problem(D.device)
+        if why:
+            raise ValueError(f"{cfg_path}: train.precision = bf16: {why}; use precision = \"f32\"")
     if args.compile and not has_compile():
         raise ValueError(f"--compile: torch.compile needs torch 2.0 or later (this is torch {torch.__version__})")
     if fast and D.device.type == "cuda" and precision == "f32":  # TF32 matmuls for f32 (the GPU-grade step)
@@ -354,6 +415,11 @@ def _run(args, D, stop=None):
         model.use_fused_attention(sdpa())
     st = {"step": 0, "tokens": 0, "epoch": 0, "pos": 0, "adam_step": 0, "skipped": 0, "loss_sum": 0.0, "loss_count": 0,
           "metrics_bytes": 0, "diagnostics_bytes": 0, "seed": c["seed"]}
+    if own is not None and D.rank == 0:
+        own.take(out)  # before the first write; then, under the lock, check again that --out holds no run
+        if not args.resume and os.path.exists(os.path.join(out, "config.toml")):
+            raise ValueError(f"{out}: already holds a run: resume it with --resume {out} or choose another --out")
+    D.barrier()
     steps = list_checkpoints(out) if args.resume else []
     metrics_path, diag_path = os.path.join(out, "metrics.jsonl"), os.path.join(out, "diagnostics.jsonl")
     if steps:
@@ -369,7 +435,8 @@ def _run(args, D, stop=None):
         if D.rank == 0:
             truncate(metrics_path, st["metrics_bytes"])
             truncate(diag_path, st["diagnostics_bytes"])
-            print(f"resuming {out} from {ck}", file=sys.stderr)
+            if not args.quiet:
+                print(f"resuming {out} from {ck}", file=sys.stderr)
     else:
         records, recipe, init_seed = initialise(model, model_dir, c, given, config_json)
         c["init"] = recipe
@@ -547,6 +614,8 @@ def _run(args, D, stop=None):
         stop_at = min(total, args.max_steps) if args.max_steps else total
         gn = 0.0
         while st["step"] < stop_at:
+            if own is not None:
+                own.check(out)
             step = st["step"]
             lr = lr_at(c["schedule"], step, total)
             gn = (step_fast if fast else step_reference)(step, lr)
@@ -575,7 +644,7 @@ def _run(args, D, stop=None):
                 interval_start, interval_tokens = time.time(), 0
             diagnose()
             every = t["checkpoint_interval"]
-            stopping = stop is not None and stop.requested and D.world == 1
+            stopping = D.any(stop is not None and stop.requested)
             if done or st["step"] == stop_at or stopping or (every > 0 and st["step"] % every == 0):
                 settle()
                 if D.rank == 0:
@@ -677,6 +746,7 @@ def initialise(model, model_dir, c, given=frozenset(), config_json=None):
 
 
 def _spawned(rank, world, port, args):
+    die_with_parent()
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(world), RANK=str(rank),
                       LOCAL_RANK=str(rank))
     torch.set_num_threads(max(1, args.threads_per_rank))
@@ -697,6 +767,32 @@ def _spawned(rank, world, port, args):
         sys.exit(1)
 
 
+def spawn(args) -> None:
+    """--spawn N: N local ranks (torch.multiprocessing), each dying with this process. A SIGTERM to this process
+    is passed to every rank, which stop together at the end of one step with a checkpoint (exit 143)."""
+    import torch.multiprocessing as mp
+    if args.lock_held:  # the ranks' parent is this process: rank 0 watches the lock through it
+        raise ValueError("--lock-held with --spawn: the Go engine runs one process per run")
+    ctx = mp.start_processes(_spawned, args=(args.spawn, free_port(), args), nprocs=args.spawn, join=False,
+                             start_method="spawn")
+    pids = [p.pid for p in ctx.processes]
+
+    def forward(signum, frame):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+    old = signal.signal(signal.SIGTERM, forward)
+    try:
+        while not ctx.join():
+            pass
+    except mp.ProcessExitedException as e:
+        sys.exit(143 if e.exit_code == 143 else 1)
+    except mp.ProcessRaisedException:
+        sys.exit(1)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def parser(sub=None):
     ap = sub or argparse.ArgumentParser(prog="python -m smallinit_torch train", description=__doc__,
                                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -713,7 +809,10 @@ def parser(sub=None):
     ap.add_argument("--spawn", type=int, default=0, help="start this many local gloo/NCCL processes (instead of torchrun)")
     ap.add_argument("--threads-per-rank", type=int, default=1, help="torch threads of each --spawn process")
     ap.add_argument("--max-steps", type=int, default=0, help="stop (with a checkpoint) after this step, as an interruption")
-    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--quiet", action="store_true", help="print errors only")
+    ap.add_argument("--lock-held", action="store_true",
+                    help="the parent process holds the run's lock (the Go engine): check that it does, and stop when "
+                         "it no longer does or dies, instead of taking the lock")
     return ap
 
 
@@ -727,13 +826,11 @@ def main(argv=None):
                         ("--threads-per-rank", args.threads_per_rank, 1), ("--max-steps", args.max_steps, 0)):
         if v < lo:
             sys.exit(f"smallinit_torch: {flag} = {v}: must be >= {lo}")
+    if args.lock_held:
+        die_with_parent()
     try:
         if args.spawn > 1:
-            import torch.multiprocessing as mp
-            try:
-                mp.spawn(_spawned, args=(args.spawn, free_port(), args), nprocs=args.spawn, join=True)
-            except mp.ProcessExitedException:
-                sys.exit(1)
+            spawn(args)
         else:
             run(args)
     except Stopped as e:

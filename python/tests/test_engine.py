@@ -250,12 +250,35 @@ class TestTrainerOnDevice(Runs):
         self.assertIn(f"stopped at step 1 of 6 (--max-steps 1), checkpoint written: continue with --resume {out}",
                       err.getvalue())
 
-    def test_bf16_precision_trains(self):
-        """train.precision = "bf16" trains under autocast with float32 weights and records the precision."""
-        out, logged = self.train(self.config(steps=2, log=1, extra='precision = "bf16"'))
+    def test_bf16_is_refused_where_it_sums_in_bf16(self):
+        """train.precision = "bf16" trains under autocast with float32 weights where the one-matmul probe finds
+        float32 accumulation; where it does not (Debian's torch 1.13 on the CPU sums bf16 matmuls in bf16), the
+        run is refused before anything is written, with the probe's reason."""
+        cfg = self.config(steps=2, log=1, extra='precision = "bf16"')
+        why = devmod.bf16_problem(torch.device("cpu"))
+        if why:
+            out = os.path.join(self.d, "bf16")
+            with self.assertRaisesRegex(ValueError, "train.precision = bf16: torch .* sums bf16 matmuls on cpu in "
+                                                    "bfloat16, not float32"):
+                run(parser().parse_args(["--model", self.model, "--config", cfg, "--out", out, "--quiet"]))
+            self.assertFalse(os.path.exists(out))
+            return
+        out, logged = self.train(cfg)
         self.assertTrue(all(m["loss"] == m["loss"] for m in logged))
         pj = json.loads(_read(os.path.join(out, "pytorch.json")))
         self.assertEqual((pj["precision"], pj["engine"], pj["step"]), ("bf16", "torch", "fast"))
+
+    def test_bf16_probe_reads_the_accumulation(self):
+        """bf16_problem is a probe, not a version table: with autocast made a no-op (float32 matmuls) it passes,
+        and with a matmul that rounds its sum to bfloat16 it fails, naming the sum it got."""
+        real_autocast, real_matmul = torch.autocast, torch.Tensor.__matmul__
+        try:
+            torch.autocast = lambda *a, **k: contextlib.nullcontext()
+            self.assertEqual(devmod.bf16_problem(torch.device("cpu")), "")
+            torch.Tensor.__matmul__ = lambda a, b: torch.tensor([[4.0]])
+            self.assertRegex(devmod.bf16_problem(torch.device("cpu")), "gives 4, want 41")
+        finally:
+            torch.autocast, torch.Tensor.__matmul__ = real_autocast, real_matmul
 
     def test_compile_is_refused_before_torch_2(self):
         """--compile on a torch without torch.compile is a one-line ValueError naming the version."""
