@@ -250,6 +250,39 @@ class TestTrainerOnDevice(Runs):
         self.assertIn(f"stopped at step 1 of 6 (--max-steps 1), checkpoint written: continue with --resume {out}",
                       err.getvalue())
 
+    def test_trainer_takes_the_run_lock(self):
+        """The trainer holds RUN/lock (Go's format) while it trains and removes it when done; a run directory
+        whose lock another process holds is refused, naming the holder, before anything is written; --quiet
+        prints nothing on a resume."""
+        from smallinit_torch.runlock import RunLock
+        cfg = self.config(steps=2, log=1)
+        out = os.path.join(self.d, "locked")
+        os.makedirs(out)
+        held = RunLock.acquire(out)
+        try:
+            with self.assertRaisesRegex(ValueError, f"{out}: locked by pid {os.getpid()} on "):
+                run(parser().parse_args(["--model", self.model, "--config", cfg, "--out", out, "--quiet"]))
+            self.assertEqual(sorted(os.listdir(out)), ["lock"])
+        finally:
+            held.release()
+        seen = []
+        real = trainmod.Owner.take
+
+        def take(own, o):
+            real(own, o)
+            seen.append(os.path.exists(os.path.join(o, "lock")))
+        trainmod.Owner.take = take
+        try:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                run(parser().parse_args(["--model", self.model, "--config", cfg, "--out", out, "--quiet", "--max-steps", "1"]))
+                run(parser().parse_args(["--resume", out, "--quiet"]))
+        finally:
+            trainmod.Owner.take = real
+        self.assertEqual(seen, [True, True])
+        self.assertFalse(os.path.exists(os.path.join(out, "lock")))
+        self.assertEqual(err.getvalue(), "")
+
     def test_bf16_is_refused_where_it_sums_in_bf16(self):
         """train.precision = "bf16" trains under autocast with float32 weights where the one-matmul probe finds
         float32 accumulation; where it does not (Debian's torch 1.13 on the CPU sums bf16 matmuls in bf16), the
