@@ -52,6 +52,8 @@ type Options struct {
 	Jobs      int // runs of a group trained at once, arms or sweep (≤ 1 but sweep.AutoJobs: one at a time; AutoJobs: measured)
 	// Engine trains each run: nil is the Go engine; train.TorchEngine the PyTorch trainer (see engine.go).
 	Engine train.Engine
+	// EngineInfo, when set, is recorded in summary.json (the PyTorch engine's interpreter, torch and device).
+	EngineInfo *summary.Engine
 	// Task runs only the run numbered Index of the whole plan (groups in order, then as the group lists its
 	// runs): one task of a scheduler's job array. It writes no summary and no report.
 	Task  bool
@@ -260,7 +262,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	}
 	if p.Summary {
 		if err := summary.Write(filepath.Join(o.Out, summary.FileName(out.Suffix)),
-			summary.Summary{Steps: out.Steps, Seed: o.Seeds[0], Data: out.Stats, Runs: out.Rows}); err != nil {
+			summary.Summary{Steps: out.Steps, Seed: o.Seeds[0], Data: out.Stats, Engine: o.EngineInfo, Runs: out.Rows}); err != nil {
 			return nil, err
 		}
 		if out.Pairs = pairs(p, out); out.Pairs != nil {

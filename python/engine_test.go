@@ -10,6 +10,7 @@ import (
 
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/report"
+	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -74,6 +75,13 @@ func TestEnginesTrainThePlanAlike(t *testing.T) {
 	outs := map[string]*experiment.Outcome{}
 	for _, eng := range []train.Engine{train.GoEngine{}, train.TorchEngine{Python: py, PythonPath: here, Device: "cpu"}} {
 		o := experiment.Options{Out: filepath.Join(dir, eng.Name()), Steps: 16, Jobs: 1, Log: io.Discard, Engine: eng}
+		if te, ok := eng.(train.TorchEngine); ok { // as the command runs it: preflighted, recorded in summary.json
+			pe, probe, err := te.Preflight(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Engine, o.EngineInfo = pe, &summary.Engine{Name: train.EngineTorch, Python: probe.Python, Torch: probe.Torch, Device: probe.Device}
+		}
 		out, err := experiment.Run(context.Background(), p, o)
 		if err != nil {
 			t.Fatalf("%s engine: %v", eng.Name(), err)
@@ -119,5 +127,14 @@ func TestEnginesTrainThePlanAlike(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outs[train.EngineTorch].RunList[0].Dir, train.TorchRecordFile)); err != nil {
 		t.Error(err)
+	}
+	for name, want := range map[string]bool{train.EngineGo: false, train.EngineTorch: true} {
+		s, err := summary.Read(filepath.Join(dir, name, summary.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Engine != nil && s.Engine.Name == train.EngineTorch && s.Engine.Torch != "" && s.Engine.Device == "cpu"; got != want {
+			t.Errorf("%s engine's summary.json: engine %+v, want it named: %v", name, s.Engine, want)
+		}
 	}
 }

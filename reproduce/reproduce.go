@@ -16,6 +16,7 @@ import (
 
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -85,7 +86,8 @@ type Options struct {
 	Jobs   int // runs of a sweep trained at once (≤ 1: one at a time)
 	// Engine trains the plan's runs (nil: the Go engine; train.TorchEngine: the PyTorch trainer). The anchor grid
 	// trains with the Go engine either way.
-	Engine train.Engine
+	Engine     train.Engine
+	EngineInfo *summary.Engine // recorded in summary.json (experiment.Options.EngineInfo)
 	// CompareWindows limits the validation windows of the token-level comparison (0: all).
 	CompareWindows int
 	// ProbeTest is the held-out (and recalled) probes per kind the probe arm is scored on (0: 100).
@@ -159,7 +161,7 @@ func (o *Options) experimentOptions(d design) (experiment.Options, *evaluator, e
 	}
 	ev := &evaluator{o: o, design: d}
 	eo := experiment.Options{Out: o.Out, Budget: o.Budget, Steps: o.Steps, Seeds: seeds, ProbeTest: o.ProbeTest, Jobs: o.Jobs,
-		Log: o.Log, Describe: true, Data: o.Data, Engine: o.Engine, Evaluator: ev}
+		Log: o.Log, Describe: true, Data: o.Data, Engine: o.Engine, EngineInfo: o.EngineInfo, Evaluator: ev}
 	return eo, ev, nil
 }
 

@@ -53,10 +53,20 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 // Summary is the whole file. Its fields are in the JSON keys' sorted order, so that the file's bytes are the
 // ones the earlier map-based writer produced.
 type Summary struct {
-	Data  *data.Stats `json:"data"`
-	Runs  []Row       `json:"runs"`
-	Seed  uint64      `json:"seed"`
-	Steps int         `json:"steps"`
+	Data   *data.Stats `json:"data"`
+	Engine *Engine     `json:"engine,omitempty"` // the PyTorch engine's; absent for the Go engine's runs
+	Runs   []Row       `json:"runs"`
+	Seed   uint64      `json:"seed"`
+	Steps  int         `json:"steps"`
+}
+
+// Engine names what trained a study's runs when it was not this binary: the PyTorch trainer, its interpreter,
+// torch version and device (train.TorchProbe).
+type Engine struct {
+	Name   string `json:"name"`
+	Python string `json:"python"`
+	Torch  string `json:"torch"`
+	Device string `json:"device"`
 }
 
 // Write writes s to path atomically (indented JSON).

@@ -112,7 +112,11 @@ func (e TorchEngine) probe(ctx context.Context) (p TorchProbe, why string, devic
 	case errors.As(err, &ee) && ee.ExitCode() == 3:
 		return p, firstLine(out.String()), false
 	case errors.As(err, &ee) && ee.ExitCode() == 2:
-		return p, fmt.Sprintf("--device %s: %s", dev, strings.TrimPrefix(firstLine(errb.String()), "smallinit_torch: ")), true
+		msg := strings.TrimPrefix(firstLine(errb.String()), "smallinit_torch: ")
+		if !strings.HasPrefix(msg, "--device") {
+			msg = "--device " + dev + ": " + msg
+		}
+		return p, msg, true
 	case err != nil:
 		msg := lastLine(errb.String()) // a traceback's last line is its error
 		if msg == "" {
@@ -121,6 +125,9 @@ func (e TorchEngine) probe(ctx context.Context) (p TorchProbe, why string, devic
 		return p, "it does not run the preflight (" + msg + ")", false
 	}
 	if err := json.Unmarshal(out.Bytes(), &p); err != nil || p.Torch == "" {
+		if firstLine(out.String()) == "" {
+			return p, "it printed nothing for the preflight (is it a Python interpreter?)", false
+		}
 		return p, fmt.Sprintf("its preflight printed %q, not the probe's JSON", firstLine(out.String())), false
 	}
 	return p, "", false

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"time"
 
@@ -23,8 +24,11 @@ type reproduceCmd struct {
 // Run runs the study's experiments scaled to this machine and prints, for each claim of docs/definitions.md (Claims),
 // whether this run supports it, with the numbers.
 func (cmd *reproduceCmd) Run() error {
-	eng := cmd.engine(&cmd.Jobs)
-	o := reproduce.Options{Out: cmd.Out, Budget: cmd.Budget, Seeds: cmd.Seeds, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Precision: cmd.Precision, Data: cmd.Data, Log: os.Stderr, Engine: eng}
+	eng, info, err := cmd.engine(context.Background(), &cmd.Jobs, cmd.Precision)
+	if err != nil {
+		return err
+	}
+	o := reproduce.Options{Out: cmd.Out, Budget: cmd.Budget, Seeds: cmd.Seeds, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Precision: cmd.Precision, Data: cmd.Data, Log: os.Stderr, Engine: eng, EngineInfo: info}
 	if cmd.PrintPlan {
 		d, err := reproduce.Describe(o, 0)
 		if err != nil {

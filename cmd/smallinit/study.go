@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -64,9 +65,12 @@ func (cmd *studyCmd) Run() error {
 		q.Base = append(slices.Clip(p.Base), override.Set{Key: recipe.KeyPrecision, Value: cmd.Precision})
 		p = &q
 	}
-	eng := cmd.engine(&cmd.Jobs)
+	eng, info, err := cmd.engine(context.Background(), &cmd.Jobs, cmd.Precision)
+	if err != nil {
+		return err
+	}
 	o := experiment.Options{Out: cmd.Out, Budget: cmd.Budget.d, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Task: cmd.Index >= 0, Index: cmd.Index,
-		Data: cmd.Data, Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd())), Describe: true, Engine: eng}
+		Data: cmd.Data, Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd())), Describe: true, Engine: eng, EngineInfo: info}
 	if cmd.Seeds > 0 {
 		o.Seeds = experiment.SeedRange(cmd.Seeds)
 	}
