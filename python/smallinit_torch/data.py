@@ -9,10 +9,11 @@ import sys
 
 import torch
 
-from .files import MAX_TENSORS, open_regular
+from .files import MAX_TENSORS, open_regular, read_json
 from .gorand import PCG
 
 TOK_MAGIC = b"SITOKENS"
+CHUNK = 1 << 24  # ids widened at a time by the whole-file reads (max_id, counts, read_tokens)
 
 
 class TokenFile:
@@ -60,21 +61,57 @@ class TokenFile:
         w = self._widen(w)
         return w[:, :-1], w[:, 1:]
 
-    def max_id(self, chunk: int = 1 << 24) -> "tuple[int, int]":
-        """(largest id, index of its first occurrence) over the file, read chunk by chunk; (-1, -1) when empty."""
-        best, at = -1, -1
+    def max_id(self, chunk: int = 0) -> "tuple[int, int]":
+        """(largest id, index of its first occurrence) over the file, read chunk by chunk in the file's own width
+        (no widening: an id past the signed range reads negative, and the largest of those is the largest id);
+        (-1, -1) when empty."""
+        best, at, wrap, chunk = -1, -1, 1 << (8 * self.width), chunk or CHUNK
+        for i in range(0, len(self), chunk):
+            part = self._raw[i:i + chunk]
+            neg = part < 0
+            m = int(part[neg].max()) + wrap if bool(neg.any()) else int(part.max())
+            if m > best:
+                best, at = m, i + int((self._widen(part) == m).nonzero()[0])
+        return best, at
+
+    def counts(self, vocab: int, chunk: int = 0) -> torch.Tensor:
+        """[vocab] int64: how often each id below vocab occurs, chunk by chunk (one chunk widened at a time)."""
+        c, chunk = torch.zeros(vocab, dtype=torch.int64), chunk or CHUNK
         for i in range(0, len(self), chunk):
             part = self[i:i + chunk]
-            m = int(part.max())
-            if m > best:
-                best, at = m, i + int((part == m).nonzero()[0])
-        return best, at
+            c += torch.bincount(part[part < vocab], minlength=vocab)[:vocab]
+        return c
+
+
+def trusted_max_id(path: str, count: int) -> "int | None":
+    """The largest id a token file can hold by the stats.json that `smallinit data prepare` wrote beside it:
+    vocab_size - 1 (the tokenizer makes no other ids), when the file is a split stats.json describes (train.tok,
+    val.tok, val.<lang>.tok) with the token count it records; else None (the file is scanned)."""
+    d, name = os.path.split(path)
+    sp = os.path.join(d, "stats.json")
+    if not os.path.isfile(sp):
+        return None
+    try:
+        st = read_json(sp)
+    except ValueError:
+        return None
+    if name in ("train.tok", "val.tok"):
+        split = st.get(name[:-4])
+    elif name.startswith("val.") and name.endswith(".tok"):
+        split = (st.get("val_by_lang") or {}).get(name[4:-4])
+    else:
+        return None
+    vocab = st.get("vocab_size")
+    if not isinstance(split, dict) or split.get("tokens") != count or isinstance(vocab, bool) or not isinstance(vocab, int) or vocab < 1:
+        return None
+    return vocab - 1
 
 
 def open_tokens(path: str, vocab: int = 0) -> TokenFile:
     """A .tok file (data/tokfile.go's format) as a TokenFile mapped from disk. Checks the magic, version, width,
-    that the file holds exactly the count its header claims, and (vocab > 0, chunk by chunk) that every id is
-    below vocab; errors name the file."""
+    that the file holds exactly the count its header claims, and (vocab > 0) that every id is below vocab: by
+    the prepared directory's stats.json when it describes the file (trusted_max_id: no read of the ids, so a
+    30-billion-token file opens in milliseconds), else by a scan chunk by chunk; errors name the file."""
     with open_regular(path, MAX_TENSORS) as f:
         size = os.fstat(f.fileno()).st_size
         hdr = f.read(24)
@@ -100,6 +137,9 @@ def open_tokens(path: str, vocab: int = 0) -> TokenFile:
             raise ValueError(f"read tokens {path}: token files are little-endian; this machine is not")
     toks = TokenFile(path, raw, width)
     if vocab > 0 and count:
+        bound = trusted_max_id(path, count)
+        if bound is not None and bound < vocab:
+            return toks
         m, i = toks.max_id()
         if m >= vocab:
             raise ValueError(f"read tokens {path}: token {i} has id {m}, outside the vocabulary [0, {vocab})")
@@ -107,9 +147,13 @@ def open_tokens(path: str, vocab: int = 0) -> TokenFile:
 
 
 def read_tokens(path: str, vocab: int = 0) -> torch.Tensor:
-    """All token ids of a .tok file as an int64 tensor (8 bytes an id: for small files and tests; the trainer
-    maps files with open_tokens). Checks as open_tokens."""
-    return open_tokens(path, vocab)[:]
+    """All token ids of a .tok file as an int32 tensor (4 bytes an id, widened chunk by chunk; ids are below 2^31),
+    for small files and tests: the trainer and analyze map files with open_tokens. Checks as open_tokens."""
+    toks = open_tokens(path, vocab)
+    out = torch.empty(len(toks), dtype=torch.int32)
+    for i in range(0, len(toks), CHUNK):
+        out[i:i + CHUNK] = toks[i:i + CHUNK]
+    return out
 
 
 def write_tokens(path: str, ids) -> None:

@@ -63,7 +63,11 @@ def sample_rows(m, n, seed=0):
 
 def frequent_tokens(toks: torch.Tensor, vocab: int) -> "list[int]":
     """diag.FrequentTokens: ids by decreasing count, ties lower id first, unseen ids left out."""
-    counts = torch.bincount(toks[(toks >= 0) & (toks < vocab)], minlength=vocab)
+    from .data import TokenFile
+    if isinstance(toks, TokenFile):  # counted chunk by chunk, never widened whole
+        counts = toks.counts(vocab)
+    else:
+        counts = torch.bincount(toks[(toks >= 0) & (toks < vocab)], minlength=vocab)
     ids = [i for i in range(vocab) if counts[i] > 0]
     ids.sort(key=lambda i: -int(counts[i]))
     return ids
@@ -431,14 +435,14 @@ MAX_PROBE_WINDOWS = 4096
 
 def analyze(a) -> dict:
     """The document `python -m smallinit_torch analyze` prints."""
-    from .data import read_tokens
+    from .data import open_tokens
     from .model import load_model
     if not 1 <= a.probes <= MAX_PROBE_WINDOWS:
         raise ValueError(f"--probes = {a.probes}: must be in [1, {MAX_PROBE_WINDOWS}]")
     if a.probe_len < 1:
         raise ValueError(f"--probe-len = {a.probe_len}: must be >= 1")
     c, model = load_model(a.model, torch.float32)
-    toks = read_tokens(a.tokens, c.vocab_size) if a.tokens else None
+    toks = open_tokens(a.tokens, c.vocab_size) if a.tokens else None  # mapped: probe windows are read, not the file
     freq = frequent_tokens(toks, c.vocab_size) if toks is not None else None
     w = weight_report(model, freq)
     out = {"model": a.model, "weights": w, "classes": summarise_classes(w)}

@@ -247,12 +247,12 @@ def _rank():
     return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
-def _sum_sq_count(t, sharded):
+def _sum_sq_count(t, sharded, device=None):
     ss, n = float(t.double().pow(2).sum()), t.numel()
     if sharded:
         import torch.distributed as dist
         if dist.is_available() and dist.is_initialized():
-            v = torch.tensor([ss, float(n)], dtype=torch.float64, device=t.device)
+            v = torch.tensor([ss, float(n)], dtype=torch.float64, device=device or t.device)
             dist.all_reduce(v)
             ss, n = v[0].item(), int(v[1].item())
     return ss, n
@@ -363,13 +363,18 @@ def gamma_init_(model: torch.nn.Module, gamma: float = 1.0, rule: str = "gamma",
             if kind == "zeros":
                 t.zero_()
                 continue
-            for label, cls, view, d_in, d_out in blocks(t):
+            # Drawn on the CPU, whatever the device, then copied: a CUDA generator gives other numbers than the
+            # CPU's for the same seed, and the draws are promised the same everywhere.
+            host = t if t.device.type == "cpu" else t.detach().to("cpu", copy=True)
+            for label, cls, view, d_in, d_out in blocks(host):
                 s = std_for(recipe, cls, d_in, d_out, layers)
                 gname = name + (f"[{label}]" if label else "")
-                view.normal_(0.0, s, generator=stream(seed, gname, t.device, rank if sharded else 0))
-                ss, n = _sum_sq_count(view, sharded)
+                view.normal_(0.0, s, generator=stream(seed, gname, "cpu", rank if sharded else 0))
+                ss, n = _sum_sq_count(view, sharded, t.device)
                 records.append({"name": gname, "class": cls, "d_in": d_in, "intended_std": s,
                                 "drawn_std": math.sqrt(ss / n), "gamma_eff": math.log(1 / s) / math.log(d_in) if d_in > 1 else 0.0})
+            if host is not t:
+                t.copy_(host)
     return records
 
 

@@ -392,7 +392,7 @@ def _run(args, D, stop=None, own=None):
     if args.compile and not has_compile():
         raise ValueError(f"--compile: torch.compile needs torch 2.0 or later (this is torch {torch.__version__})")
     if fast and D.device.type == "cuda" and precision == "f32":  # TF32 matmuls for f32 (the GPU-grade step)
-        torch.set_float32_matmul_precision("high")  # public on torch 1.12 and later, both lines
+        torch.set_float32_matmul_precision("highest" if args.no_tf32 else "high")  # public on torch 1.12 and later
     train_toks = open_tokens(c["data"]["train"], mc.vocab_size)
     val_toks = open_tokens(c["data"]["val"], mc.vocab_size) if c["data"]["val"] else None
     if val_toks is not None and num_windows(len(val_toks), T) == 0:
@@ -408,7 +408,9 @@ def _run(args, D, stop=None, own=None):
     o = c["optimizer"]
     # The optimizer's path changes no state: the moments are saved by parameter name, so a checkpoint of either
     # path resumes in the other (load_checkpoint writes the state every path reads).
-    opt_kind = adamw_kind(D.device) if fast else "single"
+    opt_kind = (args.adamw if args.adamw != "auto" else adamw_kind(D.device)) if fast else "single"
+    if opt_kind == "fused" and adamw_kind(D.device) != "fused":
+        raise ValueError(f"--adamw fused: this torch ({torch.__version__}) has no fused AdamW on {D.device}")
     opt = torch.optim.AdamW([{"params": matrices, "weight_decay": o["weight_decay"]}, {"params": others, "weight_decay": 0.0}],
                             lr=c["schedule"]["lr"], betas=(o["beta1"], o["beta2"]), eps=o["eps"], **adamw_options(opt_kind))
     if fast:
@@ -806,6 +808,11 @@ def parser(sub=None):
                     help="fast: the GPU-grade step (no host reads between log steps, fused attention and AdamW where "
                          "this torch has them); reference: the per-step host path the Go parity tests hold")
     ap.add_argument("--compile", action="store_true", help="run the forward through torch.compile (torch >= 2.0)")
+    ap.add_argument("--adamw", choices=("auto", "fused", "foreach", "single"), default="auto",
+                    help="the fast step's AdamW path (auto: the fastest this torch has on the device); a checkpoint of "
+                         "any path resumes in any other")
+    ap.add_argument("--no-tf32", action="store_true",
+                    help="f32 on CUDA in full float32 matmuls (TF32 off): for comparisons with the CPU")
     ap.add_argument("--spawn", type=int, default=0, help="start this many local gloo/NCCL processes (instead of torchrun)")
     ap.add_argument("--threads-per-rank", type=int, default=1, help="torch threads of each --spawn process")
     ap.add_argument("--max-steps", type=int, default=0, help="stop (with a checkpoint) after this step, as an interruption")

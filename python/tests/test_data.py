@@ -1,10 +1,12 @@
 """Token files and the Go sampler's window order (values printed by train.NewSampler in Go)."""
+import json
 import os
 import tempfile
 import unittest
 
 import torch
 
+from smallinit_torch import data
 from smallinit_torch.data import Sampler, read_tokens, write_tokens
 from smallinit_torch.gorand import PCG
 
@@ -52,3 +54,63 @@ class TestData(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestStartupAtScale(unittest.TestCase):
+    """Opening a token file reads no ids when its prepared directory's stats.json describes it, and the reads of
+    a whole file widen one chunk at a time."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.d = self._tmp.name
+        write_tokens(os.path.join(self.d, "train.tok"), [1, 2, 3] * 100 + [70])
+        self.saved_chunk = data.CHUNK
+
+    def tearDown(self):
+        data.CHUNK = self.saved_chunk
+        self._tmp.cleanup()
+
+    def stats(self, tokens, vocab=64):
+        with open(os.path.join(self.d, "stats.json"), "w") as f:
+            json.dump({"vocab_size": vocab, "train": {"tokens": tokens}, "val": {"tokens": 0}}, f)
+
+    def test_stats_json_is_trusted_for_the_vocabulary(self):
+        """With stats.json's count and a vocabulary within the model's, no id is read; without it (or with another
+        count), the ids are scanned and an id past the vocabulary is found."""
+        path = os.path.join(self.d, "train.tok")
+        real = data.TokenFile.max_id
+        data.TokenFile.max_id = lambda *a, **k: self.fail("scanned a file its stats.json describes")
+        try:
+            self.stats(301, vocab=64)
+            self.assertEqual(len(data.open_tokens(path, 128)), 301)
+        finally:
+            data.TokenFile.max_id = real
+        self.stats(300, vocab=64)  # not this file: scanned
+        with self.assertRaisesRegex(ValueError, "token 300 has id 70, outside the vocabulary"):
+            data.open_tokens(path, 64)
+
+    def test_whole_file_reads_widen_a_chunk_at_a_time(self):
+        """read_tokens gives int32 (4 bytes an id, not 8), and analyze's token counts and the vocabulary scan widen
+        at most one chunk of ids at a time, never the whole file."""
+        path = os.path.join(self.d, "train.tok")
+        data.CHUNK = 64
+        widened = []
+        real = data.TokenFile._widen
+        data.TokenFile._widen = lambda self_, t: (widened.append(t.numel()), real(self_, t))[1]
+        try:
+            t = read_tokens(path, 100)
+            f = data.open_tokens(path)
+            self.assertEqual(f.max_id(), (70, 300))
+            from smallinit_torch.diagnostics import frequent_tokens
+            self.assertEqual(frequent_tokens(f, 128)[:3], [1, 2, 3])
+        finally:
+            data.TokenFile._widen = real
+        self.assertEqual((t.dtype, t[-1].item(), len(t)), (torch.int32, 70, 301))
+        self.assertLessEqual(max(widened), 64)
+
+    def test_max_id_reads_unsigned_ids_in_their_width(self):
+        """Ids past the signed range of the file's width (uint16 65535, uint32 70000) are found as themselves."""
+        for ids, want in (([0, 65535, 5], (65535, 1)), ([70000, 1, 2**31 + 5], (2**31 + 5, 2))):
+            p = os.path.join(self.d, "w.tok")
+            write_tokens(p, ids)
+            self.assertEqual(data.open_tokens(p).max_id(), want)

@@ -3,6 +3,7 @@ token file; each run evaluates every 10% of its steps, and $OUT gets the summary
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tarfile
@@ -11,7 +12,7 @@ import unittest
 
 import torch
 
-from smallinit_torch.data import write_tokens
+from smallinit_torch.data import TOK_MAGIC, write_tokens
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -30,18 +31,74 @@ class TestH1ReplicaScript(unittest.TestCase):
             env = dict(os.environ, OUT=out, PYTHON=sys.executable)
             r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu", "h1-replica.sh"), "--device", "cpu",
                                 "--steps", "4", "--only", "2", "--no-256", "--probe-seconds", "1", "--data", data,
-                                "--minutes", "3"], env=env, capture_output=True, text=True, timeout=240)
+                                "--minutes", "6"], env=env, capture_output=True, text=True, timeout=420)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertLessEqual(len(os.listdir(out)), 8)
             with open(os.path.join(out, "summary.json")) as f:
                 doc = json.load(f)
             self.assertEqual([x["status"] for x in doc["runs"]], ["done", "done"])
+            self.assertEqual((doc["precision"], doc["counts"]["done"]), ("f32", 2))
             self.assertEqual([x["name"] for x in doc["runs"]], ["d128-g0.5-lr0.002-s0", "d128-g1-lr0.002-s0"])
             self.assertEqual(len(doc["h1_matched_lr"]), 1)
             with tarfile.open(os.path.join(out, "runs.tar.gz")) as tar:
                 m = tar.extractfile("d128-g1-lr0.002-s0/metrics.jsonl").read().decode()
             evals = [json.loads(l)["step"] for l in m.splitlines() if "val_loss" in json.loads(l)]
             self.assertEqual(evals, [0, 1, 2, 3, 4])
+        finally:
+            shutil.rmtree(d)
+
+    def replica(self, *args, env=None, timeout=240):
+        return subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu", "h1-replica.sh"), "--device", "cpu", *args],
+                              env={**os.environ, "PYTHON": sys.executable, **(env or {})}, capture_output=True, text=True,
+                              timeout=timeout)
+
+    def test_refusals_come_before_any_run(self):
+        """Without --data (not a smoke run), with runs past one epoch, or with an interpreter that cannot import
+        torch, the script stops with one line naming the fix, before any run is started."""
+        d = tempfile.mkdtemp()
+        try:
+            data, out = os.path.join(d, "data"), os.path.join(d, "out")
+            os.makedirs(data)
+            write_tokens(os.path.join(data, "train.tok"), [1] * 20000)
+            write_tokens(os.path.join(data, "val.tok"), [1] * 3000)
+            r = self.replica("--out", out)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("--data DIR is required", r.stderr)
+            r = self.replica("--data", data, "--out", out, "--plan")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.count("not started: "), 11, r.stdout)
+            r = self.replica("--data", data, "--out", out, "--no-256")
+            self.assertIn("every run would see more than one epoch", r.stderr)
+            r = self.replica("--data", data, "--out", out, "--steps", "2", env={"PYTHON": "/bin/false"})
+            self.assertIn("h1-replica: no interpreter imports torch and smallinit_torch (/bin/false", r.stderr)
+            self.assertFalse(os.path.exists(out))
+        finally:
+            shutil.rmtree(d)
+
+    def test_cut_run_keeps_its_checkpoint(self):
+        """A run cut at the deadline is counted as cut (not done, not failed) and its newest checkpoint (the one its
+        SIGTERM wrote) is kept in runs.tar.gz."""
+        d = tempfile.mkdtemp()
+        try:
+            data, out = os.path.join(d, "data"), os.path.join(d, "out")
+            os.makedirs(data)
+            g = torch.Generator().manual_seed(0)
+            ids = torch.randint(0, 4096, (20_000_000,), generator=g).to(torch.int16)  # 9,689 steps an epoch
+            with open(os.path.join(data, "train.tok"), "wb") as f:
+                f.write(TOK_MAGIC + struct.pack("<IIQ", 1, 2, len(ids)) + ids.numpy().tobytes())
+            write_tokens(os.path.join(data, "val.tok"), torch.randint(0, 4096, (3000,), generator=g).tolist())
+            r = self.replica("--data", data, "--out", out, "--steps", "9000", "--only", "1", "--probe-seconds", "1",
+                             "--minutes", "1.5", timeout=300)
+            with open(os.path.join(out, "summary.json")) as f:
+                doc = json.load(f)
+            self.assertTrue(doc["runs"][0]["status"].startswith("cut at the deadline"), doc["runs"][0]["status"])
+            self.assertEqual(doc["counts"]["cut"], 1)
+            self.assertNotEqual(r.returncode, 0)  # nothing finished
+            with tarfile.open(os.path.join(out, "runs.tar.gz")) as tar:
+                names = tar.getnames()
+            self.assertTrue(any("/checkpoints/step-" in n and n.endswith("state.json") for n in names), names)
+            with open(os.path.join(out, "summary.md")) as f:
+                self.assertIn("1 cut", f.read())
         finally:
             shutil.rmtree(d)
 

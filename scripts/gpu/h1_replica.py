@@ -13,12 +13,22 @@ second; the runs the remaining time cannot finish are dropped, lowest priority f
 left. At the deadline (--minutes) every run still going gets SIGTERM: it checkpoints and stops. Every run
 evaluates every 10% of its steps (and at the end), so a cut run still reports its last validation loss.
 
-Data: --data DIR (a directory `smallinit data prepare` wrote: train.tok, val.tok, tokenizer.json); else the
-embedded corpus prepared with Go when a Go toolchain is here. The summary says how many epochs of the training
-file each run sees.
+Data: --data DIR, a directory `smallinit data prepare` wrote (train.tok, val.tok, tokenizer.json): the H1 result
+trained on the bilingual corpus (docs/data.md, 30M training tokens), where a width-128 run sees 0.61 epochs.
+Without --data only a smoke run (--steps) may use the embedded corpus, prepared here with Go. A run that would
+see more than one epoch of the training file is not started (it would measure memorisation, not H1): the plan
+printed first says so, and --plan prints the plan alone.
+
+Numerics: f32 by default (TF32 matmuls on CUDA), the numerics of the Go runs the result is compared with;
+--precision bf16 is bf16 autocast, refused where the device sums bf16 matmuls in bf16 (device.bf16_problem).
+
+Preflight: before anything is started, the interpreter ($PYTHON, else this one, else /usr/bin/python3) must
+import torch and smallinit_torch and see the device (`python -m smallinit_torch preflight`); else one line.
 
 Output (under --out, default $OUT, else ./h1-replica-out): summary.md, summary.json and runs.tar.gz (every run's
-config.toml, init.json, pytorch.json, metrics.jsonl and log; no weights): three files."""
+config.toml, init.json, pytorch.json, metrics.jsonl and log; the newest checkpoint of a run cut at the deadline, so
+that it can be resumed with `python -m smallinit_torch train --resume`): three files. summary.md counts the runs
+done, cut, dropped and failed, and quotes each failed run's last log line."""
 from __future__ import annotations
 
 import argparse
@@ -82,8 +92,12 @@ def token_count(path: str) -> int:
     return struct.unpack("<IIQ", hdr[8:24])[2]
 
 
-def find_data(arg: "str | None", root: str, work: str) -> "tuple[str, str]":
-    """(data directory, what it is): --data, else the embedded corpus prepared by Go into work."""
+def find_data(arg: "str | None", root: str, work: str, smoke: bool) -> "tuple[str, str]":
+    """(data directory, what it is): --data, else (a smoke run) the embedded corpus prepared by Go into work."""
+    if not arg and not smoke:
+        raise SystemExit("h1-replica: --data DIR is required: the prepared bilingual corpus (docs/data.md; "
+                         "docs/pytorch.md shows carrying it to the GPU machine); only a smoke run (--steps N) may use "
+                         "the embedded corpus, of which a width-128 run would see 10 epochs")
     if arg:
         for f in ("train.tok", "val.tok"):
             if not os.path.isfile(os.path.join(arg, f)):
@@ -123,9 +137,56 @@ def last_step(run: str) -> int:
     return ms[-1]["step"] if ms else 0
 
 
+def preflight(py: "str | None", device: str, precision: str, env: dict) -> "tuple[str, dict]":
+    """The interpreter that imports torch and smallinit_torch and sees device (python -m smallinit_torch preflight),
+    and its probe; else SystemExit with one line naming what to fix. bf16 where the probe finds bf16 sums is refused."""
+    cands = [py] if py else [sys.executable, "/usr/bin/python3"]
+    whys = []
+    for c in cands:
+        try:
+            r = subprocess.run([c, "-m", "smallinit_torch", "preflight", "--device", device], env=env,
+                               capture_output=True, text=True, timeout=300)
+        except OSError as e:
+            whys.append(f"{c}: {e.strerror}")
+            continue
+        if r.returncode == 0:
+            probe = json.loads(r.stdout)
+            if precision == "bf16" and probe["bf16"]:
+                raise SystemExit(f"h1-replica: --precision bf16 on {probe['device']}: {probe['bf16']}")
+            return c, probe
+        last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        if r.returncode == 2:  # the device, not the interpreter
+            raise SystemExit(f"h1-replica: {c}: {last.removeprefix('smallinit_torch: ')}")
+        whys.append(f"{c}: {last}")
+    raise SystemExit("h1-replica: no interpreter imports torch and smallinit_torch (" + "; ".join(whys) +
+                     "): set PYTHON to one that does")
+
+
+def plan(todo: "list[dict]", steps_arg: int, tokens_per_param: float, train_tokens: int) -> "list[dict]":
+    """Size every arm (params, steps, tokens, epochs of the training file) and mark those past one epoch refused."""
+    for arm in todo:
+        c = model_config(arm["width"])
+        n = non_embedding_params(c)
+        steps = steps_arg or math.ceil(tokens_per_param * n / (BATCH * c["max_position_embeddings"]))
+        arm.update(params=n, steps=steps, tokens=steps * BATCH * c["max_position_embeddings"])
+        arm["epochs"] = arm["tokens"] / max(train_tokens, 1)
+        if arm["epochs"] > 1:
+            arm["status"] = f"not started: {arm['epochs']:.2f} epochs of the training file (more than 1)"
+    return todo
+
+
+def print_plan(todo, data_what, train_tokens, a) -> None:
+    print(f"h1-replica plan: {data_what}, {train_tokens} training tokens; {a.tokens_per_param:g} tokens per "
+          f"non-embedding parameter, batch {BATCH} x 128, precision {a.precision}, device {a.device}, {a.minutes:g} minutes")
+    for arm in todo:
+        print(f"  {arm['name']:24s} params {arm['params']:>8d}  steps {arm['steps']:>6d}  tokens {arm['tokens']:>9d}  "
+              f"epochs {arm['epochs']:.2f}" + (f"  -- {arm['status']}" if arm.get("status") else ""), flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=os.environ.get("DATA") or None, help="prepared data directory (else the embedded corpus)")
+    ap.add_argument("--data", default=os.environ.get("DATA") or None,
+                    help="prepared data directory, the bilingual corpus (required but for a --steps smoke run)")
     ap.add_argument("--out", default=os.environ.get("OUT") or "h1-replica-out", help="where the summary and tarball go ($OUT)")
     ap.add_argument("--device", default="cuda", help="the trainer's --device (cuda; cpu for the smoke test)")
     ap.add_argument("--minutes", type=float, default=7.0, help="wall-time budget of the whole command")
@@ -134,35 +195,44 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=0, help="steps per run instead of the tokens-per-parameter horizon (smoke)")
     ap.add_argument("--only", type=int, default=0, help="run only the first N arms by priority (smoke)")
     ap.add_argument("--no-256", action="store_true", help="leave out the width-256 pair")
-    ap.add_argument("--precision", default="auto", choices=("auto", "f32", "bf16"))
+    ap.add_argument("--precision", default="f32", choices=("f32", "bf16"),
+                    help="f32 (TF32 matmuls on CUDA; the Go runs' numerics) or bf16 autocast")
+    ap.add_argument("--plan", action="store_true", help="print the plan (runs, steps, epochs) and exit")
     ap.add_argument("--compile", action="store_true", help="pass --compile to every run (torch >= 2)")
     a = ap.parse_args(argv)
     t_start = time.time()
     deadline = t_start + a.minutes * 60 - 25  # the summary and tarball need a few seconds
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.path.join(root, "python") + (":" + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""),
+               OMP_NUM_THREADS="1")
+    py, probe_dev = (None, None) if a.plan else preflight(os.environ.get("PYTHON"), a.device, a.precision, env)
     work = tempfile.mkdtemp(prefix="h1-replica-")
-    data, data_what = find_data(a.data, root, work)
+    data, data_what = find_data(a.data, root, work, smoke=a.steps > 0)
     train_tokens = token_count(os.path.join(data, "train.tok"))
     todo = arms(not a.no_256)
     if a.only:
         todo = todo[:a.only]
-    env = dict(os.environ, PYTHONPATH=os.path.join(root, "python") + (":" + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""),
-               OMP_NUM_THREADS="1")
-    py = os.environ.get("PYTHON") or sys.executable
-    procs = {}
+    todo = plan(todo, a.steps, a.tokens_per_param, train_tokens)
+    print_plan(todo, data_what, train_tokens, a)
+    if a.plan:
+        shutil.rmtree(work, ignore_errors=True)
+        return 0
+    print(f"h1-replica: {py}, torch {probe_dev['torch']}, device {probe_dev['device']} ({probe_dev['device_name']})", flush=True)
+    if not any(not arm.get("status") for arm in todo):
+        shutil.rmtree(work, ignore_errors=True)
+        raise SystemExit("h1-replica: every run would see more than one epoch of the training file: pass a larger --data")
+    procs, skipped = {}, [arm for arm in todo if arm.get("status")]
     for arm in todo:
+        if arm.get("status"):
+            continue
         c = model_config(arm["width"])
-        n = non_embedding_params(c)
-        steps = a.steps or math.ceil(a.tokens_per_param * n / (BATCH * c["max_position_embeddings"]))
-        arm.update(params=n, steps=steps, tokens=steps * BATCH * c["max_position_embeddings"])
-        arm["epochs"] = arm["tokens"] / max(train_tokens, 1)
         mdir, run = os.path.join(work, "models", arm["name"]), os.path.join(work, "runs", arm["name"])
         os.makedirs(mdir)
         with open(os.path.join(mdir, "config.json"), "w") as f:
             json.dump(c, f, indent=2)
         cfg = os.path.join(work, "models", arm["name"] + ".toml")
         with open(cfg, "w") as f:
-            f.write(run_toml(arm, data, steps, {"precision": a.precision}))
+            f.write(run_toml(arm, data, arm["steps"], {"precision": a.precision}))
         log = open(os.path.join(work, "models", arm["name"] + ".log"), "w")
         cmd = [py, "-m", "smallinit_torch", "train", "--model", mdir, "--config", cfg, "--out", run,
                "--device", a.device, "--quiet"] + (["--compile"] if a.compile else [])
@@ -224,11 +294,22 @@ def main(argv=None) -> int:
         p.wait()
         log.close()
         if arm["status"] == "running":
-            arm["status"] = "done" if p.returncode == 0 else f"failed (exit {p.returncode}, see its log)"
-    return summarise(a, procs, probe, data_what, train_tokens, work, time.time() - t_start)
+            arm["status"] = "done" if p.returncode == 0 else f"failed (exit {p.returncode}): {last_log_line(log.name)}"
+        elif p.returncode == 0 and os.path.isfile(os.path.join(run, "final", "config.json")):
+            arm["status"] = "done"  # it finished before the SIGTERM reached it
+    return summarise(a, procs, probe, data_what, train_tokens, work, time.time() - t_start, skipped, probe_dev)
 
 
-def summarise(a, procs, probe, data_what, train_tokens, work, wall) -> int:
+def last_log_line(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            ls = [l.strip() for l in f if l.strip()]
+    except OSError:
+        return ""
+    return ls[-1] if ls else "(its log is empty)"
+
+
+def summarise(a, procs, probe, data_what, train_tokens, work, wall, skipped=(), probe_dev=None) -> int:
     rows = []
     for k, (p, log, run, arm) in procs.items():
         ms = read_metrics(run)
@@ -248,16 +329,23 @@ def summarise(a, procs, probe, data_what, train_tokens, work, wall) -> int:
                 gains.append(pair[0.5]["val_loss"] - pair[1.0]["val_loss"])
         if gains:
             h1.append({"lr": lr, "seeds": len(gains), "gains": gains, "mean_gain": sum(gains) / len(gains)})
+    rows += [dict(arm, steps_done=0, val_loss=None, val_step=None, train_loss=None, tokens_per_s=None,
+                  probe_steps_per_s=None) for arm in skipped]
     agg = sum(r["tokens_per_s"] or 0 for r in rows if r["status"] == "done")
+    kinds = {"done": 0, "cut": 0, "dropped": 0, "failed": 0, "not started": 0, "killed": 0}
+    for r in rows:
+        kinds[next((k for k in kinds if r["status"].startswith(k)), "failed")] += 1
     doc = {"device": a.device, "data": data_what, "train_tokens": train_tokens, "wall_s": wall, "minutes": a.minutes,
            "tokens_per_param": a.tokens_per_param, "precision": a.precision, "runs": rows, "h1_matched_lr": h1,
-           "aggregate_tokens_per_s_of_finished_runs": agg}
+           "aggregate_tokens_per_s_of_finished_runs": agg, "counts": kinds, "torch": (probe_dev or {}).get("torch"),
+           "device_name": (probe_dev or {}).get("device_name")}
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump(doc, f, indent=2)
     md = [f"# H1 replica (width 128, {a.tokens_per_param:g} tokens per non-embedding parameter)", "",
           f"Device {a.device}, precision {a.precision}, wall {wall:.0f} s of a {a.minutes:g}-minute budget. Data: {data_what}, "
           f"{train_tokens} training tokens.", "",
+          "Runs: " + ", ".join(f"{v} {k}" for k, v in kinds.items() if v) + ".", "",
           "| run | params | steps | done | epochs | status | val loss (at step) | tokens/s |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         vl = f"{r['val_loss']:.4f} ({r['val_step']})" if r["val_loss"] is not None else "-"
@@ -275,6 +363,11 @@ def summarise(a, procs, probe, data_what, train_tokens, work, wall) -> int:
                 if os.path.isfile(path):
                     tar.add(path, arcname=f"{k}/{name}")
             tar.add(log.name, arcname=f"{k}/train.log")
+            if arm["status"].startswith(("cut", "killed", "dropped")):  # kept, so that it can be resumed
+                steps = sorted(n for n in os.listdir(os.path.join(run, "checkpoints")) if n.startswith("step-")) \
+                    if os.path.isdir(os.path.join(run, "checkpoints")) else []
+                if steps:
+                    tar.add(os.path.join(run, "checkpoints", steps[-1]), arcname=f"{k}/checkpoints/{steps[-1]}")
     shutil.rmtree(work, ignore_errors=True)
     print("\n".join(md), flush=True)
     return 0 if any(r["status"] == "done" for r in rows) else 1
