@@ -62,11 +62,12 @@ def _cuda_count() -> int:
 
 
 def device_memory(dev: torch.device) -> "tuple[float, str]":
-    """(bytes, words) of the memory a training run on dev can use: the GPU's total memory for a CUDA device,
-    the host's MemTotal for the CPU."""
+    """(bytes, words) of the memory a training run on dev can use: the GPU's free memory for a CUDA device (what
+    other processes and this one hold already is not there to use), the host's MemTotal for the CPU."""
     if dev.type == "cuda":
         p = torch.cuda.get_device_properties(dev)
-        return float(p.total_memory), f"{dev}'s {p.total_memory / 1e9:.1f} GB ({p.name})"
+        free, total = torch.cuda.mem_get_info(dev)
+        return float(free), f"{dev}'s {free / 1e9:.1f} GB free (of {total / 1e9:.1f} GB, {p.name})"
     limit, where = float(1 << 47), "the 128 TB an allocation can have"
     try:
         with open("/proc/meminfo") as f:

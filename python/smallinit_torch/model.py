@@ -326,6 +326,18 @@ def moe_capacity(c, N):  # per-expert capacity ceil(c·N·k/E) (N·k: no droppin
     return math.ceil(c.capacity * float(N * c.top_k) / c.num_experts) if c.capacity > 0 else N * c.top_k
 
 
+class _Stats(dict):
+    """An MoE block's routing record; "routed" (per-expert assignments before dropping) stays on the device until
+    it is read, so that a training step reads nothing for it."""
+
+    def __getitem__(self, key):
+        v = dict.__getitem__(self, key)
+        if key == "routed" and torch.is_tensor(v):
+            v = v.tolist()
+            self[key] = v
+        return v
+
+
 class MoE(nn.Module):
     """Mixture-of-experts FFN, exactly model/moe.go. Per token x (rows in batch-major token order):
     p = softmax(W_r x); S = top-k of p (ties: lower expert index); w_j = p_j (/ sum_S p when norm_topk_prob);
@@ -362,10 +374,11 @@ class MoE(nn.Module):
         routed = onehot.sum(0)  # assignments per expert before dropping
         rank = (onehot.cumsum(0) - 1).gather(1, flat[:, None])[:, 0]  # earlier assignments to the same expert
         keep = rank < moe_capacity(c, N)
-        kept = int(keep.sum())
+        # The one host read of the block: the kept assignments per expert, which size each expert's matmul.
+        counts = torch.bincount(torch.where(keep, flat, torch.full_like(flat, E)), minlength=E + 1)[:E].tolist()
+        kept = sum(counts)
         order = torch.sort(torch.where(keep, flat, torch.full_like(flat, E)), stable=True).indices[:kept]
         rows = torch.div(order, k, rounding_mode="floor")  # token of each sorted assignment
-        counts = torch.bincount(flat[keep], minlength=E).tolist()
         xg = x.index_select(0, rows)
         yg = torch.cat([self.experts[e](xe) for e, xe in enumerate(xg.split(counts)) if counts[e] > 0])
         y = x.new_zeros(x.shape).index_add(0, rows, yg * w.reshape(-1).index_select(0, order)[:, None])
@@ -373,7 +386,7 @@ class MoE(nn.Module):
             y = y + torch.sigmoid(self.shared_expert_gate(x)) * self.shared_expert(x)
         f = routed.to(x.dtype) / (N * k)
         aux = c.aux_coef * E * (f * p.mean(0)).sum() + c.z_coef * (lse * lse).mean()
-        self.stats = {"dropped": N * k - kept, "routed": routed.tolist(), "sel": sel, "p": p.detach()}
+        self.stats = _Stats(dropped=N * k - kept, routed=routed, sel=sel, p=p.detach())
         return y.reshape(shape), aux
 
 
@@ -455,21 +468,23 @@ def read_config(model_dir: str) -> "tuple[Config, dict]":
         raise ValueError(f"{path}: {e}") from None
 
 
-def check_memory(c: Config, batch: int, what: str = "model", device: "torch.device | None" = None) -> None:
+def check_memory(c: Config, batch: int, what: str = "model", device: "torch.device | None" = None,
+                 extra: int = 0, extra_what: str = "") -> None:
     """Refuse, before anything is allocated, a model and batch whose training needs more memory than the
-    device has (the GPU's own memory for a CUDA device, the host's for the CPU): weights, gradients and two
-    AdamW moments (4 float32 copies), a loading copy, and the activations of a batch of
-    max_position_embeddings tokens (model.CheckMemory's estimate in Go)."""
+    device has (the GPU's free memory for a CUDA device, the host's for the CPU): weights, gradients and two
+    AdamW moments (4 float32 copies), a loading copy, the activations of a batch of max_position_embeddings
+    tokens (model.CheckMemory's estimate in Go), and extra bytes the run puts there too (the token files the
+    fast step keeps on a GPU)."""
     n = c.num_params()
     T, d, L = c.max_position_embeddings, c.hidden_size, c.num_hidden_layers
     acts = batch * T * (L * (12 * d + 3 * max(c.intermediate_size, c.expert_ffn * max(c.top_k, 1)) + 2 * c.n_head * T) + 3 * c.vocab_size)
-    need = 4.0 * (5 * n + acts)
+    need = 4.0 * (5 * n + acts) + extra
     if device is not None and device.type == "meta":
         return
     limit, where = device_memory(device or torch.device("cpu"))
     if need > limit:
-        raise ValueError(f"{what} of {n} parameters with max_position_embeddings = {T} and batch {batch} needs about "
-                         f"{need / 1e9:.3g} GB, more than {where} of memory")
+        raise ValueError(f"{what} of {n} parameters with max_position_embeddings = {T} and batch {batch}"
+                         f"{' ' + extra_what if extra else ''} needs about {need / 1e9:.3g} GB, more than {where} of memory")
 
 
 def load_weights(model: nn.Module, sd: dict, where: str) -> None:

@@ -380,7 +380,6 @@ def _run(args, D, stop=None, own=None):
     if total < 1:
         raise ValueError(f"{cfg_path}: train.tokens = {t['tokens']} is less than one step of batch_size x "
                          f"max_position_embeddings = {B} x {T} tokens")
-    check_memory(mc, micro, f"{model_dir}/config.json: model", D.device)
     if t["threads"] > 0:
         torch.set_num_threads(t["threads"])
     fast = args.step == "fast"
@@ -399,6 +398,10 @@ def _run(args, D, stop=None, own=None):
         raise ValueError(f"{c['data']['val']}: {len(val_toks)} tokens, need at least {T + 1} for one validation window")
     if num_windows(len(train_toks), T) == 0:
         raise ValueError(f"{c['data']['train']}: {len(train_toks)} tokens, need at least {T + 1} for one training window")
+    on_device = [tk for tk in (train_toks, val_toks)  # the token files the fast step keeps on a GPU
+                 if fast and D.device.type == "cuda" and tk is not None and tk.nbytes <= DEVICE_TOKENS_MAX]
+    check_memory(mc, micro, f"{model_dir}/config.json: model", D.device, extra=sum(tk.nbytes for tk in on_device),
+                 extra_what=f"and {sum(tk.nbytes for tk in on_device) / 1e9:.3g} GB of token files on the device")
 
     torch.manual_seed(0)
     model = Llama(mc).to(D.device)
@@ -462,10 +465,8 @@ def _run(args, D, stop=None, own=None):
                                                         find_unused_parameters=mc.moe)
     fwd = torch.compile(ddp) if args.compile else ddp
     autocast = (lambda: torch.autocast(D.device.type, dtype=torch.bfloat16)) if precision == "bf16" else contextlib.nullcontext
-    if fast and D.device.type == "cuda":  # token files that fit beside the model are gathered on the GPU
-        for toks in (train_toks, val_toks):
-            if toks is not None and toks.nbytes <= DEVICE_TOKENS_MAX:
-                toks.to_device(D.device)
+    for toks in on_device:  # token files that fit beside the model are gathered on the GPU
+        toks.to_device(D.device)
     sampler = Sampler(train_toks, T, c["seed"], st["epoch"], st["pos"])
     diag_every = t["diagnostics_interval"]
     logged = []
