@@ -10,7 +10,7 @@ import sys
 import torch
 
 from .files import MAX_TENSORS, open_regular, read_json
-from .gorand import PCG
+from .gorand import fisher_yates
 
 TOK_MAGIC = b"SITOKENS"
 CHUNK = 1 << 24  # ids widened at a time by the whole-file reads (max_id, counts, read_tokens)
@@ -192,12 +192,7 @@ class Sampler:
         self._shuffle()
 
     def _shuffle(self):
-        perm = list(range(self.nw))
-        rng = PCG(self.seed, 0x5eed0000 + self.epoch)
-        for i in range(self.nw - 1, 0, -1):
-            j = rng.intn(i + 1)
-            perm[i], perm[j] = perm[j], perm[i]
-        self.perm = perm
+        self.perm = fisher_yates(self.nw, self.seed, 0x5eed0000 + self.epoch)  # array('i'), 4 bytes a window
 
     def next_ids(self, n):
         """The next n window indices (advancing epochs as Go's Next does)."""
