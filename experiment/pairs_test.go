@@ -1,11 +1,14 @@
 package experiment
 
 import (
+	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/summary"
 )
 
@@ -117,5 +120,35 @@ func TestPairsByLanguageAndTrainMix(t *testing.T) {
 	}
 	if l, ok := TrainMixLoss(map[string]float64{"en": 1}, out.Stats); !ok || !math.IsNaN(l) {
 		t.Errorf("a language without a loss: %v, %v; want NaN, true", l, ok)
+	}
+}
+
+// TestDataSelectionTrainsWithoutTheSlice: `[data] selection = true` makes a plan without [tune] train on
+// train.select.tok and count its tokens, as a tuning plan does; without it the runs train on train.tok.
+func TestDataSelectionTrainsWithoutTheSlice(t *testing.T) {
+	for _, tc := range []struct {
+		plan string
+		want string
+	}{
+		{pairPlan, data.TrainFile},
+		{strings.Replace(pairPlan, "vocab = 512\n", "vocab = 512\nselection = true\n", 1), data.SelectTrainFile},
+	} {
+		p, err := Parse([]byte(tc.plan))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &Outcome{DataDir: "d", Stats: &data.Stats{VocabSize: 512, Train: data.SplitStats{Tokens: 1000}}}
+		var got string
+		for _, s := range out.baseSets(p, &p.Groups[0], 10) {
+			if s.Key == recipe.KeyDataTrain {
+				got = fmt.Sprint(s.Value)
+			}
+		}
+		if filepath.Base(got) != tc.want {
+			t.Errorf("selection %v: data.train = %q, want %s", p.Data.Selection, got, tc.want)
+		}
+		if n := trainTokens(p, "d", out.Stats); (tc.want == data.TrainFile) != (n == 1000) {
+			t.Errorf("selection %v: training tokens %d of 1000", p.Data.Selection, n)
+		}
 	}
 }
