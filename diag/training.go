@@ -6,7 +6,7 @@ import (
 )
 
 // Training is the diagnostics a training run appends to diagnostics.jsonl every train.diagnostics_interval
-// steps (train.Options.Diagnostics; the train command, the demo and every sweep run use it), a Record: every
+// steps (train.Options.Diagnostics; the train command, the demo and every sweep run use it), a diagrec.Record: every
 // matrix's weight metrics, their per-class means, and the activation metrics on 16 probe windows of 64 tokens.
 func Training(_ int, m *model.Model, probe []int32) (any, error) {
 	w := WeightReport(m, DefaultWeightOptions(), nil)

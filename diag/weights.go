@@ -77,7 +77,7 @@ func (o WeightOptions) withDefaults() WeightOptions {
 }
 
 // Weights computes the stable rank, effective rank and row-cosine summaries
-// of the row-major [rows, cols] = [d_out, d_in] matrix w. See WeightStats for
+// of the row-major [rows, cols] = [d_out, d_in] matrix w. See diagrec.WeightStats for
 // the definitions and WeightOptions for exact-versus-power-iteration and row
 // subsampling.
 //

@@ -35,7 +35,7 @@ type ClassInfo struct {
 	// (arch.TensorSpec.FanIn; the embedding [V, d] has d_in = d); −1 for classes that are not drawn.
 	DInAxis  int `json:"d_in_axis"`
 	DOutAxis int `json:"d_out_axis"`
-	// DepthScaled says whether Recipe.DepthScale divides the class's σ by sqrt(2L).
+	// DepthScaled says whether recipe.Init.DepthScale divides the class's σ by sqrt(2L).
 	DepthScaled bool `json:"depth_scaled"`
 }
 

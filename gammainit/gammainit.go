@@ -4,7 +4,7 @@
 // all the others unchanged.
 //
 // The init rule itself is plain data of a run's typed recipe, package recipe's: the rules table (recipe.Rules:
-// each rule's name, parameter range and σ expression, from which Validate, Sigma, the command line's choices,
+// each rule's name, parameter range and σ expression, from which Validate, recipe.Sigma, the command line's choices,
 // the audit's candidates and the Python table derive) and the σ formulas (recipe.Sigma, recipe.Init.StdFor with
 // per-class overrides and depth scaling), named with recipe's prefix. This package owns how each tensor class
 // starts (StartOf) and the random streams (Stream, Normal), and draws what the recipe says. Apply

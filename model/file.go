@@ -19,6 +19,11 @@ import (
 	"github.com/smallinit/smallinit/safetensors"
 )
 
+// A model directory holds config.json (Hugging Face Llama fields plus smallinit's attn_gate, norm and
+// smallinit_init) and model.safetensors (float32 tensors with Hugging Face Llama names): arch.ConfigFile and
+// arch.WeightsFile, named below the model so that a reader there can tell a whole model directory. A model with
+// attn_gate "none" and norm "rmsnorm" loads as a plain LlamaForCausalLM (Qwen2ForCausalLM with q/k/v biases).
+
 // fileConfig is config.json. The norm ε is stored in rms_norm_eps for LayerNorm too (one ε for every norm).
 type fileConfig struct {
 	Architectures         []string        `json:"architectures"`

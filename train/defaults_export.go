@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultsFile is where the repository keeps the trainer's defaults for the PyTorch trainer, relative to its
-// root. The Python side reads this file instead of keeping its own copy of Default(); a test in this package
+// root. The Python side reads this file instead of keeping its own copy of recipe.Default(); a test in this package
 // fails when the committed file differs from what DefaultsJSON writes.
 const DefaultsFile = "python/smallinit_torch/train_defaults.json"
 
@@ -137,7 +137,7 @@ func keyTypes(t reflect.Type, section string, out map[string]map[string]string) 
 	}
 }
 
-// metricKeys returns the JSON keys of Metrics, in the order a metrics.jsonl line carries them.
+// metricKeys returns the JSON keys of rundir.Metrics, in the order a metrics.jsonl line carries them.
 func metricKeys() []string {
 	t := reflect.TypeOf(rundir.Metrics{})
 	keys := make([]string, 0, t.NumField())

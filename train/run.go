@@ -707,7 +707,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-// finishedResult is the Result of a finished run read from its metrics.jsonl (Summarise): the last logged
+// finishedResult is the Result of a finished run read from its metrics.jsonl (rundir.Summarise): the last logged
 // training and validation losses and the training throughput over the logged intervals (0 when no line has one).
 func finishedResult(dir string, steps int) (Result, error) {
 	r, err := rundir.Open(dir)

@@ -10,8 +10,8 @@ import (
 	"github.com/smallinit/smallinit/train/rundir"
 )
 
-// TestSeedFitsConfigToml: a seed above MaxSeed (what a TOML integer holds) is refused by Validate, so no run
-// writes a config.toml it cannot read back; MaxSeed itself is written and read back unchanged.
+// TestSeedFitsConfigToml: a seed above recipe.MaxSeed (what a TOML integer holds) is refused by Validate, so no run
+// writes a config.toml it cannot read back; recipe.MaxSeed itself is written and read back unchanged.
 func TestSeedFitsConfigToml(t *testing.T) {
 	c := recipe.Default()
 	c.Seed = recipe.MaxSeed + 1
