@@ -22,6 +22,7 @@ import (
 	"github.com/smallinit/smallinit/internal/workers"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/probes"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/sweep"
 	"github.com/smallinit/smallinit/train"
@@ -74,7 +75,7 @@ type Options struct {
 }
 
 // ExtraWork is training outside the plan's groups: what it is (Text, printed with the plan) and its
-// forward+backward cost in FLOPs (model.Config.FLOPsPerToken × tokens), which the throughput probe converts
+// forward+backward cost in FLOPs (arch.Config.FLOPsPerToken × tokens), which the throughput probe converts
 // into time at the base model's FLOPs per token.
 type ExtraWork struct {
 	Name, Text string
@@ -118,7 +119,7 @@ type RunInfo struct {
 	Arm    string
 	Seed   uint64
 	Dir    string
-	Config train.Config
+	Config recipe.Config
 }
 
 func (o *Options) logf(format string, a ...any) {
@@ -207,6 +208,11 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 			if err := atomicfile.Write(filepath.Join(o.Out, PlanFile), text.Bytes()); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if p.Data.Selection && p.Tune == nil {
+		if err := selectionPrepared(out, &o); err != nil {
+			return nil, err
 		}
 	}
 	if out.Tuned, err = runTuning(ctx, p, out, &o); err != nil {
@@ -330,20 +336,20 @@ func prepareData(dir string, vocab int, o *Options) (*data.Stats, error) {
 // base, the keys set from the data and the steps, then the group's own keys.
 func (out *Outcome) baseSets(p *Plan, g *Group, steps int) []override.Set {
 	trainDir, trainFile := out.DataDir, data.TrainFile
-	if p.Tune != nil {
+	if p.withoutSelection() {
 		trainFile = data.SelectTrainFile // the LR-selection slice is never trained on
 	}
 	if out.ProbeDir != "" && (out.Suffix != "" || g != nil && g.Data == DataProbes) {
 		trainDir, trainFile = out.ProbeDir, data.TrainFile
 	}
 	sets := append([]override.Set(nil), p.Base...)
-	sets = append(sets, override.Set{Key: train.KeyVocab, Value: int64(out.Stats.VocabSize)},
-		override.Set{Key: train.KeySteps, Value: int64(steps)})
+	sets = append(sets, override.Set{Key: recipe.KeyVocab, Value: int64(out.Stats.VocabSize)},
+		override.Set{Key: recipe.KeySteps, Value: int64(steps)})
 	for _, ps := range p.PerStep {
 		sets = append(sets, override.Set{Key: ps.Key, Value: int64(max(steps/ps.Div, 1))})
 	}
-	sets = append(sets, override.Set{Key: train.KeyDataTrain, Value: filepath.Join(trainDir, trainFile)},
-		override.Set{Key: train.KeyDataVal, Value: filepath.Join(out.DataDir, data.ValFile)})
+	sets = append(sets, override.Set{Key: recipe.KeyDataTrain, Value: filepath.Join(trainDir, trainFile)},
+		override.Set{Key: recipe.KeyDataVal, Value: filepath.Join(out.DataDir, data.ValFile)})
 	if g != nil {
 		sets = append(sets, g.Sets...)
 	}
@@ -356,7 +362,7 @@ type planRun struct {
 	arm   string // "" for a sweep point
 	seed  uint64
 	dir   string
-	cfg   train.Config
+	cfg   recipe.Config
 	local int // index within its sweep
 	// branches are the run's cooldown branches of the plan's shorter horizons (horizon.go), trained after it.
 	branches []branchRun
@@ -388,7 +394,7 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 		for _, a := range arms {
 			for _, seed := range groupSeeds(g, o) {
 				armSteps := steps
-				sets := append(append(out.baseSets(p, g, steps), a.Sets...), override.Set{Key: train.KeySeed, Value: int64(seed)})
+				sets := append(append(out.baseSets(p, g, steps), a.Sets...), override.Set{Key: recipe.KeySeed, Value: int64(seed)})
 				cfg, err := train.LoadSets("", sets)
 				if err == nil && g.Ladder {
 					// The same tokens per non-embedding parameter at every width of the ladder, at the ladder's own
@@ -399,7 +405,7 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 						armSteps, err = out.ladderSteps(p, steps, cfg)
 					}
 					if err == nil && armSteps != steps {
-						sets = append(append(out.baseSets(p, g, armSteps), a.Sets...), override.Set{Key: train.KeySeed, Value: int64(seed)})
+						sets = append(append(out.baseSets(p, g, armSteps), a.Sets...), override.Set{Key: recipe.KeySeed, Value: int64(seed)})
 						cfg, err = train.LoadSets("", sets)
 					}
 				}
@@ -440,7 +446,7 @@ func sweepAxes(g *Group, seeds []uint64) []sweep.Axis {
 	for i, s := range seeds {
 		sv[i] = int64(s)
 	}
-	return append(axes, sweep.Axis{Key: train.KeySeed, Values: sv})
+	return append(axes, sweep.Axis{Key: recipe.KeySeed, Values: sv})
 }
 
 // sweepGrid is a sweep group's grid, typed: its base recipe and its axes with the plan's seeds.
