@@ -139,6 +139,7 @@ class Config:
         self.z_coef = _float(d, "router_z_loss_coef", 0.0)
         self.sparse_step = max(_int(d, "decoder_sparse_step", 0, lo=0), 1)
         self.capacity = _float(d, "capacity_factor", 0.0)
+        self.bias_rate = _float(d, "router_bias_update_rate", 0.0)  # auxiliary-loss-free balancing (model.BalanceRouters)
         if self.moe:
             _check(1 <= self.top_k <= self.num_experts and self.expert_ffn > 0,
                    f"MoE: want 1 <= num_experts_per_tok ({self.top_k}) <= num_experts ({self.num_experts}) "
@@ -352,6 +353,9 @@ class MoE(nn.Module):
         super().__init__()
         self.c = c
         self.gate = Linear(c.hidden_size, c.num_experts)
+        if c.bias_rate > 0:  # the selection bias, a parameter as in Go (checkpoints carry it), moved by balance()
+            self.gate.register_parameter("e_score_correction_bias", nn.Parameter(torch.zeros(c.num_experts), requires_grad=False))
+            self.register_buffer("routed_sum", torch.zeros(c.num_experts, dtype=torch.int64), persistent=False)
         self.experts = nn.ModuleList(MLP(c.hidden_size, c.expert_ffn) for _ in range(c.num_experts))
         if c.shared_ffn > 0:
             self.shared_expert = MLP(c.hidden_size, c.shared_ffn)
@@ -365,7 +369,8 @@ class MoE(nn.Module):
         logits = self.gate(x)  # [N, E]
         lse = torch.logsumexp(logits, -1)
         p = torch.exp(logits - lse[:, None])
-        sel = top_k_route(p, k)  # [N, k]
+        bias = getattr(self.gate, "e_score_correction_bias", None)
+        sel = top_k_route(p if bias is None else p + bias, k)  # [N, k]; the bias steers the choice, not the weights
         w = p.gather(1, sel)
         if c.norm_topk:
             w = w / w.sum(-1, keepdim=True)
@@ -384,10 +389,37 @@ class MoE(nn.Module):
         y = x.new_zeros(x.shape).index_add(0, rows, yg * w.reshape(-1).index_select(0, order)[:, None])
         if c.shared_ffn > 0:
             y = y + torch.sigmoid(self.shared_expert_gate(x)) * self.shared_expert(x)
+        if bias is not None and self.training and torch.is_grad_enabled():
+            self.routed_sum += routed  # this step's loads, over its micro-batches (on the device)
         f = routed.to(x.dtype) / (N * k)
         aux = c.aux_coef * E * (f * p.mean(0)).sum() + c.z_coef * (lse * lse).mean()
         self.stats = _Stats(dropped=N * k - kept, routed=routed, sel=sel, p=p.detach())
         return y.reshape(shape), aux
+
+
+def balance_routers(model, all_reduce=None) -> None:
+    """model.BalanceRouters after a training step: each MoE block's selection bias moves by
+    b_e += rate * sign(1/E - f_e) (float32), f_e the fraction of the step's assignments routed to e before dropping
+    (summed over the step's micro-batches, and over ranks by all_reduce when given: the global batch's load, as
+    Go's one forward over the batch). On the device; the loads are then reset."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, MoE) and hasattr(m.gate, "e_score_correction_bias"):
+                acc = m.routed_sum
+                if all_reduce is not None:
+                    all_reduce(acc)
+                # f_e < 1/E  <=>  E * count_e < total (exact in integers, as Go's float64 comparison is here)
+                s = torch.sign(acc.sum() - m.c.num_experts * acc).to(torch.float32)
+                b = m.gate.e_score_correction_bias
+                b.add_(s * torch.tensor(m.c.bias_rate, dtype=torch.float32, device=b.device))
+                acc.zero_()
+
+
+def reset_router_loads(model) -> None:
+    """Drop the loads of a step that made no update (a skipped non-finite step)."""
+    for m in model.modules():
+        if isinstance(m, MoE) and hasattr(m, "routed_sum"):
+            m.routed_sum.zero_()
 
 
 def make_norm(c):

@@ -28,7 +28,7 @@ Plus pytorch.json: the PyTorch-side settings (model directory, gradient accumula
 Processes: one per rank, started by torchrun or srun (env:// rendezvous: MASTER_ADDR, MASTER_PORT, WORLD_SIZE,
 RANK, LOCAL_RANK), or --spawn N (torch.multiprocessing.spawn on one machine). The backend is NCCL when CUDA is
 available (each rank on cuda:LOCAL_RANK), else gloo on the CPU. Not here: FSDP/tensor parallelism (the model is
-replicated), MoE router_bias_update_rate > 0 (refused), and the MoE auxiliary loss is computed per rank's
+replicated), and the MoE auxiliary loss is computed per rank's
 micro-batch rather than over the global batch (identical with one process and no accumulation)."""
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ from .device import (adamw_kind, adamw_options, bf16_problem, device_error_line,
                      has_foreach_clip, is_device_error, parse_device, sdpa)
 from .files import MAX_TENSORS, USER_ERRORS, error_line, open_regular, read_json
 from .init import gamma_init_, std_for
-from .model import Llama, check_memory, load_weights, read_config
+from .model import Llama, balance_routers, check_memory, load_weights, read_config, reset_router_loads
 from .runconfig import defaults, encode_toml, load_run_config, lr_at, resolve_model, total_steps  # noqa: F401
 from .runlock import LockWatch, RunLock
 from .safetensors import read_model_weights, read_safetensors, sync_dir, write_file_atomic, write_safetensors
@@ -369,8 +369,6 @@ def _run(args, D, stop=None, own=None):
     c, given = load_run_config(cfg_path)
     mc, config_json = read_config(model_dir)
     c["model"] = resolve_model(c, mc, config_json, cfg_path, model_dir)
-    if mc.moe and (config_json.get("router_bias_update_rate") or 0) > 0:
-        raise ValueError(f"{model_dir}/config.json: router_bias_update_rate > 0 (auxiliary-loss-free balancing) is not implemented in PyTorch")
     t = c["train"]
     T, B = mc.max_position_embeddings, t["batch_size"]
     if B % (D.world * accum):
@@ -533,6 +531,7 @@ def _run(args, D, stop=None, own=None):
             if not t["skip_nonfinite"]:
                 raise FloatingPointError(f"step {step}: non-finite loss {loss_v} or gradient norm {gn}")
             st["skipped"] += 1
+            reset_router_loads(model)
         else:
             sc = clip_scale(gn, t["grad_clip"])
             for g in opt.param_groups:
@@ -542,6 +541,7 @@ def _run(args, D, stop=None, own=None):
                     if p.grad is not None:
                         p.grad.mul_(sc)
             opt.step()
+            balance_routers(model, reduce_loads)
             st["adam_step"] += 1
             st["loss_sum"] += loss_v
             st["loss_count"] += 1
@@ -549,6 +549,7 @@ def _run(args, D, stop=None, own=None):
         return gn
 
     foreach_clip = D.device.type == "cuda" and has_foreach_clip()
+    reduce_loads = dist.all_reduce if D.world > 1 else None  # MoE loads of the global batch (balance_routers)
     dev_loss = torch.zeros((), dtype=torch.float64, device=D.device)  # the fast step's sum of step losses
     first_bad = torch.full((), -1, dtype=torch.int64, device=D.device)  # its first non-finite step, or -1
 
@@ -578,6 +579,7 @@ def _run(args, D, stop=None, own=None):
         bad = ~(torch.isfinite(loss) & torch.isfinite(gn))
         if t["skip_nonfinite"] and bool(bad):
             st["skipped"] += 1
+            reset_router_loads(model)
             opt.zero_grad(set_to_none=True)
             return gn
         if t["grad_clip"] > 0 and (t["skip_nonfinite"] or not foreach_clip):
@@ -588,6 +590,7 @@ def _run(args, D, stop=None, own=None):
         for g in opt.param_groups:
             g["lr"] = lr
         opt.step()
+        balance_routers(model, reduce_loads)
         opt.zero_grad(set_to_none=True)
         first_bad = torch.where(bad & (first_bad < 0), torch.full_like(first_bad, step), first_bad)
         dev_loss += loss

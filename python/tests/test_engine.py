@@ -189,6 +189,45 @@ class TestTrainerOnDevice(Runs):
         self.assertEqual(len(moe), c.num_hidden_layers)
         self.assertEqual(sum(moe[0].stats["routed"]), 2 * 16 * 2)
 
+    def test_moe_router_bias_trains(self):
+        """router_bias_update_rate > 0 (Go's MoE presets) trains: each step moves every MoE block's selection bias by
+        rate * sign(1/E - f_e) from the step's loads (model.BalanceRouters), the bias steers the choice of experts,
+        and a run with it checkpoints and resumes exactly."""
+        from smallinit_torch.model import balance_routers
+        cj = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+              "num_attention_heads": 2, "max_position_embeddings": 16, "rms_norm_eps": 1e-5, "num_experts": 4,
+              "num_experts_per_tok": 2, "moe_intermediate_size": 32, "router_bias_update_rate": 3e-3}
+        m = Llama(Config(cj))
+        x = torch.randint(0, 64, (2, 16), generator=torch.Generator().manual_seed(1))
+        _, loss = m(x, x)
+        moe = [mod for mod in m.modules() if type(mod).__name__ == "MoE"]
+        routed = [torch.tensor(b.stats["routed"]) for b in moe]
+        balance_routers(m)
+        for b, r in zip(moe, routed):
+            f = r.double() / r.sum()
+            want = torch.where(f < 0.25, 3e-3, torch.where(f > 0.25, -3e-3, 0.0)).float()
+            self.assertTrue(torch.equal(b.gate.e_score_correction_bias, want), (b.gate.e_score_correction_bias, f))
+            self.assertEqual(int(b.routed_sum.sum()), 0)
+        with torch.no_grad():  # a large bias on expert 3 puts it in every token's top 2
+            moe[0].gate.e_score_correction_bias.copy_(torch.tensor([0.0, 0.0, 0.0, 10.0]))
+            m(x, x)
+        self.assertTrue(bool((moe[0].stats["sel"] == 3).any(-1).all()))
+        d = os.path.join(self.d, "moe-model")
+        os.makedirs(d)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(dict(cj, architectures=["LlamaForCausalLM"], model_type="llama"), f)
+        cfg = self.config(steps=6, log=1, ck=3)
+        with open(cfg) as f:
+            text = f.read()
+        whole, part = os.path.join(self.d, "moe-whole"), os.path.join(self.d, "moe-part")
+        run(parser().parse_args(["--model", d, "--config", cfg, "--out", whole, "--quiet"]))
+        run(parser().parse_args(["--model", d, "--config", cfg, "--out", part, "--quiet", "--max-steps", "3"]))
+        run(parser().parse_args(["--resume", part, "--quiet"]))
+        self.assertEqual(lines(os.path.join(whole, "metrics.jsonl")), lines(os.path.join(part, "metrics.jsonl")))
+        from smallinit_torch.safetensors import read_safetensors
+        w = read_safetensors(os.path.join(whole, "final", "model.safetensors"))
+        self.assertGreater(float(w["model.layers.0.mlp.gate.e_score_correction_bias"].abs().max()), 0, text)
+
     def test_memory_check_counts_token_files_on_the_device(self):
         """check_memory adds what the run puts on the device beside the model (the token files the fast step keeps
         on a GPU) and names it."""

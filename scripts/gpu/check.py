@@ -37,13 +37,13 @@ import torch  # noqa: E402
 from smallinit_torch.data import write_tokens  # noqa: E402
 from smallinit_torch.device import adamw_kind, bf16_problem, parse_device  # noqa: E402
 
-T, BATCH, STEPS, LAYERS, VOCAB = 128, 8, 20, 4, 4096
+T, BATCH, STEPS, LAYERS, VOCAB, WIDTHS = 128, 8, 20, 4, 4096, (128, 256)
 
 
 def smoke() -> None:
     """--smoke: a model small enough to run every check on a CPU in a few minutes (the script's own test)."""
-    global T, BATCH, LAYERS, VOCAB
-    T, BATCH, LAYERS, VOCAB = 16, 4, 2, 256
+    global T, BATCH, LAYERS, VOCAB, WIDTHS
+    T, BATCH, LAYERS, VOCAB, WIDTHS = 16, 4, 2, 256, (32, 64)
 
 
 def model_config(width: int) -> dict:
@@ -84,10 +84,10 @@ class Checker:
                     f"diagnostics_interval = 0\nthreads = 0\nprecision = \"{precision}\"\n")
         return p
 
-    def train(self, name: str, *flags: str, device: "str | None" = None, cfg: "str | None" = None, width: int = 128,
-              resume: bool = False, timeout: float = 240) -> "tuple[subprocess.CompletedProcess, str]":
+    def train(self, name: str, *flags: str, device: "str | None" = None, cfg: "str | None" = None, width: int = 0,
+              resume: bool = False, timeout: float = 240, width_: int = 0) -> "tuple[subprocess.CompletedProcess, str]":
         out = os.path.join(self.work, name)
-        args = ["--resume", out] if resume else ["--model", self.model(width), "--config", cfg or self.config(name), "--out", out]
+        args = ["--resume", out] if resume else ["--model", self.model(width or WIDTHS[0]), "--config", cfg or self.config(name), "--out", out]
         r = subprocess.run([self.py, "-m", "smallinit_torch", "train", *args, "--device", device or self.device, "--quiet", *flags],
                            env=self.env, capture_output=True, text=True, timeout=timeout)
         return r, out
@@ -113,7 +113,7 @@ class Checker:
     def cpu_vs_device(self) -> None:
         from smallinit_torch.init import gamma_init_
         from smallinit_torch.model import Llama, Config
-        c = Config(model_config(128))
+        c = Config(model_config(WIDTHS[0]))
         a, b = Llama(c), Llama(c).to(parse_device(self.device))
         gamma_init_(a, gamma=1.0, seed=3)
         gamma_init_(b, gamma=1.0, seed=3)
@@ -162,7 +162,7 @@ class Checker:
             return self.record("out-of-memory", True, "skipped: not a GPU")
         total = torch.cuda.get_device_properties(parse_device(self.device)).total_memory
         batch = 1 << max(10, math.ceil(math.log2(total / (T * VOCAB * 4 * 8))))  # logits alone several times the memory
-        r, out = self.train("oom", cfg=self.config("oom", steps=2, batch=batch), width=256)
+        r, out = self.train("oom", cfg=self.config("oom", steps=2, batch=batch), width=WIDTHS[1])
         lines = r.stderr.strip().splitlines()
         ok = r.returncode == 1 and len(lines) == 1 and lines[0].startswith("smallinit_torch: ") and "memory" in lines[0]
         self.record("out-of-memory", ok, f"batch {batch}: exit {r.returncode}, {len(lines)} line(s): {lines[-1] if lines else ''}")
@@ -171,7 +171,7 @@ class Checker:
         cfg = self.config("term", steps=60 if T < 128 else 200, log=1)
         rw, whole = self.train("term-whole", cfg=cfg)
         out = os.path.join(self.work, "term")
-        p = subprocess.Popen([self.py, "-m", "smallinit_torch", "train", "--model", self.model(128), "--config", cfg,
+        p = subprocess.Popen([self.py, "-m", "smallinit_torch", "train", "--model", self.model(WIDTHS[0]), "--config", cfg,
                               "--out", out, "--device", self.device, "--quiet"], env=self.env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 180
@@ -190,7 +190,7 @@ class Checker:
 
     def throughput(self) -> None:
         parts = []
-        for width in (128, 256):
+        for width in WIDTHS:
             r, out = self.train(f"speed-{width}", cfg=self.config(f"speed-{width}", steps=30 if T < 128 else 300, batch=16, log=10 if T < 128 else 50), width=width)
             if r.returncode:
                 return self.record("throughput", False, r.stderr.strip()[-400:])
@@ -198,7 +198,7 @@ class Checker:
                 tps = [m["tokens_per_s"] for m in map(json.loads, f) if m.get("tokens_per_s")]
             parts.append(f"width {width}: {max(tps[1:] or tps):.0f} tokens/s")
         launches = kernel_launches(self.device)
-        self.record("throughput", True, "; ".join(parts) + f"; {launches} a step at width 128 (batch 16)")
+        self.record("throughput", True, "; ".join(parts) + f"; {launches} a step at width {WIDTHS[0]} (batch 16)")
 
 
 def kernel_launches(device: str) -> str:
@@ -207,7 +207,7 @@ def kernel_launches(device: str) -> str:
     if dev.type != "cuda":
         return "kernel launches not counted (not a GPU)"
     from smallinit_torch.model import Llama, Config
-    m = Llama(Config(model_config(128))).to(dev)
+    m = Llama(Config(model_config(WIDTHS[0]))).to(dev)
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3, **({"fused": True} if adamw_kind(dev) == "fused" else {}))
     x = torch.randint(0, VOCAB, (16, T), device=dev)
 
