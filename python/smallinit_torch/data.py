@@ -13,7 +13,7 @@ from .files import MAX_TENSORS, open_regular, read_json
 from .gorand import fisher_yates
 
 TOK_MAGIC = b"SITOKENS"
-CHUNK = 1 << 24  # ids widened at a time by the whole-file reads (max_id, counts, read_tokens)
+CHUNK = 1 << 20  # ids read at a time by the whole-file reads (max_id, counts, read_tokens): a few MB of temporaries
 
 
 class TokenFile:
@@ -62,16 +62,18 @@ class TokenFile:
         return w[:, :-1], w[:, 1:]
 
     def max_id(self, chunk: int = 0) -> "tuple[int, int]":
-        """(largest id, index of its first occurrence) over the file, read chunk by chunk in the file's own width
-        (no widening: an id past the signed range reads negative, and the largest of those is the largest id);
+        """(largest id, index of its first occurrence) over the file, read chunk by chunk in the file's own width,
+        never widened: the ids are stored unsigned in a signed view, and flipping the sign bit (x ^ lo, lo the
+        view's minimum) orders them as unsigned, so one max of the flipped chunk gives the largest id - lo;
         (-1, -1) when empty."""
-        best, at, wrap, chunk = -1, -1, 1 << (8 * self.width), chunk or CHUNK
+        best, at, chunk = -1, -1, chunk or CHUNK
+        lo = -(1 << (8 * self.width - 1))
         for i in range(0, len(self), chunk):
             part = self._raw[i:i + chunk]
-            neg = part < 0
-            m = int(part[neg].max()) + wrap if bool(neg.any()) else int(part.max())
+            m = int((part ^ lo).max()) - lo
             if m > best:
-                best, at = m, i + int((self._widen(part) == m).nonzero()[0])
+                raw = m if m < -lo else m + 2 * lo  # m as the signed view stores it
+                best, at = m, i + int((part == raw).to(torch.uint8).argmax())
         return best, at
 
     def counts(self, vocab: int, chunk: int = 0) -> torch.Tensor:

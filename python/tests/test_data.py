@@ -52,9 +52,6 @@ class TestData(unittest.TestCase):
                 read_tokens(p)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class TestStartupAtScale(unittest.TestCase):
     """Opening a token file reads no ids when its prepared directory's stats.json describes it, and the reads of
@@ -127,3 +124,7 @@ class TestPermutation(unittest.TestCase):
             self.assertEqual(got, _fisher_yates_sequential(n, seed, 0x5eed0000), (n, seed))
             self.assertIsInstance(got, array.array)
             self.assertEqual(got.itemsize, 4)
+
+
+if __name__ == "__main__":
+    unittest.main()

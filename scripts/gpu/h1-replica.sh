@@ -7,4 +7,6 @@
 # It writes summary.md, summary.json and runs.tar.gz to $OUT (or --out, or ./h1-replica-out).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-exec "${PYTHON:-python3}" "$here/h1_replica.py" "$@"
+# The script itself needs only Python's standard library; $PYTHON names the trainer's interpreter (else the
+# first of this python3 and /usr/bin/python3 that imports torch), which the script preflights.
+exec python3 "$here/h1_replica.py" "$@"
