@@ -24,7 +24,8 @@ class RunLockTest(unittest.TestCase):
     def test_second_holder_is_refused_naming_the_first(self):
         """A held lock refuses a second acquire with the holder's pid; released, it is gone and can be taken."""
         a = RunLock.acquire(self.d)
-        li = json.loads(open(os.path.join(self.d, "lock")).read())
+        with open(os.path.join(self.d, "lock")) as f:
+            li = json.loads(f.read())
         self.assertEqual((li["pid"], li["host"]), (os.getpid(), socket.gethostname()))
         self.assertEqual(sorted(li), ["host", "pid", "started", "token"])  # Go's lockInfo keys
         with self.assertRaisesRegex(ValueError, f"locked by pid {os.getpid()} on "):
