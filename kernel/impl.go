@@ -22,6 +22,9 @@ type gemmImpl struct {
 	kernRowA gemmKernelInPlace
 	packA    packFunc // nil: packAGeneric
 	packB    packFunc // nil: packBGeneric
+	// split marks a BF16 kernel on split panels (bf16split.go): each bf16 pair is two float32 steps, so the
+	// blocking counts values (gemmArgs.splitPairs), not pairs (gemmArgs.pairs).
+	split bool
 }
 
 // packFunc packs a block of op(A) (rows i0.., columns p0..) or op(B) (rows

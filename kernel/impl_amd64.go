@@ -8,6 +8,14 @@ import (
 
 //go:generate go run -C _asm . -out ../kernels_amd64.s -stubs ../kernels_amd64_stubs.go -pkg kernel
 
+// avx512F32Gemm is the AVX-512 float32 GEMM (avx512Impl).
+var avx512F32Gemm = gemmImpl{
+	mr: 14, nr: 32,
+	mc: 448, kc: 256, nc: 2048,
+	kern: gemmKernAVX512_14x32, kernRowA: gemmKernAVX512_14x32_rowA,
+	packA: packAAVX512, packB: packBAVX512,
+}
+
 // avx512Impl uses a 14×32 zmm micro-kernel: 28 accumulators + 2 B vectors
 // (+2 for the next step's B), i.e. all 32 zmm registers; per k step 2 loads
 // of B and 28 FMAs with an embedded broadcast of the A element: 30 loads per
@@ -21,15 +29,14 @@ import (
 // blocks of up to maxSharedB (4 MiB) instead. Measured on the development
 // machine (single thread, alternating configurations): KC=192 is 2-5% slower,
 // KC=320 and MC=224 or 896 are within ±2%.
+//
+// Its BF16 slot is the split-panel kernel (bf16split.go): the float32 kernel
+// under MXCSR.FTZ on bf16 values, for AVX-512 CPUs without AVX512_BF16.
 var avx512Impl = &impl{
 	name: "avx512",
 	gemms: [NumPrecisions]gemmImpl{
-		F32: {
-			mr: 14, nr: 32,
-			mc: 448, kc: 256, nc: 2048,
-			kern: gemmKernAVX512_14x32, kernRowA: gemmKernAVX512_14x32_rowA,
-			packA: packAAVX512, packB: packBAVX512,
-		},
+		F32:  avx512F32Gemm,
+		BF16: splitBF16(avx512F32Gemm, gemmKernAVX512_14x32_ftz),
 	},
 	dot:   dotAVX512,
 	axpy:  axpyAVX512,
@@ -147,15 +154,21 @@ func pairCopyAVX512(src []float32, lds, kr, kc, cols int, d []uint32, w int) {
 	}
 }
 
-// avx2Impl uses a 6×16 ymm micro-kernel (12 accumulators, Haswell..Zen 3).
+// avx2F32Gemm is the AVX2 float32 GEMM (avx2Impl).
+var avx2F32Gemm = gemmImpl{
+	mr: 6, nr: 16,
+	mc: 192, kc: 256, nc: 2048,
+	kern: gemmKernAVX2_6x16, packA: packAGeneric, packB: packBGeneric,
+}
+
+// avx2Impl uses a 6×16 ymm micro-kernel (12 accumulators, Haswell..Zen 3);
+// its BF16 slot is the same kernel under MXCSR.FTZ on split bf16 panels
+// (bf16split.go).
 var avx2Impl = &impl{
 	name: "avx2",
 	gemms: [NumPrecisions]gemmImpl{
-		F32: {
-			mr: 6, nr: 16,
-			mc: 192, kc: 256, nc: 2048,
-			kern: gemmKernAVX2_6x16, packA: packAGeneric, packB: packBGeneric,
-		},
+		F32:  avx2F32Gemm,
+		BF16: splitBF16(avx2F32Gemm, gemmKernAVX2_6x16_ftz),
 	},
 	dot:   dotAVX2,
 	axpy:  axpyAVX2,

@@ -16,10 +16,22 @@ func gemmKernAVX512_14x32(k int, a *float32, b *float32, c *float32, ldc int, ac
 //go:noescape
 func gemmKernAVX512_14x32_rowA(k int, a *float32, lda int, b *float32, c *float32, ldc int, accum int)
 
+// gemmKernAVX512_14x32_ftz is gemmKernAVX512_14x32 with its fused multiply-adds run under MXCSR.FTZ
+// (a tiny result, below 2^-126 after rounding, flushed to a zero of its sign); the C update is not.
+//
+//go:noescape
+func gemmKernAVX512_14x32_ftz(k int, a *float32, b *float32, c *float32, ldc int, accum int)
+
 // gemmKernAVX2_6x16 is the AVX2+FMA 6×16 micro-kernel; see gemmKernAVX512_14x32 for the contract.
 //
 //go:noescape
 func gemmKernAVX2_6x16(k int, a *float32, b *float32, c *float32, ldc int, accum int)
+
+// gemmKernAVX2_6x16_ftz is gemmKernAVX2_6x16 with its fused multiply-adds run under MXCSR.FTZ
+// (a tiny result, below 2^-126 after rounding, flushed to a zero of its sign); the C update is not.
+//
+//go:noescape
+func gemmKernAVX2_6x16_ftz(k int, a *float32, b *float32, c *float32, ldc int, accum int)
 
 // gemmKernBF16AVX512_14x32 computes the 14×32 tile C = A·B (accum == 0) or C += A·B (accum != 0) from packed
 // bf16 pair panels: A has k steps of 14 dwords, B k steps of 32 dwords (each dword two bf16,

@@ -95,10 +95,19 @@ func (g Gemmer) Gemm(transA, transB bool, m, n, k int, a []float32, lda int, b [
 	if args.trivial() {
 		return
 	}
-	if g.pairs {
-		args = args.pairs()
+	g.p.gemm(g.im, g.depth(args))
+}
+
+// depth is args as the Gemmer's kernel steps through k: bf16 pairs (one 32-bit step each), split pairs (two
+// float32 steps each) or, for float32, the values themselves.
+func (g Gemmer) depth(args gemmArgs) gemmArgs {
+	switch {
+	case !g.pairs:
+		return args
+	case g.im.split:
+		return args.splitPairs()
 	}
-	g.p.gemm(g.im, args)
+	return args.pairs()
 }
 
 // GemmOn is Gemm on the calling goroutine only, with worker w's packing buffers, for use inside a For body
@@ -111,8 +120,5 @@ func (g Gemmer) GemmOn(w int, transA, transB bool, m, n, k int, a []float32, lda
 	if args.trivial() {
 		return
 	}
-	if g.pairs {
-		args = args.pairs()
-	}
-	g.p.gemmSerial(w, g.im, args)
+	g.p.gemmSerial(w, g.im, g.depth(args))
 }

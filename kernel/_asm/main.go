@@ -29,7 +29,9 @@ func main() {
 
 	gemmAVX512(14, 2, "packed")
 	gemmAVX512(14, 2, "rowA")
-	gemmAVX2(6, 2)
+	gemmAVX512(14, 2, "ftz")
+	gemmAVX2(6, 2, false)
+	gemmAVX2(6, 2, true)
 	gemmBF16AVX512()
 	transPackBF16AVX512()
 	copyPackBF16AVX512()
@@ -68,21 +70,30 @@ func main() {
 // (row, vector) reading the A element straight from memory. With rowA the A
 // operand is not packed: row r of the tile is read from a + r·lda (row-major
 // A, only for mr = 14), which saves packing A when it is used by few B panels.
+// With ftz the k loop runs with MXCSR.FTZ set (see ftzOn): the kernel of the
+// BF16 precision on split bf16 panels (kernel/bf16split.go).
 func gemmAVX512(mr, nv int, mode string) {
 	rowA := mode == "rowA"
+	ftz := mode == "ftz"
 	nr := 16 * nv
 	name := fmt.Sprintf("gemmKernAVX512_%dx%d", mr, nr)
 	sig := kernSig
 	if rowA {
-		name += "_" + mode
 		sig = "func(k int, a *float32, lda int, b, c *float32, ldc int, accum int)"
+	}
+	if mode != "packed" {
+		name += "_" + mode
 	}
 
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	if rowA {
+	switch {
+	case rowA:
 		Doc(fmt.Sprintf("%s is gemmKernAVX512_%dx%d reading A unpacked: row r of the tile is a[r*lda:], lda in elements.", name, mr, nr))
-	} else {
+	case ftz:
+		Doc(fmt.Sprintf("%s is gemmKernAVX512_%dx%d with its fused multiply-adds run under MXCSR.FTZ", name, mr, nr),
+			"(a tiny result, below 2^-126 after rounding, flushed to a zero of its sign); the C update is not.")
+	default:
 		Doc(fmt.Sprintf("%s computes the %d×%d tile C = A·B (accum == 0) or C += A·B (accum != 0)", name, mr, nr),
 			fmt.Sprintf("from a packed A micro-panel (k steps of %d values) and a packed B micro-panel (k steps of %d values).", mr, nr),
 			"ldc is in elements.")
@@ -101,6 +112,10 @@ func gemmAVX512(mr, nv int, mode string) {
 	Load(Param("ldc"), ldc)
 	Load(Param("accum"), accum)
 	SHLQ(U8(2), ldc)
+	var mxcsr Mem
+	if ftz {
+		mxcsr = ftzOn(R9)
+	}
 
 	// aAt returns the address of A(row r, step s) relative to the current
 	// k position.
@@ -213,6 +228,9 @@ func gemmAVX512(mr, nv int, mode string) {
 	JNZ(LabelRef("loop4"))
 
 	Label("store")
+	if ftz {
+		LDMXCSR(mxcsr)
+	}
 	TESTQ(accum, accum)
 	JZ(LabelRef("storeset"))
 	for r := 0; r < mr; r++ {
@@ -240,13 +258,22 @@ func gemmAVX512(mr, nv int, mode string) {
 }
 
 // gemmAVX2 emits an mr×(8·nv) AVX2+FMA micro-kernel with ymm accumulators and
-// explicit VBROADCASTSS of the packed A values.
-func gemmAVX2(mr, nv int) {
+// explicit VBROADCASTSS of the packed A values; with ftz, its k loop runs
+// under MXCSR.FTZ (see ftzOn).
+func gemmAVX2(mr, nv int, ftz bool) {
 	nr := 8 * nv
 	name := fmt.Sprintf("gemmKernAVX2_%dx%d", mr, nr)
+	if ftz {
+		name += "_ftz"
+	}
 	TEXT(name, NOSPLIT, kernSig)
 	Pragma("noescape")
-	Doc(fmt.Sprintf("%s is the AVX2+FMA %d×%d micro-kernel; see gemmKernAVX512_14x32 for the contract.", name, mr, nr))
+	if ftz {
+		Doc(fmt.Sprintf("%s is gemmKernAVX2_%dx%d with its fused multiply-adds run under MXCSR.FTZ", name, mr, nr),
+			"(a tiny result, below 2^-126 after rounding, flushed to a zero of its sign); the C update is not.")
+	} else {
+		Doc(fmt.Sprintf("%s is the AVX2+FMA %d×%d micro-kernel; see gemmKernAVX512_14x32 for the contract.", name, mr, nr))
+	}
 	if mr*nv+nv+2 > 16 {
 		panic("too many registers")
 	}
@@ -262,6 +289,10 @@ func gemmAVX2(mr, nv int) {
 	Load(Param("ldc"), ldc)
 	Load(Param("accum"), accum)
 	SHLQ(U8(2), ldc)
+	var mxcsr Mem
+	if ftz {
+		mxcsr = ftzOn(R11)
+	}
 	MOVQ(c, R9)
 	for r := 0; r < mr; r++ {
 		PREFETCHT0(Mem{Base: R9})
@@ -309,6 +340,9 @@ func gemmAVX2(mr, nv int) {
 	JNZ(LabelRef("loop4"))
 
 	Label("store")
+	if ftz {
+		LDMXCSR(mxcsr)
+	}
 	TESTQ(accum, accum)
 	JZ(LabelRef("storeset"))
 	for r := 0; r < mr; r++ {
@@ -333,6 +367,24 @@ func gemmAVX2(mr, nv int) {
 	}
 	VZEROUPPER()
 	RET()
+}
+
+// ftzOn saves MXCSR in a local slot, whose address it returns for the
+// LDMXCSR that restores it, and sets its FTZ bit (15), clobbering tmp. On
+// x86 FTZ flushes a result whose rounding with an unbounded exponent is below
+// the smallest normal float32 (tininess after rounding), which is what
+// VDPBF16PS does (bf16FMA). An assembly function is never preempted
+// asynchronously, and a signal handler runs with a fresh MXCSR that the
+// kernel restores on return, so no other Go code sees the bit; every kernel
+// that sets it restores it before its C update (a plain float32 addition).
+func ftzOn(tmp GPPhysical) Mem {
+	slot := AllocLocal(8)
+	STMXCSR(slot)
+	MOVL(slot, tmp.As32())
+	ORL(U32(0x8000), tmp.As32())
+	MOVL(tmp.As32(), slot.Offset(4))
+	LDMXCSR(slot.Offset(4))
+	return slot
 }
 
 // tailMask sets K1 to the low CX bits (CX in [1,15]); clobbers AX.
