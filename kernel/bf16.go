@@ -44,10 +44,11 @@ import (
 // depends on it (see above), so the twin and the assembly must share it.
 const bf16KC = 256
 
-// HasBF16 is BF16.Native(): whether this CPU runs the BF16 precision with
-// AVX512_BF16 instructions. Without them the BF16 products still work,
-// through the pure-Go twin, but tens of times slower than F32.
-func HasBF16() bool { return BF16.Native() }
+// HasBF16 reports whether the BF16 precision runs on AVX512_BF16 (VDPBF16PS,
+// twice the float32 FMA rate). Without it the BF16 products run on float32
+// FMAs (AVX2 or AVX-512: BF16.Native() still true, the float32 speed) or, on
+// a CPU with neither, through the pure-Go twin; the bits are the same.
+func HasBF16() bool { return active.dpbf16 }
 
 // RoundBF16 returns x rounded to bfloat16 (nearest even; float32 denormals
 // become zeros of their sign), as a float32: the value a BF16 product multiplies.

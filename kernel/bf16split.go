@@ -38,7 +38,8 @@ func (a gemmArgs) splitPairs() gemmArgs {
 // packers followed by the conversion (splitPacker).
 func splitBF16(f32 gemmImpl, kern gemmKernel) gemmImpl {
 	return gemmImpl{
-		mr: f32.mr, nr: f32.nr,
+		desc: f32.desc + " on bf16 values (MXCSR.FTZ)",
+		mr:   f32.mr, nr: f32.nr,
 		mc: f32.mc, kc: 2 * bf16KC, nc: f32.nc,
 		kern:  kern,
 		packA: splitPacker(f32.packA, true),

@@ -10,7 +10,8 @@ import (
 
 // avx512F32Gemm is the AVX-512 float32 GEMM (avx512Impl).
 var avx512F32Gemm = gemmImpl{
-	mr: 14, nr: 32,
+	desc: "VFMADD231PS zmm 14×32",
+	mr:   14, nr: 32,
 	mc: 448, kc: 256, nc: 2048,
 	kern: gemmKernAVX512_14x32, kernRowA: gemmKernAVX512_14x32_rowA,
 	packA: packAAVX512, packB: packBAVX512,
@@ -60,8 +61,10 @@ var avx512Impl = &impl{
 // float32 kernel; A is always packed (no in-place variant).
 var avx512BF16Impl = func() *impl {
 	c := *avx512Impl
+	c.dpbf16 = true
 	c.gemms[BF16] = gemmImpl{
-		mr: 14, nr: 32,
+		desc: "VDPBF16PS zmm 14×32 (AVX512_BF16)",
+		mr:   14, nr: 32,
 		mc: 448, kc: bf16KC, nc: 2048,
 		kern:  gemmKernBF16AVX512Wrapper,
 		packA: packABF16AVX512, packB: packBBF16AVX512,
@@ -156,7 +159,8 @@ func pairCopyAVX512(src []float32, lds, kr, kc, cols int, d []uint32, w int) {
 
 // avx2F32Gemm is the AVX2 float32 GEMM (avx2Impl).
 var avx2F32Gemm = gemmImpl{
-	mr: 6, nr: 16,
+	desc: "VFMADD231PS ymm 6×16",
+	mr:   6, nr: 16,
 	mc: 192, kc: 256, nc: 2048,
 	kern: gemmKernAVX2_6x16, packA: packAGeneric, packB: packBGeneric,
 }
@@ -177,11 +181,12 @@ var avx2Impl = &impl{
 	exp:   expAVX2Tail,
 	max:   maxAVX2,
 
-	// The fused row kernels have no AVX2 versions: the exponentials run through expAVX2, the rest in Go.
-	expShiftSum: expShiftSumWith(expAVX2Tail),
+	// dot and the fused row kernels but SwiGLU are the AVX-512 kernels' arithmetic on ymm pairs (_asm/rows16.go);
+	// SwiGLU composed of expAVX2 and Go, and AdamW's pure-Go twin, already give the AVX-512 bits.
+	expShiftSum: expShiftSumAVX2,
 	swiglu:      swigluWith(expAVX2Tail),
-	swigluBack:  swigluBackGeneric,
-	rmsNormBack: rmsNormBackGeneric,
+	swigluBack:  swigluBackAVX2,
+	rmsNormBack: rmsNormBackAVX2,
 }
 
 // expAVX2Tail runs expAVX2 on the multiple-of-8 prefix and the rest through

@@ -4570,7 +4570,7 @@ done:
 	RET
 
 // func dotAVX2(x []float32, y []float32) float32
-// Requires: AVX, FMA3, SSE
+// Requires: AVX, AVX2, FMA3, SSE
 TEXT ·dotAVX2(SB), NOSPLIT, $0-52
 	MOVQ   x_base+0(FP), SI
 	MOVQ   y_base+24(FP), DI
@@ -4579,56 +4579,591 @@ TEXT ·dotAVX2(SB), NOSPLIT, $0-52
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	VXORPS X8, X8, X8
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
 
-loop32:
-	CMPQ        CX, $0x20
-	JB          loop8
-	VMOVUPS     (SI), Y4
-	VFMADD231PS (DI), Y4, Y0
-	VMOVUPS     32(SI), Y5
-	VFMADD231PS 32(DI), Y5, Y1
-	VMOVUPS     64(SI), Y6
-	VFMADD231PS 64(DI), Y6, Y2
-	VMOVUPS     96(SI), Y7
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ        $0x80, SI
-	ADDQ        $0x80, DI
-	SUBQ        $0x20, CX
-	JMP         loop32
+loop64:
+	CMPQ        CX, $0x40
+	JB          loop16
+	VMOVUPS     (SI), Y8
+	VFMADD231PS (DI), Y8, Y0
+	VMOVUPS     32(SI), Y9
+	VFMADD231PS 32(DI), Y9, Y1
+	VMOVUPS     64(SI), Y10
+	VFMADD231PS 64(DI), Y10, Y2
+	VMOVUPS     96(SI), Y11
+	VFMADD231PS 96(DI), Y11, Y3
+	VMOVUPS     128(SI), Y8
+	VFMADD231PS 128(DI), Y8, Y4
+	VMOVUPS     160(SI), Y9
+	VFMADD231PS 160(DI), Y9, Y5
+	VMOVUPS     192(SI), Y10
+	VFMADD231PS 192(DI), Y10, Y6
+	VMOVUPS     224(SI), Y11
+	VFMADD231PS 224(DI), Y11, Y7
+	ADDQ        $0x00000100, SI
+	ADDQ        $0x00000100, DI
+	SUBQ        $0x40, CX
+	JMP         loop64
 
-loop8:
-	CMPQ        CX, $0x08
+loop16:
+	CMPQ        CX, $0x10
 	JB          tail
-	VMOVUPS     (SI), Y4
-	VFMADD231PS (DI), Y4, Y1
-	ADDQ        $0x20, SI
-	ADDQ        $0x20, DI
-	SUBQ        $0x08, CX
-	JMP         loop8
+	VMOVUPS     (SI), Y8
+	VFMADD231PS (DI), Y8, Y0
+	VMOVUPS     32(SI), Y9
+	VFMADD231PS 32(DI), Y9, Y1
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DI
+	SUBQ        $0x10, CX
+	JMP         loop16
 
 tail:
-	TESTQ       CX, CX
-	JZ          reduce
-	VMOVSS      (SI), X4
-	VFMADD231SS (DI), X4, X8
-	ADDQ        $0x04, SI
-	ADDQ        $0x04, DI
-	DECQ        CX
-	JMP         tail
+	TESTQ        CX, CX
+	JZ           reduce
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     iota16AVX2<>+0(SB), Y15, Y14
+	VPCMPGTD     iota16AVX2<>+32(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y14, Y8
+	VMASKMOVPS   (DI), Y14, Y10
+	VFMADD231PS  Y10, Y8, Y2
+	VMASKMOVPS   32(SI), Y15, Y9
+	VMASKMOVPS   32(DI), Y15, Y11
+	VFMADD231PS  Y11, Y9, Y3
 
 reduce:
-	VADDPS       Y1, Y0, Y0
-	VADDPS       Y3, Y2, Y2
 	VADDPS       Y2, Y0, Y0
+	VADDPS       Y6, Y4, Y4
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y7, Y5, Y5
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y1, Y0, Y0
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X0
 	VPERMILPS    $0xee, X0, X1
 	VADDPS       X1, X0, X0
 	VPERMILPS    $0x01, X0, X1
 	VADDSS       X1, X0, X0
-	VADDSS       X8, X0, X0
 	MOVSS        X0, ret+48(FP)
+	VZEROUPPER
+	RET
+
+DATA iota16AVX2<>+0(SB)/4, $0x00000000
+DATA iota16AVX2<>+4(SB)/4, $0x00000001
+DATA iota16AVX2<>+8(SB)/4, $0x00000002
+DATA iota16AVX2<>+12(SB)/4, $0x00000003
+DATA iota16AVX2<>+16(SB)/4, $0x00000004
+DATA iota16AVX2<>+20(SB)/4, $0x00000005
+DATA iota16AVX2<>+24(SB)/4, $0x00000006
+DATA iota16AVX2<>+28(SB)/4, $0x00000007
+DATA iota16AVX2<>+32(SB)/4, $0x00000008
+DATA iota16AVX2<>+36(SB)/4, $0x00000009
+DATA iota16AVX2<>+40(SB)/4, $0x0000000a
+DATA iota16AVX2<>+44(SB)/4, $0x0000000b
+DATA iota16AVX2<>+48(SB)/4, $0x0000000c
+DATA iota16AVX2<>+52(SB)/4, $0x0000000d
+DATA iota16AVX2<>+56(SB)/4, $0x0000000e
+DATA iota16AVX2<>+60(SB)/4, $0x0000000f
+GLOBL iota16AVX2<>(SB), RODATA|NOPTR, $64
+
+// func expShiftSumAVX2(dst []float32, src []float32, shift float32, scale float32) float32
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·expShiftSumAVX2(SB), NOSPLIT, $0-60
+	MOVQ         dst_base+0(FP), DI
+	MOVQ         src_base+24(FP), SI
+	MOVQ         src_len+32(FP), CX
+	MOVSS        shift+48(FP), X12
+	VBROADCASTSS X12, Y12
+	MOVSS        scale+52(FP), X13
+	VBROADCASTSS X13, Y13
+	VXORPS       Y10, Y10, Y10
+	VXORPS       Y11, Y11, Y11
+	VMOVUPS      expconstAVX2<>+0(SB), Y6
+	VMOVUPS      expconstAVX2<>+32(SB), Y7
+	VMOVUPS      expconstAVX2<>+64(SB), Y8
+	VMOVUPS      expconstAVX2<>+96(SB), Y9
+
+loop:
+	CMPQ         CX, $0x10
+	JB           tail
+	VMOVUPS      (SI), Y0
+	VSUBPS       Y12, Y0, Y0
+	VMULPS       Y13, Y0, Y0
+	VMINPS       Y0, Y6, Y0
+	VMAXPS       Y0, Y7, Y0
+	VMULPS       Y8, Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS Y9, Y1, Y0
+	VFNMADD231PS expconstAVX2<>+128(SB), Y1, Y0
+	VMOVUPS      expconstAVX2<>+160(SB), Y2
+	VFMADD213PS  expconstAVX2<>+192(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+224(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+256(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+288(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+320(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       expconstAVX2<>+352(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y4
+	VPSRAD       $0x01, Y4, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       expconstAVX2<>+384(SB), Y5, Y5
+	VPADDD       expconstAVX2<>+384(SB), Y4, Y4
+	VPSLLD       $0x17, Y5, Y5
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y2, Y2
+	VMULPS       Y4, Y2, Y2
+	VADDPS       Y2, Y10, Y10
+	VMOVUPS      Y2, (DI)
+	VMOVUPS      32(SI), Y0
+	VSUBPS       Y12, Y0, Y0
+	VMULPS       Y13, Y0, Y0
+	VMINPS       Y0, Y6, Y0
+	VMAXPS       Y0, Y7, Y0
+	VMULPS       Y8, Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS Y9, Y1, Y0
+	VFNMADD231PS expconstAVX2<>+128(SB), Y1, Y0
+	VMOVUPS      expconstAVX2<>+160(SB), Y2
+	VFMADD213PS  expconstAVX2<>+192(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+224(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+256(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+288(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+320(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       expconstAVX2<>+352(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y4
+	VPSRAD       $0x01, Y4, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       expconstAVX2<>+384(SB), Y5, Y5
+	VPADDD       expconstAVX2<>+384(SB), Y4, Y4
+	VPSLLD       $0x17, Y5, Y5
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y2, Y2
+	VMULPS       Y4, Y2, Y2
+	VADDPS       Y2, Y11, Y11
+	VMOVUPS      Y2, 32(DI)
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, SI
+	SUBQ         $0x10, CX
+	JMP          loop
+
+tail:
+	TESTQ        CX, CX
+	JZ           done
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     iota16AVX2<>+0(SB), Y15, Y14
+	VPCMPGTD     iota16AVX2<>+32(SB), Y15, Y15
+	VMASKMOVPS   (SI), Y14, Y0
+	VSUBPS       Y12, Y0, Y0
+	VMULPS       Y13, Y0, Y0
+	VMINPS       Y0, Y6, Y0
+	VMAXPS       Y0, Y7, Y0
+	VMULPS       Y8, Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS Y9, Y1, Y0
+	VFNMADD231PS expconstAVX2<>+128(SB), Y1, Y0
+	VMOVUPS      expconstAVX2<>+160(SB), Y2
+	VFMADD213PS  expconstAVX2<>+192(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+224(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+256(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+288(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+320(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       expconstAVX2<>+352(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y4
+	VPSRAD       $0x01, Y4, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       expconstAVX2<>+384(SB), Y5, Y5
+	VPADDD       expconstAVX2<>+384(SB), Y4, Y4
+	VPSLLD       $0x17, Y5, Y5
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y2, Y2
+	VMULPS       Y4, Y2, Y2
+	VANDPS       Y14, Y2, Y3
+	VADDPS       Y3, Y10, Y10
+	VMASKMOVPS   Y2, Y14, (DI)
+	VMASKMOVPS   32(SI), Y15, Y0
+	VSUBPS       Y12, Y0, Y0
+	VMULPS       Y13, Y0, Y0
+	VMINPS       Y0, Y6, Y0
+	VMAXPS       Y0, Y7, Y0
+	VMULPS       Y8, Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VFNMADD231PS Y9, Y1, Y0
+	VFNMADD231PS expconstAVX2<>+128(SB), Y1, Y0
+	VMOVUPS      expconstAVX2<>+160(SB), Y2
+	VFMADD213PS  expconstAVX2<>+192(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+224(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+256(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+288(SB), Y0, Y2
+	VFMADD213PS  expconstAVX2<>+320(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       expconstAVX2<>+352(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y4
+	VPSRAD       $0x01, Y4, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       expconstAVX2<>+384(SB), Y5, Y5
+	VPADDD       expconstAVX2<>+384(SB), Y4, Y4
+	VPSLLD       $0x17, Y5, Y5
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y2, Y2
+	VMULPS       Y4, Y2, Y2
+	VANDPS       Y15, Y2, Y3
+	VADDPS       Y3, Y11, Y11
+	VMASKMOVPS   Y2, Y15, 32(DI)
+
+done:
+	VADDPS       Y11, Y10, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xee, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x01, X0, X1
+	VADDSS       X1, X0, X0
+	MOVSS        X0, ret+56(FP)
+	VZEROUPPER
+	RET
+
+DATA expconstAVX2<>+0(SB)/4, $0x42b1999a
+DATA expconstAVX2<>+4(SB)/4, $0x42b1999a
+DATA expconstAVX2<>+8(SB)/4, $0x42b1999a
+DATA expconstAVX2<>+12(SB)/4, $0x42b1999a
+DATA expconstAVX2<>+16(SB)/4, $0x42b1999a
+DATA expconstAVX2<>+20(SB)/4, $0x42b1999a
+DATA expconstAVX2<>+24(SB)/4, $0x42b1999a
+DATA expconstAVX2<>+28(SB)/4, $0x42b1999a
+DATA expconstAVX2<>+32(SB)/4, $0xc2d00000
+DATA expconstAVX2<>+36(SB)/4, $0xc2d00000
+DATA expconstAVX2<>+40(SB)/4, $0xc2d00000
+DATA expconstAVX2<>+44(SB)/4, $0xc2d00000
+DATA expconstAVX2<>+48(SB)/4, $0xc2d00000
+DATA expconstAVX2<>+52(SB)/4, $0xc2d00000
+DATA expconstAVX2<>+56(SB)/4, $0xc2d00000
+DATA expconstAVX2<>+60(SB)/4, $0xc2d00000
+DATA expconstAVX2<>+64(SB)/4, $0x3fb8aa3b
+DATA expconstAVX2<>+68(SB)/4, $0x3fb8aa3b
+DATA expconstAVX2<>+72(SB)/4, $0x3fb8aa3b
+DATA expconstAVX2<>+76(SB)/4, $0x3fb8aa3b
+DATA expconstAVX2<>+80(SB)/4, $0x3fb8aa3b
+DATA expconstAVX2<>+84(SB)/4, $0x3fb8aa3b
+DATA expconstAVX2<>+88(SB)/4, $0x3fb8aa3b
+DATA expconstAVX2<>+92(SB)/4, $0x3fb8aa3b
+DATA expconstAVX2<>+96(SB)/4, $0x3f318000
+DATA expconstAVX2<>+100(SB)/4, $0x3f318000
+DATA expconstAVX2<>+104(SB)/4, $0x3f318000
+DATA expconstAVX2<>+108(SB)/4, $0x3f318000
+DATA expconstAVX2<>+112(SB)/4, $0x3f318000
+DATA expconstAVX2<>+116(SB)/4, $0x3f318000
+DATA expconstAVX2<>+120(SB)/4, $0x3f318000
+DATA expconstAVX2<>+124(SB)/4, $0x3f318000
+DATA expconstAVX2<>+128(SB)/4, $0xb95e8083
+DATA expconstAVX2<>+132(SB)/4, $0xb95e8083
+DATA expconstAVX2<>+136(SB)/4, $0xb95e8083
+DATA expconstAVX2<>+140(SB)/4, $0xb95e8083
+DATA expconstAVX2<>+144(SB)/4, $0xb95e8083
+DATA expconstAVX2<>+148(SB)/4, $0xb95e8083
+DATA expconstAVX2<>+152(SB)/4, $0xb95e8083
+DATA expconstAVX2<>+156(SB)/4, $0xb95e8083
+DATA expconstAVX2<>+160(SB)/4, $0x39506967
+DATA expconstAVX2<>+164(SB)/4, $0x39506967
+DATA expconstAVX2<>+168(SB)/4, $0x39506967
+DATA expconstAVX2<>+172(SB)/4, $0x39506967
+DATA expconstAVX2<>+176(SB)/4, $0x39506967
+DATA expconstAVX2<>+180(SB)/4, $0x39506967
+DATA expconstAVX2<>+184(SB)/4, $0x39506967
+DATA expconstAVX2<>+188(SB)/4, $0x39506967
+DATA expconstAVX2<>+192(SB)/4, $0x3ab743ce
+DATA expconstAVX2<>+196(SB)/4, $0x3ab743ce
+DATA expconstAVX2<>+200(SB)/4, $0x3ab743ce
+DATA expconstAVX2<>+204(SB)/4, $0x3ab743ce
+DATA expconstAVX2<>+208(SB)/4, $0x3ab743ce
+DATA expconstAVX2<>+212(SB)/4, $0x3ab743ce
+DATA expconstAVX2<>+216(SB)/4, $0x3ab743ce
+DATA expconstAVX2<>+220(SB)/4, $0x3ab743ce
+DATA expconstAVX2<>+224(SB)/4, $0x3c088908
+DATA expconstAVX2<>+228(SB)/4, $0x3c088908
+DATA expconstAVX2<>+232(SB)/4, $0x3c088908
+DATA expconstAVX2<>+236(SB)/4, $0x3c088908
+DATA expconstAVX2<>+240(SB)/4, $0x3c088908
+DATA expconstAVX2<>+244(SB)/4, $0x3c088908
+DATA expconstAVX2<>+248(SB)/4, $0x3c088908
+DATA expconstAVX2<>+252(SB)/4, $0x3c088908
+DATA expconstAVX2<>+256(SB)/4, $0x3d2aa9c1
+DATA expconstAVX2<>+260(SB)/4, $0x3d2aa9c1
+DATA expconstAVX2<>+264(SB)/4, $0x3d2aa9c1
+DATA expconstAVX2<>+268(SB)/4, $0x3d2aa9c1
+DATA expconstAVX2<>+272(SB)/4, $0x3d2aa9c1
+DATA expconstAVX2<>+276(SB)/4, $0x3d2aa9c1
+DATA expconstAVX2<>+280(SB)/4, $0x3d2aa9c1
+DATA expconstAVX2<>+284(SB)/4, $0x3d2aa9c1
+DATA expconstAVX2<>+288(SB)/4, $0x3e2aaaaa
+DATA expconstAVX2<>+292(SB)/4, $0x3e2aaaaa
+DATA expconstAVX2<>+296(SB)/4, $0x3e2aaaaa
+DATA expconstAVX2<>+300(SB)/4, $0x3e2aaaaa
+DATA expconstAVX2<>+304(SB)/4, $0x3e2aaaaa
+DATA expconstAVX2<>+308(SB)/4, $0x3e2aaaaa
+DATA expconstAVX2<>+312(SB)/4, $0x3e2aaaaa
+DATA expconstAVX2<>+316(SB)/4, $0x3e2aaaaa
+DATA expconstAVX2<>+320(SB)/4, $0x3f000000
+DATA expconstAVX2<>+324(SB)/4, $0x3f000000
+DATA expconstAVX2<>+328(SB)/4, $0x3f000000
+DATA expconstAVX2<>+332(SB)/4, $0x3f000000
+DATA expconstAVX2<>+336(SB)/4, $0x3f000000
+DATA expconstAVX2<>+340(SB)/4, $0x3f000000
+DATA expconstAVX2<>+344(SB)/4, $0x3f000000
+DATA expconstAVX2<>+348(SB)/4, $0x3f000000
+DATA expconstAVX2<>+352(SB)/4, $0x3f800000
+DATA expconstAVX2<>+356(SB)/4, $0x3f800000
+DATA expconstAVX2<>+360(SB)/4, $0x3f800000
+DATA expconstAVX2<>+364(SB)/4, $0x3f800000
+DATA expconstAVX2<>+368(SB)/4, $0x3f800000
+DATA expconstAVX2<>+372(SB)/4, $0x3f800000
+DATA expconstAVX2<>+376(SB)/4, $0x3f800000
+DATA expconstAVX2<>+380(SB)/4, $0x3f800000
+DATA expconstAVX2<>+384(SB)/4, $0x0000007f
+DATA expconstAVX2<>+388(SB)/4, $0x0000007f
+DATA expconstAVX2<>+392(SB)/4, $0x0000007f
+DATA expconstAVX2<>+396(SB)/4, $0x0000007f
+DATA expconstAVX2<>+400(SB)/4, $0x0000007f
+DATA expconstAVX2<>+404(SB)/4, $0x0000007f
+DATA expconstAVX2<>+408(SB)/4, $0x0000007f
+DATA expconstAVX2<>+412(SB)/4, $0x0000007f
+GLOBL expconstAVX2<>(SB), RODATA|NOPTR, $416
+
+// func swigluBackAVX2(dg []float32, du []float32, dact []float32, g []float32, u []float32, sig []float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·swigluBackAVX2(SB), NOSPLIT, $0-144
+	MOVQ         dg_base+0(FP), DI
+	MOVQ         du_base+24(FP), SI
+	MOVQ         dact_base+48(FP), DX
+	MOVQ         g_base+72(FP), R8
+	MOVQ         u_base+96(FP), R9
+	MOVQ         sig_base+120(FP), R10
+	MOVQ         g_len+80(FP), CX
+	MOVL         $0x3f800000, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+
+loop:
+	CMPQ        CX, $0x10
+	JB          tail
+	VMOVUPS     (R10), Y0
+	VMOVUPS     (R8), Y1
+	VMOVUPS     (DX), Y2
+	VMOVUPS     (R9), Y3
+	VMULPS      Y0, Y1, Y1
+	VMULPS      Y1, Y2, Y4
+	VMOVUPS     Y4, (SI)
+	VSUBPS      Y0, Y13, Y5
+	VFMADD213PS Y0, Y1, Y5
+	VMULPS      Y3, Y2, Y6
+	VMULPS      Y5, Y6, Y6
+	VMOVUPS     Y6, (DI)
+	VMOVUPS     32(R10), Y0
+	VMOVUPS     32(R8), Y1
+	VMOVUPS     32(DX), Y2
+	VMOVUPS     32(R9), Y3
+	VMULPS      Y0, Y1, Y1
+	VMULPS      Y1, Y2, Y4
+	VMOVUPS     Y4, 32(SI)
+	VSUBPS      Y0, Y13, Y5
+	VFMADD213PS Y0, Y1, Y5
+	VMULPS      Y3, Y2, Y6
+	VMULPS      Y5, Y6, Y6
+	VMOVUPS     Y6, 32(DI)
+	ADDQ        $0x40, DI
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	ADDQ        $0x40, R9
+	ADDQ        $0x40, R10
+	SUBQ        $0x10, CX
+	JMP         loop
+
+tail:
+	TESTQ        CX, CX
+	JZ           done
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     iota16AVX2<>+0(SB), Y15, Y14
+	VPCMPGTD     iota16AVX2<>+32(SB), Y15, Y15
+	VMASKMOVPS   (R10), Y14, Y0
+	VMASKMOVPS   (R8), Y14, Y1
+	VMASKMOVPS   (DX), Y14, Y2
+	VMASKMOVPS   (R9), Y14, Y3
+	VMULPS       Y0, Y1, Y1
+	VMULPS       Y1, Y2, Y4
+	VMASKMOVPS   Y4, Y14, (SI)
+	VSUBPS       Y0, Y13, Y5
+	VFMADD213PS  Y0, Y1, Y5
+	VMULPS       Y3, Y2, Y6
+	VMULPS       Y5, Y6, Y6
+	VMASKMOVPS   Y6, Y14, (DI)
+	VMASKMOVPS   32(R10), Y15, Y0
+	VMASKMOVPS   32(R8), Y15, Y1
+	VMASKMOVPS   32(DX), Y15, Y2
+	VMASKMOVPS   32(R9), Y15, Y3
+	VMULPS       Y0, Y1, Y1
+	VMULPS       Y1, Y2, Y4
+	VMASKMOVPS   Y4, Y15, 32(SI)
+	VSUBPS       Y0, Y13, Y5
+	VFMADD213PS  Y0, Y1, Y5
+	VMULPS       Y3, Y2, Y6
+	VMULPS       Y5, Y6, Y6
+	VMASKMOVPS   Y6, Y15, 32(DI)
+
+done:
+	VZEROUPPER
+	RET
+
+// func rmsNormBackAVX2(dx []float32, dy []float32, x []float32, g []float32, dg []float32, rstd float32, invN float32)
+// Requires: AVX, AVX2, FMA3, SSE
+TEXT ·rmsNormBackAVX2(SB), NOSPLIT, $0-128
+	MOVSS        rstd+120(FP), X10
+	VBROADCASTSS X10, Y10
+	MOVQ         dg_base+96(FP), R9
+	MOVQ         dy_base+24(FP), SI
+	MOVQ         x_base+48(FP), DX
+	MOVQ         g_base+72(FP), R8
+	MOVQ         x_len+56(FP), CX
+	VXORPS       Y12, Y12, Y12
+	VXORPS       Y13, Y13, Y13
+
+p1loop:
+	CMPQ        CX, $0x10
+	JB          p1tail
+	VMOVUPS     (DX), Y0
+	VMULPS      Y10, Y0, Y0
+	VMOVUPS     (SI), Y1
+	VMOVUPS     (R8), Y2
+	VMULPS      Y1, Y2, Y2
+	VFMADD231PS Y0, Y2, Y12
+	VMOVUPS     (R9), Y3
+	VFMADD231PS Y0, Y1, Y3
+	VMOVUPS     Y3, (R9)
+	VMOVUPS     32(DX), Y0
+	VMULPS      Y10, Y0, Y0
+	VMOVUPS     32(SI), Y1
+	VMOVUPS     32(R8), Y2
+	VMULPS      Y1, Y2, Y2
+	VFMADD231PS Y0, Y2, Y13
+	VMOVUPS     32(R9), Y3
+	VFMADD231PS Y0, Y1, Y3
+	VMOVUPS     Y3, 32(R9)
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, DX
+	ADDQ        $0x40, R8
+	ADDQ        $0x40, R9
+	SUBQ        $0x10, CX
+	JMP         p1loop
+
+p1tail:
+	TESTQ        CX, CX
+	JZ           p1done
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     iota16AVX2<>+0(SB), Y15, Y14
+	VPCMPGTD     iota16AVX2<>+32(SB), Y15, Y15
+	VMASKMOVPS   (DX), Y14, Y0
+	VMULPS       Y10, Y0, Y0
+	VMASKMOVPS   (SI), Y14, Y1
+	VMASKMOVPS   (R8), Y14, Y2
+	VMULPS       Y1, Y2, Y2
+	VFMADD231PS  Y0, Y2, Y12
+	VMASKMOVPS   (R9), Y14, Y3
+	VFMADD231PS  Y0, Y1, Y3
+	VMASKMOVPS   Y3, Y14, (R9)
+	VMASKMOVPS   32(DX), Y15, Y0
+	VMULPS       Y10, Y0, Y0
+	VMASKMOVPS   32(SI), Y15, Y1
+	VMASKMOVPS   32(R8), Y15, Y2
+	VMULPS       Y1, Y2, Y2
+	VFMADD231PS  Y0, Y2, Y13
+	VMASKMOVPS   32(R9), Y15, Y3
+	VFMADD231PS  Y0, Y1, Y3
+	VMASKMOVPS   Y3, Y15, 32(R9)
+
+p1done:
+	VADDPS       Y13, Y12, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xee, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x01, X0, X1
+	VADDSS       X1, X0, X0
+	MOVSS        invN+124(FP), X1
+	VMULSS       X1, X0, X0
+	VBROADCASTSS X0, Y11
+	MOVQ         dx_base+0(FP), DI
+	MOVQ         dy_base+24(FP), SI
+	MOVQ         x_base+48(FP), DX
+	MOVQ         g_base+72(FP), R8
+	MOVQ         x_len+56(FP), CX
+
+p2loop:
+	CMPQ         CX, $0x10
+	JB           p2tail
+	VMOVUPS      (DX), Y0
+	VMULPS       Y10, Y0, Y0
+	VMOVUPS      (SI), Y1
+	VMOVUPS      (R8), Y2
+	VMULPS       Y1, Y2, Y2
+	VFNMADD231PS Y11, Y0, Y2
+	VMOVUPS      (DI), Y3
+	VFMADD231PS  Y2, Y10, Y3
+	VMOVUPS      Y3, (DI)
+	VMOVUPS      32(DX), Y0
+	VMULPS       Y10, Y0, Y0
+	VMOVUPS      32(SI), Y1
+	VMOVUPS      32(R8), Y2
+	VMULPS       Y1, Y2, Y2
+	VFNMADD231PS Y11, Y0, Y2
+	VMOVUPS      32(DI), Y3
+	VFMADD231PS  Y2, Y10, Y3
+	VMOVUPS      Y3, 32(DI)
+	ADDQ         $0x40, DI
+	ADDQ         $0x40, SI
+	ADDQ         $0x40, DX
+	ADDQ         $0x40, R8
+	SUBQ         $0x10, CX
+	JMP          p2loop
+
+p2tail:
+	TESTQ        CX, CX
+	JZ           p2done
+	VMOVD        CX, X15
+	VPBROADCASTD X15, Y15
+	VPCMPGTD     iota16AVX2<>+0(SB), Y15, Y14
+	VPCMPGTD     iota16AVX2<>+32(SB), Y15, Y15
+	VMASKMOVPS   (DX), Y14, Y0
+	VMULPS       Y10, Y0, Y0
+	VMASKMOVPS   (SI), Y14, Y1
+	VMASKMOVPS   (R8), Y14, Y2
+	VMULPS       Y1, Y2, Y2
+	VFNMADD231PS Y11, Y0, Y2
+	VMASKMOVPS   (DI), Y14, Y3
+	VFMADD231PS  Y2, Y10, Y3
+	VMASKMOVPS   Y3, Y14, (DI)
+	VMASKMOVPS   32(DX), Y15, Y0
+	VMULPS       Y10, Y0, Y0
+	VMASKMOVPS   32(SI), Y15, Y1
+	VMASKMOVPS   32(R8), Y15, Y2
+	VMULPS       Y1, Y2, Y2
+	VFNMADD231PS Y11, Y0, Y2
+	VMASKMOVPS   32(DI), Y15, Y3
+	VFMADD231PS  Y2, Y10, Y3
+	VMASKMOVPS   Y3, Y15, 32(DI)
+
+p2done:
 	VZEROUPPER
 	RET
 
@@ -4890,112 +5425,6 @@ loop8:
 done:
 	VZEROUPPER
 	RET
-
-DATA expconstAVX2<>+0(SB)/4, $0x42b1999a
-DATA expconstAVX2<>+4(SB)/4, $0x42b1999a
-DATA expconstAVX2<>+8(SB)/4, $0x42b1999a
-DATA expconstAVX2<>+12(SB)/4, $0x42b1999a
-DATA expconstAVX2<>+16(SB)/4, $0x42b1999a
-DATA expconstAVX2<>+20(SB)/4, $0x42b1999a
-DATA expconstAVX2<>+24(SB)/4, $0x42b1999a
-DATA expconstAVX2<>+28(SB)/4, $0x42b1999a
-DATA expconstAVX2<>+32(SB)/4, $0xc2d00000
-DATA expconstAVX2<>+36(SB)/4, $0xc2d00000
-DATA expconstAVX2<>+40(SB)/4, $0xc2d00000
-DATA expconstAVX2<>+44(SB)/4, $0xc2d00000
-DATA expconstAVX2<>+48(SB)/4, $0xc2d00000
-DATA expconstAVX2<>+52(SB)/4, $0xc2d00000
-DATA expconstAVX2<>+56(SB)/4, $0xc2d00000
-DATA expconstAVX2<>+60(SB)/4, $0xc2d00000
-DATA expconstAVX2<>+64(SB)/4, $0x3fb8aa3b
-DATA expconstAVX2<>+68(SB)/4, $0x3fb8aa3b
-DATA expconstAVX2<>+72(SB)/4, $0x3fb8aa3b
-DATA expconstAVX2<>+76(SB)/4, $0x3fb8aa3b
-DATA expconstAVX2<>+80(SB)/4, $0x3fb8aa3b
-DATA expconstAVX2<>+84(SB)/4, $0x3fb8aa3b
-DATA expconstAVX2<>+88(SB)/4, $0x3fb8aa3b
-DATA expconstAVX2<>+92(SB)/4, $0x3fb8aa3b
-DATA expconstAVX2<>+96(SB)/4, $0x3f318000
-DATA expconstAVX2<>+100(SB)/4, $0x3f318000
-DATA expconstAVX2<>+104(SB)/4, $0x3f318000
-DATA expconstAVX2<>+108(SB)/4, $0x3f318000
-DATA expconstAVX2<>+112(SB)/4, $0x3f318000
-DATA expconstAVX2<>+116(SB)/4, $0x3f318000
-DATA expconstAVX2<>+120(SB)/4, $0x3f318000
-DATA expconstAVX2<>+124(SB)/4, $0x3f318000
-DATA expconstAVX2<>+128(SB)/4, $0xb95e8083
-DATA expconstAVX2<>+132(SB)/4, $0xb95e8083
-DATA expconstAVX2<>+136(SB)/4, $0xb95e8083
-DATA expconstAVX2<>+140(SB)/4, $0xb95e8083
-DATA expconstAVX2<>+144(SB)/4, $0xb95e8083
-DATA expconstAVX2<>+148(SB)/4, $0xb95e8083
-DATA expconstAVX2<>+152(SB)/4, $0xb95e8083
-DATA expconstAVX2<>+156(SB)/4, $0xb95e8083
-DATA expconstAVX2<>+160(SB)/4, $0x39506967
-DATA expconstAVX2<>+164(SB)/4, $0x39506967
-DATA expconstAVX2<>+168(SB)/4, $0x39506967
-DATA expconstAVX2<>+172(SB)/4, $0x39506967
-DATA expconstAVX2<>+176(SB)/4, $0x39506967
-DATA expconstAVX2<>+180(SB)/4, $0x39506967
-DATA expconstAVX2<>+184(SB)/4, $0x39506967
-DATA expconstAVX2<>+188(SB)/4, $0x39506967
-DATA expconstAVX2<>+192(SB)/4, $0x3ab743ce
-DATA expconstAVX2<>+196(SB)/4, $0x3ab743ce
-DATA expconstAVX2<>+200(SB)/4, $0x3ab743ce
-DATA expconstAVX2<>+204(SB)/4, $0x3ab743ce
-DATA expconstAVX2<>+208(SB)/4, $0x3ab743ce
-DATA expconstAVX2<>+212(SB)/4, $0x3ab743ce
-DATA expconstAVX2<>+216(SB)/4, $0x3ab743ce
-DATA expconstAVX2<>+220(SB)/4, $0x3ab743ce
-DATA expconstAVX2<>+224(SB)/4, $0x3c088908
-DATA expconstAVX2<>+228(SB)/4, $0x3c088908
-DATA expconstAVX2<>+232(SB)/4, $0x3c088908
-DATA expconstAVX2<>+236(SB)/4, $0x3c088908
-DATA expconstAVX2<>+240(SB)/4, $0x3c088908
-DATA expconstAVX2<>+244(SB)/4, $0x3c088908
-DATA expconstAVX2<>+248(SB)/4, $0x3c088908
-DATA expconstAVX2<>+252(SB)/4, $0x3c088908
-DATA expconstAVX2<>+256(SB)/4, $0x3d2aa9c1
-DATA expconstAVX2<>+260(SB)/4, $0x3d2aa9c1
-DATA expconstAVX2<>+264(SB)/4, $0x3d2aa9c1
-DATA expconstAVX2<>+268(SB)/4, $0x3d2aa9c1
-DATA expconstAVX2<>+272(SB)/4, $0x3d2aa9c1
-DATA expconstAVX2<>+276(SB)/4, $0x3d2aa9c1
-DATA expconstAVX2<>+280(SB)/4, $0x3d2aa9c1
-DATA expconstAVX2<>+284(SB)/4, $0x3d2aa9c1
-DATA expconstAVX2<>+288(SB)/4, $0x3e2aaaaa
-DATA expconstAVX2<>+292(SB)/4, $0x3e2aaaaa
-DATA expconstAVX2<>+296(SB)/4, $0x3e2aaaaa
-DATA expconstAVX2<>+300(SB)/4, $0x3e2aaaaa
-DATA expconstAVX2<>+304(SB)/4, $0x3e2aaaaa
-DATA expconstAVX2<>+308(SB)/4, $0x3e2aaaaa
-DATA expconstAVX2<>+312(SB)/4, $0x3e2aaaaa
-DATA expconstAVX2<>+316(SB)/4, $0x3e2aaaaa
-DATA expconstAVX2<>+320(SB)/4, $0x3f000000
-DATA expconstAVX2<>+324(SB)/4, $0x3f000000
-DATA expconstAVX2<>+328(SB)/4, $0x3f000000
-DATA expconstAVX2<>+332(SB)/4, $0x3f000000
-DATA expconstAVX2<>+336(SB)/4, $0x3f000000
-DATA expconstAVX2<>+340(SB)/4, $0x3f000000
-DATA expconstAVX2<>+344(SB)/4, $0x3f000000
-DATA expconstAVX2<>+348(SB)/4, $0x3f000000
-DATA expconstAVX2<>+352(SB)/4, $0x3f800000
-DATA expconstAVX2<>+356(SB)/4, $0x3f800000
-DATA expconstAVX2<>+360(SB)/4, $0x3f800000
-DATA expconstAVX2<>+364(SB)/4, $0x3f800000
-DATA expconstAVX2<>+368(SB)/4, $0x3f800000
-DATA expconstAVX2<>+372(SB)/4, $0x3f800000
-DATA expconstAVX2<>+376(SB)/4, $0x3f800000
-DATA expconstAVX2<>+380(SB)/4, $0x3f800000
-DATA expconstAVX2<>+384(SB)/4, $0x0000007f
-DATA expconstAVX2<>+388(SB)/4, $0x0000007f
-DATA expconstAVX2<>+392(SB)/4, $0x0000007f
-DATA expconstAVX2<>+396(SB)/4, $0x0000007f
-DATA expconstAVX2<>+400(SB)/4, $0x0000007f
-DATA expconstAVX2<>+404(SB)/4, $0x0000007f
-DATA expconstAVX2<>+408(SB)/4, $0x0000007f
-DATA expconstAVX2<>+412(SB)/4, $0x0000007f
-GLOBL expconstAVX2<>(SB), RODATA|NOPTR, $416
 
 // func transPackAVX512(rows *[16]*float32, nblk int, dst *float32, dstStride int, mask int)
 // Requires: AVX, AVX512F, MMX+

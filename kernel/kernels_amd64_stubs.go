@@ -113,10 +113,26 @@ func rmsNormBackAVX512(dx []float32, dy []float32, x []float32, g []float32, dg 
 //go:noescape
 func adamwAVX512(p []float32, g []float32, m []float32, v []float32, k [9]float32)
 
-// dotAVX2 returns Σ x[i]·y[i] over len(x) elements (len(y) >= len(x)).
+// dotAVX2 returns Σ x[i]·y[i] over len(x) elements (len(y) >= len(x)), in dotAVX512's order.
 //
 //go:noescape
 func dotAVX2(x []float32, y []float32) float32
+
+// expShiftSumAVX2 is expShiftSumAVX512 on ymm pairs: dst[i] = exp((src[i] − shift)·scale), and their sum
+// in expShiftSumAVX512's order.
+//
+//go:noescape
+func expShiftSumAVX2(dst []float32, src []float32, shift float32, scale float32) float32
+
+// swigluBackAVX2 is swigluBackAVX512 on ymm pairs (the same fused multiply-add).
+//
+//go:noescape
+func swigluBackAVX2(dg []float32, du []float32, dact []float32, g []float32, u []float32, sig []float32)
+
+// rmsNormBackAVX2 is rmsNormBackAVX512 on ymm pairs (the same sum order and fused multiply-adds).
+//
+//go:noescape
+func rmsNormBackAVX2(dx []float32, dy []float32, x []float32, g []float32, dg []float32, rstd float32, invN float32)
 
 // axpyAVX2 computes y[i] += alpha·x[i] for i < len(x).
 //

@@ -72,6 +72,16 @@ func (p Precision) String() string {
 // want speed (the trainer) should refuse it instead.
 func (p Precision) Native() bool { return p < NumPrecisions && active.nativeFor(p) }
 
+// Kernel names the micro-kernel that runs the precision's products on the kernel set chosen at init, e.g.
+// "VDPBF16PS zmm 14×32 (AVX512_BF16)" or "VFMADD231PS ymm 6×16 on bf16 values (MXCSR.FTZ)": what a plan or a
+// run's record says ran it.
+func (p Precision) Kernel() string {
+	if p >= NumPrecisions {
+		return p.String()
+	}
+	return active.gemmFor(p).desc
+}
+
 // Gemmer is a pool's GEMM in one precision (Pool.In): the one entry point of every product, its micro-kernel
 // chosen when the Gemmer is made.
 type Gemmer struct {

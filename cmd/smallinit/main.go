@@ -12,6 +12,7 @@ import (
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/kernel"
 )
 
 // cli lists the subcommands; each lives in its own file.
@@ -51,6 +52,10 @@ func main() {
 		kong.UsageOnError(),
 		vars(),
 	)
+	if err := kernel.ForcedErr(); err != nil { // SMALLINIT_KERNEL names a path this CPU lacks
+		fmt.Fprintln(os.Stderr, "smallinit:", err)
+		os.Exit(1)
+	}
 	if err := emptyOutFlag(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "smallinit:", err)
 		os.Exit(1)

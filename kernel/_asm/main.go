@@ -49,6 +49,9 @@ func main() {
 	adamwAVX512()
 
 	dotAVX2()
+	expShiftSumAVX2()
+	swigluBackAVX2()
+	rmsNormBackAVX2()
 	axpyAVX2()
 	scaleAVX2()
 	addAVX2()
@@ -670,58 +673,6 @@ func expAVX512() {
 	RET()
 }
 
-func dotAVX2() {
-	TEXT("dotAVX2", NOSPLIT, "func(x, y []float32) float32")
-	Pragma("noescape")
-	Doc("dotAVX2 returns Σ x[i]·y[i] over len(x) elements (len(y) >= len(x)).")
-	x, y, n := RSI, RDI, RCX
-	Load(Param("x").Base(), x)
-	Load(Param("y").Base(), y)
-	Load(Param("x").Len(), n)
-	for i := 0; i < 4; i++ {
-		VXORPS(ymm[i], ymm[i], ymm[i])
-	}
-	VXORPS(X8, X8, X8)
-	Label("loop32")
-	CMPQ(n, U8(32))
-	JB(LabelRef("loop8"))
-	for i := 0; i < 4; i++ {
-		VMOVUPS(Mem{Base: x, Disp: 32 * i}, ymm[4+i])
-		VFMADD231PS(Mem{Base: y, Disp: 32 * i}, ymm[4+i], ymm[i])
-	}
-	ADDQ(U8(128), x)
-	ADDQ(U8(128), y)
-	SUBQ(U8(32), n)
-	JMP(LabelRef("loop32"))
-	Label("loop8")
-	CMPQ(n, U8(8))
-	JB(LabelRef("tail"))
-	VMOVUPS(Mem{Base: x}, Y4)
-	VFMADD231PS(Mem{Base: y}, Y4, Y1)
-	ADDQ(U8(32), x)
-	ADDQ(U8(32), y)
-	SUBQ(U8(8), n)
-	JMP(LabelRef("loop8"))
-	Label("tail")
-	TESTQ(n, n)
-	JZ(LabelRef("reduce"))
-	VMOVSS(Mem{Base: x}, X4)
-	VFMADD231SS(Mem{Base: y}, X4, X8)
-	ADDQ(U8(4), x)
-	ADDQ(U8(4), y)
-	DECQ(n)
-	JMP(LabelRef("tail"))
-	Label("reduce")
-	VADDPS(Y1, Y0, Y0)
-	VADDPS(Y3, Y2, Y2)
-	VADDPS(Y2, Y0, Y0)
-	hsumY0()
-	VADDSS(X8, X0, X0)
-	Store(X0, ReturnIndex(0))
-	VZEROUPPER()
-	RET()
-}
-
 // elementwiseAVX2 is the 32/8/scalar loop skeleton of the AVX2 kernels.
 func elementwiseAVX2(n Register, ptrs []Register, body func(disp int, y VecPhysical), scalar func()) {
 	Label("loop32")
@@ -875,16 +826,7 @@ func expAVX2() {
 	Doc("expAVX2 computes dst[i] = exp(src[i]) for i < len(src) rounded down to a multiple of 8",
 		"(the Go wrapper handles the tail). 2^n is applied as two factors 2^(n>>1)·2^(n-(n>>1)),",
 		"so that x in [-104, 88.8] never needs a denormal or infinite scale.")
-	// Constant table: each entry broadcast to 8 lanes (32 bytes).
-	tab := GLOBL("expconstAVX2", RODATA|NOPTR)
-	vals := []uint32{f32bits(88.8), f32bits(-104), f32bits(expLog2e), f32bits(expC1), f32bits(expC2),
-		f32bits(expP0), f32bits(expP1), f32bits(expP2), f32bits(expP3), f32bits(expP4), f32bits(expP5), f32bits(1), 127}
-	for i, v := range vals {
-		for l := 0; l < 8; l++ {
-			DATA(32*i+4*l, U32(v))
-		}
-	}
-	cst := func(i int) Mem { return tab.Offset(32 * i) }
+	cst := expConstAVX2()
 	d, s, n := RDI, RSI, RCX
 	Load(Param("dst").Base(), d)
 	Load(Param("src").Base(), s)
@@ -899,28 +841,8 @@ func expAVX2() {
 	VMOVUPS(cst(12), Y10)
 	Label("loop8")
 	VMOVUPS(Mem{Base: s}, Y0)
-	VMINPS(Y0, Y15, Y0)
-	VMAXPS(Y0, Y14, Y0)
-	VMULPS(Y13, Y0, Y1)
-	VROUNDPS(U8(0), Y1, Y1)
-	VFNMADD231PS(Y12, Y1, Y0)
-	VFNMADD231PS(Y11, Y1, Y0)
-	VMOVUPS(cst(5), Y2)
-	for i := 6; i <= 10; i++ {
-		VFMADD213PS(cst(i), Y0, Y2)
-	}
-	VMULPS(Y0, Y0, Y3)
-	VFMADD213PS(Y0, Y3, Y2)
-	VADDPS(cst(11), Y2, Y2)
-	VCVTPS2DQ(Y1, Y4)
-	VPSRAD(U8(1), Y4, Y5)
-	VPSUBD(Y5, Y4, Y4)
-	VPADDD(Y10, Y5, Y5)
-	VPADDD(Y10, Y4, Y4)
-	VPSLLD(U8(23), Y5, Y5)
-	VPSLLD(U8(23), Y4, Y4)
-	VMULPS(Y5, Y2, Y2)
-	VMULPS(Y4, Y2, Y2)
+	expBodyAVX2(expRegsAVX2{x: Y0, t: Y1, y: Y2, z: Y3, s1: Y4, s2: Y5, hi: Y15, lo: Y14,
+		log2e: Y13, c1: Y12, c2: Y11, bias: Y10}, cst)
 	VMOVUPS(Y2, Mem{Base: d})
 	ADDQ(U8(32), s)
 	ADDQ(U8(32), d)
