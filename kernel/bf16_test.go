@@ -102,7 +102,7 @@ func TestBF16PackMatchesTwin(t *testing.T) {
 								}
 								tc.twin(g, &a, want, off, rows, pc, kc)
 								if g.split {
-									// Two float32 steps per pair, the odd value first.
+									// Two float32 steps per pair.
 									want, got = splitPanels(want, tc.w, kc), make([]float32, 2*size)
 									sa := gemmArgs{transA: trans, transB: !trans, m: off + rows, n: off + rows, a: src, lda: ld, b: src, ldb: ld, k: kf}
 									sa = sa.splitPairs()
@@ -134,7 +134,7 @@ func fillGarbage(s []float32) {
 }
 
 // splitPanels expands pair panels (kc steps of w pairs per panel) into the
-// split layout: per pair, the odd value's step, then the even one's.
+// split layout: per pair, the even value's step, then the odd one's.
 func splitPanels(pairs []float32, w, kc int) []float32 {
 	words := u32View(pairs)
 	out := make([]float32, 2*len(pairs))
@@ -142,8 +142,8 @@ func splitPanels(pairs []float32, w, kc int) []float32 {
 		for s := 0; s < kc; s++ {
 			for r := 0; r < w; r++ {
 				x := words[q*kc*w+s*w+r]
-				out[q*2*kc*w+2*s*w+r] = bf16Hi(x)
-				out[q*2*kc*w+(2*s+1)*w+r] = bf16Lo(x)
+				out[q*2*kc*w+2*s*w+r] = bf16Lo(x)
+				out[q*2*kc*w+(2*s+1)*w+r] = bf16Hi(x)
 			}
 		}
 	}

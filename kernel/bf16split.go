@@ -1,7 +1,5 @@
 package kernel
 
-import "math"
-
 // bf16 products on float32 FMA units (split panels).
 //
 // A CPU without VDPBF16PS computes the BF16 precision's exact results with
@@ -9,13 +7,13 @@ import "math"
 // float32, so fma(acc, a, b) on the bf16 values is the twin's bf16FMA as long
 // as the units flush tiny results the way VDPBF16PS does, which MXCSR.FTZ
 // does (x86 detects tininess after rounding, as VDPBF16PS; see bf16FMA). The
-// split packers write each pair as two float32 steps, the odd k first
-// (VDPBF16PS's order), the values rounded to bf16: panel step 2s holds
-// bf16(value 2s+1) and step 2s+1 bf16(value 2s), and an odd k's missing last
-// value is a zero step before its partner. The float32 micro-kernel run with
-// FTZ on those panels (gemmKernAVX2_6x16_ftz, gemmKernAVX512_14x32_ftz) then
-// performs exactly the twin's fused multiply-adds in the twin's order, and
-// KC = 2·bf16KC values keeps its block sums. Inputs need no DAZ: a bf16
+// split packers are the float32 packers followed by a pass that rounds the
+// packed block to bf16 in place (roundBF16AVX2): panel step s holds bf16(value
+// s), and an odd k's missing last value is a zero step. The float32
+// micro-kernel's bf16 variant (gemmKernAVX2_6x16_ftz, gemmKernAVX512_14x32_ftz)
+// runs under FTZ and takes each pair of steps odd first (VDPBF16PS's order),
+// so it performs exactly the twin's fused multiply-adds in the twin's order,
+// and KC = 2·bf16KC values keeps its block sums. Inputs need no DAZ: a bf16
 // operand is never denormal (roundBF16 flushes them) and, under FTZ, neither
 // is an accumulator. TestGemmBF16 checks every split kernel against the twin
 // bit for bit.
@@ -34,24 +32,25 @@ func (a gemmArgs) splitPairs() gemmArgs {
 }
 
 // splitBF16 is the split-panel bf16 gemmImpl of a float32 one: f32's tile and
-// blocking with KC = 2·bf16KC values, kern its FTZ micro-kernel, and f32's
-// packers followed by the conversion (splitPacker).
-func splitBF16(f32 gemmImpl, kern gemmKernel) gemmImpl {
+// blocking with KC = 2·bf16KC values, kern its bf16 micro-kernel (FTZ, odd
+// steps first), and f32's packers followed by round, which rounds a packed
+// block to bf16 in place (splitPacker).
+func splitBF16(f32 gemmImpl, kern gemmKernel, round func([]float32)) gemmImpl {
 	return gemmImpl{
 		desc: f32.desc + " on bf16 values (MXCSR.FTZ)",
 		mr:   f32.mr, nr: f32.nr,
 		mc: f32.mc, kc: 2 * bf16KC, nc: f32.nc,
 		kern:  kern,
-		packA: splitPacker(f32.packA, true),
-		packB: splitPacker(f32.packB, false),
+		packA: splitPacker(f32.packA, round, true),
+		packB: splitPacker(f32.packB, round, false),
 		split: true,
 	}
 }
 
 // splitPacker turns a float32 packer into a split bf16 one: a block with all
-// its values inside kf is packed by the float32 packer and converted in place
-// (splitConvert); the last block of an odd kf, by splitPackGeneric.
-func splitPacker(f32 packFunc, isA bool) packFunc {
+// its values inside kf is packed by the float32 packer and rounded in place;
+// the last block of an odd kf, by splitPackGeneric.
+func splitPacker(f32 packFunc, round func([]float32), isA bool) packFunc {
 	return func(im *gemmImpl, a *gemmArgs, dst []float32, i0, ni, pc, kc int) {
 		w := im.nr
 		if isA {
@@ -62,39 +61,20 @@ func splitPacker(f32 packFunc, isA bool) packFunc {
 			return
 		}
 		f32(im, a, dst, i0, ni, pc, kc)
-		splitConvert(dst[:ceilDiv(ni, w)*w*kc], w)
+		round(dst[:ceilDiv(ni, w)*w*kc])
 	}
 }
 
-// splitConvert turns float32 panels of w values per step (an even number of
-// steps) into split bf16 panels: each pair of steps is swapped and rounded.
-func splitConvert(d []float32, w int) {
-	for len(d) >= 2*w {
-		lo, hi := d[:w:w], d[w:2*w:2*w]
-		for i, x := range lo {
-			y := hi[i]
-			lo[i], hi[i] = bf16Value(y), bf16Value(x)
-		}
-		d = d[2*w:]
+// roundBF16Generic rounds every element of d to bf16 in place (RoundBF16).
+func roundBF16Generic(d []float32) {
+	for i, x := range d {
+		d[i] = RoundBF16(x)
 	}
-}
-
-// bf16Value is RoundBF16 written for the split packers' inner loop: the
-// rounding that keeps most values off the two rare branches.
-func bf16Value(x float32) float32 {
-	u := math.Float32bits(x)
-	r := (u + 0x7FFF + (u >> 16 & 1)) &^ 0xFFFF
-	if e := u & 0x7F800000; e == 0 {
-		r = u & 0x80000000
-	} else if e == 0x7F800000 && u&0x7FFFFF != 0 {
-		r = (u | 0x400000) &^ 0xFFFF
-	}
-	return math.Float32frombits(r)
 }
 
 // splitPackGeneric packs steps [pc, pc+kc) (values; pc and kc even) of rows
 // (isA: of op(A)) or columns (of op(B)) [i0, i0+ni) into split panels of w,
-// reading value pc+(s^1) for step s and zero past kf or past ni.
+// each value rounded to bf16, zero past kf or past ni.
 func splitPackGeneric(a *gemmArgs, isA bool, dst []float32, i0, ni, pc, kc, w int) {
 	src, ld, kAcross := a.a, a.lda, a.transA
 	if !isA {
@@ -103,7 +83,7 @@ func splitPackGeneric(a *gemmArgs, isA bool, dst []float32, i0, ni, pc, kc, w in
 	for q := 0; q*w < ni; q++ {
 		d := dst[q*kc*w : (q+1)*kc*w]
 		for s := 0; s < kc; s++ {
-			p := pc + (s ^ 1)
+			p := pc + s
 			for r := 0; r < w; r++ {
 				v := float32(0)
 				if i := q*w + r; i < ni && p < a.kf {

@@ -37,7 +37,7 @@ var avx512Impl = &impl{
 	name: "avx512",
 	gemms: [NumPrecisions]gemmImpl{
 		F32:  avx512F32Gemm,
-		BF16: splitBF16(avx512F32Gemm, gemmKernAVX512_14x32_ftz),
+		BF16: splitBF16(avx512F32Gemm, gemmKernAVX512_14x32_ftz, roundBF16AVX2Tail),
 	},
 	dot:   dotAVX512,
 	axpy:  axpyAVX512,
@@ -172,7 +172,7 @@ var avx2Impl = &impl{
 	name: "avx2",
 	gemms: [NumPrecisions]gemmImpl{
 		F32:  avx2F32Gemm,
-		BF16: splitBF16(avx2F32Gemm, gemmKernAVX2_6x16_ftz),
+		BF16: splitBF16(avx2F32Gemm, gemmKernAVX2_6x16_ftz, roundBF16AVX2Tail),
 	},
 	dot:   dotAVX2,
 	axpy:  axpyAVX2,
@@ -187,6 +187,14 @@ var avx2Impl = &impl{
 	swiglu:      swigluWith(expAVX2Tail),
 	swigluBack:  swigluBackAVX2,
 	rmsNormBack: rmsNormBackAVX2,
+}
+
+// roundBF16AVX2Tail rounds d to bf16 in place: roundBF16AVX2 on the
+// multiple-of-8 prefix, the rest in Go.
+func roundBF16AVX2Tail(d []float32) {
+	n8 := len(d) &^ 7
+	roundBF16AVX2(d[:n8])
+	roundBF16Generic(d[n8:])
 }
 
 // expAVX2Tail runs expAVX2 on the multiple-of-8 prefix and the rest through

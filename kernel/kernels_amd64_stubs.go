@@ -16,8 +16,9 @@ func gemmKernAVX512_14x32(k int, a *float32, b *float32, c *float32, ldc int, ac
 //go:noescape
 func gemmKernAVX512_14x32_rowA(k int, a *float32, lda int, b *float32, c *float32, ldc int, accum int)
 
-// gemmKernAVX512_14x32_ftz is gemmKernAVX512_14x32 with its fused multiply-adds run under MXCSR.FTZ
-// (a tiny result, below 2^-126 after rounding, flushed to a zero of its sign); the C update is not.
+// gemmKernAVX512_14x32_ftz is gemmKernAVX512_14x32 for bf16 split panels: its fused multiply-adds run under
+// MXCSR.FTZ (a tiny result, below 2^-126 after rounding, flushed to a zero of its sign; the C update is not)
+// and each pair of k steps odd first; k must be even.
 //
 //go:noescape
 func gemmKernAVX512_14x32_ftz(k int, a *float32, b *float32, c *float32, ldc int, accum int)
@@ -27,11 +28,18 @@ func gemmKernAVX512_14x32_ftz(k int, a *float32, b *float32, c *float32, ldc int
 //go:noescape
 func gemmKernAVX2_6x16(k int, a *float32, b *float32, c *float32, ldc int, accum int)
 
-// gemmKernAVX2_6x16_ftz is gemmKernAVX2_6x16 with its fused multiply-adds run under MXCSR.FTZ
-// (a tiny result, below 2^-126 after rounding, flushed to a zero of its sign); the C update is not.
+// gemmKernAVX2_6x16_ftz is gemmKernAVX2_6x16 for bf16 split panels: its fused multiply-adds run under
+// MXCSR.FTZ (a tiny result, below 2^-126 after rounding, flushed to a zero of its sign; the C update is not)
+// and each pair of k steps odd first; k must be even.
 //
 //go:noescape
 func gemmKernAVX2_6x16_ftz(k int, a *float32, b *float32, c *float32, ldc int, accum int)
+
+// roundBF16AVX2 rounds x[i] to bfloat16 in place (roundBF16: nearest even, a denormal to a zero of its sign,
+// NaN quiet), for i < len(x) rounded down to a multiple of 8 (the Go wrapper does the rest).
+//
+//go:noescape
+func roundBF16AVX2(x []float32)
 
 // gemmKernBF16AVX512_14x32 computes the 14×32 tile C = A·B (accum == 0) or C += A·B (accum != 0) from packed
 // bf16 pair panels: A has k steps of 14 dwords, B k steps of 32 dwords (each dword two bf16,

@@ -32,6 +32,7 @@ func main() {
 	gemmAVX512(14, 2, "ftz")
 	gemmAVX2(6, 2, false)
 	gemmAVX2(6, 2, true)
+	roundBF16AVX2()
 	gemmBF16AVX512()
 	transPackBF16AVX512()
 	copyPackBF16AVX512()
@@ -94,8 +95,9 @@ func gemmAVX512(mr, nv int, mode string) {
 	case rowA:
 		Doc(fmt.Sprintf("%s is gemmKernAVX512_%dx%d reading A unpacked: row r of the tile is a[r*lda:], lda in elements.", name, mr, nr))
 	case ftz:
-		Doc(fmt.Sprintf("%s is gemmKernAVX512_%dx%d with its fused multiply-adds run under MXCSR.FTZ", name, mr, nr),
-			"(a tiny result, below 2^-126 after rounding, flushed to a zero of its sign); the C update is not.")
+		Doc(fmt.Sprintf("%s is gemmKernAVX512_%dx%d for bf16 split panels: its fused multiply-adds run under", name, mr, nr),
+			"MXCSR.FTZ (a tiny result, below 2^-126 after rounding, flushed to a zero of its sign; the C update is not)",
+			"and each pair of k steps odd first; k must be even.")
 	default:
 		Doc(fmt.Sprintf("%s computes the %d×%d tile C = A·B (accum == 0) or C += A·B (accum != 0)", name, mr, nr),
 			fmt.Sprintf("from a packed A micro-panel (k steps of %d values) and a packed B micro-panel (k steps of %d values).", mr, nr),
@@ -193,16 +195,25 @@ func gemmAVX512(mr, nv int, mode string) {
 		}
 	}
 	const unroll = 4
+	order := stepOrder(ftz)
 	MOVQ(k, R10)
 	SHRQ(U8(2), R10)
 	ANDQ(U8(unroll-1), k)
 	JZ(LabelRef("loop4check"))
-	Label("loop1")
-	step(0)
-	advanceA(1)
-	ADDQ(U32(4*nr), b)
-	DECQ(k)
-	JNZ(LabelRef("loop1"))
+	if ftz {
+		// k is even: one pair of steps, odd first.
+		step(1)
+		step(0)
+		advanceA(2)
+		ADDQ(U32(2*4*nr), b)
+	} else {
+		Label("loop1")
+		step(0)
+		advanceA(1)
+		ADDQ(U32(4*nr), b)
+		DECQ(k)
+		JNZ(LabelRef("loop1"))
+	}
 	Label("loop4check")
 	TESTQ(R10, R10)
 	JZ(LabelRef("store"))
@@ -212,9 +223,9 @@ func gemmAVX512(mr, nv int, mode string) {
 	ADDQ(c, R11)
 	MOVQ(U32(mr), R12)
 	Label("loop4")
-	for s := 0; s < unroll; s++ {
+	for i, s := range order {
 		step(s)
-		if s == 0 {
+		if i == 0 {
 			TESTQ(R12, R12)
 			JZ(LabelRef("nopf"))
 			PREFETCHT0(Mem{Base: R11})
@@ -272,8 +283,9 @@ func gemmAVX2(mr, nv int, ftz bool) {
 	TEXT(name, NOSPLIT, kernSig)
 	Pragma("noescape")
 	if ftz {
-		Doc(fmt.Sprintf("%s is gemmKernAVX2_%dx%d with its fused multiply-adds run under MXCSR.FTZ", name, mr, nr),
-			"(a tiny result, below 2^-126 after rounding, flushed to a zero of its sign); the C update is not.")
+		Doc(fmt.Sprintf("%s is gemmKernAVX2_%dx%d for bf16 split panels: its fused multiply-adds run under", name, mr, nr),
+			"MXCSR.FTZ (a tiny result, below 2^-126 after rounding, flushed to a zero of its sign; the C update is not)",
+			"and each pair of k steps odd first; k must be even.")
 	} else {
 		Doc(fmt.Sprintf("%s is the AVX2+FMA %d×%d micro-kernel; see gemmKernAVX512_14x32 for the contract.", name, mr, nr))
 	}
@@ -324,17 +336,25 @@ func gemmAVX2(mr, nv int, ftz bool) {
 	SHRQ(U8(2), R10)
 	ANDQ(U8(unroll-1), k)
 	JZ(LabelRef("loop4check"))
-	Label("loop1")
-	step(0)
-	ADDQ(U32(4*mr), a)
-	ADDQ(U32(4*nr), b)
-	DECQ(k)
-	JNZ(LabelRef("loop1"))
+	if ftz {
+		// k is even: one pair of steps, odd first.
+		step(1)
+		step(0)
+		ADDQ(U32(2*4*mr), a)
+		ADDQ(U32(2*4*nr), b)
+	} else {
+		Label("loop1")
+		step(0)
+		ADDQ(U32(4*mr), a)
+		ADDQ(U32(4*nr), b)
+		DECQ(k)
+		JNZ(LabelRef("loop1"))
+	}
 	Label("loop4check")
 	TESTQ(R10, R10)
 	JZ(LabelRef("store"))
 	Label("loop4")
-	for s := 0; s < unroll; s++ {
+	for _, s := range stepOrder(ftz) {
 		step(s)
 	}
 	ADDQ(U32(4*mr*unroll), a)
@@ -370,6 +390,17 @@ func gemmAVX2(mr, nv int, ftz bool) {
 	}
 	VZEROUPPER()
 	RET()
+}
+
+// stepOrder is the order of the four unrolled k steps: in k order, or, for
+// the bf16 kernels on split panels (ftz), each pair's odd step first, the
+// order of VDPBF16PS's two multiply-adds (k, a split panel's step count, is
+// then even).
+func stepOrder(ftz bool) []int {
+	if ftz {
+		return []int{1, 0, 3, 2}
+	}
+	return []int{0, 1, 2, 3}
 }
 
 // ftzOn saves MXCSR in a local slot, whose address it returns for the

@@ -344,3 +344,50 @@ func rmsNormBackAVX2() {
 	VZEROUPPER()
 	RET()
 }
+
+func roundBF16AVX2() {
+	TEXT("roundBF16AVX2", NOSPLIT, "func(x []float32)")
+	Pragma("noescape")
+	Doc("roundBF16AVX2 rounds x[i] to bfloat16 in place (roundBF16: nearest even, a denormal to a zero of its sign,",
+		"NaN quiet), for i < len(x) rounded down to a multiple of 8 (the Go wrapper does the rest).")
+	x, n := RSI, RCX
+	Load(Param("x").Base(), x)
+	Load(Param("x").Len(), n)
+	SHRQ(U8(3), n)
+	JZ(LabelRef("done"))
+	bcst := func(v uint32, y VecPhysical) {
+		MOVL(U32(v), EAX)
+		VMOVD(EAX, y.AsX())
+		VPBROADCASTD(y.AsX(), y)
+	}
+	one, bias, keep, expo, sign, quiet := Y15, Y14, Y13, Y12, Y11, Y10
+	bcst(1, one)
+	bcst(0x7FFF, bias)
+	bcst(0xFFFF0000, keep)
+	bcst(0x7F800000, expo)
+	bcst(0x80000000, sign)
+	bcst(0x400000, quiet)
+	VPXOR(Y9, Y9, Y9)
+	Label("loop")
+	VMOVDQU(Mem{Base: x}, Y0)
+	VPSRLD(U8(16), Y0, Y1)
+	VPAND(one, Y1, Y1)
+	VPADDD(bias, Y0, Y2)
+	VPADDD(Y1, Y2, Y2)
+	VPAND(keep, Y2, Y2) // rounded to nearest even
+	VPOR(quiet, Y0, Y3)
+	VPAND(keep, Y3, Y3)       // NaN: quiet, top half kept
+	VCMPPS(U8(3), Y0, Y0, Y4) // unordered: NaN
+	VBLENDVPS(Y4, Y3, Y2, Y2) // NaN lanes take Y3
+	VPAND(expo, Y0, Y5)
+	VPCMPEQD(Y9, Y5, Y5) // exponent 0: zero or denormal
+	VPAND(sign, Y0, Y6)
+	VBLENDVPS(Y5, Y6, Y2, Y2) // those take the sign alone
+	VMOVDQU(Y2, Mem{Base: x})
+	ADDQ(U8(32), x)
+	DECQ(n)
+	JNZ(LabelRef("loop"))
+	Label("done")
+	VZEROUPPER()
+	RET()
+}
