@@ -95,12 +95,12 @@ func copyFile(src, dst string) error {
 }
 
 // trainTokens are the tokens the plan's runs draw from: the training split, less the LR-selection slice when the
-// plan tunes (the slice's own count once it is carved, else its share).
+// plan tunes or asks for it (the slice's own count once it is carved, else its share).
 func trainTokens(p *Plan, dataDir string, st *data.Stats) int64 {
 	if st == nil {
 		return 0
 	}
-	if p.Tune == nil {
+	if !p.withoutSelection() {
 		return st.Train.Tokens
 	}
 	if sel, err := data.ReadSelectionStats(dataDir); err == nil {
