@@ -47,21 +47,7 @@ func tailMasks16(n GPPhysical) {
 // rowLoop16AVX2 is rowLoop16 on ymm pairs: body handles 16 elements (masked:
 // the n < 16 left, under maskLo/maskHi) at the pointers, then they advance.
 func rowLoop16AVX2(prefix string, n GPPhysical, ptrs []Register, body func(masked bool)) {
-	Label(prefix + "loop")
-	CMPQ(n, U8(16))
-	JB(LabelRef(prefix + "tail"))
-	body(false)
-	for _, p := range ptrs {
-		ADDQ(U8(64), p)
-	}
-	SUBQ(U8(16), n)
-	JMP(LabelRef(prefix + "loop"))
-	Label(prefix + "tail")
-	TESTQ(n, n)
-	JZ(LabelRef(prefix + "done"))
-	tailMasks16(n)
-	body(true)
-	Label(prefix + "done")
+	rowLoop(prefix, n, ptrs, func() { tailMasks16(n) }, body)
 }
 
 // half16 is one ymm half of a 16-lane vector: its offset and tail mask.
