@@ -27,7 +27,7 @@ type BenchOptions struct {
 	Peaks   bool   // measure the ceilings of the precision on the same threads after the timed steps
 	Kernels bool   // also time each training matmul shape
 	Profile string // write a CPU profile of the timed steps to this file ("": none)
-	// Precision of the matmul operands: "f32" (or "") or "bf16" (refused without AVX512_BF16).
+	// Precision of the matmul operands: "f32" (or "") or "bf16" (refused on a CPU with neither AVX512_BF16 nor AVX2+FMA).
 	Precision string
 	Log       io.Writer
 }
