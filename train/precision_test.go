@@ -84,6 +84,13 @@ func TestPrecisionForRecordsAndReuses(t *testing.T) {
 			}
 		}
 	}
+	// Each candidate names the micro-kernel that ran it, and the logged line says so.
+	for _, cand := range first.Candidates {
+		p, _ := ParsePrecision(cand.Precision)
+		if cand.Kernel != p.Kernel() || !strings.Contains(first.String(), cand.Kernel) {
+			t.Errorf("candidate %s: kernel %q, want %q named in %q", cand.Precision, cand.Kernel, p.Kernel(), first.String())
+		}
+	}
 	// A record with made-up figures for the same key is reused as written.
 	rec := first
 	rec.Candidates = slices.Clone(first.Candidates)
