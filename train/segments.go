@@ -15,9 +15,8 @@ import (
 // SegmentsFile is the run directory's record of the sittings that trained it: one JSON line (Segment) per
 // start or resume that had steps left, so that a run which moved between CPUs or kernel paths says which path
 // computed which steps. Every SIMD kernel path gives a run the same bits in either precision; a float32 run's
-// bits differ
-// path only on the pure-Go one (kernel.KernelEnv), which its segments show. A branch's record begins at its
-// branch step; the trunk's says how the steps before it were computed.
+// bits differ only on the pure-Go path (kernel.KernelEnv), which its segments show. A branch's record begins at
+// its branch step; the trunk's says how the steps before it were computed.
 const SegmentsFile = "segments.jsonl"
 
 // Segment is one sitting of a run: from step Step (0 for the start, else the checkpoint it resumed) on, until
