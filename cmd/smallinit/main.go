@@ -11,8 +11,8 @@ import (
 
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/experiment"
-	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // cli lists the subcommands; each lives in its own file.
@@ -40,7 +40,7 @@ type cli struct {
 
 // vars are the values the flags' tags interpolate (${name}): lists that belong to a package's table.
 func vars() kong.Vars {
-	return kong.Vars{"init_rules": strings.Join(gammainit.RuleNames(), ","), "eval_task_names": strings.Join(eval.KindNames(), ", "),
+	return kong.Vars{"init_rules": strings.Join(recipe.RuleNames(), ","), "eval_task_names": strings.Join(eval.KindNames(), ", "),
 		"builtin_plans": strings.Join(experiment.Builtins(), ", ")}
 }
 
