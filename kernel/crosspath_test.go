@@ -35,7 +35,7 @@ func bitsDiffer(a, b []float32) int {
 }
 
 // TestAVX2MatchesAVX512 is the float32 side of moving a run between kernel paths: every kernel of a training
-// step (the float32 and bf16 GEMMs, dot, axpy, scale, add, exp, max, the fused row kernels, AdamW) gives the
+// step (the float32 and bf16 GEMMs, on the model's shapes at full size and on ragged ones, dot, axpy, scale, add, exp, max, the fused row kernels, AdamW) gives the
 // same bits on each SIMD path this CPU runs as on its best one, on lengths around every loop's step and tail,
 // with special values. (The pure-Go set is not among them: its float32 GEMM, dot, axpy and row kernels round
 // every product instead of fusing it, and sum in other orders; docs/performance.md.)
@@ -115,6 +115,35 @@ func TestAVX2MatchesAVX512(t *testing.T) {
 				}
 				adamw(k, d, gf, m, v)
 			}))
+		}
+		// The model's own shapes at full size: the training step's products on all workers, the attention
+		// heads' on one (GemmOn), in both precisions.
+		for _, sh := range append(BenchShapes(), attentionShapes...) {
+			on := sh.M*sh.N*sh.K < parallelMinWork*4
+			a, b := randSlice(rng, sh.M*sh.K), randSlice(rng, sh.K*sh.N)
+			lda, ldb := sh.K, sh.N
+			if sh.TransA {
+				lda = sh.M
+			}
+			if sh.TransB {
+				ldb = sh.K
+			}
+			for _, prec := range Precisions() {
+				var cs [2][]float32
+				for i, k := range []*impl{ref, im} {
+					p := newPoolImpl(2, k)
+					cs[i] = make([]float32, sh.M*sh.N)
+					if on {
+						p.In(prec).GemmOn(1, sh.TransA, sh.TransB, sh.M, sh.N, sh.K, a, lda, b, ldb, cs[i], sh.N, false)
+					} else {
+						p.In(prec).Gemm(sh.TransA, sh.TransB, sh.M, sh.N, sh.K, a, lda, b, ldb, cs[i], sh.N, false)
+					}
+					p.Close()
+				}
+				if i := bitsDiffer(cs[0], cs[1]); i >= 0 {
+					t.Errorf("%s %v %s: C[%d] %v, want %v", name, prec, sh.Name, i, cs[1][i], cs[0][i])
+				}
+			}
 		}
 		// The GEMMs: both precisions, every layout, shapes crossing the tiles, KC and the in-place A kernel.
 		for _, gc := range []gemmCase{{m: 300, n: 70, k: 600, padA: 1}, {m: 64, n: 32, k: 256}, {m: 256, n: 32, k: 256},
