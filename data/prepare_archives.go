@@ -36,6 +36,11 @@ type ArchiveOptions struct {
 	// ValFraction is the share of documents held out for validation (IsValidation, keyed by
 	// "package/member" and the document's index in its member).
 	ValFraction float64
+	// ValDocs is the least number of validation documents per language (docs/data.md, "A stratified
+	// validation split"): a language's sources each hold out at least their share of it by document count,
+	// the documents with the smallest validation key first, so that the split is a superset of ValFraction's.
+	// A language with no documents is an error, as is one whose validation split the mix leaves short.
+	ValDocs map[string]int
 	// Traditional keeps Chinese text in the script it comes in; by default it is converted to simplified
 	// (OpenCC's t2s), so the corpus is in one script.
 	Traditional bool
@@ -63,7 +68,9 @@ type ArchiveBuild struct {
 	// Simplified reports that Chinese text was converted to simplified script (OpenCC t2s).
 	Simplified  bool    `json:"simplified"`
 	ValFraction float64 `json:"val_fraction"`
-	Mix         Mix     `json:"mix"`
+	// ValDocs is ArchiveOptions.ValDocs (absent when not given, so that a build without it is unchanged).
+	ValDocs map[string]int `json:"val_docs,omitempty"`
+	Mix     Mix            `json:"mix"`
 	// TokenizerSample is the bytes of training text the tokenizer was trained on.
 	TokenizerSample int64 `json:"tokenizer_sample_bytes"`
 	// Duplicates are the documents removed because an earlier document has the same text (its lines; the
@@ -99,6 +106,7 @@ type PackageStats struct {
 type archDoc struct {
 	group int    // index into the (source, language) groups
 	val   bool   // validation split
+	vkey  uint64 // validationKey: the order a stratified split holds documents out in
 	rank  uint64 // the first 8 bytes of SHA-256 of the body: the dedup key and the order caps keep by
 	hash  [32]byte
 	bytes int
@@ -196,7 +204,15 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 			return nil, fmt.Errorf("prepare: traditional-to-simplified converter: %w", err)
 		}
 	}
+	for l, n := range opt.ValDocs {
+		if n < 0 || n > MaxValDocs {
+			return nil, fmt.Errorf("prepare: validation documents %s=%d: must be in [0, %d]", l, n, MaxValDocs)
+		}
+	}
 	build := &ArchiveBuild{Simplified: !opt.Traditional, ValFraction: opt.ValFraction, Mix: opt.Mix}
+	if len(opt.ValDocs) > 0 {
+		build.ValDocs = opt.ValDocs
+	}
 	layouts := make([]packageLayout, len(opt.Inputs))
 	var total int64
 	names := map[string]string{}
@@ -249,7 +265,8 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 					groups = append(groups, g)
 					groupOf[g] = gi
 				}
-				docs = append(docs, archDoc{group: gi, val: IsValidation(ps.Name+"/"+member, int64(j), opt.ValFraction),
+				key := ps.Name + "/" + member
+				docs = append(docs, archDoc{group: gi, val: IsValidation(key, int64(j), opt.ValFraction), vkey: validationKey(key, int64(j)),
 					rank: binary.BigEndian.Uint64(h[:8]), hash: h, bytes: len(text), text: text})
 			}
 		}, func(off int64) { progress("reading", done+off, total) })
@@ -277,6 +294,9 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 	}
 	seen = nil
 	heldOut = nil
+	if err := stratifyValidation(docs, groups, opt.ValDocs); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
 
 	// 4. Tokenizer.
 	sample, sampled := archiveSample(docs, opt.TokenizerSample)
@@ -301,6 +321,9 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 	encodeDocs(docs, tok, opt.Workers, func(d int64) { progress("encoding", d, textBytes) })
 	progress("encoding", textBytes, textBytes)
 	applyMix(docs, groups, opt.Mix)
+	if err := checkValidationDocs(docs, groups, opt.ValDocs); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
 
 	bases := make([]string, len(opt.Inputs))
 	for i, p := range opt.Inputs {

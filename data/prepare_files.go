@@ -115,15 +115,21 @@ func IsValidation(key string, index int64, fraction float64) bool {
 	if !(fraction > 0) {
 		return false
 	}
-	var buf [64]byte
-	b := append(append(append(buf[:0], key...), '\n'), strconv.FormatInt(index, 10)...)
-	sum := sha256.Sum256(b)
-	u := binary.BigEndian.Uint64(sum[:8])
+	u := validationKey(key, index)
 	t := math.Ldexp(min(fraction, 1), 64)
 	if t >= 1<<64 {
 		return true
 	}
 	return u < uint64(t)
+}
+
+// validationKey is IsValidation's u for document index of the input with the given key: the order in which
+// documents are held out (the smallest first), also for a stratified split (ArchiveOptions.ValDocs).
+func validationKey(key string, index int64) uint64 {
+	var buf [64]byte
+	b := append(append(append(buf[:0], key...), '\n'), strconv.FormatInt(index, 10)...)
+	sum := sha256.Sum256(b)
+	return binary.BigEndian.Uint64(sum[:8])
 }
 
 // PrepareFiles tokenizes the user's corpus (opt.Inputs: .txt, .txt.gz, .jsonl, .jsonl.gz, .parquet files and

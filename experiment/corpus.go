@@ -95,13 +95,13 @@ func copyFile(src, dst string) error {
 }
 
 // trainTokens are the tokens the plan's runs draw from: the training split, less the LR-selection slice when the
-// plan tunes: the slice's own count once it is carved, else an estimate from its share (estimated: the slice is
-// cut by whole documents, so the count it leaves differs a little from the share's).
+// plan tunes or asks for it: the slice's own count once it is carved, else an estimate from its share
+// (estimated: the slice is cut by whole documents, so the count it leaves differs a little from the share's).
 func trainTokens(p *Plan, dataDir string, st *data.Stats) (n int64, estimated bool) {
 	if st == nil {
 		return 0, false
 	}
-	if p.Tune == nil {
+	if !p.withoutSelection() {
 		return st.Train.Tokens, false
 	}
 	if sel, err := data.ReadSelectionStats(dataDir); err == nil {

@@ -250,7 +250,7 @@ func (d *Description) writeCorpus(w io.Writer) {
 			about, what = "about ", fmt.Sprintf("the training split less the LR-selection slice's share, %g%%, before the slice is cut", 100*data.DefaultSelectShare)
 		}
 		fmt.Fprintf(w, "corpus: %s: %s%d training tokens the runs draw from", d.Corpus, about, d.TrainTokens)
-		if d.Tune != nil {
+		if d.Plan.withoutSelection() {
 			fmt.Fprintf(w, " (%s)", what)
 		}
 		fmt.Fprintln(w)

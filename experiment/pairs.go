@@ -3,9 +3,12 @@ package experiment
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"text/tabwriter"
 
+	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/finitejson"
 	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/summary"
@@ -23,10 +26,32 @@ const PairsFile = "pairs.json"
 // PairAlpha is the level of a plan pair's t-interval: each pair is a secondary, reported unadjusted.
 const PairAlpha = 0.05
 
-// Pair is one paired comparison's result: its spec and the per-seed differences with their t-interval.
+// Pair is one paired comparison's result: its spec and the per-seed differences with their t-interval, on the
+// whole validation split (Estimate), on each language's validation split (ByLang) and on the training mix
+// (TrainMix: each language's loss weighted by its share of the training tokens, docs/definitions.md §7 "Which
+// loss"; absent for a corpus of one language or without per-language counts).
 type Pair struct {
 	PairSpec
-	Estimate stats.Estimate `json:"estimate"`
+	Estimate stats.Estimate            `json:"estimate"`
+	ByLang   map[string]stats.Estimate `json:"by_lang,omitempty"`
+	TrainMix *stats.Estimate           `json:"train_mix,omitempty"`
+}
+
+// TrainMixLoss is the validation loss on the training mix: Σ_lang w_lang·L_lang with w_lang the language's
+// share of the training tokens (docs/definitions.md §7 "Which loss"). It is NaN when a language of the
+// weights has no loss, and ok is false when there are fewer than two languages to weigh.
+func TrainMixLoss(langLoss map[string]float64, st *data.Stats) (loss float64, ok bool) {
+	if st == nil || len(st.TrainByLang) < 2 || st.Train.Tokens <= 0 {
+		return math.NaN(), false
+	}
+	for l, c := range st.TrainByLang {
+		v, have := langLoss[l]
+		if !have {
+			return math.NaN(), true
+		}
+		loss += float64(c.Tokens) / float64(st.Train.Tokens) * v
+	}
+	return loss, true
 }
 
 // MarshalJSON writes one seed's NaN noise estimate as null.
@@ -38,28 +63,62 @@ func pairs(p *Plan, out *Outcome) []Pair {
 	if len(p.Pairs) == 0 {
 		return nil
 	}
-	loss := map[string]map[int]float64{}
+	// loss[readout][arm][seed]: "" the whole split, a language's code, trainMixReadout the training mix.
+	loss := map[string]map[string]stats.BySeed{}
+	put := func(readout, arm string, seed int, v float64) {
+		if loss[readout] == nil {
+			loss[readout] = map[string]stats.BySeed{}
+		}
+		if loss[readout][arm] == nil {
+			loss[readout][arm] = stats.BySeed{}
+		}
+		loss[readout][arm][seed] = v
+	}
 	byDir := map[string]summary.Row{}
 	for _, r := range out.Rows {
 		byDir[r.Dir] = r
 	}
+	mixed := false
 	for _, r := range out.RunList {
 		row, ok := byDir[r.Dir]
 		if !ok || r.Arm == "" {
 			continue
 		}
-		if loss[r.Arm] == nil {
-			loss[r.Arm] = map[int]float64{}
+		put("", r.Arm, int(r.Seed), row.ValLoss)
+		for l, v := range row.LangLoss {
+			put(l, r.Arm, int(r.Seed), v)
 		}
-		loss[r.Arm][int(r.Seed)] = row.ValLoss
+		if v, ok := TrainMixLoss(row.LangLoss, out.Stats); ok {
+			put(trainMixReadout, r.Arm, int(r.Seed), v)
+			mixed = true
+		}
+	}
+	estimate := func(readout string, ps PairSpec) stats.Estimate {
+		d := stats.Paired(loss[readout][ps.A], loss[readout][ps.B])
+		return stats.Mean(d.Values, d.Seeds, PairAlpha)
 	}
 	var res []Pair
 	for _, ps := range p.Pairs {
-		d := stats.Paired(loss[ps.A], loss[ps.B])
-		res = append(res, Pair{PairSpec: ps, Estimate: stats.Mean(d.Values, d.Seeds, PairAlpha)})
+		pr := Pair{PairSpec: ps, Estimate: estimate("", ps)}
+		for readout := range loss {
+			if readout != "" && readout != trainMixReadout {
+				if pr.ByLang == nil {
+					pr.ByLang = map[string]stats.Estimate{}
+				}
+				pr.ByLang[readout] = estimate(readout, ps)
+			}
+		}
+		if mixed {
+			e := estimate(trainMixReadout, ps)
+			pr.TrainMix = &e
+		}
+		res = append(res, pr)
 	}
 	return res
 }
+
+// trainMixReadout keys the training-mix loss beside the language codes (which are letters only).
+const trainMixReadout = "=train-mix"
 
 // WritePairs prints the paired comparisons: each difference per seed, its mean and t-interval.
 func WritePairs(w io.Writer, ps []Pair) error {
@@ -68,8 +127,7 @@ func WritePairs(w io.Writer, ps []Pair) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "paired comparison L(a) − L(b), whole validation split\tn\tmean\t%g%% t-interval\tper seed\n", 100*(1-PairAlpha))
-	for _, p := range ps {
-		e := p.Estimate
+	line := func(label string, e stats.Estimate) {
 		per := ""
 		for i, s := range e.Seeds {
 			per += fmt.Sprintf("%d: %+.4f  ", s, e.Values[i])
@@ -79,7 +137,16 @@ func WritePairs(w io.Writer, ps []Pair) error {
 		if e.N >= 3 && !math.IsNaN(e.Lo) {
 			ci = fmt.Sprintf("[%+.4f, %+.4f]", e.Lo, e.Hi)
 		}
-		fmt.Fprintf(tw, "%s (%s − %s)\t%d\t%+.4f\t%s\t%s\n", p.Name, p.A, p.B, e.N, e.Mean, ci, per)
+		fmt.Fprintf(tw, "%s\t%d\t%+.4f\t%s\t%s\n", label, e.N, e.Mean, ci, per)
+	}
+	for _, p := range ps {
+		line(fmt.Sprintf("%s (%s − %s)", p.Name, p.A, p.B), p.Estimate)
+		if p.TrainMix != nil {
+			line("    at the training mix", *p.TrainMix)
+		}
+		for _, l := range slices.Sorted(maps.Keys(p.ByLang)) {
+			line("    "+l+" validation only", p.ByLang[l])
+		}
 	}
 	return tw.Flush()
 }

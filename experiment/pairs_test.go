@@ -1,10 +1,14 @@
 package experiment
 
 import (
+	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/summary"
 )
 
@@ -62,8 +66,89 @@ func TestPairsPairBySeed(t *testing.T) {
 	if _, err := ps[0].MarshalJSON(); err != nil {
 		t.Error(err)
 	}
+	if ps[0].ByLang != nil || ps[0].TrainMix != nil {
+		t.Errorf("readouts without per-language losses: %+v, %+v", ps[0].ByLang, ps[0].TrainMix)
+	}
 	bad := strings.Replace(pairPlan, `b = "b"`, `b = "c"`, 1)
 	if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), `no arm "c"`) {
 		t.Errorf("a pair of a missing arm: %v", err)
+	}
+}
+
+// TestPairsByLanguageAndTrainMix: a pair also reads each language's validation split and the training mix,
+// Σ w·L with w the language's share of the training tokens (here en 1/4, zh 3/4).
+func TestPairsByLanguageAndTrainMix(t *testing.T) {
+	p, err := Parse([]byte(pairPlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &Outcome{Stats: &data.Stats{Train: data.SplitStats{Tokens: 400},
+		TrainByLang: map[string]data.SplitStats{"en": {Tokens: 100}, "zh": {Tokens: 300}}}}
+	// Per seed: a − b is +0.4 on en and −0.1 on zh, so +0.4/4 − 0.3/4 = +0.025 at the training mix, while
+	// the whole split (weighted by its own tokens) says −0.2.
+	for s := range 3 {
+		for _, arm := range []struct {
+			name     string
+			en, zh   float64
+			wholeVal float64
+		}{{"a", 5.4 + float64(s), 4.0, 4.0}, {"b", 5.0 + float64(s), 4.1, 4.2}} {
+			dir := arm.name + string(rune('0'+s))
+			out.RunList = append(out.RunList, RunInfo{Arm: arm.name, Seed: uint64(s), Dir: dir})
+			out.Rows = append(out.Rows, summary.Row{Run: arm.name, Dir: dir, ValLoss: arm.wholeVal, LangLoss: map[string]float64{"en": arm.en, "zh": arm.zh}})
+		}
+	}
+	ps := pairs(p, out)
+	if len(ps) != 1 || ps[0].TrainMix == nil {
+		t.Fatalf("pairs %+v: want one with a training-mix readout", ps)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if e := ps[0].Estimate; e.N != 3 || !near(e.Mean, -0.2) {
+		t.Errorf("whole split %+v, want −0.2 on 3 seeds", e)
+	}
+	if e := ps[0].ByLang["en"]; e.N != 3 || !near(e.Mean, 0.4) {
+		t.Errorf("en %+v, want +0.4", e)
+	}
+	if e := ps[0].ByLang["zh"]; e.N != 3 || !near(e.Mean, -0.1) {
+		t.Errorf("zh %+v, want −0.1", e)
+	}
+	if e := *ps[0].TrainMix; e.N != 3 || !near(e.Mean, 0.025) {
+		t.Errorf("training mix %+v, want +0.025", e)
+	}
+	var b strings.Builder
+	if err := WritePairs(&b, ps); err != nil || !strings.Contains(b.String(), "at the training mix") || !strings.Contains(b.String(), "en validation only") {
+		t.Errorf("printed:\n%s (%v)", b.String(), err)
+	}
+	if l, ok := TrainMixLoss(map[string]float64{"en": 1}, out.Stats); !ok || !math.IsNaN(l) {
+		t.Errorf("a language without a loss: %v, %v; want NaN, true", l, ok)
+	}
+}
+
+// TestDataSelectionTrainsWithoutTheSlice: `[data] selection = true` makes a plan without [tune] train on
+// train.select.tok and count its tokens, as a tuning plan does; without it the runs train on train.tok.
+func TestDataSelectionTrainsWithoutTheSlice(t *testing.T) {
+	for _, tc := range []struct {
+		plan string
+		want string
+	}{
+		{pairPlan, data.TrainFile},
+		{strings.Replace(pairPlan, "vocab = 512\n", "vocab = 512\nselection = true\n", 1), data.SelectTrainFile},
+	} {
+		p, err := Parse([]byte(tc.plan))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &Outcome{DataDir: "d", Stats: &data.Stats{VocabSize: 512, Train: data.SplitStats{Tokens: 1000}}}
+		var got string
+		for _, s := range out.baseSets(p, &p.Groups[0], 10) {
+			if s.Key == recipe.KeyDataTrain {
+				got = fmt.Sprint(s.Value)
+			}
+		}
+		if filepath.Base(got) != tc.want {
+			t.Errorf("selection %v: data.train = %q, want %s", p.Data.Selection, got, tc.want)
+		}
+		if n, est := trainTokens(p, "d", out.Stats); (tc.want == data.TrainFile) != (n == 1000) || est != (n != 1000) {
+			t.Errorf("selection %v: training tokens %d of 1000 (estimated %v)", p.Data.Selection, n, est)
+		}
 	}
 }

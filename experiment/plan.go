@@ -167,12 +167,19 @@ func (b Budget) Duration() time.Duration { return time.Duration(b.Minutes * floa
 
 // DataSpec is a plan's corpus: the embedded one, tokenized to Vocab tokens, or the directory Dir prepared by
 // `smallinit data prepare` (Options.Data replaces it); Probes when a group trains on the probe mix.
+// Selection carves the LR-selection slice and trains every run without it even where the plan does not tune
+// (a plan with [tune] always does): plans that share a corpus, some tuning and some not, then train their runs
+// on one stream of documents, so that their arms pair by seed.
 type DataSpec struct {
-	Corpus string
-	Dir    string
-	Vocab  int
-	Probes bool
+	Corpus    string
+	Dir       string
+	Vocab     int
+	Probes    bool
+	Selection bool
 }
+
+// withoutSelection reports whether the plan's runs train without the LR-selection slice (data.SelectTrainFile).
+func (p *Plan) withoutSelection() bool { return p.Tune != nil || p.Data.Selection }
 
 // PerStep sets Key to max(steps/Div, 1).
 type PerStep struct {
@@ -244,10 +251,11 @@ type planFile struct {
 		LongSeeds      []uint64 `toml:"long_seeds"`
 	} `toml:"budget"`
 	Data struct {
-		Corpus string `toml:"corpus"`
-		Dir    string `toml:"dir"`
-		Vocab  int    `toml:"vocab"`
-		Probes bool   `toml:"probes"`
+		Corpus    string `toml:"corpus"`
+		Dir       string `toml:"dir"`
+		Vocab     int    `toml:"vocab"`
+		Probes    bool   `toml:"probes"`
+		Selection bool   `toml:"selection"`
 	} `toml:"data"`
 	Report struct {
 		Title          string   `toml:"title"`
@@ -413,7 +421,7 @@ func Parse(text []byte) (*Plan, error) {
 		Base: override.Flatten(f.Base),
 		Budget: Budget{Minutes: f.Budget.Minutes, Efficiency: f.Budget.Efficiency, MinSteps: f.Budget.MinSteps,
 			RefuseBelowMin: f.Budget.RefuseBelowMin, LongMinutes: f.Budget.LongMinutes, LongSeeds: f.Budget.LongSeeds},
-		Data:   DataSpec{Corpus: f.Data.Corpus, Dir: f.Data.Dir, Vocab: f.Data.Vocab, Probes: f.Data.Probes},
+		Data:   DataSpec{Corpus: f.Data.Corpus, Dir: f.Data.Dir, Vocab: f.Data.Vocab, Probes: f.Data.Probes, Selection: f.Data.Selection},
 		Report: ReportSpec{Title: f.Report.Title, Exclude: f.Report.Exclude, CompareWindows: f.Report.CompareWindows},
 		Coord:  CoordSpec{Widths: f.Coordcheck.Widths, Steps: f.Coordcheck.Steps, LR: f.Coordcheck.LR, Batch: f.Coordcheck.Batch},
 	}

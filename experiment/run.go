@@ -207,6 +207,11 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 			}
 		}
 	}
+	if p.Data.Selection && p.Tune == nil {
+		if err := selectionPrepared(out, &o); err != nil {
+			return nil, err
+		}
+	}
 	if out.Tuned, err = runTuning(ctx, p, out, &o); err != nil {
 		return nil, err
 	}
@@ -328,7 +333,7 @@ func prepareData(dir string, vocab int, o *Options) (*data.Stats, error) {
 // base, the keys set from the data and the steps, then the group's own keys.
 func (out *Outcome) baseSets(p *Plan, g *Group, steps int) []override.Set {
 	trainDir, trainFile := out.DataDir, data.TrainFile
-	if p.Tune != nil {
+	if p.withoutSelection() {
 		trainFile = data.SelectTrainFile // the LR-selection slice is never trained on
 	}
 	if out.ProbeDir != "" && (out.Suffix != "" || g != nil && g.Data == DataProbes) {

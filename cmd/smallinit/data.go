@@ -38,6 +38,7 @@ type dataPrepareCmd struct {
 	SkipUnknown bool               `help:"Archives (.tgz): skip members the package's layout does not know, counting them in stats.json, instead of failing."`
 	MinShare    map[string]float64 `name:"min-share" placeholder:"LANG=SHARE" help:"Archives (.tgz): the least share of training tokens a language keeps, capping the others (default en=0.2); repeat or separate with ';'."`
 	Cap         map[string]int64   `name:"cap" placeholder:"SOURCE|LANG=TOKENS" help:"Archives (.tgz): the most training tokens a source (sotu, chinese-poetry/songshi, ...) or a language keeps."`
+	ValDocs     map[string]int     `name:"val-docs" placeholder:"LANG=N" help:"Archives (.tgz): hold out at least N validation documents of a language, stratified by source (each source its share by document count; docs/data.md), on top of --val-fraction; repeat or separate with ';'."`
 }
 
 // Run prepares the data directory, with a progress bar on a terminal and periodic lines otherwise.
@@ -58,8 +59,8 @@ func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
 	} else if archives {
 		return cmd.runArchives(stdout, log, tty)
 	}
-	if cmd.Traditional || cmd.SkipUnknown || cmd.MinShare != nil || cmd.Cap != nil {
-		return errors.New("--traditional, --skip-unknown, --min-share and --cap: only for .tgz package archives")
+	if cmd.Traditional || cmd.SkipUnknown || cmd.MinShare != nil || cmd.Cap != nil || cmd.ValDocs != nil {
+		return errors.New("--traditional, --skip-unknown, --min-share, --cap and --val-docs: only for .tgz package archives")
 	}
 	if cmd.SampleMB < 1 {
 		return fmt.Errorf("--tokenizer-sample-mb %d: must be positive", cmd.SampleMB)
@@ -105,8 +106,8 @@ func (cmd *dataPrepareCmd) runEmbedded(stdout, log io.Writer) error {
 	if int64(cmd.SampleMB)<<20 != data.DefaultTokenizerSample {
 		only = append(only, "--tokenizer-sample-mb")
 	}
-	if cmd.Traditional || cmd.SkipUnknown || cmd.MinShare != nil || cmd.Cap != nil {
-		only = append(only, "--traditional, --skip-unknown, --min-share, --cap")
+	if cmd.Traditional || cmd.SkipUnknown || cmd.MinShare != nil || cmd.Cap != nil || cmd.ValDocs != nil {
+		only = append(only, "--traditional, --skip-unknown, --min-share, --cap, --val-docs")
 	}
 	if len(only) > 0 {
 		return fmt.Errorf("%s: only for --in inputs (the embedded corpus has fixed documents and a fixed split)", strings.Join(only, ", "))

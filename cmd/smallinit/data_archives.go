@@ -73,7 +73,7 @@ func (cmd *dataPrepareCmd) runArchives(stdout, log io.Writer, tty bool) error {
 		p.Update(done, total)
 	}
 	st, err := data.PrepareArchives(cmd.Out, data.ArchiveOptions{
-		Inputs: cmd.In, Vocab: cmd.vocab(tokenizer.DefaultVocabSize), ValFraction: cmd.ValFraction, Traditional: cmd.Traditional,
+		Inputs: cmd.In, Vocab: cmd.vocab(tokenizer.DefaultVocabSize), ValFraction: cmd.ValFraction, ValDocs: cmd.ValDocs, Traditional: cmd.Traditional,
 		SkipUnknown: cmd.SkipUnknown, Mix: mix, TokenizerSample: sample, Workers: cmd.Workers, Log: log, Progress: update,
 	})
 	for _, p := range bars {
