@@ -13,8 +13,10 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/safetensors"
@@ -24,11 +26,11 @@ import (
 // Analysis is a model's weight metrics (per matrix and per class) and, on probe tokens, its activation
 // metrics: what `smallinit analyze` prints (--json: this struct; keys documented in the README).
 type Analysis struct {
-	Model       string                `json:"model"`
-	Config      model.Config          `json:"-"`
-	Weights     []diag.TensorWeights  `json:"weights"`
-	Classes     []diag.ClassSummary   `json:"classes"`
-	Activations *diag.ActivationStats `json:"activations,omitempty"`
+	Model       string                   `json:"model"`
+	Config      arch.Config              `json:"-"`
+	Weights     []diagrec.TensorWeights  `json:"weights"`
+	Classes     []diagrec.ClassSummary   `json:"classes"`
+	Activations *diagrec.ActivationStats `json:"activations,omitempty"`
 }
 
 // Options say what to measure besides the weights.
@@ -68,7 +70,7 @@ func Measure(dir string, o Options) (*Analysis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("analyze %s: %w", dir, err)
 	}
-	a.Classes = diag.SummariseClasses(a.Weights)
+	a.Classes = diagrec.SummariseClasses(a.Weights)
 	if toks != nil {
 		probeLen := min(o.ProbeLen, c.SeqLen)
 		ac := c
@@ -97,7 +99,7 @@ func (a *Analysis) WriteText(w io.Writer, tensors bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "class\ttensors\tstable rank\tmean |cos|\t/ random\t|cos|>0.9\t")
 	for _, s := range a.Classes {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.4f\t%.2f\t%.4f\t\n", s.Class, s.Tensors, s.Mean(diag.MetricStableRank), s.Mean(diag.MetricMeanAbsCos), s.Mean(diag.MetricCosRatio), s.Mean(diag.MetricFracAbove))
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.4f\t%.2f\t%.4f\t\n", s.Class, s.Tensors, s.Mean(diagrec.MetricStableRank), s.Mean(diagrec.MetricMeanAbsCos), s.Mean(diagrec.MetricCosRatio), s.Mean(diagrec.MetricFracAbove))
 	}
 	tw.Flush()
 	if tensors {

@@ -6,22 +6,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smallinit/smallinit/gammainit"
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/arch"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/scale"
 )
 
 // TestMeasureWeightsOnly measures a freshly initialised tiny model without a token file: one weight record per
 // matrix, one class summary per matrix class, no activations, and a text report that names every class.
 func TestMeasureWeightsOnly(t *testing.T) {
-	p, err := model.LookupPreset("tiny")
+	p, err := arch.LookupPreset("tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := p.Config
 	c.Layers = 1
 	dir := filepath.Join(t.TempDir(), "m")
-	if _, err := scale.Init(dir, c, gammainit.Default(), 0, scale.InitOptions{}); err != nil {
+	if _, err := scale.Init(dir, c, recipe.DefaultInit(), 0, scale.InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	a, err := Measure(dir, Options{Probes: 1, ProbeLen: 8})

@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/report"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // ParseCompareSpec parses "A=DIR,B=DIR" (the report's --compare) into the two directories.
@@ -33,8 +35,8 @@ func ParseCompareSpec(spec string) (a, b string, err error) {
 
 // modelDir resolves a run directory to its final model (a model directory is returned as it is) and returns
 // the run's config when there is one (read through train.Run, the owner of the run's files).
-func modelDir(dir string) (string, *train.Config, error) {
-	var cfg *train.Config
+func modelDir(dir string) (string, *recipe.Config, error) {
+	var cfg *recipe.Config
 	if r, err := train.OpenRun(dir); err == nil && r.HasConfig() {
 		if c, err := r.Config(); err == nil {
 			cfg = &c
@@ -43,7 +45,7 @@ func modelDir(dir string) (string, *train.Config, error) {
 	if diag.IsModelDir(dir) {
 		return dir, cfg, nil
 	}
-	if final := filepath.Join(dir, train.FinalDir); diag.IsModelDir(final) {
+	if final := filepath.Join(dir, rundir.FinalDir); diag.IsModelDir(final) {
 		return final, cfg, nil
 	}
 	return "", cfg, fmt.Errorf("%s: neither a model directory nor a run with a final model", dir)

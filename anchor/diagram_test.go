@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -21,7 +21,7 @@ import (
 func TestRunTinyGridAndResume(t *testing.T) {
 	out := t.TempDir()
 	g := Grid{Gammas: []float64{0.5}, Depths: []int{1}, LRs: []float64{1e-3}, Seeds: []uint64{1},
-		Shape: Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: model.NormLayer}, Budget: Budget{Steps: 4, Batch: 8, Threads: 1},
+		Shape: Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: arch.NormLayer}, Budget: Budget{Steps: 4, Batch: 8, Threads: 1},
 		Examples: 200, MixPerCombo: 2, MixDepth: 1, Jobs: 2}
 	res, err := Run(context.Background(), g, out, nil)
 	if err != nil {
@@ -71,7 +71,7 @@ func TestRunTinyGridAndResume(t *testing.T) {
 // it again resumes its directory to the end.
 func TestInterruptedCellResumes(t *testing.T) {
 	out := t.TempDir()
-	s := Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: model.NormLayer}
+	s := Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: arch.NormLayer}
 	b := Budget{Steps: 6, Batch: 8, Threads: 1}
 	tok := filepath.Join(out, "train.tok")
 	if err := WriteTokens(tok, CompositeTrain(100, 1)); err != nil {
@@ -97,7 +97,7 @@ func TestInterruptedCellResumes(t *testing.T) {
 // the cell's own config reads its finished run back with its losses.
 func TestCellRefusesAnotherConfig(t *testing.T) {
 	out := t.TempDir()
-	s := Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: model.NormLayer}
+	s := Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: arch.NormLayer}
 	b := Budget{Steps: 4, Batch: 8, Threads: 1}
 	tok := filepath.Join(out, "train.tok")
 	if err := WriteTokens(tok, CompositeTrain(100, 1)); err != nil {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // Bounds of a task's sizes and of a diagram grid, checked before anything is generated: each is far above the
@@ -73,7 +73,7 @@ func (g Grid) Validate() error {
 	}
 	seen := map[uint64]bool{}
 	for _, s := range g.Seeds {
-		if err := train.CheckSeed("--seeds: seed", s); err != nil {
+		if err := recipe.CheckSeed("--seeds: seed", s); err != nil {
 			return err
 		}
 		if seen[s] {

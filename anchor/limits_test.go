@@ -10,13 +10,14 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 )
 
 func tinyGrid() Grid {
 	return Grid{Gammas: []float64{0.5}, Depths: []int{1}, LRs: []float64{1e-3}, Seeds: []uint64{1},
-		Shape: Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: model.NormLayer}, Budget: Budget{Steps: 4, Batch: 8, Threads: 1},
+		Shape: Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: arch.NormLayer}, Budget: Budget{Steps: 4, Batch: 8, Threads: 1},
 		Examples: 200, Jobs: 1}
 }
 
@@ -185,13 +186,13 @@ func TestRenderRefusesForeignOrTruncatedModel(t *testing.T) {
 			}
 		}, "vocab 8"},
 		{"truncated weights", func(t *testing.T, out string) {
-			p := filepath.Join(final(out), model.WeightsFile)
+			p := filepath.Join(final(out), arch.WeightsFile)
 			b, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
 			}
 			os.WriteFile(p, b[:len(b)/2], 0o644)
-		}, model.WeightsFile},
+		}, arch.WeightsFile},
 		{"run not there", func(t *testing.T, out string) { os.RemoveAll(filepath.Dir(final(out))) }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
 )
 
 // TestCellLockOfAnotherNode: a cell whose lock was left by a process on another node (a diagram requeued after
 // its node was lost) is taken over once the lock's heartbeat is runlock.DefaultStaleAfter old, not refused; a
 // lock with a live heartbeat is waited for, until it is released or the context ends, and never taken over.
 func TestCellLockOfAnotherNode(t *testing.T) {
-	s := Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: model.NormLayer}
+	s := Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: arch.NormLayer}
 	b := Budget{Steps: 2, Batch: 8, Threads: 1}
 	c := Cell{Task: TaskComposite, Gamma: 0.5, Layers: 1, LR: 1e-3, Seed: 1}
 	pool := kernel.NewPool(1)

@@ -17,6 +17,7 @@ import (
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/report"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // Render writes out/table.txt, out/condensation.json and out/diagram.html (Page, drawn by report: inline SVG, no
@@ -93,7 +94,7 @@ func extremes(g Grid, phase []PhaseCell, out string) (conds []Condensation, skip
 			return nil, nil, broken(err)
 		}
 		m, err := run.FinalModel(1, pool)
-		if errors.Is(err, fs.ErrNotExist) && !exists(filepath.Join(dir, train.FinalDir)) {
+		if errors.Is(err, fs.ErrNotExist) && !exists(filepath.Join(dir, rundir.FinalDir)) {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", c.Name(), err))
 			continue
 		}

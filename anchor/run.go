@@ -6,12 +6,12 @@ import (
 	"io"
 	"time"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/data"
-	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
-	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -20,11 +20,11 @@ import (
 // post-norm, RoPE instead of learned positions, a SwiGLU FFN (three matrices) instead of a two-matrix FNN.
 type Shape struct {
 	Dim, FFN, HeadDim int
-	Norm              string // model.NormLayer (the papers' LayerNorm) or model.NormRMS
+	Norm              string // arch.NormLayer (the papers' LayerNorm) or arch.NormRMS
 }
 
 // PaperShape is 2405.05409's width: d = 400, d_ff = 1200, d_k = d_v = 200, one head.
-var PaperShape = Shape{Dim: 400, FFN: 1200, HeadDim: 200, Norm: model.NormLayer}
+var PaperShape = Shape{Dim: 400, FFN: 1200, HeadDim: 200, Norm: arch.NormLayer}
 
 // Cell is one training run of a grid: task, initialization rate γ, depth, peak learning rate and seed.
 type Cell struct {
@@ -53,27 +53,27 @@ type Budget struct {
 	Threads int `json:"threads"` // worker threads per run (0: all cores)
 }
 
-// RunConfig is the train.Config of a cell on the token file tok: the papers' optimiser (AdamW, β = (0.9,
+// RunConfig is the recipe.Config of a cell on the token file tok: the papers' optimiser (AdamW, β = (0.9,
 // 0.999), ε = 1e-8, weight decay 0.01, gradient clipping at 1), their schedule shape (linear warmup over 10 of
 // 210 epochs, then cosine decay to the minimum 1e-5 of a peak 2.5e-4, i.e. 4% of the peak), the γ rule on every
 // matrix, and the loss on the answer position only.
-func RunConfig(c Cell, s Shape, b Budget, tok string) (train.Config, error) {
+func RunConfig(c Cell, s Shape, b Budget, tok string) (recipe.Config, error) {
 	vocab := CompositeVocab
 	if c.Task == TaskMix {
 		vocab = MixVocab
 	}
-	tc := train.Default()
+	tc := recipe.Default()
 	tc.Seed = c.Seed
-	tc.Model.Config = model.Config{Vocab: vocab, Dim: s.Dim, FFN: s.FFN, Layers: c.Layers, Heads: 1, HeadDim: s.HeadDim,
-		SeqLen: SeqLen + 1, NormEps: 1e-5, Norm: s.Norm, AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
-	tc.Init = gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: c.Gamma}
-	tc.Optimizer = optim.AdamWConfig{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01}
-	tc.Schedule = optim.Schedule{Kind: optim.ScheduleCosine, PeakLR: c.LR, Warmup: max(1, b.Steps*10/210), MinRatio: 0.04}
-	tc.Data = train.DataConfig{Train: tok}
-	tc.Train = train.LoopConfig{BatchSize: b.Batch, Steps: b.Steps, GradClip: 1, LogInterval: max(1, b.Steps/10),
+	tc.Model.Config = arch.Config{Vocab: vocab, Dim: s.Dim, FFN: s.FFN, Layers: c.Layers, Heads: 1, HeadDim: s.HeadDim,
+		SeqLen: SeqLen + 1, NormEps: 1e-5, Norm: s.Norm, AttnGate: arch.GateNone, RopeTheta: 10000, FFNKind: arch.FFNDense}
+	tc.Init = recipe.Init{Rule: recipe.RuleGamma, Gamma: c.Gamma}
+	tc.Optimizer = recipe.AdamW{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01}
+	tc.Schedule = recipe.Schedule{Kind: recipe.ScheduleCosine, PeakLR: c.LR, Warmup: max(1, b.Steps*10/210), MinRatio: 0.04}
+	tc.Data = recipe.DataConfig{Train: tok}
+	tc.Train = recipe.LoopConfig{BatchSize: b.Batch, Steps: b.Steps, GradClip: 1, LogInterval: max(1, b.Steps/10),
 		KeepCheckpoints: 1, Threads: b.Threads, LossPositions: []int{SeqLen - 1}}
 	if err := tc.Validate(); err != nil {
-		return train.Config{}, fmt.Errorf("anchor cell %s: %w", c.Name(), err)
+		return recipe.Config{}, fmt.Errorf("anchor cell %s: %w", c.Name(), err)
 	}
 	return tc, nil
 }

@@ -27,7 +27,7 @@ func Presets() []Preset {
 	mk := func(name string, d, l, h, t, b int) Preset {
 		return Preset{Name: name, Batch: b, Config: Config{
 			Vocab: 4096, Dim: d, FFN: DefaultFFN(d), Layers: l, Heads: h, SeqLen: t,
-			NormEps: 1e-5, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, FFNKind: FFNDense,
+			NormEps: DefaultNormEps, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, FFNKind: FFNDense,
 		}}
 	}
 	moe := func(p Preset) Preset {
@@ -67,7 +67,7 @@ func ScalePresets() []Preset {
 	mk := func(name string, d, l, h int) Preset {
 		return Preset{Name: name, Batch: 1, Config: Config{
 			Vocab: scaleVocab, Dim: d, FFN: DefaultFFN(d), Layers: l, Heads: h, SeqLen: scaleSeqLen,
-			NormEps: 1e-5, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, FFNKind: FFNDense,
+			NormEps: DefaultNormEps, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, FFNKind: FFNDense,
 		}}
 	}
 	return []Preset{mk("0.1b", 768, 12, 12), mk("0.3b", 1024, 20, 16), mk("0.7b", 1536, 22, 12), mk("1.5b", 2048, 28, 16)}
@@ -93,7 +93,7 @@ func PresetNames() []string {
 	return names
 }
 
-// The run-config keys of the two widths FollowHiddenSize reads (recipe.KeyHiddenSize and recipe.KeyFFN are
+// The run-config keys of the two widths FollowHiddenSize reads (arch.KeyHiddenSize and arch.KeyFFN are
 // these): hidden_size and intermediate_size in the [model] section.
 const (
 	KeyHiddenSize = "model.hidden_size"

@@ -22,8 +22,10 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/safetensors"
 	"github.com/smallinit/smallinit/scale"
 )
@@ -40,7 +42,7 @@ type Options struct {
 
 // Tensor is one measured tensor.
 type Tensor struct {
-	Spec    model.TensorSpec
+	Spec    arch.TensorSpec
 	DType   safetensors.DType
 	Moments Moments
 }
@@ -72,14 +74,14 @@ type Group struct {
 	DeclaredOK  *bool    `json:"declared_ok,omitempty"`
 
 	members []Tensor
-	shape   model.TensorSpec // a representative spec (for StdFor)
-	mainFit bool             // the main rule explains this group
+	shape   arch.TensorSpec // a representative spec (for StdFor)
+	mainFit bool            // the main rule explains this group
 }
 
 // addMatch records that the group matches r, named as it applies to this group (the depth scaling only
 // concerns o and ffn_down).
 func (g *Group) addMatch(r rule) {
-	if !gammainit.DepthScaled(g.Class) {
+	if !recipe.DepthScaled(g.Class) {
 		r.depth = false
 	}
 	if s := r.String(); !slices.Contains(g.Matches, s) {
@@ -101,9 +103,9 @@ type NormCheck struct {
 
 // Declared is the init recipe config.json records (smallinit_init) and whether the matrices match it.
 type Declared struct {
-	Recipe  gammainit.Recipe `json:"recipe"`
-	Seed    uint64           `json:"seed"`
-	Matches bool             `json:"matches"`
+	Recipe  recipe.Init `json:"recipe"`
+	Seed    uint64      `json:"seed"`
+	Matches bool        `json:"matches"`
 }
 
 // Report is the audit of one checkpoint.
@@ -161,13 +163,13 @@ func Run(dir string, o Options) (Report, error) {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	err = scale.Stream(r, specs, scale.StreamOptions{Workers: workers, Concurrent: true, Progress: o.Progress},
-		func(t model.TensorSpec, w []float32) error {
+		func(t arch.TensorSpec, w []float32) error {
 			for i, v := range w {
 				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 					return fmt.Errorf("audit %s: tensor %s element %d is %v", r.Path(), t.Name, i, v)
 				}
 			}
-			tensors[idx[t.Name]].Moments = Measure(w, t.Class == model.ClassNorm)
+			tensors[idx[t.Name]].Moments = Measure(w, t.Class == arch.ClassNorm)
 			return nil
 		})
 	if err != nil {
@@ -186,7 +188,7 @@ func Run(dir string, o Options) (Report, error) {
 
 // Analyse builds the report from measured tensors (every tensor of c, in any order) and the raw smallinit_init
 // record of config.json (nil when absent). z ≤ 0 means DefaultZ.
-func Analyse(c model.Config, tensors []Tensor, rawInit json.RawMessage, z float64) Report {
+func Analyse(c arch.Config, tensors []Tensor, rawInit json.RawMessage, z float64) Report {
 	if z <= 0 {
 		z = DefaultZ
 	}
@@ -200,11 +202,11 @@ func Analyse(c model.Config, tensors []Tensor, rawInit json.RawMessage, z float6
 			dtypes[string(t.DType)] = true
 		}
 		switch {
-		case t.Spec.Class == model.ClassNorm:
+		case t.Spec.Class == arch.ClassNorm:
 			rep.Norms.Gains++
 			gains = gains.add(t.Moments)
 			continue
-		case t.Spec.Class == model.ClassNormBias:
+		case t.Spec.Class == arch.ClassNormBias:
 			rep.Norms.Biases++
 			biases = biases.add(t.Moments)
 			continue

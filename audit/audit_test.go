@@ -12,17 +12,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/safetensors"
 	"github.com/smallinit/smallinit/scale"
 )
 
-func cfg(t *testing.T, preset string, sets ...string) model.Config {
+func cfg(t *testing.T, preset string, sets ...string) arch.Config {
 	t.Helper()
-	p, err := model.LookupPreset(preset)
+	p, err := arch.LookupPreset(preset)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func newPool(t *testing.T) *kernel.Pool {
 }
 
 // applied returns an in-memory model initialised by r.
-func applied(t *testing.T, c model.Config, r gammainit.Recipe, seed uint64) *model.Model {
+func applied(t *testing.T, c arch.Config, r recipe.Init, seed uint64) *model.Model {
 	t.Helper()
 	m, err := model.New(c, 2, newPool(t))
 	if err != nil {
@@ -64,7 +66,7 @@ func saveAs(t *testing.T, m *model.Model, dir string, dtype safetensors.DType) {
 	if err := m.Save(dir, nil); err != nil {
 		t.Fatal(err)
 	}
-	w := safetensors.Create(filepath.Join(dir, model.WeightsFile), nil)
+	w := safetensors.Create(filepath.Join(dir, arch.WeightsFile), nil)
 	for _, s := range m.Specs {
 		w.AddFloat32As(s.Name, dtype, s.Shape, m.Params.Flat[s.Offset:s.Offset+s.Size()])
 	}
@@ -76,7 +78,7 @@ func saveAs(t *testing.T, m *model.Model, dir string, dtype safetensors.DType) {
 // editConfig rewrites fields of dir/config.json.
 func editConfig(t *testing.T, dir string, set map[string]any) {
 	t.Helper()
-	path := filepath.Join(dir, model.ConfigFile)
+	path := filepath.Join(dir, arch.ConfigFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +95,7 @@ func editConfig(t *testing.T, dir string, set map[string]any) {
 // train runs a few AdamW steps on random tokens, which moves every matrix and norm gain off its init.
 func train(t *testing.T, m *model.Model, steps int) {
 	t.Helper()
-	opt, err := optim.NewAdamW(optim.DefaultAdamW(), m.Specs, m.Pool())
+	opt, err := optim.NewAdamW(recipe.DefaultAdamW(), m.Specs, m.Pool())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,65 +132,65 @@ func TestAudit(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		cfg    model.Config
-		recipe gammainit.Recipe
-		write  func(t *testing.T, dir string, c model.Config, r gammainit.Recipe) // nil: scale.Init, f32, no record
+		cfg    arch.Config
+		recipe recipe.Init
+		write  func(t *testing.T, dir string, c arch.Config, r recipe.Init) // nil: scale.Init, f32, no record
 		want   want
 	}{
-		{"gamma 1", cfg(t, "tiny"), gammainit.Default(), nil,
+		{"gamma 1", cfg(t, "tiny"), recipe.DefaultInit(), nil,
 			want{rule: "γ-rule γ=1", gamma: 1, depth: ptr(false), verdict: "untrained: γ-rule γ=1"}},
-		{"gamma 0.5 depth bf16 sharded", cfg(t, "tiny"), gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: 0.5, DepthScale: true},
-			func(t *testing.T, dir string, c model.Config, r gammainit.Recipe) {
+		{"gamma 0.5 depth bf16 sharded", cfg(t, "tiny"), recipe.Init{Rule: recipe.RuleGamma, Gamma: 0.5, DepthScale: true},
+			func(t *testing.T, dir string, c arch.Config, r recipe.Init) {
 				if _, err := scale.Init(dir, c, r, 3, scale.InitOptions{DType: safetensors.BF16, ShardSize: 300_000, Record: &gammainit.Record{Recipe: r, Seed: 3}}); err != nil {
 					t.Fatal(err)
 				}
 			},
 			want{rule: "γ-rule γ=0.5 with 1/sqrt(2L) on o_proj/down_proj", gamma: 0.5, depth: ptr(true), verdict: "(as smallinit_init records)"}},
-		{"fixed 0.02", cfg(t, "tiny"), gammainit.Recipe{Rule: gammainit.RuleFixed, Std: 0.02}, nil,
+		{"fixed 0.02", cfg(t, "tiny"), recipe.Init{Rule: recipe.RuleFixed, Std: 0.02}, nil,
 			want{rule: "fixed std 0.02", depth: ptr(false)}},
-		{"fixed 0.02 depth", cfg(t, "small"), gammainit.Recipe{Rule: gammainit.RuleFixed, Std: 0.02, DepthScale: true}, nil,
+		{"fixed 0.02 depth", cfg(t, "small"), recipe.Init{Rule: recipe.RuleFixed, Std: 0.02, DepthScale: true}, nil,
 			want{rule: "fixed std 0.02 with 1/sqrt(2L) on o_proj/down_proj", depth: ptr(true)}},
-		{"fixed 0.006", cfg(t, "tiny"), gammainit.Recipe{Rule: gammainit.RuleFixed, Std: 0.006}, nil,
+		{"fixed 0.006", cfg(t, "tiny"), recipe.Init{Rule: recipe.RuleFixed, Std: 0.006}, nil,
 			want{rule: "fixed std 0.006", depth: ptr(false)}},
-		{"xavier", cfg(t, "tiny"), gammainit.Recipe{Rule: gammainit.RuleXavier}, nil, want{rule: "xavier", depth: ptr(false)}},
-		{"kaiming depth", cfg(t, "tiny"), gammainit.Recipe{Rule: gammainit.RuleKaiming, DepthScale: true}, nil,
+		{"xavier", cfg(t, "tiny"), recipe.Init{Rule: recipe.RuleXavier}, nil, want{rule: "xavier", depth: ptr(false)}},
+		{"kaiming depth", cfg(t, "tiny"), recipe.Init{Rule: recipe.RuleKaiming, DepthScale: true}, nil,
 			want{rule: "kaiming with 1/sqrt(2L) on o_proj/down_proj", depth: ptr(true)}},
-		{"gamma 1 embed fixed head gamma 0.5", cfg(t, "tiny"), gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: 1,
-			Classes: map[string]gammainit.Override{model.ClassEmbed: {Std: &fixed}, model.ClassHead: {Gamma: &half}}}, nil,
+		{"gamma 1 embed fixed head gamma 0.5", cfg(t, "tiny"), recipe.Init{Rule: recipe.RuleGamma, Gamma: 1,
+			Classes: map[string]recipe.InitOverride{arch.ClassEmbed: {Std: &fixed}, arch.ClassHead: {Gamma: &half}}}, nil,
 			want{rule: "γ-rule γ=1", gamma: 1, depth: ptr(false), verdict: "overrides: embed fixed std 0.02, head γ-rule γ=0.5"}},
-		{"moe shared expert kaiming", cfg(t, "tiny-moe", "shared_expert_intermediate_size=96"), gammainit.Recipe{Rule: gammainit.RuleKaiming}, nil,
+		{"moe shared expert kaiming", cfg(t, "tiny-moe", "shared_expert_intermediate_size=96"), recipe.Init{Rule: recipe.RuleKaiming}, nil,
 			want{rule: "kaiming", depth: ptr(false)}},
-		{"qwen3 gamma 0.75 bf16", cfg(t, "tiny", "qk_norm=true"), gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: 0.75},
-			func(t *testing.T, dir string, c model.Config, r gammainit.Recipe) {
+		{"qwen3 gamma 0.75 bf16", cfg(t, "tiny", "qk_norm=true"), recipe.Init{Rule: recipe.RuleGamma, Gamma: 0.75},
+			func(t *testing.T, dir string, c arch.Config, r recipe.Init) {
 				if _, err := scale.Init(dir, c, r, 9, scale.InitOptions{DType: safetensors.BF16}); err != nil {
 					t.Fatal(err)
 				}
 			}, want{rule: "γ-rule γ=0.75", gamma: 0.75, depth: ptr(false)}},
-		{"layernorm gate tied f16", cfg(t, "tiny", "norm=layernorm", "attn_gate=headwise", "tie_word_embeddings=true"), gammainit.Default(),
-			func(t *testing.T, dir string, c model.Config, r gammainit.Recipe) {
+		{"layernorm gate tied f16", cfg(t, "tiny", "norm=layernorm", "attn_gate=headwise", "tie_word_embeddings=true"), recipe.DefaultInit(),
+			func(t *testing.T, dir string, c arch.Config, r recipe.Init) {
 				saveAs(t, applied(t, c, r, 4), dir, safetensors.F16)
 			}, want{rule: "γ-rule γ=1", gamma: 1, depth: ptr(false)}},
-		{"qwen3_moe layout gamma 1 depth", cfg(t, "tiny-moe", "qk_norm=true"), gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: 1, DepthScale: true},
-			func(t *testing.T, dir string, c model.Config, r gammainit.Recipe) {
+		{"qwen3_moe layout gamma 1 depth", cfg(t, "tiny-moe", "qk_norm=true"), recipe.Init{Rule: recipe.RuleGamma, Gamma: 1, DepthScale: true},
+			func(t *testing.T, dir string, c arch.Config, r recipe.Init) {
 				saveAs(t, applied(t, c, r, 4), dir, safetensors.BF16)
 				editConfig(t, dir, map[string]any{"model_type": "qwen3_moe", "architectures": []string{"Qwen3MoeForCausalLM"}, "qk_norm": nil})
 			}, want{rule: "γ-rule γ=1 with 1/sqrt(2L) on o_proj/down_proj", gamma: 1, depth: ptr(true)}},
-		{"trained", cfg(t, "tiny"), gammainit.Default(),
-			func(t *testing.T, dir string, c model.Config, r gammainit.Recipe) {
+		{"trained", cfg(t, "tiny"), recipe.DefaultInit(),
+			func(t *testing.T, dir string, c arch.Config, r recipe.Init) {
 				m := applied(t, c, r, 5)
 				train(t, m, 4)
 				if err := m.Save(dir, gammainit.Record{Recipe: r, Seed: 5}); err != nil {
 					t.Fatal(err)
 				}
 			}, want{trained: true, verdict: "(smallinit_init records γ-rule γ=1, which the weights no longer match)"}},
-		{"trained fixed", cfg(t, "tiny"), gammainit.Recipe{Rule: gammainit.RuleFixed, Std: 0.02},
-			func(t *testing.T, dir string, c model.Config, r gammainit.Recipe) {
+		{"trained fixed", cfg(t, "tiny"), recipe.Init{Rule: recipe.RuleFixed, Std: 0.02},
+			func(t *testing.T, dir string, c arch.Config, r recipe.Init) {
 				m := applied(t, c, r, 5)
 				train(t, m, 2)
 				saveAs(t, m, dir, safetensors.BF16)
 			}, want{trained: true, depth: ptr(false), verdict: "trained: the norm gains have moved"}},
-		{"gains moved", cfg(t, "tiny"), gammainit.Default(),
-			func(t *testing.T, dir string, c model.Config, r gammainit.Recipe) {
+		{"gains moved", cfg(t, "tiny"), recipe.DefaultInit(),
+			func(t *testing.T, dir string, c arch.Config, r recipe.Init) {
 				m := applied(t, c, r, 5)
 				m.Params.NormF[3] = 1.25
 				saveAs(t, m, dir, safetensors.F32)
@@ -285,11 +287,11 @@ func TestAuditZeroAndNaN(t *testing.T) {
 		}, "overrides: o zeros"},
 		{"nan", func(m *model.Model) { m.Params.Layers[1].Down[7] = float32(math.NaN()) }, "trained: no rule applies"},
 	} {
-		m := applied(t, c, gammainit.Default(), 1)
+		m := applied(t, c, recipe.DefaultInit(), 1)
 		tc.edit(m)
 		var ts []Tensor
 		for _, s := range m.Specs {
-			ts = append(ts, Tensor{Spec: s, DType: safetensors.F32, Moments: Measure(m.Params.Flat[s.Offset:s.Offset+s.Size()], s.Class == model.ClassNorm)})
+			ts = append(ts, Tensor{Spec: s, DType: safetensors.F32, Moments: Measure(m.Params.Flat[s.Offset:s.Offset+s.Size()], s.Class == arch.ClassNorm)})
 		}
 		rep := Analyse(c, ts, nil, 0)
 		if !strings.Contains(rep.Verdict, tc.verdict) {
@@ -304,7 +306,7 @@ func TestAuditZeroAndNaN(t *testing.T) {
 // exactTensors returns every tensor of c with the moments of an exact draw from recipe r: each matrix's sample
 // std is gammainit's σ for it (StdFor), norm gains are ones and biases zeros. (Pooled over a group's k tensors
 // the sample std is then σ·sqrt((N−k)/(N−1)), low by O(k/N): the γ estimated from it is off by ~1e-6.)
-func exactTensors(c model.Config, r gammainit.Recipe, scaleClass string, factor float64) []Tensor {
+func exactTensors(c arch.Config, r recipe.Init, scaleClass string, factor float64) []Tensor {
 	var ts []Tensor
 	for _, s := range c.Tensors() {
 		n := int64(s.Size())
@@ -332,35 +334,35 @@ func exactTensors(c model.Config, r gammainit.Recipe, scaleClass string, factor 
 // under the recorded recipe is gammainit's. Moving one class off its σ by 20% makes the audit say so.
 func TestAuditNamesEachRuleAtGammainitSigma(t *testing.T) {
 	std, half, low := 0.02, 0.5, 0.006
-	configs := map[string]model.Config{
+	configs := map[string]arch.Config{
 		"tiny":     cfg(t, "tiny"),
 		"tiny-moe": cfg(t, "tiny-moe", "shared_expert_intermediate_size=96"),
 		"qwen3":    cfg(t, "tiny", "qk_norm=true", "attn_gate=headwise"),
 	}
 	type tcase struct {
-		recipe    gammainit.Recipe
+		recipe    recipe.Init
 		rule      rule              // the rule the audit should name
 		overrides map[string]string // class label → rule, when the recipe overrides classes
 	}
 	var cases []tcase
 	for _, depth := range []bool{false, true} {
 		for _, g := range []float64{0.5, 0.75, 1} {
-			cases = append(cases, tcase{recipe: gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: g, DepthScale: depth},
-				rule: rule{kind: gammainit.RuleGamma, param: g, depth: depth}})
+			cases = append(cases, tcase{recipe: recipe.Init{Rule: recipe.RuleGamma, Gamma: g, DepthScale: depth},
+				rule: rule{kind: recipe.RuleGamma, param: g, depth: depth}})
 		}
 		for _, s := range []float64{0.02, low} {
-			cases = append(cases, tcase{recipe: gammainit.Recipe{Rule: gammainit.RuleFixed, Std: s, DepthScale: depth},
-				rule: rule{kind: gammainit.RuleFixed, param: s, depth: depth}})
+			cases = append(cases, tcase{recipe: recipe.Init{Rule: recipe.RuleFixed, Std: s, DepthScale: depth},
+				rule: rule{kind: recipe.RuleFixed, param: s, depth: depth}})
 		}
-		for _, k := range []string{gammainit.RuleXavier, gammainit.RuleKaiming} {
-			cases = append(cases, tcase{recipe: gammainit.Recipe{Rule: k, DepthScale: depth}, rule: rule{kind: k, depth: depth}})
+		for _, k := range []string{recipe.RuleXavier, recipe.RuleKaiming} {
+			cases = append(cases, tcase{recipe: recipe.Init{Rule: k, DepthScale: depth}, rule: rule{kind: k, depth: depth}})
 		}
 	}
 	cases = append(cases, tcase{
-		recipe: gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: 1, Classes: map[string]gammainit.Override{
-			model.ClassEmbed: {Std: &std}, model.ClassHead: {Gamma: &half}, model.ClassV: {Rule: gammainit.RuleXavier}}},
-		rule:      rule{kind: gammainit.RuleGamma, param: 1},
-		overrides: map[string]string{model.ClassEmbed: "fixed std 0.02", model.ClassHead: "γ-rule γ=0.5", model.ClassV: "xavier"},
+		recipe: recipe.Init{Rule: recipe.RuleGamma, Gamma: 1, Classes: map[string]recipe.InitOverride{
+			arch.ClassEmbed: {Std: &std}, arch.ClassHead: {Gamma: &half}, arch.ClassV: {Rule: recipe.RuleXavier}}},
+		rule:      rule{kind: recipe.RuleGamma, param: 1},
+		overrides: map[string]string{arch.ClassEmbed: "fixed std 0.02", arch.ClassHead: "γ-rule γ=0.5", arch.ClassV: "xavier"},
 	})
 	for cname, c := range configs {
 		for _, tc := range cases {
@@ -388,7 +390,7 @@ func TestAuditNamesEachRuleAtGammainitSigma(t *testing.T) {
 			if rep.Trained || !strings.HasPrefix(rep.Verdict, "untrained: ") || !strings.HasSuffix(rep.Verdict, "(as smallinit_init records)") {
 				t.Errorf("%s: verdict %q", name, rep.Verdict)
 			}
-			if tc.rule.kind == gammainit.RuleGamma && (rep.Gamma == nil || math.Abs(*rep.Gamma-tc.rule.param) > 1e-4) {
+			if tc.rule.kind == recipe.RuleGamma && (rep.Gamma == nil || math.Abs(*rep.Gamma-tc.rule.param) > 1e-4) {
 				t.Errorf("%s: γ %v, want %g", name, fmtPtr(rep.Gamma), tc.rule.param)
 			}
 			if rep.DepthScaled == nil || *rep.DepthScaled != tc.recipe.DepthScale {
@@ -401,7 +403,7 @@ func TestAuditNamesEachRuleAtGammainitSigma(t *testing.T) {
 			}
 
 			// One class 20% off its σ: no longer explained by the rule alone, and the record no longer matches.
-			off := Analyse(c, exactTensors(c, tc.recipe, model.ClassO, 1.2), raw, 0)
+			off := Analyse(c, exactTensors(c, tc.recipe, arch.ClassO, 1.2), raw, 0)
 			if slices.Contains(off.Rules, want) || off.Declared == nil || off.Declared.Matches {
 				t.Errorf("%s with o_proj ×1.2: rules %q, declared %+v; want the rule and the record refused", name, off.Rules, off.Declared)
 			}

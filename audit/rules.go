@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // Which initialisation rules explain the measured groups: the candidates (the rules of gammainit's table, and the
@@ -18,7 +19,7 @@ const ruleZero = "zero"
 
 // rule is a candidate initialisation rule.
 type rule struct {
-	kind  string  // a rule of gammainit's table (gammainit.Rules), or ruleZero
+	kind  string  // a rule of gammainit's table (recipe.Rules), or ruleZero
 	param float64 // γ or σ
 	depth bool    // × 1/sqrt(2L) on o and ffn_down
 	// paramTol is the relative uncertainty the rule's σ inherits from an estimated parameter, per unit of
@@ -30,7 +31,7 @@ func (r rule) String() string {
 	if r.kind == ruleZero {
 		return "zeros"
 	}
-	row, _ := gammainit.LookupRule(r.kind)
+	row, _ := recipe.LookupRule(r.kind)
 	s := row.AuditName
 	if row.Param != "" {
 		s = fmt.Sprintf(row.AuditName, trim(r.param, 3))
@@ -55,13 +56,13 @@ func trim(x float64, digits int) string {
 
 // recipe is the rule as a gammainit recipe (not for ruleZero), which is what gives its σ: the audit writes no
 // σ formula of its own.
-func (r rule) recipe() gammainit.Recipe {
-	rec := gammainit.Recipe{Rule: r.kind, DepthScale: r.depth}
-	row, _ := gammainit.LookupRule(r.kind)
+func (r rule) recipe() recipe.Init {
+	rec := recipe.Init{Rule: r.kind, DepthScale: r.depth}
+	row, _ := recipe.LookupRule(r.kind)
 	switch row.Param {
-	case gammainit.ParamGamma:
+	case recipe.ParamGamma:
 		rec.Gamma = r.param
-	case gammainit.ParamStd:
+	case recipe.ParamStd:
 		rec.Std = r.param
 	}
 	return rec
@@ -73,7 +74,7 @@ func (r rule) sigma(g *Group, layers int) float64 { return r.recipe().StdFor(g.s
 // divisor is what the rule's depth scaling divides a group's σ by (1 without depth scaling).
 func (r rule) divisor(class string, layers int) float64 {
 	if r.depth {
-		return gammainit.DepthDivisor(class, layers)
+		return recipe.DepthDivisor(class, layers)
 	}
 	return 1
 }
@@ -93,7 +94,7 @@ func (r rule) matches(g *Group, layers int, z float64) bool {
 	}
 	want := r.sigma(g, layers)
 	extra := r.paramTol
-	if r.kind == gammainit.RuleGamma {
+	if r.kind == recipe.RuleGamma {
 		extra *= math.Log(float64(g.DIn))
 	}
 	if math.Abs(g.Std/want-1) > g.Tol+extra {
@@ -112,7 +113,7 @@ func (r rule) matches(g *Group, layers int, z float64) bool {
 // and each rule with a parameter at the values its row asks the audit to try (fixed std 0.02).
 func namedRules(depth bool) []rule {
 	var rs []rule
-	for _, row := range gammainit.Rules() {
+	for _, row := range recipe.Rules() {
 		if row.Param == "" {
 			rs = append(rs, rule{kind: row.Name, depth: depth})
 		}
@@ -139,8 +140,8 @@ func candidates(groups []Group, layers int) []rule {
 			}
 			div := rule{depth: depth}.divisor(g.Class, layers)
 			lnD := math.Log(float64(g.DIn))
-			rs = append(rs, rule{kind: gammainit.RuleGamma, param: gammainit.GammaEff(g.Std*div, g.DIn), depth: depth, paramTol: g.Tol / lnD},
-				rule{kind: gammainit.RuleFixed, param: g.Std * div, depth: depth, paramTol: g.Tol})
+			rs = append(rs, rule{kind: recipe.RuleGamma, param: gammainit.GammaEff(g.Std*div, g.DIn), depth: depth, paramTol: g.Tol / lnD},
+				rule{kind: recipe.RuleFixed, param: g.Std * div, depth: depth, paramTol: g.Tol})
 		}
 	}
 	return rs
@@ -148,7 +149,7 @@ func candidates(groups []Group, layers int) []rule {
 
 func hasDepthClass(groups []Group) bool {
 	for _, g := range groups {
-		if gammainit.DepthScaled(g.Class) {
+		if recipe.DepthScaled(g.Class) {
 			return true
 		}
 	}
@@ -158,7 +159,7 @@ func hasDepthClass(groups []Group) bool {
 // refine re-estimates a γ or fixed-σ rule's parameter from the groups it explains (inverse-variance weighted),
 // which is more precise than the single group it came from.
 func refine(r rule, groups []Group, explained []int, layers int) rule {
-	if r.kind != gammainit.RuleGamma && !(r.kind == gammainit.RuleFixed && r.paramTol > 0) {
+	if r.kind != recipe.RuleGamma && !(r.kind == recipe.RuleFixed && r.paramTol > 0) {
 		return r
 	}
 	var sw, swx float64
@@ -166,7 +167,7 @@ func refine(r rule, groups []Group, explained []int, layers int) rule {
 		g := &groups[i]
 		div := r.divisor(g.Class, layers)
 		var x, sd float64
-		if r.kind == gammainit.RuleGamma {
+		if r.kind == recipe.RuleGamma {
 			x, sd = gammainit.GammaEff(g.Std*div, g.DIn), g.Tol/math.Log(float64(g.DIn))
 		} else {
 			x, sd = g.Std*div, g.Tol*g.Std*div
@@ -180,7 +181,7 @@ func refine(r rule, groups []Group, explained []int, layers int) rule {
 	}
 	out := r
 	out.param = swx / sw
-	if r.kind == gammainit.RuleGamma {
+	if r.kind == recipe.RuleGamma {
 		out.paramTol = 1 / math.Sqrt(sw)
 	} else {
 		out.paramTol = 1 / math.Sqrt(sw) / out.param
@@ -202,17 +203,17 @@ func explained(r rule, groups []Group, layers int, z float64) []int {
 // named reports whether r is a rule of its own (fixed 0.02, Xavier, Kaiming, zeros: a rule without a
 // parameter or one of namedRules' values) rather than one whose parameter was estimated from the groups.
 func (r rule) named() bool {
-	return r.kind != gammainit.RuleGamma && r.paramTol == 0
+	return r.kind != recipe.RuleGamma && r.paramTol == 0
 }
 
 // ruleOrder ranks rules that explain the same groups: rules without a parameter first, then named parameter
 // values (fixed 0.02), then the γ rule, then an estimated fixed σ.
 func ruleOrder(r rule) int {
-	row, _ := gammainit.LookupRule(r.kind)
+	row, _ := recipe.LookupRule(r.kind)
 	switch {
 	case r.kind == ruleZero, row.Param == "":
 		return 0
-	case r.kind == gammainit.RuleGamma:
+	case r.kind == recipe.RuleGamma:
 		return 2
 	case r.paramTol == 0:
 		return 1
@@ -282,7 +283,7 @@ func decideRules(rep *Report, groups []Group, layers int, z float64) {
 	}
 	main := fits[0]
 	rep.Main = main.r.String()
-	if main.r.kind == gammainit.RuleGamma {
+	if main.r.kind == recipe.RuleGamma {
 		g := main.r.param
 		rep.Gamma = &g
 	}
@@ -292,7 +293,7 @@ func decideRules(rep *Report, groups []Group, layers int, z float64) {
 		base := main.r
 		base.depth = false
 		for i := range groups {
-			if g := &groups[i]; gammainit.DepthScaled(g.Class) {
+			if g := &groups[i]; recipe.DepthScaled(g.Class) {
 				ratio := g.Std / base.sigma(g, layers)
 				g.DepthRatio = &ratio
 			}
@@ -317,7 +318,7 @@ func decideRules(rep *Report, groups []Group, layers int, z float64) {
 			div := rule{depth: depth}.divisor(g.Class, layers)
 			tries := append([]rule{{kind: ruleZero}}, namedRules(depth)...)
 			if g.Std > 0 {
-				tries = append(tries, rule{kind: gammainit.RuleGamma, depth: depth,
+				tries = append(tries, rule{kind: recipe.RuleGamma, depth: depth,
 					param: math.Round(20*gammainit.GammaEff(g.Std*div, g.DIn)) / 20})
 			}
 			for _, r := range tries {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // checkDeclared compares the groups with the recipe recorded in config.json, if any.
@@ -22,7 +23,7 @@ func checkDeclared(rep *Report, groups []Group, layers int, z float64, raw json.
 	for i := range groups {
 		g := &groups[i]
 		want := rec.Recipe.StdFor(g.shape, layers)
-		ok := rule{kind: gammainit.RuleFixed, param: want}.matches(g, layers, z)
+		ok := rule{kind: recipe.RuleFixed, param: want}.matches(g, layers, z)
 		g.DeclaredStd, g.DeclaredOK = &want, &ok
 		d.Matches = d.Matches && ok
 	}
@@ -99,12 +100,12 @@ func verdict(rep *Report, groups []Group) string {
 }
 
 // recipeString names a recorded recipe in the audit's words.
-func recipeString(r gammainit.Recipe) string {
+func recipeString(r recipe.Init) string {
 	rr := rule{kind: r.Rule, depth: r.DepthScale}
 	switch r.Rule {
-	case gammainit.RuleGamma:
+	case recipe.RuleGamma:
 		rr.param = r.Gamma
-	case gammainit.RuleFixed:
+	case recipe.RuleFixed:
 		rr.param = r.Std
 	}
 	s := rr.String()

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/internal/finitejson"
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // MarshalJSON writes non-finite numbers as null (encoding/json rejects them).
@@ -53,7 +53,7 @@ func (r Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "norm biases: %d tensors, %s\n", n.Biases, state)
 	}
 	if r.DepthScaled != nil {
-		fmt.Fprintf(w, "o_proj/down_proj depth scaling 1/sqrt(2L) = %.4g: %v\n", 1/gammainit.DepthDivisor(model.ClassO, r.Layers), *r.DepthScaled)
+		fmt.Fprintf(w, "o_proj/down_proj depth scaling 1/sqrt(2L) = %.4g: %v\n", 1/recipe.DepthDivisor(arch.ClassO, r.Layers), *r.DepthScaled)
 	}
 	if d := r.Declared; d != nil {
 		fmt.Fprintf(w, "smallinit_init: %s, seed %d: weights match it: %v\n", recipeString(d.Recipe), d.Seed, d.Matches)

@@ -170,7 +170,7 @@ func exists(path string) bool {
 }
 
 // Bounds of a vocabulary to train: at least the 256 bytes and <|endoftext|>; at most the largest vocab_size a
-// model takes (model.MaxDim, 2^24, held equal by TestMaxVocabIsTheModelsBound without data importing model, so
+// model takes (arch.MaxDim, 2^24, held equal by TestMaxVocabIsTheModelsBound without data importing model, so
 // that the summary's build stays free of the model), far above any tokenizer in use (256k). Every reader of a
 // vocabulary size to train (--vocab, a plan's data.vocab, PrepareFiles, PrepareEmbedded) checks it with
 // CheckVocab.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/tokenizer"
 )
 
@@ -527,7 +527,7 @@ func TestCheckVocabOneBound(t *testing.T) {
 			}
 		}
 	}
-	c := model.Config{Vocab: MaxVocab + 1, Dim: 16, FFN: 32, Layers: 1, Heads: 2, SeqLen: 16, NormEps: 1e-5, RopeTheta: 10000}
+	c := arch.Config{Vocab: MaxVocab + 1, Dim: 16, FFN: 32, Layers: 1, Heads: 2, SeqLen: 16, NormEps: 1e-5, RopeTheta: 10000}
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "vocab_size") {
 		t.Errorf("a model config of vocab_size MaxVocab+1: %v, want it refused", err)
 	}

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/model"
 )
 
@@ -16,14 +18,14 @@ const MaxProbeWindows = 4096
 // Activations runs m on the first probes windows of probeLen tokens of toks (window k holds tokens
 // [k·probeLen, (k+1)·probeLen], as data.Window) and measures every block. Probes beyond what one forward pass
 // holds (Batch·SeqLen/probeLen) are not used; ProbeWindows says how many were.
-func Activations(m *model.Model, toks []int32, probes, probeLen int) (ActivationStats, error) {
+func Activations(m *model.Model, toks []int32, probes, probeLen int) (diagrec.ActivationStats, error) {
 	c := m.Config
 	if probeLen < 2 || probeLen > c.SeqLen {
-		return ActivationStats{}, fmt.Errorf("probe length %d: must be in [2, %d]", probeLen, c.SeqLen)
+		return diagrec.ActivationStats{}, fmt.Errorf("probe length %d: must be in [2, %d]", probeLen, c.SeqLen)
 	}
 	probes = min(probes, data.NumWindows(len(toks), probeLen), m.Batch()*c.SeqLen/probeLen)
 	if probes < 1 {
-		return ActivationStats{}, fmt.Errorf("%d tokens: too few for one %d-token probe", len(toks), probeLen)
+		return diagrec.ActivationStats{}, fmt.Errorf("%d tokens: too few for one %d-token probe", len(toks), probeLen)
 	}
 	in, tg := make([]int32, probes*probeLen), make([]int32, probes*probeLen)
 	for k := 0; k < probes; k++ {
@@ -31,23 +33,23 @@ func Activations(m *model.Model, toks []int32, probes, probeLen int) (Activation
 	}
 	loss, err := m.ForwardSeq(in, tg, probeLen)
 	if err != nil {
-		return ActivationStats{}, err
+		return diagrec.ActivationStats{}, err
 	}
-	st := ActivationStats{ProbeWindows: probes, ProbeLen: probeLen, ProbeLoss: loss}
-	eps, layerNorm := c.NormEps, c.Norm == model.NormLayer
+	st := diagrec.ActivationStats{ProbeWindows: probes, ProbeLen: probeLen, ProbeLoss: loss}
+	eps, layerNorm := c.NormEps, c.Norm == arch.NormLayer
 	d := c.Dim
 	var sinks, heads int
 	var massSum float64
 	for l := 0; l < c.Layers; l++ {
 		x, h, out := m.Residual(l), m.AttnResidual(l), m.Residual(l+1)
-		la := LayerActivations{Layer: l, HiddenRMS: rms(x), AttnNorm: normStat(x, d, eps, layerNorm),
+		la := diagrec.LayerActivations{Layer: l, HiddenRMS: rms(x), AttnNorm: normStat(x, d, eps, layerNorm),
 			FFNNorm: normStat(h, d, eps, layerNorm), AttnResidualRatio: rmsDiff(h, x) / rms(x),
 			FFNResidualRatio: rmsDiff(out, h) / rms(h)}
 		la.FirstTokenMass, la.SinkAlpha = firstTokenMass(m.AttentionProbs(l), c.Heads, probeLen)
 		for hd := range la.SinkAlpha {
 			massSum += la.FirstTokenMass[hd]
 			heads++
-			if la.SinkAlpha[hd] > SinkThreshold {
+			if la.SinkAlpha[hd] > diagrec.SinkThreshold {
 				sinks++
 			}
 		}
@@ -102,9 +104,9 @@ func rmsDiff(a, b []float32) float64 {
 }
 
 // normStat averages s and r over the rows of x [rows, d].
-func normStat(x []float32, d int, eps float64, layerNorm bool) NormStat {
+func normStat(x []float32, d int, eps float64, layerNorm bool) diagrec.NormStat {
 	rows := len(x) / d
-	var st NormStat
+	var st diagrec.NormStat
 	for r := 0; r < rows; r++ {
 		row := x[r*d : (r+1)*d]
 		var mean, ms float64

@@ -5,12 +5,14 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
-func initModel(t *testing.T, c model.Config, gamma float64, batch int) *model.Model {
+func initModel(t *testing.T, c arch.Config, gamma float64, batch int) *model.Model {
 	t.Helper()
 	pool := kernel.NewPool(2)
 	t.Cleanup(pool.Close)
@@ -18,7 +20,7 @@ func initModel(t *testing.T, c model.Config, gamma float64, batch int) *model.Mo
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gammainit.Apply(m, gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: gamma}, 1); err != nil {
+	if _, err := gammainit.Apply(m, recipe.Init{Rule: recipe.RuleGamma, Gamma: gamma}, 1); err != nil {
 		t.Fatal(err)
 	}
 	return m
@@ -33,9 +35,9 @@ func randomToks(n, vocab int) []int32 {
 	return t
 }
 
-func widthConfig(d int, gate string) model.Config {
-	return model.Config{Vocab: 256, Dim: d, FFN: model.DefaultFFN(d), Layers: 2, Heads: 4, SeqLen: 64,
-		NormEps: 1e-5, Norm: model.NormRMS, AttnGate: gate, RopeTheta: 10000}
+func widthConfig(d int, gate string) arch.Config {
+	return arch.Config{Vocab: 256, Dim: d, FFN: arch.DefaultFFN(d), Layers: 2, Heads: 4, SeqLen: 64,
+		NormEps: 1e-5, Norm: arch.NormRMS, AttnGate: gate, RopeTheta: 10000}
 }
 
 // TestNormSaturationAtInit is docs/definitions.md §4's table: with γ = 1 and ε = 1e-5 the first norm sees the embedding,
@@ -45,7 +47,7 @@ func TestNormSaturationAtInit(t *testing.T) {
 		d    int
 		want float64
 	}{{128, 0.93}, {256, 0.78}} {
-		m := initModel(t, widthConfig(tc.d, model.GateNone), 1, 4)
+		m := initModel(t, widthConfig(tc.d, arch.GateNone), 1, 4)
 		st, err := Activations(m, randomToks(4*64+1, 256), 4, 64)
 		if err != nil {
 			t.Fatal(err)
@@ -65,9 +67,9 @@ func TestNormSaturationAtInit(t *testing.T) {
 // the first-token mass is the mean over i ≥ 1 of 1/(i+1); no head is a sink; the gate mean is 0.5 ± 0.01. With
 // grouped-query attention and q/k/v biases (0 at init) the same holds for every query head.
 func TestUniformAttentionAndGateAtInit(t *testing.T) {
-	gqa := widthConfig(128, model.GateElementwise)
+	gqa := widthConfig(128, arch.GateElementwise)
 	gqa.KVHeads, gqa.QKVBias = 2, true
-	for _, c := range []model.Config{widthConfig(128, model.GateHeadwise), gqa} {
+	for _, c := range []arch.Config{widthConfig(128, arch.GateHeadwise), gqa} {
 		m := initModel(t, c, 1, 4)
 		st, err := Activations(m, randomToks(4*64+1, 256), 4, 64)
 		if err != nil {
@@ -141,7 +143,7 @@ func TestResidualRatioScalesAsWidthToOneMinusGamma(t *testing.T) {
 	for _, gamma := range []float64{0.5, 0.75, 1} {
 		var xs, ys []float64
 		for _, d := range []int{64, 128, 256, 512} {
-			c := widthConfig(d, model.GateNone)
+			c := widthConfig(d, arch.GateNone)
 			c.NormEps = 1e-12 // keep ε from shrinking the norm's output at large width (that is the other effect of docs/definitions.md §4)
 			m := initModel(t, c, gamma, 4)
 			st, err := Activations(m, randomToks(4*64+1, 256), 4, 64)

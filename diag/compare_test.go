@@ -4,11 +4,12 @@ import (
 	"math"
 	"testing"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/arch"
+	"github.com/smallinit/smallinit/diag/diagrec"
 )
 
 func TestCompareWithItselfIsZeroAndBinsPartition(t *testing.T) {
-	c := widthConfig(32, model.GateNone)
+	c := widthConfig(32, arch.GateNone)
 	a := initModel(t, c, 0.5, 2)
 	cmp, err := Compare(a, a, randomToks(5*64+1, 256), 4, 0, nil)
 	if err != nil {
@@ -34,11 +35,11 @@ func TestCompareWithItselfIsZeroAndBinsPartition(t *testing.T) {
 
 // TestCompareLogGapIsLossDifference: the mean log gap equals loss_B − loss_A over the same tokens.
 func TestCompareLogGapIsLossDifference(t *testing.T) {
-	c := widthConfig(32, model.GateNone)
+	c := widthConfig(32, arch.GateNone)
 	a, b := initModel(t, c, 0.5, 2), initModel(t, c, 1, 2)
 	toks := randomToks(3*64+1, 256)
-	var rows []TokenGap
-	cmp, err := Compare(a, b, toks, 10, 0, func(g TokenGap) { rows = append(rows, g) })
+	var rows []diagrec.TokenGap
+	cmp, err := Compare(a, b, toks, 10, 0, func(g diagrec.TokenGap) { rows = append(rows, g) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 )
@@ -17,25 +18,25 @@ import (
 // all) and, unless dump is "", writes every token's row to dump (.csv, else JSON lines). A regular file is
 // written under a temporary name and renamed into place, so that a failure leaves no partial dump; anything
 // else (/dev/stdout, a pipe) is written directly: renaming over it would replace the device or pipe.
-func CompareFiles(a, b, tokens string, bins, windows int, dump string) (Comparison, error) {
+func CompareFiles(a, b, tokens string, bins, windows int, dump string) (diagrec.Comparison, error) {
 	if bins < 1 {
-		return Comparison{}, fmt.Errorf("%d difficulty bins: must be positive", bins)
+		return diagrec.Comparison{}, fmt.Errorf("%d difficulty bins: must be positive", bins)
 	}
 	pool := kernel.NewPool(0)
 	defer pool.Close()
 	ma, _, err := model.Load(a, 8, pool)
 	if err != nil {
-		return Comparison{}, err
+		return diagrec.Comparison{}, err
 	}
 	mb, _, err := model.Load(b, 8, pool)
 	if err != nil {
-		return Comparison{}, err
+		return diagrec.Comparison{}, err
 	}
 	toks, err := data.ReadTokens(tokens, min(ma.Config.Vocab, mb.Config.Vocab))
 	if err != nil {
-		return Comparison{}, err
+		return diagrec.Comparison{}, err
 	}
-	var keep func(TokenGap)
+	var keep func(diagrec.TokenGap)
 	var finish func() error
 	if dump != "" {
 		// A regular file is written under a temporary name and renamed into place, so that a failure leaves no
@@ -51,7 +52,7 @@ func CompareFiles(a, b, tokens string, bins, windows int, dump string) (Comparis
 			tmp, err = os.CreateTemp(filepath.Dir(dump), ".dump*")
 		}
 		if err != nil {
-			return Comparison{}, fmt.Errorf("dump: %w", err)
+			return diagrec.Comparison{}, fmt.Errorf("dump: %w", err)
 		}
 		if direct {
 			defer tmp.Close()
@@ -64,7 +65,7 @@ func CompareFiles(a, b, tokens string, bins, windows int, dump string) (Comparis
 			fmt.Fprintln(w, "pos,token,p_a,p_b,delta_sym,log_gap,difficulty")
 		}
 		enc := json.NewEncoder(w)
-		keep = func(g TokenGap) {
+		keep = func(g diagrec.TokenGap) {
 			if csv {
 				fmt.Fprintf(w, "%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g\n", g.Pos, g.Token, g.PA, g.PB, g.DeltaSym, g.LogGap, g.Difficulty)
 			} else {
@@ -93,7 +94,7 @@ func CompareFiles(a, b, tokens string, bins, windows int, dump string) (Comparis
 	}
 	cmp, err := Compare(ma, mb, toks, bins, windows, keep)
 	if err != nil {
-		return Comparison{}, fmt.Errorf("compare %s and %s on %s: %w", a, b, tokens, err)
+		return diagrec.Comparison{}, fmt.Errorf("compare %s and %s on %s: %w", a, b, tokens, err)
 	}
 	if finish != nil {
 		if err := finish(); err != nil {

@@ -35,7 +35,7 @@
 //   - k ≤ ExactMaxDim: G is formed exactly in float64 and all its eigenvalues
 //     are computed (Householder tridiagonalisation + implicit QL), so the
 //     stable rank is exact and the effective rank is available
-//     (WeightStats.StableRankExact = true).
+//     (diagrec.WeightStats.StableRankExact = true).
 //   - k > ExactMaxDim: σ_max² = λ_max(G) comes from power iteration from a
 //     seeded Gaussian start vector, accelerated by the Lanczos process: the
 //     estimate after t steps is the largest Rayleigh quotient over the span

@@ -5,10 +5,12 @@ import (
 	"log"
 	"os"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // Analyse a checkpoint: load a model directory (a run's final/, init/ or checkpoints/step-N/, or any
@@ -22,14 +24,14 @@ func Example() {
 	defer os.RemoveAll(dir)
 	pool := kernel.NewPool(1)
 	defer pool.Close()
-	p, _ := model.LookupPreset("tiny")
+	p, _ := arch.LookupPreset("tiny")
 	c := p.Config
 	c.Vocab, c.SeqLen = 256, 32
 	m, err := model.New(c, 1, pool)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := gammainit.Apply(m, gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: 1}, 0); err != nil {
+	if _, err := gammainit.Apply(m, recipe.Init{Rule: recipe.RuleGamma, Gamma: 1}, 0); err != nil {
 		log.Fatal(err)
 	}
 	if err := m.Save(dir, nil); err != nil {
@@ -41,7 +43,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	for _, t := range ck.Specs {
-		if t.Class != model.ClassQ {
+		if t.Class != arch.ClassQ {
 			continue
 		}
 		w := ck.Params.Flat[t.Offset : t.Offset+t.Size()]

@@ -3,12 +3,14 @@ package diag
 import (
 	"sort"
 
+	"github.com/smallinit/smallinit/arch"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/model"
 )
 
 // WeightReport measures every matrix of m with TensorReport.
-func WeightReport(m *model.Model, o WeightOptions, frequent []int) []TensorWeights {
-	var out []TensorWeights
+func WeightReport(m *model.Model, o WeightOptions, frequent []int) []diagrec.TensorWeights {
+	var out []diagrec.TensorWeights
 	for _, t := range m.Specs {
 		if t.IsMatrix() {
 			out = append(out, TensorReport(t, m.Params.Flat[t.Offset:t.Offset+t.Size()], o, frequent))
@@ -22,10 +24,10 @@ func WeightReport(m *model.Model, o WeightOptions, frequent []int) []TensorWeigh
 // frequent tokens first) instead of a random subsample: the first o.MaxCosRows of them, every one when
 // o.MaxCosRows < 0, DefaultMaxCosRows when it is 0. It is the one per-matrix measurement of WeightReport and of
 // the streaming report of a checkpoint (scale.WeightReport), so the two cannot disagree.
-func TensorReport(t model.TensorSpec, w []float32, o WeightOptions, frequent []int) TensorWeights {
+func TensorReport(t arch.TensorSpec, w []float32, o WeightOptions, frequent []int) diagrec.TensorWeights {
 	rows, cols := t.Shape[0], t.Shape[1]
 	st := Weights(w, rows, cols, o)
-	if (t.Class == model.ClassEmbed || t.Class == model.ClassHead) && len(frequent) > 0 {
+	if (t.Class == arch.ClassEmbed || t.Class == arch.ClassHead) && len(frequent) > 0 {
 		limit := o.MaxCosRows
 		switch {
 		case limit < 0:
@@ -37,7 +39,7 @@ func TensorReport(t model.TensorSpec, w []float32, o WeightOptions, frequent []i
 		sub := Weights(SelectRows(w, cols, ids), len(ids), cols, o)
 		st.MeanAbsCos, st.CosRatio, st.FracAbove09, st.CosRowsUsed, st.ZeroRows = sub.MeanAbsCos, sub.CosRatio, sub.FracAbove09, sub.CosRowsUsed, sub.ZeroRows
 	}
-	return TensorWeights{Name: t.Name, Class: t.Class, Layer: t.Layer, WeightStats: st}
+	return diagrec.TensorWeights{Name: t.Name, Class: t.Class, Layer: t.Layer, WeightStats: st}
 }
 
 // FrequentTokens returns the token ids of toks ordered by decreasing count (ties: lower id first), the ones

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/arch"
 )
 
 // TestTensorReportFrequentRowLimit: the row-cosine summaries of an embedding (rows are tokens) use the first
@@ -21,7 +21,7 @@ func TestTensorReportFrequentRowLimit(t *testing.T) {
 	for i := range frequent {
 		frequent[i] = rows - 1 - i
 	}
-	embed := model.TensorSpec{Name: "model.embed_tokens.weight", Class: model.ClassEmbed, Layer: -1, Shape: []int{rows, cols}}
+	embed := arch.TensorSpec{Name: "model.embed_tokens.weight", Class: arch.ClassEmbed, Layer: -1, Shape: []int{rows, cols}}
 	for _, tc := range []struct {
 		maxCosRows, wantRows int
 	}{{-1, rows}, {0, DefaultMaxCosRows}, {100, 100}, {rows + 5, rows}} {
@@ -37,7 +37,7 @@ func TestTensorReportFrequentRowLimit(t *testing.T) {
 		}
 	}
 	q := embed
-	q.Class, q.Name = model.ClassQ, "q"
+	q.Class, q.Name = arch.ClassQ, "q"
 	o := WeightOptions{MaxCosRows: -1}
 	if got, want := TensorReport(q, w, o, frequent), Weights(w, rows, cols, o); got.WeightStats != want {
 		t.Errorf("a q matrix used the frequent rows: %+v, want %+v", got.WeightStats, want)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 )
@@ -21,7 +22,7 @@ type RowCosines struct {
 
 // IsModelDir reports whether dir holds a saved model (its config and its weights).
 func IsModelDir(dir string) bool {
-	for _, name := range []string{model.ConfigFile, model.WeightsFile} {
+	for _, name := range []string{arch.ConfigFile, arch.WeightsFile} {
 		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || !st.Mode().IsRegular() {
 			return false
 		}
@@ -72,7 +73,7 @@ func rowCosines(m *model.Model, tensor string, maxRows int) (RowCosines, error) 
 }
 
 // findMatrix returns the matrix named name, else the first matrix whose name contains it.
-func findMatrix(specs []model.TensorSpec, name string) (model.TensorSpec, bool) {
+func findMatrix(specs []arch.TensorSpec, name string) (arch.TensorSpec, bool) {
 	for _, t := range specs {
 		if t.Name == name && t.IsMatrix() {
 			return t, true
@@ -83,5 +84,5 @@ func findMatrix(specs []model.TensorSpec, name string) (model.TensorSpec, bool) 
 			return t, true
 		}
 	}
-	return model.TensorSpec{}, false
+	return arch.TensorSpec{}, false
 }

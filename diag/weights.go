@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/smallinit/smallinit/diag/diagrec"
 )
 
 // WeightOptions tune Weights and StableRank. Zero fields take the value of
@@ -75,7 +77,7 @@ func (o WeightOptions) withDefaults() WeightOptions {
 }
 
 // Weights computes the stable rank, effective rank and row-cosine summaries
-// of the row-major [rows, cols] = [d_out, d_in] matrix w. See WeightStats for
+// of the row-major [rows, cols] = [d_out, d_in] matrix w. See diagrec.WeightStats for
 // the definitions and WeightOptions for exact-versus-power-iteration and row
 // subsampling.
 //
@@ -96,10 +98,10 @@ func (o WeightOptions) withDefaults() WeightOptions {
 // NaN (a diverged run yields NaN diagnostics rather than garbage; note that
 // encoding/json rejects NaN). It panics if rows or cols is not positive or
 // len(w) != rows·cols.
-func Weights(w []float32, rows, cols int, o WeightOptions) WeightStats {
+func Weights(w []float32, rows, cols int, o WeightOptions) diagrec.WeightStats {
 	checkShape(w, rows, cols)
 	o = o.withDefaults()
-	st := WeightStats{
+	st := diagrec.WeightStats{
 		Rows:           rows,
 		Cols:           cols,
 		RandomBaseline: math.Sqrt(2 / (math.Pi * float64(cols))),

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/arch"
 )
 
 // orthonormalColumns returns k orthonormal vectors of length n (Gram-Schmidt
@@ -605,8 +605,8 @@ func BenchmarkWeights(b *testing.B) {
 // gate, [1, d]) whose row cosines are undefined; its class summary writes them as null and the training
 // diagnostics still encode as JSON, with every other class's metrics finite.
 func TestTrainingDiagnosticsOfMoEEncode(t *testing.T) {
-	c := widthConfig(32, model.GateNone)
-	c.FFNKind, c.Experts, c.TopK, c.ExpertFFN, c.SharedFFN, c.SparseStep, c.NormTopK = model.FFNMoE, 2, 1, 32, 32, 1, true
+	c := widthConfig(32, arch.GateNone)
+	c.FFNKind, c.Experts, c.TopK, c.ExpertFFN, c.SharedFFN, c.SparseStep, c.NormTopK = arch.FFNMoE, 2, 1, 32, 32, 1, true
 	m := initModel(t, c, 1, 2)
 	v, err := Training(0, m, randomToks(4*64+1, c.Vocab))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 )
@@ -54,8 +55,8 @@ func BenchmarkForward(b *testing.B) {
 
 // benchModel is the scoring benchmarks' model: 2 layers, d = 128, a 256-token context, batch 8.
 func benchModel(b *testing.B) (*model.Model, *kernel.Pool) {
-	c := model.Config{Vocab: 1024, Dim: 128, FFN: model.DefaultFFN(128), Layers: 2, Heads: 4, SeqLen: 256, NormEps: 1e-5,
-		Norm: model.NormRMS, AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	c := arch.Config{Vocab: 1024, Dim: 128, FFN: arch.DefaultFFN(128), Layers: 2, Heads: 4, SeqLen: 256, NormEps: 1e-5,
+		Norm: arch.NormRMS, AttnGate: arch.GateNone, RopeTheta: 10000, FFNKind: arch.FFNDense}
 	pool := kernel.NewPool(0)
 	m, err := model.New(c, 8, pool)
 	if err != nil {

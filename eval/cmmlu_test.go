@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/model"
 )
 
@@ -114,9 +115,9 @@ func letterModel(t *testing.T, seqLen int, fav byte) *model.Model {
 		v := m.Params.Flat[s.Offset : s.Offset+s.Size()]
 		for i := range v {
 			switch s.Class {
-			case model.ClassNorm, model.ClassEmbed:
+			case arch.ClassNorm, arch.ClassEmbed:
 				v[i] = 1
-			case model.ClassHead:
+			case arch.ClassHead:
 				if i/m.Config.Dim == int(fav) {
 					v[i] = 0.1
 				} else {

@@ -9,12 +9,15 @@ import (
 	"sort"
 	"text/tabwriter"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -40,7 +43,7 @@ func (e *WidthError) Unwrap() error { return e.Err }
 // Coordcheck measures, for each width, the residual ratio RMS(F(Norm(x)))/RMS(x) of the attention and FFN
 // sub-layers (docs/definitions.md §4) at init and after a few AdamW steps on random tokens, and fits its exponent against
 // width: a μP-style coordinate check. docs/definitions.md §4 predicts 1 − γ at init for the attention path (two matrices).
-func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*diag.Coordcheck, error) {
+func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*diagrec.Coordcheck, error) {
 	if p.Kind != KindCoordcheck {
 		return nil, fmt.Errorf("plan %s is a %s plan, not a coordinate check", p.Name, p.Kind)
 	}
@@ -64,12 +67,12 @@ func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*diag.Coordcheck,
 	batch := p.Coord.Batch
 	pool := kernel.NewPool(0)
 	defer pool.Close()
-	res := &diag.Coordcheck{}
+	res := &diagrec.Coordcheck{}
 	for _, d := range widths {
-		sets := append(append([]override.Set(nil), p.Base...), override.Set{Key: train.KeyHiddenSize, Value: int64(d)},
-			override.Set{Key: train.KeySeed, Value: int64(o.Seed)}, override.Set{Key: train.KeyDataTrain, Value: "(none: random tokens)"})
+		sets := append(append([]override.Set(nil), p.Base...), override.Set{Key: arch.KeyHiddenSize, Value: int64(d)},
+			override.Set{Key: recipe.KeySeed, Value: int64(o.Seed)}, override.Set{Key: recipe.KeyDataTrain, Value: "(none: random tokens)"})
 		if o.Gamma != 0 {
-			sets = append(sets, override.Set{Key: train.KeyGamma, Value: o.Gamma})
+			sets = append(sets, override.Set{Key: recipe.KeyGamma, Value: o.Gamma})
 		}
 		sets = append(sets, o.Sets...) // train.LoadSets reads a key without a section as a model key
 		rc, err := train.LoadSets("", sets)
@@ -119,7 +122,7 @@ func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*diag.Coordcheck,
 				return nil, err
 			}
 			for _, l := range st.Layers {
-				res.Points = append(res.Points, diag.CoordPoint{Width: d, Step: s, Layer: l.Layer, HiddenRMS: l.HiddenRMS,
+				res.Points = append(res.Points, diagrec.CoordPoint{Width: d, Step: s, Layer: l.Layer, HiddenRMS: l.HiddenRMS,
 					AttnRatio: l.AttnResidualRatio, FFNRatio: l.FFNResidualRatio})
 			}
 		}
@@ -136,14 +139,14 @@ func Coordcheck(ctx context.Context, p *Plan, o CoordOptions) (*diag.Coordcheck,
 					ya, yf, yh = append(ya, math.Log(pt.AttnRatio)), append(yf, math.Log(pt.FFNRatio)), append(yh, math.Log(pt.HiddenRMS))
 				}
 			}
-			res.Fits = append(res.Fits, diag.CoordFit{Step: s, Layer: l, AttnExp: diag.Slope(x, ya), FFNExp: diag.Slope(x, yf), HiddenEx: diag.Slope(x, yh)})
+			res.Fits = append(res.Fits, diagrec.CoordFit{Step: s, Layer: l, AttnExp: diag.Slope(x, ya), FFNExp: diag.Slope(x, yf), HiddenEx: diag.Slope(x, yh)})
 		}
 	}
 	return res, nil
 }
 
 // WriteCoordTable prints a coordinate check's measurements and fitted exponents.
-func WriteCoordTable(w io.Writer, r *diag.Coordcheck) error {
+func WriteCoordTable(w io.Writer, r *diagrec.Coordcheck) error {
 	fmt.Fprintf(w, "coordinate check at γ = %g: docs/definitions.md §4 predicts the attention residual ratio of layer 0 ∝ d^%.2f at init\n", r.Gamma, 1-r.Gamma)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "width\tstep\tlayer\thidden RMS\tattn ratio\tffn ratio\t")

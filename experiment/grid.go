@@ -11,7 +11,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/override"
-	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/tune"
 )
 
@@ -118,7 +118,7 @@ func (t *TuneSpec) transferTolerance() float64 { return t.TransferTolerance }
 // ladderSteps are the steps of a run of recipe c when the plan sizes its horizon in tokens per non-embedding
 // parameter: steps scaled by N(c)/N(primaries' width), so every width of the ladder sees the same tokens per
 // parameter (docs/definitions.md §7, "Horizon before breadth"); steps unchanged without a horizon.
-func (out *Outcome) ladderSteps(p *Plan, steps int, c train.Config) (int, error) {
+func (out *Outcome) ladderSteps(p *Plan, steps int, c recipe.Config) (int, error) {
 	if p.Horizon == nil || !(p.Horizon.TokensPerParam > 0) {
 		return steps, nil
 	}
@@ -158,14 +158,14 @@ func selectionPrepared(out *Outcome, o *Options) error {
 
 // tunedLike reports whether recipe c has the sweep's ε and gate (its Sets), so that its tuned rate was tuned
 // for it; an arm that differs inherits the rate of its γ (docs/definitions.md §7, "Learning rates").
-func (t *TuneSpec) tunedLike(c train.Config) bool {
+func (t *TuneSpec) tunedLike(c recipe.Config) bool {
 	for _, s := range t.Sets {
 		switch s.Key {
-		case train.KeyNormEps:
+		case recipe.KeyNormEps:
 			if v, ok := s.Value.(float64); ok && v != c.Model.NormEps {
 				return false
 			}
-		case train.KeyAttnGate:
+		case recipe.KeyAttnGate:
 			if v, ok := s.Value.(string); ok && v != string(c.Model.AttnGate) {
 				return false
 			}

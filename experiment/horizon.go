@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/smallinit/smallinit/internal/finitejson"
-	"github.com/smallinit/smallinit/optim"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -71,7 +71,7 @@ func decaySteps(steps int, cool float64) int { return int(math.Round(cool * floa
 type branchRun struct {
 	horizon float64
 	dir     string
-	cfg     train.Config
+	cfg     recipe.Config
 }
 
 // horizonRecipe makes c, a run of c.TotalSteps() steps at the series' longest horizon, a WSD trunk: the decay
@@ -79,17 +79,17 @@ type branchRun struct {
 // horizon (every branch shares the trunk's warmup), and a snapshot at every shorter horizon's branch point. It
 // returns the trunk and its branches, each named dir(horizon, steps), with the plan's per-step keys of its own
 // steps. Without a series c comes back unchanged.
-func (p *Plan) horizonRecipe(c train.Config, dir func(h float64, steps int) string) (train.Config, []branchRun, error) {
+func (p *Plan) horizonRecipe(c recipe.Config, dir func(h float64, steps int) string) (recipe.Config, []branchRun, error) {
 	hs, cool := p.series()
 	if hs == nil {
 		return c, nil, nil
 	}
 	H, S := hs[len(hs)-1], c.TotalSteps()
 	c.Train.Steps, c.Train.Tokens = S, 0
-	c.Schedule.Kind, c.Schedule.DecaySteps = optim.ScheduleWSD, decaySteps(S, cool)
+	c.Schedule.Kind, c.Schedule.DecaySteps = recipe.ScheduleWSD, decaySteps(S, cool)
 	shortest := horizonSteps(S, hs[0], H)
 	for _, ps := range p.PerStep {
-		if ps.Key == train.KeyWarmup {
+		if ps.Key == recipe.KeyWarmup {
 			c.Schedule.Warmup = max(shortest/ps.Div, 1)
 		}
 	}
@@ -102,7 +102,7 @@ func (p *Plan) horizonRecipe(c train.Config, dir func(h float64, steps int) stri
 		b.Schedule.DecaySteps = decaySteps(n, cool)
 		var sets []override.Set
 		for _, ps := range p.PerStep {
-			if ps.Key != train.KeyWarmup {
+			if ps.Key != recipe.KeyWarmup {
 				sets = append(sets, override.Set{Key: ps.Key, Value: int64(max(n/ps.Div, 1))})
 			}
 		}

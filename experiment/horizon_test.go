@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // horizonPlan's tier trains every run and LR trial as a WSD trunk to 0.08 tokens per parameter, with cooldown
@@ -96,7 +97,7 @@ func TestHorizonSeriesFromOneTrunk(t *testing.T) {
 	}
 	for _, r := range res.RunList {
 		c := r.Config
-		if c.Schedule.Kind != optim.ScheduleWSD || c.TotalSteps() != 20 || c.Schedule.DecaySteps != 4 || c.Schedule.Warmup != 1 {
+		if c.Schedule.Kind != recipe.ScheduleWSD || c.TotalSteps() != 20 || c.Schedule.DecaySteps != 4 || c.Schedule.Warmup != 1 {
 			t.Errorf("%s: trunk %s %d steps, decay %d, warmup %d; want wsd 20, 4, 1", r.Dir, c.Schedule.Kind, c.TotalSteps(), c.Schedule.DecaySteps, c.Schedule.Warmup)
 		}
 		if got := c.Train.SnapshotSteps; len(got) != 2 || got[0] != 4 || got[1] != 8 {
@@ -106,7 +107,7 @@ func TestHorizonSeriesFromOneTrunk(t *testing.T) {
 	steps := map[float64]int{0.02: 5, 0.04: 10}
 	for _, b := range res.Branches {
 		c := b.Config
-		if c.TotalSteps() != steps[b.Horizon] || c.Schedule.Kind != optim.ScheduleWSD || c.Schedule.Warmup != 1 {
+		if c.TotalSteps() != steps[b.Horizon] || c.Schedule.Kind != recipe.ScheduleWSD || c.Schedule.Warmup != 1 {
 			t.Errorf("%s: horizon %g branch of %d steps (%s, warmup %d)", b.Dir, b.Horizon, c.TotalSteps(), c.Schedule.Kind, c.Schedule.Warmup)
 		}
 		if run, _ := train.OpenRun(b.Dir); run == nil || !run.Done() {
@@ -119,8 +120,8 @@ func TestHorizonSeriesFromOneTrunk(t *testing.T) {
 	if _, err := train.Start(context.Background(), b.Config, ind, train.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	wa, _ := os.ReadFile(filepath.Join(b.Dir, train.FinalDir, "model.safetensors"))
-	wb, _ := os.ReadFile(filepath.Join(ind, train.FinalDir, "model.safetensors"))
+	wa, _ := os.ReadFile(filepath.Join(b.Dir, rundir.FinalDir, "model.safetensors"))
+	wb, _ := os.ReadFile(filepath.Join(ind, rundir.FinalDir, "model.safetensors"))
 	if len(wa) == 0 || !bytes.Equal(wa, wb) {
 		t.Errorf("the branch %s differs from the independent run of its config", b.Dir)
 	}

@@ -10,7 +10,7 @@ import (
 	"slices"
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
-	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
 	"github.com/smallinit/smallinit/tune"
 )
@@ -77,7 +77,7 @@ func (p *Plan) ownHorizon(g *Group) bool { return g != nil && g.Ladder && p.Ladd
 // rungSteps are the steps of a ladder run of recipe c at the ladder's horizon, for main runs of steps at the
 // primaries' horizon: ceil(steps·(h/H)·N(c)/N(primaries' width)), the same tokens per non-embedding parameter at
 // every width.
-func (out *Outcome) rungSteps(p *Plan, steps int, c train.Config) (int, error) {
+func (out *Outcome) rungSteps(p *Plan, steps int, c recipe.Config) (int, error) {
 	pr := p.Horizon
 	if pr == nil || !(pr.TokensPerParam > 0) {
 		return 0, fmt.Errorf("plan %s: a ladder horizon needs the primaries' tokens_per_param", p.Name)
@@ -93,13 +93,13 @@ func (out *Outcome) rungSteps(p *Plan, steps int, c train.Config) (int, error) {
 // singleHorizon makes c a WSD run of its own steps when the plan has a horizon series (the decay over the
 // series' cooldown fraction; the warmup its per-step divisor already gave), so that a rung at the primaries'
 // width is the recipe of the series' branch at the ladder's horizon; without a series c is unchanged.
-func (p *Plan) singleHorizon(c train.Config) (train.Config, error) {
+func (p *Plan) singleHorizon(c recipe.Config) (recipe.Config, error) {
 	hs, cool := p.series()
 	if hs == nil {
 		return c, nil
 	}
 	c.Train.SnapshotSteps = nil
-	c.Schedule.Kind, c.Schedule.DecaySteps = optim.ScheduleWSD, decaySteps(c.TotalSteps(), cool)
+	c.Schedule.Kind, c.Schedule.DecaySteps = recipe.ScheduleWSD, decaySteps(c.TotalSteps(), cool)
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("ladder rung: %w", err)
 	}
@@ -108,7 +108,7 @@ func (p *Plan) singleHorizon(c train.Config) (train.Config, error) {
 
 // checkRung refuses a ladder rung that trains fewer than the ladder's min_steps or whose embedding and head
 // outweigh its max_embedding_share.
-func (p *Plan) checkRung(c train.Config) error {
+func (p *Plan) checkRung(c recipe.Config) error {
 	l := p.Ladder
 	if l.MinSteps > 0 && c.TotalSteps() < l.MinSteps {
 		return fmt.Errorf("width %d trains %d steps at the ladder's %g tokens per parameter, fewer than the ladder's min_steps %d", c.Model.Dim, c.TotalSteps(), l.TokensPerParam, l.MinSteps)
@@ -233,7 +233,7 @@ func (out *Outcome) ladderLR(p *Plan, gamma float64, d int) (float64, error) {
 
 // ladderGridCost is the ladder grid's worst-case training in trial steps and in base-model steps (perStep is a
 // recipe's cost of one step relative to the base's), for main runs of steps.
-func (out *Outcome) ladderGridCost(p *Plan, steps int, perStep func(train.Config) float64) (int, float64, error) {
+func (out *Outcome) ladderGridCost(p *Plan, steps int, perStep func(recipe.Config) float64) (int, float64, error) {
 	if p.Ladder == nil || !p.Tune.full() {
 		return 0, 0, nil
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/data"
-	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/tune"
 )
 
@@ -84,7 +84,7 @@ func TestLadderAtItsOwnHorizon(t *testing.T) {
 			if c.TotalSteps() != want || len(r.branches) != 0 {
 				t.Errorf("%s: rung of %d steps with %d branches, want %d and none", r.dir, c.TotalSteps(), len(r.branches), want)
 			}
-			if c.Schedule.Kind != optim.ScheduleWSD || c.Schedule.DecaySteps != int(math.Round(0.2*float64(want))) || c.Train.SnapshotSteps != nil {
+			if c.Schedule.Kind != recipe.ScheduleWSD || c.Schedule.DecaySteps != int(math.Round(0.2*float64(want))) || c.Train.SnapshotSteps != nil {
 				t.Errorf("%s: %s schedule, decay %d, snapshots %v; want a single-horizon WSD run", r.dir, c.Schedule.Kind, c.Schedule.DecaySteps, c.Train.SnapshotSteps)
 			}
 			rungs[c.Model.Dim] = true
@@ -172,7 +172,7 @@ func TestLadderGridTunesBothEnds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := r.Config.Schedule.PeakLR; math.Abs(got-want) > 1e-12*want || r.Config.Schedule.Kind != optim.ScheduleWSD {
+		if got := r.Config.Schedule.PeakLR; math.Abs(got-want) > 1e-12*want || r.Config.Schedule.Kind != recipe.ScheduleWSD {
 			t.Errorf("%s: rate %g (%s), want %g interpolated between the ends (wsd)", r.Dir, got, r.Config.Schedule.Kind, want)
 		}
 	}

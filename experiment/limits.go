@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/internal/dirname"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/sweep"
 	"github.com/smallinit/smallinit/train"
@@ -17,9 +19,8 @@ import (
 // (a run takes minutes) and far below what would exhaust memory or plan for hours; they are checked before
 // anything is allocated, so a typo such as --seeds 4611686018427387904 is an error naming the key.
 const (
-	MaxSeeds = 1000          // seeds of one arm
-	MaxArms  = 1000          // arms of a plan (a sweep group's points count one each)
-	MaxRuns  = sweep.MaxRuns // arms × seeds: a group's runs are one sweep
+	MaxSeeds = 1000 // seeds of one arm
+	MaxArms  = 1000 // arms of a plan (a sweep group's points count one each)
 	// MaxBudgetMinutes caps a budget (about two years), so the duration it becomes cannot overflow.
 	MaxBudgetMinutes = 1e6
 	// MaxSteps caps the steps per run a plan sizes or names (budget.min_steps, the primaries' horizon, a
@@ -43,7 +44,7 @@ func checkSeeds(what string, seeds []uint64) error {
 	}
 	seen := make(map[uint64]bool, len(seeds))
 	for _, s := range seeds {
-		if err := train.CheckSeed(what+": seed", s); err != nil {
+		if err := recipe.CheckSeed(what+": seed", s); err != nil {
 			return err
 		}
 		if seen[s] {
@@ -91,8 +92,8 @@ func checkOptions(p *Plan, o *Options) error {
 
 // checkRuns refuses a plan whose arms × seeds exceed MaxRuns.
 func checkRuns(p *Plan, seeds int) error {
-	if runs := p.arms * seeds; runs > MaxRuns {
-		return fmt.Errorf("plan %s: %d arms × %d seeds = %d runs, more than %d", p.Name, p.arms, seeds, runs, MaxRuns)
+	if runs := p.arms * seeds; runs > sweep.MaxRuns {
+		return fmt.Errorf("plan %s: %d arms × %d seeds = %d runs, more than %d", p.Name, p.arms, seeds, runs, sweep.MaxRuns)
 	}
 	return nil
 }
@@ -141,11 +142,11 @@ func checkGroupName(where, name string) error {
 
 // planKeys are the run-config keys the plan sets for every run (the corpus's vocabulary, the sized steps,
 // the seed, the data files): a set of one of them would be overridden, or override the plan, in silence.
-var planKeys = []string{train.KeyVocab, train.KeySteps, train.KeySeed, train.KeyDataTrain, train.KeyDataVal}
+var planKeys = []string{recipe.KeyVocab, recipe.KeySteps, recipe.KeySeed, recipe.KeyDataTrain, recipe.KeyDataVal}
 
 // checkPlanSets refuses sets of the plan's own keys (planKeys and the per_steps keys).
 func checkPlanSets(where string, sets []override.Set, per []PerStep) error {
-	for _, s := range override.Qualify(sets, train.Config{}, "model") {
+	for _, s := range override.Qualify(sets, recipe.Config{}, "model") {
 		if slices.Contains(planKeys, s.Key) || slices.ContainsFunc(per, func(p PerStep) bool { return p.Key == s.Key }) {
 			return fmt.Errorf("%s: %s is set by the plan for every run (the corpus's vocabulary, the sized steps, the plan's seeds, per_steps); remove it", where, s.Key)
 		}
@@ -175,7 +176,7 @@ func countArms(p *Plan) error {
 		var lens []int
 		for _, a := range g.Axes {
 			n := len(a.Values)
-			if g.Ladder && a.Key == train.KeyHiddenSize {
+			if g.Ladder && a.Key == arch.KeyHiddenSize {
 				n = max(n, widest)
 			}
 			lens = append(lens, n)
@@ -189,8 +190,8 @@ func countArms(p *Plan) error {
 		if g.Seeds != nil {
 			seeds = len(g.Seeds)
 		}
-		if n*seeds > MaxRuns {
-			return fmt.Errorf("group %s: %d arms × %d seeds = %d runs, more than %d", g.Name, n, seeds, n*seeds, MaxRuns)
+		if n*seeds > sweep.MaxRuns {
+			return fmt.Errorf("group %s: %d arms × %d seeds = %d runs, more than %d", g.Name, n, seeds, n*seeds, sweep.MaxRuns)
 		}
 	}
 	return checkRuns(p, maxSeeds)

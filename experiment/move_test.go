@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // TestMovedStudyResumes: a study (an arm group and a sweep group) whose --out is moved (mv OUT OUT2) resumes
@@ -46,7 +47,7 @@ func TestMovedStudyResumes(t *testing.T) {
 				rel, _ := filepath.Rel(out, r.Dir)
 				want[rel] = runFingerprint(t, r.Dir)
 				if tc.kill {
-					os.RemoveAll(filepath.Join(r.Dir, train.FinalDir))
+					os.RemoveAll(filepath.Join(r.Dir, rundir.FinalDir))
 					os.RemoveAll(filepath.Join(r.Dir, "checkpoints", "step-000004"))
 				}
 			}
@@ -71,7 +72,7 @@ func TestMovedStudyResumes(t *testing.T) {
 					t.Errorf("%s: final weights and metrics differ after the move", rel)
 				}
 				if tc.kill {
-					c, err := train.Load(filepath.Join(r.Dir, train.ConfigFile), nil)
+					c, err := train.Load(filepath.Join(r.Dir, rundir.ConfigFile), nil)
 					if err != nil || !strings.HasPrefix(c.Data.Train, moved) || !strings.HasPrefix(c.Data.Val, moved) {
 						t.Errorf("%s: config.toml data %+v, %v; want paths under %s", rel, c.Data, err, moved)
 					}
@@ -87,11 +88,11 @@ func TestMovedStudyResumes(t *testing.T) {
 // runFingerprint is a finished run's final weights followed by its metrics lines without the wall-clock field.
 func runFingerprint(t *testing.T, dir string) []byte {
 	t.Helper()
-	w, err := os.ReadFile(filepath.Join(dir, train.FinalDir, "model.safetensors"))
+	w, err := os.ReadFile(filepath.Join(dir, rundir.FinalDir, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := os.ReadFile(filepath.Join(dir, train.MetricsFile))
+	m, err := os.ReadFile(filepath.Join(dir, rundir.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

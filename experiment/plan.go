@@ -15,8 +15,8 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/sweep"
-	"github.com/smallinit/smallinit/train"
 )
 
 // Plan kinds.
@@ -196,7 +196,7 @@ type Group struct {
 	Arms []Arm          // explicit arms; or
 	Axes []sweep.Axis   // a grid (the seed axis is the plan's seeds)
 	// LR is LRShared (default) or LRTuned. EmulateEps > 0 sets each arm's model.norm_eps to the width-emulated
-	// ε_eq = 1e-5·(EmulateEps/d)^(2γ) of its own γ and width (gammainit.EmulatedEps). Ladder marks the group
+	// ε_eq = 1e-5·(EmulateEps/d)^(2γ) of its own γ and width (arch.EmulatedEps). Ladder marks the group
 	// whose model.hidden_size axis the tier replaces. Seeds, when set, replace the plan's (a pilot's own seed).
 	// A group with LRTuned, EmulateEps or Ladder derives keys per arm, so its axes are run as arms, one per point.
 	LR         string
@@ -560,7 +560,7 @@ func Parse(text []byte) (*Plan, error) {
 			if !ok || len(list) == 0 {
 				return nil, fmt.Errorf("%s: axes %q: want a non-empty list", where, s.Key)
 			}
-			if s.Key == train.KeySeed {
+			if s.Key == recipe.KeySeed {
 				return nil, fmt.Errorf("%s: axes: seed is the plan's seeds, not an axis", where)
 			}
 			if err := checkPlanSets(where+": axes", []override.Set{s}, p.PerStep); err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -27,7 +28,7 @@ func resolvePrecision(p *Plan, out *Outcome, o *Options, record bool) (*Plan, er
 			return nil, fmt.Errorf("plan %s: %w", p.Name, err)
 		}
 		if !prec.Native() {
-			return nil, fmt.Errorf("plan %s: %s %s: this CPU does not run it in hardware: use f32 or auto", p.Name, train.KeyPrecision, prec)
+			return nil, fmt.Errorf("plan %s: %s %s: this CPU does not run it in hardware: use f32 or auto", p.Name, recipe.KeyPrecision, prec)
 		}
 		return p, nil
 	}
@@ -40,7 +41,7 @@ func resolvePrecision(p *Plan, out *Outcome, o *Options, record bool) (*Plan, er
 		return nil, fmt.Errorf("plan %s: %w", p.Name, err)
 	}
 	q := *p
-	q.Base = append(slices.Clip(p.Base), override.Set{Key: train.KeyPrecision, Value: pc.Precision})
+	q.Base = append(slices.Clip(p.Base), override.Set{Key: recipe.KeyPrecision, Value: pc.Precision})
 	o.precisionNote = "auto: the eligible precisions timed on the base model, the faster taken; " + pc.String()
 	out.Plan = &q
 	return &q, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/train"
 )
@@ -71,7 +72,7 @@ func (p *Plan) horizonSteps(out *Outcome) (int, int64, error) {
 	if pr == nil || !(pr.TokensPerParam > 0) {
 		return 0, 0, nil
 	}
-	sets := append(append(out.baseSets(p, nil, 100), pr.Sets...), override.Set{Key: train.KeyHiddenSize, Value: int64(pr.Width)})
+	sets := append(append(out.baseSets(p, nil, 100), pr.Sets...), override.Set{Key: arch.KeyHiddenSize, Value: int64(pr.Width)})
 	c, err := train.LoadSets("", sets)
 	if err != nil {
 		return 0, 0, fmt.Errorf("plan %s: primaries.width %d: %w", p.Name, pr.Width, err)

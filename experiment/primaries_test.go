@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 const primariesPlan = `
@@ -99,7 +99,7 @@ func TestSpikeVetoOfALearningRateTrial(t *testing.T) {
 		for i, l := range c.losses {
 			fmt.Fprintf(&b, `{"step":%d,"tokens":%d,"loss":%g}`+"\n", 10*(i+1), 1000*(i+1), l)
 		}
-		if err := os.WriteFile(filepath.Join(dir, train.MetricsFile), []byte(b.String()), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, rundir.MetricsFile), []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		spike, err := (&Outcome{}).spikeOf(p, dir)

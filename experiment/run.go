@@ -22,6 +22,7 @@ import (
 	"github.com/smallinit/smallinit/internal/workers"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/probes"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/sweep"
 	"github.com/smallinit/smallinit/train"
@@ -72,7 +73,7 @@ type Options struct {
 }
 
 // ExtraWork is training outside the plan's groups: what it is (Text, printed with the plan) and its
-// forward+backward cost in FLOPs (model.Config.FLOPsPerToken × tokens), which the throughput probe converts
+// forward+backward cost in FLOPs (arch.Config.FLOPsPerToken × tokens), which the throughput probe converts
 // into time at the base model's FLOPs per token.
 type ExtraWork struct {
 	Name, Text string
@@ -116,7 +117,7 @@ type RunInfo struct {
 	Arm    string
 	Seed   uint64
 	Dir    string
-	Config train.Config
+	Config recipe.Config
 }
 
 func (o *Options) logf(format string, a ...any) {
@@ -340,13 +341,13 @@ func (out *Outcome) baseSets(p *Plan, g *Group, steps int) []override.Set {
 		trainDir, trainFile = out.ProbeDir, data.TrainFile
 	}
 	sets := append([]override.Set(nil), p.Base...)
-	sets = append(sets, override.Set{Key: train.KeyVocab, Value: int64(out.Stats.VocabSize)},
-		override.Set{Key: train.KeySteps, Value: int64(steps)})
+	sets = append(sets, override.Set{Key: recipe.KeyVocab, Value: int64(out.Stats.VocabSize)},
+		override.Set{Key: recipe.KeySteps, Value: int64(steps)})
 	for _, ps := range p.PerStep {
 		sets = append(sets, override.Set{Key: ps.Key, Value: int64(max(steps/ps.Div, 1))})
 	}
-	sets = append(sets, override.Set{Key: train.KeyDataTrain, Value: filepath.Join(trainDir, trainFile)},
-		override.Set{Key: train.KeyDataVal, Value: filepath.Join(out.DataDir, data.ValFile)})
+	sets = append(sets, override.Set{Key: recipe.KeyDataTrain, Value: filepath.Join(trainDir, trainFile)},
+		override.Set{Key: recipe.KeyDataVal, Value: filepath.Join(out.DataDir, data.ValFile)})
 	if g != nil {
 		sets = append(sets, g.Sets...)
 	}
@@ -359,7 +360,7 @@ type planRun struct {
 	arm   string // "" for a sweep point
 	seed  uint64
 	dir   string
-	cfg   train.Config
+	cfg   recipe.Config
 	local int // index within its sweep
 	// branches are the run's cooldown branches of the plan's shorter horizons (horizon.go), trained after it.
 	branches []branchRun
@@ -391,7 +392,7 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 		for _, a := range arms {
 			for _, seed := range groupSeeds(g, o) {
 				armSteps := steps
-				sets := append(append(out.baseSets(p, g, steps), a.Sets...), override.Set{Key: train.KeySeed, Value: int64(seed)})
+				sets := append(append(out.baseSets(p, g, steps), a.Sets...), override.Set{Key: recipe.KeySeed, Value: int64(seed)})
 				cfg, err := train.LoadSets("", sets)
 				if err == nil && g.Ladder {
 					// The same tokens per non-embedding parameter at every width of the ladder, at the ladder's own
@@ -402,7 +403,7 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 						armSteps, err = out.ladderSteps(p, steps, cfg)
 					}
 					if err == nil && armSteps != steps {
-						sets = append(append(out.baseSets(p, g, armSteps), a.Sets...), override.Set{Key: train.KeySeed, Value: int64(seed)})
+						sets = append(append(out.baseSets(p, g, armSteps), a.Sets...), override.Set{Key: recipe.KeySeed, Value: int64(seed)})
 						cfg, err = train.LoadSets("", sets)
 					}
 				}
@@ -443,7 +444,7 @@ func sweepAxes(g *Group, seeds []uint64) []sweep.Axis {
 	for i, s := range seeds {
 		sv[i] = int64(s)
 	}
-	return append(axes, sweep.Axis{Key: train.KeySeed, Values: sv})
+	return append(axes, sweep.Axis{Key: recipe.KeySeed, Values: sv})
 }
 
 // sweepGrid is a sweep group's grid, typed: its base recipe and its axes with the plan's seeds.

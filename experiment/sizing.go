@@ -12,6 +12,7 @@ import (
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/runlock"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -172,7 +173,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 	if err != nil {
 		return nil, err
 	}
-	perStep := func(c train.Config) float64 {
+	perStep := func(c recipe.Config) float64 {
 		return c.Model.FLOPsPerToken() * float64(c.Train.BatchSize*c.Model.SeqLen)
 	}
 	e := &Estimate{Runs: len(runs), StepTokens: base.Train.BatchSize * base.Model.SeqLen, TokensPerS: tps}
@@ -226,7 +227,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 				cost += float64(ws) * perStep(c) / perStep(base)
 			}
 		}
-		ln, lc, err := out.ladderGridCost(p, steps, func(c train.Config) float64 { return perStep(c) / perStep(base) })
+		ln, lc, err := out.ladderGridCost(p, steps, func(c recipe.Config) float64 { return perStep(c) / perStep(base) })
 		return n + ln, cost + lc, err
 	}
 	if e.TokensPerS == 0 {

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/override"
-	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/tune"
 )
 
@@ -181,7 +181,7 @@ func (p *Plan) Tiered(t *Tier) *Plan {
 		g.Axes = slices.Clone(g.Axes)
 		empty := false
 		for i, a := range g.Axes {
-			if a.Key != train.KeyGamma {
+			if a.Key != recipe.KeyGamma {
 				continue
 			}
 			a.Values = slices.DeleteFunc(slices.Clone(a.Values), func(v any) bool { return !keepGamma(v) })
@@ -241,7 +241,7 @@ func groupAxes(g *Group, t *Tier) []axis {
 	var out []axis
 	for _, a := range g.Axes {
 		vals := a.Values
-		if g.Ladder && a.Key == train.KeyHiddenSize && t != nil && t.Widths != nil {
+		if g.Ladder && a.Key == arch.KeyHiddenSize && t != nil && t.Widths != nil {
 			vals = nil
 			for _, w := range t.Widths {
 				vals = append(vals, int64(w))
@@ -311,7 +311,7 @@ func groupSeeds(g *Group, o *Options) []uint64 {
 // derivedSets are the keys a derived group computes for one arm from its resolved recipe c: the tuned
 // learning rate of its γ at its width, and the width-emulated ε of its γ and width. Before the sweep has run
 // (sizing) a tuned arm keeps the base learning rate: the cost of a run does not depend on it.
-func (out *Outcome) derivedSets(p *Plan, g *Group, c train.Config) ([]override.Set, error) {
+func (out *Outcome) derivedSets(p *Plan, g *Group, c recipe.Config) ([]override.Set, error) {
 	var sets []override.Set
 	gamma, d := c.Init.Gamma, c.Model.Dim
 	if g.LR == LRTuned && out.Tuned != nil {
@@ -323,20 +323,17 @@ func (out *Outcome) derivedSets(p *Plan, g *Group, c train.Config) ([]override.S
 		if err != nil {
 			return nil, err
 		}
-		sets = append(sets, override.Set{Key: train.KeyLR, Value: lr})
+		sets = append(sets, override.Set{Key: recipe.KeyLR, Value: lr})
 	}
 	if g.EmulateEps > 0 {
-		eps, err := gammainit.EmulatedEps(EmulatedEpsBase, gamma, d, g.EmulateEps)
+		eps, err := arch.EmulatedEps(arch.DefaultNormEps, gamma, d, g.EmulateEps)
 		if err != nil {
 			return nil, err
 		}
-		sets = append(sets, override.Set{Key: train.KeyNormEps, Value: eps})
+		sets = append(sets, override.Set{Key: recipe.KeyNormEps, Value: eps})
 	}
 	return sets, nil
 }
-
-// EmulatedEpsBase is the ε a width-emulated arm emulates at its target width: the default RMSNorm ε (docs/definitions.md §7).
-const EmulatedEpsBase = 1e-5
 
 // TunedLR is the learning rate of γ at width d: under TuneFull the grid's choice at the tuned width carried to
 // d by the plan's one transfer rule (tune.Transfer); otherwise the sweep's choice where it ran at d, else

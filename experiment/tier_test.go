@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/arch"
 )
 
 const tierPlan = `name = "t"
@@ -82,7 +82,7 @@ func TestTiers(t *testing.T) {
 	for _, a := range d.Arms {
 		switch a.Group {
 		case "emu":
-			want, _ := gammainit.EmulatedEps(EmulatedEpsBase, a.Gamma, 32, 2048)
+			want, _ := arch.EmulatedEps(arch.DefaultNormEps, a.Gamma, 32, 2048)
 			if math.Abs(a.Eps-want) > 1e-9*want || a.LR != "tuned" {
 				t.Errorf("emu γ=%g: ε %g LR %s, want ε_eq %g, tuned", a.Gamma, a.Eps, a.LR, want)
 			}

@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/train"
 	"github.com/smallinit/smallinit/tune"
@@ -73,17 +75,17 @@ func (t *TuneSpec) options(steps int) tune.Options {
 func (out *Outcome) trialSets(p *Plan, gamma float64, width, steps int, lr float64, seed uint64) []override.Set {
 	sets := append(out.baseSets(p, nil, steps), p.Tune.Sets...)
 	sets = append(sets,
-		override.Set{Key: train.KeyGamma, Value: gamma},
-		override.Set{Key: train.KeyHiddenSize, Value: int64(width)},
-		override.Set{Key: train.KeyLR, Value: lr},
-		override.Set{Key: train.KeySeed, Value: int64(seed)},
-		override.Set{Key: train.KeyDataVal, Value: filepath.Join(out.DataDir, data.SelectFile)},
-		override.Set{Key: train.KeyEvalInterval, Value: int64(0)},
-		override.Set{Key: train.KeyDiagnosticsInterval, Value: int64(0)})
+		override.Set{Key: recipe.KeyGamma, Value: gamma},
+		override.Set{Key: arch.KeyHiddenSize, Value: int64(width)},
+		override.Set{Key: recipe.KeyLR, Value: lr},
+		override.Set{Key: recipe.KeySeed, Value: int64(seed)},
+		override.Set{Key: recipe.KeyDataVal, Value: filepath.Join(out.DataDir, data.SelectFile)},
+		override.Set{Key: recipe.KeyEvalInterval, Value: int64(0)},
+		override.Set{Key: recipe.KeyDiagnosticsInterval, Value: int64(0)})
 	if !p.Tune.full() {
 		// A halving trial is short: checkpointed at its end only (an interrupted trial trains again from the
 		// start). A full-horizon trial keeps the plan's checkpoints.
-		sets = append(sets, override.Set{Key: train.KeyCheckpointInterval, Value: int64(steps)})
+		sets = append(sets, override.Set{Key: recipe.KeyCheckpointInterval, Value: int64(steps)})
 	}
 	return sets
 }
@@ -255,7 +257,7 @@ const trialPoll = 2 * time.Second
 // trainTrial trains (or resumes, or reads back) one trial. A trial another live process holds is waited for,
 // never counted as diverged: the holder finishes it, and this process then reads it back, so the selected
 // learning rate does not depend on which process got there first.
-func trainTrial(ctx context.Context, cfg train.Config, dir string, o *Options) error {
+func trainTrial(ctx context.Context, cfg recipe.Config, dir string, o *Options) error {
 	return waitBusy(ctx, o, dir, func() error {
 		_, err := o.engine().StartOrResume(ctx, cfg, dir, train.Options{})
 		return err

@@ -1,7 +1,7 @@
 package gammainit
 
 import (
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/recipe"
 )
 
@@ -19,9 +19,9 @@ const (
 // drawn for every other class (the matrices).
 func StartOf(class string) Start {
 	switch class {
-	case model.ClassNorm:
+	case arch.ClassNorm:
 		return StartOnes
-	case model.ClassNormBias, model.ClassQKVBias, model.ClassRouterB:
+	case arch.ClassNormBias, arch.ClassQKVBias, arch.ClassRouterB:
 		return StartZeros
 	}
 	return StartDrawn
@@ -29,23 +29,23 @@ func StartOf(class string) Start {
 
 // ClassInfo is one tensor class as gammainit initialises it.
 type ClassInfo struct {
-	Class string `json:"class"` // a model.Class* name
+	Class string `json:"class"` // an arch.Class* name
 	Start Start  `json:"start"`
 	// DInAxis and DOutAxis index a drawn tensor's shape, stored [d_out, d_in] as Hugging Face stores it
-	// (model.TensorSpec.FanIn; the embedding [V, d] has d_in = d); −1 for classes that are not drawn.
+	// (arch.TensorSpec.FanIn; the embedding [V, d] has d_in = d); −1 for classes that are not drawn.
 	DInAxis  int `json:"d_in_axis"`
 	DOutAxis int `json:"d_out_axis"`
-	// DepthScaled says whether Recipe.DepthScale divides the class's σ by sqrt(2L).
+	// DepthScaled says whether recipe.Init.DepthScale divides the class's σ by sqrt(2L).
 	DepthScaled bool `json:"depth_scaled"`
 }
 
-// Classes lists every tensor class model.Config.Tensors can produce, drawn classes first (in recipe.MatrixClasses
+// Classes lists every tensor class arch.Config.Tensors can produce, drawn classes first (in recipe.MatrixClasses
 // order), then the ones and zeros.
 func Classes() []ClassInfo {
 	var out []ClassInfo
-	for _, c := range append(recipe.MatrixClasses(), model.ClassNorm, model.ClassNormBias,
-		model.ClassQKVBias, model.ClassRouterB) {
-		ci := ClassInfo{Class: c, Start: StartOf(c), DInAxis: -1, DOutAxis: -1, DepthScaled: DepthScaled(c)}
+	for _, c := range append(recipe.MatrixClasses(), arch.ClassNorm, arch.ClassNormBias,
+		arch.ClassQKVBias, arch.ClassRouterB) {
+		ci := ClassInfo{Class: c, Start: StartOf(c), DInAxis: -1, DOutAxis: -1, DepthScaled: recipe.DepthScaled(c)}
 		if ci.Start == StartDrawn {
 			ci.DInAxis, ci.DOutAxis = 1, 0
 		}

@@ -4,27 +4,27 @@ import (
 	"math"
 	"testing"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/recipe"
 )
 
 // TestClassesCoverEveryTensor: every tensor of dense, MoE (shared expert, router bias), Qwen3 (q/k norms),
 // LayerNorm, gated and QKV-bias layouts has a class in Classes, whose start is what Apply gives it and whose
-// d_in axis is model.TensorSpec.FanIn's.
+// d_in axis is arch.TensorSpec.FanIn's.
 func TestClassesCoverEveryTensor(t *testing.T) {
 	info := map[string]ClassInfo{}
 	for _, ci := range Classes() {
 		info[ci.Class] = ci
 	}
-	moe, _ := model.LookupPreset("tiny-moe")
+	moe, _ := arch.LookupPreset("tiny-moe")
 	mc := moe.Config
 	mc.SharedFFN, mc.SeqLen = 64, 16
 	gated := cfg(64, 2) // layernorm, elementwise gate
 	gated.QKVBias, gated.QKNorm = true, true
 	seen := map[string]bool{}
-	for _, c := range []model.Config{cfg(64, 2), gated, mc} {
+	for _, c := range []arch.Config{cfg(64, 2), gated, mc} {
 		m := newModel(t, c)
-		if _, err := Apply(m, Default(), 1); err != nil {
+		if _, err := Apply(m, recipe.DefaultInit(), 1); err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range m.Specs {
@@ -62,12 +62,12 @@ func TestClassesCoverEveryTensor(t *testing.T) {
 		if !seen[ci.Class] {
 			t.Errorf("class %s: no tensor of the test layouts has it", ci.Class)
 		}
-		if ci.DepthScaled != (ci.Class == model.ClassO || ci.Class == model.ClassFFNDown) {
+		if ci.DepthScaled != (ci.Class == arch.ClassO || ci.Class == arch.ClassFFNDown) {
 			t.Errorf("class %s: depth scaled %v", ci.Class, ci.DepthScaled)
 		}
 	}
-	if len(ClassNames()) != len(recipe.MatrixClasses()) {
-		t.Errorf("ClassNames %v", ClassNames())
+	if len(recipe.ClassNames()) != len(recipe.MatrixClasses()) {
+		t.Errorf("ClassNames %v", recipe.ClassNames())
 	}
 }
 
@@ -79,22 +79,22 @@ func TestSigma(t *testing.T) {
 		dIn, dOut  int
 		want       float64
 	}{
-		{RuleGamma, 1, 0, 128, 384, 1.0 / 128},
-		{RuleGamma, 0.5, 0, 128, 384, 1 / math.Sqrt(128)},
-		{RuleGamma, 0.75, 0, 16, 1, 0.125},
-		{RuleGamma, 0, 0, 1000, 10, 1},
-		{RuleFixed, 1, 0.02, 128, 384, 0.02},
-		{RuleXavier, 0, 0, 100, 300, math.Sqrt(2.0 / 400)},
-		{RuleKaiming, 0, 0, 50, 300, 0.2},
+		{recipe.RuleGamma, 1, 0, 128, 384, 1.0 / 128},
+		{recipe.RuleGamma, 0.5, 0, 128, 384, 1 / math.Sqrt(128)},
+		{recipe.RuleGamma, 0.75, 0, 16, 1, 0.125},
+		{recipe.RuleGamma, 0, 0, 1000, 10, 1},
+		{recipe.RuleFixed, 1, 0.02, 128, 384, 0.02},
+		{recipe.RuleXavier, 0, 0, 100, 300, math.Sqrt(2.0 / 400)},
+		{recipe.RuleKaiming, 0, 0, 50, 300, 0.2},
 	} {
-		if got := Sigma(tc.rule, tc.gamma, tc.std, tc.dIn, tc.dOut); math.Abs(got/tc.want-1) > 1e-15 {
+		if got := recipe.Sigma(tc.rule, tc.gamma, tc.std, tc.dIn, tc.dOut); math.Abs(got/tc.want-1) > 1e-15 {
 			t.Errorf("Sigma(%s, γ %g, std %g, %d, %d) = %.17g, want %.17g", tc.rule, tc.gamma, tc.std, tc.dIn, tc.dOut, got, tc.want)
 		}
 	}
-	if !math.IsNaN(Sigma("uniform", 1, 1, 10, 10)) {
+	if !math.IsNaN(recipe.Sigma("uniform", 1, 1, 10, 10)) {
 		t.Error("an unknown rule has a σ")
 	}
-	if DepthDivisor(model.ClassO, 8) != 4 || DepthDivisor(model.ClassFFNDown, 2) != 2 || DepthDivisor(model.ClassQ, 8) != 1 {
+	if recipe.DepthDivisor(arch.ClassO, 8) != 4 || recipe.DepthDivisor(arch.ClassFFNDown, 2) != 2 || recipe.DepthDivisor(arch.ClassQ, 8) != 1 {
 		t.Error("DepthDivisor")
 	}
 }

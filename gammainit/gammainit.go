@@ -3,11 +3,11 @@
 // random stream derived from the seed and the tensor's name, so adding a tensor or a layer leaves the draws of
 // all the others unchanged.
 //
-// The init rule itself is plain data of a run's typed recipe, package recipe's: the rules table (Rules: each
-// rule's name, parameter range and σ expression, from which Validate, Sigma, the command line's choices, the
-// audit's candidates and the Python table derive) and the σ formulas (Sigma, Recipe.StdFor with per-class
-// overrides and depth scaling), re-exported here. This package owns how each tensor class starts (StartOf) and
-// the random streams (Stream, Normal), and draws what the recipe says. Apply
+// The init rule itself is plain data of a run's typed recipe, package recipe's: the rules table (recipe.Rules:
+// each rule's name, parameter range and σ expression, from which Validate, recipe.Sigma, the command line's choices,
+// the audit's candidates and the Python table derive) and the σ formulas (recipe.Sigma, recipe.Init.StdFor with
+// per-class overrides and depth scaling), named with recipe's prefix. This package owns how each tensor class
+// starts (StartOf) and the random streams (Stream, Normal), and draws what the recipe says. Apply
 // initialises a model in memory; scale.Init streams checkpoints through the same Stream and StdFor, and the
 // audit asks StdFor for the σ of each rule it tries. Classes and Table describe the class table to other
 // implementations as JSON (Table, committed as python/smallinit_torch/gammainit_table.json, is the
@@ -19,6 +19,7 @@ import (
 	"math"
 
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // GammaEff is the γ a fixed std implies at fan-in d_in: ln(1/std)/ln(d_in) (docs/definitions.md §2).
@@ -37,7 +38,7 @@ type TensorStd struct {
 // Apply initialises every parameter of m (norm gains 1, norm and q/k/v biases 0, matrices by the recipe) and
 // returns, per matrix, the intended and drawn std in buffer order. Under grouped-query attention k_proj and
 // v_proj have fewer rows but the same d_in = d, so their σ = d^(−γ) per element is unchanged.
-func Apply(m *model.Model, r Recipe, seed uint64) ([]TensorStd, error) {
+func Apply(m *model.Model, r recipe.Init, seed uint64) ([]TensorStd, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}

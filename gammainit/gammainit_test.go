@@ -5,11 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
-func newModel(t *testing.T, c model.Config) *model.Model {
+func newModel(t *testing.T, c arch.Config) *model.Model {
 	t.Helper()
 	pool := kernel.NewPool(1)
 	t.Cleanup(pool.Close)
@@ -20,9 +22,9 @@ func newModel(t *testing.T, c model.Config) *model.Model {
 	return m
 }
 
-func cfg(d, layers int) model.Config {
-	return model.Config{Vocab: 512, Dim: d, FFN: model.DefaultFFN(d), Layers: layers, Heads: 4, SeqLen: 8,
-		NormEps: 1e-5, Norm: model.NormLayer, AttnGate: model.GateElementwise, RopeTheta: 10000}
+func cfg(d, layers int) arch.Config {
+	return arch.Config{Vocab: 512, Dim: d, FFN: arch.DefaultFFN(d), Layers: layers, Heads: 4, SeqLen: 8,
+		NormEps: 1e-5, Norm: arch.NormLayer, AttnGate: arch.GateElementwise, RopeTheta: 10000}
 }
 
 // TestDrawnStdMatchesGammaRule is docs/definitions.md §6: drawn stds match d_in^(−γ) within sampling error for every tensor.
@@ -33,7 +35,7 @@ func TestDrawnStdMatchesGammaRule(t *testing.T) {
 	}{{0.5, 64}, {0.75, 128}, {1, 128}, {1.5, 256}, {1, 256}, {0.5, 128}} {
 		gamma := tc.gamma
 		m := newModel(t, cfg(tc.d, 2))
-		stds, err := Apply(m, Recipe{Rule: RuleGamma, Gamma: gamma}, 7)
+		stds, err := Apply(m, recipe.Init{Rule: recipe.RuleGamma, Gamma: gamma}, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,8 +66,8 @@ func TestDrawnStdMatchesGammaRule(t *testing.T) {
 
 func TestFanInPerClass(t *testing.T) {
 	m := newModel(t, cfg(64, 1))
-	stds, _ := Apply(m, Default(), 1)
-	want := map[string]int{model.ClassEmbed: 64, model.ClassQ: 64, model.ClassO: 64, model.ClassFFNDown: model.DefaultFFN(64), model.ClassHead: 64, model.ClassGate: 64}
+	stds, _ := Apply(m, recipe.DefaultInit(), 1)
+	want := map[string]int{arch.ClassEmbed: 64, arch.ClassQ: 64, arch.ClassO: 64, arch.ClassFFNDown: arch.DefaultFFN(64), arch.ClassHead: 64, arch.ClassGate: 64}
 	for _, s := range stds {
 		if w, ok := want[s.Class]; ok && s.FanIn != w {
 			t.Errorf("%s: d_in %d, want %d", s.Name, s.FanIn, w)
@@ -74,11 +76,11 @@ func TestFanInPerClass(t *testing.T) {
 	for _, ts := range m.Specs {
 		v := m.Params.Flat[ts.Offset : ts.Offset+ts.Size()]
 		switch ts.Class {
-		case model.ClassNorm:
+		case arch.ClassNorm:
 			if v[0] != 1 || v[len(v)-1] != 1 {
 				t.Errorf("%s: gain not 1", ts.Name)
 			}
-		case model.ClassNormBias:
+		case arch.ClassNormBias:
 			if v[0] != 0 {
 				t.Errorf("%s: bias not 0", ts.Name)
 			}
@@ -89,8 +91,8 @@ func TestFanInPerClass(t *testing.T) {
 // TestStreamsAreIndependentOfOtherTensors: adding layers does not change the draws of existing tensors.
 func TestStreamsAreIndependentOfOtherTensors(t *testing.T) {
 	a, b := newModel(t, cfg(32, 1)), newModel(t, cfg(32, 3))
-	Apply(a, Default(), 42)
-	Apply(b, Default(), 42)
+	Apply(a, recipe.DefaultInit(), 42)
+	Apply(b, recipe.DefaultInit(), 42)
 	for _, ta := range a.Specs {
 		for _, tb := range b.Specs {
 			if ta.Name == tb.Name && ta.Name != "model.norm.weight" {
@@ -107,8 +109,8 @@ func TestStreamsAreIndependentOfOtherTensors(t *testing.T) {
 
 func TestRulesAndOverrides(t *testing.T) {
 	half, std := 0.5, 0.02
-	r := Recipe{Rule: RuleGamma, Gamma: 1, DepthScale: true, Classes: map[string]Override{
-		model.ClassEmbed: {Std: &std}, model.ClassHead: {Gamma: &half}, model.ClassQ: {Rule: RuleXavier}, model.ClassK: {Rule: RuleKaiming},
+	r := recipe.Init{Rule: recipe.RuleGamma, Gamma: 1, DepthScale: true, Classes: map[string]recipe.InitOverride{
+		arch.ClassEmbed: {Std: &std}, arch.ClassHead: {Gamma: &half}, arch.ClassQ: {Rule: recipe.RuleXavier}, arch.ClassK: {Rule: recipe.RuleKaiming},
 	}}
 	L := 4
 	for _, tc := range []struct {
@@ -116,14 +118,14 @@ func TestRulesAndOverrides(t *testing.T) {
 		shape []int
 		want  float64
 	}{
-		{model.ClassEmbed, []int{1000, 100}, 0.02},
-		{model.ClassHead, []int{1000, 100}, 0.1},
-		{model.ClassQ, []int{100, 300}, math.Sqrt(2.0 / 400)},
-		{model.ClassK, []int{100, 50}, math.Sqrt(2.0 / 50)},
-		{model.ClassV, []int{100, 50}, 1.0 / 50},
-		{model.ClassO, []int{100, 50}, 1.0 / 50 / math.Sqrt(8)},
+		{arch.ClassEmbed, []int{1000, 100}, 0.02},
+		{arch.ClassHead, []int{1000, 100}, 0.1},
+		{arch.ClassQ, []int{100, 300}, math.Sqrt(2.0 / 400)},
+		{arch.ClassK, []int{100, 50}, math.Sqrt(2.0 / 50)},
+		{arch.ClassV, []int{100, 50}, 1.0 / 50},
+		{arch.ClassO, []int{100, 50}, 1.0 / 50 / math.Sqrt(8)},
 	} {
-		got := r.StdFor(model.TensorSpec{Class: tc.class, Shape: tc.shape}, L)
+		got := r.StdFor(arch.TensorSpec{Class: tc.class, Shape: tc.shape}, L)
 		if math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("%s: std %g, want %g", tc.class, got, tc.want)
 		}
@@ -131,7 +133,7 @@ func TestRulesAndOverrides(t *testing.T) {
 	if g := GammaEff(0.02, 512); math.Abs(g-0.6272) > 1e-3 {
 		t.Errorf("γ_eff(0.02, 512) = %g", g)
 	}
-	for _, bad := range []Recipe{{Rule: "uniform"}, {Rule: RuleGamma, Gamma: -1}, {Rule: RuleFixed}, {Rule: RuleGamma, Classes: map[string]Override{"qq": {}}}} {
+	for _, bad := range []recipe.Init{{Rule: "uniform"}, {Rule: recipe.RuleGamma, Gamma: -1}, {Rule: recipe.RuleFixed}, {Rule: recipe.RuleGamma, Classes: map[string]recipe.InitOverride{"qq": {}}}} {
 		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "init.") {
 			t.Errorf("%+v: error %v, want one naming the init key", bad, err)
 		}
@@ -146,10 +148,10 @@ func TestGroupedQueryAttentionAndQKVBias(t *testing.T) {
 	gqa := mha
 	gqa.KVHeads, gqa.QKVBias = 1, true
 	a, b := newModel(t, mha), newModel(t, gqa)
-	if _, err := Apply(a, Default(), 3); err != nil {
+	if _, err := Apply(a, recipe.DefaultInit(), 3); err != nil {
 		t.Fatal(err)
 	}
-	stds, err := Apply(b, Default(), 3)
+	stds, err := Apply(b, recipe.DefaultInit(), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +178,7 @@ func TestGroupedQueryAttentionAndQKVBias(t *testing.T) {
 	}
 	var biases int
 	for _, ts := range b.Specs {
-		if ts.Class != model.ClassQKVBias {
+		if ts.Class != arch.ClassQKVBias {
 			continue
 		}
 		biases++
@@ -190,10 +192,10 @@ func TestGroupedQueryAttentionAndQKVBias(t *testing.T) {
 		t.Errorf("%d q/k/v bias tensors, want 3", biases)
 	}
 	for _, s := range stds {
-		if s.Class == model.ClassQKVBias {
+		if s.Class == arch.ClassQKVBias {
 			t.Errorf("%s in the init record", s.Name)
 		}
-		if (s.Class == model.ClassK || s.Class == model.ClassV) && (s.FanIn != 128 || s.Intended != 1.0/128) {
+		if (s.Class == arch.ClassK || s.Class == arch.ClassV) && (s.FanIn != 128 || s.Intended != 1.0/128) {
 			t.Errorf("%s: d_in %d, σ %g; want 128, 1/128", s.Name, s.FanIn, s.Intended)
 		}
 	}

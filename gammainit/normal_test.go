@@ -9,8 +9,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // stdlibStream is the stream Apply drew from before gammainit owned its generator: math/rand/v2's PCG seeded
@@ -114,7 +116,7 @@ func TestApplyGolden(t *testing.T) {
 		"tiny-moe kaiming": "9a93254e83f4bc6d4386fe8e99aba7f3f441f007fd1feb5322c7807b627c2a4c",
 	}
 	for _, name := range []string{"tiny", "tiny-moe"} {
-		p, err := model.LookupPreset(name)
+		p, err := arch.LookupPreset(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +126,7 @@ func TestApplyGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range []Recipe{Default(), {Rule: RuleKaiming, DepthScale: true}} {
+		for _, r := range []recipe.Init{recipe.DefaultInit(), {Rule: recipe.RuleKaiming, DepthScale: true}} {
 			stds, err := Apply(m, r, 7)
 			if err != nil {
 				t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // Record is the one record of how a model was initialised, written and read by this type only, in two places:
@@ -21,10 +21,10 @@ import (
 //
 // It lives here rather than in train so that readers below train (the audit) parse it with the same type.
 type Record struct {
-	Optimizer *optim.AdamWConfig `json:"optimizer,omitempty"`
-	Recipe    Recipe             `json:"recipe"`
-	Seed      uint64             `json:"seed"`
-	Tensors   []TensorStd        `json:"tensors,omitempty"`
+	Optimizer *recipe.AdamW `json:"optimizer,omitempty"`
+	Recipe    recipe.Init   `json:"recipe"`
+	Seed      uint64        `json:"seed"`
+	Tensors   []TensorStd   `json:"tensors,omitempty"`
 }
 
 // ParseRecord reads an init record (init.json, or a config.json's smallinit_init). A record without a recipe,
@@ -32,7 +32,7 @@ type Record struct {
 func ParseRecord(b []byte) (Record, error) {
 	var l struct {
 		Record
-		Recipe *Recipe `json:"recipe"` // shadows Record.Recipe, to tell a missing recipe
+		Recipe *recipe.Init `json:"recipe"` // shadows Record.Recipe, to tell a missing recipe
 	}
 	if err := json.Unmarshal(b, &l); err != nil {
 		return Record{}, fmt.Errorf("init record: %w", err)

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // TestParseRecord: init.json as Go's loop and the Python side write it, and a config.json's smallinit_init,
@@ -35,8 +35,8 @@ func TestParseRecord(t *testing.T) {
 // command), so existing files and new ones are identical, and a record read back equals the one written.
 func TestRecordBytesAsTheMapsBefore(t *testing.T) {
 	g := 0.5
-	recipe := Recipe{Rule: RuleGamma, Gamma: 1, DepthScale: true, Classes: map[string]Override{"ffn_down": {Gamma: &g}}}
-	opt := optim.DefaultAdamW()
+	ini := recipe.Init{Rule: recipe.RuleGamma, Gamma: 1, DepthScale: true, Classes: map[string]recipe.InitOverride{"ffn_down": {Gamma: &g}}}
+	opt := recipe.DefaultAdamW()
 	stds := []TensorStd{{Name: "model.layers.0.mlp.down_proj.weight", Class: "ffn_down", FanIn: 64, Intended: 0.125, Drawn: 0.1249, GammaEff: 0.5}}
 	cases := []struct {
 		name   string
@@ -44,11 +44,11 @@ func TestRecordBytesAsTheMapsBefore(t *testing.T) {
 		before any
 		indent bool
 	}{
-		{"init.json", Record{Optimizer: &opt, Recipe: recipe, Seed: 7, Tensors: stds},
-			map[string]any{"recipe": recipe, "seed": uint64(7), "optimizer": opt, "tensors": stds}, true},
-		{"smallinit_init", Record{Recipe: recipe, Seed: 7}, map[string]any{"recipe": recipe, "seed": uint64(7)}, false},
-		{"smallinit_init, fixed std, seed 0", Record{Recipe: Recipe{Rule: RuleFixed, Std: 0.02}},
-			map[string]any{"recipe": Recipe{Rule: RuleFixed, Std: 0.02}, "seed": uint64(0)}, false},
+		{"init.json", Record{Optimizer: &opt, Recipe: ini, Seed: 7, Tensors: stds},
+			map[string]any{"recipe": ini, "seed": uint64(7), "optimizer": opt, "tensors": stds}, true},
+		{"smallinit_init", Record{Recipe: ini, Seed: 7}, map[string]any{"recipe": ini, "seed": uint64(7)}, false},
+		{"smallinit_init, fixed std, seed 0", Record{Recipe: recipe.Init{Rule: recipe.RuleFixed, Std: 0.02}},
+			map[string]any{"recipe": recipe.Init{Rule: recipe.RuleFixed, Std: 0.02}, "seed": uint64(0)}, false},
 	}
 	for _, tc := range cases {
 		enc := json.Marshal

@@ -5,14 +5,16 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // Step-0 oracles of docs/definitions.md §6, on the tiny preset's width (d = 128, V = 4096) with a short context.
 func step0Model(t *testing.T, gamma, eps float64, gate string) (*model.Model, float64) {
 	t.Helper()
-	p, _ := model.LookupPreset("tiny")
+	p, _ := arch.LookupPreset("tiny")
 	c := p.Config
 	c.SeqLen, c.NormEps, c.AttnGate = 64, eps, gate
 	pool := kernel.NewPool(2)
@@ -21,7 +23,7 @@ func step0Model(t *testing.T, gamma, eps float64, gate string) (*model.Model, fl
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Apply(m, Recipe{Rule: RuleGamma, Gamma: gamma}, 3); err != nil {
+	if _, err := Apply(m, recipe.Init{Rule: recipe.RuleGamma, Gamma: gamma}, 3); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(9, 9))
@@ -48,7 +50,7 @@ func TestStep0LossExcess(t *testing.T) {
 		{1, 1.0 / 256, 0.1},
 		{0.5, 0.5, 0.2},
 	} {
-		m, loss := step0Model(t, tc.gamma, 1e-12, model.GateNone)
+		m, loss := step0Model(t, tc.gamma, 1e-12, arch.GateNone)
 		V := m.Config.Vocab
 		lg := m.Logits()
 		rows := len(lg) / V
@@ -81,7 +83,7 @@ func TestStep0LossExcess(t *testing.T) {
 // q·k/sqrt(d_h) has standard deviation ≈ 1/d and p_ij·(i+1) = exp(s_ij − mean) ≈ 1 ± 1/d: attention is
 // uniform over the visible prefix to within a few 1/d, and the gate is ≈ σ(0) = 0.5.
 func TestStep0AttentionUniformAndGateHalf(t *testing.T) {
-	m, _ := step0Model(t, 1, 1e-12, model.GateElementwise)
+	m, _ := step0Model(t, 1, 1e-12, arch.GateElementwise)
 	T := m.Config.SeqLen
 	for l := 0; l < m.Config.Layers; l++ {
 		att := m.AttentionProbs(l)

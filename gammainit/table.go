@@ -7,8 +7,10 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // TableFile is where the repository keeps the table, relative to its root: the PyTorch package
@@ -27,7 +29,7 @@ type TableTensor struct {
 // the rule (the PyTorch package's gamma_init_) must reproduce tensor by tensor.
 type TableExample struct {
 	Config  json.RawMessage `json:"config"` // config.json as the engine writes it
-	Recipe  Recipe          `json:"recipe"`
+	Recipe  recipe.Init     `json:"recipe"`
 	Tensors []TensorStd     `json:"tensors"` // Apply's record; drawn_std of the seed-0 draw
 }
 
@@ -44,7 +46,7 @@ type TableRule struct {
 
 func tableRules() []TableRule {
 	var out []TableRule
-	for _, r := range Rules() {
+	for _, r := range recipe.Rules() {
 		tr := TableRule{Name: r.Name, Param: r.Param, Sigma: r.Sigma}
 		if r.Param != "" {
 			lo, hi := r.Min, r.Max
@@ -69,27 +71,27 @@ type TableDoc struct {
 // tableConfigs are the model configs the table is read from: between them they have every tensor the engine
 // writes (both gate kinds, q/k/v biases, QK-norm, LayerNorm biases, dense and MoE FFNs, a shared expert, the
 // router bias), with dimensions that differ from each other so that d_in's axis is unambiguous.
-func tableConfigs() []model.Config {
-	dense := model.Config{Vocab: 64, Dim: 24, FFN: 40, Layers: 2, Heads: 3, KVHeads: 1, HeadDim: 10, SeqLen: 16,
-		NormEps: 1e-5, RopeTheta: 10000, AttnGate: model.GateElementwise, Norm: model.NormLayer, QKNorm: true, QKVBias: true}
-	moe := model.Config{Vocab: 64, Dim: 24, FFN: 40, Layers: 2, Heads: 3, HeadDim: 10, SeqLen: 16, NormEps: 1e-5,
-		RopeTheta: 10000, AttnGate: model.GateHeadwise, Norm: model.NormRMS, FFNKind: model.FFNMoE, Experts: 4, TopK: 2, ExpertFFN: 14,
+func tableConfigs() []arch.Config {
+	dense := arch.Config{Vocab: 64, Dim: 24, FFN: 40, Layers: 2, Heads: 3, KVHeads: 1, HeadDim: 10, SeqLen: 16,
+		NormEps: 1e-5, RopeTheta: 10000, AttnGate: arch.GateElementwise, Norm: arch.NormLayer, QKNorm: true, QKVBias: true}
+	moe := arch.Config{Vocab: 64, Dim: 24, FFN: 40, Layers: 2, Heads: 3, HeadDim: 10, SeqLen: 16, NormEps: 1e-5,
+		RopeTheta: 10000, AttnGate: arch.GateHeadwise, Norm: arch.NormRMS, FFNKind: arch.FFNMoE, Experts: 4, TopK: 2, ExpertFFN: 14,
 		SharedFFN: 18, SparseStep: 1, BiasRate: 1e-3}
-	return []model.Config{dense, moe}
+	return []arch.Config{dense, moe}
 }
 
 // tableRecipes are the recipes of the table's examples: every rule, depth scaling and per-class overrides. A rule
 // none of the fixed recipes uses gets one of its own, with its parameter mid-range.
-func tableRecipes() []Recipe {
+func tableRecipes() []recipe.Init {
 	f := func(v float64) *float64 { return &v }
-	out := []Recipe{
-		Default(),
-		{Rule: RuleGamma, Gamma: 0.5, DepthScale: true},
-		{Rule: RuleFixed, Std: 0.02},
-		{Rule: RuleXavier},
-		{Rule: RuleKaiming, DepthScale: true},
-		{Rule: RuleGamma, Gamma: 0.75, Classes: map[string]Override{model.ClassEmbed: {Std: f(0.02)},
-			model.ClassHead: {Gamma: f(1)}, model.ClassO: {Rule: RuleKaiming}, model.ClassRouter: {Rule: RuleXavier}}},
+	out := []recipe.Init{
+		recipe.DefaultInit(),
+		{Rule: recipe.RuleGamma, Gamma: 0.5, DepthScale: true},
+		{Rule: recipe.RuleFixed, Std: 0.02},
+		{Rule: recipe.RuleXavier},
+		{Rule: recipe.RuleKaiming, DepthScale: true},
+		{Rule: recipe.RuleGamma, Gamma: 0.75, Classes: map[string]recipe.InitOverride{arch.ClassEmbed: {Std: f(0.02)},
+			arch.ClassHead: {Gamma: f(1)}, arch.ClassO: {Rule: recipe.RuleKaiming}, arch.ClassRouter: {Rule: recipe.RuleXavier}}},
 	}
 	used := map[string]bool{}
 	for _, r := range out {
@@ -98,13 +100,13 @@ func tableRecipes() []Recipe {
 			used[o.Rule] = true
 		}
 	}
-	for _, r := range Rules() {
+	for _, r := range recipe.Rules() {
 		if !used[r.Name] {
-			rec := Recipe{Rule: r.Name}
+			rec := recipe.Init{Rule: r.Name}
 			switch mid := (r.Min + r.Max) / 2; r.Param {
-			case ParamGamma:
+			case recipe.ParamGamma:
 				rec.Gamma = mid
-			case ParamStd:
+			case recipe.ParamStd:
 				rec.Std = mid
 			}
 			out = append(out, rec)
@@ -130,7 +132,7 @@ func template(name string) string {
 // those whose StdFor changes with it, and the examples are Apply's records.
 func Table() (TableDoc, error) {
 	doc := TableDoc{Format: "smallinit gammainit table v2 (written by gammainit.Table; do not edit)",
-		Rules: tableRules(), Classes: ClassNames()}
+		Rules: tableRules(), Classes: recipe.ClassNames()}
 	pool := kernel.NewPool(1)
 	defer pool.Close()
 	seen := map[string]bool{}
@@ -143,7 +145,7 @@ func Table() (TableDoc, error) {
 		if err != nil {
 			return doc, err
 		}
-		if _, err := Apply(m, Default(), 0); err != nil {
+		if _, err := Apply(m, recipe.DefaultInit(), 0); err != nil {
 			return doc, err
 		}
 		for _, t := range m.Specs {
@@ -155,7 +157,7 @@ func Table() (TableDoc, error) {
 					return doc, fmt.Errorf("table: %s %v: d_in's axis is ambiguous", t.Name, t.Shape)
 				}
 				tt.DInAxis = &ax
-				r := Recipe{Rule: RuleFixed, Std: 1, DepthScale: true}
+				r := recipe.Init{Rule: recipe.RuleFixed, Std: 1, DepthScale: true}
 				if r.StdFor(t, c.Layers) != 1 {
 					depth[t.Class] = true
 				}
@@ -177,7 +179,7 @@ func Table() (TableDoc, error) {
 			doc.Examples = append(doc.Examples, TableExample{Config: json.RawMessage(cj), Recipe: r, Tensors: rec})
 		}
 	}
-	for _, class := range ClassNames() {
+	for _, class := range recipe.ClassNames() {
 		if depth[class] {
 			doc.DepthScaled = append(doc.DepthScaled, class)
 		}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/smallinit/smallinit/recipe"
 )
 
 var updateTable = flag.Bool("update-table", false, "rewrite "+TableFile+" from Table()")
@@ -51,7 +53,7 @@ func TestTableCoversEveryClass(t *testing.T) {
 			t.Errorf("%s: d_in axis %d, the engine stores [d_out, d_in]", tt.Name, *tt.DInAxis)
 		}
 	}
-	for _, c := range ClassNames() {
+	for _, c := range recipe.ClassNames() {
 		if !classes[c] {
 			t.Errorf("class %s: no tensor in the table", c)
 		}

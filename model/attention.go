@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 )
 
@@ -165,7 +166,7 @@ func (m *Model) gateForward(_, _, lo, hi int) {
 	for n := lo; n < hi; n++ {
 		g := A.qkvg[n*wq+off : (n+1)*wq]
 		y, yg := A.y[n*a:(n+1)*a], A.yg[n*a:(n+1)*a]
-		if c.AttnGate == GateElementwise {
+		if c.AttnGate == arch.GateElementwise {
 			for j := range y {
 				yg[j] = y[j] * g[j]
 			}
@@ -188,7 +189,7 @@ func (m *Model) gateBackward(l, _, lo, hi int) {
 		g := A.qkvg[n*wq+off : (n+1)*wq]
 		dg := m.acts.dqkvg[n*wq+off : (n+1)*wq]
 		y, dyg, dy := A.y[n*a:(n+1)*a], m.acts.dyg[n*a:(n+1)*a], m.acts.dy[n*a:(n+1)*a]
-		if c.AttnGate == GateElementwise {
+		if c.AttnGate == arch.GateElementwise {
 			for j := range y {
 				dy[j] = dyg[j] * g[j]
 				dg[j] = dyg[j] * y[j] * g[j] * (1 - g[j])

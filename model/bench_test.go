@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 )
 
 // benchPreset builds the named preset with random weights (std d_in^-1/2) on a 2-worker pool.
 func benchPreset(b *testing.B, name string, batch int) (*Model, func()) {
 	b.Helper()
-	p, err := LookupPreset(name)
+	p, err := arch.LookupPreset(name)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func BenchmarkGenerate(b *testing.B) {
 
 // BenchmarkTrainStep: one Forward, ZeroGrads and Backward of the tiny preset at its batch; reports tokens/s.
 func BenchmarkTrainStep(b *testing.B) {
-	p, _ := LookupPreset("tiny")
+	p, _ := arch.LookupPreset("tiny")
 	m, done := benchPreset(b, "tiny", p.Batch)
 	defer done()
 	in, tg := randomTokens(rand.New(rand.NewPCG(3, 3)), p.Batch*m.Config.SeqLen, m.Config.Vocab)
@@ -77,7 +78,7 @@ func BenchmarkTrainStep(b *testing.B) {
 func BenchmarkPrecision(b *testing.B) {
 	for _, name := range []string{"tiny", "small", "medium"} {
 		b.Run(name, func(b *testing.B) {
-			p, _ := LookupPreset(name)
+			p, _ := arch.LookupPreset(name)
 			m, done := benchPreset(b, name, p.Batch)
 			defer done()
 			in, tg := randomTokens(rand.New(rand.NewPCG(3, 3)), p.Batch*m.Config.SeqLen, m.Config.Vocab)

@@ -3,12 +3,14 @@ package model
 import (
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/arch"
 )
 
 // TestConfigKVHeadsAndQKVBias: kv_heads and qkv_bias are config keys like any other (Set parses them, Validate
 // names them), and the parameter counts shrink k_proj and v_proj to KV·d_h rows and add the biases.
 func TestConfigKVHeadsAndQKVBias(t *testing.T) {
-	c := testConfig(NormRMS, GateNone, 1e-5, false) // V = 16, d = 8, d_ff = 16, L = 2
+	c := testConfig(arch.NormRMS, arch.GateNone, 1e-5, false) // V = 16, d = 8, d_ff = 16, L = 2
 	for _, kv := range [][2]string{{"num_attention_heads", "4"}, {"head_dim", "4"}, {"kv_heads", "2"}, {"qkv_bias", "true"}} {
 		if err := c.Set(kv[0], kv[1]); err != nil {
 			t.Fatal(err)
@@ -62,15 +64,15 @@ func TestConfigKVHeadsAndQKVBias(t *testing.T) {
 // gains, attention, the gate, the FFN; for MoE the router, every routed expert, the shared expert and its gate)
 // is in.
 func TestNonEmbeddingParamsMatchesHandCount(t *testing.T) {
-	tied := testConfig(NormRMS, GateNone, 1e-5, true)
+	tied := testConfig(arch.NormRMS, arch.GateNone, 1e-5, true)
 	for _, tc := range []struct {
 		name      string
-		cfg       Config
+		cfg       arch.Config
 		n, vocabs int64 // N by hand, and how many V·d matrices NumParams has besides
 	}{
 		// V = 16, d = 8, d_ff = 16, L = 2, H = 2 (d_h = 4). Per block: norms 2·8, q, k, v, o 8·8 each,
 		// headwise g_proj [H, d] = 2·8, SwiGLU 3·16·8; then the final norm 8.
-		{"dense_headwise_untied", testConfig(NormRMS, GateHeadwise, 1e-5, false), 2*(2*8+4*8*8+2*8+3*16*8) + 8, 2},
+		{"dense_headwise_untied", testConfig(arch.NormRMS, arch.GateHeadwise, 1e-5, false), 2*(2*8+4*8*8+2*8+3*16*8) + 8, 2},
 		{"dense_tied", tied, 2*(2*8+4*8*8+3*16*8) + 8, 1},
 		// E = 4 experts of width 6, top-2, a shared expert of width 6, elementwise gate [H·d_h, d] = 8·8, MoE in
 		// every block. Per block: norms 2·8, q, k, v, o 8·8 each, g_proj 8·8, router [E, d] = 4·8, experts

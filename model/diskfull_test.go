@@ -3,11 +3,13 @@
 package model
 
 import (
-	"github.com/smallinit/smallinit/internal/fulldisk"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/arch"
+	"github.com/smallinit/smallinit/internal/fulldisk"
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
@@ -34,10 +36,10 @@ func TestWritersOnFullDisk(t *testing.T) {
 
 	pool := kernel.NewPool(1)
 	defer pool.Close()
-	small, big := testConfig(NormRMS, GateNone, 1e-5, false), testConfig(NormRMS, GateNone, 1e-5, false)
-	small.FFNKind, big.Vocab = FFNDense, 4096
+	small, big := testConfig(arch.NormRMS, arch.GateNone, 1e-5, false), testConfig(arch.NormRMS, arch.GateNone, 1e-5, false)
+	small.FFNKind, big.Vocab = arch.FFNDense, 4096
 	mdir := filepath.Join(dir, "model")
-	for i, c := range []Config{small, big} {
+	for i, c := range []arch.Config{small, big} {
 		m, err := New(c, 1, pool)
 		if err != nil {
 			t.Fatal(err)

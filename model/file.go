@@ -20,13 +20,9 @@ import (
 )
 
 // A model directory holds config.json (Hugging Face Llama fields plus smallinit's attn_gate, norm and
-// smallinit_init) and model.safetensors (float32 tensors with Hugging Face Llama names). A model with
+// smallinit_init) and model.safetensors (float32 tensors with Hugging Face Llama names): arch.ConfigFile and
+// arch.WeightsFile, named below the model so that a reader there can tell a whole model directory. A model with
 // attn_gate "none" and norm "rmsnorm" loads as a plain LlamaForCausalLM (Qwen2ForCausalLM with q/k/v biases).
-// The names are arch's, so that a reader below the model can tell a whole model directory.
-const (
-	ConfigFile  = arch.ConfigFile
-	WeightsFile = arch.WeightsFile
-)
 
 // fileConfig is config.json. The norm ε is stored in rms_norm_eps for LayerNorm too (one ε for every norm).
 type fileConfig struct {
@@ -82,22 +78,22 @@ type ropeScalingJSON struct {
 // (smallinit_init, nil when absent). Llama, Mistral, Qwen2, Qwen2-MoE, Qwen3 and Qwen3-MoE configs are read; a
 // model with a sliding attention window gets the window as its context (SeqLen), where it computes exactly
 // what the windowed model does.
-func ReadConfig(dir string) (Config, json.RawMessage, error) {
-	path := filepath.Join(dir, ConfigFile)
+func ReadConfig(dir string) (arch.Config, json.RawMessage, error) {
+	path := filepath.Join(dir, arch.ConfigFile)
 	b, err := inputfile.ReadFile(path, inputfile.MaxConfig)
 	if err != nil {
-		return Config{}, nil, fmt.Errorf("read model config: %w", err)
+		return arch.Config{}, nil, fmt.Errorf("read model config: %w", err)
 	}
 	var fc fileConfig
 	if err := json.Unmarshal(b, &fc); err != nil {
-		return Config{}, nil, fmt.Errorf("model config %s: %w", path, err)
+		return arch.Config{}, nil, fmt.Errorf("model config %s: %w", path, err)
 	}
 	var present map[string]json.RawMessage
 	if err := json.Unmarshal(b, &present); err != nil {
-		return Config{}, nil, fmt.Errorf("model config %s: %w", path, err)
+		return arch.Config{}, nil, fmt.Errorf("model config %s: %w", path, err)
 	}
-	bad := func(format string, a ...any) (Config, json.RawMessage, error) {
-		return Config{}, nil, fmt.Errorf("model config %s: %s", path, fmt.Sprintf(format, a...))
+	bad := func(format string, a ...any) (arch.Config, json.RawMessage, error) {
+		return arch.Config{}, nil, fmt.Errorf("model config %s: %s", path, fmt.Sprintf(format, a...))
 	}
 	switch fc.ModelType {
 	case "", "llama", "mistral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe":
@@ -178,20 +174,20 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 	case windowed:
 		seqLen = min(seqLen, *fc.SlidingWindow)
 	}
-	c := Config{
+	c := arch.Config{
 		Vocab: fc.VocabSize, Dim: fc.HiddenSize, FFN: fc.IntermediateSize, Layers: fc.NumHiddenLayers,
 		Heads: fc.NumAttentionHeads, HeadDim: fc.HeadDim, SeqLen: seqLen,
 		NormEps: fc.RMSNormEps, Norm: fc.Norm, AttnGate: fc.AttnGate, RopeTheta: fc.RopeTheta,
 		RopeScaling: rs.RopeType, RopeFactor: rs.Factor, RopeLowFreqFactor: rs.LowFreqFactor,
 		RopeHighFreqFactor: rs.HighFreqFactor, RopeOriginalSeqLen: rs.OriginalMaxPositionEmbeddings,
-		Tied: fc.TieWordEmbeddings, FFNKind: FFNDense, QKNorm: fc.QKNorm || fc.ModelType == "qwen3" || fc.ModelType == "qwen3_moe",
+		Tied: fc.TieWordEmbeddings, FFNKind: arch.FFNDense, QKNorm: fc.QKNorm || fc.ModelType == "qwen3" || fc.ModelType == "qwen3_moe",
 		QKVBias: qkvBias,
 	}
 	if fc.NumKeyValueHeads != fc.NumAttentionHeads {
 		c.KVHeads = fc.NumKeyValueHeads // 0 (absent) is multi-head attention, as in Hugging Face
 	}
 	if fc.ModelType == "qwen2_moe" || fc.ModelType == "qwen3_moe" || fc.NumExperts > 0 {
-		c.FFNKind, c.Experts, c.TopK, c.ExpertFFN = FFNMoE, fc.NumExperts, fc.NumExpertsPerTok, fc.MoEIntermediateSize
+		c.FFNKind, c.Experts, c.TopK, c.ExpertFFN = arch.FFNMoE, fc.NumExperts, fc.NumExpertsPerTok, fc.MoEIntermediateSize
 		if fc.SharedExpertSize != nil {
 			c.SharedFFN = *fc.SharedExpertSize
 		}
@@ -199,10 +195,10 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 		c.SparseStep, c.Capacity, c.BiasRate = max(fc.DecoderSparseStep, 1), fc.CapacityFactor, fc.RouterBiasUpdateRate
 	}
 	if c.Norm == "" {
-		c.Norm = NormRMS
+		c.Norm = arch.NormRMS
 	}
 	if c.AttnGate == "" {
-		c.AttnGate = GateNone
+		c.AttnGate = arch.GateNone
 	}
 	if c.RopeTheta == 0 {
 		c.RopeTheta = 10000
@@ -217,19 +213,19 @@ func ReadConfig(dir string) (Config, json.RawMessage, error) {
 }
 
 // writeConfig writes dir/config.json atomically.
-func writeConfig(dir string, c Config, init any) error {
+func writeConfig(dir string, c arch.Config, init any) error {
 	b, err := ConfigJSON(c, init, "float32")
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(dir, ConfigFile), b)
+	return atomicfile.Write(filepath.Join(dir, arch.ConfigFile), b)
 }
 
 // ConfigJSON renders config.json for c: a Hugging Face Llama (Qwen2 with q/k/v biases, Qwen3 with QK-norm,
 // Qwen2-MoE for MoE models) config plus smallinit's fields, with torch_dtype naming the stored dtype and init, if
 // non-nil, recorded as smallinit_init. It is the one definition of the file, used by Save and by the streaming
 // writer of large checkpoints.
-func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
+func ConfigJSON(c arch.Config, init any, torchDtype string) ([]byte, error) {
 	yes, no := true, false
 	fc := fileConfig{
 		Architectures: []string{"LlamaForCausalLM"}, ModelType: "llama",
@@ -243,7 +239,7 @@ func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
 		// rope_type is what transformers reads (4.45 on); "type", its older name, is kept for tools that read
 		// only that key. (transformers before 4.45 also wants exactly two keys, so it refuses this object.)
 		rs := ropeScalingJSON{RopeType: c.RopeScaling, Type: c.RopeScaling, Factor: c.RopeFactor}
-		if c.RopeScaling == RopeLlama3 {
+		if c.RopeScaling == arch.RopeLlama3 {
 			rs.LowFreqFactor, rs.HighFreqFactor = c.RopeLowFreqFactor, c.RopeHighFreqFactor
 			rs.OriginalMaxPositionEmbeddings = c.RopeOriginalSeqLen
 		}
@@ -256,7 +252,7 @@ func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
 	if c.QKNorm {
 		fc.Architectures, fc.ModelType, fc.QKNorm = []string{"Qwen3ForCausalLM"}, "qwen3", true
 	}
-	if c.FFNKind == FFNMoE {
+	if c.FFNKind == arch.FFNMoE {
 		// Qwen3-MoE is Qwen2-MoE with QK-norm and without the shared expert and q/k/v biases; Qwen2-MoE has
 		// no QK-norm. Other combinations keep qwen2_moe with smallinit's fields (see TransformersGaps).
 		fc.Architectures, fc.ModelType = []string{"Qwen2MoeForCausalLM"}, "qwen2_moe"
@@ -298,15 +294,15 @@ func ConfigJSON(c Config, init any, torchDtype string) ([]byte, error) {
 // model. transformers' classes ignore smallinit's own fields (attn_gate, norm, qkv_bias on Qwen3, qk_norm on
 // Qwen2-MoE, router_bias_update_rate, capacity_factor) and the tensors they imply; python/torchref.py honours
 // them all.
-func TransformersGaps(c Config) []string {
+func TransformersGaps(c arch.Config) []string {
 	var g []string
-	if c.AttnGate != GateNone {
+	if c.AttnGate != arch.GateNone {
 		g = append(g, "attn_gate "+c.AttnGate+": the attention output gate (g_proj) is in no transformers architecture")
 	}
-	if c.Norm == NormLayer {
+	if c.Norm == arch.NormLayer {
 		g = append(g, "norm layernorm: the Llama and Qwen classes use RMSNorm without biases")
 	}
-	moe := c.FFNKind == FFNMoE
+	moe := c.FFNKind == arch.FFNMoE
 	switch {
 	case c.QKNorm && c.QKVBias && !moe:
 		g = append(g, "QK-norm with q/k/v biases: Qwen3ForCausalLM reads no qkv_bias and drops the biases")
@@ -328,7 +324,7 @@ func (m *Model) Save(dir string, init any) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save model: %w", err)
 	}
-	w := safetensors.Create(filepath.Join(dir, WeightsFile), map[string]string{"format": "pt"})
+	w := safetensors.Create(filepath.Join(dir, arch.WeightsFile), map[string]string{"format": "pt"})
 	for _, t := range m.Specs {
 		if err := w.AddFloat32(t.Name, t.Shape, m.Params.Flat[t.Offset:t.Offset+t.Size()]); err != nil {
 			w.Abort()
@@ -388,7 +384,7 @@ func (m *Model) LoadWeights(path string) error {
 }
 
 // checkTensors checks that f holds exactly the tensors specs describe, with their shapes.
-func checkTensors(f safetensors.Reader, specs []TensorSpec) error {
+func checkTensors(f safetensors.Reader, specs []arch.TensorSpec) error {
 	path := f.Path()
 	want := make(map[string]bool, len(specs))
 	for _, t := range specs {
@@ -396,7 +392,7 @@ func checkTensors(f safetensors.Reader, specs []TensorSpec) error {
 		info, ok := f.Info(t.Name)
 		if !ok {
 			hint := ""
-			if t.Class == ClassQKVBias {
+			if t.Class == arch.ClassQKVBias {
 				hint = " (config.json implies q/k/v biases: model_type qwen2 and qwen2_moe have them unless attention_bias is false, any model_type with qkv_bias true)"
 			}
 			return fmt.Errorf("load weights %s: tensor %s is missing%s", path, t.Name, hint)
@@ -442,7 +438,7 @@ func (m *Model) readWeights(f safetensors.Reader) error {
 // state) exceeds the machine's physical memory (or, where that is unknown, 2^47 bytes): allocating it would
 // end in an out-of-memory kill or a crash instead of an error. The error names the context length and the
 // batch, which are what usually make it too large.
-func CheckMemory(c Config, batch int, extra float64) error {
+func CheckMemory(c arch.Config, batch int, extra float64) error {
 	need := MemoryBytes(c, batch, runtime.GOMAXPROCS(0)) + extra
 	limit, where := float64(int64(1)<<47), "the 128 TB an allocation can have"
 	if mem := physicalMemory(); mem > 0 {

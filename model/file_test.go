@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/safetensors"
 )
@@ -53,22 +54,22 @@ func TestLoadRefusesBadModels(t *testing.T) {
 	pool := kernel.NewPool(1)
 	defer pool.Close()
 	base := t.TempDir()
-	m := newTestModel(t, testConfig(NormRMS, GateNone, 1e-5, false), 1, pool)
+	m := newTestModel(t, testConfig(arch.NormRMS, arch.GateNone, 1e-5, false), 1, pool)
 	fillRandom(m, 1, 0.5)
 	if err := m.Save(base, nil); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := os.ReadFile(filepath.Join(base, ConfigFile))
-	weights, _ := os.ReadFile(filepath.Join(base, WeightsFile))
-	gated := newTestModel(t, testConfig(NormRMS, GateElementwise, 1e-5, false), 1, pool)
+	cfg, _ := os.ReadFile(filepath.Join(base, arch.ConfigFile))
+	weights, _ := os.ReadFile(filepath.Join(base, arch.WeightsFile))
+	gated := newTestModel(t, testConfig(arch.NormRMS, arch.GateElementwise, 1e-5, false), 1, pool)
 	gdir := t.TempDir()
 	gated.Save(gdir, nil)
-	gweights, _ := os.ReadFile(filepath.Join(gdir, WeightsFile))
-	nan := newTestModel(t, testConfig(NormRMS, GateNone, 1e-5, false), 1, pool)
+	gweights, _ := os.ReadFile(filepath.Join(gdir, arch.WeightsFile))
+	nan := newTestModel(t, testConfig(arch.NormRMS, arch.GateNone, 1e-5, false), 1, pool)
 	nan.Params.Embed[3] = float32(nan.Params.Embed[3]) / 0 * 0
 	ndir := t.TempDir()
 	nan.Save(ndir, nil)
-	nweights, _ := os.ReadFile(filepath.Join(ndir, WeightsFile))
+	nweights, _ := os.ReadFile(filepath.Join(ndir, arch.WeightsFile))
 	for _, tc := range []struct {
 		name, want      string
 		config, weights []byte
@@ -97,10 +98,10 @@ func TestLoadRefusesBadModels(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		if tc.config != nil {
-			os.WriteFile(filepath.Join(dir, ConfigFile), tc.config, 0o644)
+			os.WriteFile(filepath.Join(dir, arch.ConfigFile), tc.config, 0o644)
 		}
 		if tc.weights != nil {
-			os.WriteFile(filepath.Join(dir, WeightsFile), tc.weights, 0o644)
+			os.WriteFile(filepath.Join(dir, arch.WeightsFile), tc.weights, 0o644)
 		}
 		_, _, err := Load(dir, 1, pool)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -114,14 +115,14 @@ func TestLoadRefusesBadModels(t *testing.T) {
 func TestLoadShardedBFloat16(t *testing.T) {
 	pool := kernel.NewPool(1)
 	defer pool.Close()
-	c := testConfig(NormRMS, GateHeadwise, 1e-5, false)
+	c := testConfig(arch.NormRMS, arch.GateHeadwise, 1e-5, false)
 	m := newTestModel(t, c, 1, pool)
 	fillRandom(m, 4, 0.5)
 	dir := t.TempDir()
 	if err := m.Save(dir, nil); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(filepath.Join(dir, WeightsFile))
+	os.Remove(filepath.Join(dir, arch.WeightsFile))
 	weightMap := map[string]string{}
 	shards := []*safetensors.Writer{
 		safetensors.Create(filepath.Join(dir, "model-00001-of-00002.safetensors"), nil),
@@ -174,7 +175,7 @@ func TestReadConfigSlidingWindow(t *testing.T) {
 			cfg := `{` + tc.fields + `, "vocab_size": 32, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
 				"num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 32768, "rms_norm_eps": 1e-05,
 				"hidden_act": "silu"}`
-			if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(cfg), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, arch.ConfigFile), []byte(cfg), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			c, _, err := ReadConfig(dir)
@@ -230,7 +231,7 @@ func TestLoadHuggingFaceGQACheckpoints(t *testing.T) {
 			config := fmt.Sprintf(`{%s, "vocab_size": %d, "hidden_size": %d, "intermediate_size": 24,
 				"num_hidden_layers": %d, "num_attention_heads": %d, "max_position_embeddings": %d, "rms_norm_eps": 1e-06,
 				"hidden_act": "silu", "use_cache": true}`, tc.config, V, d, L, H, T)
-			if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(config), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, arch.ConfigFile), []byte(config), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			type tensor struct {
@@ -268,7 +269,7 @@ func TestLoadHuggingFaceGQACheckpoints(t *testing.T) {
 			}
 			rng := rand.New(rand.NewPCG(17, 17))
 			written := map[string][]float32{}
-			w := safetensors.Create(filepath.Join(dir, WeightsFile), map[string]string{"format": "pt"})
+			w := safetensors.Create(filepath.Join(dir, arch.WeightsFile), map[string]string{"format": "pt"})
 			for _, tn := range ts {
 				n := 1
 				for _, s := range tn.shape {
@@ -299,7 +300,7 @@ func TestLoadHuggingFaceGQACheckpoints(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := m.Config
-			if c.KVHeadCount() != tc.kv || c.QKVBias != tc.bias || c.QKNorm != tc.qkNorm || c.HeadSize() != tc.dh || (c.FFNKind == FFNMoE) != (tc.experts > 0) {
+			if c.KVHeadCount() != tc.kv || c.QKVBias != tc.bias || c.QKNorm != tc.qkNorm || c.HeadSize() != tc.dh || (c.FFNKind == arch.FFNMoE) != (tc.experts > 0) {
 				t.Fatalf("config %+v: want %d key/value heads, q/k/v biases %v, QK-norm %v, d_h %d, %d experts", c, tc.kv, tc.bias, tc.qkNorm, tc.dh, tc.experts)
 			}
 			if len(m.Specs) != len(ts) {
@@ -357,7 +358,7 @@ func TestConfigJSONNamesTheArchitecture(t *testing.T) {
 		{"moe_top2_norm_shared_aux_z", "qwen2_moe", "false", "", 2},
 		{"moe_top2_shared_kv1_qkvbias", "qwen2_moe", "", "", 1},
 	} {
-		var c Config
+		var c arch.Config
 		for _, sc := range append(switchCases[:len(switchCases):len(switchCases)], gqaCases...) {
 			if sc.name == tc.name {
 				c = sc.cfg
@@ -390,8 +391,8 @@ func TestConfigJSONNamesTheArchitecture(t *testing.T) {
 // states the shared expert's width for MoE (absent, transformers would build a 5632-wide one), reads back to
 // the same Config, and TransformersGaps names what no transformers class computes.
 func TestConfigJSONForTransformers(t *testing.T) {
-	preset := func(name string) Config {
-		p, err := LookupPreset(name)
+	preset := func(name string) arch.Config {
+		p, err := arch.LookupPreset(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -402,10 +403,10 @@ func TestConfigJSONForTransformers(t *testing.T) {
 	shared := preset("tiny-moe")
 	shared.SharedFFN = 64
 	gated := preset("tiny")
-	gated.AttnGate = GateElementwise
+	gated.AttnGate = arch.GateElementwise
 	for _, tc := range []struct {
 		name      string
-		c         Config
+		c         arch.Config
 		modelType string
 		gaps      int
 	}{
@@ -427,11 +428,11 @@ func TestConfigJSONForTransformers(t *testing.T) {
 			if raw["model_type"] != tc.modelType {
 				t.Errorf("model_type %v, want %s", raw["model_type"], tc.modelType)
 			}
-			if v, ok := raw["shared_expert_intermediate_size"]; (tc.c.FFNKind == FFNMoE) != ok || ok && v != float64(tc.c.SharedFFN) {
+			if v, ok := raw["shared_expert_intermediate_size"]; (tc.c.FFNKind == arch.FFNMoE) != ok || ok && v != float64(tc.c.SharedFFN) {
 				t.Errorf("shared_expert_intermediate_size %v (present %v) for a model with shared width %d", v, ok, tc.c.SharedFFN)
 			}
 			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, arch.ConfigFile), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			back, _, err := ReadConfig(dir)
@@ -467,14 +468,14 @@ func TestReadConfigTransformersDefaults(t *testing.T) {
 			dir := t.TempDir()
 			cfg := `{` + tc.fields + `, "vocab_size": 32, "intermediate_size": 24, "num_hidden_layers": 2,
 				"max_position_embeddings": 32768, "rms_norm_eps": 1e-05, "hidden_act": "silu"}`
-			if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(cfg), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, arch.ConfigFile), []byte(cfg), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			c, _, err := ReadConfig(dir)
 			switch {
 			case tc.want != "":
-				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), ConfigFile) {
-					t.Errorf("error %v, want one naming %s and saying %q", err, ConfigFile, tc.want)
+				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), arch.ConfigFile) {
+					t.Errorf("error %v, want one naming %s and saying %q", err, arch.ConfigFile, tc.want)
 				}
 			case err != nil:
 				t.Fatal(err)
@@ -488,8 +489,8 @@ func TestReadConfigTransformersDefaults(t *testing.T) {
 // TestValidateRefusesHugeTensorCounts: a config claiming millions of tensors is refused before its tensors are
 // listed (which would take gigabytes), and quickly.
 func TestValidateRefusesHugeTensorCounts(t *testing.T) {
-	c := testConfig(NormRMS, GateNone, 1e-5, false)
-	c.Layers, c.FFNKind, c.Experts, c.TopK, c.ExpertFFN, c.SparseStep = 1<<20, FFNMoE, 64, 2, 8, 1
+	c := testConfig(arch.NormRMS, arch.GateNone, 1e-5, false)
+	c.Layers, c.FFNKind, c.Experts, c.TopK, c.ExpertFFN, c.SparseStep = 1<<20, arch.FFNMoE, 64, 2, 8, 1
 	n := testing.AllocsPerRun(1, func() {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "tensors") {
 			t.Errorf("error %v, want a refusal of the tensor count", err)
@@ -503,7 +504,7 @@ func TestValidateRefusesHugeTensorCounts(t *testing.T) {
 // TestRopeThetaGivenMustBeUsable: rope_theta 0 (or negative) in config.json is refused naming the key, where
 // before 0 silently became 10000; an absent key keeps transformers' default of 10000.
 func TestRopeThetaGivenMustBeUsable(t *testing.T) {
-	c := Config{Vocab: 32, Dim: 16, Layers: 1, Heads: 2, FFN: 32, SeqLen: 8, NormEps: 1e-5, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, FFNKind: FFNDense}
+	c := arch.Config{Vocab: 32, Dim: 16, Layers: 1, Heads: 2, FFN: 32, SeqLen: 8, NormEps: 1e-5, Norm: arch.NormRMS, AttnGate: arch.GateNone, RopeTheta: 10000, FFNKind: arch.FFNDense}
 	base, err := ConfigJSON(c, nil, "float32")
 	if err != nil {
 		t.Fatal(err)
@@ -520,7 +521,7 @@ func TestRopeThetaGivenMustBeUsable(t *testing.T) {
 		if text == string(base) {
 			t.Fatalf("%s: the config has no %s", tc.name, tc.old)
 		}
-		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(text), 0o644)
+		os.WriteFile(filepath.Join(dir, arch.ConfigFile), []byte(text), 0o644)
 		got, _, err := ReadConfig(dir)
 		switch {
 		case tc.want == "" && (err != nil || got.RopeTheta != 10000):
@@ -534,7 +535,7 @@ func TestRopeThetaGivenMustBeUsable(t *testing.T) {
 // TestNewRefusesABatchThatCannotFit: a batch of a billion windows (analyze --probes 1000000000 asked for 49 TB)
 // is refused by New with the estimate, before anything is allocated.
 func TestNewRefusesABatchThatCannotFit(t *testing.T) {
-	c := Config{Vocab: 64, Dim: 16, Layers: 1, Heads: 2, FFN: 32, SeqLen: 64, NormEps: 1e-5, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, FFNKind: FFNDense}
+	c := arch.Config{Vocab: 64, Dim: 16, Layers: 1, Heads: 2, FFN: 32, SeqLen: 64, NormEps: 1e-5, Norm: arch.NormRMS, AttnGate: arch.GateNone, RopeTheta: 10000, FFNKind: arch.FFNDense}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	_, err := New(c, 1_000_000_000, kernel.NewPool(1))

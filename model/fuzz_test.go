@@ -1,18 +1,20 @@
 package model
 
 import (
-	"github.com/smallinit/smallinit/internal/allocs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/arch"
+	"github.com/smallinit/smallinit/internal/allocs"
 
 	"github.com/smallinit/smallinit/kernel"
 )
 
 // savedTestModel saves a randomly filled testConfig model into a new directory and returns its config.json
 // and model.safetensors bytes.
-func savedTestModel(tb testing.TB, c Config) (config, weights []byte) {
+func savedTestModel(tb testing.TB, c arch.Config) (config, weights []byte) {
 	tb.Helper()
 	pool := kernel.NewPool(1)
 	defer pool.Close()
@@ -27,8 +29,8 @@ func savedTestModel(tb testing.TB, c Config) (config, weights []byte) {
 	if err := m.Save(dir, map[string]any{"rule": "gamma"}); err != nil {
 		tb.Fatal(err)
 	}
-	config, _ = os.ReadFile(filepath.Join(dir, ConfigFile))
-	weights, _ = os.ReadFile(filepath.Join(dir, WeightsFile))
+	config, _ = os.ReadFile(filepath.Join(dir, arch.ConfigFile))
+	weights, _ = os.ReadFile(filepath.Join(dir, arch.WeightsFile))
 	return config, weights
 }
 
@@ -61,17 +63,17 @@ func FuzzReadConfig(f *testing.F) {
 	}
 	dir, again := f.TempDir(), f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if err := os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, arch.ConfigFile), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var c Config
+		var c arch.Config
 		var err error
 		n := allocs.Bytes(func() { c, _, err = ReadConfig(dir) })
 		if limit := uint64(1<<20 + 64*len(b)); n > limit {
 			t.Fatalf("ReadConfig of %d bytes allocated %d bytes (limit %d)", len(b), n, limit)
 		}
 		if err != nil {
-			if !strings.Contains(err.Error(), filepath.Join(dir, ConfigFile)) {
+			if !strings.Contains(err.Error(), filepath.Join(dir, arch.ConfigFile)) {
 				t.Fatalf("error does not name the file: %v", err)
 			}
 			return
@@ -98,14 +100,14 @@ func FuzzLoad(f *testing.F) {
 		f.Add(b)
 	}
 	dir := f.TempDir()
-	_, weights := savedTestModel(f, testConfig(NormRMS, GateNone, 1e-5, false))
-	if err := os.WriteFile(filepath.Join(dir, WeightsFile), weights, 0o644); err != nil {
+	_, weights := savedTestModel(f, testConfig(arch.NormRMS, arch.GateNone, 1e-5, false))
+	if err := os.WriteFile(filepath.Join(dir, arch.WeightsFile), weights, 0o644); err != nil {
 		f.Fatal(err)
 	}
 	pool := kernel.NewPool(1)
 	f.Cleanup(pool.Close)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if err := os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, arch.ConfigFile), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		c, _, err := ReadConfig(dir)
@@ -136,7 +138,7 @@ func FuzzLoad(f *testing.F) {
 // length whose activations cannot fit in memory, is refused with an error naming the problem before anything
 // is allocated (it used to allocate the claimed model, or panic in makeslice).
 func TestLoadChecksSizesFirst(t *testing.T) {
-	cfg, weights := savedTestModel(t, testConfig(NormRMS, GateNone, 1e-5, false))
+	cfg, weights := savedTestModel(t, testConfig(arch.NormRMS, arch.GateNone, 1e-5, false))
 	pool := kernel.NewPool(1)
 	defer pool.Close()
 	for _, tc := range []struct{ name, from, to, want string }{
@@ -145,8 +147,8 @@ func TestLoadChecksSizesFirst(t *testing.T) {
 		{"huge context", `"max_position_embeddings": 6`, `"max_position_embeddings": 16777216`, "max_position_embeddings = 16777216"},
 	} {
 		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, ConfigFile), []byte(strings.Replace(string(cfg), tc.from, tc.to, 1)), 0o644)
-		os.WriteFile(filepath.Join(dir, WeightsFile), weights, 0o644)
+		os.WriteFile(filepath.Join(dir, arch.ConfigFile), []byte(strings.Replace(string(cfg), tc.from, tc.to, 1)), 0o644)
+		os.WriteFile(filepath.Join(dir, arch.WeightsFile), weights, 0o644)
 		var err error
 		n := allocs.Bytes(func() { _, _, err = Load(dir, 8, pool) })
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -156,7 +158,7 @@ func TestLoadChecksSizesFirst(t *testing.T) {
 			t.Errorf("%s: allocated %d bytes before refusing", tc.name, n)
 		}
 	}
-	c := testConfig(NormRMS, GateNone, 1e-5, false)
+	c := testConfig(arch.NormRMS, arch.GateNone, 1e-5, false)
 	if err := CheckMemory(c, 1, 0); err != nil {
 		t.Errorf("CheckMemory of a tiny model: %v", err)
 	}

@@ -1,9 +1,15 @@
+// Package model is smallinit's decoder-only Transformer: its parameters laid out in one flat buffer, and a
+// forward and backward pass over preallocated activations (docs/definitions.md §1). It reads like llm.c's
+// train_gpt2.c: every layer's forward and backward sit side by side, all activations live in one explicit struct
+// allocated once, and a training step allocates nothing. The config it is built from, its tensor layout and the
+// preset table are package arch's plain data (arch.Config, arch.TensorSpec, arch.Presets), named with arch's prefix.
 package model
 
 import (
 	"fmt"
 	"math"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 )
 
@@ -19,10 +25,10 @@ const normBlocks = 16
 // Model is a decoder-only Transformer with its parameters, gradients and the activations of one batch of B
 // sequences of length T, all allocated once by New.
 type Model struct {
-	Config Config
-	Specs  []TensorSpec // every parameter tensor in buffer order
-	Params Weights      // parameter views into one flat buffer
-	Grads  Weights      // gradient views with the same layout; Backward accumulates into them
+	Config arch.Config
+	Specs  []arch.TensorSpec // every parameter tensor in buffer order
+	Params Weights           // parameter views into one flat buffer
+	Grads  Weights           // gradient views with the same layout; Backward accumulates into them
 
 	pool  *kernel.Pool
 	prec  kernel.Precision // of the matmuls (SetPrecision)
@@ -119,7 +125,7 @@ type normStats struct{ mean, rstd []float32 }
 
 // New allocates a model for c with zero parameters and activations for up to batch sequences of length
 // c.SeqLen. The pool runs its parallel work; it may be shared by several models used one at a time.
-func New(c Config, batch int, pool *kernel.Pool) (*Model, error) {
+func New(c arch.Config, batch int, pool *kernel.Pool) (*Model, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("model config: %w", err)
 	}
@@ -132,7 +138,7 @@ func New(c Config, batch int, pool *kernel.Pool) (*Model, error) {
 		return nil, err
 	}
 	if c.FFNKind == "" {
-		c.FFNKind = FFNDense
+		c.FFNKind = arch.FFNDense
 	}
 	if c.KVHeads == c.Heads {
 		c.KVHeads = 0 // one spelling of multi-head attention, so that configs compare equal after a save and load
@@ -255,7 +261,7 @@ func (m *Model) blockForward(l int, r blockRun, x, out []float32) {
 	} else {
 		m.cachedAttentionForward(l)
 	}
-	if c.AttnGate != GateNone {
+	if c.AttnGate != arch.GateNone {
 		m.parallel((*Model).gateForward, l, N, 64)
 	}
 	copy(A.h[:N*d], x)
@@ -307,7 +313,7 @@ func (m *Model) Backward() {
 		// Attention: h = x + yg · W_oᵀ.
 		m.gemm(false, false, N, a, d, A.dx, d, W.O, a, A.dyg, a, false)
 		m.gemm(true, false, d, a, N, A.dx, d, L.yg, a, G.O, a, true)
-		if c.AttnGate != GateNone {
+		if c.AttnGate != arch.GateNone {
 			m.parallel((*Model).gateBackward, l, N, 64)
 		}
 		m.parallel((*Model).attentionBackward, l, (N/m.t)*c.KVHeadCount(), 1)

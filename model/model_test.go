@@ -7,44 +7,45 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 )
 
 // testConfig is a model small enough for finite differences over every parameter.
-func testConfig(norm, gate string, eps float64, tied bool) Config {
-	return Config{Vocab: 16, Dim: 8, FFN: 16, Layers: 2, Heads: 2, SeqLen: 6, NormEps: eps, Norm: norm,
+func testConfig(norm, gate string, eps float64, tied bool) arch.Config {
+	return arch.Config{Vocab: 16, Dim: 8, FFN: 16, Layers: 2, Heads: 2, SeqLen: 6, NormEps: eps, Norm: norm,
 		AttnGate: gate, RopeTheta: 10000, Tied: tied}
 }
 
 // switchCases covers every architecture switch of docs/definitions.md §1.
 var switchCases = []struct {
 	name string
-	cfg  Config
+	cfg  arch.Config
 }{
-	{"rms_eps1e-5_none", testConfig(NormRMS, GateNone, 1e-5, false)},
-	{"rms_eps1e-12_elementwise", testConfig(NormRMS, GateElementwise, 1e-12, false)},
-	{"rms_eps1e-5_headwise", testConfig(NormRMS, GateHeadwise, 1e-5, false)},
-	{"layernorm_elementwise", testConfig(NormLayer, GateElementwise, 1e-5, false)},
-	{"rms_tied_headwise", testConfig(NormRMS, GateHeadwise, 1e-5, true)},
+	{"rms_eps1e-5_none", testConfig(arch.NormRMS, arch.GateNone, 1e-5, false)},
+	{"rms_eps1e-12_elementwise", testConfig(arch.NormRMS, arch.GateElementwise, 1e-12, false)},
+	{"rms_eps1e-5_headwise", testConfig(arch.NormRMS, arch.GateHeadwise, 1e-5, false)},
+	{"layernorm_elementwise", testConfig(arch.NormLayer, arch.GateElementwise, 1e-5, false)},
+	{"rms_tied_headwise", testConfig(arch.NormRMS, arch.GateHeadwise, 1e-5, true)},
 	{"moe_top2_norm_shared_aux_z", moeConfig(4, 2, true, 6, 0, 1)},
-	{"qknorm_layernorm_tied", func() Config {
-		c := testConfig(NormLayer, GateElementwise, 1e-5, true)
+	{"qknorm_layernorm_tied", func() arch.Config {
+		c := testConfig(arch.NormLayer, arch.GateElementwise, 1e-5, true)
 		c.QKNorm = true
 		return c
 	}()},
 	{"moe_top1_capacity_sparse2", moeConfig(3, 1, false, 0, 1.0, 2)},
-	{"rope_linear_x4", func() Config {
-		c := testConfig(NormRMS, GateNone, 1e-5, false)
-		c.RopeScaling, c.RopeFactor = RopeLinear, 4
+	{"rope_linear_x4", func() arch.Config {
+		c := testConfig(arch.NormRMS, arch.GateNone, 1e-5, false)
+		c.RopeScaling, c.RopeFactor = arch.RopeLinear, 4
 		return c
 	}()},
-	{"rope_llama3_headdim8", func() Config { // d_h = 8: wavelengths 6.3, 63 kept, 628 blended, 6283 scaled
-		c := testConfig(NormRMS, GateHeadwise, 1e-12, false)
-		c.HeadDim, c.RopeScaling, c.RopeFactor = 8, RopeLlama3, 8
+	{"rope_llama3_headdim8", func() arch.Config { // d_h = 8: wavelengths 6.3, 63 kept, 628 blended, 6283 scaled
+		c := testConfig(arch.NormRMS, arch.GateHeadwise, 1e-12, false)
+		c.HeadDim, c.RopeScaling, c.RopeFactor = 8, arch.RopeLlama3, 8
 		c.RopeLowFreqFactor, c.RopeHighFreqFactor, c.RopeOriginalSeqLen = 1, 4, 1000
 		return c
 	}()},
-	{"moe_top2_router_bias", func() Config { // selection bias of auxiliary-loss-free balancing
+	{"moe_top2_router_bias", func() arch.Config { // selection bias of auxiliary-loss-free balancing
 		c := moeConfig(4, 2, true, 0, 0, 1)
 		c.BiasRate = 1e-3
 		return c
@@ -53,9 +54,9 @@ var switchCases = []struct {
 
 // moeConfig is testConfig with MoE blocks: E experts, top k, an optional shared expert of width shared,
 // a capacity factor (0: none) and a sparse step.
-func moeConfig(E, k int, normTopK bool, shared int, capacity float64, step int) Config {
-	c := testConfig(NormRMS, GateElementwise, 1e-5, false)
-	c.FFNKind, c.Experts, c.TopK, c.ExpertFFN, c.SharedFFN = FFNMoE, E, k, 6, shared
+func moeConfig(E, k int, normTopK bool, shared int, capacity float64, step int) arch.Config {
+	c := testConfig(arch.NormRMS, arch.GateElementwise, 1e-5, false)
+	c.FFNKind, c.Experts, c.TopK, c.ExpertFFN, c.SharedFFN = arch.FFNMoE, E, k, 6, shared
 	c.NormTopK, c.AuxCoef, c.ZLossCoef, c.Capacity, c.SparseStep = normTopK, 0.3, 0.05, capacity, step
 	return c
 }
@@ -68,11 +69,11 @@ func fillRandom(m *Model, seed uint64, gamma float64) {
 		v := m.Params.Flat[t.Offset : t.Offset+t.Size()]
 		for i := range v {
 			switch t.Class {
-			case ClassNorm:
+			case arch.ClassNorm:
 				v[i] = float32(1 + 0.1*rng.NormFloat64())
-			case ClassNormBias, ClassQKVBias:
+			case arch.ClassNormBias, arch.ClassQKVBias:
 				v[i] = float32(0.1 * rng.NormFloat64())
-			case ClassRouterB:
+			case arch.ClassRouterB:
 				v[i] = float32(0.05 * rng.NormFloat64()) // large enough to change some top-k choices
 			default:
 				v[i] = float32(rng.NormFloat64() * math.Pow(float64(t.FanIn()), -gamma))
@@ -89,7 +90,7 @@ func randomTokens(rng *rand.Rand, n, vocab int) (inputs, targets []int32) {
 	return inputs, targets
 }
 
-func newTestModel(t *testing.T, c Config, batch int, pool *kernel.Pool) *Model {
+func newTestModel(t *testing.T, c arch.Config, batch int, pool *kernel.Pool) *Model {
 	t.Helper()
 	m, err := New(c, batch, pool)
 	if err != nil {
@@ -211,10 +212,10 @@ func TestTrainingStepAllocatesNothing(t *testing.T) {
 	defer pool.Close()
 	for _, tc := range []struct {
 		name string
-		cfg  Config
+		cfg  arch.Config
 		fill func(m *Model, seed uint64, gamma float64)
 	}{
-		{"layernorm_headwise", testConfig(NormLayer, GateHeadwise, 1e-5, false), fillRandom},
+		{"layernorm_headwise", testConfig(arch.NormLayer, arch.GateHeadwise, 1e-5, false), fillRandom},
 		{gqaCases[2].name, gqaCases[2].cfg, fillRandomAll},
 	} {
 		for _, bf16 := range []bool{false, true} {
@@ -248,7 +249,7 @@ func TestTrainingStepAllocatesNothing(t *testing.T) {
 func TestBF16MatmulsTrackFloat32(t *testing.T) {
 	pool := kernel.NewPool(2)
 	defer pool.Close()
-	c := testConfig(NormRMS, GateHeadwise, 1e-5, false)
+	c := testConfig(arch.NormRMS, arch.GateHeadwise, 1e-5, false)
 	m := newTestModel(t, c, 2, pool)
 	fillRandom(m, 7, 0.5)
 	in, tg := randomTokens(rand.New(rand.NewPCG(8, 8)), 2*c.SeqLen, c.Vocab)
@@ -291,7 +292,7 @@ func TestBF16MatmulsTrackFloat32(t *testing.T) {
 func TestForwardRejectsBadTokens(t *testing.T) {
 	pool := kernel.NewPool(1)
 	defer pool.Close()
-	c := testConfig(NormRMS, GateNone, 1e-5, false)
+	c := testConfig(arch.NormRMS, arch.GateNone, 1e-5, false)
 	m := newTestModel(t, c, 1, pool)
 	good := make([]int32, c.SeqLen)
 	bad := make([]int32, c.SeqLen)
@@ -319,9 +320,9 @@ func TestForwardRejectsBadTokens(t *testing.T) {
 func TestMoEWithOneExpertEqualsDense(t *testing.T) {
 	pool := kernel.NewPool(2)
 	defer pool.Close()
-	dc := testConfig(NormRMS, GateNone, 1e-5, false)
+	dc := testConfig(arch.NormRMS, arch.GateNone, 1e-5, false)
 	mc := dc
-	mc.FFNKind, mc.Experts, mc.TopK, mc.ExpertFFN, mc.SparseStep, mc.NormTopK = FFNMoE, 1, 1, dc.FFN, 1, true
+	mc.FFNKind, mc.Experts, mc.TopK, mc.ExpertFFN, mc.SparseStep, mc.NormTopK = arch.FFNMoE, 1, 1, dc.FFN, 1, true
 	dense, moe := newTestModel(t, dc, 2, pool), newTestModel(t, mc, 2, pool)
 	fillRandom(dense, 8, 0.5)
 	fillRandom(moe, 9, 0.5) // router weights: any values give p = 1 for the only expert
@@ -373,7 +374,7 @@ func TestLoadBalancingLossIsAlphaWhenRoutingIsUniform(t *testing.T) {
 func TestShortSequencesMatchReference(t *testing.T) {
 	pool := kernel.NewPool(2)
 	defer pool.Close()
-	c := testConfig(NormRMS, GateHeadwise, 1e-5, false)
+	c := testConfig(arch.NormRMS, arch.GateHeadwise, 1e-5, false)
 	c.SeqLen = 12
 	m := newTestModel(t, c, 2, pool)
 	fillRandom(m, 21, 0.5)

@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 )
 
@@ -88,7 +89,7 @@ func (m *Model) normForwardRows(_, _, lo, hi int) {
 	eps := float32(m.Config.NormEps)
 	for n := lo; n < hi; n++ {
 		x, out := a.x[n*d:(n+1)*d], a.out[n*d:(n+1)*d]
-		if m.Config.Norm == NormLayer {
+		if m.Config.Norm == arch.NormLayer {
 			a.st.mean[n], a.st.rstd[n] = layerNormRow(out, x, a.g, a.b, eps)
 		} else {
 			a.st.rstd[n] = rmsNormRow(out, x, a.g, eps)
@@ -118,7 +119,7 @@ func (m *Model) normBackward(x []float32, st normStats, g, dg, db []float32) {
 // normBackwardBlocks runs row blocks [lo, hi) of normBackward.
 func (m *Model) normBackwardBlocks(_, _, lo, hi int) {
 	d, a := m.Config.Dim, &m.norm
-	layer := m.Config.Norm == NormLayer
+	layer := m.Config.Norm == arch.NormLayer
 	nb := len(m.acts.normAcc)
 	for blk := lo; blk < hi; blk++ {
 		acc := m.acts.normAcc[blk]

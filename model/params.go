@@ -1,6 +1,10 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/smallinit/smallinit/arch"
+)
 
 // Weights are named views into one flat buffer: the parameters, or their gradients, which share the layout.
 type Weights struct {
@@ -37,16 +41,16 @@ func (lw *LayerWeights) ffn(f int) FFNWeights {
 }
 
 // newWeights slices flat (of length c.NumParams()) into named views.
-func newWeights(c Config, flat []float32) Weights {
+func newWeights(c arch.Config, flat []float32) Weights {
 	w := Weights{Flat: flat, Layers: make([]LayerWeights, c.Layers)}
-	view := func(t TensorSpec) []float32 { return flat[t.Offset : t.Offset+t.Size() : t.Offset+t.Size()] }
+	view := func(t arch.TensorSpec) []float32 { return flat[t.Offset : t.Offset+t.Size() : t.Offset+t.Size()] }
 	// span returns the contiguous run from the first to the last of a group of adjacent tensors.
-	span := func(first, last TensorSpec) []float32 {
+	span := func(first, last arch.TensorSpec) []float32 {
 		end := last.Offset + last.Size()
 		return flat[first.Offset:end:end]
 	}
 	ts := c.Tensors()
-	byName := make(map[string]TensorSpec, len(ts))
+	byName := make(map[string]arch.TensorSpec, len(ts))
 	for _, t := range ts {
 		byName[t.Name] = t
 	}
@@ -88,13 +92,13 @@ func newWeights(c Config, flat []float32) Weights {
 				lw.SharedGate = view(byName[p+"mlp.shared_expert_gate.weight"])
 			}
 		}
-		if c.Norm == NormLayer {
+		if c.Norm == arch.NormLayer {
 			lw.Norm1B = view(byName[p+"input_layernorm.bias"])
 			lw.Norm2B = view(byName[p+"post_attention_layernorm.bias"])
 		}
 	}
 	w.NormF = view(byName["model.norm.weight"])
-	if c.Norm == NormLayer {
+	if c.Norm == arch.NormLayer {
 		w.NormFB = view(byName["model.norm.bias"])
 	}
 	if c.Tied {

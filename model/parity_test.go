@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/safetensors"
 )
@@ -171,22 +172,22 @@ func TestLiveParityWithPyTorch(t *testing.T) {
 	defer pool.Close()
 	for _, tc := range []struct {
 		name string
-		c    Config
+		c    arch.Config
 	}{
-		{"layernorm_headwise_tied", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 3, SeqLen: 70, NormEps: 1e-5, Norm: NormLayer, AttnGate: GateHeadwise, RopeTheta: 10000, Tied: true}},
-		{"rms_eps1e-12_elementwise_T130", Config{Vocab: 40, Dim: 32, FFN: 64, Layers: 1, Heads: 2, SeqLen: 130, NormEps: 1e-12, Norm: NormRMS, AttnGate: GateElementwise, RopeTheta: 10000}},
-		{"qwen2_gqa_h4_kv2_qkvbias_elementwise_T70", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 2, SeqLen: 70, NormEps: 1e-6, Norm: NormRMS, AttnGate: GateElementwise, RopeTheta: 1e6, QKVBias: true}},
-		{"llama_mqa_h3_kv1_layernorm_headwise_tied", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 3, KVHeads: 1, HeadDim: 10, SeqLen: 20, NormEps: 1e-5, Norm: NormLayer, AttnGate: GateHeadwise, RopeTheta: 500000, Tied: true}},
-		{"qwen2_moe_h4_kv1_qkvbias", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 1, SeqLen: 20, NormEps: 1e-6, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, QKVBias: true,
-			FFNKind: FFNMoE, Experts: 4, TopK: 2, ExpertFFN: 12, SharedFFN: 16, AuxCoef: 0.1, SparseStep: 1}},
-		{"qwen3_qknorm_gqa_h4_kv2_dh10_elementwise_T70", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 10, SeqLen: 70, NormEps: 1e-6, Norm: NormRMS, AttnGate: GateElementwise, RopeTheta: 1e6, QKNorm: true}},
-		{"qwen3_qknorm_mqa_h3_kv1_qkvbias_layernorm_headwise_tied", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 3, KVHeads: 1, SeqLen: 20, NormEps: 1e-12, Norm: NormLayer, AttnGate: GateHeadwise, RopeTheta: 10000, Tied: true, QKNorm: true, QKVBias: true}},
-		{"moe_qknorm_h4_kv2", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 2, SeqLen: 20, NormEps: 1e-6, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 10000, QKNorm: true,
-			FFNKind: FFNMoE, Experts: 4, TopK: 2, ExpertFFN: 12, NormTopK: true, AuxCoef: 0.1, SparseStep: 1}},
-		{"llama3_rope_scaling_gqa_h4_kv2_dh10_T70", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 10, SeqLen: 70, NormEps: 1e-5, Norm: NormRMS, AttnGate: GateNone, RopeTheta: 500000,
-			RopeScaling: RopeLlama3, RopeFactor: 8, RopeLowFreqFactor: 1, RopeHighFreqFactor: 4, RopeOriginalSeqLen: 256}},
-		{"linear_rope_scaling_qwen3_qknorm_headwise_T70", Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 3, SeqLen: 70, NormEps: 1e-6, Norm: NormRMS, AttnGate: GateHeadwise, RopeTheta: 10000, QKNorm: true,
-			RopeScaling: RopeLinear, RopeFactor: 4}},
+		{"layernorm_headwise_tied", arch.Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 3, SeqLen: 70, NormEps: 1e-5, Norm: arch.NormLayer, AttnGate: arch.GateHeadwise, RopeTheta: 10000, Tied: true}},
+		{"rms_eps1e-12_elementwise_T130", arch.Config{Vocab: 40, Dim: 32, FFN: 64, Layers: 1, Heads: 2, SeqLen: 130, NormEps: 1e-12, Norm: arch.NormRMS, AttnGate: arch.GateElementwise, RopeTheta: 10000}},
+		{"qwen2_gqa_h4_kv2_qkvbias_elementwise_T70", arch.Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 2, SeqLen: 70, NormEps: 1e-6, Norm: arch.NormRMS, AttnGate: arch.GateElementwise, RopeTheta: 1e6, QKVBias: true}},
+		{"llama_mqa_h3_kv1_layernorm_headwise_tied", arch.Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 3, KVHeads: 1, HeadDim: 10, SeqLen: 20, NormEps: 1e-5, Norm: arch.NormLayer, AttnGate: arch.GateHeadwise, RopeTheta: 500000, Tied: true}},
+		{"qwen2_moe_h4_kv1_qkvbias", arch.Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 1, SeqLen: 20, NormEps: 1e-6, Norm: arch.NormRMS, AttnGate: arch.GateNone, RopeTheta: 10000, QKVBias: true,
+			FFNKind: arch.FFNMoE, Experts: 4, TopK: 2, ExpertFFN: 12, SharedFFN: 16, AuxCoef: 0.1, SparseStep: 1}},
+		{"qwen3_qknorm_gqa_h4_kv2_dh10_elementwise_T70", arch.Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 10, SeqLen: 70, NormEps: 1e-6, Norm: arch.NormRMS, AttnGate: arch.GateElementwise, RopeTheta: 1e6, QKNorm: true}},
+		{"qwen3_qknorm_mqa_h3_kv1_qkvbias_layernorm_headwise_tied", arch.Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 3, KVHeads: 1, SeqLen: 20, NormEps: 1e-12, Norm: arch.NormLayer, AttnGate: arch.GateHeadwise, RopeTheta: 10000, Tied: true, QKNorm: true, QKVBias: true}},
+		{"moe_qknorm_h4_kv2", arch.Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 2, SeqLen: 20, NormEps: 1e-6, Norm: arch.NormRMS, AttnGate: arch.GateNone, RopeTheta: 10000, QKNorm: true,
+			FFNKind: arch.FFNMoE, Experts: 4, TopK: 2, ExpertFFN: 12, NormTopK: true, AuxCoef: 0.1, SparseStep: 1}},
+		{"llama3_rope_scaling_gqa_h4_kv2_dh10_T70", arch.Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 10, SeqLen: 70, NormEps: 1e-5, Norm: arch.NormRMS, AttnGate: arch.GateNone, RopeTheta: 500000,
+			RopeScaling: arch.RopeLlama3, RopeFactor: 8, RopeLowFreqFactor: 1, RopeHighFreqFactor: 4, RopeOriginalSeqLen: 256}},
+		{"linear_rope_scaling_qwen3_qknorm_headwise_T70", arch.Config{Vocab: 50, Dim: 24, FFN: 40, Layers: 2, Heads: 3, SeqLen: 70, NormEps: 1e-6, Norm: arch.NormRMS, AttnGate: arch.GateHeadwise, RopeTheta: 10000, QKNorm: true,
+			RopeScaling: arch.RopeLinear, RopeFactor: 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

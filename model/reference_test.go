@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 )
 
@@ -13,7 +14,7 @@ import (
 // a time. It is the specification the float32 engine is tested against: its forward is differentiated by central
 // finite differences, and the engine's loss, logits and gradients must match.
 type refModel struct {
-	c Config
+	c arch.Config
 	w map[string][]float64
 }
 
@@ -45,7 +46,7 @@ func (r *refModel) norm(x []float64, name string) []float64 {
 	g := r.w[name+".weight"]
 	d := float64(len(x))
 	out := make([]float64, len(x))
-	if r.c.Norm == NormLayer {
+	if r.c.Norm == arch.NormLayer {
 		b := r.w[name+".bias"]
 		var mu, v float64
 		for _, xv := range x {
@@ -104,9 +105,9 @@ func (r *refModel) ropeFreq(i int) float64 {
 	f := math.Pow(r.c.RopeTheta, -float64(2*i)/float64(dh))
 	s := r.c.RopeFactor
 	switch r.c.RopeScaling {
-	case RopeLinear:
+	case arch.RopeLinear:
 		return f / s
-	case RopeLlama3:
+	case arch.RopeLlama3:
 		old := float64(r.c.RopeOriginalSeqLen)
 		wave := 2 * math.Pi / f
 		switch {
@@ -164,7 +165,7 @@ func (r *refModel) forward(inputs, targets []int32) (float64, []float64, []float
 			}
 			r.rope(q[n], n%T)
 			r.rope(k[n], n%T)
-			if c.AttnGate != GateNone {
+			if c.AttnGate != arch.GateNone {
 				g[n] = matvec(r.w[p+"self_attn.g_proj.weight"], h, c.GateRows())
 			}
 		}
@@ -195,9 +196,9 @@ func (r *refModel) forward(inputs, targets []int32) (float64, []float64, []float
 			}
 			for e := range y {
 				switch c.AttnGate {
-				case GateElementwise:
+				case arch.GateElementwise:
 					y[e] *= sigmoid64(g[n][e])
-				case GateHeadwise:
+				case arch.GateHeadwise:
 					y[e] *= sigmoid64(g[n][e/dh])
 				}
 			}
@@ -360,29 +361,29 @@ func containsInt(xs []int, x int) bool {
 // allocation-free training step, the KV-cache decoder and the save/load round trip.
 var gqaCases = []struct {
 	name string
-	cfg  Config
+	cfg  arch.Config
 }{
-	{"gqa_h4_kv2_qkvbias", func() Config {
-		c := testConfig(NormRMS, GateNone, 1e-5, false)
+	{"gqa_h4_kv2_qkvbias", func() arch.Config {
+		c := testConfig(arch.NormRMS, arch.GateNone, 1e-5, false)
 		c.Heads, c.KVHeads, c.HeadDim, c.QKVBias = 4, 2, 4, true
 		return c
 	}()},
-	{"mqa_h4_kv1_elementwise", func() Config { // d_h = d/H = 2
-		c := testConfig(NormRMS, GateElementwise, 1e-12, false)
+	{"mqa_h4_kv1_elementwise", func() arch.Config { // d_h = d/H = 2
+		c := testConfig(arch.NormRMS, arch.GateElementwise, 1e-12, false)
 		c.Heads, c.KVHeads = 4, 1
 		return c
 	}()},
-	{"gqa_h4_kv2_qknorm_qkvbias_headwise_layernorm_tied", func() Config {
-		c := testConfig(NormLayer, GateHeadwise, 1e-5, true)
+	{"gqa_h4_kv2_qknorm_qkvbias_headwise_layernorm_tied", func() arch.Config {
+		c := testConfig(arch.NormLayer, arch.GateHeadwise, 1e-5, true)
 		c.Heads, c.KVHeads, c.HeadDim, c.QKNorm, c.QKVBias = 4, 2, 4, true, true
 		return c
 	}()},
-	{"mha_qkvbias_elementwise", func() Config {
-		c := testConfig(NormRMS, GateElementwise, 1e-5, false)
+	{"mha_qkvbias_elementwise", func() arch.Config {
+		c := testConfig(arch.NormRMS, arch.GateElementwise, 1e-5, false)
 		c.QKVBias = true
 		return c
 	}()},
-	{"moe_top2_shared_kv1_qkvbias", func() Config { // the Qwen2-MoE attention: GQA with q/k/v biases
+	{"moe_top2_shared_kv1_qkvbias", func() arch.Config { // the Qwen2-MoE attention: GQA with q/k/v biases
 		c := moeConfig(4, 2, true, 6, 0, 1)
 		c.KVHeads, c.QKVBias = 1, true
 		return c
@@ -396,7 +397,7 @@ func fillRandomAll(m *Model, seed uint64, gamma float64) {
 	fillRandom(m, seed, gamma)
 	rng := rand.New(rand.NewPCG(seed, 2))
 	for _, t := range m.Specs {
-		if t.Class != ClassQKVBias {
+		if t.Class != arch.ClassQKVBias {
 			continue
 		}
 		for i := t.Offset; i < t.Offset+t.Size(); i++ {

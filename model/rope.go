@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 )
 
@@ -21,7 +22,7 @@ type ropeTable struct {
 //   - llama3 (Llama 3.1): with wavelength λ_i = 2π/θ_i and the original context C, frequencies whose
 //     wavelength is below C/high_freq_factor are kept, those above C/low_freq_factor are divided by s, and
 //     those between are blended, θ_i·((1−a)/s + a) with a = (C/λ_i − low)/(high − low).
-func ropeInvFreq(c Config) []float32 {
+func ropeInvFreq(c arch.Config) []float32 {
 	dh := c.HeadSize()
 	inv := make([]float32, dh/2)
 	for i := range inv {
@@ -33,11 +34,11 @@ func ropeInvFreq(c Config) []float32 {
 	}
 	s := float32(c.RopeFactor)
 	switch c.RopeScaling {
-	case RopeLinear:
+	case arch.RopeLinear:
 		for i := range inv {
 			inv[i] /= s
 		}
-	case RopeLlama3:
+	case arch.RopeLlama3:
 		old, low := float32(c.RopeOriginalSeqLen), float32(c.RopeLowFreqFactor)
 		lowWave, highWave := float32(float64(c.RopeOriginalSeqLen)/c.RopeLowFreqFactor), float32(float64(c.RopeOriginalSeqLen)/c.RopeHighFreqFactor)
 		for i, f := range inv {
@@ -59,7 +60,7 @@ func ropeInvFreq(c Config) []float32 {
 // t·θ_i are float32 products — so that positions far from 0 agree with PyTorch to the last bit of the angle;
 // only cos and sin themselves are evaluated in float64 and rounded. A counting sizer (MemoryBytes) only
 // counts the table.
-func newRopeTable(s *sizer, c Config) ropeTable {
+func newRopeTable(s *sizer, c arch.Config) ropeTable {
 	T, half := c.SeqLen, c.HeadSize()/2
 	r := ropeTable{half: half, cos: alloc[float32](s, float64(T)*float64(half)), sin: alloc[float32](s, float64(T)*float64(half))}
 	if s.count {

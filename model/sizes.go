@@ -1,6 +1,10 @@
 package model
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/smallinit/smallinit/arch"
+)
 
 // The size table: every buffer New allocates is made here (modelBuffers: parameters, gradients, the RoPE table
 // and newActivations with its newLayerActs, newMoEActs and newMoEScratch), NewDecoder makes its one-row block
@@ -52,14 +56,14 @@ func (s *sizer) stats(rows float64) normStats {
 
 // attnProbs is the number of attention probabilities of seqs sequences of queries query positions over keys
 // key positions, one matrix per query head: B·H·T² for a training batch.
-func attnProbs(c Config, seqs, queries, keys float64) float64 {
+func attnProbs(c arch.Config, seqs, queries, keys float64) float64 {
 	return seqs * float64(c.Heads) * queries * keys
 }
 
 // newLayerActs makes one block's forward buffers for rows token rows, with att floats of attention
 // probabilities (a training batch: attnProbs(B, T, T); the decoder: attnProbs(rows, 1, SeqLen)). moe selects
 // the FFN kind of the block.
-func newLayerActs(s *sizer, c Config, moe bool, rows, att float64) layerActs {
+func newLayerActs(s *sizer, c arch.Config, moe bool, rows, att float64) layerActs {
 	N, d, a, kv, f := rows, float64(c.Dim), float64(c.AttnDim()), float64(c.KVDim()), float64(c.FFN)
 	var la layerActs
 	la.n1, la.s1 = alloc[float32](s, N*d), s.stats(N)
@@ -70,7 +74,7 @@ func newLayerActs(s *sizer, c Config, moe bool, rows, att float64) layerActs {
 	la.att = alloc[float32](s, att)
 	la.y = alloc[float32](s, N*a)
 	la.yg = la.y
-	if c.AttnGate != GateNone {
+	if c.AttnGate != arch.GateNone {
 		la.yg = alloc[float32](s, N*a)
 	}
 	la.h = alloc[float32](s, N*d)
@@ -87,7 +91,7 @@ func newLayerActs(s *sizer, c Config, moe bool, rows, att float64) layerActs {
 }
 
 // newMoEActs makes one MoE block's forward buffers for N token rows (R = N·k expert rows).
-func newMoEActs(s *sizer, c Config, N float64) moeActs {
+func newMoEActs(s *sizer, c arch.Config, N float64) moeActs {
 	d, E, k, f, fs := float64(c.Dim), float64(c.Experts), float64(c.TopK), float64(c.ExpertFFN), float64(c.SharedFFN)
 	R, shared := N*k, min(fs, 1)
 	return moeActs{
@@ -101,7 +105,7 @@ func newMoEActs(s *sizer, c Config, N float64) moeActs {
 }
 
 // newMoEScratch makes the MoE backward scratch for N token rows.
-func newMoEScratch(s *sizer, c Config, N float64) moeScratch {
+func newMoEScratch(s *sizer, c arch.Config, N float64) moeScratch {
 	d, E, k, f, fs := float64(c.Dim), float64(c.Experts), float64(c.TopK), float64(c.ExpertFFN), float64(c.SharedFFN)
 	R, shared := N*k, min(fs, 1)
 	return moeScratch{
@@ -114,7 +118,7 @@ func newMoEScratch(s *sizer, c Config, N float64) moeScratch {
 
 // newActivations makes the activations of a batch of B sequences of length SeqLen and the backward scratch of
 // workers workers. When counting, identical layers are counted once each kind, times their number.
-func newActivations(s *sizer, c Config, B, workers int) activations {
+func newActivations(s *sizer, c arch.Config, B, workers int) activations {
 	T := float64(c.SeqLen)
 	N, d, a, f, V := float64(B)*T, float64(c.Dim), float64(c.AttnDim()), float64(c.FFN), float64(c.Vocab)
 	wq, L := float64(c.QKVGWidth()), float64(c.Layers)
@@ -142,7 +146,7 @@ func newActivations(s *sizer, c Config, B, workers int) activations {
 	A.dqkvg = alloc[float32](s, N*wq)
 	A.dyg = alloc[float32](s, N*a)
 	A.dy = A.dyg
-	if c.AttnGate != GateNone {
+	if c.AttnGate != arch.GateNone {
 		A.dy = alloc[float32](s, N*a)
 	}
 	A.dgu, A.dact = alloc[float32](s, N*2*f), alloc[float32](s, N*f)
@@ -163,10 +167,10 @@ func newActivations(s *sizer, c Config, B, workers int) activations {
 // batch·heads·T² per layer, dominate at long contexts) and the per-worker scratch of workers workers. It counts
 // the buffers of the size table New allocates from (not the worker pool's own), in floating point, so absurd
 // configs give a huge number rather than an overflow.
-func MemoryBytes(c Config, batch, workers int) float64 { return memory(c, batch, workers).bytes }
+func MemoryBytes(c arch.Config, batch, workers int) float64 { return memory(c, batch, workers).bytes }
 
 // memory counts the buffers New allocates.
-func memory(c Config, batch, workers int) *sizer {
+func memory(c arch.Config, batch, workers int) *sizer {
 	s := counter()
 	modelBuffers(s, c, batch, workers)
 	return s
@@ -174,7 +178,7 @@ func memory(c Config, batch, workers int) *sizer {
 
 // modelBuffers makes (or counts) every buffer of a model: the flat parameter and gradient buffers, the RoPE table
 // and the activations of batch sequences with the scratch of workers workers.
-func modelBuffers(s *sizer, c Config, batch, workers int) (params, grads []float32, rope ropeTable, acts activations) {
+func modelBuffers(s *sizer, c arch.Config, batch, workers int) (params, grads []float32, rope ropeTable, acts activations) {
 	np := float64(c.NumParams())
 	params, grads = alloc[float32](s, np), alloc[float32](s, np)
 	return params, grads, newRopeTable(s, c), newActivations(s, c, batch, workers)

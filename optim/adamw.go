@@ -4,25 +4,9 @@ package optim
 import (
 	"math"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/recipe"
-)
-
-// AdamWConfig are AdamW's hyper-parameters (recipe.AdamW, the [optimizer] section of a run's recipe).
-type AdamWConfig = recipe.AdamW
-
-// DefaultAdamW returns docs/definitions.md §3's defaults (recipe.DefaultAdamW).
-func DefaultAdamW() AdamWConfig { return recipe.DefaultAdamW() }
-
-// Schedule gives the learning rate at each step (recipe.Schedule, the [schedule] section of a run's recipe).
-type Schedule = recipe.Schedule
-
-// Schedule kinds (recipe's).
-const (
-	ScheduleCosine   = recipe.ScheduleCosine
-	ScheduleWSD      = recipe.ScheduleWSD
-	ScheduleConstant = recipe.ScheduleConstant
 )
 
 // segment is a run of the flat parameter buffer with one weight-decay setting.
@@ -35,7 +19,7 @@ type segment struct {
 // fused pass per step that also applies the gradient-clipping scale. Weight decay applies to matrices and
 // embeddings, not to norm gains and biases.
 type AdamW struct {
-	Config AdamWConfig
+	Config recipe.AdamW
 	M, V   []float32 // first and second moments, same layout as the parameters
 	Step   int       // updates applied so far
 
@@ -51,7 +35,7 @@ type AdamW struct {
 }
 
 // NewAdamW allocates the optimizer state for a model with the given tensors.
-func NewAdamW(c AdamWConfig, specs []model.TensorSpec, pool *kernel.Pool) (*AdamW, error) {
+func NewAdamW(c recipe.AdamW, specs []arch.TensorSpec, pool *kernel.Pool) (*AdamW, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

@@ -5,8 +5,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // TestAdamWMatchesFloat64Reference runs five steps on a matrix (decayed) and a norm gain (not decayed) and
@@ -14,12 +15,12 @@ import (
 func TestAdamWMatchesFloat64Reference(t *testing.T) {
 	pool := kernel.NewPool(2)
 	defer pool.Close()
-	specs := []model.TensorSpec{
-		{Name: "w", Class: model.ClassQ, Shape: []int{300, 100}, Offset: 0},
-		{Name: "g", Class: model.ClassNorm, Shape: []int{50000}, Offset: 30000},
+	specs := []arch.TensorSpec{
+		{Name: "w", Class: arch.ClassQ, Shape: []int{300, 100}, Offset: 0},
+		{Name: "g", Class: arch.ClassNorm, Shape: []int{50000}, Offset: 30000},
 	}
 	n := 80000
-	cfg := DefaultAdamW()
+	cfg := recipe.DefaultAdamW()
 	o, err := NewAdamW(cfg, specs, pool)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func TestAdamWMatchesFloat64Reference(t *testing.T) {
 func TestGradNormAndClip(t *testing.T) {
 	pool := kernel.NewPool(2)
 	defer pool.Close()
-	o, _ := NewAdamW(DefaultAdamW(), []model.TensorSpec{{Name: "w", Shape: []int{100000}}}, pool)
+	o, _ := NewAdamW(recipe.DefaultAdamW(), []arch.TensorSpec{{Name: "w", Shape: []int{100000}}}, pool)
 	g := make([]float32, 100000)
 	for i := range g {
 		g[i] = 0.01
@@ -84,12 +85,12 @@ func TestGradNormAndClip(t *testing.T) {
 }
 
 func TestSchedules(t *testing.T) {
-	cos := Schedule{Kind: ScheduleCosine, PeakLR: 1, Warmup: 10, MinRatio: 0.1, Total: 110}
-	wsd := Schedule{Kind: ScheduleWSD, PeakLR: 1, Warmup: 10, MinRatio: 0.1, DecaySteps: 20, Total: 110}
-	con := Schedule{Kind: ScheduleConstant, PeakLR: 1, Warmup: 10, Total: 110}
+	cos := recipe.Schedule{Kind: recipe.ScheduleCosine, PeakLR: 1, Warmup: 10, MinRatio: 0.1, Total: 110}
+	wsd := recipe.Schedule{Kind: recipe.ScheduleWSD, PeakLR: 1, Warmup: 10, MinRatio: 0.1, DecaySteps: 20, Total: 110}
+	con := recipe.Schedule{Kind: recipe.ScheduleConstant, PeakLR: 1, Warmup: 10, Total: 110}
 	for _, tc := range []struct {
 		name string
-		s    Schedule
+		s    recipe.Schedule
 		step int
 		want float64
 	}{
@@ -107,7 +108,7 @@ func TestSchedules(t *testing.T) {
 			t.Errorf("%s: LR(%d) = %g, want %g", tc.name, tc.step, got, tc.want)
 		}
 	}
-	if err := (Schedule{Kind: "linear", PeakLR: 1}).Validate(); err == nil {
+	if err := (recipe.Schedule{Kind: "linear", PeakLR: 1}).Validate(); err == nil {
 		t.Error("unknown kind accepted")
 	}
 }

@@ -5,8 +5,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/safetensors"
 )
 
@@ -30,24 +31,24 @@ func TestAdamWMatchesPyTorch(t *testing.T) {
 	}
 	defer f.Close()
 
-	sched := Schedule{Kind: ScheduleCosine, PeakLR: 1e-2, Warmup: 5, MinRatio: 0.1, Total: 20}
+	sched := recipe.Schedule{Kind: recipe.ScheduleCosine, PeakLR: 1e-2, Warmup: 5, MinRatio: 0.1, Total: 20}
 	if err := sched.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	const steps = 20
 
 	// Tensor layout: w [37, 29] and e [64, 16] are matrices (weight-decayed), b [29] a norm gain (not decayed).
-	var specs []model.TensorSpec
+	var specs []arch.TensorSpec
 	off := 0
 	for _, ts := range []struct {
 		name, class string
 		rank        int
-	}{{"w", model.ClassQ, 2}, {"b", model.ClassNorm, 1}, {"e", model.ClassEmbed, 2}} {
+	}{{"w", arch.ClassQ, 2}, {"b", arch.ClassNorm, 1}, {"e", arch.ClassEmbed, 2}} {
 		info, ok := f.Info("init." + ts.name)
 		if !ok || len(info.Shape) != ts.rank {
 			t.Fatalf("fixture: init.%s missing or not of rank %d", ts.name, ts.rank)
 		}
-		spec := model.TensorSpec{Name: ts.name, Class: ts.class, Layer: -1, Shape: info.Shape, Offset: off}
+		spec := arch.TensorSpec{Name: ts.name, Class: ts.class, Layer: -1, Shape: info.Shape, Offset: off}
 		if spec.IsMatrix() != (ts.rank == 2) {
 			t.Fatalf("%s: IsMatrix = %v", ts.name, spec.IsMatrix())
 		}
@@ -93,7 +94,7 @@ func TestAdamWMatchesPyTorch(t *testing.T) {
 
 	pool := kernel.NewPool(2)
 	defer pool.Close()
-	o, err := NewAdamW(DefaultAdamW(), specs, pool)
+	o, err := NewAdamW(recipe.DefaultAdamW(), specs, pool)
 	if err != nil {
 		t.Fatal(err)
 	}

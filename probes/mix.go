@@ -129,10 +129,6 @@ func Records(ps []eval.Probe) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Scores are a model's probe results (the record is probescore's, so that its readers build without the
-// model).
-type Scores = probescore.Scores
-
 // Prefix is what Score puts before every prompt: the <|endoftext|> that precedes each probe line in
 // the mix (WriteMix), so that prompts are scored where training put them, not at position 0 of a window,
 // which in training only ever held a corpus token or a probe continued from the previous window.
@@ -140,7 +136,7 @@ const Prefix = "<|endoftext|>"
 
 // Score scores m on dir's test.jsonl (reasoning kinds) and recall.jsonl (memorisation kinds), each prompt
 // after Prefix, completions generated with m's KV-cache decoder.
-func Score(ctx context.Context, m *model.Model, tok eval.Tokenizer, dir string) (*Scores, error) {
+func Score(ctx context.Context, m *model.Model, tok eval.Tokenizer, dir string) (*probescore.Scores, error) {
 	eot := tok.EOT()
 	if eot < 0 {
 		return nil, fmt.Errorf("probes %s: the tokenizer has no %s token to put before the prompts", dir, Prefix)
@@ -165,7 +161,7 @@ func Score(ctx context.Context, m *model.Model, tok eval.Tokenizer, dir string) 
 		}
 		return v, nil
 	}
-	s := Scores{Prefix: Prefix}
+	s := probescore.Scores{Prefix: Prefix}
 	var errs []error
 	for _, q := range []struct {
 		file, metric string

@@ -1,8 +1,8 @@
 // Package recipe is a run's typed recipe as plain data: the run config of config.toml and --set (Config: the
 // model's architecture, the init rule, AdamW, the schedule, the data and the loop), its key table, the init
 // rules table and σ (docs/definitions.md §2), and the checks that need nothing but the values. It sits below the
-// model, so that a package that only reads recipes (a report) builds without the model and its kernels; train,
-// gammainit and optim re-export its types under their old names (train.Config is recipe.Config).
+// model, so that a package that only reads recipes (a report) builds without the model and its kernels; every
+// package names its types with recipe's prefix (recipe.Config, recipe.KeyGamma).
 package recipe
 
 import (
@@ -138,7 +138,7 @@ func LoadSets(path string, sets []override.Set) (Config, error) {
 				return Config{}, fmt.Errorf("run config overrides: %s = %v: want a string", s.Key, s.Value)
 			}
 			preset = name
-		case KeyFFN, KeyHiddenSize:
+		case arch.KeyFFN, arch.KeyHiddenSize:
 			defined[s.Key] = true
 		}
 	}
@@ -153,7 +153,7 @@ func LoadSets(path string, sets []override.Set) (Config, error) {
 	if err := override.Apply(sets, &c); err != nil {
 		return Config{}, fmt.Errorf("run config overrides: %w", err)
 	}
-	c.Model.FollowHiddenSize(defined[KeyHiddenSize], defined[KeyFFN])
+	c.Model.FollowHiddenSize(defined[arch.KeyHiddenSize], defined[arch.KeyFFN])
 	c.Model.Preset = p.Name // the table's spelling (names are case-insensitive)
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("run config: %w", err)

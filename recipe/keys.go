@@ -31,10 +31,8 @@ const (
 	KeyNormEps             = "model.norm_eps"
 	KeyAttnGate            = "model.attn_gate"
 	KeyPreset              = "model.preset"
-	KeyHiddenSize          = arch.KeyHiddenSize
 	KeyLayers              = "model.num_hidden_layers"
 	KeyHeads               = "model.num_attention_heads"
-	KeyFFN                 = arch.KeyFFN
 	KeyHeadDim             = "model.head_dim"
 	KeySteps               = "train.steps"
 	KeyTokens              = "train.tokens"
@@ -65,7 +63,7 @@ const (
 )
 
 // keyConstants lists the constants above for the test.
-var keyConstants = []string{KeyGamma, KeyNormEps, KeyAttnGate, KeyPreset, KeyHiddenSize, KeyLayers, KeyHeads, KeyFFN, KeyHeadDim, KeySteps, KeyTokens, KeyBatchSize, KeyLR, KeyInitRule, KeyInitStd, KeyContext, KeyVocab, KeyMoEFFN, KeyExperts, KeySeed, KeyThreads, KeyLogInterval, KeyEvalInterval, KeyCheckpointInterval, KeyKeepCheckpoints, KeyDiagnosticsInterval, KeySkipNonFinite, KeyDataTrain, KeyDataVal, KeyEvalWindows, KeyPrecision, KeyWarmup, KeyScheduleKind, KeyQKNorm, KeyNorm}
+var keyConstants = []string{KeyGamma, KeyNormEps, KeyAttnGate, KeyPreset, arch.KeyHiddenSize, KeyLayers, KeyHeads, arch.KeyFFN, KeyHeadDim, KeySteps, KeyTokens, KeyBatchSize, KeyLR, KeyInitRule, KeyInitStd, KeyContext, KeyVocab, KeyMoEFFN, KeyExperts, KeySeed, KeyThreads, KeyLogInterval, KeyEvalInterval, KeyCheckpointInterval, KeyKeepCheckpoints, KeyDiagnosticsInterval, KeySkipNonFinite, KeyDataTrain, KeyDataVal, KeyEvalWindows, KeyPrecision, KeyWarmup, KeyScheduleKind, KeyQKNorm, KeyNorm}
 
 // configKeys lists the keys with a display name or a role other than KeyComputes, the usual varying keys
 // (Lead) first, in the order a label shows them. Every key must be one of Config's (a test checks it, so that a
@@ -75,10 +73,10 @@ var configKeys = []KeyInfo{
 	{KeyNormEps, "ε", KeyComputes, true},
 	{KeyAttnGate, "gate", KeyComputes, true},
 	{KeyPreset, "preset", KeySize, true},
-	{KeyHiddenSize, "d", KeySize, true},
+	{arch.KeyHiddenSize, "d", KeySize, true},
 	{KeyLayers, "L", KeySize, true},
 	{KeyHeads, "H", KeySize, true},
-	{KeyFFN, "d_ff", KeySize, true},
+	{arch.KeyFFN, "d_ff", KeySize, true},
 	{KeyHeadDim, "d_h", KeySize, true},
 	{KeySteps, "steps", KeyComputes, true},
 	{KeyTokens, "tokens", KeyComputes, true},

@@ -59,7 +59,7 @@ var sigmaOf = func() map[string]expr {
 	for _, r := range rules {
 		e, err := parseExpr(r.Sigma)
 		if err != nil {
-			panic(fmt.Sprintf("gammainit: rule %s: sigma %q: %v", r.Name, r.Sigma, err))
+			panic(fmt.Sprintf("recipe: rule %s: sigma %q: %v", r.Name, r.Sigma, err))
 		}
 		m[r.Name] = e
 	}

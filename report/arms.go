@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/stats"
 )
@@ -37,9 +38,6 @@ func isBookkeeping(k string) bool {
 	return info.Role == recipe.KeyBookkeeping
 }
 func isSizeKey(k string) bool { info, _ := recipe.Key(k); return info.Role == recipe.KeySize }
-
-// ShortName is the display name of a config key (γ for init.gamma, ε for model.norm_eps, ...): recipe.ShortName.
-func ShortName(key string) string { return recipe.ShortName(key) }
 
 func keyRank(k string) int { _, r := recipe.Key(k); return r }
 
@@ -114,7 +112,7 @@ func (d *Data) groupArms() {
 			for _, k := range d.Varying {
 				a.Values[k] = r.Value(k)
 				if shown[k] {
-					lab = append(lab, ShortName(k)+"="+r.Value(k))
+					lab = append(lab, recipe.ShortName(k)+"="+r.Value(k))
 				}
 			}
 			a.Label = strings.Join(lab, " · ")
@@ -199,7 +197,7 @@ func (d *Data) labelWithout(a *Arm, drop func(string) bool) (key, label string) 
 		if presetVaries && isSizeKey(k) && k != recipe.KeyPreset {
 			continue
 		}
-		ls = append(ls, ShortName(k)+"="+a.Values[k])
+		ls = append(ls, recipe.ShortName(k)+"="+a.Values[k])
 	}
 	label = strings.Join(ls, " · ")
 	if label == "" {
@@ -282,7 +280,7 @@ func (d *Data) describe(runs []*Run) string {
 			vals[r.Value(k)] = true
 		}
 		if len(vals) > 1 {
-			vary = append(vary, ShortName(k)+" ∈ {"+strings.Join(sortedValues(vals), ", ")+"}")
+			vary = append(vary, recipe.ShortName(k)+" ∈ {"+strings.Join(sortedValues(vals), ", ")+"}")
 		}
 	}
 	if len(vary) > 0 {
@@ -307,9 +305,9 @@ func (d *Data) describe(runs []*Run) string {
 	if p, ok := same(recipe.KeyPreset); ok {
 		s := "preset " + p
 		var shape []string
-		for _, k := range []string{recipe.KeyHiddenSize, recipe.KeyLayers, recipe.KeyHeads, recipe.KeyContext, recipe.KeyVocab} {
+		for _, k := range []string{arch.KeyHiddenSize, recipe.KeyLayers, recipe.KeyHeads, recipe.KeyContext, recipe.KeyVocab} {
 			if v, ok := same(k); ok {
-				name := ShortName(k)
+				name := recipe.ShortName(k)
 				if k == recipe.KeyVocab {
 					name = "V"
 				}
@@ -323,7 +321,7 @@ func (d *Data) describe(runs []*Run) string {
 	}
 	for _, k := range []string{recipe.KeyGamma, recipe.KeyNormEps, recipe.KeyAttnGate} {
 		if v, ok := same(k); ok {
-			shared = append(shared, ShortName(k)+"="+v)
+			shared = append(shared, recipe.ShortName(k)+"="+v)
 		}
 	}
 	steps, B, T := cfg[0].TotalSteps, cfg[0].Config.Train.BatchSize, cfg[0].Config.Model.SeqLen

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // TestGatherDemoDirKeepsProbeRunsApart: a demo directory after `demo` and `demo --probes` holds runs of the same
@@ -28,7 +29,7 @@ func TestGatherDemoDirKeepsProbeRunsApart(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for file, content := range map[string]string{train.ConfigFile: string(b), train.MetricsFile: `{"step":3,"tokens":6144,"loss":5.1,"val_loss":5.0}` + "\n"} {
+		for file, content := range map[string]string{rundir.ConfigFile: string(b), rundir.MetricsFile: `{"step":3,"tokens":6144,"loss":5.1,"val_loss":5.0}` + "\n"} {
 			if err := os.WriteFile(filepath.Join(dir, file), []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -48,8 +48,6 @@ const (
 	FigLossSize     = "loss-vs-size"
 	FigTrajectories = "weight-trajectories"
 	FigHeatmaps     = "row-cosine-heatmaps"
-	FigSink         = diagrec.FigureSink
-	FigNorm         = diagrec.FigureNorm
 	FigCompare      = "token-difficulty"
 	FigCoordcheck   = "coordinate-check"
 )
@@ -694,7 +692,7 @@ func (d *Data) figSink() (*Figure, string) {
 	if len(arms) == 0 {
 		return nil, "needs activation diagnostics (diagnostics.jsonl)"
 	}
-	ch := Chart{ID: FigSink, Title: "Attention sink: first-token mass and sink rate per layer", Width: 780, RowHeight: 300,
+	ch := Chart{ID: diagrec.FigureSink, Title: "Attention sink: first-token mass and sink rate per layer", Width: 780, RowHeight: 300,
 		Rows: [][]Panel{d.layerPanels(diagrec.FigureSink, arms)}}
 	var runs []*Run
 	gates := map[string]bool{}
@@ -724,7 +722,7 @@ func (d *Data) figNorm() (*Figure, string) {
 	if len(arms) == 0 {
 		return nil, "needs activation diagnostics (diagnostics.jsonl)"
 	}
-	ch := Chart{ID: FigNorm, Title: "Norm saturation: output RMS r per layer", Width: 780, RowHeight: 300,
+	ch := Chart{ID: diagrec.FigureNorm, Title: "Norm saturation: output RMS r per layer", Width: 780, RowHeight: 300,
 		Rows: [][]Panel{d.layerPanels(diagrec.FigureNorm, arms)}}
 	var runs []*Run
 	eps := map[string]bool{}

@@ -358,7 +358,7 @@ func valLossSource(runs []*Run) string {
 // TokensPerS is the training throughput over the logged intervals (rundir.Summarise; NaN if no line has one).
 func (r *Run) TokensPerS() float64 { return rundir.Summarise(r.Metrics).TokensPerS }
 
-// N is the model's non-embedding parameter count (model.Config.NonEmbeddingParams): the N of the sweep tables
+// N is the model's non-embedding parameter count (arch.Config.NonEmbeddingParams): the N of the sweep tables
 // and of L(N).
 func (r *Run) N() int64 { return r.Config.Model.NonEmbeddingParams() }
 

@@ -10,12 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
-// parseDiag reads one diagnostics line as readRun does: through train.Diagnostics (the owner of the file) and
+// parseDiag reads one diagnostics line as readRun does: through rundir.Diagnostics (the owner of the file) and
 // diagPoint.
 func parseDiag(b []byte) (DiagPoint, error) {
 	dir, err := os.MkdirTemp("", "report-diag")
@@ -23,14 +24,14 @@ func parseDiag(b []byte) (DiagPoint, error) {
 		return DiagPoint{}, err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, train.DiagFile), append(append([]byte{}, b...), '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.DiagFile), append(append([]byte{}, b...), '\n'), 0o644); err != nil {
 		return DiagPoint{}, err
 	}
 	tr, err := train.OpenRun(dir)
 	if err != nil {
 		return DiagPoint{}, err
 	}
-	ls, err := train.Diagnostics[*diag.Record](tr)
+	ls, err := rundir.Diagnostics[*diagrec.Record](tr.Run)
 	if err != nil {
 		return DiagPoint{}, err
 	}
@@ -42,8 +43,8 @@ func parseDiag(b []byte) (DiagPoint, error) {
 
 // TestParseDiagReadsLandedFile: the report reads a diagnostics.jsonl written by the code as landed (the fixture
 // of diag, see diag/diagrec/testdata/README.md) into diag's own record types, holding the whole record (what
-// train.DiagLine[*diag.Record] decodes; that it keeps every value of the file is diag's test), and per-class
-// means equal to diag.SummariseClasses of the tensors, also for a line that carries only the tensors.
+// rundir.DiagLine[*diagrec.Record] decodes; that it keeps every value of the file is diag's test), and per-class
+// means equal to diagrec.SummariseClasses of the tensors, also for a line that carries only the tensors.
 func TestParseDiagReadsLandedFile(t *testing.T) {
 	f, err := os.Open("../diag/diagrec/testdata/diagnostics-landed.jsonl")
 	if err != nil {
@@ -62,21 +63,21 @@ func TestParseDiagReadsLandedFile(t *testing.T) {
 		if p.Step != 2*(n-1) || p.Err != "" || p.Activations == nil || len(p.Weights) != 26 || len(p.Classes) == 0 {
 			t.Fatalf("line %d: step %d, error %q, %d tensors, %d classes", n, p.Step, p.Err, len(p.Weights), len(p.Classes))
 		}
-		var direct train.DiagLine[*diag.Record] // the line as its own types read it
+		var direct rundir.DiagLine[*diagrec.Record] // the line as its own types read it
 		if err := json.Unmarshal(sc.Bytes(), &direct); err != nil || direct.Diagnostics == nil {
 			t.Fatal(err)
 		}
-		show := func(r diag.Record) string { return fmt.Sprintf("%+v %+v %+v", *r.Activations, r.Classes, r.Weights) }
+		show := func(r diagrec.Record) string { return fmt.Sprintf("%+v %+v %+v", *r.Activations, r.Classes, r.Weights) }
 		if got, want := show(p.Record), show(*direct.Diagnostics); got != want {
 			t.Errorf("line %d: the report holds\n%s\nnot the whole record\n%s", n, got, want)
 		}
-		if got, want := fmt.Sprint(p.Classes), fmt.Sprint(diag.SummariseClasses(p.Weights)); got != want {
+		if got, want := fmt.Sprint(p.Classes), fmt.Sprint(diagrec.SummariseClasses(p.Weights)); got != want {
 			t.Errorf("line %d: classes %s, want %s", n, got, want)
 		}
 		// The same line without "classes" (the oldest files): the report averages the tensors with diag's function.
 		old := p.Record
 		old.Classes = nil
-		b, _ := json.Marshal(train.DiagLine[*diag.Record]{Step: p.Step, Diagnostics: &old})
+		b, _ := json.Marshal(rundir.DiagLine[*diagrec.Record]{Step: p.Step, Diagnostics: &old})
 		q, err := parseDiag(b)
 		if err != nil || fmt.Sprint(q.Classes) != fmt.Sprint(p.Classes) {
 			t.Errorf("line %d without classes: %v, %v; want %v", n, q.Classes, err, p.Classes)
@@ -88,7 +89,7 @@ func TestParseDiagReadsLandedFile(t *testing.T) {
 	// A null class metric (a one-row matrix has no row cosines) is unknown, NaN, and not drawn; the mirror type
 	// this replaced read it as 0.
 	p, err := parseDiag([]byte(`{"diagnostics":{"classes":[{"class":"shared_gate","cos_ratio":null,"stable_rank":1,"tensors":1}]},"step":1}`))
-	if err != nil || len(p.Classes) != 1 || !math.IsNaN(p.Classes[0].Mean(diag.MetricCosRatio)) || !math.IsNaN(p.Classes[0].Mean(diag.MetricMeanAbsCos)) || p.Classes[0].Mean(diag.MetricStableRank) != 1 {
+	if err != nil || len(p.Classes) != 1 || !math.IsNaN(p.Classes[0].Mean(diagrec.MetricCosRatio)) || !math.IsNaN(p.Classes[0].Mean(diagrec.MetricMeanAbsCos)) || p.Classes[0].Mean(diagrec.MetricStableRank) != 1 {
 		t.Errorf("null class metric: %+v, %v", p.Classes, err)
 	}
 	for _, tc := range []struct{ line, want string }{
@@ -110,7 +111,7 @@ func TestParseDiagReadsLandedFile(t *testing.T) {
 // table shows); one without shows the last val_loss its metrics.jsonl logged; one with neither, NaN.
 func TestValLossIsTheSummaryScore(t *testing.T) {
 	logged, scored := 6.81, 6.857
-	ms := []train.Metrics{{Step: 0, ValLoss: &logged}, {Step: 10, Tokens: 100, Loss: 7}}
+	ms := []rundir.Metrics{{Step: 0, ValLoss: &logged}, {Step: 10, Tokens: 100, Loss: 7}}
 	for _, tc := range []struct {
 		name string
 		run  Run
@@ -132,9 +133,9 @@ func TestValLossIsTheSummaryScore(t *testing.T) {
 // (with the counts when a report mixes both); runs without a finite loss are not counted.
 func TestValLossSourceNamesWhereTheLossCameFrom(t *testing.T) {
 	est := 5.74
-	scored := &Run{Summary: &summary.Row{ValLoss: 5.66}, Metrics: []train.Metrics{{Step: 40, ValLoss: &est}}}
-	estimated := &Run{Metrics: []train.Metrics{{Step: 40, ValLoss: &est}}}
-	infSummary := &Run{Summary: &summary.Row{ValLoss: math.Inf(1)}, Metrics: []train.Metrics{{Step: 40, ValLoss: &est}}}
+	scored := &Run{Summary: &summary.Row{ValLoss: 5.66}, Metrics: []rundir.Metrics{{Step: 40, ValLoss: &est}}}
+	estimated := &Run{Metrics: []rundir.Metrics{{Step: 40, ValLoss: &est}}}
+	infSummary := &Run{Summary: &summary.Row{ValLoss: math.Inf(1)}, Metrics: []rundir.Metrics{{Step: 40, ValLoss: &est}}}
 	none := &Run{}
 	if v := scored.ValLoss(); v != 5.66 || !scored.ValLossScored() {
 		t.Errorf("run with a summary row: ValLoss %v, scored %v; want 5.66 from summary.json", v, scored.ValLossScored())

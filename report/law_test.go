@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/fit"
-	"github.com/smallinit/smallinit/model"
 )
 
 // TestReadLawRefusesLawsNoFitMakes: a law file whose size law does not fall with N (α ≤ 0, A ≤ 0), has a
@@ -40,7 +40,7 @@ func TestReadLawRefusesLawsNoFitMakes(t *testing.T) {
 func TestLossSizeLawIsFitFit(t *testing.T) {
 	root := t.TempDir()
 	for _, dim := range []int{16, 32, 48, 64} {
-		synthRun{name: "d" + strconv.Itoa(dim), gamma: 1, eps: 1e-12, gate: model.GateElementwise, dim: dim, final: finalDummy}.write(t, root)
+		synthRun{name: "d" + strconv.Itoa(dim), gamma: 1, eps: 1e-12, gate: arch.GateElementwise, dim: dim, final: finalDummy}.write(t, root)
 	}
 	d, err := Gather([]string{root})
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/arch"
 )
 
 // TestArmLossCurves: one arm's runs give a chart of training and validation loss against step with one named
@@ -13,7 +13,7 @@ func TestArmLossCurves(t *testing.T) {
 	root := t.TempDir()
 	var dirs []string
 	for seed := uint64(0); seed < 2; seed++ {
-		dirs = append(dirs, synthRun{name: "s" + string(rune('0'+seed)), gamma: 1, eps: 1e-12, gate: model.GateElementwise, seed: seed}.write(t, root))
+		dirs = append(dirs, synthRun{name: "s" + string(rune('0'+seed)), gamma: 1, eps: 1e-12, gate: arch.GateElementwise, seed: seed}.write(t, root))
 	}
 	ch, err := ArmLossCurves("lc-1", "γ=1", dirs)
 	if err != nil {

@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/smallinit/smallinit/diag/diagrec"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // Options say what to draw beyond the runs themselves.
@@ -56,8 +59,8 @@ func figureTable() []figureRow {
 		{FigLossSize, "Loss against model size N", func(d *Data, o Options) (*Figure, string) { return d.figLossSize(o.Law) }},
 		{FigTrajectories, "Weight trajectories", func(d *Data, o Options) (*Figure, string) { return d.figTrajectories(o.MaxArms) }},
 		{FigHeatmaps, "Row-cosine heatmaps", func(d *Data, o Options) (*Figure, string) { return d.figHeatmaps(o.Heatmaps, o.HeatTensor) }},
-		{FigSink, "Attention sink", func(d *Data, _ Options) (*Figure, string) { return d.figSink() }},
-		{FigNorm, "Norm saturation", func(d *Data, _ Options) (*Figure, string) { return d.figNorm() }},
+		{diagrec.FigureSink, "Attention sink", func(d *Data, _ Options) (*Figure, string) { return d.figSink() }},
+		{diagrec.FigureNorm, "Norm saturation", func(d *Data, _ Options) (*Figure, string) { return d.figNorm() }},
 		{FigCompare, "A against B by token difficulty", func(_ *Data, o Options) (*Figure, string) { return figCompare(o.Compare) }},
 		{FigCoordcheck, "Coordinate check", func(_ *Data, o Options) (*Figure, string) { return figCoordcheck(o.Coordchecks) }},
 	}
@@ -195,7 +198,7 @@ func (d *Data) view(o Options, pg *Page) view {
 	if len(d.Varying) > 0 {
 		var ks []string
 		for _, k := range d.Varying {
-			ks = append(ks, ShortName(k))
+			ks = append(ks, recipe.ShortName(k))
 		}
 		v.Summary += " Arms differ in " + strings.Join(ks, ", ") + "."
 	}

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/arch"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/fit"
-	"github.com/smallinit/smallinit/model"
 )
 
 // figureBlock returns the HTML of the figure with the given id ("" if absent).
@@ -89,7 +89,7 @@ func TestReportFigures(t *testing.T) {
 		for _, d := range []int{16, 32, 48, 64} {
 			for _, g := range []float64{0.5, 1} {
 				rs = append(rs, synthRun{name: "d" + strconv.Itoa(d) + "-g" + strconv.FormatFloat(g, 'g', -1, 64), gamma: g, eps: 1e-12,
-					gate: model.GateElementwise, dim: d, final: finalDummy})
+					gate: arch.GateElementwise, dim: d, final: finalDummy})
 			}
 		}
 		return rs
@@ -99,16 +99,16 @@ func TestReportFigures(t *testing.T) {
 		for _, g := range []float64{0.25, 0.5, 0.75, 1, 1.25} {
 			for seed := uint64(0); seed < 3; seed++ {
 				rs = append(rs, synthRun{name: "g" + strconv.FormatFloat(g, 'g', -1, 64) + "-s" + strconv.FormatUint(seed, 10), gamma: g,
-					eps: 1e-12, gate: model.GateElementwise, seed: seed, final: finalDummy})
+					eps: 1e-12, gate: arch.GateElementwise, seed: seed, final: finalDummy})
 			}
 		}
 		return rs
 	}
 	partial := []synthRun{
-		{name: "done", gamma: 1, eps: 1e-12, gate: model.GateElementwise, final: finalDummy, diag: true},
-		{name: "stopped", gamma: 0.5, eps: 1e-12, gate: model.GateElementwise, stopAt: 30, diag: true},
-		{name: "nofinal", gamma: 0.75, eps: 1e-12, gate: model.GateElementwise},
-		{name: "noconfig", gamma: 1, eps: 1e-5, gate: model.GateNone, noConfig: true},
+		{name: "done", gamma: 1, eps: 1e-12, gate: arch.GateElementwise, final: finalDummy, diag: true},
+		{name: "stopped", gamma: 0.5, eps: 1e-12, gate: arch.GateElementwise, stopAt: 30, diag: true},
+		{name: "nofinal", gamma: 0.75, eps: 1e-12, gate: arch.GateElementwise},
+		{name: "noconfig", gamma: 1, eps: 1e-5, gate: arch.GateNone, noConfig: true},
 	}
 	cases := []struct {
 		name  string
@@ -121,7 +121,7 @@ func TestReportFigures(t *testing.T) {
 			runs: corners(0, true, finalReal, []int{20, 60}),
 			want: want{runs: 4, arms: 4, complete: 4, heatmaps: true,
 				figures: map[string]int{FigLossCurves: 8, FigValGamma: 4, FigFixes: 8, FigTrajectories: 4 * 2 * 7, FigHeatmaps: 0,
-					FigSink: 4 * 2 * 2, FigNorm: 4 * 2 * 2},
+					diagrec.FigureSink: 4 * 2 * 2, diagrec.FigureNorm: 4 * 2 * 2},
 				omitted:   []string{FigLossSize, FigCompare, FigCoordcheck},
 				tableText: []string{"g1-fixed-seed0", "γ=1 · ε=1e-12 · gate=elementwise", "60 / 60"}},
 		},
@@ -130,14 +130,14 @@ func TestReportFigures(t *testing.T) {
 			runs: append(corners(0, false, finalDummy, nil), corners(1, false, finalDummy, nil)...),
 			want: want{runs: 8, arms: 4, complete: 8,
 				figures: map[string]int{FigLossCurves: 8, FigValGamma: 4, FigFixes: 8},
-				omitted: []string{FigLossSize, FigTrajectories, FigHeatmaps, FigSink, FigNorm}},
+				omitted: []string{FigLossSize, FigTrajectories, FigHeatmaps, diagrec.FigureSink, diagrec.FigureNorm}},
 		},
 		{
 			name: "gamma sweep with three seeds",
 			runs: gammaSweep(),
 			want: want{runs: 15, arms: 5, complete: 15,
 				figures: map[string]int{FigLossCurves: 5, FigValGamma: 5},
-				omitted: []string{FigFixes, FigLossSize, FigTrajectories, FigSink, FigNorm}},
+				omitted: []string{FigFixes, FigLossSize, FigTrajectories, diagrec.FigureSink, diagrec.FigureNorm}},
 		},
 		{
 			name: "size sweep",
@@ -151,7 +151,7 @@ func TestReportFigures(t *testing.T) {
 			runs: partial,
 			setup: func(t *testing.T, root string) {
 				// a run killed while writing a metrics line, one with a garbage config, one empty
-				d := synthRun{name: "truncated", gamma: 1.25, eps: 1e-12, gate: model.GateElementwise}.write(t, root)
+				d := synthRun{name: "truncated", gamma: 1.25, eps: 1e-12, gate: arch.GateElementwise}.write(t, root)
 				f, _ := os.OpenFile(filepath.Join(d, "metrics.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
 				f.WriteString(`{"step": 70, "tok`)
 				f.Close()
@@ -160,7 +160,7 @@ func TestReportFigures(t *testing.T) {
 				os.MkdirAll(filepath.Join(root, "empty", "nothing"), 0o755)
 			},
 			want: want{runs: 6, arms: 4, complete: 1,
-				figures:   map[string]int{FigLossCurves: 4, FigTrajectories: 2, FigSink: 2, FigNorm: 2},
+				figures:   map[string]int{FigLossCurves: 4, FigTrajectories: 2, diagrec.FigureSink: 2, diagrec.FigureNorm: 2},
 				omitted:   []string{FigValGamma, FigFixes, FigLossSize},
 				tableText: []string{"incomplete: stopped at step 30 of 60", "incomplete: no final model", "incomplete: no config.toml", "garbage", "incomplete: run config"}},
 		},
@@ -170,7 +170,7 @@ func TestReportFigures(t *testing.T) {
 			setup: func(t *testing.T, root string) { os.MkdirAll(filepath.Join(root, "x"), 0o755) },
 			want: want{runs: 0, arms: 0, compare: true, coord: true,
 				figures: map[string]int{FigCompare: 10, FigCoordcheck: 6},
-				omitted: []string{FigLossCurves, FigValGamma, FigFixes, FigLossSize, FigTrajectories, FigHeatmaps, FigSink, FigNorm}},
+				omitted: []string{FigLossCurves, FigValGamma, FigFixes, FigLossSize, FigTrajectories, FigHeatmaps, diagrec.FigureSink, diagrec.FigureNorm}},
 		},
 	}
 	for _, tc := range cases {
@@ -291,25 +291,25 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func synthComparison(bins int) diag.Comparison {
-	c := diag.Comparison{Windows: 8, All: diag.GapBin{Count: 1000, MeanDeltaSym: 0.02, MeanLossA: 4, MeanLossB: 4.05, LossReduction: 0.05, WinShareA: 0.55}}
+func synthComparison(bins int) diagrec.Comparison {
+	c := diagrec.Comparison{Windows: 8, All: diagrec.GapBin{Count: 1000, MeanDeltaSym: 0.02, MeanLossA: 4, MeanLossB: 4.05, LossReduction: 0.05, WinShareA: 0.55}}
 	for i := 0; i < bins; i++ {
-		c.Bins = append(c.Bins, diag.GapBin{Lo: float64(i), Hi: float64(i) + 1, Count: 100, MeanDeltaSym: 0.05 - 0.01*float64(i),
+		c.Bins = append(c.Bins, diagrec.GapBin{Lo: float64(i), Hi: float64(i) + 1, Count: 100, MeanDeltaSym: 0.05 - 0.01*float64(i),
 			MeanLossA: float64(i), MeanLossB: float64(i) + 0.1 - 0.02*float64(i), LossReduction: 0.1 - 0.02*float64(i), WinShareA: 0.5})
 	}
 	return c
 }
 
 func synthCoordcheck(gamma float64) *Coordcheck {
-	c := &Coordcheck{Source: "coord.json", Coordcheck: diag.Coordcheck{Gamma: gamma}}
+	c := &Coordcheck{Source: "coord.json", Coordcheck: diagrec.Coordcheck{Gamma: gamma}}
 	for _, s := range []int{0, 10} {
 		for _, w := range []int{64, 128, 256} {
 			for l := 0; l < 2; l++ {
 				r := math.Pow(float64(w), 1-gamma) * 0.1 * float64(s+1)
-				c.Points = append(c.Points, diag.CoordPoint{Width: w, Step: s, Layer: l, HiddenRMS: 1, AttnRatio: r, FFNRatio: r / 2})
+				c.Points = append(c.Points, diagrec.CoordPoint{Width: w, Step: s, Layer: l, HiddenRMS: 1, AttnRatio: r, FFNRatio: r / 2})
 			}
 		}
-		c.Fits = append(c.Fits, diag.CoordFit{Step: s, Layer: 0, AttnExp: 1 - gamma, FFNExp: 1 - gamma})
+		c.Fits = append(c.Fits, diagrec.CoordFit{Step: s, Layer: 0, AttnExp: 1 - gamma, FFNExp: 1 - gamma})
 	}
 	return c
 }
@@ -393,12 +393,12 @@ func TestReportDegenerateInputs(t *testing.T) {
 	root := t.TempDir()
 	// a run that logged only its step-0 validation loss, with one diagnostics line, an error line and a line
 	// whose weights have nulls and no class summary
-	d0 := synthRun{name: "just-started", gamma: 1, eps: 1e-5, gate: model.GateNone, stopAt: 5, diag: true}.write(t, root)
+	d0 := synthRun{name: "just-started", gamma: 1, eps: 1e-5, gate: arch.GateNone, stopAt: 5, diag: true}.write(t, root)
 	os.WriteFile(filepath.Join(d0, "diagnostics.jsonl"), []byte(
 		`{"step": 0, "diagnostics": {"weights": [{"name": "w", "class": "q", "stable_rank": null, "cos_ratio": 1.5}, {"name": "w2", "class": "q", "stable_rank": 3, "cos_ratio": null}]}}`+"\n"+
 			`{"step": 2, "error": "json: unsupported value: NaN"}`+"\n"), 0o644)
 	// a finished run with flat losses
-	synthRun{name: "flat", gamma: 0.5, eps: 1e-5, gate: model.GateNone, final: finalDummy}.write(t, root)
+	synthRun{name: "flat", gamma: 0.5, eps: 1e-5, gate: arch.GateNone, final: finalDummy}.write(t, root)
 	d, err := Gather([]string{root})
 	if err != nil {
 		t.Fatal(err)
@@ -410,11 +410,11 @@ func TestReportDegenerateInputs(t *testing.T) {
 		}
 	}
 	if r == nil || len(r.Diagnostics) != 2 || r.Diagnostics[1].Err == "" || len(r.Diagnostics[0].Classes) != 1 ||
-		r.Diagnostics[0].Classes[0].Mean(diag.MetricStableRank) != 3 || r.Diagnostics[0].Classes[0].Mean(diag.MetricCosRatio) != 1.5 || r.Complete {
+		r.Diagnostics[0].Classes[0].Mean(diagrec.MetricStableRank) != 3 || r.Diagnostics[0].Classes[0].Mean(diagrec.MetricCosRatio) != 1.5 || r.Complete {
 		t.Fatalf("run just-started: %+v", r)
 	}
-	flat := &Coordcheck{Source: "flat.json", Coordcheck: diag.Coordcheck{Gamma: 1, Points: []diag.CoordPoint{{Width: 64, AttnRatio: 0.1, FFNRatio: 0}}}}
-	one := diag.Comparison{Windows: 1, Bins: []diag.GapBin{{Count: 3}}}
+	flat := &Coordcheck{Source: "flat.json", Coordcheck: diagrec.Coordcheck{Gamma: 1, Points: []diagrec.CoordPoint{{Width: 64, AttnRatio: 0.1, FFNRatio: 0}}}}
+	one := diagrec.Comparison{Windows: 1, Bins: []diagrec.GapBin{{Count: 3}}}
 	pg, err := Build(d, Options{Coordchecks: []*Coordcheck{flat, synthCoordcheck(0.5)}, Compare: &CompareData{A: "a", B: "b", Cmp: one},
 		Law: &Law{PowerLaw: fit.PowerLaw{E: 1, A: 1, Alpha: 0.5}}, Heatmaps: nil})
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/summary"
 )
 
@@ -20,7 +20,7 @@ func TestSkippedItemsAreReported(t *testing.T) {
 		check func(t *testing.T, root string, d *Data, warned string) // warned: Make's warnings and WriteSummary
 	}{
 		{"unreadable summary.json", func(t *testing.T, root string) {
-			synthRun{name: "r", gamma: 1, eps: 1e-5, gate: model.GateNone, final: finalDummy}.write(t, root)
+			synthRun{name: "r", gamma: 1, eps: 1e-5, gate: arch.GateNone, final: finalDummy}.write(t, root)
 			if err := os.WriteFile(filepath.Join(root, summary.File), []byte("{not json"), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -32,9 +32,9 @@ func TestSkippedItemsAreReported(t *testing.T) {
 			}
 		}},
 		{"arms past max-arms, and an arm without a model", func(t *testing.T, root string) {
-			synthRun{name: "a", gamma: 1, eps: 1e-12, gate: model.GateElementwise, final: finalReal}.write(t, root)
-			synthRun{name: "b", gamma: 0.5, eps: 1e-12, gate: model.GateElementwise, final: finalReal}.write(t, root)
-			synthRun{name: "c", gamma: 0.75, eps: 1e-12, gate: model.GateElementwise}.write(t, root)
+			synthRun{name: "a", gamma: 1, eps: 1e-12, gate: arch.GateElementwise, final: finalReal}.write(t, root)
+			synthRun{name: "b", gamma: 0.5, eps: 1e-12, gate: arch.GateElementwise, final: finalReal}.write(t, root)
+			synthRun{name: "c", gamma: 0.75, eps: 1e-12, gate: arch.GateElementwise}.write(t, root)
 		}, func(t *testing.T, root string, d *Data, _ string) {
 			_, problems := HeatmapSources(d, 1)
 			joined := strings.Join(problems, "\n")

@@ -8,13 +8,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
-	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
-// synthRun describes a synthetic run directory: a resolved config written with train.Config.Encode and
+// synthRun describes a synthetic run directory: a resolved config written with recipe.Config.Encode and
 // metrics and diagnostics lines written by hand, with losses from a made-up law of γ, ε, gate and size.
 type synthRun struct {
 	name     string
@@ -39,15 +41,15 @@ const (
 	finalReal  = "real"  // a real model: the init with its rows pulled towards each other
 )
 
-func (s synthRun) config() train.Config {
-	c := train.Default()
+func (s synthRun) config() recipe.Config {
+	c := recipe.Default()
 	c.Seed = s.seed
 	dim := s.dim
 	if dim == 0 {
 		dim = 32
 	}
 	mc := &c.Model.Config
-	mc.Vocab, mc.Dim, mc.FFN, mc.Layers, mc.Heads, mc.SeqLen = 64, dim, model.DefaultFFN(dim), 2, 2, 16
+	mc.Vocab, mc.Dim, mc.FFN, mc.Layers, mc.Heads, mc.SeqLen = 64, dim, arch.DefaultFFN(dim), 2, 2, 16
 	mc.NormEps, mc.AttnGate = s.eps, s.gate
 	c.Init.Gamma = s.gamma
 	c.Train.BatchSize, c.Train.Steps, c.Train.LogInterval, c.Train.EvalInterval = 4, s.steps, 10, 20
@@ -62,7 +64,7 @@ func (s synthRun) config() train.Config {
 // lossAt is a made-up loss: a U in γ around 1 that the fixes deepen, falling with steps and size.
 func (s synthRun) lossAt(step int) float64 {
 	fixed := 0.0
-	if s.eps < 1e-8 && s.gate != model.GateNone {
+	if s.eps < 1e-8 && s.gate != arch.GateNone {
 		fixed = 1
 	}
 	dim := s.dim
@@ -101,7 +103,7 @@ func (s synthRun) write(t *testing.T, root string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, train.ConfigFile), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, rundir.ConfigFile), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,43 +114,43 @@ func (s synthRun) write(t *testing.T, root string) string {
 	tokPerStep := int64(c.Train.BatchSize * c.Model.SeqLen)
 	var ms []any
 	v0 := s.lossAt(0) + 1
-	ms = append(ms, train.Metrics{Step: 0, ValLoss: &v0})
+	ms = append(ms, rundir.Metrics{Step: 0, ValLoss: &v0})
 	for step := 10; step <= last; step += 10 {
-		m := train.Metrics{Step: step, Tokens: int64(step) * tokPerStep, Loss: s.lossAt(step) + 0.02, LR: 1e-3, GradNorm: 1, TokensPerS: 5000}
+		m := rundir.Metrics{Step: step, Tokens: int64(step) * tokPerStep, Loss: s.lossAt(step) + 0.02, LR: 1e-3, GradNorm: 1, TokensPerS: 5000}
 		if step%20 == 0 || step == c.Train.Steps {
 			v := s.lossAt(step)
 			m.ValLoss = &v
 		}
 		ms = append(ms, m)
 	}
-	writeJSONLines(t, filepath.Join(dir, train.MetricsFile), ms)
+	writeJSONLines(t, filepath.Join(dir, rundir.MetricsFile), ms)
 	if s.diag {
 		var ds []any
 		for step := 0; step <= last; step += 20 {
 			ds = append(ds, map[string]any{"step": step, "diagnostics": s.diagnostics(step)})
 		}
-		writeJSONLines(t, filepath.Join(dir, train.DiagFile), ds)
+		writeJSONLines(t, filepath.Join(dir, rundir.DiagFile), ds)
 	}
 	if (len(s.ckpts) > 0 || s.final == finalReal) && !s.noInit {
-		s.writeModel(t, filepath.Join(dir, train.InitDir), c, 0) // the step-0 weights, as train writes them
+		s.writeModel(t, filepath.Join(dir, rundir.InitDir), c, 0) // the step-0 weights, as train writes them
 	}
 	for _, step := range s.ckpts {
 		s.writeModel(t, filepath.Join(dir, "checkpoints", fmt.Sprintf("step-%06d", step)), c, float32(step)/float32(c.Train.Steps))
 	}
 	switch s.final {
 	case finalDummy:
-		os.MkdirAll(filepath.Join(dir, train.FinalDir), 0o755)
-		os.WriteFile(filepath.Join(dir, train.FinalDir, model.ConfigFile), []byte("{}"), 0o644)
-		os.WriteFile(filepath.Join(dir, train.FinalDir, model.WeightsFile), nil, 0o644)
+		os.MkdirAll(filepath.Join(dir, rundir.FinalDir), 0o755)
+		os.WriteFile(filepath.Join(dir, rundir.FinalDir, arch.ConfigFile), []byte("{}"), 0o644)
+		os.WriteFile(filepath.Join(dir, rundir.FinalDir, arch.WeightsFile), nil, 0o644)
 	case finalReal:
-		s.writeModel(t, filepath.Join(dir, train.FinalDir), c, 1)
+		s.writeModel(t, filepath.Join(dir, rundir.FinalDir), c, 1)
 	}
 	return dir
 }
 
 // writeModel saves the run's init with every q_proj row pulled a fraction pull towards the first row (a
 // caricature of condensation).
-func (s synthRun) writeModel(t *testing.T, dir string, c train.Config, pull float32) {
+func (s synthRun) writeModel(t *testing.T, dir string, c recipe.Config, pull float32) {
 	t.Helper()
 	pool := kernel.NewPool(1)
 	defer pool.Close()
@@ -160,7 +162,7 @@ func (s synthRun) writeModel(t *testing.T, dir string, c train.Config, pull floa
 		t.Fatal(err)
 	}
 	for _, sp := range m.Specs {
-		if sp.Class != model.ClassQ {
+		if sp.Class != arch.ClassQ {
 			continue
 		}
 		w := m.Params.Flat[sp.Offset : sp.Offset+sp.Size()]
@@ -183,7 +185,7 @@ func (s synthRun) diagnostics(step int) map[string]any {
 	dip := 1 - 0.6*x*math.Exp(1-3*x)*3*s.gamma
 	var classes []map[string]any
 	var weights []map[string]any
-	for i, cl := range []string{model.ClassEmbed, model.ClassQ, model.ClassK, model.ClassV, model.ClassO, model.ClassFFNUp, model.ClassFFNDown} {
+	for i, cl := range []string{arch.ClassEmbed, arch.ClassQ, arch.ClassK, arch.ClassV, arch.ClassO, arch.ClassFFNUp, arch.ClassFFNDown} {
 		sr := float64(20+5*i) * dip
 		ratio := 1 + 2*(1-dip)
 		classes = append(classes, map[string]any{"class": cl, "tensors": 2, "stable_rank": sr, "mean_abs_cos": 0.1 * ratio,
@@ -191,7 +193,7 @@ func (s synthRun) diagnostics(step int) map[string]any {
 		weights = append(weights, map[string]any{"name": cl + ".weight", "class": cl, "layer": 0, "rows": 32, "cols": 32,
 			"stable_rank": sr, "effective_rank": nil, "mean_abs_cos": 0.1 * ratio, "cos_ratio": ratio, "frac_abs_cos_above_0_9": 0.0})
 	}
-	gated := s.gate != model.GateNone
+	gated := s.gate != arch.GateNone
 	var layers []map[string]any
 	for l := 0; l < 2; l++ {
 		alpha := []float64{0.6 * x, 0.2}
@@ -223,10 +225,10 @@ func corners(seed uint64, diag bool, final string, ckpts []int) []synthRun {
 		gamma float64
 		fixed bool
 	}{{"g0.5-default", 0.5, false}, {"g1-default", 1, false}, {"g0.5-fixed", 0.5, true}, {"g1-fixed", 1, true}} {
-		r := synthRun{name: fmt.Sprintf("%s-seed%d", c.name, seed), gamma: c.gamma, eps: 1e-5, gate: model.GateNone, seed: seed,
+		r := synthRun{name: fmt.Sprintf("%s-seed%d", c.name, seed), gamma: c.gamma, eps: 1e-5, gate: arch.GateNone, seed: seed,
 			diag: diag, final: final, ckpts: ckpts}
 		if c.fixed {
-			r.eps, r.gate = 1e-12, model.GateElementwise
+			r.eps, r.gate = 1e-12, arch.GateElementwise
 		}
 		out = append(out, r)
 	}

@@ -13,9 +13,9 @@ import (
 	"strings"
 
 	"github.com/smallinit/smallinit/anchor"
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/internal/inputfile"
-	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/stats"
 )
 
@@ -48,7 +48,7 @@ func anchorGrid(a *AnchorSpec, seeds []uint64, steps int) *anchor.Grid {
 	}
 	jobs := max(1, min(runtime.NumCPU(), len(a.Gammas)*len(a.LRs)*len(seeds)))
 	return &anchor.Grid{Gammas: a.Gammas, Depths: []int{a.Depth}, LRs: a.LRs, Seeds: seeds,
-		Shape:    anchor.Shape{Dim: a.Dim, FFN: a.FFN, HeadDim: a.HeadDim, Norm: model.NormLayer},
+		Shape:    anchor.Shape{Dim: a.Dim, FFN: a.FFN, HeadDim: a.HeadDim, Norm: arch.NormLayer},
 		Budget:   anchor.Budget{Steps: steps, Batch: a.Batch, Threads: 1},
 		Examples: a.Examples, Jobs: jobs}
 }

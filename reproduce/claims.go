@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/internal/finitejson"
 	"github.com/smallinit/smallinit/internal/inputfile"
@@ -18,6 +20,7 @@ import (
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // Verdicts of a claim (docs/definitions.md §7).
@@ -264,7 +267,7 @@ func tokenEvidence(recs []RunRecord, dataDir string, windows int) (ts []TokenLos
 			}
 		}
 		t := TokenLosses{Seed: sd}
-		if _, err := diag.Compare(ma, mb, toks, DifficultyBins, windows, func(g diag.TokenGap) {
+		if _, err := diag.Compare(ma, mb, toks, DifficultyBins, windows, func(g diagrec.TokenGap) {
 			t.A, t.B = append(t.A, float32(-math.Log(g.PA))), append(t.B, float32(-math.Log(g.PB)))
 			t.Ref = append(t.Ref, float32(bigram.Loss(toks[g.Pos-1], g.Token)))
 		}); err != nil {
@@ -360,7 +363,7 @@ func stableRankTrajectory(dir string) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	lines, err := train.Diagnostics[*diag.Record](run)
+	lines, err := rundir.Diagnostics[*diagrec.Record](run.Run)
 	if err != nil {
 		return nil, err
 	}
@@ -373,8 +376,8 @@ func stableRankTrajectory(dir string) ([]float64, error) {
 		var n int
 		for _, cl := range rec.Diagnostics.Classes {
 			switch cl.Class {
-			case model.ClassQ, model.ClassK, model.ClassV, model.ClassO, model.ClassFFNGate, model.ClassFFNUp, model.ClassFFNDown:
-				s += cl.Mean(diag.MetricStableRank)
+			case arch.ClassQ, arch.ClassK, arch.ClassV, arch.ClassO, arch.ClassFFNGate, arch.ClassFFNUp, arch.ClassFFNDown:
+				s += cl.Mean(diagrec.MetricStableRank)
 				n++
 			}
 		}

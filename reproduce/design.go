@@ -12,7 +12,7 @@ import (
 	"github.com/smallinit/smallinit/anchor"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/internal/atomicfile"
-	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // design is the study design a reproduce plan carries besides its groups, read from the plan file's study
@@ -143,7 +143,7 @@ func (e *evaluator) Extra(p *experiment.Plan, t *experiment.Tier, seeds []uint64
 func (e *evaluator) ScoreTokens(p *experiment.Plan) int64 {
 	seq := int64(128)
 	for _, s := range p.Base {
-		if s.Key == train.KeyContext {
+		if s.Key == recipe.KeyContext {
 			if v, ok := s.Value.(int64); ok {
 				seq = v
 			}

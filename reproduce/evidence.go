@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/smallinit/smallinit/internal/finitejson"
-	"github.com/smallinit/smallinit/probes"
+	"github.com/smallinit/smallinit/probes/probescore"
 
 	"github.com/smallinit/smallinit/stats"
 )
@@ -162,9 +162,9 @@ type TokenLosses struct {
 // ProbeEvidence is claim 1's reasoning half: a γ = 0.5 pilot, judged first (docs/definitions.md §7: a test is judged only
 // when a baseline clears chance + 5 binomial standard errors), and the γ = 0.5 and γ = 1 probe arms per seed.
 type ProbeEvidence struct {
-	Pilot *probes.Scores         `json:"pilot"`
-	G05   map[int]*probes.Scores `json:"gamma0.5"`
-	G1    map[int]*probes.Scores `json:"gamma1"`
+	Pilot *probescore.Scores         `json:"pilot"`
+	G05   map[int]*probescore.Scores `json:"gamma0.5"`
+	G1    map[int]*probescore.Scores `json:"gamma1"`
 }
 
 // OODText is the arm's bits per byte on one out-of-distribution text per seed.

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 
 	"github.com/smallinit/smallinit/data"
-	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/probes"
+	"github.com/smallinit/smallinit/probes/probescore"
 	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train"
@@ -23,19 +23,16 @@ import (
 // scored on held-out reasoning prompts (answerable only by doing the task) and on memorisation prompts seen in
 // training (answerable only by recalling them).
 const (
-	// ProbeDataDir (in the output directory) holds the mixed training tokens, the tokenizer and the probe test
-	// sets.
-	ProbeDataDir = experiment.ProbeDataDir
 	// probeEvalFile (in a probe run's directory) caches its probe scores.
 	probeEvalFile = "probe_eval.json"
 )
 
 // scoreProbes scores the final model of a probe run on the mix's test sets, cached in the run directory.
-func scoreProbes(runDir, probeDir string) (*probes.Scores, error) {
+func scoreProbes(runDir, probeDir string) (*probescore.Scores, error) {
 	cache := filepath.Join(runDir, probeEvalFile)
 	if b, err := inputfile.ReadFile(cache, inputfile.MaxConfig); err == nil {
 		// Scores from a build that put nothing before the prompts (no "prefix") are recomputed.
-		var s probes.Scores
+		var s probescore.Scores
 		if err := json.Unmarshal(b, &s); err == nil && s.Prefix == probes.Prefix {
 			return &s, nil
 		}
@@ -70,7 +67,7 @@ func scoreProbes(runDir, probeDir string) (*probes.Scores, error) {
 // without a pilot group falls back to the γ = 0.5 probe arm itself (its mean exact match over seeds, the
 // chance and prompt count of its first seed).
 func probeEvidence(recs []RunRecord, probeDir string) (*ProbeEvidence, error) {
-	p := &ProbeEvidence{G05: map[int]*probes.Scores{}, G1: map[int]*probes.Scores{}}
+	p := &ProbeEvidence{G05: map[int]*probescore.Scores{}, G1: map[int]*probescore.Scores{}}
 	for _, r := range recs {
 		if r.Role != RoleProbes && r.Role != RolePilot {
 			continue
@@ -133,16 +130,16 @@ func judgeProbes(p *ProbeEvidence) Claim {
 		c.Detail = map[string]any{"pilot": pl, "threshold": thr}
 		return c
 	}
-	get := func(m map[int]*probes.Scores, f func(*probes.Scores) float64) stats.BySeed {
+	get := func(m map[int]*probescore.Scores, f func(*probescore.Scores) float64) stats.BySeed {
 		out := stats.BySeed{}
 		for s, v := range m {
 			out[s] = f(v)
 		}
 		return out
 	}
-	rl := func(s *probes.Scores) float64 { return s.ReasoningLoss }
-	ml := func(s *probes.Scores) float64 { return s.MemorisationLoss }
-	ra := func(s *probes.Scores) float64 { return s.ReasoningAcc }
+	rl := func(s *probescore.Scores) float64 { return s.ReasoningLoss }
+	ml := func(s *probescore.Scores) float64 { return s.MemorisationLoss }
+	ra := func(s *probescore.Scores) float64 { return s.ReasoningAcc }
 	var t claimTests
 	dr := stats.Paired(get(p.G05, rl), get(p.G1, rl))
 	dm := stats.Paired(get(p.G05, ml), get(p.G1, ml))

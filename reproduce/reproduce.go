@@ -16,6 +16,7 @@ import (
 
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -129,7 +130,7 @@ func (o *Options) plan() (*experiment.Plan, design, error) {
 		return nil, design{}, err
 	}
 	q := *p
-	q.Base = append(slices.Clip(p.Base), override.Set{Key: train.KeyPrecision, Value: cmp.Or(o.Precision, train.PrecisionAuto)})
+	q.Base = append(slices.Clip(p.Base), override.Set{Key: recipe.KeyPrecision, Value: cmp.Or(o.Precision, train.PrecisionAuto)})
 	if t := p.Tune; t != nil && t.Mode == experiment.TuneFull && t.TransferTolerance == 0 && d.primaries != nil {
 		tn := *t
 		tn.TransferTolerance = d.primaries.DeltaH1()

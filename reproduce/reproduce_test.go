@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/experiment"
-	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -115,7 +116,7 @@ func TestReproduceEndToEnd(t *testing.T) {
 	}
 	for _, r := range res.RunScores {
 		if r.Role == RoleEmulated {
-			want, _ := gammainit.EmulatedEps(1e-5, r.Gamma, r.Width, 2048)
+			want, _ := arch.EmulatedEps(1e-5, r.Gamma, r.Width, 2048)
 			if math.Abs(r.Eps-want) > 1e-12*want {
 				t.Errorf("%s: ε %g, want ε_eq %g of its own γ", r.Dir, r.Eps, want)
 			}
@@ -394,8 +395,8 @@ func TestPrecision(t *testing.T) {
 			t.Fatalf("precision %q: %v", tc.in, err)
 		}
 		last := p.Base[len(p.Base)-1]
-		if last.Key != train.KeyPrecision || last.Value != tc.want {
-			t.Errorf("precision %q: the plan's last base set is %v = %v, want %s = %s", tc.in, last.Key, last.Value, train.KeyPrecision, tc.want)
+		if last.Key != recipe.KeyPrecision || last.Value != tc.want {
+			t.Errorf("precision %q: the plan's last base set is %v = %v, want %s = %s", tc.in, last.Key, last.Value, recipe.KeyPrecision, tc.want)
 		}
 		if orig, _ := Plan(); len(orig.Base) != len(p.Base)-1 {
 			t.Errorf("precision %q: the built-in plan's base changed (%d sets, %d with the precision)", tc.in, len(orig.Base), len(p.Base))

@@ -3,12 +3,14 @@ package reproduce
 import (
 	"context"
 	"fmt"
-	"github.com/smallinit/smallinit/internal/finitejson"
 	"math"
 	"path/filepath"
 
+	"github.com/smallinit/smallinit/diag/diagrec"
+	"github.com/smallinit/smallinit/internal/finitejson"
+	"github.com/smallinit/smallinit/train/rundir"
+
 	"github.com/smallinit/smallinit/data"
-	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/tokenizer"
@@ -98,7 +100,7 @@ func scoreRun(dir, dataDir string, oodWindows int) (*RunScore, error) {
 // every norm, the first norm's, and the sink rate. No such record gives NaN and step −1.
 func mechanism(run *train.Run) (sat, first, sink float64, step int, err error) {
 	sat, first, sink, step = math.NaN(), math.NaN(), math.NaN(), -1
-	lines, err := train.Diagnostics[*diag.Record](run)
+	lines, err := rundir.Diagnostics[*diagrec.Record](run.Run)
 	if err != nil {
 		return sat, first, sink, step, err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/stats"
-	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // primaryWorld is a world for the primaries: 8 seeds, paired SD 0.014 nats per comparison (run noise 0.01),
@@ -135,7 +135,7 @@ func writeTrajectory(t *testing.T, dir string, traj []float64) {
 	for i, v := range traj {
 		fmt.Fprintf(&b, `{"diagnostics":{"classes":[{"class":"q","tensors":1,"stable_rank":%g},{"class":"ffn_up","tensors":1,"stable_rank":%g}]},"step":%d}`+"\n", v, v, 10*i)
 	}
-	if err := os.WriteFile(filepath.Join(dir, train.DiagFile), []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.DiagFile), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smallinit/smallinit/probes"
+	"github.com/smallinit/smallinit/probes/probescore"
 )
 
 // world is a stand-in trainer for the verdicts (the proof that each claim can reach each verdict): it returns every arm's final loss from a
@@ -117,12 +117,12 @@ func (w world) simulate(rng *rand.Rand) *Evidence {
 		ev.Tokens = append(ev.Tokens, t)
 	}
 	// Claim 1b: probe scores per seed.
-	pr := &ProbeEvidence{Pilot: &probes.Scores{ReasoningAcc: w.pilotAcc, ReasoningChance: 0.1, ReasoningCount: 100, ReasoningLoss: 2},
-		G05: map[int]*probes.Scores{}, G1: map[int]*probes.Scores{}}
+	pr := &ProbeEvidence{Pilot: &probescore.Scores{ReasoningAcc: w.pilotAcc, ReasoningChance: 0.1, ReasoningCount: 100, ReasoningLoss: 2},
+		G05: map[int]*probescore.Scores{}, G1: map[int]*probescore.Scores{}}
 	for s := range w.seeds {
 		fx := w.seedSD * rng.NormFloat64()
-		pr.G05[s] = &probes.Scores{ReasoningLoss: 2 + fx + w.runSD*rng.NormFloat64(), MemorisationLoss: 1 + fx + w.runSD*rng.NormFloat64()}
-		pr.G1[s] = &probes.Scores{ReasoningLoss: 2 + fx - w.probeGain + w.runSD*rng.NormFloat64(),
+		pr.G05[s] = &probescore.Scores{ReasoningLoss: 2 + fx + w.runSD*rng.NormFloat64(), MemorisationLoss: 1 + fx + w.runSD*rng.NormFloat64()}
+		pr.G1[s] = &probescore.Scores{ReasoningLoss: 2 + fx - w.probeGain + w.runSD*rng.NormFloat64(),
 			MemorisationLoss: 1 + fx - w.probeGain/3 + w.runSD*rng.NormFloat64()}
 	}
 	ev.Probes = pr

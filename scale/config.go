@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/model"
@@ -26,7 +27,7 @@ func TorchDtype(d safetensors.DType) (string, error) {
 
 // configJSON renders config.json exactly as model.Save does, with torch_dtype set to torchDtype and init, if
 // non-nil, recorded as smallinit_init.
-func configJSON(c model.Config, init *gammainit.Record, torchDtype string) ([]byte, error) {
+func configJSON(c arch.Config, init *gammainit.Record, torchDtype string) ([]byte, error) {
 	if init == nil {
 		return model.ConfigJSON(c, nil, torchDtype) // no smallinit_init (a nil *Record in an any would be null)
 	}
@@ -36,7 +37,7 @@ func configJSON(c model.Config, init *gammainit.Record, torchDtype string) ([]by
 // WriteConfig writes dir/config.json for c atomically, in model.Save's format (a Hugging Face Llama, Qwen3 or
 // Qwen2-MoE config plus smallinit's fields), with torch_dtype naming the stored dtype and init, if non-nil,
 // recorded as smallinit_init.
-func WriteConfig(dir string, c model.Config, init *gammainit.Record, dtype safetensors.DType) error {
+func WriteConfig(dir string, c arch.Config, init *gammainit.Record, dtype safetensors.DType) error {
 	td, err := TorchDtype(dtype)
 	if err != nil {
 		return err
@@ -45,7 +46,7 @@ func WriteConfig(dir string, c model.Config, init *gammainit.Record, dtype safet
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(dir, model.ConfigFile), b)
+	return atomicfile.Write(filepath.Join(dir, arch.ConfigFile), b)
 }
 
 // writeFileSync writes data to path (a new file) and syncs it; the caller renames the directory into place.

@@ -1,5 +1,5 @@
 // Package scale takes smallinit beyond models that fit comfortably in one process: it writes freshly
-// initialised checkpoints of the study's larger scales (0.1B to 1.5B parameters, model.ScalePresets) tensor by
+// initialised checkpoints of the study's larger scales (0.1B to 1.5B parameters, arch.ScalePresets) tensor by
 // tensor and shard by shard, without ever holding the model in memory, and it streams the weights of any
 // checkpoint, one tensor at a time, for the weight diagnostics and the init audit.
 //

@@ -14,8 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/gammainit"
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/safetensors"
 )
 
@@ -59,7 +60,7 @@ type InitResult struct {
 // synced, and the temporary directory is renamed to dir. An existing dir is replaced only if it holds nothing
 // but checkpoint files (config.json, model.safetensors, the index and model-*-of-*.safetensors shards), so
 // that a stale model.safetensors cannot shadow new shards; otherwise Init refuses and writes nothing.
-func Init(dir string, c model.Config, r gammainit.Recipe, seed uint64, o InitOptions) (InitResult, error) {
+func Init(dir string, c arch.Config, r recipe.Init, seed uint64, o InitOptions) (InitResult, error) {
 	if err := c.Validate(); err != nil {
 		return InitResult{}, fmt.Errorf("init %s: %w", dir, err)
 	}
@@ -123,14 +124,14 @@ func Init(dir string, c model.Config, r gammainit.Recipe, seed uint64, o InitOpt
 		}
 		res.Files = append(res.Files, safetensors.IndexFileName)
 	}
-	err = writeFileSync(filepath.Join(tmp, model.ConfigFile), cfgJSON)
+	err = writeFileSync(filepath.Join(tmp, arch.ConfigFile), cfgJSON)
 	if err == nil {
 		err = syncDir(tmp)
 	}
 	if err != nil {
 		return InitResult{}, fmt.Errorf("init %s: %w", dir, err)
 	}
-	res.Files = append(res.Files, model.ConfigFile)
+	res.Files = append(res.Files, arch.ConfigFile)
 	if err := checkReplaceable(abs); err != nil { // again: the directory may have changed meanwhile
 		return InitResult{}, err
 	}
@@ -215,7 +216,7 @@ func syncDir(dir string) error {
 
 // job is one tensor on its way from a generator to the writer.
 type job struct {
-	t     model.TensorSpec
+	t     arch.TensorSpec
 	std   float64 // intended std (matrices)
 	buf   []byte  // encoded tensor
 	drawn float64 // std of the float32 draw (matrices)
@@ -262,7 +263,7 @@ func (b *budget) stop() {
 }
 
 // writeShards generates and writes every shard into dir.
-func writeShards(dir string, shards []Shard, c model.Config, r gammainit.Recipe, seed uint64, o InitOptions) (InitResult, error) {
+func writeShards(dir string, shards []Shard, c arch.Config, r recipe.Init, seed uint64, o InitOptions) (InitResult, error) {
 	var res InitResult
 	var jobs []*job
 	for _, s := range shards {

@@ -12,9 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/safetensors"
 )
 
@@ -26,7 +28,7 @@ func testPool(t *testing.T) *kernel.Pool {
 }
 
 // applied returns an in-memory model initialised by gammainit.Apply, the reference of every streaming test.
-func applied(t *testing.T, c model.Config, r gammainit.Recipe, seed uint64) (*model.Model, []gammainit.TensorStd) {
+func applied(t *testing.T, c arch.Config, r recipe.Init, seed uint64) (*model.Model, []gammainit.TensorStd) {
 	t.Helper()
 	m, err := model.New(c, 1, testPool(t))
 	if err != nil {
@@ -39,9 +41,9 @@ func applied(t *testing.T, c model.Config, r gammainit.Recipe, seed uint64) (*mo
 	return m, stds
 }
 
-func preset(t *testing.T, name string, sets ...string) model.Config {
+func preset(t *testing.T, name string, sets ...string) arch.Config {
 	t.Helper()
-	p, err := model.LookupPreset(name)
+	p, err := arch.LookupPreset(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,24 +71,24 @@ func TestScaleInitMatchesApply(t *testing.T) {
 	fixed := 0.02
 	cases := []struct {
 		name   string
-		cfg    model.Config
-		recipe gammainit.Recipe
+		cfg    arch.Config
+		recipe recipe.Init
 		dtype  safetensors.DType
 		shard  int64
 		opts   InitOptions
 		files  int // expected safetensors files (0: more than one, exact count not checked)
 	}{
-		{"tiny f32 single", preset(t, "tiny"), gammainit.Default(), safetensors.F32, 0, InitOptions{}, 1},
-		{"tiny bf16 single", preset(t, "tiny"), gammainit.Default(), safetensors.BF16, 0, InitOptions{}, 1},
-		{"tiny f32 sharded", preset(t, "tiny"), gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: 0.5, DepthScale: true}, safetensors.F32, 300_000, InitOptions{}, 0},
-		{"tiny bf16 sharded", preset(t, "tiny"), gammainit.Default(), safetensors.BF16, 100_000, InitOptions{}, 0},
-		{"tiny bf16 one tensor per shard", preset(t, "tiny"), gammainit.Default(), safetensors.BF16, 1, InitOptions{}, len(preset(t, "tiny").Tensors())},
-		{"tiny f32 small memory 3 workers", preset(t, "tiny"), gammainit.Recipe{Rule: gammainit.RuleKaiming}, safetensors.F32, 500_000,
+		{"tiny f32 single", preset(t, "tiny"), recipe.DefaultInit(), safetensors.F32, 0, InitOptions{}, 1},
+		{"tiny bf16 single", preset(t, "tiny"), recipe.DefaultInit(), safetensors.BF16, 0, InitOptions{}, 1},
+		{"tiny f32 sharded", preset(t, "tiny"), recipe.Init{Rule: recipe.RuleGamma, Gamma: 0.5, DepthScale: true}, safetensors.F32, 300_000, InitOptions{}, 0},
+		{"tiny bf16 sharded", preset(t, "tiny"), recipe.DefaultInit(), safetensors.BF16, 100_000, InitOptions{}, 0},
+		{"tiny bf16 one tensor per shard", preset(t, "tiny"), recipe.DefaultInit(), safetensors.BF16, 1, InitOptions{}, len(preset(t, "tiny").Tensors())},
+		{"tiny f32 small memory 3 workers", preset(t, "tiny"), recipe.Init{Rule: recipe.RuleKaiming}, safetensors.F32, 500_000,
 			InitOptions{Workers: 3, Memory: 1 << 16}, 0},
-		{"tiny-moe f32", preset(t, "tiny-moe", "shared_expert_intermediate_size=64"), gammainit.Recipe{Rule: gammainit.RuleXavier,
-			Classes: map[string]gammainit.Override{model.ClassEmbed: {Std: &fixed}}}, safetensors.F32, 1 << 20, InitOptions{}, 0},
+		{"tiny-moe f32", preset(t, "tiny-moe", "shared_expert_intermediate_size=64"), recipe.Init{Rule: recipe.RuleXavier,
+			Classes: map[string]recipe.InitOverride{arch.ClassEmbed: {Std: &fixed}}}, safetensors.F32, 1 << 20, InitOptions{}, 0},
 		{"qwen3 layernorm gate tied bf16", preset(t, "tiny", "qk_norm=true", "norm=layernorm", "attn_gate=headwise", "tie_word_embeddings=true"),
-			gammainit.Recipe{Rule: gammainit.RuleFixed, Std: 0.02}, safetensors.BF16, 200_000, InitOptions{}, 0},
+			recipe.Init{Rule: recipe.RuleFixed, Std: 0.02}, safetensors.BF16, 200_000, InitOptions{}, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,13 +150,13 @@ func TestScaleInitMatchesApply(t *testing.T) {
 				}
 			}
 			var rec struct {
-				Recipe gammainit.Recipe `json:"recipe"`
-				Seed   uint64           `json:"seed"`
+				Recipe recipe.Init `json:"recipe"`
+				Seed   uint64      `json:"seed"`
 			}
 			if err := json.Unmarshal(init, &rec); err != nil || rec.Seed != seed || rec.Recipe.Rule != tc.recipe.Rule {
 				t.Errorf("smallinit_init %s (%v)", init, err)
 			}
-			b, _ := os.ReadFile(filepath.Join(dir, model.ConfigFile))
+			b, _ := os.ReadFile(filepath.Join(dir, arch.ConfigFile))
 			td, _ := TorchDtype(tc.dtype)
 			if !bytes.Contains(b, []byte(`"torch_dtype": "`+td+`"`)) {
 				t.Errorf("config.json does not say torch_dtype %s:\n%s", td, b)
@@ -169,7 +171,7 @@ func TestScaleInitMatchesApply(t *testing.T) {
 // checkDrawnStds: every drawn tensor of c has a record whose intended σ is the recipe's (gammainit's StdFor) and
 // whose drawn std is within sampling error of it: 5 standard errors of the std of n normal draws,
 // 1/sqrt(2(n−1)) relative, plus 1e-6 for the float32 rounding; every drawn class is checked.
-func checkDrawnStds(t *testing.T, c model.Config, r gammainit.Recipe, stds []gammainit.TensorStd) {
+func checkDrawnStds(t *testing.T, c arch.Config, r recipe.Init, stds []gammainit.TensorStd) {
 	t.Helper()
 	byName := map[string]gammainit.TensorStd{}
 	for _, s := range stds {
@@ -231,7 +233,7 @@ func checkIndex(t *testing.T, dir string, total int64) {
 func TestScaleInitFilesMatchModelSave(t *testing.T) {
 	for _, name := range []string{"tiny", "tiny-moe"} {
 		c := preset(t, name)
-		r := gammainit.Default()
+		r := recipe.DefaultInit()
 		rec := &gammainit.Record{Recipe: r, Seed: 3}
 		ref, _ := applied(t, c, r, 3)
 		refDir := t.TempDir()
@@ -248,7 +250,7 @@ func TestScaleInitFilesMatchModelSave(t *testing.T) {
 		for _, tc := range []struct {
 			dtype     safetensors.DType
 			refWeight string
-		}{{safetensors.F32, model.WeightsFile}, {safetensors.BF16, "bf16.safetensors"}} {
+		}{{safetensors.F32, arch.WeightsFile}, {safetensors.BF16, "bf16.safetensors"}} {
 			dir := filepath.Join(t.TempDir(), "out")
 			if _, err := Init(dir, c, r, 3, InitOptions{DType: tc.dtype, Record: rec}); err != nil {
 				t.Fatal(err)
@@ -260,16 +262,16 @@ func TestScaleInitFilesMatchModelSave(t *testing.T) {
 					t.Errorf("%s %s: %s (%d bytes) differs from the reference %s (%d bytes)", name, tc.dtype, b, len(y), a, len(x))
 				}
 			}
-			same(tc.refWeight, model.WeightsFile)
+			same(tc.refWeight, arch.WeightsFile)
 			if tc.dtype == safetensors.F32 {
-				same(model.ConfigFile, model.ConfigFile)
+				same(arch.ConfigFile, arch.ConfigFile)
 			}
 		}
 	}
 }
 
 func TestScaleConfigMatchesModelSave(t *testing.T) {
-	for _, c := range []model.Config{
+	for _, c := range []arch.Config{
 		preset(t, "tiny"), preset(t, "small-moe", "router_z_loss_coef=0.001", "capacity_factor=1.25"),
 		preset(t, "tiny", "qk_norm=true", "norm=layernorm", "attn_gate=elementwise", "tie_word_embeddings=true", "head_dim=64"),
 	} {
@@ -278,11 +280,11 @@ func TestScaleConfigMatchesModelSave(t *testing.T) {
 			t.Fatal(err)
 		}
 		dir := t.TempDir()
-		rec := &gammainit.Record{Recipe: gammainit.Default(), Seed: 1}
+		rec := &gammainit.Record{Recipe: recipe.DefaultInit(), Seed: 1}
 		if err := m.Save(dir, rec); err != nil {
 			t.Fatal(err)
 		}
-		want, _ := os.ReadFile(filepath.Join(dir, model.ConfigFile))
+		want, _ := os.ReadFile(filepath.Join(dir, arch.ConfigFile))
 		got, err := configJSON(c, rec, "float32")
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("config.json differs from model.Save's (%v):\n%s\nwant\n%s", err, got, want)
@@ -298,14 +300,14 @@ func TestScaleConfigMatchesModelSave(t *testing.T) {
 	}
 }
 
-func equalConfig(a, b model.Config) bool {
+func equalConfig(a, b arch.Config) bool {
 	a.HeadDim, b.HeadDim = a.HeadSize(), b.HeadSize()
 	return a == b
 }
 
 func TestScaleInitReplacesOnlyCheckpoints(t *testing.T) {
 	c := preset(t, "tiny")
-	r := gammainit.Default()
+	r := recipe.DefaultInit()
 	for _, tc := range []struct {
 		name    string
 		setup   func(dir string)
@@ -338,7 +340,7 @@ func TestScaleInitReplacesOnlyCheckpoints(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			} else {
-				if _, err := os.Stat(filepath.Join(dir, model.WeightsFile)); err == nil {
+				if _, err := os.Stat(filepath.Join(dir, arch.WeightsFile)); err == nil {
 					t.Error("stale model.safetensors survived beside the new shards")
 				}
 				if _, _, err := model.Load(dir, 1, testPool(t)); err != nil {
@@ -425,7 +427,7 @@ func TestScaleInitCancel(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "m")
 	n := 0
-	_, err := Init(dir, preset(t, "tiny"), gammainit.Default(), 1, InitOptions{ShardSize: 300_000, Context: ctx,
+	_, err := Init(dir, preset(t, "tiny"), recipe.DefaultInit(), 1, InitOptions{ShardSize: 300_000, Context: ctx,
 		Progress: func(done, total int64) {
 			if n++; n == 5 {
 				cancel()

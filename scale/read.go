@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/safetensors"
 )
 
@@ -26,7 +26,7 @@ type StreamOptions struct {
 // only valid during the call (its memory is reused). Every tensor must be present with the shape specs gives;
 // errors name the checkpoint and the tensor. The first error (from reading or from fn) stops the stream. The
 // whole checkpoint is never in memory: only the tensors being read or processed are.
-func Stream(r safetensors.Reader, specs []model.TensorSpec, o StreamOptions, fn func(t model.TensorSpec, w []float32) error) error {
+func Stream(r safetensors.Reader, specs []arch.TensorSpec, o StreamOptions, fn func(t arch.TensorSpec, w []float32) error) error {
 	var total int64
 	sizes := make([]int64, len(specs))
 	for i, t := range specs {

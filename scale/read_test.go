@@ -10,16 +10,17 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/diag"
-	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/safetensors"
 )
 
 // written initialises a tiny model both ways and returns the in-memory reference and the open checkpoint.
-func written(t *testing.T, c model.Config, dtype safetensors.DType, shard int64) (*model.Model, safetensors.Reader) {
+func written(t *testing.T, c arch.Config, dtype safetensors.DType, shard int64) (*model.Model, safetensors.Reader) {
 	t.Helper()
-	r := gammainit.Recipe{Rule: gammainit.RuleGamma, Gamma: 0.5}
+	r := recipe.Init{Rule: recipe.RuleGamma, Gamma: 0.5}
 	ref, _ := applied(t, c, r, 5)
 	dir := filepath.Join(t.TempDir(), "m")
 	if _, err := Init(dir, c, r, 5, InitOptions{DType: dtype, ShardSize: shard}); err != nil {
@@ -48,7 +49,7 @@ func TestScaleStream(t *testing.T) {
 			var last, total int64
 			o := tc.o
 			o.Progress = func(done, tot int64) { last, total = done, tot }
-			err := Stream(f, specs, o, func(s model.TensorSpec, w []float32) error {
+			err := Stream(f, specs, o, func(s arch.TensorSpec, w []float32) error {
 				want := ref.Params.Flat[s.Offset : s.Offset+s.Size()]
 				if !slices.Equal(w, want) {
 					t.Errorf("%s: streamed values differ", s.Name)
@@ -78,7 +79,7 @@ func TestScaleStream(t *testing.T) {
 	for _, conc := range []bool{false, true} {
 		calls := 0
 		var mu sync.Mutex
-		err := Stream(f, specs, StreamOptions{Concurrent: conc}, func(model.TensorSpec, []float32) error {
+		err := Stream(f, specs, StreamOptions{Concurrent: conc}, func(arch.TensorSpec, []float32) error {
 			mu.Lock()
 			defer mu.Unlock()
 			calls++
@@ -93,11 +94,11 @@ func TestScaleStream(t *testing.T) {
 	}
 	bad := slices.Clone(specs)
 	bad[2].Shape = []int{bad[2].Shape[0], bad[2].Shape[1] + 1}
-	if err := Stream(f, bad, StreamOptions{}, func(model.TensorSpec, []float32) error { return nil }); err == nil || !strings.Contains(err.Error(), bad[2].Name) {
+	if err := Stream(f, bad, StreamOptions{}, func(arch.TensorSpec, []float32) error { return nil }); err == nil || !strings.Contains(err.Error(), bad[2].Name) {
 		t.Errorf("shape mismatch: %v", err)
 	}
 	bad[2].Name = "nope"
-	if err := Stream(f, bad, StreamOptions{}, func(model.TensorSpec, []float32) error { return nil }); err == nil || !strings.Contains(err.Error(), "nope") {
+	if err := Stream(f, bad, StreamOptions{}, func(arch.TensorSpec, []float32) error { return nil }); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("missing tensor: %v", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/safetensors"
 )
 
@@ -17,16 +17,16 @@ const DefaultShardSize = 2_000_000_000
 
 // Shard is one file of a planned checkpoint.
 type Shard struct {
-	File    string             // file name: model.safetensors, or model-0000i-of-0000n.safetensors
-	Tensors []model.TensorSpec // in buffer order
-	Bytes   int64              // tensor data bytes (the header not included)
+	File    string            // file name: model.safetensors, or model-0000i-of-0000n.safetensors
+	Tensors []arch.TensorSpec // in buffer order
+	Bytes   int64             // tensor data bytes (the header not included)
 }
 
 // PlanShards splits specs, in order, into shards of at most maxBytes of tensor data each, as Hugging Face's
 // split_torch_state_dict_into_shards does: a tensor that would overflow the current (non-empty) shard starts
 // the next one, and a tensor larger than maxBytes gets a shard of its own. One shard is named
 // model.safetensors; several are model-00001-of-0000n.safetensors and so on.
-func PlanShards(specs []model.TensorSpec, dtype safetensors.DType, maxBytes int64) []Shard {
+func PlanShards(specs []arch.TensorSpec, dtype safetensors.DType, maxBytes int64) []Shard {
 	if maxBytes <= 0 {
 		maxBytes = DefaultShardSize
 	}
@@ -59,7 +59,7 @@ var shardNameRE = regexp.MustCompile(`^model-\d{5}-of-\d{5}\.safetensors$`)
 // isModelFile reports whether name is a file a checkpoint directory written by Init (or model.Save) holds.
 func isModelFile(name string) bool {
 	switch name {
-	case model.ConfigFile, safetensors.SingleFileName, safetensors.IndexFileName:
+	case arch.ConfigFile, safetensors.SingleFileName, safetensors.IndexFileName:
 		return true
 	}
 	return shardNameRE.MatchString(name)

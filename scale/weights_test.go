@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
@@ -16,8 +17,8 @@ import (
 // for every MaxCosRows, including the negative "every frequent row" (where they used to disagree: the stream
 // took DefaultMaxCosRows of the 600 frequent tokens, diag all 600).
 func TestWeightReportMaxCosRowsAsDiag(t *testing.T) {
-	c := model.Config{Vocab: 600, Dim: 16, FFN: 32, Layers: 1, Heads: 2, SeqLen: 8, NormEps: 1e-5, Norm: model.NormRMS,
-		AttnGate: model.GateNone, RopeTheta: 10000}
+	c := arch.Config{Vocab: 600, Dim: 16, FFN: 32, Layers: 1, Heads: 2, SeqLen: 8, NormEps: 1e-5, Norm: arch.NormRMS,
+		AttnGate: arch.GateNone, RopeTheta: 10000}
 	pool := kernel.NewPool(1)
 	defer pool.Close()
 	m, err := model.New(c, 1, pool)

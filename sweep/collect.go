@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/override"
 )
 
 // Columns of a collected table besides the axes, which sit between "state" and "N". Package fit takes every
@@ -40,7 +41,7 @@ type Row struct {
 	TrainLoss   float64        // last logged training loss (mean over the last logging interval); NaN if none
 	ValLoss     float64        // last validation loss (at the end of a finished run); NaN if none
 	BestValLoss float64        // smallest validation loss logged; NaN if none
-	TokensPerS  float64        // training throughput (train.Summarise); NaN if none
+	TokensPerS  float64        // training throughput (rundir.Summarise); NaN if none
 }
 
 // Table is a sweep's collected results: one row per run of the plan, in index order.
@@ -100,7 +101,7 @@ func cellText(v any) string {
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	}
-	return FormatValue(v)
+	return override.Format(v)
 }
 
 // WriteCSV writes the table as CSV with a header line; missing values are empty cells.

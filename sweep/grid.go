@@ -50,6 +50,7 @@ import (
 
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -199,7 +200,7 @@ func (g *Grid) setAxes(flat map[string]any) error {
 			default:
 				return fmt.Errorf("axes %q: value %v is a %T; axis values are numbers, strings or booleans", k, v, v)
 			}
-			s := FormatValue(v)
+			s := override.Format(v)
 			if seen[s] {
 				return fmt.Errorf("axes %q: value %s listed twice", k, s)
 			}
@@ -240,22 +241,18 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// FormatValue is the canonical text of an axis value, used in ids, hashes, tables and CSV cells
-// (override.Format: integers in decimal, floats in Go's shortest 'g' form, so 1 and 1.0 read the same).
-func FormatValue(v any) string { return override.Format(v) }
-
 // Run is one point of the grid.
 type Run struct {
 	Index  int            `json:"index"`
 	ID     string         `json:"id"`
 	Values map[string]any `json:"values"`   // axis key → value
 	Sets   []string       `json:"sets"`     // the axis values as key=value overrides of the base config
-	N      int64          `json:"N"`        // non-embedding parameters (model.Config.NonEmbeddingParams)
-	Params int64          `json:"n_params"` // all parameters (model.Config.NumParams)
-	Steps  int            `json:"steps"`    // optimizer steps of the run (train.Config.TotalSteps)
+	N      int64          `json:"N"`        // non-embedding parameters (arch.Config.NonEmbeddingParams)
+	Params int64          `json:"n_params"` // all parameters (arch.Config.NumParams)
+	Steps  int            `json:"steps"`    // optimizer steps of the run (recipe.Config.TotalSteps)
 	Tokens int64          `json:"tokens"`   // training tokens of the run: steps · batch_size · T
 
-	Config train.Config `json:"-"` // the resolved config (only when expanded from a grid, not read from plan.json)
+	Config recipe.Config `json:"-"` // the resolved config (only when expanded from a grid, not read from plan.json)
 }
 
 // Expand resolves every run of the grid through train.Load, in the order of the package comment. The first
@@ -292,8 +289,8 @@ func (g *Grid) Expand() (*Plan, error) {
 				return nil, fmt.Errorf("grid %s: axes %q: %w", g.Path, a.Key, err)
 			}
 			r.Sets = append(r.Sets, a.Key+"="+tv)
-			fmt.Fprintf(h, "%s=%s\n", a.Key, FormatValue(v))
-			slug = append(slug, slugPart(FormatValue(v)))
+			fmt.Fprintf(h, "%s=%s\n", a.Key, override.Format(v))
+			slug = append(slug, slugPart(override.Format(v)))
 		}
 		s := strings.Join(slug, "_")
 		if len(s) > 40 {
@@ -316,7 +313,7 @@ func (g *Grid) Expand() (*Plan, error) {
 
 // load resolves a run's config from typed values: the base file with the run's axis values, or the inline
 // base's keys (those the axes do not set) followed by the axis values.
-func (g *Grid) load(r Run) (train.Config, error) {
+func (g *Grid) load(r Run) (recipe.Config, error) {
 	sets := make([]override.Set, 0, len(g.Base)+len(g.Axes))
 	if g.BaseFile == "" {
 		for _, s := range g.Base {
@@ -335,7 +332,7 @@ func (g *Grid) load(r Run) (train.Config, error) {
 func (r Run) describe(axes []Axis) string {
 	parts := make([]string, len(axes))
 	for i, a := range axes {
-		parts[i] = a.Key + "=" + FormatValue(r.Values[a.Key])
+		parts[i] = a.Key + "=" + override.Format(r.Values[a.Key])
 	}
 	return strings.Join(parts, ", ")
 }

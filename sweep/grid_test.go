@@ -66,7 +66,7 @@ seed = [0, 1, 2]
 		t.Helper()
 		r := p.Runs[i]
 		for k, v := range want {
-			if got := FormatValue(r.Values[k]); got != v {
+			if got := override.Format(r.Values[k]); got != v {
 				t.Errorf("run %d: %s = %s, want %s", i, k, got, v)
 			}
 		}

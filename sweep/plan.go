@@ -15,27 +15,26 @@ import (
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/dirname"
 	"github.com/smallinit/smallinit/internal/inputfile"
-	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
 )
 
 // Files of a sweep directory DIR. Each run lives in DIR/runs/<id>/, a `smallinit train` run directory
 // (config.toml, metrics.jsonl, checkpoints/, final/) plus the sweep's own files below.
 const (
-	PlanFile  = "plan.json"      // the expansion: axes, runs, fingerprint
-	GridFile  = "grid.toml"      // a copy of the grid file as first run
-	BaseCopy  = "base.toml"      // a copy of the base run config file, when the grid names one
-	RunsDir   = "runs"           // one directory per run
-	ErrorFile = "error.txt"      // in a run directory: why its last attempt failed (removed when it is retried)
-	LockFile  = runlock.FileName // in a run directory: held while a process runs it (package runlock)
-	LogFile   = "train.log"      // in a run directory: the training log lines of every attempt
+	PlanFile  = "plan.json" // the expansion: axes, runs, fingerprint
+	GridFile  = "grid.toml" // a copy of the grid file as first run
+	BaseCopy  = "base.toml" // a copy of the base run config file, when the grid names one
+	RunsDir   = "runs"      // one directory per run
+	ErrorFile = "error.txt" // in a run directory: why its last attempt failed (removed when it is retried)
+	LogFile   = "train.log" // in a run directory: the training log lines of every attempt
 )
 
 const planVersion = 1
 
 // MaxRuns bounds the runs of one sweep: a grid's expansion and plan.json as read back (a study's arms × seeds
-// too, experiment.MaxRuns). Far above any sweep this toolkit can train (each run takes minutes), far below what
+// too, sweep.MaxRuns). Far above any sweep this toolkit can train (each run takes minutes), far below what
 // would make status or collect run for minutes and hold gigabytes.
 const MaxRuns = 10_000
 
@@ -49,7 +48,7 @@ type Plan struct {
 	Runs        []Run    `json:"runs"`
 }
 
-// NDefinition says what the N column counts (model.Config.NonEmbeddingParams).
+// NDefinition says what the N column counts (arch.Config.NonEmbeddingParams).
 const NDefinition = "N = non-embedding parameters: model.Config.NumParams() minus the token embedding (V·d) and minus the LM head (V·d) when it is untied; norm gains, attention, FFN, gate and router weights are counted, and for MoE models all experts (total, not active, parameters)"
 
 // ErrNotSweep is wrapped by ReadPlan's error for a directory without a plan.
@@ -184,7 +183,7 @@ func movedPlan(dir string, old, p *Plan) (bool, error) {
 		}
 		ov, ok1 := olds[i].Value.(string)
 		nv, ok2 := ns[i].Value.(string)
-		if !ok1 || !ok2 || (&train.Config{}).DataPath(ns[i].Key) == nil {
+		if !ok1 || !ok2 || (&recipe.Config{}).DataPath(ns[i].Key) == nil {
 			return false, nil
 		}
 		root, err := train.MovedPath(ov, nv, dir)
@@ -262,7 +261,7 @@ func (p *Plan) WriteTable(w io.Writer) error {
 	for _, r := range p.Runs {
 		fmt.Fprintf(tw, "%d\t%s", r.Index, r.ID)
 		for _, a := range p.Axes {
-			fmt.Fprintf(tw, "\t%s", FormatValue(r.Values[a.Key]))
+			fmt.Fprintf(tw, "\t%s", override.Format(r.Values[a.Key]))
 		}
 		fmt.Fprintf(tw, "\t%d\t%d\t%d\n", r.N, r.Steps, r.Tokens)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/internal/workers"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // Options control Execute.
@@ -206,7 +207,7 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	lost := func() { cancel(errLockLost) }
-	lockPath := filepath.Join(rd, LockFile)
+	lockPath := filepath.Join(rd, runlock.FileName)
 	var lock *runlock.Lock
 	var err error
 	if o.Index >= 0 {
@@ -253,7 +254,7 @@ func runOne(ctx context.Context, r Run, dir string, o Options, threads int, logf
 		c.Train.Threads = threads // a new run's threads; a resumed one keeps its own (train.SameConfig ignores them)
 	}
 	start := time.Now()
-	if _, serr := os.Stat(filepath.Join(rd, train.ConfigFile)); serr == nil { // for the log line only
+	if _, serr := os.Stat(filepath.Join(rd, rundir.ConfigFile)); serr == nil { // for the log line only
 		logf("%s: resuming\n", r.ID)
 	} else {
 		logf("%s: started (%d threads)\n", r.ID, c.Train.Threads)

@@ -19,6 +19,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // microGrid writes a micro sweep into dir: random tokens (vocab 64; fixture generated here from PCG seeds 1
@@ -225,7 +226,7 @@ func TestSweepResumesAfterCancel(t *testing.T) {
 	if got := strings.Join(states, " "); got != "done pending pending pending" || sts[1].Step != 3 {
 		t.Errorf("status after interrupt: %s, run 1 at step %d", got, sts[1].Step)
 	}
-	m0 := filepath.Join(RunDir(dir, reps[0].Run), train.MetricsFile)
+	m0 := filepath.Join(RunDir(dir, reps[0].Run), rundir.MetricsFile)
 	st0, err := os.Stat(m0)
 	if err != nil {
 		t.Fatal(err)
@@ -344,7 +345,7 @@ func TestSweepLocks(t *testing.T) {
 	lockOf := func(i int) string {
 		rd := RunDir(dir, p.Runs[i])
 		os.MkdirAll(rd, 0o755)
-		return filepath.Join(rd, LockFile)
+		return filepath.Join(rd, runlock.FileName)
 	}
 	held, err := runlock.Acquire(lockOf(0), time.Minute, nil) // a live holder (this process)
 	if err != nil {
@@ -401,7 +402,7 @@ func TestLostLockWritesNothing(t *testing.T) {
 			rd = RunDir(dir, r)
 			if step == 3 {
 				// Another process takes the run over; this one's heartbeat notices within StaleAfter.
-				if err := os.WriteFile(filepath.Join(rd, LockFile), []byte(`{"pid":1,"host":"other","token":"t"}`), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(rd, runlock.FileName), []byte(`{"pid":1,"host":"other","token":"t"}`), 0o644); err != nil {
 					t.Error(err)
 				}
 				time.Sleep(time.Second) // ample for a heartbeat every ~StaleAfter/3, even on a loaded machine

@@ -14,6 +14,7 @@ import (
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // State is a run's state as seen from the sweep directory.
@@ -52,7 +53,7 @@ func Status(dir string, staleAfter time.Duration) (*Plan, []RunStatus, error) {
 		st := RunStatus{Run: r, State: StatePending}
 		m, metricsErr := readMetrics(rd) // what could be read, and an error for what could not
 		st.Step = m.Step
-		_, lockErr := os.Stat(filepath.Join(rd, LockFile))
+		_, lockErr := os.Stat(filepath.Join(rd, runlock.FileName))
 		errText, errErr := inputfile.ReadFile(filepath.Join(rd, ErrorFile), inputfile.MaxConfig)
 		if errErr != nil && !errors.Is(errErr, fs.ErrNotExist) {
 			errText, errErr = []byte(errErr.Error()), nil // a FIFO or a huge file in its place: shown, not read
@@ -61,7 +62,7 @@ func Status(dir string, staleAfter time.Duration) (*Plan, []RunStatus, error) {
 		case isDone(rd):
 			st.State = StateDone
 		case lockErr == nil:
-			_, holder, stale := runlock.Inspect(filepath.Join(rd, LockFile), host, staleAfter)
+			_, holder, stale := runlock.Inspect(filepath.Join(rd, runlock.FileName), host, staleAfter)
 			if stale {
 				st.Note = "stale lock: " + holder
 				if errErr == nil {
@@ -74,7 +75,7 @@ func Status(dir string, staleAfter time.Duration) (*Plan, []RunStatus, error) {
 			st.State = StateFailed
 			st.Note, _, _ = strings.Cut(strings.TrimSpace(string(errText)), "\n")
 		default:
-			if _, err := os.Stat(filepath.Join(rd, train.ConfigFile)); err == nil {
+			if _, err := os.Stat(filepath.Join(rd, rundir.ConfigFile)); err == nil {
 				st.Note = fmt.Sprintf("stopped at step %d; resumes from its checkpoint", st.Step)
 			}
 		}
@@ -105,10 +106,10 @@ func WriteStatus(w io.Writer, sts []RunStatus) error {
 }
 
 // readMetrics summarises the metrics.jsonl of the run directory rd (train.Run.Summary).
-func readMetrics(rd string) (train.Summary, error) {
+func readMetrics(rd string) (rundir.Summary, error) {
 	r, err := train.OpenRun(rd)
 	if err != nil {
-		return train.Summarise(nil), err
+		return rundir.Summarise(nil), err
 	}
 	return r.Summary()
 }

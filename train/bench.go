@@ -12,10 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // BenchOptions set a throughput measurement.
@@ -89,7 +91,7 @@ func (r BenchResult) FwdBwdTokensPerS() float64 {
 
 // Benchmark times training steps (forward, backward, AdamW) of a γ = 1 model of config c on random tokens.
 // The model, its gradients, activations and AdamW's moments must fit this machine's memory.
-func Benchmark(c model.Config, o BenchOptions) (BenchResult, error) {
+func Benchmark(c arch.Config, o BenchOptions) (BenchResult, error) {
 	if o.Batch < 1 || o.Steps < 1 || o.Warmup < 0 {
 		return BenchResult{}, fmt.Errorf("bench: batch %d and steps %d must be positive and warmup %d non-negative", o.Batch, o.Steps, o.Warmup)
 	}
@@ -108,10 +110,10 @@ func Benchmark(c model.Config, o BenchOptions) (BenchResult, error) {
 		return BenchResult{}, err
 	}
 	m.SetPrecision(prec)
-	if _, err := gammainit.Apply(m, gammainit.Default(), 0); err != nil {
+	if _, err := gammainit.Apply(m, recipe.DefaultInit(), 0); err != nil {
 		return BenchResult{}, err
 	}
-	opt, err := optim.NewAdamW(optim.DefaultAdamW(), m.Specs, pool)
+	opt, err := optim.NewAdamW(recipe.DefaultAdamW(), m.Specs, pool)
 	if err != nil {
 		return BenchResult{}, err
 	}

@@ -4,16 +4,16 @@ import (
 	"math"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
 )
 
 // TestBenchReadsFLOPsAgainstThePrecisionsCeilings: bench reads the model FLOP/s against ceilings measured on its
 // own threads, not a fixed number: float32 against the FMA peak; bf16 against the FMA peak and the VDPBF16PS
 // dot-product peak, which is the higher. It names the CPU and the kernel path.
 func TestBenchReadsFLOPsAgainstThePrecisionsCeilings(t *testing.T) {
-	c := model.Config{Vocab: 64, Dim: 32, FFN: 64, Layers: 1, Heads: 2, SeqLen: 16, NormEps: 1e-5, Norm: model.NormRMS,
-		AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	c := arch.Config{Vocab: 64, Dim: 32, FFN: 64, Layers: 1, Heads: 2, SeqLen: 16, NormEps: 1e-5, Norm: arch.NormRMS,
+		AttnGate: arch.GateNone, RopeTheta: 10000, FFNKind: arch.FFNDense}
 	precisions := []string{"f32"}
 	if kernel.HasBF16() {
 		precisions = append(precisions, "bf16")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train/rundir"
 )
 
@@ -35,19 +36,19 @@ func (r *Run) Snapshots() ([]int, error) {
 var ErrNoSnapshot = errors.New("the trunk has no snapshot at the branch point yet")
 
 // BranchPoint is the step at which a run of c leaves a trunk: the start of its WSD decay.
-func BranchPoint(c Config) int { return c.TotalSteps() - c.Schedule.DecaySteps }
+func BranchPoint(c recipe.Config) int { return c.TotalSteps() - c.Schedule.DecaySteps }
 
 // CheckBranch says why c cannot be a branch of trunk at step at: it must be the trunk's recipe but for the
 // keys that set the length and the bookkeeping (steps, the decay's length, the intervals, the snapshots,
 // threads), and its learning rate must equal the trunk's at every step before at, bit for bit.
-func CheckBranch(trunk, c Config, at int) error {
+func CheckBranch(trunk, c recipe.Config, at int) error {
 	if at <= 0 || at >= c.TotalSteps() {
 		return fmt.Errorf("branch point %d outside the branch's steps (0, %d)", at, c.TotalSteps())
 	}
 	if at >= trunk.TotalSteps() {
 		return fmt.Errorf("branch point %d at or past the trunk's %d steps", at, trunk.TotalSteps())
 	}
-	norm := func(x Config) Config {
+	norm := func(x recipe.Config) recipe.Config {
 		x.Train.Steps, x.Train.Tokens, x.Schedule.DecaySteps = 0, 0, 0
 		x.Train.EvalInterval, x.Train.CheckpointEvery, x.Train.DiagnosticsEvery, x.Train.KeepCheckpoints = 0, 0, 0, 0
 		x.Train.SnapshotSteps, x.Train.Threads = nil, 0
@@ -80,12 +81,12 @@ func CheckBranch(trunk, c Config, at int) error {
 // diagnostics.jsonl up to the snapshot, the snapshot as the branch's first checkpoint (under the branch's own
 // config fingerprint), then config.toml, written last so that a crash before it leaves a directory that is set
 // up again from scratch. The snapshot must exist: ErrNoSnapshot until the trunk has passed the branch point.
-func StartOrResumeBranch(ctx context.Context, c Config, dir, trunkDir string, o Options) (Result, error) {
-	if isRegular(filepath.Join(dir, ConfigFile)) {
+func StartOrResumeBranch(ctx context.Context, c recipe.Config, dir, trunkDir string, o Options) (Result, error) {
+	if rundir.IsRegular(filepath.Join(dir, rundir.ConfigFile)) {
 		return StartOrResume(ctx, c, dir, o)
 	}
 	at := BranchPoint(c)
-	trunk, err := Load(filepath.Join(trunkDir, ConfigFile), nil)
+	trunk, err := Load(filepath.Join(trunkDir, rundir.ConfigFile), nil)
 	if err != nil {
 		return Result{}, fmt.Errorf("branch %s: trunk: %w", dir, err)
 	}
@@ -108,7 +109,7 @@ func StartOrResumeBranch(ctx context.Context, c Config, dir, trunkDir string, o 
 		return Result{}, err
 	}
 	defer release()
-	if isRegular(filepath.Join(dir, ConfigFile)) { // another process set it up since the first check
+	if rundir.IsRegular(filepath.Join(dir, rundir.ConfigFile)) { // another process set it up since the first check
 		o.LockHeld = true
 		return StartOrResume(ctx, c, dir, o)
 	}
@@ -123,7 +124,7 @@ func StartOrResumeBranch(ctx context.Context, c Config, dir, trunkDir string, o 
 	for _, f := range []struct {
 		name string
 		n    int64
-	}{{InitFile, -1}, {MetricsFile, st.MetricsBytes}, {DiagFile, st.DiagBytes}} {
+	}{{rundir.InitFile, -1}, {rundir.MetricsFile, st.MetricsBytes}, {rundir.DiagFile, st.DiagBytes}} {
 		if err := copyPrefix(filepath.Join(trunkDir, f.name), filepath.Join(dir, f.name), f.n); err != nil {
 			return Result{}, fmt.Errorf("branch %s: %w", dir, err)
 		}
@@ -136,7 +137,7 @@ func StartOrResumeBranch(ctx context.Context, c Config, dir, trunkDir string, o 
 	if err != nil {
 		return Result{}, err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, ConfigFile), b); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, rundir.ConfigFile), b); err != nil {
 		return Result{}, err
 	}
 	o.LockHeld = true

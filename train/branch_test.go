@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // TestBranchEqualsIndependentRun: a WSD cooldown branch started from a trunk's snapshot ends with the final
@@ -74,7 +76,7 @@ func TestBranchEqualsIndependentRun(t *testing.T) {
 		t.Fatalf("resumed branch: %+v, %v", res, err)
 	}
 	sameRun(t, idir, bdir)
-	for _, f := range []string{filepath.Join(FinalDir, "model.safetensors"), filepath.Join(CheckpointSub(10), optimizerFile), InitFile} {
+	for _, f := range []string{filepath.Join(rundir.FinalDir, "model.safetensors"), filepath.Join(rundir.CheckpointSub(10), optimizerFile), rundir.InitFile} {
 		a, _ := os.ReadFile(filepath.Join(idir, f))
 		b, _ := os.ReadFile(filepath.Join(bdir, f))
 		if len(a) == 0 || !bytes.Equal(a, b) {

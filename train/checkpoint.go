@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
@@ -162,7 +163,7 @@ func loadCheckpoint(ck string, step int, m *model.Model, opt *optim.AdamW) (Stat
 	if c != m.Config {
 		return st, fmt.Errorf("resume %s: checkpoint model config differs from the run's config.toml", ck)
 	}
-	if err := m.LoadWeights(filepath.Join(ck, model.WeightsFile)); err != nil {
+	if err := m.LoadWeights(filepath.Join(ck, arch.WeightsFile)); err != nil {
 		return st, fmt.Errorf("resume: %w", err)
 	}
 	path := filepath.Join(ck, optimizerFile)

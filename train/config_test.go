@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // TestStartRefusesWhatTheMachineCannotRun: a config whose precision names no row of the precision table, or
@@ -18,11 +20,11 @@ func TestStartRefusesWhatTheMachineCannotRun(t *testing.T) {
 	good := smallRun(t, root, 2)
 	for _, tc := range []struct {
 		name, want string
-		set        func(c *Config)
+		set        func(c *recipe.Config)
 		sets       []string
 	}{
-		{"unknown precision", `train.precision = "fp8"`, func(c *Config) { c.Train.Precision = "fp8" }, []string{"train.precision=fp8"}},
-		{"threads over the pool", "train.threads", func(c *Config) { c.Train.Threads = kernel.MaxWorkers + 1 },
+		{"unknown precision", `train.precision = "fp8"`, func(c *recipe.Config) { c.Train.Precision = "fp8" }, []string{"train.precision=fp8"}},
+		{"threads over the pool", "train.threads", func(c *recipe.Config) { c.Train.Threads = kernel.MaxWorkers + 1 },
 			[]string{"train.threads=" + strings.Repeat("9", 7)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,8 +43,8 @@ func TestStartRefusesWhatTheMachineCannotRun(t *testing.T) {
 			if _, err := Start(context.Background(), c, dir, Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Start: %v, want an error naming %s", err, tc.want)
 			}
-			if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
-				t.Errorf("Start wrote %s for a config it refused", ConfigFile)
+			if _, err := os.Stat(filepath.Join(dir, rundir.ConfigFile)); err == nil {
+				t.Errorf("Start wrote %s for a config it refused", rundir.ConfigFile)
 			}
 		})
 	}

@@ -6,18 +6,19 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/smallinit/smallinit/model"
-	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // DefaultsFile is where the repository keeps the trainer's defaults for the PyTorch trainer, relative to its
-// root. The Python side reads this file instead of keeping its own copy of Default(); a test in this package
+// root. The Python side reads this file instead of keeping its own copy of recipe.Default(); a test in this package
 // fails when the committed file differs from what DefaultsJSON writes.
 const DefaultsFile = "python/smallinit_torch/train_defaults.json"
 
 // DefaultsDoc is the JSON document of DefaultsFile: the run config's defaults under its TOML keys, the schedule
-// kinds, the metrics.jsonl keys in their order, and learning rates of optim.Schedule.LR that a second
+// kinds, the metrics.jsonl keys in their order, and learning rates of recipe.Schedule.LR that a second
 // implementation of the schedule must reproduce.
 type DefaultsDoc struct {
 	About string         `json:"about"`
@@ -31,38 +32,38 @@ type DefaultsDoc struct {
 	LRExamples    []LRExample                  `json:"lr_examples"`
 }
 
-// LRExample is one schedule and the learning rate optim.Schedule.LR gives at each of its steps.
+// LRExample is one schedule and the learning rate recipe.Schedule.LR gives at each of its steps.
 type LRExample struct {
-	Schedule optim.Schedule `json:"schedule"`
-	LR       []float64      `json:"lr"`
+	Schedule recipe.Schedule `json:"schedule"`
+	LR       []float64       `json:"lr"`
 }
 
-// scheduleKinds lists every kind optim.Schedule.Validate accepts.
-var scheduleKinds = []string{optim.ScheduleCosine, optim.ScheduleWSD, optim.ScheduleConstant}
+// scheduleKinds lists every kind recipe.Schedule.Validate accepts.
+var scheduleKinds = []string{recipe.ScheduleCosine, recipe.ScheduleWSD, recipe.ScheduleConstant}
 
 // Defaults returns the document DefaultsJSON encodes.
 func Defaults() (DefaultsDoc, error) {
-	run := nest(override.Struct(Default()))
+	run := nest(override.Struct(recipe.Default()))
 	doc := DefaultsDoc{
-		About: "Written by Go's train package (train/defaults_export.go) from train.Default(); do not edit: " +
+		About: "Written by Go's train package (train/defaults_export.go) from recipe.Default(); do not edit: " +
 			"regenerate with go test ./train -run TestDefaultsFileUpToDate -update-defaults",
 		Run: run, Types: map[string]map[string]string{}, ScheduleKinds: scheduleKinds, MetricKeys: metricKeys(),
 	}
-	keyTypes(reflect.TypeOf(Config{}), "", doc.Types)
+	keyTypes(reflect.TypeOf(recipe.Config{}), "", doc.Types)
 	doc.Presets = map[string]map[string]any{}
-	// Every preset Go's trainer accepts (model.LookupPreset): the small ones and the study's scales.
-	for _, p := range append(model.Presets(), model.ScalePresets()...) {
-		c := Default()
-		c.Model = ModelConfig{Preset: p.Name, Config: p.Config}
+	// Every preset Go's trainer accepts (arch.LookupPreset): the small ones and the study's scales.
+	for _, p := range append(arch.Presets(), arch.ScalePresets()...) {
+		c := recipe.Default()
+		c.Model = recipe.ModelConfig{Preset: p.Name, Config: p.Config}
 		m, _ := nest(override.Struct(c))["model"].(map[string]any)
 		doc.Presets[p.Name] = m
 	}
-	for _, s := range []optim.Schedule{
-		{Kind: optim.ScheduleCosine, PeakLR: 1e-2, Warmup: 3, MinRatio: 0.1, Total: 12},
-		{Kind: optim.ScheduleCosine, PeakLR: 3e-3, Warmup: 0, MinRatio: 0, Total: 2},
-		{Kind: optim.ScheduleWSD, PeakLR: 1e-2, Warmup: 2, MinRatio: 0.1, DecaySteps: 4, Total: 12},
-		{Kind: optim.ScheduleWSD, PeakLR: 1e-2, Warmup: 2, MinRatio: 0.1, DecaySteps: 0, Total: 6},
-		{Kind: optim.ScheduleConstant, PeakLR: 5e-3, Warmup: 4, MinRatio: 0.1, Total: 8},
+	for _, s := range []recipe.Schedule{
+		{Kind: recipe.ScheduleCosine, PeakLR: 1e-2, Warmup: 3, MinRatio: 0.1, Total: 12},
+		{Kind: recipe.ScheduleCosine, PeakLR: 3e-3, Warmup: 0, MinRatio: 0, Total: 2},
+		{Kind: recipe.ScheduleWSD, PeakLR: 1e-2, Warmup: 2, MinRatio: 0.1, DecaySteps: 4, Total: 12},
+		{Kind: recipe.ScheduleWSD, PeakLR: 1e-2, Warmup: 2, MinRatio: 0.1, DecaySteps: 0, Total: 6},
+		{Kind: recipe.ScheduleConstant, PeakLR: 5e-3, Warmup: 4, MinRatio: 0.1, Total: 8},
 	} {
 		if err := s.Validate(); err != nil {
 			return DefaultsDoc{}, err
@@ -136,9 +137,9 @@ func keyTypes(t reflect.Type, section string, out map[string]map[string]string) 
 	}
 }
 
-// metricKeys returns the JSON keys of Metrics, in the order a metrics.jsonl line carries them.
+// metricKeys returns the JSON keys of rundir.Metrics, in the order a metrics.jsonl line carries them.
 func metricKeys() []string {
-	t := reflect.TypeOf(Metrics{})
+	t := reflect.TypeOf(rundir.Metrics{})
 	keys := make([]string, 0, t.NumField())
 	for i := 0; i < t.NumField(); i++ {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")

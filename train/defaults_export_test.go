@@ -28,7 +28,7 @@ func TestDefaultsFileUpToDate(t *testing.T) {
 		t.Fatalf("%v (write it with: go test ./train -run TestDefaultsFileUpToDate -update-defaults)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is out of date with train.Default(): regenerate with go test ./train -run TestDefaultsFileUpToDate -update-defaults", DefaultsFile)
+		t.Fatalf("%s is out of date with recipe.Default(): regenerate with go test ./train -run TestDefaultsFileUpToDate -update-defaults", DefaultsFile)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train/rundir"
 )
 
@@ -24,7 +25,7 @@ import (
 // which engine trained it; EngineOf says which one did.
 type Engine interface {
 	Name() string
-	StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result, error)
+	StartOrResume(ctx context.Context, c recipe.Config, dir string, o Options) (Result, error)
 }
 
 // Engine names, as EngineOf returns them and `--engine` takes them.
@@ -40,7 +41,7 @@ const TorchRecordFile = "pytorch.json"
 // EngineOf is the engine that trained (or is training) the run in dir: EngineTorch when it holds the PyTorch
 // trainer's record, else EngineGo.
 func EngineOf(dir string) string {
-	if isRegular(filepath.Join(dir, TorchRecordFile)) {
+	if rundir.IsRegular(filepath.Join(dir, TorchRecordFile)) {
 		return EngineTorch
 	}
 	return EngineGo
@@ -54,7 +55,7 @@ func (GoEngine) Name() string { return EngineGo }
 
 // StartOrResume is StartOrResume, refusing a run directory the PyTorch engine started and has not finished
 // (its checkpoints carry the PyTorch trainer's settings in pytorch.json, which this trainer would ignore).
-func (GoEngine) StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result, error) {
+func (GoEngine) StartOrResume(ctx context.Context, c recipe.Config, dir string, o Options) (Result, error) {
 	if EngineOf(dir) == EngineTorch && !rundir.Finished(dir) {
 		return Result{Resumed: true}, fmt.Errorf("%s: started by the PyTorch engine: resume it with --engine torch", dir)
 	}
@@ -82,8 +83,8 @@ const TorchInputDir = "torch-input"
 func (TorchEngine) Name() string { return EngineTorch }
 
 // StartOrResume trains the run of c in dir through the PyTorch trainer, or reads back a finished run.
-func (e TorchEngine) StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result, error) {
-	started := isRegular(filepath.Join(dir, ConfigFile))
+func (e TorchEngine) StartOrResume(ctx context.Context, c recipe.Config, dir string, o Options) (Result, error) {
+	started := rundir.IsRegular(filepath.Join(dir, rundir.ConfigFile))
 	if started && EngineOf(dir) != EngineTorch {
 		return Result{Resumed: true}, fmt.Errorf("%s: started by the Go engine: resume it with --engine go", dir)
 	}
@@ -104,7 +105,7 @@ func (e TorchEngine) StartOrResume(ctx context.Context, c Config, dir string, o 
 }
 
 // arguments writes the run's inputs (a new run) and returns the trainer's arguments.
-func (e TorchEngine) arguments(c Config, dir string, started bool) ([]string, error) {
+func (e TorchEngine) arguments(c recipe.Config, dir string, started bool) ([]string, error) {
 	args := []string{"-m", "smallinit_torch", "train", "--quiet"}
 	if e.Device != "" {
 		args = append(args, "--device", e.Device)
@@ -138,7 +139,7 @@ func (e TorchEngine) arguments(c Config, dir string, started bool) ([]string, er
 // the Go engine draws them, into the model directory md (with the recipe recorded as smallinit_init): both
 // engines start a run from the same weights, so that their runs of one plan agree within the parity tolerance
 // (the PyTorch package's own draws follow the same rule but another generator).
-func drawInit(c Config, md string) error {
+func drawInit(c recipe.Config, md string) error {
 	pool := kernel.NewPool(1)
 	defer pool.Close()
 	m, err := model.New(c.Model.Config, 1, pool)

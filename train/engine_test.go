@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // TestEnginesRefuseEachOthersUnfinishedRuns: a run directory records its engine (pytorch.json for the PyTorch
@@ -14,7 +17,7 @@ import (
 func TestEnginesRefuseEachOthersUnfinishedRuns(t *testing.T) {
 	goRun, torchRun := t.TempDir(), t.TempDir()
 	for _, d := range []string{goRun, torchRun} {
-		if err := os.WriteFile(filepath.Join(d, ConfigFile), []byte("seed = 0\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(d, rundir.ConfigFile), []byte("seed = 0\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -27,11 +30,11 @@ func TestEnginesRefuseEachOthersUnfinishedRuns(t *testing.T) {
 	if got := EngineOf(torchRun); got != EngineTorch {
 		t.Errorf("EngineOf(a PyTorch run) = %q", got)
 	}
-	_, err := GoEngine{}.StartOrResume(context.Background(), Default(), torchRun, Options{})
+	_, err := GoEngine{}.StartOrResume(context.Background(), recipe.Default(), torchRun, Options{})
 	if err == nil || !strings.Contains(err.Error(), "resume it with --engine torch") {
 		t.Errorf("Go engine on a PyTorch run: %v", err)
 	}
-	_, err = TorchEngine{Python: "/nonexistent/python"}.StartOrResume(context.Background(), Default(), goRun, Options{})
+	_, err = TorchEngine{Python: "/nonexistent/python"}.StartOrResume(context.Background(), recipe.Default(), goRun, Options{})
 	if err == nil || !strings.Contains(err.Error(), "resume it with --engine go") {
 		t.Errorf("PyTorch engine on a Go run: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // Train a small model from Go: a token file, a run config from dotted keys (the same overrides as
@@ -42,7 +43,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, err = os.Stat(filepath.Join(res.Dir, train.FinalDir, "model.safetensors"))
+	_, err = os.Stat(filepath.Join(res.Dir, rundir.FinalDir, "model.safetensors"))
 	fmt.Printf("trained %d steps, final model written: %v\n", res.Steps, err == nil)
 	// Output: trained 4 steps, final model written: true
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // TestRunRefusesAFIFORecord: a run directory whose metrics.jsonl or diagnostics.jsonl is a FIFO (which an
@@ -21,7 +22,7 @@ import (
 func TestRunRefusesAFIFORecord(t *testing.T) {
 	root := t.TempDir()
 	c := smallRun(t, root, 2, "train.diagnostics_interval=1")
-	for _, name := range []string{MetricsFile, DiagFile} {
+	for _, name := range []string{rundir.MetricsFile, rundir.DiagFile} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
 			if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"github.com/smallinit/smallinit/internal/allocs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/internal/allocs"
+	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/train/rundir"
 
 	"github.com/smallinit/smallinit/data"
 )
@@ -30,7 +33,7 @@ func splitSets(s string) []string {
 // writes config.toml that way and Resume reads it back); errors must say where (the file or --set); it may
 // allocate at most 1 MB plus 512 bytes per byte of input (the TOML decoder's work, twice).
 func FuzzLoad(f *testing.F) {
-	good, _ := Default().Encode()
+	good, _ := recipe.Default().Encode()
 	f.Add(good, "data.train=x.tok")
 	f.Add([]byte("seed = 3\n[model]\npreset = \"tiny-moe\"\nhidden_size = 64\n[train]\nsteps = 2\n[data]\ntrain = \"t.tok\"\n"), "")
 	f.Add([]byte("[model]\npreset = \"small\"\n"), "model.attn_gate=elementwise\nmodel.norm_eps=1e-12\ninit.gamma=0.5\ndata.train=t.tok")
@@ -47,7 +50,7 @@ func FuzzLoad(f *testing.F) {
 			t.Fatal(err)
 		}
 		sets := splitSets(setText)
-		var c Config
+		var c recipe.Config
 		var err error
 		n := allocs.Bytes(func() { c, err = Load(path, sets) })
 		if limit := uint64(1<<20 + 512*(len(file)+len(setText))); n > limit {
@@ -190,7 +193,7 @@ func FuzzResumeState(f *testing.F) {
 			t.Fatalf("Resume allocated %d bytes (limit %d)", n, limit)
 		}
 		if err != nil {
-			if msg := err.Error(); !strings.Contains(msg, stateFile) && !strings.Contains(msg, MetricsFile) && !strings.Contains(msg, DiagFile) {
+			if msg := err.Error(); !strings.Contains(msg, stateFile) && !strings.Contains(msg, rundir.MetricsFile) && !strings.Contains(msg, rundir.DiagFile) {
 				t.Fatalf("error names neither state.json nor the file it disagrees with: %v", err)
 			}
 			return
@@ -198,7 +201,7 @@ func FuzzResumeState(f *testing.F) {
 		if res.Steps != 4 {
 			t.Fatalf("resumed run ended at step %d, want 4", res.Steps)
 		}
-		mf, err := os.Open(filepath.Join(run, MetricsFile))
+		mf, err := os.Open(filepath.Join(run, rundir.MetricsFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +229,7 @@ func TestResumeRefusesForeignState(t *testing.T) {
 		name, want string
 		mod        func(*State)
 	}{
-		{"metrics beyond the end", MetricsFile, func(s *State) { s.MetricsBytes += 1 << 20 }},
+		{"metrics beyond the end", rundir.MetricsFile, func(s *State) { s.MetricsBytes += 1 << 20 }},
 		{"another step", "state of step 3", func(s *State) { s.Step = 3 }},
 		{"token count", "tokens after 2 steps", func(s *State) { s.Tokens++ }},
 		{"update count", "updates and", func(s *State) { s.Skipped = 1 }},
@@ -239,12 +242,12 @@ func TestResumeRefusesForeignState(t *testing.T) {
 		tc.mod(&s)
 		b, _ := json.Marshal(s)
 		os.WriteFile(filepath.Join(run, checkpointsDir, checkpointName(2), stateFile), b, 0o644)
-		before, _ := os.ReadFile(filepath.Join(run, MetricsFile))
+		before, _ := os.ReadFile(filepath.Join(run, rundir.MetricsFile))
 		_, err := Resume(context.Background(), run, Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
-		if after, _ := os.ReadFile(filepath.Join(run, MetricsFile)); string(after) != string(before) {
+		if after, _ := os.ReadFile(filepath.Join(run, rundir.MetricsFile)); string(after) != string(before) {
 			t.Errorf("%s: metrics.jsonl changed by a refused resume", tc.name)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/internal/runlock"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // TestLockedDirectoryIsRefused: while another holder has a run directory's lock, Start and Resume refuse it
@@ -35,7 +36,7 @@ func TestLockedDirectoryIsRefused(t *testing.T) {
 			t.Errorf("%s of a locked directory: %v, want ErrBusy naming the holder", name, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, rundir.ConfigFile)); err == nil {
 		t.Error("a refused start wrote config.toml")
 	}
 	held.Release()
@@ -83,7 +84,7 @@ func TestSecondProcessCannotTrainARunningDirectory(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("child: %v", err)
 	}
-	f, err := os.ReadFile(filepath.Join(run, MetricsFile))
+	f, err := os.ReadFile(filepath.Join(run, rundir.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 func TestMaskTargetsKeepsOnlyLossPositions(t *testing.T) {
-	c := Default()
+	c := recipe.Default()
 	c.Model.SeqLen = 4
 	c.Train.LossPositions = []int{1, 3}
 	tg := []int32{10, 11, 12, 13, 20, 21, 22, 23}
@@ -63,7 +65,7 @@ func TestLossPositionsTrainTheAnswerOnly(t *testing.T) {
 	if res.Loss >= 0.05 {
 		t.Errorf("answer-only loss after 60 steps on one window: %.4f, want < 0.05", res.Loss)
 	}
-	back, err := Load(filepath.Join(dir, ConfigFile), nil)
+	back, err := Load(filepath.Join(dir, rundir.ConfigFile), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

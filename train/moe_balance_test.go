@@ -10,6 +10,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // TestTinyMoEKeepsExpertsBalanced trains the tiny-moe preset (its defaults: α = 0.01 and auxiliary-loss-free
@@ -48,7 +49,7 @@ func TestTinyMoEKeepsExpertsBalanced(t *testing.T) {
 	pool := kernel.NewPool(0)
 	defer pool.Close()
 	const windows = 32
-	m, _, err := model.Load(filepath.Join(run, FinalDir), windows, pool)
+	m, _, err := model.Load(filepath.Join(run, rundir.FinalDir), windows, pool)
 	if err != nil {
 		t.Fatal(err)
 	}

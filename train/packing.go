@@ -10,9 +10,10 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // PackingGainMin is the aggregate speed-up packing must show before a sweep packs its runs: below it the
@@ -42,7 +43,7 @@ func (p Packing) String() string {
 // Benchmark on cores threads and cores concurrent Benchmarks on one thread each (each steps timed steps
 // after one warm-up), medians of the rounds, so that both arrangements see the same machine. cores < 2 needs
 // no measurement and returns Jobs 1.
-func ProbePacking(c model.Config, batch int, precision string, cores, steps, rounds int) (Packing, error) {
+func ProbePacking(c arch.Config, batch int, precision string, cores, steps, rounds int) (Packing, error) {
 	p := Packing{Cores: cores, Jobs: 1, Precision: precision, Params: c.NumParams()}
 	if cores < 2 {
 		return p, nil
@@ -97,7 +98,7 @@ const PackingFile = "packing.json"
 // rounds) on c's model, batch and precision, recorded at path (atomically) so that a resumed sweep or plan
 // keeps its choice; a precision of auto is resolved first (ResolvePrecision, recorded beside path). Both the measurement and the choice are logged. A record that cannot be read or parsed
 // is an error naming the file.
-func PackingFor(path string, c Config, cores int, log io.Writer) (Packing, error) {
+func PackingFor(path string, c recipe.Config, cores int, log io.Writer) (Packing, error) {
 	logf := func(format string, a ...any) {
 		if log != nil {
 			fmt.Fprintf(log, format, a...)

@@ -7,14 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/arch"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // TestProbePacking: the probe reports both arrangements' aggregate tokens/s, their ratio, and the choice the
 // ratio implies; one core needs no measurement; bad counts are refused.
 func TestProbePacking(t *testing.T) {
-	c := model.Config{Vocab: 64, Dim: 16, FFN: 32, Layers: 1, Heads: 2, SeqLen: 8, NormEps: 1e-5, Norm: model.NormRMS,
-		AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	c := arch.Config{Vocab: 64, Dim: 16, FFN: 32, Layers: 1, Heads: 2, SeqLen: 8, NormEps: 1e-5, Norm: arch.NormRMS,
+		AttnGate: arch.GateNone, RopeTheta: 10000, FFNKind: arch.FFNDense}
 	p, err := ProbePacking(c, 2, "f32", 2, 2, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -40,9 +41,9 @@ func TestProbePacking(t *testing.T) {
 // the precision auto resolves to, recorded in precision.json beside the packing record, instead of failing.
 func TestPackingForResolvesAuto(t *testing.T) {
 	dir := t.TempDir()
-	c := Default()
-	c.Model.Config = model.Config{Vocab: 64, Dim: 16, FFN: 32, Layers: 1, Heads: 2, SeqLen: 8, NormEps: 1e-5, Norm: model.NormRMS,
-		AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	c := recipe.Default()
+	c.Model.Config = arch.Config{Vocab: 64, Dim: 16, FFN: 32, Layers: 1, Heads: 2, SeqLen: 8, NormEps: 1e-5, Norm: arch.NormRMS,
+		AttnGate: arch.GateNone, RopeTheta: 10000, FFNKind: arch.FFNDense}
 	c.Train.BatchSize, c.Train.Precision = 2, PrecisionAuto
 	pk, err := PackingFor(filepath.Join(dir, PackingFile), c, 2, nil)
 	if err != nil {

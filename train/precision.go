@@ -11,10 +11,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // PrecisionAuto is train.precision's setting that measures instead of naming a precision: the eligible
@@ -161,7 +162,7 @@ func eligiblePrecisions() []string {
 // ProbePrecision times every eligible precision on model c at batch sequences per step on threads threads
 // (0: all cores): rounds alternations of one Benchmark each (steps timed steps after one warm-up), medians,
 // so that every candidate sees the same machine. With one candidate nothing is timed.
-func ProbePrecision(c model.Config, batch, threads, steps, rounds int) (PrecisionChoice, error) {
+func ProbePrecision(c arch.Config, batch, threads, steps, rounds int) (PrecisionChoice, error) {
 	p := PrecisionChoice{CPU: kernel.CPUModel(), Params: c.NumParams(), Batch: batch, SeqLen: c.SeqLen, Threads: threads}
 	names := eligiblePrecisions()
 	for _, n := range names {
@@ -210,17 +211,17 @@ const PrecisionFile = "precision.json"
 // model, batch and threads, recorded at path (atomically) so that a resumed run or plan keeps its choice. Both
 // the measurement and the choice are logged. A record that cannot be read or parsed is an error naming the
 // file.
-func PrecisionFor(path string, c Config, log io.Writer) (PrecisionChoice, error) {
+func PrecisionFor(path string, c recipe.Config, log io.Writer) (PrecisionChoice, error) {
 	return precisionFor(path, c, log, true)
 }
 
 // PeekPrecision is PrecisionFor that writes nothing: the matching record at path if there is one, else a
 // fresh measurement left unrecorded (for printing a plan before it runs).
-func PeekPrecision(path string, c Config, log io.Writer) (PrecisionChoice, error) {
+func PeekPrecision(path string, c recipe.Config, log io.Writer) (PrecisionChoice, error) {
 	return precisionFor(path, c, log, false)
 }
 
-func precisionFor(path string, c Config, log io.Writer, record bool) (PrecisionChoice, error) {
+func precisionFor(path string, c recipe.Config, log io.Writer, record bool) (PrecisionChoice, error) {
 	logf := func(format string, a ...any) {
 		if log != nil {
 			fmt.Fprintf(log, format, a...)
@@ -272,7 +273,7 @@ func precisionFor(path string, c Config, log io.Writer, record bool) (PrecisionC
 // ResolvePrecision returns c with train.precision = "auto" replaced by PrecisionFor's choice, recorded in
 // dir's PrecisionFile; any other precision is returned as it is. A run's config.toml therefore always names
 // the precision it trains in, and a resumed run keeps it whatever the machine.
-func ResolvePrecision(c Config, dir string, log io.Writer) (Config, error) {
+func ResolvePrecision(c recipe.Config, dir string, log io.Writer) (recipe.Config, error) {
 	if c.Train.Precision != PrecisionAuto {
 		return c, nil
 	}

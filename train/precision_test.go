@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // TestChoosePrecisionNeedsTheGain: float32 is kept unless another precision is at least PrecisionGainMin
@@ -54,7 +55,7 @@ func TestPrecisionKindsEligibility(t *testing.T) {
 }
 
 // precisionTestConfig is a model small enough to probe in a test.
-func precisionTestConfig(t *testing.T) Config {
+func precisionTestConfig(t *testing.T) recipe.Config {
 	c, err := Load("", []string{"model.vocab_size=64", "model.hidden_size=16", "model.num_hidden_layers=1",
 		"model.num_attention_heads=2", "model.max_position_embeddings=16", "train.batch_size=2", "train.threads=1",
 		"train.precision=auto", "data.train=unused.tok"})
@@ -198,8 +199,8 @@ func TestParsePrecisionReadsTheTable(t *testing.T) {
 // TestBenchmarkRunsInTheParsedPrecision: Benchmark names the precision it ran (f32 for "") and refuses, naming
 // the value, a precision that is not in the table.
 func TestBenchmarkRunsInTheParsedPrecision(t *testing.T) {
-	c := model.Config{Vocab: 64, Dim: 32, FFN: 64, Layers: 1, Heads: 2, SeqLen: 8, NormEps: 1e-5,
-		Norm: model.NormRMS, AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	c := arch.Config{Vocab: 64, Dim: 32, FFN: 64, Layers: 1, Heads: 2, SeqLen: 8, NormEps: 1e-5,
+		Norm: arch.NormRMS, AttnGate: arch.GateNone, RopeTheta: 10000, FFNKind: arch.FFNDense}
 	r, err := Benchmark(c, BenchOptions{Batch: 2, Steps: 1, Warmup: 0, Threads: 1})
 	if err != nil || r.Precision != "f32" {
 		t.Fatalf("Benchmark with no precision: %q, %v; want f32", r.Precision, err)

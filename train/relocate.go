@@ -18,6 +18,7 @@ import (
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // A run's data paths (data.train, data.val) are where it reads its tokens from, not what it computes. A study
@@ -30,9 +31,9 @@ import (
 // computes) and the data paths replaced by the tokens they hold (train and val, as read): what a checkpoint
 // records of the config it was taken under. A run directory moved, with or without its data, keeps its
 // fingerprint; a config edited in any key that computes, or pointed at other tokens, does not.
-func Fingerprint(c Config, train, val []int32) (string, error) {
+func Fingerprint(c recipe.Config, train, val []int32) (string, error) {
 	c.Train.Threads = 0
-	c.Data = DataConfig{}
+	c.Data = recipe.DataConfig{}
 	b, err := c.Encode()
 	if err != nil {
 		return "", err
@@ -59,7 +60,7 @@ func Fingerprint(c Config, train, val []int32) (string, error) {
 // legacyFingerprint is the fingerprint checkpoints of earlier builds recorded: the config with its data paths
 // as config.toml writes them. Such a checkpoint resumes in place; StartOrResume migrates it (relocate) when its
 // run directory was moved with its data.
-func legacyFingerprint(c Config) (string, error) {
+func legacyFingerprint(c recipe.Config) (string, error) {
 	c.Train.Threads = 0
 	b, err := c.Encode()
 	if err != nil {
@@ -74,7 +75,7 @@ func legacyFingerprint(c Config) (string, error) {
 // directory that was moved since (MovedPath, with one old location for all of them). It returns whether the
 // data paths differ (the run was moved: its recorded paths are stale). An error wraps ErrConfigDiffers and
 // says whether keys that compute differ or only the data paths do.
-func CompareMoved(have, want Config, dir string) (moved bool, err error) {
+func CompareMoved(have, want recipe.Config, dir string) (moved bool, err error) {
 	h, w := have, want
 	h.Train.Threads, w.Train.Threads = 0, 0
 	for _, k := range recipe.DataKeys() {
@@ -214,7 +215,7 @@ func sameBytes(old, cur string) (bool, error) {
 }
 
 // dataFingerprint is c's Fingerprint, its tokens read from its data paths.
-func dataFingerprint(c Config) (string, error) {
+func dataFingerprint(c recipe.Config) (string, error) {
 	tr, err := data.ReadTokens(c.Data.Train, c.Model.Vocab)
 	if err != nil {
 		return "", fmt.Errorf("data.train: %w", err)
@@ -233,7 +234,7 @@ func dataFingerprint(c Config) (string, error) {
 // earlier build (legacyFingerprint: absolute data paths) is given the fingerprint of the rewritten config, so
 // that Resume accepts it. The checkpoints go first, so that a process killed in between leaves a run that the
 // next attempt relocates again. The caller holds the run's lock.
-func relocate(dir string, have, want Config) error {
+func relocate(dir string, have, want recipe.Config) error {
 	c := have
 	for _, k := range recipe.DataKeys() {
 		*c.DataPath(k) = *want.DataPath(k)
@@ -275,5 +276,5 @@ func relocate(dir string, have, want Config) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(dir, ConfigFile), b)
+	return atomicfile.Write(filepath.Join(dir, rundir.ConfigFile), b)
 }

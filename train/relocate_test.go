@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // TestMovedRunResumesExactly: a run interrupted after a checkpoint, whose directory is then moved together
@@ -26,20 +29,20 @@ func TestMovedRunResumesExactly(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		copy   bool                                           // cp -r instead of mv
-		legacy bool                                           // the checkpoint records the fingerprint of earlier builds
-		edit   func(t *testing.T, old, new string, c *Config) // after the move: the config asked for, or the old files
-		refuse string                                         // "": resumes exactly; else a part of the error
+		copy   bool                                                  // cp -r instead of mv
+		legacy bool                                                  // the checkpoint records the fingerprint of earlier builds
+		edit   func(t *testing.T, old, new string, c *recipe.Config) // after the move: the config asked for, or the old files
+		refuse string                                                // "": resumes exactly; else a part of the error
 	}{
 		{name: "moved"},
 		{name: "copied", copy: true},
 		{name: "checkpoint of an earlier build", legacy: true},
-		{name: "edited lr", edit: func(_ *testing.T, _, _ string, c *Config) { c.Schedule.PeakLR *= 2 }, refuse: "edited by hand"},
-		{name: "edited steps", edit: func(_ *testing.T, _, _ string, c *Config) { c.Train.Steps = 5 }, refuse: "edited by hand"},
-		{name: "other data file", edit: func(_ *testing.T, _, new string, c *Config) {
+		{name: "edited lr", edit: func(_ *testing.T, _, _ string, c *recipe.Config) { c.Schedule.PeakLR *= 2 }, refuse: "edited by hand"},
+		{name: "edited steps", edit: func(_ *testing.T, _, _ string, c *recipe.Config) { c.Train.Steps = 5 }, refuse: "edited by hand"},
+		{name: "other data file", edit: func(_ *testing.T, _, new string, c *recipe.Config) {
 			c.Data.Val = filepath.Join(new, "data", "val2.tok")
 		}, refuse: "only in its data paths"},
-		{name: "copied with other bytes", copy: true, edit: func(t *testing.T, old, _ string, _ *Config) {
+		{name: "copied with other bytes", copy: true, edit: func(t *testing.T, old, _ string, _ *recipe.Config) {
 			writeTokens(t, filepath.Join(old, "data"), "val.tok", 600, 64, 3)
 		}, refuse: "still exists and differs"},
 	} {
@@ -73,10 +76,10 @@ func TestMovedRunResumesExactly(t *testing.T) {
 				tc.edit(t, old, moved, &nc)
 			}
 			ndir := filepath.Join(moved, "runs", "r")
-			before, _ := os.ReadFile(filepath.Join(ndir, ConfigFile))
+			before, _ := os.ReadFile(filepath.Join(ndir, rundir.ConfigFile))
 			res, err := StartOrResume(context.Background(), nc, ndir, Options{})
 			if tc.refuse != "" {
-				after, _ := os.ReadFile(filepath.Join(ndir, ConfigFile))
+				after, _ := os.ReadFile(filepath.Join(ndir, rundir.ConfigFile))
 				if !errors.Is(err, ErrConfigDiffers) || !strings.Contains(err.Error(), tc.refuse) || string(before) != string(after) {
 					t.Errorf("resume: %v (config.toml changed: %v), want ErrConfigDiffers saying %q", err, string(before) != string(after), tc.refuse)
 				}
@@ -86,7 +89,7 @@ func TestMovedRunResumesExactly(t *testing.T) {
 				t.Fatalf("resume: %+v, %v; want the moved run resumed to step 7", res, err)
 			}
 			sameRun(t, straight, ndir)
-			if have, err := Load(filepath.Join(ndir, ConfigFile), nil); err != nil || have.Data != nc.Data {
+			if have, err := Load(filepath.Join(ndir, rundir.ConfigFile), nil); err != nil || have.Data != nc.Data {
 				t.Errorf("config.toml after the move: data %+v, %v; want %+v", have.Data, err, nc.Data)
 			}
 		})
@@ -94,7 +97,7 @@ func TestMovedRunResumesExactly(t *testing.T) {
 }
 
 // moveConfig is c with its data copied under root/data, as a study lays them out.
-func moveConfig(t *testing.T, c Config, root string) Config {
+func moveConfig(t *testing.T, c recipe.Config, root string) recipe.Config {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(root, "data"), 0o755); err != nil {
 		t.Fatal(err)
@@ -114,7 +117,7 @@ func moveConfig(t *testing.T, c Config, root string) Config {
 
 // setCheckpointFingerprint rewrites the config fingerprint of every checkpoint of the run in dir to the one
 // earlier builds recorded (legacyFingerprint of c).
-func setCheckpointFingerprint(t *testing.T, dir string, c Config) {
+func setCheckpointFingerprint(t *testing.T, dir string, c recipe.Config) {
 	t.Helper()
 	fp, err := legacyFingerprint(c)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // TestResumeRefusesStateItCannotHaveWritten: a resume refuses, naming the file, a state.json that is empty or
@@ -42,7 +44,7 @@ func TestResumeRefusesStateItCannotHaveWritten(t *testing.T) {
 			st.Config = ""
 			b, _ = json.Marshal(st)
 			os.WriteFile(p, b, 0o644)
-			cfg := filepath.Join(run, ConfigFile)
+			cfg := filepath.Join(run, rundir.ConfigFile)
 			c, err := Load(cfg, []string{"train.steps=1", "train.checkpoint_interval=1", "train.eval_interval=1", "schedule.warmup_steps=0"})
 			if err != nil {
 				t.Fatal(err)
@@ -53,7 +55,7 @@ func TestResumeRefusesStateItCannotHaveWritten(t *testing.T) {
 		{"more steps", "to train longer, start a new run whose init is this run's checkpoint, or a WSD continuation", func(t *testing.T, run string) {
 			// Extending a run is a legitimate wish that resume cannot grant (the schedule is fixed by the
 			// length): the refusal says what can.
-			cfg := filepath.Join(run, ConfigFile)
+			cfg := filepath.Join(run, rundir.ConfigFile)
 			c, err := Load(cfg, []string{"train.steps=8"})
 			if err != nil {
 				t.Fatal(err)
@@ -66,12 +68,12 @@ func TestResumeRefusesStateItCannotHaveWritten(t *testing.T) {
 			run := filepath.Join(t.TempDir(), "run")
 			copyTree(t, template, run)
 			tc.edit(t, run)
-			before, _ := os.ReadFile(filepath.Join(run, MetricsFile))
+			before, _ := os.ReadFile(filepath.Join(run, rundir.MetricsFile))
 			_, err := Resume(context.Background(), run, Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("resume: %v, want an error containing %q", err, tc.want)
 			}
-			if after, _ := os.ReadFile(filepath.Join(run, MetricsFile)); string(after) != string(before) {
+			if after, _ := os.ReadFile(filepath.Join(run, rundir.MetricsFile)); string(after) != string(before) {
 				t.Errorf("metrics.jsonl changed by a refused resume")
 			}
 		})

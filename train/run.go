@@ -22,6 +22,7 @@ import (
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train/rundir"
 )
 
@@ -34,7 +35,7 @@ type Options struct {
 	// Diagnostics, when set and train.diagnostics_interval > 0, is called at step 0 and every interval with the
 	// model and probe tokens (the validation tokens, else the training tokens); its result is appended to
 	// diagnostics.jsonl as a DiagLine {"diagnostics": ..., "step": N}. It lives outside this package (diag.Training,
-	// whose record type is diag.Record) so that train does not depend on diag.
+	// whose record type is diagrec.Record) so that train does not depend on diag.
 	Diagnostics func(step int, m *model.Model, probe []int32) (any, error)
 
 	// LockHeld says the caller already holds the run directory's lock (runlock.FileName), as a sweep task does;
@@ -122,8 +123,8 @@ func lock(ctx context.Context, dir string, o Options) (context.Context, func(), 
 }
 
 // Start begins a new run of c in dir, which must not hold a run already.
-func Start(ctx context.Context, c Config, dir string, o Options) (Result, error) {
-	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
+func Start(ctx context.Context, c recipe.Config, dir string, o Options) (Result, error) {
+	if _, err := os.Stat(filepath.Join(dir, rundir.ConfigFile)); err == nil {
 		return Result{}, fmt.Errorf("%s %w: resume it or choose another directory", dir, ErrRunExists)
 	}
 	if err := Validate(c); err != nil {
@@ -143,13 +144,13 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 	}
 	defer release()
 	// Checked again under the lock: another process may have started a run here since the first check.
-	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, rundir.ConfigFile)); err == nil {
 		return Result{}, fmt.Errorf("%s %w: resume it or choose another directory", dir, ErrRunExists)
 	}
 	if err := r.initialise(); err != nil {
 		return Result{}, err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, ConfigFile), b); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, rundir.ConfigFile), b); err != nil {
 		return Result{}, err
 	}
 	return r.loop(ctx)
@@ -157,7 +158,7 @@ func Start(ctx context.Context, c Config, dir string, o Options) (Result, error)
 
 // newRunDir reads and checks c's data and builds its runner before the run directory dir is created (so that bad
 // data leave nothing behind), then creates dir and takes its lock. release closes the runner's pool and unlocks.
-func newRunDir(ctx context.Context, c Config, dir string, o Options) (*runner, context.Context, func(), error) {
+func newRunDir(ctx context.Context, c recipe.Config, dir string, o Options) (*runner, context.Context, func(), error) {
 	r, err := newRunner(c, dir, o)
 	if err != nil {
 		return nil, nil, nil, err
@@ -180,8 +181,8 @@ func newRunDir(ctx context.Context, c Config, dir string, o Options) (*runner, c
 // aside), so that an edited or differently planned directory is refused rather than resumed under its own
 // config, and then resumes it; a run that already finished is only read back (its final model untouched).
 // The lock is taken unless o.LockHeld.
-func StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result, error) {
-	if _, err := os.Stat(filepath.Join(dir, ConfigFile)); err != nil {
+func StartOrResume(ctx context.Context, c recipe.Config, dir string, o Options) (Result, error) {
+	if _, err := os.Stat(filepath.Join(dir, rundir.ConfigFile)); err != nil {
 		res, err := Start(ctx, c, dir, o)
 		res.Threads = c.Train.Threads
 		if !errors.Is(err, ErrRunExists) {
@@ -202,7 +203,7 @@ func StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result
 	if moved {
 		// The run directory was moved with its data (a study's --out renamed): its config.toml's data paths
 		// are rewritten to where the files are now, and its checkpoints follow (relocate).
-		have, err := Load(filepath.Join(dir, ConfigFile), nil)
+		have, err := Load(filepath.Join(dir, rundir.ConfigFile), nil)
 		if err == nil {
 			err = relocate(dir, have, c)
 		}
@@ -227,8 +228,8 @@ func StartOrResume(ctx context.Context, c Config, dir string, o Options) (Result
 // and data paths that name the same files under a directory that was moved since: CompareMoved), so that a
 // sweep or a plan resumes the run it describes and not one edited by hand or planned with other settings
 // (another precision, say). It returns the threads the earlier attempt used, and whether the run was moved.
-func SameConfig(dir string, want Config) (threads int, moved bool, err error) {
-	path := filepath.Join(dir, ConfigFile)
+func SameConfig(dir string, want recipe.Config) (threads int, moved bool, err error) {
+	path := filepath.Join(dir, rundir.ConfigFile)
 	have, err := Load(path, nil)
 	if err != nil {
 		return 0, false, err
@@ -250,7 +251,7 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 		return Result{}, err
 	}
 	defer unlock()
-	c, err := Load(filepath.Join(dir, ConfigFile), nil)
+	c, err := Load(filepath.Join(dir, rundir.ConfigFile), nil)
 	if err != nil {
 		return Result{}, fmt.Errorf("resume %s: %w", dir, err)
 	}
@@ -272,7 +273,7 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 		ck := filepath.Join(dir, checkpointsDir, checkpointName(step))
 		if total := c.TotalSteps(); step > total {
 			return Result{}, fmt.Errorf("resume %s: checkpoint %s is past the run's %d steps (%s edited to fewer steps, or a checkpoint of another run): restore %s, or move the run directory away to start it afresh",
-				dir, ck, total, ConfigFile, ConfigFile)
+				dir, ck, total, rundir.ConfigFile, rundir.ConfigFile)
 		}
 		st, err := loadCheckpoint(ck, step, r.m, r.opt)
 		if err != nil {
@@ -285,7 +286,7 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 		if st.Seed != c.Seed || st.Config != "" && st.Config != r.st.Config && st.Config != legacy {
 			return Result{}, fmt.Errorf("resume %s: %s is not the config its checkpoint %s was taken under (edited by hand?); "+
 				"restore it, or move the run directory away to start it afresh. A run's length is fixed when it starts: to train "+
-				"longer, start a new run whose init is this run's checkpoint, or a WSD continuation from it: %w", dir, filepath.Join(dir, ConfigFile), ck, ErrConfigDiffers)
+				"longer, start a new run whose init is this run's checkpoint, or a WSD continuation from it: %w", dir, filepath.Join(dir, rundir.ConfigFile), ck, ErrConfigDiffers)
 		}
 		st.Config = r.st.Config
 		r.st = st
@@ -295,16 +296,16 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 		}
 		r.logf("resuming %s from %s\n", dir, ck)
 	}
-	if err := r.checkLength(MetricsFile, r.st.MetricsBytes); err != nil {
+	if err := r.checkLength(rundir.MetricsFile, r.st.MetricsBytes); err != nil {
 		return Result{}, err
 	}
-	if err := r.checkLength(DiagFile, r.st.DiagBytes); err != nil {
+	if err := r.checkLength(rundir.DiagFile, r.st.DiagBytes); err != nil {
 		return Result{}, err
 	}
-	if err := truncateMetrics(filepath.Join(dir, MetricsFile), r.st.MetricsBytes); err != nil {
+	if err := truncateMetrics(filepath.Join(dir, rundir.MetricsFile), r.st.MetricsBytes); err != nil {
 		return Result{}, err
 	}
-	if err := truncateMetrics(filepath.Join(dir, DiagFile), r.st.DiagBytes); err != nil {
+	if err := truncateMetrics(filepath.Join(dir, rundir.DiagFile), r.st.DiagBytes); err != nil {
 		return Result{}, err
 	}
 	return r.loop(ctx)
@@ -367,13 +368,13 @@ func truncateMetrics(path string, n int64) error {
 
 // runner holds a run's state.
 type runner struct {
-	c      Config
+	c      recipe.Config
 	dir    string
 	o      Options
 	pool   *kernel.Pool
 	m      *model.Model
 	opt    *optim.AdamW
-	sched  optim.Schedule
+	sched  recipe.Schedule
 	train  []int32
 	val    []int32
 	samp   *Sampler
@@ -381,7 +382,7 @@ type runner struct {
 	lastCk string
 }
 
-func newRunner(c Config, dir string, o Options) (*runner, error) {
+func newRunner(c recipe.Config, dir string, o Options) (*runner, error) {
 	r := &runner{c: c, dir: dir, o: o}
 	mc := c.Model.Config
 	var err error
@@ -449,21 +450,21 @@ func (r *runner) initialise() error {
 	}
 	opt := r.c.Optimizer
 	b, _ := json.MarshalIndent(gammainit.Record{Recipe: r.c.Init, Seed: r.c.Seed, Optimizer: &opt, Tensors: stds}, "", "  ")
-	if err := atomicfile.Write(filepath.Join(r.dir, InitFile), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(r.dir, rundir.InitFile), append(b, '\n')); err != nil {
 		return err
 	}
 	if err := r.saveInit(); err != nil {
 		return err
 	}
-	if err := truncateMetrics(filepath.Join(r.dir, DiagFile), 0); err != nil {
+	if err := truncateMetrics(filepath.Join(r.dir, rundir.DiagFile), 0); err != nil {
 		return err
 	}
-	return truncateMetrics(filepath.Join(r.dir, MetricsFile), 0)
+	return truncateMetrics(filepath.Join(r.dir, rundir.MetricsFile), 0)
 }
 
 // saveInit writes the step-0 weights to DIR/init/, whole or not at all (a temporary directory renamed).
 func (r *runner) saveInit() error {
-	dst, tmp := filepath.Join(r.dir, InitDir), filepath.Join(r.dir, ".tmp-"+InitDir)
+	dst, tmp := filepath.Join(r.dir, rundir.InitDir), filepath.Join(r.dir, ".tmp-"+rundir.InitDir)
 	os.RemoveAll(tmp)
 	if err := r.m.Save(tmp, initRecord(r.c)); err != nil {
 		os.RemoveAll(tmp)
@@ -490,11 +491,11 @@ func (r *runner) diagnose() error {
 	if err != nil {
 		return fmt.Errorf("diagnostics at step %d: %w", r.st.Step, err)
 	}
-	b, err := json.Marshal(DiagLine[any]{Step: r.st.Step, Diagnostics: v})
+	b, err := json.Marshal(rundir.DiagLine[any]{Step: r.st.Step, Diagnostics: v})
 	if err != nil { // e.g. a non-finite metric of a diverging model: record it rather than stop the run
-		b, _ = json.Marshal(DiagLine[any]{Step: r.st.Step, Error: err.Error()})
+		b, _ = json.Marshal(rundir.DiagLine[any]{Step: r.st.Step, Error: err.Error()})
 	}
-	path := filepath.Join(r.dir, DiagFile)
+	path := filepath.Join(r.dir, rundir.DiagFile)
 	f, err := inputfile.OpenAppend(path)
 	if err != nil {
 		return fmt.Errorf("diagnostics: %w", err)
@@ -529,7 +530,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	total := c.TotalSteps()
 	T, B := c.Model.SeqLen, c.Train.BatchSize
 	in, tg := make([]int32, B*T), make([]int32, B*T)
-	mf, err := inputfile.OpenAppend(filepath.Join(r.dir, MetricsFile))
+	mf, err := inputfile.OpenAppend(filepath.Join(r.dir, rundir.MetricsFile))
 	if err != nil {
 		return Result{}, fmt.Errorf("metrics: %w", err)
 	}
@@ -542,7 +543,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 			progressbar.OptionOnCompletion(func() { fmt.Fprintln(r.o.Log) }))
 		bar.Set(r.st.Step)
 	}
-	write := func(m Metrics) error {
+	write := func(m rundir.Metrics) error {
 		if err := enc.Encode(m); err != nil {
 			return fmt.Errorf("metrics %s: %w", mf.Name(), err)
 		}
@@ -561,7 +562,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		if err := write(Metrics{Step: 0, ValLoss: finite(v)}); err != nil {
+		if err := write(rundir.Metrics{Step: 0, ValLoss: finite(v)}); err != nil {
 			return Result{}, err
 		}
 		r.logf("step %6d  val loss %.4f\n", 0, v)
@@ -618,7 +619,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		done := r.st.Step == total
 		evalNow := r.val != nil && ((c.Train.EvalInterval > 0 && r.st.Step%c.Train.EvalInterval == 0) || done)
 		if r.st.Step%c.Train.LogInterval == 0 || done || evalNow {
-			mt := Metrics{Step: r.st.Step, Tokens: r.st.Tokens, LR: lr, GradNorm: gn, Skipped: r.st.Skipped}
+			mt := rundir.Metrics{Step: r.st.Step, Tokens: r.st.Tokens, LR: lr, GradNorm: gn, Skipped: r.st.Skipped}
 			if math.IsNaN(gn) || math.IsInf(gn, 0) {
 				mt.GradNorm = 0 // a skipped batch (skip_nonfinite): JSON has no NaN; Skipped counts it
 			}
@@ -683,7 +684,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	}
 	// The tokenizer first: model.Save writes config.json last, and its presence is what tells a finished run
 	// (sweep's done marker), so final/ must be whole by then.
-	final := filepath.Join(r.dir, FinalDir)
+	final := filepath.Join(r.dir, rundir.FinalDir)
 	if err := os.MkdirAll(final, 0o755); err != nil {
 		return Result{}, fmt.Errorf("final model: %w", err)
 	}
@@ -706,7 +707,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-// finishedResult is the Result of a finished run read from its metrics.jsonl (Summarise): the last logged
+// finishedResult is the Result of a finished run read from its metrics.jsonl (rundir.Summarise): the last logged
 // training and validation losses and the training throughput over the logged intervals (0 when no line has one).
 func finishedResult(dir string, steps int) (Result, error) {
 	r, err := rundir.Open(dir)
@@ -735,7 +736,9 @@ func finite(v float64) *float64 {
 
 // initRecord is what a model saved from a run of c records in its config.json as smallinit_init: the recipe
 // and seed of the run.
-func initRecord(c Config) gammainit.Record { return gammainit.Record{Recipe: c.Init, Seed: c.Seed} }
+func initRecord(c recipe.Config) gammainit.Record {
+	return gammainit.Record{Recipe: c.Init, Seed: c.Seed}
+}
 
 // TokenizerFile is the tokenizer a prepared data directory holds beside its token files; a run copies it into
 // its final model directory so that text-level tools (eval-tasks, generate) find it there.

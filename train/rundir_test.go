@@ -12,6 +12,7 @@ import (
 
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // TestRunReadsBackWhatTheLoopWrote trains a small run and reads every file back through Run: the config is
@@ -60,7 +61,7 @@ func TestRunReadsBackWhatTheLoopWrote(t *testing.T) {
 	if !(s.TokensPerS > 0) || !(s.BestValLoss <= s.ValLoss) {
 		t.Errorf("summary throughput %v, best val loss %v (last %v)", s.TokensPerS, s.BestValLoss, s.ValLoss)
 	}
-	ds, err := Diagnostics[stepRecord](r)
+	ds, err := rundir.Diagnostics[stepRecord](r.Run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +84,8 @@ func TestRunReadsBackWhatTheLoopWrote(t *testing.T) {
 	if m.Config != c.Model.Config {
 		t.Errorf("final model config %+v", m.Config)
 	}
-	if !r.Done() || !r.HasModel(FinalDir) || !r.HasModel(InitDir) {
-		t.Errorf("Done %v, final %v, init %v", r.Done(), r.HasModel(FinalDir), r.HasModel(InitDir))
+	if !r.Done() || !r.HasModel(rundir.FinalDir) || !r.HasModel(rundir.InitDir) {
+		t.Errorf("Done %v, final %v, init %v", r.Done(), r.HasModel(rundir.FinalDir), r.HasModel(rundir.InitDir))
 	}
 }
 
@@ -131,7 +132,7 @@ func TestRunReadersRefuseHostileFiles(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, MetricsFile)
+			path := filepath.Join(dir, rundir.MetricsFile)
 			tc.make(t, path)
 			r, err := OpenRun(dir)
 			if err != nil {
@@ -148,14 +149,14 @@ func TestRunReadersRefuseHostileFiles(t *testing.T) {
 				t.Errorf("%d lines read, want %d", len(ms), tc.wantRead)
 			}
 			// The same file as diagnostics.jsonl: same rules, except that a missing file is no diagnostics.
-			dpath := filepath.Join(dir, DiagFile)
+			dpath := filepath.Join(dir, rundir.DiagFile)
 			os.Remove(dpath)
 			if _, err := os.Lstat(path); err == nil {
 				if err := os.Rename(path, dpath); err != nil {
 					t.Fatal(err)
 				}
 			}
-			_, err = Diagnostics[map[string]any](r)
+			_, err = rundir.Diagnostics[map[string]any](r.Run)
 			if tc.name == "missing" {
 				if err != nil {
 					t.Errorf("no diagnostics file: %v, want no error", err)
@@ -198,7 +199,7 @@ func TestStartOrResume(t *testing.T) {
 	if !errors.Is(err, ErrInterrupted) || res.Resumed || res.Threads != 1 {
 		t.Fatalf("first attempt: %+v, %v; want a new run on 1 thread, interrupted", res, err)
 	}
-	metrics := func() string { b, _ := os.ReadFile(filepath.Join(dir, MetricsFile)); return string(b) }
+	metrics := func() string { b, _ := os.ReadFile(filepath.Join(dir, rundir.MetricsFile)); return string(b) }
 	before := metrics()
 
 	edits := []struct{ name, set string }{
@@ -209,7 +210,7 @@ func TestStartOrResume(t *testing.T) {
 	for _, e := range edits {
 		ec := smallRun(t, root, 7, "train.threads=1", e.set)
 		_, err := StartOrResume(context.Background(), ec, dir, Options{})
-		if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, ConfigFile)) || !strings.Contains(err.Error(), "differs") {
+		if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, rundir.ConfigFile)) || !strings.Contains(err.Error(), "differs") {
 			t.Errorf("edited %s: %v, want a refusal naming config.toml", e.name, err)
 		}
 		if metrics() != before {
@@ -225,7 +226,7 @@ func TestStartOrResume(t *testing.T) {
 	}
 	sameRun(t, straight, dir)
 
-	weights := filepath.Join(dir, FinalDir, "model.safetensors")
+	weights := filepath.Join(dir, rundir.FinalDir, "model.safetensors")
 	st, _ := os.Stat(weights)
 	again, err := StartOrResume(context.Background(), c, dir, Options{})
 	if err != nil || !again.Resumed || again.Loss != res.Loss || again.ValLoss != res.ValLoss {
@@ -248,13 +249,13 @@ func TestRunConfigAndInitNameBadFiles(t *testing.T) {
 		make       func(t *testing.T, path string)
 		read       func(r *Run) error
 	}{
-		{"config is a directory", ConfigFile, func(t *testing.T, p string) { os.Mkdir(p, 0o755) }, func(r *Run) error { _, err := r.Config(); return err }},
-		{"config is not TOML", ConfigFile, writeBytes("[model\n"), func(r *Run) error { _, err := r.Config(); return err }},
-		{"config has an unknown key", ConfigFile, writeBytes("colour = 1\n"), func(r *Run) error { _, err := r.Config(); return err }},
-		{"init is not JSON", InitFile, writeBytes("{"), func(r *Run) error { _, err := r.Init(); return err }},
-		{"init has no recipe", InitFile, writeBytes(`{"seed": 1}`), func(r *Run) error { _, err := r.Init(); return err }},
-		{"init is missing", InitFile, func(*testing.T, string) {}, func(r *Run) error { _, err := r.Init(); return err }},
-		{"no final model", FinalDir, func(*testing.T, string) {}, func(r *Run) error {
+		{"config is a directory", rundir.ConfigFile, func(t *testing.T, p string) { os.Mkdir(p, 0o755) }, func(r *Run) error { _, err := r.Config(); return err }},
+		{"config is not TOML", rundir.ConfigFile, writeBytes("[model\n"), func(r *Run) error { _, err := r.Config(); return err }},
+		{"config has an unknown key", rundir.ConfigFile, writeBytes("colour = 1\n"), func(r *Run) error { _, err := r.Config(); return err }},
+		{"init is not JSON", rundir.InitFile, writeBytes("{"), func(r *Run) error { _, err := r.Init(); return err }},
+		{"init has no recipe", rundir.InitFile, writeBytes(`{"seed": 1}`), func(r *Run) error { _, err := r.Init(); return err }},
+		{"init is missing", rundir.InitFile, func(*testing.T, string) {}, func(r *Run) error { _, err := r.Init(); return err }},
+		{"no final model", rundir.FinalDir, func(*testing.T, string) {}, func(r *Run) error {
 			_, err := r.FinalModel(1, nil)
 			return err
 		}},

@@ -20,6 +20,8 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // writeTokens writes n random tokens below vocab to a .tok file in dir.
@@ -38,7 +40,7 @@ func writeTokens(t *testing.T, dir, name string, n, vocab int, seed uint64) stri
 }
 
 // smallRun is a run small enough to train in well under a second.
-func smallRun(t *testing.T, dir string, steps int, extra ...string) Config {
+func smallRun(t *testing.T, dir string, steps int, extra ...string) recipe.Config {
 	t.Helper()
 	tr := writeTokens(t, dir, "train.tok", 5000, 64, 1)
 	va := writeTokens(t, dir, "val.tok", 600, 64, 2)
@@ -58,7 +60,7 @@ func smallRun(t *testing.T, dir string, steps int, extra ...string) Config {
 // metricsWithoutTiming reads metrics.jsonl and drops the wall-clock field.
 func metricsWithoutTiming(t *testing.T, dir string) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, MetricsFile))
+	f, err := os.Open(filepath.Join(dir, rundir.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +81,8 @@ func metricsWithoutTiming(t *testing.T, dir string) []string {
 
 func sameRun(t *testing.T, a, b string) {
 	t.Helper()
-	wa, _ := os.ReadFile(filepath.Join(a, FinalDir, "model.safetensors"))
-	wb, _ := os.ReadFile(filepath.Join(b, FinalDir, "model.safetensors"))
+	wa, _ := os.ReadFile(filepath.Join(a, rundir.FinalDir, "model.safetensors"))
+	wb, _ := os.ReadFile(filepath.Join(b, rundir.FinalDir, "model.safetensors"))
 	if len(wa) == 0 || !bytes.Equal(wa, wb) {
 		t.Errorf("final model.safetensors differ (%d and %d bytes)", len(wa), len(wb))
 	}
@@ -117,8 +119,8 @@ func TestResumeIsExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameRun(t, straight, split)
-	da, _ := os.ReadFile(filepath.Join(straight, DiagFile))
-	db, _ := os.ReadFile(filepath.Join(split, DiagFile))
+	da, _ := os.ReadFile(filepath.Join(straight, rundir.DiagFile))
+	db, _ := os.ReadFile(filepath.Join(split, rundir.DiagFile))
 	if len(da) == 0 || !bytes.Equal(da, db) || bytes.Count(da, []byte("\n")) != 3 {
 		t.Errorf("diagnostics.jsonl differ or do not hold steps 0, 4, 8:\n%s\nvs\n%s", da, db)
 	}
@@ -159,8 +161,8 @@ func TestBF16RunResumesExactly(t *testing.T) {
 	if _, err := Start(context.Background(), c32, f32, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	wa, _ := os.ReadFile(filepath.Join(straight, FinalDir, "model.safetensors"))
-	wb, _ := os.ReadFile(filepath.Join(f32, FinalDir, "model.safetensors"))
+	wa, _ := os.ReadFile(filepath.Join(straight, rundir.FinalDir, "model.safetensors"))
+	wb, _ := os.ReadFile(filepath.Join(f32, rundir.FinalDir, "model.safetensors"))
 	if len(wa) == 0 || bytes.Equal(wa, wb) {
 		t.Error("bf16 and f32 runs ended with the same weights")
 	}
@@ -306,7 +308,7 @@ func TestBadInputsGiveClearErrors(t *testing.T) {
 		}
 	}
 	// The failed resumes left the final model untouched.
-	if _, err := os.Stat(filepath.Join(root, "ok", FinalDir, "model.safetensors")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, "ok", rundir.FinalDir, "model.safetensors")); err != nil {
 		t.Error(err)
 	}
 }
@@ -335,7 +337,7 @@ func TestSkipNonFiniteKeepsLogging(t *testing.T) {
 	if _, err := r.loop(context.Background()); err != nil {
 		t.Fatalf("skip_nonfinite run stopped: %v", err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, MetricsFile))
+	b, err := os.ReadFile(filepath.Join(dir, rundir.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,12 +382,12 @@ func TestResumeFinishedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, _ := os.ReadFile(filepath.Join(dir, MetricsFile))
+	before, _ := os.ReadFile(filepath.Join(dir, rundir.MetricsFile))
 	again, err := Resume(context.Background(), dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, _ := os.ReadFile(filepath.Join(dir, MetricsFile))
+	after, _ := os.ReadFile(filepath.Join(dir, rundir.MetricsFile))
 	if again.Steps != 4 || again.Loss != first.Loss || again.ValLoss != first.ValLoss || !(again.TokensPerS > 0) || !bytes.Equal(before, after) {
 		t.Errorf("resumed finished run: %+v (first %+v); metrics changed: %v", again, first, !bytes.Equal(before, after))
 	}
@@ -400,25 +402,25 @@ func TestSameConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.ConfigFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name    string
-		edit    func(*Config)
+		edit    func(*recipe.Config)
 		wantErr bool
 	}{
-		{"same", func(*Config) {}, false},
-		{"other threads", func(c *Config) { c.Train.Threads = 2 }, false},
-		{"other precision", func(c *Config) { c.Train.Precision = "bf16" }, true},
-		{"other steps", func(c *Config) { c.Train.Steps++ }, true},
+		{"same", func(*recipe.Config) {}, false},
+		{"other threads", func(c *recipe.Config) { c.Train.Threads = 2 }, false},
+		{"other precision", func(c *recipe.Config) { c.Train.Precision = "bf16" }, true},
+		{"other steps", func(c *recipe.Config) { c.Train.Steps++ }, true},
 	} {
 		want := c
 		tc.edit(&want)
 		threads, _, err := SameConfig(dir, want)
 		switch {
-		case tc.wantErr && (err == nil || !strings.Contains(err.Error(), filepath.Join(dir, ConfigFile))):
-			t.Errorf("%s: err = %v, want an error naming %s", tc.name, err, ConfigFile)
+		case tc.wantErr && (err == nil || !strings.Contains(err.Error(), filepath.Join(dir, rundir.ConfigFile))):
+			t.Errorf("%s: err = %v, want an error naming %s", tc.name, err, rundir.ConfigFile)
 		case !tc.wantErr && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
 		case !tc.wantErr && threads != 1:
@@ -435,14 +437,14 @@ func TestResumeRefusesEditedConfig(t *testing.T) {
 	c := smallRun(t, root, 8, "train.checkpoint_interval=2")
 	for i, tc := range []struct {
 		name   string
-		edit   func(*Config)
+		edit   func(*recipe.Config)
 		refuse bool
 	}{
-		{"lr", func(c *Config) { c.Schedule.PeakLR *= 2 }, true},
-		{"seed", func(c *Config) { c.Seed++ }, true},
-		{"gamma", func(c *Config) { c.Init.Gamma = 0.75 }, true},
-		{"fewer steps", func(c *Config) { c.Train.Steps = 4 }, true},
-		{"threads", func(c *Config) { c.Train.Threads = 1 }, false},
+		{"lr", func(c *recipe.Config) { c.Schedule.PeakLR *= 2 }, true},
+		{"seed", func(c *recipe.Config) { c.Seed++ }, true},
+		{"gamma", func(c *recipe.Config) { c.Init.Gamma = 0.75 }, true},
+		{"fewer steps", func(c *recipe.Config) { c.Train.Steps = 4 }, true},
+		{"threads", func(c *recipe.Config) { c.Train.Threads = 1 }, false},
 	} {
 		dir := filepath.Join(root, fmt.Sprint(i))
 		ctx, cancel := context.WithCancel(context.Background())
@@ -459,15 +461,15 @@ func TestResumeRefusesEditedConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, rundir.ConfigFile), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		before, _ := os.ReadFile(filepath.Join(dir, MetricsFile))
+		before, _ := os.ReadFile(filepath.Join(dir, rundir.MetricsFile))
 		_, err = Resume(context.Background(), dir, Options{})
-		after, _ := os.ReadFile(filepath.Join(dir, MetricsFile))
+		after, _ := os.ReadFile(filepath.Join(dir, rundir.MetricsFile))
 		switch {
-		case tc.refuse && (!errors.Is(err, ErrConfigDiffers) || !strings.Contains(err.Error(), ConfigFile)):
-			t.Errorf("%s: resume = %v, want ErrConfigDiffers naming %s", tc.name, err, ConfigFile)
+		case tc.refuse && (!errors.Is(err, ErrConfigDiffers) || !strings.Contains(err.Error(), rundir.ConfigFile)):
+			t.Errorf("%s: resume = %v, want ErrConfigDiffers naming %s", tc.name, err, rundir.ConfigFile)
 		case tc.refuse && !bytes.Equal(before, after):
 			t.Errorf("%s: a refused resume changed metrics.jsonl", tc.name)
 		case !tc.refuse && err != nil:

@@ -13,10 +13,12 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/anchor"
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/sweep"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // acceptedCases are inputs the catalogue's commands once accepted without a word (a run id leading outside the
@@ -56,13 +58,13 @@ func acceptedCases() []badCase {
 	resumeWith := func(name string, want []string, edit func(t *testing.T, run string)) badCase {
 		return badCase{name: name, cmd: "train", want: want, setup: func(t *testing.T, cd string) ([]string, []string) {
 			run := copyDir(t, cd, "run")
-			os.RemoveAll(filepath.Join(run, train.FinalDir))
+			os.RemoveAll(filepath.Join(run, rundir.FinalDir))
 			edit(t, run)
 			return []string{"--resume", run}, []string{"run/metrics.jsonl"}
 		}}
 	}
 	setSteps := func(t *testing.T, run string, steps int) {
-		p := filepath.Join(run, train.ConfigFile)
+		p := filepath.Join(run, rundir.ConfigFile)
 		c, err := train.Load(p, []string{fmt.Sprintf("train.steps=%d", steps), "train.checkpoint_interval=1", "schedule.warmup_steps=0"})
 		if err != nil {
 			t.Fatal(err)
@@ -71,7 +73,7 @@ func acceptedCases() []badCase {
 		if err != nil {
 			t.Fatal(err)
 		}
-		write(t, run, train.ConfigFile, b)
+		write(t, run, rundir.ConfigFile, b)
 	}
 	ck := func(run string) string { return filepath.Join(run, "checkpoints", "step-000002") }
 	render := func(name string, want []string, edit func(t *testing.T, final string)) badCase {
@@ -79,7 +81,7 @@ func acceptedCases() []badCase {
 			d := copyDiagram(t, cd)
 			runs, _ := os.ReadDir(filepath.Join(d, "runs"))
 			for _, r := range runs {
-				edit(t, filepath.Join(d, "runs", r.Name(), train.FinalDir))
+				edit(t, filepath.Join(d, "runs", r.Name(), rundir.FinalDir))
 			}
 			return []string{d}, []string{"d/table.txt", "d/diagram.html"}
 		}}
@@ -125,10 +127,10 @@ func acceptedCases() []badCase {
 		flag("zero budget", "study", []string{"--budget 0s", "leave it out"}, "demo", "--out", "o", "--budget", "0"),
 		flag("zero budget", "reproduce", []string{"--budget 0s"}, "--out", "o", "--budget", "0"),
 		// 6. A condensation model that is there but broken is not left out of the diagram in silence.
-		render("truncated condensation model", []string{model.WeightsFile, "remove"}, func(t *testing.T, final string) {
-			p := filepath.Join(final, model.WeightsFile)
+		render("truncated condensation model", []string{arch.WeightsFile, "remove"}, func(t *testing.T, final string) {
+			p := filepath.Join(final, arch.WeightsFile)
 			b := read(t, p)
-			write(t, final, model.WeightsFile, b[:len(b)/2])
+			write(t, final, arch.WeightsFile, b[:len(b)/2])
 		}),
 		render("condensation model of another vocabulary", []string{"vocab 304", "the grid trains vocab"}, func(t *testing.T, final string) {
 			rewriteVocab(t, final, 304) // loads, and only its shape is foreign
@@ -176,7 +178,7 @@ func acceptedCases() []badCase {
 var diagramOnce = sync.OnceValues(func() (string, error) {
 	d := filepath.Join(badFix, "diagram")
 	g := anchor.Grid{Gammas: []float64{0.5}, Depths: []int{1}, LRs: []float64{1e-3}, Seeds: []uint64{1},
-		Shape: anchor.Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: model.NormLayer}, Budget: anchor.Budget{Steps: 4, Batch: 8, Threads: 1},
+		Shape: anchor.Shape{Dim: 16, FFN: 32, HeadDim: 8, Norm: arch.NormLayer}, Budget: anchor.Budget{Steps: 4, Batch: 8, Threads: 1},
 		Examples: 200, Jobs: 1}
 	_, err := anchor.Run(context.Background(), g, d, nil)
 	return d, err

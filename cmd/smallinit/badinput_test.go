@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/kernel"
@@ -37,6 +38,7 @@ import (
 	"github.com/smallinit/smallinit/safetensors"
 	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // badBin is the smallinit binary built by TestMain, badFix the fixtures shared by the catalogue.
@@ -123,8 +125,8 @@ func writeBadFixtures(dir string) error {
 		return err
 	}
 	badVocab = tok.VocabSize()
-	c := model.Config{Vocab: badVocab, Dim: 16, FFN: 32, Layers: 2, Heads: 2, SeqLen: 16, NormEps: 1e-5,
-		Norm: model.NormRMS, AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	c := arch.Config{Vocab: badVocab, Dim: 16, FFN: 32, Layers: 2, Heads: 2, SeqLen: 16, NormEps: 1e-5,
+		Norm: arch.NormRMS, AttnGate: arch.GateNone, RopeTheta: 10000, FFNKind: arch.FFNDense}
 	pool := kernel.NewPool(1)
 	defer pool.Close()
 	for i, name := range []string{"model", "model2"} {
@@ -256,12 +258,12 @@ func read(t *testing.T, p string) []byte {
 func editConfig(from, to string) func(t *testing.T, cd string) string {
 	return func(t *testing.T, cd string) string {
 		m := copyDir(t, cd, "model")
-		p := filepath.Join(m, model.ConfigFile)
+		p := filepath.Join(m, arch.ConfigFile)
 		s := string(read(t, p))
 		if !strings.Contains(s, from) {
 			t.Fatalf("config.json has no %q", from)
 		}
-		write(t, m, model.ConfigFile, []byte(strings.Replace(s, from, to, 1)))
+		write(t, m, arch.ConfigFile, []byte(strings.Replace(s, from, to, 1)))
 		return m
 	}
 }
@@ -271,12 +273,12 @@ func setConfig(key string, v any) func(t *testing.T, cd string) string {
 	return func(t *testing.T, cd string) string {
 		m := copyDir(t, cd, "model")
 		var c map[string]any
-		if err := json.Unmarshal(read(t, filepath.Join(m, model.ConfigFile)), &c); err != nil {
+		if err := json.Unmarshal(read(t, filepath.Join(m, arch.ConfigFile)), &c); err != nil {
 			t.Fatal(err)
 		}
 		c[key] = v
 		b, _ := json.Marshal(c)
-		write(t, m, model.ConfigFile, b)
+		write(t, m, arch.ConfigFile, b)
 		return m
 	}
 }
@@ -309,7 +311,7 @@ func rewriteWeights(which string, nan bool, asInt bool) func(t *testing.T, cd st
 // (nan) or the int32 dtype (asInt).
 func rewriteWeightsIn(t *testing.T, m, which string, nan bool, asInt bool) {
 	{
-		p := filepath.Join(m, model.WeightsFile)
+		p := filepath.Join(m, arch.WeightsFile)
 		f, err := safetensors.Open(p)
 		if err != nil {
 			t.Fatal(err)
@@ -367,18 +369,18 @@ var brokenModels = []struct {
 	make func(t *testing.T, cd string) string
 	want []string
 }{
-	{"missing config", editFile(model.ConfigFile, func([]byte) []byte { return nil }), []string{"config.json"}},
-	{"empty config", editFile(model.ConfigFile, func([]byte) []byte { return []byte{} }), []string{"config.json"}},
-	{"truncated config", editFile(model.ConfigFile, func(b []byte) []byte { return b[:len(b)/2] }), []string{"config.json"}},
-	{"config not an object", editFile(model.ConfigFile, func([]byte) []byte { return []byte("[1, 2]") }), []string{"config.json"}},
-	{"config invalid utf-8", editFile(model.ConfigFile, func(b []byte) []byte { return append([]byte{0xff, 0xfe}, b...) }), []string{"config.json"}},
+	{"missing config", editFile(arch.ConfigFile, func([]byte) []byte { return nil }), []string{"config.json"}},
+	{"empty config", editFile(arch.ConfigFile, func([]byte) []byte { return []byte{} }), []string{"config.json"}},
+	{"truncated config", editFile(arch.ConfigFile, func(b []byte) []byte { return b[:len(b)/2] }), []string{"config.json"}},
+	{"config not an object", editFile(arch.ConfigFile, func([]byte) []byte { return []byte("[1, 2]") }), []string{"config.json"}},
+	{"config invalid utf-8", editFile(arch.ConfigFile, func(b []byte) []byte { return append([]byte{0xff, 0xfe}, b...) }), []string{"config.json"}},
 	{"negative width", editConfig(`"hidden_size": 16`, `"hidden_size": -16`), []string{"config.json", "hidden_size"}},
 	{"absurd vocabulary", setConfig("vocab_size", 16000000), []string{"model.safetensors", "shape"}},
 	{"absurd context", editConfig(`"max_position_embeddings": 16`, `"max_position_embeddings": 16777216`), []string{"max_position_embeddings"}},
-	{"missing weights", editFile(model.WeightsFile, func([]byte) []byte { return nil }), []string{"model.safetensors"}},
-	{"empty weights", editFile(model.WeightsFile, func([]byte) []byte { return []byte{} }), []string{"model.safetensors"}},
-	{"truncated weights", editFile(model.WeightsFile, func(b []byte) []byte { return b[:len(b)-100] }), []string{"model.safetensors"}},
-	{"weights wrong magic", editFile(model.WeightsFile, func(b []byte) []byte { return append([]byte("GGUF\x03\x00\x00\x00"), b[8:]...) }), []string{"model.safetensors"}},
+	{"missing weights", editFile(arch.WeightsFile, func([]byte) []byte { return nil }), []string{"model.safetensors"}},
+	{"empty weights", editFile(arch.WeightsFile, func([]byte) []byte { return []byte{} }), []string{"model.safetensors"}},
+	{"truncated weights", editFile(arch.WeightsFile, func(b []byte) []byte { return b[:len(b)-100] }), []string{"model.safetensors"}},
+	{"weights wrong magic", editFile(arch.WeightsFile, func(b []byte) []byte { return append([]byte("GGUF\x03\x00\x00\x00"), b[8:]...) }), []string{"model.safetensors"}},
 	{"weights wrong dtype", rewriteWeights("q_proj", false, true), []string{"model.safetensors", "q_proj"}},
 	{"shape mismatch", editConfig(`"intermediate_size": 32`, `"intermediate_size": 48`), []string{"model.safetensors", "shape"}},
 	{"NaN weights", rewriteWeights("down_proj", true, false), []string{"model.safetensors", "NaN"}},
@@ -616,7 +618,7 @@ func badCases() []badCase {
 	for _, key := range []string{"seed", "lr", "gamma", "steps"} {
 		cs = append(cs, badCase{name: "resume edited " + key, cmd: "train", want: []string{"config.toml", "differs"}, setup: func(t *testing.T, cd string) ([]string, []string) {
 			run := copyDir(t, cd, "run")
-			p := filepath.Join(run, train.ConfigFile)
+			p := filepath.Join(run, rundir.ConfigFile)
 			lines := strings.Split(string(read(t, p)), "\n")
 			edited := false
 			for i, l := range lines {
@@ -629,7 +631,7 @@ func badCases() []badCase {
 			if !edited {
 				t.Fatalf("config.toml has no %s", key)
 			}
-			write(t, run, train.ConfigFile, []byte(strings.Join(lines, "\n")))
+			write(t, run, rundir.ConfigFile, []byte(strings.Join(lines, "\n")))
 			os.Remove(filepath.Join(run, "final", "model.safetensors")) // unfinished: resume would train
 			return []string{"--resume", run}, []string{"run"}
 		}})

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
 )
 
 type compareCmd struct {
@@ -24,7 +25,7 @@ func (cmd *compareCmd) Run() error {
 		return fmt.Errorf("compare (--a, --b, --tokens, --bins, --dump): %w", err)
 	}
 	if cmd.JSON {
-		return json.NewEncoder(os.Stdout).Encode(diag.CompareRecord{A: cmd.A, B: cmd.B, Tokens: cmd.Tokens, Comparison: &cmp})
+		return json.NewEncoder(os.Stdout).Encode(diagrec.CompareRecord{A: cmd.A, B: cmd.B, Tokens: cmd.Tokens, Comparison: &cmp})
 	}
 	return cmp.WriteText(os.Stdout, cmd.A, cmd.B)
 }

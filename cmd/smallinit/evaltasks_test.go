@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/model/modeltest"
@@ -35,8 +36,8 @@ func writeTinyModel(t *testing.T, noTok bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := model.Config{Vocab: tok.VocabSize(), Dim: 32, FFN: 64, Layers: 2, Heads: 2, SeqLen: 64, NormEps: 1e-5,
-		Norm: model.NormRMS, AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	c := arch.Config{Vocab: tok.VocabSize(), Dim: 32, FFN: 64, Layers: 2, Heads: 2, SeqLen: 64, NormEps: 1e-5,
+		Norm: arch.NormRMS, AttnGate: arch.GateNone, RopeTheta: 10000, FFNKind: arch.FFNDense}
 	pool := kernel.NewPool(1)
 	defer pool.Close()
 	m, err := model.New(c, 1, pool)

@@ -12,17 +12,19 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/internal/progress"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/safetensors"
 	"github.com/smallinit/smallinit/scale"
 )
 
 // initCmd is `smallinit init`: a freshly initialised model directory, written by the streaming scale.Init.
 type initCmd struct {
-	Preset     string   `default:"tiny" help:"Model preset: tiny, small, medium, tiny-moe, small-moe, or one of the study's scales 0.1b, 0.3b, 0.7b, 1.5b (V=32000, T=2048; see model.ScalePresets)."`
+	Preset     string   `default:"tiny" help:"Model preset: tiny, small, medium, tiny-moe, small-moe, or one of the study's scales 0.1b, 0.3b, 0.7b, 1.5b (V=32000, T=2048; see arch.ScalePresets)."`
 	Set        []string `placeholder:"KEY=VALUE" help:"Override a key in the one override language (run-config keys in TOML syntax; a key without a section is a model key): e.g. attn_gate=elementwise, norm_eps=1e-12 or model.hidden_size=3072 (model keys only); repeatable."`
 	Rule       string   `default:"gamma" enum:"${init_rules}" help:"Initialisation rule for every matrix: ${enum}."`
 	Gamma      float64  `default:"1" help:"γ of the gamma rule: σ = d_in^(-γ)."`
@@ -35,13 +37,13 @@ type initCmd struct {
 	JSON       bool     `name:"json" help:"Print the per-tensor std record as JSON."`
 }
 
-// configFromPreset is model.FromPreset with the --set texts parsed in the one override language.
-func configFromPreset(name string, sets []string) (model.Config, model.Preset, error) {
+// configFromPreset is arch.FromPreset with the --set texts parsed in the one override language.
+func configFromPreset(name string, sets []string) (arch.Config, arch.Preset, error) {
 	over, err := override.ParseAll(sets)
 	if err != nil {
-		return model.Config{}, model.Preset{}, fmt.Errorf("--set: %w", err)
+		return arch.Config{}, arch.Preset{}, fmt.Errorf("--set: %w", err)
 	}
-	c, p, err := model.FromPreset(name, over)
+	c, p, err := arch.FromPreset(name, over)
 	if err != nil {
 		return c, p, fmt.Errorf("--preset %s --set: %w", name, err)
 	}
@@ -80,7 +82,7 @@ func (cmd *initCmd) run(ctx context.Context, stdout, log io.Writer, tty bool) er
 	if cmd.DType == "bf16" {
 		dtype = safetensors.BF16
 	}
-	recipe := gammainit.Recipe{Rule: cmd.Rule, Gamma: cmd.Gamma, Std: cmd.Std, DepthScale: cmd.DepthScale}
+	recipe := recipe.Init{Rule: cmd.Rule, Gamma: cmd.Gamma, Std: cmd.Std, DepthScale: cmd.DepthScale}
 	p := newByteProgress(log, tty, "init "+cmd.Out)
 	start := time.Now()
 	res, err := scale.Init(cmd.Out, c, recipe, cmd.Seed, scale.InitOptions{

@@ -11,12 +11,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/audit"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
 	"github.com/smallinit/smallinit/gammainit"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 func cmdPool(t *testing.T) *kernel.Pool {
@@ -91,7 +94,7 @@ func TestInitCmd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recipe := gammainit.Recipe{Rule: cmd.Rule, Gamma: cmd.Gamma, Std: cmd.Std, DepthScale: cmd.DepthScale}
+			recipe := recipe.Init{Rule: cmd.Rule, Gamma: cmd.Gamma, Std: cmd.Std, DepthScale: cmd.DepthScale}
 			stds, err := gammainit.Apply(ref, recipe, cmd.Seed)
 			if err != nil {
 				t.Fatal(err)
@@ -111,7 +114,7 @@ func TestInitCmd(t *testing.T) {
 					t.Fatalf("element %d: %v, want %v", i, m.Params.Flat[i], want)
 				}
 			}
-			cfg, _ := os.ReadFile(filepath.Join(cmd.Out, model.ConfigFile))
+			cfg, _ := os.ReadFile(filepath.Join(cmd.Out, arch.ConfigFile))
 			wantDtype := map[string]string{"f32": "float32", "bf16": "bfloat16"}[cmd.DType]
 			if !bytes.Contains(cfg, []byte(`"torch_dtype": "`+wantDtype+`"`)) {
 				t.Errorf("config.json:\n%s", cfg)
@@ -225,7 +228,7 @@ func TestAnalyzeCmd(t *testing.T) {
 			}
 			ws := diag.WeightReport(ref, diag.DefaultWeightOptions(), frequent)
 			wantW, _ := json.Marshal(ws)
-			wantC, _ := json.Marshal(diag.SummariseClasses(ws))
+			wantC, _ := json.Marshal(diagrec.SummariseClasses(ws))
 			if string(got["weights"]) != string(wantW) || string(got["classes"]) != string(wantC) {
 				t.Errorf("weights differ from diag.WeightReport on the loaded model")
 			}
@@ -239,7 +242,7 @@ func TestAnalyzeCmd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var act diag.ActivationStats
+			var act diagrec.ActivationStats
 			if err := json.Unmarshal(got["activations"], &act); err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/experiment"
-	"github.com/smallinit/smallinit/gammainit"
+	"github.com/smallinit/smallinit/recipe"
 )
 
 // cli lists the subcommands; each lives in its own file.
@@ -39,7 +39,7 @@ type cli struct {
 
 // vars are the values the flags' tags interpolate (${name}): lists that belong to a package's table.
 func vars() kong.Vars {
-	return kong.Vars{"init_rules": strings.Join(gammainit.RuleNames(), ","), "eval_task_names": strings.Join(eval.KindNames(), ", "),
+	return kong.Vars{"init_rules": strings.Join(recipe.RuleNames(), ","), "eval_task_names": strings.Join(eval.KindNames(), ", "),
 		"builtin_plans": strings.Join(experiment.Builtins(), ", ")}
 }
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smallinit/smallinit/model"
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -14,7 +14,7 @@ import (
 // and bench's --preset (configFromPreset, the preset's Batch being bench's default): one table, one d_ff rule.
 func TestPresetsResolveAlikeEverywhere(t *testing.T) {
 	overrides := [][]string{nil, {"hidden_size=192"}, {"hidden_size=192", "intermediate_size=640"}, {"intermediate_size=640"}}
-	for _, name := range model.PresetNames() {
+	for _, name := range arch.PresetNames() {
 		for _, spelled := range []string{name, strings.ToUpper(name)} {
 			for _, sets := range overrides {
 				var dotted []string
@@ -42,7 +42,7 @@ func TestPresetsResolveAlikeEverywhere(t *testing.T) {
 				case strings.Contains(strings.Join(sets, " "), "intermediate_size"):
 					want = 640
 				case len(sets) > 0:
-					want = model.DefaultFFN(192)
+					want = arch.DefaultFFN(192)
 				}
 				if ic.FFN != want {
 					t.Errorf("%s %v: d_ff %d, want %d", spelled, sets, ic.FFN, want)

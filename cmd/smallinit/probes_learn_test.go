@@ -11,6 +11,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // The arithmetic probe run of TestProbeArithmeticLearnt (and of the README's Probes section).
@@ -86,7 +87,7 @@ func TestProbeArithmeticLearnt(t *testing.T) {
 	}
 	trainTime := time.Since(start)
 
-	ev := &evalTasksCmd{Model: filepath.Join(dir, "run", train.FinalDir), Batch: 8, MaxNewTokens: 16,
+	ev := &evalTasksCmd{Model: filepath.Join(dir, "run", rundir.FinalDir), Batch: 8, MaxNewTokens: 16,
 		Task: []string{"probe_test=" + filepath.Join(probes, "test.jsonl")}}
 	rep, err := ev.run(context.Background(), io.Discard, io.Discard, false)
 	if err != nil {

@@ -12,8 +12,8 @@ import (
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/probes"
+	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/tokenizer"
-	"github.com/smallinit/smallinit/train"
 )
 
 // Ranges of numeric flags, checked when the command line is parsed (kong calls each command's Validate), so a
@@ -140,7 +140,7 @@ func (cmd *demoCmd) Validate() error {
 	case cmd.Windows < 0:
 		return fmt.Errorf("--windows %d: must be ≥ 0 (0: all)", cmd.Windows)
 	}
-	if err := train.CheckSeed("--seed", cmd.Seed); err != nil {
+	if err := recipe.CheckSeed("--seed", cmd.Seed); err != nil {
 		return err
 	}
 	if cmd.Steps == 0 {

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/diag/diagrec"
+	"github.com/smallinit/smallinit/train/rundir"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/report"
@@ -56,7 +58,7 @@ func TestReportCommand(t *testing.T) {
 	}
 	broken := filepath.Join(runs, "broken")
 	os.MkdirAll(broken, 0o755)
-	os.WriteFile(filepath.Join(broken, train.MetricsFile), []byte(`{"step": 2, "tokens": 128, "loss": 4.1}`+"\n"+`{"step": 4, "tok`), 0o644)
+	os.WriteFile(filepath.Join(broken, rundir.MetricsFile), []byte(`{"step": 2, "tokens": 128, "loss": 4.1}`+"\n"+`{"step": 4, "tok`), 0o644)
 	coord := filepath.Join(root, "coord.json")
 	b, _ := json.Marshal(map[string]any{"gamma": 1, "predicted_attn_exponent": 0, "points": []map[string]any{
 		{"width": 64, "step": 0, "layer": 0, "hidden_rms": 1, "attn_residual_ratio": 0.2, "ffn_residual_ratio": 0.1},
@@ -86,7 +88,7 @@ func TestReportCommand(t *testing.T) {
 	}
 	page := string(html)
 	for _, id := range []string{report.FigLossCurves, report.FigValGamma, report.FigFixes, report.FigTrajectories, report.FigHeatmaps,
-		report.FigSink, report.FigNorm, report.FigCompare, report.FigCoordcheck} {
+		diagrec.FigureSink, diagrec.FigureNorm, report.FigCompare, report.FigCoordcheck} {
 		if !strings.Contains(page, `<section id="`+id+`">`) || !strings.Contains(stdout.String(), id) {
 			t.Errorf("figure %s missing:\n%s", id, stdout.String())
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 type trainCmd struct {
@@ -63,6 +64,6 @@ func (cmd *trainCmd) Run() error {
 	if !math.IsNaN(res.ValLoss) {
 		fmt.Printf(", val loss %.4f (training-time estimate)", res.ValLoss)
 	}
-	fmt.Printf(", %.0f tokens/s; final model in %s/%s\n", res.TokensPerS, res.Dir, train.FinalDir)
+	fmt.Printf(", %.0f tokens/s; final model in %s/%s\n", res.TokensPerS, res.Dir, rundir.FinalDir)
 	return nil
 }

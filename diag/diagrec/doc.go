@@ -3,5 +3,5 @@
 // (CompareRecord) and of a coordinate check (Coordcheck), and the metric tables that name their fields
 // (WeightMetrics, LayerMetrics; docs/definitions.md §4). diag computes them from models; this package stands
 // below the model, so that a reader (a report) decodes and draws them without building the model or its
-// kernels. diag re-exports every name.
+// kernels. Every package, diag too, names them with diagrec's prefix.
 package diagrec

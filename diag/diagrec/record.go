@@ -8,7 +8,7 @@ import (
 )
 
 // Record is one diagnostics record: what Training returns, and what train appends to diagnostics.jsonl under
-// "diagnostics" (as train.DiagLine) every train.diagnostics_interval steps. Writers and readers of that file
+// "diagnostics" (as rundir.DiagLine) every train.diagnostics_interval steps. Writers and readers of that file
 // (report, and through its JSON keys the Python side) use this type and the ones it holds, so a metric added
 // to them reaches every reader. The fields are in the order of their JSON keys, and TensorWeights and
 // ClassSummary (whose metrics are the table WeightMetrics) encode with sorted keys, so a record encodes to the same bytes as the maps diag wrote before

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/tokenizer"
@@ -38,8 +39,8 @@ func Tokenizer(t testing.TB) *tokenizer.Tokenizer {
 // workers closed when the test ends.
 func Model(t testing.TB, vocab, seqLen, batch int, seed uint64) *model.Model {
 	t.Helper()
-	c := model.Config{Vocab: vocab, Dim: 32, FFN: 64, Layers: 2, Heads: 2, SeqLen: seqLen, NormEps: 1e-5,
-		Norm: model.NormRMS, AttnGate: model.GateNone, RopeTheta: 10000, FFNKind: model.FFNDense}
+	c := arch.Config{Vocab: vocab, Dim: 32, FFN: 64, Layers: 2, Heads: 2, SeqLen: seqLen, NormEps: 1e-5,
+		Norm: arch.NormRMS, AttnGate: arch.GateNone, RopeTheta: 10000, FFNKind: arch.FFNDense}
 	pool := kernel.NewPool(2)
 	t.Cleanup(pool.Close)
 	m, err := model.New(c, batch, pool)
@@ -57,9 +58,9 @@ func Fill(m *model.Model, seed uint64) {
 		v := m.Params.Flat[s.Offset : s.Offset+s.Size()]
 		for i := range v {
 			switch s.Class {
-			case model.ClassNorm:
+			case arch.ClassNorm:
 				v[i] = 1
-			case model.ClassNormBias:
+			case arch.ClassNormBias:
 				v[i] = 0
 			default:
 				v[i] = float32(rng.NormFloat64() / math.Sqrt(float64(s.FanIn())))

@@ -59,7 +59,7 @@ for _name in ("tiny", "small"):  # MoE presets: every FFN -> 8 experts, top-2, e
 
 
 def matmul_params(c):
-    """N_matmul as model.Config.MatmulParams: per-token active matrix parameters (MoE blocks: router, k routed
+    """N_matmul as arch.Config.MatmulParams: per-token active matrix parameters (MoE blocks: router, k routed
     experts and the shared expert with its gate) plus the LM head."""
     d, a, kvd = c.hidden_size, c.n_head * c.head_dim, c.n_kv_head * c.head_dim
     gate_rows = {"none": 0, "headwise": c.n_head, "elementwise": a}[c.attn_gate]

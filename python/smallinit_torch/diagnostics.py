@@ -85,7 +85,7 @@ def _cos_summary(rows):
 
 
 def weight_metrics(w: torch.Tensor, rows_for_cos=None, seed: int = 0) -> dict:
-    """The diag.WeightStats of a [rows, cols] matrix as Go's JSON keys (less name, class and layer).
+    """The diagrec.WeightStats of a [rows, cols] matrix as Go's JSON keys (less name, class and layer).
     rows_for_cos: the row ids the cosine summaries use (default: all rows up to 512, else Go's subsample)."""
     w = w.detach().to("cpu", torch.float64)
     rows, cols = w.shape
@@ -174,7 +174,7 @@ def weight_report(model: torch.nn.Module, frequent: "list[int] | None" = None, s
 
 
 def summarise_classes(ws: "list[dict]") -> "list[dict]":
-    """diag.SummariseClasses: per class (first-seen order), the means of the finite metric values."""
+    """diagrec.SummariseClasses: per class (first-seen order), the means of the finite metric values."""
     order, acc = [], {}
     keys = (("stable_rank", "stable_rank"), ("mean_abs_cos", "mean_abs_cos"), ("cos_ratio", "cos_ratio"),
             ("frac_abs_cos_above_0_9", "frac_abs_cos_above_0_9"))

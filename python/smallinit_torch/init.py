@@ -172,7 +172,7 @@ _SIGMA_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult
 
 def sigma_of(expr, **names):
     """Evaluates a rule's sigma expression from the table (numbers, d_in, d_out, gamma, std, + - * / **, sqrt),
-    the same text Go's gammainit.Sigma evaluates."""
+    the same text Go's recipe.Sigma evaluates."""
     def ev(n):
         if isinstance(n, ast.Expression):
             return ev(n.body)

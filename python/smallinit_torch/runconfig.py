@@ -1,7 +1,7 @@
 """The run config of `python -m smallinit_torch train`: Go's keys and defaults, read from train_defaults.json
-(which Go's train package writes from train.Default(); a Go test fails when the committed file drifts), checked
+(which Go's train package writes from recipe.Default(); a Go test fails when the committed file drifts), checked
 key by key, resolved against the model directory, and written back as the resolved config.toml that Go's
-report, compare and audit read. Also the one learning-rate schedule function of the package (optim.Schedule.LR)."""
+report, compare and audit read. Also the one learning-rate schedule function of the package (recipe.Schedule.LR)."""
 from __future__ import annotations
 
 import copy
@@ -98,7 +98,7 @@ def load_run_config(path: str) -> "tuple[dict, set]":
 
 
 def check_run_config(c: dict, given: set) -> None:
-    """train.Config.Validate's checks of every section but [model] (which is checked against the model
+    """recipe.Config.Validate's checks of every section but [model] (which is checked against the model
     directory), and the budget rule: train.steps and train.tokens cannot both be set."""
     from .init import validate
     t, s, o = c["train"], c["schedule"], c["optimizer"]
@@ -137,13 +137,13 @@ def check_run_config(c: dict, given: set) -> None:
 
 
 def total_steps(c: dict, T: int) -> int:
-    """The run's optimizer steps: train.steps, or train.tokens // (batch_size T) (train.Config.TotalSteps)."""
+    """The run's optimizer steps: train.steps, or train.tokens // (batch_size T) (recipe.Config.TotalSteps)."""
     t = c["train"]
     return t["steps"] if t["steps"] > 0 else t["tokens"] // (t["batch_size"] * T)
 
 
 def lr_at(s: dict, step: int, total: int) -> float:
-    """optim.Schedule.LR: the learning rate of 0-based step of total under schedule s (its [schedule] keys).
+    """recipe.Schedule.LR: the learning rate of 0-based step of total under schedule s (its [schedule] keys).
     The package's one schedule function: the trainer and the AdamW fixture both call it."""
     peak, warm, floor = s["lr"], s["warmup_steps"], s["min_lr_ratio"] * s["lr"]
     if step < warm:
@@ -166,7 +166,7 @@ def lr_at(s: dict, step: int, total: int) -> float:
 
 
 def model_keys(mc: Any, cj: dict) -> dict:
-    """The [model] keys (Go's model.Config TOML names, every one of them) of a model directory's Config mc and
+    """The [model] keys (Go's arch.Config TOML names, every one of them) of a model directory's Config mc and
     raw config.json cj, as Go's model.ReadConfig resolves the file."""
     rs = mc.rope_scaling or {}
     m = {

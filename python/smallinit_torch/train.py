@@ -7,14 +7,14 @@ read the run unchanged.
 
 What is the Go trainer's (train/run.go, train/checkpoint.go, optim/):
   - run.toml: the sections seed, [init], [optimizer], [schedule], [data], [train] with the Go keys and defaults
-    (train.Default, read from train_defaults.json, which Go writes; see smallinit_torch.runconfig); the model's
+    (recipe.Default, read from train_defaults.json, which Go writes; see smallinit_torch.runconfig); the model's
     shape comes from MODEL_DIR/config.json (every key a [model] section gives must agree with it);
   - batches: train.batch_size windows of T+1 tokens per step in train.Sampler's order (a PCG Fisher-Yates per
     epoch, reproduced bit for bit by smallinit_torch.gorand); rank r of W takes windows [r B/W, (r+1) B/W) of each
     global batch, split into K micro-batches (gradient accumulation); gradients are averaged over ranks
     (DistributedDataParallel) and micro-batches, so the update is that of the global batch;
   - AdamW as optim.AdamW (PyTorch's, decoupled weight decay on every matrix, none on gains and biases), the
-    warmup + cosine / WSD / constant schedule of optim.Schedule, and gradient clipping by the global norm with
+    warmup + cosine / WSD / constant schedule of recipe.Schedule, and gradient clipping by the global norm with
     optim.ClipScale's factor min(1, clip / (norm + 1e-6)); a non-finite loss or gradient stops the run (or skips
     the batch with train.skip_nonfinite);
   - the run directory: config.toml (the resolved config: every [model] key from config.json, the [init] recipe
@@ -70,7 +70,7 @@ def clip_scale(norm, max_norm):
 
 
 def metrics_line(m):
-    """One metrics.jsonl line with train.Metrics's keys, in its order, zero fields left out as Go's omitempty."""
+    """One metrics.jsonl line with rundir.Metrics's keys, in its order, zero fields left out as Go's omitempty."""
     out = {"step": m["step"], "tokens": m["tokens"]}
     for k in defaults()["metric_keys"][2:]:
         v = m.get(k)

@@ -128,7 +128,7 @@ class TestResolvedRun(Base):
         self.refused_config(RUN + "[init]\ngamma = 0.5\n", "[init] draws weights only for a model directory without them")
 
     def test_schedule_matches_go(self):
-        """lr_at reproduces optim.Schedule.LR's values that Go exported (train_defaults.json)."""
+        """lr_at reproduces recipe.Schedule.LR's values that Go exported (train_defaults.json)."""
         for ex in defaults()["lr_examples"]:
             s = ex["schedule"]
             for step, want in enumerate(ex["lr"]):

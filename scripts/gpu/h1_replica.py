@@ -40,7 +40,7 @@ BATCH = 16
 
 
 def default_ffn(d: int) -> int:
-    """model.DefaultFFN: 8d/3 rounded up to a multiple of 64."""
+    """arch.DefaultFFN: 8d/3 rounded up to a multiple of 64."""
     return (8 * d // 3 + 63) // 64 * 64
 
 

@@ -48,7 +48,7 @@ type Metrics struct {
 }
 
 // DiagLine is one line of diagnostics.jsonl: the step and the record train.Options.Diagnostics returned at it (T, such
-// as *diag.Record), or the error that kept the record from being encoded (a non-finite metric of a diverging
+// as *diagrec.Record), or the error that kept the record from being encoded (a non-finite metric of a diverging
 // model). A run writes DiagLine[any]; a reader names the record's type. The fields are in the order of their
 // keys, as the map the first writer encoded, so old and new lines are byte-identical.
 type DiagLine[T any] struct {
@@ -178,7 +178,7 @@ func (r *Run) Metrics() ([]Metrics, error) {
 }
 
 // Diagnostics reads every line of r's diagnostics.jsonl, in file order, with its record decoded as T (the
-// record type of the train.Options.Diagnostics that wrote it, such as diag.Record; train does not depend on it). A
+// record type of the train.Options.Diagnostics that wrote it, such as diagrec.Record; train does not depend on it). A
 // run without diagnostics (no file) gives none and no error; malformed lines are treated as by Metrics.
 func Diagnostics[T any](r *Run) ([]DiagLine[T], error) {
 	var out []DiagLine[T]

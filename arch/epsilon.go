@@ -1,9 +1,13 @@
-package gammainit
+package arch
 
 import (
 	"fmt"
 	"math"
 )
+
+// DefaultNormEps is the norm ε of every preset (RMSNorm's usual 1e-5), and so the ε a width-emulated arm
+// emulates at its target width: EmulatedEps's base (docs/definitions.md §7).
+const DefaultNormEps = 1e-5
 
 // DefaultTargetWidth is the width whose norm saturation a small model emulates by default (docs/definitions.md §7).
 const DefaultTargetWidth = 2048

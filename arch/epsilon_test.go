@@ -1,4 +1,4 @@
-package gammainit
+package arch
 
 import (
 	"math"
