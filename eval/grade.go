@@ -61,8 +61,8 @@ type aggregate struct {
 // newAggregate starts the aggregate of a task of kind k, graded by its row's grader.
 func newAggregate(k Kind) *aggregate {
 	ks := kindSpecs[k]
-	return &aggregate{g: ks.grader, subjects: len(ks.subjects), byKind: map[string]*accuracy{}, lossByClass: map[string]*mean{}, accByClass: map[string]*accuracy{},
-		chanceByKind: map[string]*mean{}, chanceByClass: map[string]*mean{}, accBySubject: map[string]*accuracy{}}
+	return &aggregate{g: ks.grader, subjects: len(ks.subjects), byKind: map[string]*accuracy{}, lossByClass: map[string]*mean{},
+		accByClass: map[string]*accuracy{}, chanceByKind: map[string]*mean{}, chanceByClass: map[string]*mean{}, accBySubject: map[string]*accuracy{}}
 }
 
 // addChoices scores one multiple-choice or cloze record.
