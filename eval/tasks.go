@@ -154,7 +154,7 @@ type doc struct {
 }
 
 // kindSpec is how one kind reads, prompts, checks and explains records: one row of kindSpecs per kind, so
-// that a new kind is one row and one parser.
+// that a new kind is one row (its grader included, or TestEveryKindRowGrades fails) and one parser.
 type kindSpec struct {
 	parse func(line []byte) (doc, error) // line-based kinds: one non-blank line
 	// CSV kinds (parse nil): one data row of a CSV file with a header row holding columns; the files may be
