@@ -52,7 +52,7 @@ func (r *TaskResult) WriteText(w io.Writer) {
 		fmt.Fprintf(w, ", prompts lost their start to the context length:")
 		if t.Scored > 0 {
 			what := "scored contexts"
-			if kindSpecs[r.Kind].generative {
+			if kindSpecs[r.Kind].grader.generative() {
 				what = "teacher-forced gold answers"
 			}
 			fmt.Fprintf(w, " %d of %d %s", t.Scored, t.ScoredTotal, what)

@@ -139,7 +139,7 @@ func RunTask(ctx context.Context, spec TaskSpec, be Backend, o Options) (*TaskRe
 	}
 	if o.Chunk <= 0 {
 		o.Chunk = 64
-		if ks, ok := kindSpecs[spec.Kind]; ok && ks.generative {
+		if ks, ok := kindSpecs[spec.Kind]; ok && ks.grader.generative() {
 			// Generation runs one record at a time, so a small chunk loses nothing and lets progress move.
 			o.Chunk = 4
 		}
@@ -429,13 +429,11 @@ func (r *runner) score(chunk []doc) error {
 		if err != nil {
 			return err
 		}
-		if r.ks.generative {
+		if r.ks.grader.generative() {
 			reqs = append(reqs, Request{Context: p + d.prompt, Continuation: d.target})
 			budget := r.o.MaxNewTokens
-			if r.spec.Kind == KindProbe {
-				// The answer, its space and a line break take at most len(answer)+2 tokens; one more shows
-				// whether the line ends there.
-				budget = min(budget, len(d.answer)+3)
+			if r.ks.budget != nil {
+				budget = min(budget, r.ks.budget(d))
 			}
 			gens = append(gens, GenRequest{Prompt: p + d.prompt, MaxTokens: budget, Stop: r.ks.stop})
 			continue
@@ -477,7 +475,7 @@ func (r *runner) score(chunk []doc) error {
 	k := 0
 	for i := range chunk {
 		d := &chunk[i]
-		if r.ks.generative {
+		if r.ks.grader.generative() {
 			ok := r.agg.addGenerative(d, scores[i], outs[i].Text)
 			if len(r.res.Examples) < 3 {
 				r.res.Examples = append(r.res.Examples, Example{Line: d.line, Output: outs[i].Text, Gold: d.answer, Correct: ok})
@@ -489,180 +487,6 @@ func (r *runner) score(chunk []doc) error {
 		r.res.Docs++
 	}
 	return nil
-}
-
-// aggregate accumulates a task's metrics.
-type aggregate struct {
-	kind Kind
-	// multiple choice and cloze
-	acc, accNorm accuracy
-	goldLoss     mean // gold continuation's mean loss per token (nats)
-	margin       mean // log p(gold) − max log p(distractor) (nats)
-	chance       mean
-	clozeLoss    mean // LAMBADA: −log p(continuation) (nats)
-	strict, flex accuracy
-	boxed        accuracy
-	byKind       map[string]*accuracy
-	lossByClass  map[string]*mean
-	accByClass   map[string]*accuracy
-	// probes: chance levels of the records that carry one, overall (chance), per class and per kind
-	chanceByKind  map[string]*mean
-	chanceByClass map[string]*mean
-	// per-subject kinds: accuracy by subject
-	accBySubject map[string]*accuracy
-}
-
-func newAggregate(k Kind) *aggregate {
-	return &aggregate{kind: k, byKind: map[string]*accuracy{}, lossByClass: map[string]*mean{}, accByClass: map[string]*accuracy{},
-		chanceByKind: map[string]*mean{}, chanceByClass: map[string]*mean{}, accBySubject: map[string]*accuracy{}}
-}
-
-// addChoices scores one multiple-choice or cloze record.
-func (a *aggregate) addChoices(d *doc, s []Score) {
-	if a.kind == KindLambada {
-		a.acc.add(s[0].Greedy)
-		a.clozeLoss.add(-s[0].LogProb)
-		if s[0].Tokens > 0 {
-			a.goldLoss.add(-s[0].LogProb / float64(s[0].Tokens))
-		}
-		return
-	}
-	best, bestNorm := 0, 0
-	norm := func(j int) float64 { return s[j].LogProb / float64(max(len(d.choices[j]), 1)) }
-	for j := range s {
-		if s[j].LogProb > s[best].LogProb {
-			best = j
-		}
-		if norm(j) > norm(bestNorm) {
-			bestNorm = j
-		}
-	}
-	a.acc.add(best == d.gold)
-	a.accNorm.add(bestNorm == d.gold)
-	if kindSpecs[a.kind].parseRow != nil {
-		acc := a.accBySubject[d.subject]
-		if acc == nil {
-			acc = &accuracy{}
-			a.accBySubject[d.subject] = acc
-		}
-		acc.add(best == d.gold)
-	}
-	if s[d.gold].Tokens > 0 {
-		a.goldLoss.add(-s[d.gold].LogProb / float64(s[d.gold].Tokens))
-	}
-	other := math.Inf(-1)
-	for j := range s {
-		if j != d.gold {
-			other = math.Max(other, s[j].LogProb)
-		}
-	}
-	a.margin.add(s[d.gold].LogProb - other)
-	a.chance.add(1 / float64(len(s)))
-}
-
-// addGenerative checks one completion and returns whether it is correct (flexible for numeric tasks).
-func (a *aggregate) addGenerative(d *doc, gold Score, out string) bool {
-	if gold.Tokens > 0 {
-		a.goldLoss.add(-gold.LogProb / float64(gold.Tokens))
-	}
-	switch a.kind {
-	case KindGSM8K, KindMGSM, KindCMATH:
-		var s, f bool
-		if a.kind == KindGSM8K {
-			s, f = gradeGSM8K(out, d.answer)
-		} else {
-			s, f = gradeNumeric(out, d.answer)
-		}
-		a.strict.add(s)
-		a.flex.add(f)
-		return f
-	case KindMATH:
-		_, has := LastBoxed(out)
-		a.boxed.add(has)
-		ok := MathEqual(MathAnswer(out), d.answer)
-		a.acc.add(ok)
-		return ok
-	case KindProbe:
-		ok := probeCorrect(out, d.answer)
-		a.acc.add(ok)
-		acc := a.byKind[d.probeKind]
-		if acc == nil {
-			acc = &accuracy{}
-			a.byKind[d.probeKind] = acc
-		}
-		acc.add(ok)
-		class := ProbeClass(d.probeKind)
-		if a.accByClass[class] == nil {
-			a.accByClass[class], a.lossByClass[class] = &accuracy{}, &mean{}
-		}
-		a.accByClass[class].add(ok)
-		if gold.Tokens > 0 {
-			a.lossByClass[class].add(-gold.LogProb / float64(gold.Tokens))
-		}
-		if d.probeChance > 0 {
-			a.chance.add(d.probeChance)
-			addMean(a.chanceByKind, d.probeKind, d.probeChance)
-			addMean(a.chanceByClass, class, d.probeChance)
-		}
-		return ok
-	}
-	return false
-}
-
-// addMean adds x to the mean m[key], creating it if needed.
-func addMean(m map[string]*mean, key string, x float64) {
-	if m[key] == nil {
-		m[key] = &mean{}
-	}
-	m[key].add(x)
-}
-
-// metrics lists the task's metrics in report order.
-func (a *aggregate) metrics() Metrics {
-	switch a.kind {
-	case KindLambada:
-		l := a.clozeLoss.metric("loss")
-		return Metrics{a.acc.metric("acc"), l, plain("perplexity", math.Exp(l.Value), l.N), a.goldLoss.metric("gold_loss_per_token")}
-	case KindGSM8K, KindMGSM, KindCMATH:
-		return Metrics{a.strict.metric("exact_match_strict"), a.flex.metric("exact_match_flexible"), a.goldLoss.metric("gold_loss_per_token")}
-	case KindMATH:
-		return Metrics{a.acc.metric("exact_match"), a.boxed.metric("boxed_rate"), a.goldLoss.metric("gold_loss_per_token")}
-	case KindProbe:
-		// chance follows each accuracy whose records all carry a chance level (a mean over fewer would not be
-		// that accuracy's chance).
-		withChance := func(ms Metrics, acc accuracy, ch *mean, suffix string) Metrics {
-			ms = append(ms, acc.metric("acc"+suffix))
-			if ch != nil && ch.n == acc.n {
-				ms = append(ms, plain("chance"+suffix, ch.mu, ch.n))
-			}
-			return ms
-		}
-		ms := withChance(nil, a.acc, &a.chance, "")
-		for _, c := range []string{ProbeReasoning, ProbeMemorisation} {
-			if acc := a.accByClass[c]; acc != nil {
-				ms = withChance(ms, *acc, a.chanceByClass[c], "_"+c)
-			}
-		}
-		ms = append(ms, a.goldLoss.metric("gold_loss_per_token"))
-		for _, c := range []string{ProbeReasoning, ProbeMemorisation} {
-			if l := a.lossByClass[c]; l != nil {
-				ms = append(ms, l.metric("gold_loss_per_token_"+c))
-			}
-		}
-		for _, k := range sortedKeys(a.byKind) {
-			ms = withChance(ms, *a.byKind[k], a.chanceByKind[k], "_"+k)
-		}
-		return ms
-	}
-	ms := Metrics{a.acc.metric("acc"), a.accNorm.metric("acc_norm_bytes"), plain("chance", a.chance.mu, a.chance.n),
-		a.goldLoss.metric("gold_loss_per_token"), a.margin.metric("ll_margin")}
-	if kindSpecs[a.kind].parseRow != nil {
-		ms = append(ms, subjectMean(a.accBySubject, len(kindSpecs[a.kind].subjects)))
-		for _, s := range sortedKeys(a.accBySubject) {
-			ms = append(ms, a.accBySubject[s].metric("acc_"+s))
-		}
-	}
-	return ms
 }
 
 // subjectMean is acc_subject_mean: the unweighted mean of the K subjects' accuracies (docs/definitions.md §5).

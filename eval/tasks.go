@@ -154,7 +154,7 @@ type doc struct {
 }
 
 // kindSpec is how one kind reads, prompts, checks and explains records: one row of kindSpecs per kind, so
-// that a new kind is one row and one parser.
+// that a new kind is one row (its grader included, or TestEveryKindRowGrades fails) and one parser.
 type kindSpec struct {
 	parse func(line []byte) (doc, error) // line-based kinds: one non-blank line
 	// CSV kinds (parse nil): one data row of a CSV file with a header row holding columns; the files may be
@@ -163,12 +163,15 @@ type kindSpec struct {
 	columns     []string
 	subjects    map[string]string
 	description func(subject string) string // before the few-shot examples and the record (nil: none)
-	generative  bool
-	stop        []string                    // generation stops before these (generative kinds)
-	shotSep     string                      // between few-shot examples and before the record
-	fields      []string                    // JSON kinds: the record's keys, named when a record of another layout is met (schema.go)
-	optional    []string                    // the fields a record may leave out
-	shotFile    func(subject string) string // per-subject kinds: the name of a subject's file in a few-shot directory
+	// grader turns the scored records into metrics; a generative grader makes the kind generate (grade.go).
+	grader grader
+	stop   []string // generation stops before these (generative kinds)
+	// budget caps a generative kind's new tokens below --max-new-tokens for a record (nil: no cap of its own).
+	budget   func(d *doc) int
+	shotSep  string                      // between few-shot examples and before the record
+	fields   []string                    // JSON kinds: the record's keys, named when a record of another layout is met (schema.go)
+	optional []string                    // the fields a record may leave out
+	shotFile func(subject string) string // per-subject kinds: the name of a subject's file in a few-shot directory
 
 	// What `eval-tasks --help` and the text report say about the kind.
 	grading  string // what scoring one record means and what it costs
@@ -196,31 +199,34 @@ const (
 )
 
 var kindSpecs = map[Kind]kindSpec{
-	KindHellaSwag: {parse: parseHellaSwag, shotSep: "\n\n", fields: []string{"activity_label", "ctx_a", "ctx_b", "ctx", "endings", "label"},
+	KindHellaSwag: {parse: parseHellaSwag, grader: mcGrader, shotSep: "\n\n", fields: []string{"activity_label", "ctx_a", "ctx_b", "ctx", "endings", "label"},
 		optional: []string{"ctx_a", "ctx_b", "ctx"},
 		grading:  mcGrading, footnote: mcFootnote},
-	KindMultipleChoice: {parse: parseMC, shotSep: "\n\n", fields: []string{"query", "choices", "gold"},
+	KindMultipleChoice: {parse: parseMC, grader: mcGrader, shotSep: "\n\n", fields: []string{"query", "choices", "gold"},
 		grading: mcGrading, footnote: mcFootnote},
-	KindWinoGrande: {parse: parseWinoGrande, shotSep: "\n\n", fields: []string{"context_options", "continuation", "gold"},
+	KindWinoGrande: {parse: parseWinoGrande, grader: mcGrader, shotSep: "\n\n", fields: []string{"context_options", "continuation", "gold"},
 		grading: "the shared continuation scored under each of the two contexts; two forward passes, no generation", footnote: mcFootnote},
-	KindLambada: {parse: parseLambada, shotSep: "\n\n", fields: []string{"context", "continuation"},
+	KindLambada: {parse: parseLambada, grader: clozeGrader, shotSep: "\n\n", fields: []string{"context", "continuation"},
 		grading: "the last word scored by its log-likelihood (acc: greedy decoding would give it); one forward pass, no generation"},
-	KindGSM8K: {parse: parseGSM8K, generative: true, stop: []string{"Question:", "</s>", "<|im_end|>"}, shotSep: "\n\n",
+	KindGSM8K: {parse: parseGSM8K, grader: gsm8kGrader, stop: []string{"Question:", "</s>", "<|im_end|>"}, shotSep: "\n\n",
 		fields: []string{"question", "answer"}, grading: genGrading},
-	KindMATH: {parse: parseMATH, generative: true, stop: []string{"Problem:"}, shotSep: "\n\n",
+	KindMATH: {parse: parseMATH, grader: mathGrader, stop: []string{"Problem:"}, shotSep: "\n\n",
 		fields: []string{"problem", "solution", "answer"}, optional: []string{"answer"}, grading: genGrading},
-	KindMGSM: {parse: parseMGSM, generative: true, stop: []string{"Question:", "</s>", "<|im_end|>", "\n\n"}, shotSep: "\n\n",
+	KindMGSM: {parse: parseMGSM, grader: numericGrader, stop: []string{"Question:", "</s>", "<|im_end|>", "\n\n"}, shotSep: "\n\n",
 		grading: genGrading},
-	KindCMATH: {parse: parseCMATH, generative: true, stop: []string{"问题：", "\n\n"}, shotSep: "\n\n",
+	KindCMATH: {parse: parseCMATH, grader: numericGrader, stop: []string{"问题：", "\n\n"}, shotSep: "\n\n",
 		fields: []string{"input", "golden"}, grading: genGrading},
-	KindProbe: {parse: parseProbe, generative: true, stop: []string{"\n"}, shotSep: "\n", fields: []string{"prompt", "answer", "kind", "chance"}, optional: []string{"chance"},
+	KindProbe: {parse: parseProbe, grader: probeGrader, stop: []string{"\n"},
+		// The answer, its space and a line break take at most len(answer)+2 tokens; one more shows whether the
+		// line ends there.
+		budget: func(d *doc) int { return len(d.answer) + 3 }, shotSep: "\n", fields: []string{"prompt", "answer", "kind", "chance"}, optional: []string{"chance"},
 		grading: "the answer scored teacher-forced, then a greedy completion of at most the answer's length + 3 tokens, " +
 			"its first line checked",
 		footnote: "(chance: what the best guess that does not do the task scores, the mean of the records' chance; memorisation\n" +
 			"  kinds on held-out prompts are at chance by design, on recall prompts they measure memorisation)"},
-	KindCMMLU: {parseRow: parseChineseMC, columns: chineseMCColumns, subjects: cmmluSubjects,
+	KindCMMLU: {parseRow: parseChineseMC, grader: subjectMCGrader, columns: chineseMCColumns, subjects: cmmluSubjects,
 		description: cmmluDescription, shotSep: "\n\n", shotFile: func(s string) string { return s + ".csv" }, grading: mcGrading + "; four one-letter choices", footnote: mcFootnote},
-	KindCEval: {parseRow: parseChineseMC, columns: chineseMCColumns, subjects: cevalSubjects,
+	KindCEval: {parseRow: parseChineseMC, grader: subjectMCGrader, columns: chineseMCColumns, subjects: cevalSubjects,
 		description: cevalDescription, shotSep: "\n\n", shotFile: func(s string) string { return s + "_dev.csv" }, grading: mcGrading + "; four one-letter choices", footnote: mcFootnote},
 	// lm tasks are read by RunTask itself (plain text, not records); the row holds their help.
 	KindLM: {unit: "bytes", grading: "plain text cut into windows of the context length, each scored in one forward pass; a \"record\" is a window"},

@@ -24,7 +24,8 @@ const (
 
 // Rule is one initialisation rule (docs/definitions.md §2): one row of the table every list of rules is derived
 // from (Validate, Sigma, the command line's choices, the audit's candidates and the table python/ reads). A new
-// rule is a new row here, a line of its σ in rules_test.go, and the regenerated table file.
+// rule is a new row here, its closed form in rules_test.go's closedForm (the test fails for a row without one),
+// and the regenerated table file.
 type Rule struct {
 	Name string // the recipe's rule value
 	// Param is the recipe field the rule reads (ParamGamma, ParamStd), or "" for a rule without one; Validate
