@@ -16,6 +16,7 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/filesum"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train/rundir"
@@ -266,10 +267,22 @@ func relocate(dir string, have, want recipe.Config) error {
 				return fmt.Errorf("relocate %s: %w", dir, err)
 			}
 		}
+		// A checkpoint with a manifest is verified before its state.json changes and sealed again after.
+		ck := filepath.Dir(path)
+		verr := filesum.Verify(ck)
+		sealed := !errors.Is(verr, filesum.ErrNoManifest)
+		if sealed && verr != nil {
+			return fmt.Errorf("relocate: %w", verr)
+		}
 		st.Config = fp
 		nb, _ := json.MarshalIndent(st, "", "  ")
 		if err := atomicfile.Write(path, append(nb, '\n')); err != nil {
 			return fmt.Errorf("relocate: %w", err)
+		}
+		if sealed {
+			if err := filesum.Write(ck); err != nil {
+				return fmt.Errorf("relocate: %w", err)
+			}
 		}
 	}
 	b, err := c.Encode()

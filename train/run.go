@@ -275,7 +275,7 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 			return Result{}, fmt.Errorf("resume %s: checkpoint %s is past the run's %d steps (%s edited to fewer steps, or a checkpoint of another run): restore %s, or move the run directory away to start it afresh",
 				dir, ck, total, rundir.ConfigFile, rundir.ConfigFile)
 		}
-		st, err := loadCheckpoint(ck, step, r.m, r.opt)
+		st, err := loadCheckpoint(ck, step, r.m, r.opt, r.logf)
 		if err != nil {
 			return Result{}, err
 		}
@@ -717,6 +717,12 @@ func finishedResult(dir string, steps int) (Result, error) {
 	s, err := r.Summary()
 	if err != nil {
 		return Result{}, fmt.Errorf("finished run: %w", err)
+	}
+	// The loop writes a metrics line at its last step: a record that ends before it was cut after the run
+	// finished (a truncated copy, a branch's record cut by hand), and its losses are not the run's.
+	if s.Step != steps {
+		return Result{}, fmt.Errorf("finished run %s: %s ends at step %d, the run has %d steps (the file was cut after the run finished): restore it, or move the run directory away to train the run again",
+			dir, r.Path(rundir.MetricsFile), s.Step, steps)
 	}
 	res := Result{Dir: dir, Steps: steps, Loss: s.TrainLoss, ValLoss: s.ValLoss}
 	if !math.IsNaN(s.TokensPerS) {
