@@ -317,6 +317,11 @@ func prepareData(dir string, vocab int, o *Options) (*data.Stats, error) {
 			return nil, fmt.Errorf("%s holds a corpus prepared from %s with a vocabulary of %d, not the plan's embedded corpus of %d (data.vocab): use another --out",
 				dir, st.Source, st.VocabSize, vocab)
 		}
+		if err := data.Verify(dir, st); errors.Is(err, data.ErrNoSums) {
+			o.logf("note: %v\n", err)
+		} else if err != nil {
+			return nil, err
+		}
 		o.logf("reusing the prepared corpus in %s\n", dir)
 		return st, nil
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
 	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train/rundir"
 )
 
@@ -386,6 +387,22 @@ func newRunner(c recipe.Config, dir string, o Options) (*runner, error) {
 	r := &runner{c: c, dir: dir, o: o}
 	mc := c.Model.Config
 	var err error
+	// The data files are the ones their prepared directory's stats.json names (a stats.json of an earlier
+	// build: a note, once).
+	noted := false
+	for _, f := range []struct{ key, path string }{{"data.train", c.Data.Train}, {"data.val", c.Data.Val}} {
+		if f.path == "" {
+			continue
+		}
+		if err := data.VerifyFile(f.path); errors.Is(err, data.ErrNoSums) {
+			if !noted {
+				r.logf("note: %v\n", err)
+				noted = true
+			}
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+	}
 	if r.train, err = data.ReadTokens(c.Data.Train, mc.Vocab); err != nil {
 		return nil, fmt.Errorf("data.train: %w", err)
 	}
@@ -688,7 +705,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	if err := os.MkdirAll(final, 0o755); err != nil {
 		return Result{}, fmt.Errorf("final model: %w", err)
 	}
-	if err := copyTokenizer(c.Data.Train, final); err != nil {
+	if err := copyTokenizer(c.Data.Train, final, c.Model.Config.Vocab); err != nil {
 		return Result{}, err
 	}
 	if err := r.m.Save(final, initRecord(c)); err != nil {
@@ -750,14 +767,26 @@ func initRecord(c recipe.Config) gammainit.Record {
 // its final model directory so that text-level tools (eval-tasks, generate) find it there.
 const TokenizerFile = "tokenizer.json"
 
-// copyTokenizer copies tokenizer.json from the training file's directory into dir, if there is one.
-func copyTokenizer(trainFile, dir string) error {
-	b, err := inputfile.ReadFile(filepath.Join(filepath.Dir(trainFile), TokenizerFile), inputfile.MaxTokenizer)
+// copyTokenizer copies tokenizer.json from the training file's directory into dir, if there is one: the one
+// stats.json's sum names (data.VerifyFile), and a tokenizer whose ids fit the model's vocabulary of vocab.
+func copyTokenizer(trainFile, dir string, vocab int) error {
+	src := filepath.Join(filepath.Dir(trainFile), TokenizerFile)
+	b, err := inputfile.ReadFile(src, inputfile.MaxTokenizer)
 	if os.IsNotExist(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("copy tokenizer: %w", err)
+	}
+	if err := data.VerifyFile(src); err != nil && !errors.Is(err, data.ErrNoSums) {
+		return fmt.Errorf("copy tokenizer: %w", err)
+	}
+	tok, err := tokenizer.Load(src)
+	if err != nil {
+		return fmt.Errorf("copy tokenizer: %w", err)
+	}
+	if tok.VocabSize() > vocab {
+		return fmt.Errorf("copy tokenizer %s: %d tokens, more than the model's vocabulary of %d (model.vocab_size): it is another corpus's tokenizer", src, tok.VocabSize(), vocab)
 	}
 	return atomicfile.Write(filepath.Join(dir, TokenizerFile), b)
 }
