@@ -177,6 +177,9 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if hs, _ := p.series(); hs != nil && o.engine().Name() != train.EngineGo {
 		return nil, fmt.Errorf("plan %s: the horizon series %v (WSD cooldown branches from a trunk's snapshots) trains with the Go engine only, not %s", p.Name, hs, o.engine().Name())
 	}
+	if err := p.checkSeriesKeys(o.logf); err != nil {
+		return nil, err
+	}
 	autoSeeds = autoSeeds && out.Tier != nil && out.Tier.MinSeeds > 0
 	if out.Steps, err = size(ctx, p, out, &o, autoSeeds); err != nil {
 		return nil, err
