@@ -314,6 +314,9 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 	build.TokenizerSample = sampled
 
 	// 5. Encode, mix, write.
+	if err := checkMixKeys(groups, opt.Mix); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
 	var textBytes int64
 	for i := range docs {
 		textBytes += int64(docs[i].bytes)

@@ -71,3 +71,27 @@ func TestBuildsRecordTheirSums(t *testing.T) {
 		}
 	}
 }
+
+// TestMixRefusesUnknownKeys (issue 48, Found 5): --min-share of a language no archive holds and --cap of a
+// source that does not exist (a typo of sotu) are refused listing the known ones; before, both did nothing.
+func TestMixRefusesUnknownKeys(t *testing.T) {
+	for _, tc := range []struct {
+		mix  Mix
+		want string
+	}{
+		{Mix{MinShare: map[string]float64{"xx": 0.3}}, `no document is in language "xx" (the languages: en, zh)`},
+		{Mix{Caps: map[string]int64{"sout": 100}}, `"sout" is neither a source nor a language`},
+	} {
+		_, err := PrepareArchives(filepath.Join(t.TempDir(), "out"), ArchiveOptions{Inputs: fixtures("chinese-poetry.tgz", "sotu.tgz"), Vocab: 300, Mix: tc.mix})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("mix %+v: %v, want an error containing %q", tc.mix, err, tc.want)
+		}
+		if err != nil && tc.mix.Caps != nil && !strings.Contains(err.Error(), "sotu") {
+			t.Errorf("the refusal does not list the sources: %v", err)
+		}
+	}
+	// The default mix over archives without English is not refused.
+	if _, err := PrepareArchives(filepath.Join(t.TempDir(), "out"), ArchiveOptions{Inputs: fixtures("chinese-poetry.tgz"), Vocab: 300, Mix: DefaultMix()}); err != nil {
+		t.Errorf("default mix without English: %v", err)
+	}
+}
