@@ -13,7 +13,7 @@ type reproduceCmd struct {
 	Seeds     int           `help:"Seeds per verdict arm (default: the tier's; from 2h the most of its seeds, at least its min_seeds, that fit the budget at the horizon, recorded in OUT/sizing.json)."`
 	Steps     int           `help:"Steps per run (overrides --budget)."`
 	Jobs      jobsFlag      `default:"auto" help:"Runs of a sweep trained at once (they share the cores), or auto: a packing probe on the largest run's model measures one run on all cores against one run per core and keeps the faster (recorded in each sweep's packing.json)."`
-	Precision string        `default:"auto" enum:"auto,f32,bf16" help:"Matmul operands of every run: bf16 (float32 accumulation; needs AVX512_BF16), f32, or auto: bf16 where the CPU has AVX512_BF16. A reproduction resumes only with the precision it started with (f32 for those started before 2026-12-02)."`
+	Precision string        `default:"auto" enum:"auto,f32,bf16" help:"Matmul operands of every run: bf16 (float32 accumulation; VDPBF16PS on AVX512_BF16, float32 FMAs on AVX2, the same bits), f32, or auto: the precision timed fastest on this CPU. A reproduction resumes only with the precision it started with (f32 for those started before 2026-12-02)."`
 	Data      string        `type:"path" placeholder:"DIR" help:"A corpus prepared by smallinit data prepare to train on instead of the embedded one (copied into OUT/data once; the plan states its training tokens and the epochs each run sees)."`
 	PrintPlan bool          `help:"Print the reproduction's plan for the budget (arms, seeds, steps, tokens, expected wall time from a throughput probe) and exit; the plan file itself: smallinit study reproduce --print-plan."`
 
