@@ -428,6 +428,11 @@ func Parse(text []byte) (*Plan, error) {
 	if p.Name == "" {
 		return nil, fmt.Errorf("name: a plan needs a name")
 	}
+	// The plan's name is written into files (the grid files' first line, reports): the one name alphabet keeps
+	// a newline from adding a line to them.
+	if err := checkName("name", p.Name); err != nil {
+		return nil, err
+	}
 	if p.Kind == "" {
 		p.Kind = KindTrain
 	}
