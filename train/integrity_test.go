@@ -116,3 +116,19 @@ func TestSnapshotBitFlipRefusedByBranch(t *testing.T) {
 		t.Errorf("finished branch with a cut metrics.jsonl: %v, want a refusal naming it", err)
 	}
 }
+
+// TestSameConfigNamesTheKey (issue 48, Found "vague errors"): a run planned again with another eval_interval
+// is refused naming the key and both values; before, the refusal named no key.
+func TestSameConfigNamesTheKey(t *testing.T) {
+	root := t.TempDir()
+	c := smallRun(t, root, 2)
+	dir := filepath.Join(root, "run")
+	if _, err := Start(context.Background(), c, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	c.Train.EvalInterval = 5
+	_, _, err := SameConfig(dir, c)
+	if !errors.Is(err, ErrConfigDiffers) || !strings.Contains(err.Error(), "at train.eval_interval: 3 there, 5 here") {
+		t.Errorf("SameConfig with another eval_interval: %v, want the key and both values named", err)
+	}
+}
