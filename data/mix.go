@@ -3,7 +3,9 @@ package data
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 )
 
 // Mix is the stated mix of a corpus built from archives: caps on sources or languages, and minimum shares of
@@ -40,6 +42,29 @@ func (m Mix) Validate() error {
 	for _, k := range sortedKeys(m.Caps) {
 		if m.Caps[k] <= 0 {
 			return fmt.Errorf("mix: cap of %s %d: must be positive", k, m.Caps[k])
+		}
+	}
+	return nil
+}
+
+// checkMixKeys refuses a mix key that names nothing the archives hold: a --min-share language, or a --cap
+// source or language, that no group is of (a typo such as "sout" for "sotu" would otherwise cap nothing),
+// listing the languages and sources there are. The default shares (DefaultMix, what the command passes
+// without --min-share) are not a user's word and may name a language the archives lack.
+func checkMixKeys(groups []archGroup, mix Mix) error {
+	langs, sources := map[string]bool{}, map[string]bool{}
+	for _, g := range groups {
+		langs[g.lang], sources[g.source] = true, true
+	}
+	for _, l := range sortedKeys(mix.MinShare) {
+		if !langs[l] && !maps.Equal(mix.MinShare, DefaultMix().MinShare) {
+			return fmt.Errorf("--min-share %s=%g: no document is in language %q (the languages: %s)", l, mix.MinShare[l], l, strings.Join(sortedKeys(langs), ", "))
+		}
+	}
+	for _, k := range sortedKeys(mix.Caps) {
+		if !langs[k] && !sources[k] {
+			return fmt.Errorf("--cap %s=%d: %q is neither a source nor a language of the archives (sources: %s; languages: %s)",
+				k, mix.Caps[k], k, strings.Join(sortedKeys(sources), ", "), strings.Join(sortedKeys(langs), ", "))
 		}
 	}
 	return nil

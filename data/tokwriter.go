@@ -126,6 +126,9 @@ func (tw *TokWriter) Finish() error {
 	return tw.err
 }
 
+// Staged is the temporary path the file is written at until Close renames it (to hash it after Finish).
+func (tw *TokWriter) Staged() string { return tw.tmp }
+
 // Close finishes the file (see Finish) and renames it over the final path. On any error the temporary file is
 // removed and the final path is untouched. Calling Close again, or after Abort, is an error.
 func (tw *TokWriter) Close() error {

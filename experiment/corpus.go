@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/internal/filesum"
 	"github.com/smallinit/smallinit/internal/inputfile"
 )
 
@@ -23,8 +25,11 @@ func (o *Options) dataSource(p *Plan) string {
 
 // importData copies the corpus prepared in src (`smallinit data prepare`: its token files, tokenizer.json and
 // stats.json) into dst, the plan's OUT/data, where the LR-selection slice is carved beside it; src is never
-// written. A dst that holds a corpus already is reused when its stats.json is src's, byte for byte, and refused
-// otherwise (another corpus: use another --out).
+// written. src is checked first: its files against stats.json's sums (data.Verify) and stats.json against its
+// files (data.CheckPrepared: the tokenizer's vocabulary, the token counts, the largest id). A dst that holds a
+// corpus already is reused when its stats.json is src's, byte for byte, and its files are the ones the sums
+// name (or, for a stats.json of a build before the sums, src's own files, hashed now), and refused otherwise.
+// Only regular files are prepared files: a symlink, FIFO or directory in their place is refused naming it.
 func importData(src, dst string, o *Options) (*data.Stats, error) {
 	want, err := inputfile.ReadFile(filepath.Join(src, data.StatsFile), inputfile.MaxConfig)
 	if err != nil {
@@ -34,33 +39,52 @@ func importData(src, dst string, o *Options) (*data.Stats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--data %s: %w", src, err)
 	}
+	names, err := preparedFiles(src)
+	if err != nil {
+		return nil, fmt.Errorf("--data %s: %w", src, err)
+	}
+	sums := st.SHA256
+	if err := data.Verify(src, st); errors.Is(err, data.ErrNoSums) {
+		o.logf("note: %v\n", err)
+		// The sums of src's files as they are now stand in for the missing ones when dst is checked below.
+		sums = map[string]string{}
+		for _, n := range names {
+			if sums[n], err = filesum.File(filepath.Join(src, n)); err != nil {
+				return nil, fmt.Errorf("--data %s: %w", src, err)
+			}
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("--data %s: %w", src, err)
+	}
+	if err := data.CheckPrepared(src, st); err != nil {
+		return nil, fmt.Errorf("--data %s: %w", src, err)
+	}
 	if have, err := os.ReadFile(filepath.Join(dst, data.StatsFile)); err == nil {
 		if string(have) != string(want) {
 			return nil, fmt.Errorf("%s holds another corpus than --data %s (their %s differ): use another --out", dst, src, data.StatsFile)
 		}
+		if err := data.Verify(dst, &data.Stats{SHA256: sums}); err != nil {
+			return nil, fmt.Errorf("%s holds a changed copy of --data %s: %w (or move %s away to copy the corpus again)", dst, src, err, dst)
+		}
 		o.logf("reusing the corpus of %s in %s\n", src, dst)
 		return st, nil
 	}
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		return nil, fmt.Errorf("--data %s: %w", src, err)
+	if _, err := os.Lstat(dst); err == nil {
+		return nil, fmt.Errorf("%s exists but holds no %s (a copy cut short, or not a corpus): move it away (rm -r %s) and run again", dst, data.StatsFile, dst)
 	}
 	tmp := dst + ".tmp"
 	os.RemoveAll(tmp)
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return nil, err
 	}
-	n := 0
-	for _, e := range entries {
-		name := e.Name()
-		// The prepared files only: token files, the tokenizer and the stats (stats.json last, below).
-		if !e.Type().IsRegular() || name == data.StatsFile || !(strings.HasSuffix(name, ".tok") || name == data.TokenizerFile) {
-			continue
-		}
+	for _, name := range names {
 		if err := copyFile(filepath.Join(src, name), filepath.Join(tmp, name)); err != nil {
 			return nil, fmt.Errorf("--data %s: %w", src, err)
 		}
-		n++
+	}
+	// The copy is what was verified: a file changed during the copy is caught here, before dst exists.
+	if err := data.Verify(tmp, &data.Stats{SHA256: sums}); err != nil {
+		return nil, fmt.Errorf("--data %s: copy: %w", src, err)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, data.StatsFile), want, 0o644); err != nil {
 		return nil, err
@@ -68,8 +92,30 @@ func importData(src, dst string, o *Options) (*data.Stats, error) {
 	if err := os.Rename(tmp, dst); err != nil {
 		return nil, fmt.Errorf("--data %s: %w", src, err)
 	}
-	o.logf("copied the corpus of %s (%d files, %d training tokens) into %s\n", src, n+1, st.Train.Tokens, dst)
+	o.logf("copied the corpus of %s (%d files, %d training tokens) into %s\n", src, len(names)+1, st.Train.Tokens, dst)
 	return st, nil
+}
+
+// preparedFiles are the names of the prepared files in dir, beside stats.json: its token files and the
+// tokenizer. Each must be a regular file: anything else in their place is refused naming it.
+func preparedFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		name := e.Name()
+		if name == data.StatsFile || !(strings.HasSuffix(name, ".tok") || name == data.TokenizerFile) {
+			continue
+		}
+		if !e.Type().IsRegular() {
+			return nil, fmt.Errorf("%s is %s, not a file: a prepared directory holds its files themselves (copy the file there, or prepare the directory again)",
+				filepath.Join(dir, name), inputfile.Kind(e.Type()))
+		}
+		names = append(names, name)
+	}
+	return names, nil
 }
 
 // copyFile copies one regular file.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/tokenizer"
 )
 
 // TestTrainTokens: a plan that tunes draws from the training split less the LR-selection slice: the slice's own
@@ -46,5 +47,143 @@ func TestTrainTokens(t *testing.T) {
 		if first, _, _ := strings.Cut(w.String(), "\n"); "corpus: archives: "+strings.TrimSuffix(tc.line, "\n") != first {
 			t.Errorf("%s: prints %q, want %q", tc.name, first, "corpus: archives: "+tc.line)
 		}
+	}
+}
+
+// preparedCorpus prepares the embedded corpus with a small trained tokenizer into dir and returns dir.
+func preparedCorpus(t *testing.T, dir string, text string, vocab int) string {
+	t.Helper()
+	tok, err := tokenizer.Train([]string{text}, vocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := data.PrepareEmbedded(dir, 0, tok); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// copyDir copies the regular files of src into a new directory dst.
+func copyDir(t *testing.T, src, dst string) string {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	es, _ := os.ReadDir(src)
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// editStats rewrites dir/stats.json through edit, on its JSON object.
+func editStats(t *testing.T, dir string, edit func(map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, data.StatsFile)
+	b, _ := os.ReadFile(path)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	b, _ = json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestImportDataRefusesWhatStatsDoesNotProve (issue 48, Found 2): a --data directory whose token file or
+// tokenizer has one flipped byte, whose stats.json claims another vocabulary or token count, whose tokenizer is
+// another corpus's or missing, or whose train.tok is a symlink, is refused naming the file; a changed copy in
+// OUT/data under an unchanged stats.json is not reused; a stats.json of a build before the sums is accepted with
+// a note. Before, each of these was accepted without a word.
+func TestImportDataRefusesWhatStatsDoesNotProve(t *testing.T) {
+	root := t.TempDir()
+	good := preparedCorpus(t, filepath.Join(root, "good"), "hello world, hello there, the world says hello", 270)
+	other := preparedCorpus(t, filepath.Join(root, "other"), "the quick brown fox jumps over the lazy dog again and again", 300)
+	for _, tc := range []struct {
+		name, want string
+		spoil      func(dir string)
+	}{
+		{"train.tok flipped", "train.tok: sha256", func(dir string) { flip(t, filepath.Join(dir, data.TrainFile)) }},
+		{"val.tok flipped", "val.tok: sha256", func(dir string) { flip(t, filepath.Join(dir, data.ValFile)) }},
+		{"val.en.tok flipped", "val.en.tok: sha256", func(dir string) { flip(t, filepath.Join(dir, data.ValLangFile("en"))) }},
+		{"tokenizer flipped", "tokenizer.json: sha256", func(dir string) { flip(t, filepath.Join(dir, data.TokenizerFile)) }},
+		{"stats vocabulary", "says vocab_size = 4096", func(dir string) {
+			editStats(t, dir, func(m map[string]any) { m["vocab_size"] = 4096 })
+		}},
+		{"stats training tokens", "says 1000000000000", func(dir string) {
+			editStats(t, dir, func(m map[string]any) { m["train"].(map[string]any)["tokens"] = 1e12 })
+		}},
+		{"another corpus's tokenizer, sums dropped", "not of one build", func(dir string) {
+			editStats(t, dir, func(m map[string]any) { delete(m, "sha256") })
+			b, _ := os.ReadFile(filepath.Join(other, data.TokenizerFile))
+			os.WriteFile(filepath.Join(dir, data.TokenizerFile), b, 0o644)
+		}},
+		{"tokenizer missing", "tokenizer.json: no such file", func(dir string) { os.Remove(filepath.Join(dir, data.TokenizerFile)) }},
+		{"train.tok a symlink", "train.tok is a", func(dir string) {
+			os.Remove(filepath.Join(dir, data.TrainFile))
+			os.Symlink(filepath.Join(good, data.TrainFile), filepath.Join(dir, data.TrainFile))
+		}},
+	} {
+		src := copyDir(t, good, filepath.Join(t.TempDir(), "src"))
+		tc.spoil(src)
+		dst := filepath.Join(t.TempDir(), "data")
+		_, err := importData(src, dst, &Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+		if _, serr := os.Stat(dst); serr == nil {
+			t.Errorf("%s: %s written", tc.name, dst)
+		}
+	}
+
+	// A changed copy under an unchanged stats.json is not "reusing the corpus".
+	dst := filepath.Join(root, "out", "data")
+	if _, err := importData(good, dst, &Options{}); err != nil {
+		t.Fatal(err)
+	}
+	flip(t, filepath.Join(dst, data.TrainFile))
+	if _, err := importData(good, dst, &Options{}); err == nil || !strings.Contains(err.Error(), filepath.Join(dst, data.TrainFile)) {
+		t.Errorf("changed copy reused: %v", err)
+	}
+
+	// An earlier build's stats.json (no sums): accepted with a note, and its copy checked against src's files.
+	old := copyDir(t, good, filepath.Join(root, "old"))
+	editStats(t, old, func(m map[string]any) { delete(m, "sha256") })
+	var log bytes.Buffer
+	dst = filepath.Join(root, "out2", "data")
+	if _, err := importData(old, dst, &Options{Log: &log}); err != nil || !strings.Contains(log.String(), "no sha256 sums") {
+		t.Fatalf("stats.json without sums: %v; log:\n%s", err, log.String())
+	}
+	flip(t, filepath.Join(dst, data.ValFile))
+	if _, err := importData(old, dst, &Options{}); err == nil || !strings.Contains(err.Error(), filepath.Join(dst, data.ValFile)) {
+		t.Errorf("changed copy of a corpus without sums reused: %v", err)
+	}
+
+	// A leftover OUT/data without stats.json is named with the command that clears it.
+	dst = filepath.Join(root, "out3", "data")
+	os.MkdirAll(dst, 0o755)
+	if _, err := importData(good, dst, &Options{}); err == nil || !strings.Contains(err.Error(), "rm -r "+dst) {
+		t.Errorf("leftover %s: %v", dst, err)
+	}
+}
+
+// flip flips the bits of the file's last byte.
+func flip(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

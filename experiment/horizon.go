@@ -74,6 +74,64 @@ type branchRun struct {
 	cfg     recipe.Config
 }
 
+// seriesKeys are the keys a horizon series sets in every run (horizonRecipe), with the value it sets ("" for
+// a key it computes). A group or arm that sets one to anything else is refused, naming both values, rather than
+// silently overwritten (a cosine arm trained as WSD, so that a cosine − WSD pair compares WSD with WSD); so is
+// a base train.snapshot_steps, which the series would drop. The base's schedule keys are the recipe of the
+// plan's tiers without a series (reproduce.toml's cosine): under a series they are replaced with a note.
+var seriesKeys = map[string]string{recipe.KeyScheduleKind: recipe.ScheduleWSD, keySnapshotSteps: "", keyDecaySteps: ""}
+
+const (
+	keySnapshotSteps = "train.snapshot_steps"
+	keyDecaySteps    = "schedule.decay_steps"
+)
+
+// checkSeriesKeys refuses a plan with a horizon series whose recipe sets a key the series sets (seriesKeys),
+// and says which base keys the series replaces through logf.
+func (p *Plan) checkSeriesKeys(logf func(string, ...any)) error {
+	hs, _ := p.series()
+	if hs == nil {
+		return nil
+	}
+	conflict := func(s override.Set) (string, bool) {
+		want, ok := seriesKeys[s.Key]
+		if !ok || want != "" && fmt.Sprint(s.Value) == want {
+			return "", false
+		}
+		if want == "" {
+			return "a value of its own", true
+		}
+		return fmt.Sprintf("%q", want), true
+	}
+	for _, s := range p.Base {
+		if series, ok := conflict(s); ok && s.Key == keySnapshotSteps {
+			return fmt.Errorf("plan %s: the base recipe sets %s = %v, but the horizon series %v sets it to %s in every trunk: drop the key, or drop the series (primaries.horizons)",
+				p.Name, s.Key, s.Value, hs, series)
+		} else if ok {
+			logf("note: plan %s: the horizon series %v sets %s to %s in every run, in place of the base recipe's %v\n", p.Name, hs, s.Key, series, s.Value)
+		}
+	}
+	for i := range p.Groups {
+		g := &p.Groups[i]
+		if p.ownHorizon(g) {
+			continue // a ladder group at its own horizon: singleHorizon, which sets the same keys for its rungs
+		}
+		for _, a := range append([]Arm{{Name: "", Sets: g.Sets}}, g.Arms...) {
+			for _, s := range a.Sets {
+				if series, ok := conflict(s); ok {
+					where := "group " + g.Name
+					if a.Name != "" {
+						where += " arm " + a.Name
+					}
+					return fmt.Errorf("plan %s: %s sets %s = %v, but the horizon series %v sets it to %s in every run (WSD trunks and their cooldown branches): drop the key, or drop the series (primaries.horizons)",
+						p.Name, where, s.Key, s.Value, hs, series)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // horizonRecipe makes c, a run of c.TotalSteps() steps at the series' longest horizon, a WSD trunk: the decay
 // over the cooldown fraction of its steps, the warmup the plan's per-step divisor gives the series' shortest
 // horizon (every branch shares the trunk's warmup), and a snapshot at every shorter horizon's branch point. It

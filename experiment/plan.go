@@ -428,6 +428,11 @@ func Parse(text []byte) (*Plan, error) {
 	if p.Name == "" {
 		return nil, fmt.Errorf("name: a plan needs a name")
 	}
+	// The plan's name is written into files (the grid files' first line, reports): the one name alphabet keeps
+	// a newline from adding a line to them.
+	if err := checkName("name", p.Name); err != nil {
+		return nil, err
+	}
 	if p.Kind == "" {
 		p.Kind = KindTrain
 	}
@@ -473,6 +478,10 @@ func Parse(text []byte) (*Plan, error) {
 	}
 	if err := data.CheckVocab("data.vocab =", p.Data.Vocab); err != nil {
 		return nil, err
+	}
+	if p.Data.Dir != "" && md.IsDefined("data", "vocab") {
+		return nil, fmt.Errorf("data.vocab = %d beside data.dir = %q: a prepared corpus's vocabulary is its tokenizer's (stats.json's vocab_size), and data.vocab would do nothing; drop data.vocab",
+			p.Data.Vocab, p.Data.Dir)
 	}
 	if !(p.Budget.Minutes > 0) || !(p.Budget.Efficiency > 0) || p.Budget.Efficiency > 1 || p.Budget.MinSteps < 1 {
 		return nil, fmt.Errorf("budget: want minutes > 0, efficiency in (0, 1] and min_steps ≥ 1")

@@ -38,6 +38,8 @@ func TestParseRefuses(t *testing.T) {
 		{"seed axis", good + "\n[[group]]\nname = \"x\"\naxes = { seed = [1, 2] }\n", "seed is the plan's seeds"},
 		{"bad compare", strings.Replace(good, `"gamma0.5-fixed"]`, `"nope"]`, 1), `no arm "nope"`},
 		{"duplicate arm", good + "\n[[group]]\nname = \"x\"\n[[group.arm]]\nname = \"a\"\n[[group.arm]]\nname = \"a\"\n", `arm "a"`},
+		{"data.vocab beside data.dir (issue 48)", strings.Replace(good, "vocab = 4096", "vocab = 4096\ndir = \"/x/corpus\"", 1), "data.vocab = 4096 beside data.dir"},
+		{"name with a newline (issue 48: an injection into the grid file)", strings.Replace(good, `name = "demo"`, `name = "demo\nbase = \"/etc/passwd\""`, 1), `name "demo\nbase = \"/etc/passwd\"": want letters, digits`},
 		{"probe data without mix", good + "\n[[group]]\nname = \"x\"\ndata = \"probes\"\naxes = { \"init.gamma\" = [1] }\n", "data.probes is false"},
 	} {
 		if _, err := Parse([]byte(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -179,6 +179,9 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if hs, _ := p.series(); hs != nil && o.engine().Name() != train.EngineGo {
 		return nil, fmt.Errorf("plan %s: the horizon series %v (WSD cooldown branches from a trunk's snapshots) trains with the Go engine only, not %s", p.Name, hs, o.engine().Name())
 	}
+	if err := p.checkSeriesKeys(o.logf); err != nil {
+		return nil, err
+	}
 	autoSeeds = autoSeeds && out.Tier != nil && out.Tier.MinSeeds > 0
 	if out.Steps, err = size(ctx, p, out, &o, autoSeeds); err != nil {
 		return nil, err
@@ -318,6 +321,11 @@ func prepareData(dir string, vocab int, o *Options) (*data.Stats, error) {
 		if st.Source != "embedded" || st.VocabSize != vocab {
 			return nil, fmt.Errorf("%s holds a corpus prepared from %s with a vocabulary of %d, not the plan's embedded corpus of %d (data.vocab): use another --out",
 				dir, st.Source, st.VocabSize, vocab)
+		}
+		if err := data.Verify(dir, st); errors.Is(err, data.ErrNoSums) {
+			o.logf("note: %v\n", err)
+		} else if err != nil {
+			return nil, err
 		}
 		o.logf("reusing the prepared corpus in %s\n", dir)
 		return st, nil

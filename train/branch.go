@@ -113,7 +113,7 @@ func StartOrResumeBranch(ctx context.Context, c recipe.Config, dir, trunkDir str
 		o.LockHeld = true
 		return StartOrResume(ctx, c, dir, o)
 	}
-	st, err := loadCheckpoint(snap, at, r.m, r.opt)
+	st, err := loadCheckpoint(snap, at, r.m, r.opt, r.logf)
 	if err != nil {
 		return Result{}, fmt.Errorf("branch %s: %w", dir, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/filesum"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
@@ -18,8 +19,9 @@ import (
 
 // A checkpoint is a directory DIR/checkpoints/step-NNNNNN/ holding the model (model.safetensors + config.json,
 // the engine's format), optimizer.safetensors (AdamW moments as exp_avg.<name> and exp_avg_sq.<name>, PyTorch's
-// names) and state.json. It is written under a temporary name, synced, and renamed into place, so a crash at
-// any moment leaves the previous checkpoint intact.
+// names), state.json and manifest.json (filesum: the sha256 of every other file, written last). It is written
+// under a temporary name, synced, and renamed into place, so a crash at any moment leaves the previous
+// checkpoint intact; a file changed since (one flipped byte) is refused on resume and branch, naming it.
 const (
 	checkpointsDir = rundir.CheckpointsDir
 	stateFile      = "state.json"
@@ -108,6 +110,9 @@ func saveState(root string, m *model.Model, opt *optim.AdamW, st State, init any
 	if err := atomicfile.Write(filepath.Join(tmp, stateFile), append(b, '\n')); err != nil {
 		return fail(err)
 	}
+	if err := filesum.Write(tmp); err != nil {
+		return fail(err)
+	}
 	if err := syncDir(tmp); err != nil {
 		return fail(err)
 	}
@@ -143,9 +148,15 @@ func listCheckpoints(dir string) ([]int, error) {
 }
 
 // loadCheckpoint restores weights, optimizer moments and state from checkpoint directory ck, the checkpoint of
-// the given step, into m and opt.
-func loadCheckpoint(ck string, step int, m *model.Model, opt *optim.AdamW) (State, error) {
+// the given step, into m and opt. Its files are first checked against its manifest; a checkpoint without one
+// (written by a build before manifests) is accepted with a note through logf, so that older runs resume.
+func loadCheckpoint(ck string, step int, m *model.Model, opt *optim.AdamW, logf func(string, ...any)) (State, error) {
 	var st State
+	if err := filesum.Verify(ck); errors.Is(err, filesum.ErrNoManifest) {
+		logf("note: %s has no %s (written by an earlier build): its files are trusted unverified\n", ck, filesum.ManifestFile)
+	} else if err != nil {
+		return st, fmt.Errorf("resume: checkpoint %s: %w; move that checkpoint directory away to resume from the one before it", ck, err)
+	}
 	b, err := inputfile.ReadFile(filepath.Join(ck, stateFile), inputfile.MaxConfig)
 	if err != nil {
 		return st, fmt.Errorf("resume: %w", err)

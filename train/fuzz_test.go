@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/internal/allocs"
+	"github.com/smallinit/smallinit/internal/filesum"
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train/rundir"
 
@@ -242,6 +243,10 @@ func TestResumeRefusesForeignState(t *testing.T) {
 		tc.mod(&s)
 		b, _ := json.Marshal(s)
 		os.WriteFile(filepath.Join(run, checkpointsDir, checkpointName(2), stateFile), b, 0o644)
+		// Sealed again, as a forger would: the state's own checks stand behind the manifest's sums.
+		if err := filesum.Write(filepath.Join(run, checkpointsDir, checkpointName(2))); err != nil {
+			t.Fatal(err)
+		}
 		before, _ := os.ReadFile(filepath.Join(run, rundir.MetricsFile))
 		_, err := Resume(context.Background(), run, Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/internal/filesum"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train/rundir"
@@ -90,7 +91,7 @@ func CompareMoved(have, want recipe.Config, dir string) (moved bool, err error) 
 		return false, err
 	}
 	if !bytes.Equal(a, b) {
-		return false, fmt.Errorf("%w (edited by hand, or planned with other settings?): move the run directory away to start it afresh", ErrConfigDiffers)
+		return false, fmt.Errorf("%w (edited by hand, or planned with other settings?) %s: move the run directory away to start it afresh", ErrConfigDiffers, firstDiff(a, b))
 	}
 	oldRoot := ""
 	for _, k := range recipe.DataKeys() {
@@ -266,10 +267,22 @@ func relocate(dir string, have, want recipe.Config) error {
 				return fmt.Errorf("relocate %s: %w", dir, err)
 			}
 		}
+		// A checkpoint with a manifest is verified before its state.json changes and sealed again after.
+		ck := filepath.Dir(path)
+		verr := filesum.Verify(ck)
+		sealed := !errors.Is(verr, filesum.ErrNoManifest)
+		if sealed && verr != nil {
+			return fmt.Errorf("relocate: %w", verr)
+		}
 		st.Config = fp
 		nb, _ := json.MarshalIndent(st, "", "  ")
 		if err := atomicfile.Write(path, append(nb, '\n')); err != nil {
 			return fmt.Errorf("relocate: %w", err)
+		}
+		if sealed {
+			if err := filesum.Write(ck); err != nil {
+				return fmt.Errorf("relocate: %w", err)
+			}
 		}
 	}
 	b, err := c.Encode()
@@ -277,4 +290,33 @@ func relocate(dir string, have, want recipe.Config) error {
 		return err
 	}
 	return atomicfile.Write(filepath.Join(dir, rundir.ConfigFile), b)
+}
+
+// firstDiff names the first key whose line differs between two encoded configs, have and want, with its
+// section: "at train.eval_interval: 5 there, 10 here" ("" when the lines are equal).
+func firstDiff(have, want []byte) string {
+	h, w := strings.Split(string(have), "\n"), strings.Split(string(want), "\n")
+	section := ""
+	for i := 0; i < max(len(h), len(w)); i++ {
+		var x, y string
+		if i < len(h) {
+			x = h[i]
+		}
+		if i < len(w) {
+			y = w[i]
+		}
+		if x == y {
+			if t := strings.TrimSpace(x); strings.HasPrefix(t, "[") {
+				section = strings.Trim(t, "[]") + "."
+			}
+			continue
+		}
+		kx, vx, _ := strings.Cut(x, "=")
+		ky, vy, _ := strings.Cut(y, "=")
+		if key := strings.TrimSpace(kx); key != "" && key == strings.TrimSpace(ky) {
+			return fmt.Sprintf("at %s%s: %s there, %s here", section, key, strings.TrimSpace(vx), strings.TrimSpace(vy))
+		}
+		return fmt.Sprintf("at line %d: %q there, %q here", i+1, x, y)
+	}
+	return ""
 }

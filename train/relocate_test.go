@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/internal/filesum"
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train/rundir"
 )
@@ -137,6 +138,10 @@ func setCheckpointFingerprint(t *testing.T, dir string, c recipe.Config) {
 		st.Config = fp
 		b, _ = json.Marshal(st)
 		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// An earlier build wrote no manifest.
+		if err := os.Remove(filepath.Join(filepath.Dir(path), filesum.ManifestFile)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/internal/filesum"
 	"github.com/smallinit/smallinit/train/rundir"
 )
 
@@ -68,6 +69,7 @@ func TestResumeRefusesStateItCannotHaveWritten(t *testing.T) {
 			run := filepath.Join(t.TempDir(), "run")
 			copyTree(t, template, run)
 			tc.edit(t, run)
+			resealCheckpoints(t, run)
 			before, _ := os.ReadFile(filepath.Join(run, rundir.MetricsFile))
 			_, err := Resume(context.Background(), run, Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -77,5 +79,17 @@ func TestResumeRefusesStateItCannotHaveWritten(t *testing.T) {
 				t.Errorf("metrics.jsonl changed by a refused resume")
 			}
 		})
+	}
+}
+
+// resealCheckpoints writes the manifest of every checkpoint of run again, as a forger would after editing its
+// state: the state's own checks stand behind the manifest's sums.
+func resealCheckpoints(t *testing.T, run string) {
+	t.Helper()
+	es, _ := os.ReadDir(filepath.Join(run, checkpointsDir))
+	for _, e := range es {
+		if err := filesum.Write(filepath.Join(run, checkpointsDir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

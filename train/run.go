@@ -23,6 +23,7 @@ import (
 	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/optim"
 	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train/rundir"
 )
 
@@ -275,7 +276,7 @@ func Resume(ctx context.Context, dir string, o Options) (Result, error) {
 			return Result{}, fmt.Errorf("resume %s: checkpoint %s is past the run's %d steps (%s edited to fewer steps, or a checkpoint of another run): restore %s, or move the run directory away to start it afresh",
 				dir, ck, total, rundir.ConfigFile, rundir.ConfigFile)
 		}
-		st, err := loadCheckpoint(ck, step, r.m, r.opt)
+		st, err := loadCheckpoint(ck, step, r.m, r.opt, r.logf)
 		if err != nil {
 			return Result{}, err
 		}
@@ -386,6 +387,22 @@ func newRunner(c recipe.Config, dir string, o Options) (*runner, error) {
 	r := &runner{c: c, dir: dir, o: o}
 	mc := c.Model.Config
 	var err error
+	// The data files are the ones their prepared directory's stats.json names (a stats.json of an earlier
+	// build: a note, once).
+	noted := false
+	for _, f := range []struct{ key, path string }{{"data.train", c.Data.Train}, {"data.val", c.Data.Val}} {
+		if f.path == "" {
+			continue
+		}
+		if err := data.VerifyFile(f.path); errors.Is(err, data.ErrNoSums) {
+			if !noted {
+				r.logf("note: %v\n", err)
+				noted = true
+			}
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+	}
 	if r.train, err = data.ReadTokens(c.Data.Train, mc.Vocab); err != nil {
 		return nil, fmt.Errorf("data.train: %w", err)
 	}
@@ -696,7 +713,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	if err := os.MkdirAll(final, 0o755); err != nil {
 		return Result{}, fmt.Errorf("final model: %w", err)
 	}
-	if err := copyTokenizer(c.Data.Train, final); err != nil {
+	if err := copyTokenizer(c.Data.Train, final, c.Model.Config.Vocab); err != nil {
 		return Result{}, err
 	}
 	if err := r.m.Save(final, initRecord(c)); err != nil {
@@ -726,6 +743,12 @@ func finishedResult(dir string, steps int) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("finished run: %w", err)
 	}
+	// The loop writes a metrics line at its last step: a record that ends before it was cut after the run
+	// finished (a truncated copy, a branch's record cut by hand), and its losses are not the run's.
+	if s.Step != steps {
+		return Result{}, fmt.Errorf("finished run %s: %s ends at step %d, the run has %d steps (the file was cut after the run finished): restore it, or move the run directory away to train the run again",
+			dir, r.Path(rundir.MetricsFile), s.Step, steps)
+	}
 	res := Result{Dir: dir, Steps: steps, Loss: s.TrainLoss, ValLoss: s.ValLoss}
 	if !math.IsNaN(s.TokensPerS) {
 		res.TokensPerS = s.TokensPerS
@@ -752,14 +775,26 @@ func initRecord(c recipe.Config) gammainit.Record {
 // its final model directory so that text-level tools (eval-tasks, generate) find it there.
 const TokenizerFile = "tokenizer.json"
 
-// copyTokenizer copies tokenizer.json from the training file's directory into dir, if there is one.
-func copyTokenizer(trainFile, dir string) error {
-	b, err := inputfile.ReadFile(filepath.Join(filepath.Dir(trainFile), TokenizerFile), inputfile.MaxTokenizer)
+// copyTokenizer copies tokenizer.json from the training file's directory into dir, if there is one: the one
+// stats.json's sum names (data.VerifyFile), and a tokenizer whose ids fit the model's vocabulary of vocab.
+func copyTokenizer(trainFile, dir string, vocab int) error {
+	src := filepath.Join(filepath.Dir(trainFile), TokenizerFile)
+	b, err := inputfile.ReadFile(src, inputfile.MaxTokenizer)
 	if os.IsNotExist(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("copy tokenizer: %w", err)
+	}
+	if err := data.VerifyFile(src); err != nil && !errors.Is(err, data.ErrNoSums) {
+		return fmt.Errorf("copy tokenizer: %w", err)
+	}
+	tok, err := tokenizer.Load(src)
+	if err != nil {
+		return fmt.Errorf("copy tokenizer: %w", err)
+	}
+	if tok.VocabSize() > vocab {
+		return fmt.Errorf("copy tokenizer %s: %d tokens, more than the model's vocabulary of %d (model.vocab_size): it is another corpus's tokenizer", src, tok.VocabSize(), vocab)
 	}
 	return atomicfile.Write(filepath.Join(dir, TokenizerFile), b)
 }

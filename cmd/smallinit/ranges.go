@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -26,10 +27,35 @@ func (cmd *dataPrepareCmd) Validate() error {
 			return fmt.Errorf("%w; leave it out for %d", err, tokenizer.DefaultVocabSize)
 		}
 	}
-	return nonNegative("--workers", cmd.Workers)
+	return inRange("--workers", cmd.Workers, 0, kernel.MaxWorkers, "0: all cores")
 }
 
-func (cmd *auditCmd) Validate() error { return nonNegative("--workers", cmd.Workers) }
+func (cmd *auditCmd) Validate() error {
+	return inRange("--workers", cmd.Workers, 0, kernel.MaxWorkers, "0: all cores")
+}
+
+// MaxBenchSteps bounds bench's --steps and --warmup: a bench is seconds to minutes of steps, and a count past
+// it is a typo, not a measurement.
+const MaxBenchSteps = 100_000
+
+func (cmd *benchCmd) Validate() error {
+	return errors.Join(
+		inRange("--threads", cmd.Threads, 0, kernel.MaxWorkers, "the range of train.threads; 0: all cores"),
+		inRange("--steps", cmd.Steps, 1, MaxBenchSteps, ""),
+		inRange("--warmup", cmd.Warmup, 0, MaxBenchSteps, ""),
+		nonNegative("--batch", cmd.Batch))
+}
+
+// inRange refuses v outside [lo, hi], naming the flag, the value and the range (with hint, when given).
+func inRange(flag string, v, lo, hi int, hint string) error {
+	if v >= lo && v <= hi {
+		return nil
+	}
+	if hint != "" {
+		hint = " (" + hint + ")"
+	}
+	return fmt.Errorf("%s %d: must be in [%d, %d]%s", flag, v, lo, hi, hint)
+}
 
 func (cmd *evalTasksCmd) Validate() error {
 	if err := nonNegative("--shots", cmd.Shots); err != nil {

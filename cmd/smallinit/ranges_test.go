@@ -40,14 +40,20 @@ func TestFlagRanges(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"data", "prepare", "--out", dir + "/d", "--workers", "-3"}, "--workers -3: must be ≥ 0"},
-		{[]string{"data", "prepare", "--out", dir + "/d", "--workers=-3"}, "--workers -3: must be ≥ 0"},
+		{[]string{"data", "prepare", "--out", dir + "/d", "--workers", "-3"}, "--workers -3: must be in [0, 1024]"},
+		{[]string{"data", "prepare", "--out", dir + "/d", "--workers=-3"}, "--workers -3: must be in [0, 1024]"},
 		{[]string{"data", "prepare", "--out", dir + "/d", "--vocab", "0"}, "--vocab 0: must be in [257"},
 		{[]string{"eval-tasks", "--model", dir, "--task", "hellaswag=x", "--shots", "-2"}, "--shots -2: must be ≥ 0"},
 		{[]string{"generate", "--model", dir, "--prompt", "a", "--max-tokens", "-1"}, "--max-tokens -1: must be at least 1"},
 		{[]string{"generate", "--model", dir, "--prompt", "a", "--temperature", "-1"}, "--temperature -1: must be ≥ 0"},
 		{[]string{"init", "--out", dir + "/m", "--shard-size", "-5MB"}, "--shard-size -5MB: must be positive"},
 		{[]string{"analyze", "--model", dir, "--probes", "1000000000"}, "--probes 1000000000: must be in [1, 4096]"},
+		// Issue 48: bench --threads 100000 panicked in kernel.NewPool; the others were accepted.
+		{[]string{"bench", "--threads", "100000"}, "--threads 100000: must be in [0, 1024] (the range of train.threads"},
+		{[]string{"bench", "--threads", "-2"}, "--threads -2: must be in [0, 1024]"},
+		{[]string{"bench", "--steps", "1000000000"}, "--steps 1000000000: must be in [1, 100000]"},
+		{[]string{"bench", "--warmup", "1000000000"}, "--warmup 1000000000: must be in [0, 100000]"},
+		{[]string{"data", "prepare", "--out", dir + "/d", "--workers", "1000000"}, "--workers 1000000: must be in [0, 1024]"},
 	} {
 		cmd := exec.Command(bin, tc.args...)
 		var stderr bytes.Buffer
