@@ -29,6 +29,9 @@ type Sizing struct {
 	Seeds           int     `json:"seeds,omitempty"`
 	Steps           int     `json:"steps"`
 	ProbeTokensPerS float64 `json:"probe_tokens_per_s,omitempty"`
+	// ProbeOverheadS is the overhead probe's fixed cost of one run in seconds (probeOverhead; 0: not measured,
+	// a sizing written before it existed).
+	ProbeOverheadS float64 `json:"probe_overhead_s,omitempty"`
 }
 
 // ReadSizing reads a sizing file, refusing one that cannot have been written by Run.
@@ -127,7 +130,8 @@ func size(ctx context.Context, p *Plan, out *Outcome, o *Options, auto bool) (in
 	if e.Steps > MaxSteps { // ReadSizing would refuse the file on the next call
 		return 0, fmt.Errorf("a budget of %s gives %d steps per run, more than %d: give a smaller budget or --steps", o.Budget, e.Steps, MaxSteps)
 	}
-	b, _ := json.MarshalIndent(Sizing{Budget: o.Budget.String(), Seeds: len(o.Seeds), Steps: e.Steps, ProbeTokensPerS: e.TokensPerS}, "", "  ")
+	b, _ := json.MarshalIndent(Sizing{Budget: o.Budget.String(), Seeds: len(o.Seeds), Steps: e.Steps, ProbeTokensPerS: e.TokensPerS,
+		ProbeOverheadS: e.Overhead.Seconds()}, "", "  ")
 	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
 		return 0, err
 	}
@@ -151,7 +155,14 @@ type Estimate struct {
 	ExtraCost []float64
 	// ScoreTokens are the forward-only tokens of scoring every final model (Evaluator.ScoreTokens per run).
 	ScoreTokens int64
-	Wall        time.Duration // expected: training at TokensPerS·Efficiency, scoring at ForwardSpeedup× that
+	// Overhead is one run's fixed cost besides its steps (initialisation, step-0 and final weights,
+	// evaluations, diagnostics, checkpoints), measured by the overhead probe (probeOverhead); Trials are the LR
+	// sweep's worst-case trials, each a run that pays it too. Runs+Trials runs pay it.
+	Overhead time.Duration
+	Trials   int
+	// Wall is expected: training at TokensPerS·Efficiency, Overhead per run and trial, scoring at ForwardSpeedup×
+	// TokensPerS.
+	Wall time.Duration
 	// HorizonParams is the non-embedding parameter count the steps were sized by (the primaries' horizon in
 	// tokens per parameter); 0 when the budget sized them.
 	HorizonParams int64
@@ -198,6 +209,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		if p.Tune == nil {
 			return 0, 0, nil
 		}
+		e.Trials = 0
 		var n int
 		var cost float64
 		for i, w := range p.tuneWidths(out.Tier) {
@@ -213,6 +225,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 						return 0, 0, err
 					}
 					trials := p.Tune.gridOptions(p, i == 0, g).WorstCaseTrials()
+					e.Trials += trials
 					// A horizon series adds each trial's cooldown branches.
 					n += int(math.Ceil(float64(trials*ts) * (1 + p.horizonCost())))
 					cost += float64(trials*ts) * (1 + p.horizonCost()) * perStep(c) / perStep(base)
@@ -223,6 +236,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 					return 0, 0, fmt.Errorf("plan %s: LR sweep recipe: %w", p.Name, err)
 				}
 				ws := p.Tune.options(steps).WorstCaseSteps()
+				e.Trials += p.Tune.options(steps).WorstCaseTrials()
 				n += ws
 				cost += float64(ws) * perStep(c) / perStep(base)
 			}
@@ -237,7 +251,15 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		}
 		e.TokensPerS = res.FwdBwdTokensPerS()
 	}
+	if e.Overhead = out.probeOverhead; e.Overhead == 0 {
+		if e.Overhead, err = probeOverhead(context.Background(), p, out, e.TokensPerS); err != nil {
+			return nil, err
+		}
+		out.probeOverhead = e.Overhead
+	}
 	budgetSteps := o.Budget.Seconds()*e.TokensPerS*p.Budget.Efficiency/float64(e.StepTokens) - extra
+	// A run's fixed cost in base-model steps: the budget pays it once per run and per trial.
+	overheadSteps := e.Overhead.Seconds() * e.TokensPerS * p.Budget.Efficiency / float64(e.StepTokens)
 	h, hn, err := p.horizonSteps(out)
 	if err != nil {
 		return nil, err
@@ -250,14 +272,14 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 	default:
 		// The largest steps whose main runs and worst-case sweep fit (binary search; the sweep's cost grows
 		// with the steps).
-		lo, hi := 0, int(budgetSteps/e.RunCost)+1
+		lo, hi := 0, int(max(budgetSteps-float64(e.Runs)*overheadSteps, 0)/e.RunCost)+1
 		for lo < hi {
 			mid := (lo + hi + 1) / 2
 			_, tc, err := tuneAt(mid)
 			if err != nil {
 				return nil, err
 			}
-			if float64(mid)*e.RunCost+tc <= budgetSteps {
+			if float64(mid)*e.RunCost+tc+float64(e.Runs+e.Trials)*overheadSteps <= budgetSteps {
 				lo = mid
 			} else {
 				hi = mid - 1
@@ -268,10 +290,10 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 	if e.TuneSteps, e.TuneCost, err = tuneAt(max(e.Steps, 1)); err != nil {
 		return nil, err
 	}
-	e.ScoreTokens = int64(e.Runs) * o.scoreTokens(p)
+	e.ScoreTokens = int64(e.Runs) * o.scoreTokens(p, out.Tier)
 	train := (float64(e.Steps)*e.RunCost + e.TuneCost + extra) * float64(e.StepTokens) / (e.TokensPerS * p.Budget.Efficiency)
 	score := float64(e.ScoreTokens) / (ForwardSpeedup * e.TokensPerS)
-	e.Wall = time.Duration((train + score) * float64(time.Second))
+	e.Wall = time.Duration((train+score)*float64(time.Second)) + time.Duration(e.Runs+e.Trials)*e.Overhead
 	return e, nil
 }
 

@@ -209,3 +209,30 @@ func TestBenchmarkRunsInTheParsedPrecision(t *testing.T) {
 		t.Errorf("Benchmark with precision fp8: %v, want an error naming it", err)
 	}
 }
+
+// TestPrecisionChoiceStringNeverPrintsZero: an untimed candidate (the only eligible precision, e.g. f32 on an
+// AVX2-only CPU) is said to be untimed, never printed as "f32 0 tokens/s"; timed candidates keep their rates.
+func TestPrecisionChoiceStringNeverPrintsZero(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		c         PrecisionChoice
+		want, not []string
+	}{
+		{"untimed only candidate", PrecisionChoice{CPU: "AMD EPYC (avx2)", Precision: "f32", Candidates: []PrecisionTiming{{Precision: "f32"}}},
+			[]string{"precision auto: f32 on AMD EPYC (avx2)", "not timed"}, []string{"0 tokens/s"}},
+		{"timed pair", PrecisionChoice{CPU: "Zen 5", Precision: "bf16", Candidates: []PrecisionTiming{{"f32", 920}, {"bf16", 994}}},
+			[]string{"f32 920 tokens/s, bf16 994 tokens/s on Zen 5: bf16", "the fastest"}, []string{"not timed"}},
+	} {
+		got := tc.c.String()
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q lacks %q", tc.name, got, w)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(got, n) {
+				t.Errorf("%s: %q contains %q", tc.name, got, n)
+			}
+		}
+	}
+}
