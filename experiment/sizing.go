@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/runlock"
@@ -153,7 +154,8 @@ type Estimate struct {
 	TuneCost  float64
 	// ExtraCost is the evaluator's extra training (Evaluator.Extra) in base-model steps, one entry per item, taken from the budget.
 	ExtraCost []float64
-	// ScoreTokens are the forward-only tokens of scoring every final model (Evaluator.ScoreTokens per run).
+	// ScoreTokens are the forward-only tokens of scoring: every final model (Evaluator.ScoreTokens, and the
+	// summary's validation split where the plan has one) and every LR trial (the LR-selection slice).
 	ScoreTokens int64
 	// Overhead is one run's fixed cost besides its steps (initialisation, step-0 and final weights,
 	// evaluations, diagnostics, checkpoints), measured by the overhead probe (probeOverhead); Trials are the LR
@@ -290,11 +292,50 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 	if e.TuneSteps, e.TuneCost, err = tuneAt(max(e.Steps, 1)); err != nil {
 		return nil, err
 	}
-	e.ScoreTokens = int64(e.Runs) * o.scoreTokens(p, out.Tier)
+	e.ScoreTokens = int64(e.Runs)*(o.scoreTokens(p, out.Tier)+summaryTokens(p, out, o, base.Model.SeqLen)) + int64(e.Trials)*selectionTokens(p, out)
 	train := (float64(e.Steps)*e.RunCost + e.TuneCost + extra) * float64(e.StepTokens) / (e.TokensPerS * p.Budget.Efficiency)
 	score := float64(e.ScoreTokens) / (ForwardSpeedup * e.TokensPerS)
 	e.Wall = time.Duration((train+score)*float64(time.Second)) + time.Duration(e.Runs+e.Trials)*e.Overhead
 	return e, nil
+}
+
+// Token counts of the embedded corpus at the plans' vocabulary (4096; smallinit data prepare, 2026-12-07), for an
+// estimate made before the corpus is prepared (print-plan).
+const (
+	embeddedTrainTokens = 1_839_518
+	embeddedValTokens   = 107_964
+)
+
+// summaryTokens are the forward tokens of scoring one run for the summary (Plan.Summary: the validation split,
+// whole or its first Options.Windows windows per file); 0 for a plan without a summary.
+func summaryTokens(p *Plan, out *Outcome, o *Options, seq int) int64 {
+	if !p.Summary {
+		return 0
+	}
+	val, files := out.Stats.Val.Tokens, int64(max(len(out.Stats.ValByLang), 1))
+	if val == 0 {
+		val, files = embeddedValTokens, 2
+	}
+	if o.Windows > 0 {
+		val = min(val, files*int64(o.Windows*seq))
+	}
+	return val
+}
+
+// selectionTokens are the forward tokens of scoring one LR trial on the LR-selection slice (eval.ScoreSelection):
+// the slice as prepared, else its share of the training tokens; 0 for a plan without an LR sweep.
+func selectionTokens(p *Plan, out *Outcome) int64 {
+	if p.Tune == nil {
+		return 0
+	}
+	if st, err := data.ReadSelectionStats(out.DataDir); err == nil {
+		return st.Select.Tokens
+	}
+	train := out.Stats.Train.Tokens
+	if train == 0 {
+		train = embeddedTrainTokens
+	}
+	return int64(data.DefaultSelectShare * float64(train))
 }
 
 func durationOfMinutes(m float64) time.Duration { return time.Duration(m * float64(time.Minute)) }

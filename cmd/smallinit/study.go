@@ -105,7 +105,7 @@ func (cmd *studyCmd) Run() error {
 		return fmt.Errorf("plan %s (--out %s): %w", p.Name, cmd.Out, err)
 	}
 	if len(out.Rows) > 0 {
-		summary.WriteTable(os.Stdout, out.Rows)
+		summary.WriteTable(os.Stdout, out.Rows, out.Tokens/int64(max(out.Steps, 1)))
 	}
 	if len(out.Pairs) > 0 {
 		fmt.Println()
