@@ -236,3 +236,21 @@ func TestPrecisionChoiceStringNeverPrintsZero(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchmarkLogLines: without Progress (a pipe) every step is its own line and no "\r" is written; with it one
+// status line is rewritten and ended once.
+func TestBenchmarkLogLines(t *testing.T) {
+	c := arch.Config{Vocab: 64, Dim: 32, FFN: 64, Layers: 1, Heads: 2, SeqLen: 8, NormEps: 1e-5,
+		Norm: arch.NormRMS, AttnGate: arch.GateNone, RopeTheta: 10000, FFNKind: arch.FFNDense}
+	for _, progress := range []bool{false, true} {
+		var log strings.Builder
+		if _, err := Benchmark(c, BenchOptions{Batch: 2, Steps: 2, Warmup: 1, Threads: 1, Log: &log, Progress: progress}); err != nil {
+			t.Fatal(err)
+		}
+		got := log.String()
+		lines, crs := strings.Count(got, "\n"), strings.Count(got, "\r")
+		if !progress && (lines != 3 || crs != 0) || progress && (lines != 1 || crs != 3) {
+			t.Errorf("progress %v: %d lines, %d carriage returns:\n%q", progress, lines, crs, got)
+		}
+	}
+}
