@@ -3,9 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"golang.org/x/term"
 	"io"
 	"os"
+
+	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/train"
 )
