@@ -95,16 +95,17 @@ func copyFile(src, dst string) error {
 }
 
 // trainTokens are the tokens the plan's runs draw from: the training split, less the LR-selection slice when the
-// plan tunes or asks for it (the slice's own count once it is carved, else its share).
-func trainTokens(p *Plan, dataDir string, st *data.Stats) int64 {
+// plan tunes or asks for it: the slice's own count once it is carved, else an estimate from its share
+// (estimated: the slice is cut by whole documents, so the count it leaves differs a little from the share's).
+func trainTokens(p *Plan, dataDir string, st *data.Stats) (n int64, estimated bool) {
 	if st == nil {
-		return 0
+		return 0, false
 	}
 	if !p.withoutSelection() {
-		return st.Train.Tokens
+		return st.Train.Tokens, false
 	}
 	if sel, err := data.ReadSelectionStats(dataDir); err == nil {
-		return sel.Train.Tokens
+		return sel.Train.Tokens, false
 	}
-	return int64(math.Round(float64(st.Train.Tokens) * (1 - data.DefaultSelectShare)))
+	return int64(math.Round(float64(st.Train.Tokens) * (1 - data.DefaultSelectShare))), true
 }

@@ -31,9 +31,11 @@ type Description struct {
 	TuneWidths []int
 	TuneRungs  []int
 	// Corpus names the corpus (stats.json's source) and TrainTokens the tokens its runs draw from (0: not
-	// known before the corpus is prepared).
-	Corpus      string
-	TrainTokens int64
+	// known before the corpus is prepared); TrainTokensEstimated says it is the LR-selection slice's share
+	// taken off the training split, before the slice is cut (trainTokens).
+	Corpus               string
+	TrainTokens          int64
+	TrainTokensEstimated bool
 
 	evaluator Evaluator // Options.Evaluator: its statement opens the description
 }
@@ -133,7 +135,8 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 		return nil, err
 	}
 	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune, Extra: extras, PrecisionNote: o.precisionNote, evaluator: o.Evaluator,
-		Corpus: st.Source, TrainTokens: trainTokens(p, out.DataDir, st)}
+		Corpus: st.Source}
+	d.TrainTokens, d.TrainTokensEstimated = trainTokens(p, out.DataDir, st)
 	if p.Tune != nil {
 		d.TuneWidths = p.tuneWidths(out.Tier)
 		if !p.Tune.full() {
@@ -246,9 +249,13 @@ func (d *Description) Write(w io.Writer) error {
 // horizon, and a warning for every run that would see a token more than once; then the horizon series.
 func (d *Description) writeCorpus(w io.Writer) {
 	if d.TrainTokens > 0 {
-		fmt.Fprintf(w, "corpus: %s: %d training tokens the runs draw from", d.Corpus, d.TrainTokens)
-		if d.Tune != nil {
-			fmt.Fprintf(w, " (the training split less the LR-selection slice)")
+		about, what := "", "the training split less the LR-selection slice"
+		if d.TrainTokensEstimated {
+			about, what = "about ", fmt.Sprintf("the training split less the LR-selection slice's share, %g%%, before the slice is cut", 100*data.DefaultSelectShare)
+		}
+		fmt.Fprintf(w, "corpus: %s: %s%d training tokens the runs draw from", d.Corpus, about, d.TrainTokens)
+		if d.Plan.withoutSelection() {
+			fmt.Fprintf(w, " (%s)", what)
 		}
 		fmt.Fprintln(w)
 	} else {

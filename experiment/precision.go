@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
@@ -28,7 +29,11 @@ func resolvePrecision(p *Plan, out *Outcome, o *Options, record bool) (*Plan, er
 			return nil, fmt.Errorf("plan %s: %w", p.Name, err)
 		}
 		if !prec.Native() {
-			return nil, fmt.Errorf("plan %s: %s %s: this CPU does not run it in hardware: use f32 or auto", p.Name, recipe.KeyPrecision, prec)
+			// The plan pins its precision so that every run a comparison reads has it (docs/definitions.md §7):
+			// another precision is another experiment, not a fallback.
+			return nil, fmt.Errorf("plan %s: %s = %s: this CPU (kernel path %s) runs it only through the pure-Go twin, "+
+				"tens of times slower: run the plan on a CPU with AVX2 or AVX512_BF16, or, for another experiment, "+
+				"set %s = \"f32\" or \"auto\" in every arm and use a new --out", p.Name, recipe.KeyPrecision, prec, kernel.KernelPath(), recipe.KeyPrecision)
 		}
 		return p, nil
 	}

@@ -29,9 +29,11 @@ import (
 //     starts at 0 and takes, pair by pair, acc = fma(acc, a₁, b₁) then
 //     acc = fma(acc, a₀, b₀) (odd k first: VDPBF16PS's order), each a float32
 //     fused multiply-add rounded to nearest even, with denormal inputs read
-//     as zero and a denormal result flushed to a zero of its sign (Intel SDM,
-//     VDPBF16PS: "DAZ, FTZ, RNE, MXCSR neither consulted nor updated"); an
-//     odd k pairs its last element with a zero;
+//     as zero and a tiny result (below 2^-126 once rounded to 24 bits with
+//     an unbounded exponent) flushed to a zero of its sign (Intel SDM,
+//     VDPBF16PS: "DAZ, FTZ, RNE, MXCSR neither consulted nor updated"; x86
+//     detects tininess after rounding); an odd k pairs its last element with
+//     a zero;
 //   - the block's sum is added to C with one float32 addition (C = sum for
 //     the first block unless accumulate), blocks in k order.
 //
@@ -42,10 +44,11 @@ import (
 // depends on it (see above), so the twin and the assembly must share it.
 const bf16KC = 256
 
-// HasBF16 is BF16.Native(): whether this CPU runs the BF16 precision with
-// AVX512_BF16 instructions. Without them the BF16 products still work,
-// through the pure-Go twin, but tens of times slower than F32.
-func HasBF16() bool { return BF16.Native() }
+// HasBF16 reports whether the BF16 precision runs on AVX512_BF16 (VDPBF16PS,
+// twice the float32 FMA rate). Without it the BF16 products run on float32
+// FMAs (AVX2 or AVX-512: BF16.Native() still true, the float32 speed) or, on
+// a CPU with neither, through the pure-Go twin; the bits are the same.
+func HasBF16() bool { return active.dpbf16 }
 
 // RoundBF16 returns x rounded to bfloat16 (nearest even; float32 denormals
 // become zeros of their sign), as a float32: the value a BF16 product multiplies.
@@ -72,18 +75,28 @@ func roundBF16(x float32) uint16 {
 func bf16Pair(lo, hi float32) uint32 { return uint32(roundBF16(lo)) | uint32(roundBF16(hi))<<16 }
 
 // bf16FMA is one accumulation step of VDPBF16PS: acc + a·b rounded once to
-// float32 (nearest even), denormal inputs read as zero, a denormal result
-// flushed to a zero of its sign. a and b are bf16 values (as float32), so
-// a·b is exact in float64 and the float64 sum rounds to the same float32 as
-// a fused float32 operation would (the sum is exact in float64 whenever the
-// float32 rounding could depend on its last bits).
+// float32 (nearest even), denormal inputs read as zero, a tiny result flushed
+// to a zero of its sign. Tiny is x86's tininess after rounding (Intel SDM
+// vol. 1, 4.9.1.5, the rule MXCSR.FTZ follows): the exact result rounded to
+// float32's 24 bits with an unbounded exponent is below 2^-126, so a result
+// just under 2^-126 that a denormal rounding would carry up to 2^-126 is
+// flushed too (TestBF16FlushesAfterRounding: VDPBF16PS does so). a and b are
+// bf16 values (as float32), so a·b is exact in float64 and the float64 sum
+// rounds to the same float32 as a fused float32 operation would (the sum is
+// exact in float64 whenever the float32 rounding could depend on its last
+// bits, and always when it is tiny).
 func bf16FMA(acc, a, b float32) float32 {
 	acc, a, b = daz(acc), daz(a), daz(b)
-	r := float32(float64(acc) + float64(a)*float64(b))
-	if u := math.Float32bits(r); u&0x7F800000 == 0 {
-		return math.Float32frombits(u & 0x80000000)
+	s := float64(acc) + float64(a)*float64(b)
+	if m := math.Abs(s); m < 0x1p-126 {
+		// Scaled by 2^64, the value is a normal float32 whenever its
+		// rounding could reach 2^-126, so float32 rounds it to 24 bits.
+		if float32(m*0x1p64) >= 0x1p-62 {
+			return float32(math.Copysign(0x1p-126, s))
+		}
+		return float32(math.Copysign(0, s))
 	}
-	return r
+	return float32(s)
 }
 
 func daz(x float32) float32 {

@@ -60,7 +60,7 @@ func specialSlice(rng *rand.Rand, n int, withNaN bool) []float32 {
 }
 
 // TestBF16PackMatchesTwin checks every implementation's bf16 packers
-// against the pure-Go ones bit for bit: both layouts of each operand, depths
+// (split ones through splitPanels) against the pure-Go ones bit for bit: both layouts of each operand, depths
 // around the 16-pair blocks and KC, an odd k, ragged row and column counts,
 // offsets into the matrix, padded strides and the special values. The
 // destination starts as garbage, so every word of the panels must be written.
@@ -99,10 +99,19 @@ func TestBF16PackMatchesTwin(t *testing.T) {
 								want, got := make([]float32, size), make([]float32, size)
 								for i := range want {
 									want[i] = math.Float32frombits(0xDEADBEEF)
-									got[i] = want[i]
 								}
 								tc.twin(g, &a, want, off, rows, pc, kc)
-								tc.pack(g, &a, got, off, rows, pc, kc)
+								if g.split {
+									// Two float32 steps per pair.
+									want, got = splitPanels(want, tc.w, kc), make([]float32, 2*size)
+									sa := gemmArgs{transA: trans, transB: !trans, m: off + rows, n: off + rows, a: src, lda: ld, b: src, ldb: ld, k: kf}
+									sa = sa.splitPairs()
+									fillGarbage(got)
+									tc.pack(g, &sa, got, off, rows, 2*pc, 2*kc)
+								} else {
+									fillGarbage(got)
+									tc.pack(g, &a, got, off, rows, pc, kc)
+								}
 								for i := range want {
 									if w, x := math.Float32bits(want[i]), math.Float32bits(got[i]); w != x {
 										t.Fatalf("%s %s kf=%d pc=%d kc=%d rows=%d k-across-rows=%v: word %d = %#08x, twin %#08x",
@@ -116,6 +125,29 @@ func TestBF16PackMatchesTwin(t *testing.T) {
 			}
 		}
 	}
+}
+
+func fillGarbage(s []float32) {
+	for i := range s {
+		s[i] = math.Float32frombits(0xDEADBEEF)
+	}
+}
+
+// splitPanels expands pair panels (kc steps of w pairs per panel) into the
+// split layout: per pair, the even value's step, then the odd one's.
+func splitPanels(pairs []float32, w, kc int) []float32 {
+	words := u32View(pairs)
+	out := make([]float32, 2*len(pairs))
+	for q := 0; q*kc*w < len(words); q++ {
+		for s := 0; s < kc; s++ {
+			for r := 0; r < w; r++ {
+				x := words[q*kc*w+s*w+r]
+				out[q*2*kc*w+2*s*w+r] = bf16Lo(x)
+				out[q*2*kc*w+(2*s+1)*w+r] = bf16Hi(x)
+			}
+		}
+	}
+	return out
 }
 
 // bf16Reference is op(A)·op(B) in float64 with the operands rounded to bf16,
@@ -249,6 +281,42 @@ func TestGemmBF16NoAlloc(t *testing.T) {
 		tc.f()
 		if allocs := testing.AllocsPerRun(20, tc.f); allocs != 0 {
 			t.Errorf("%s: %v allocations per call", tc.name, allocs)
+		}
+	}
+}
+
+// TestBF16FlushesAfterRounding pins the FTZ rule of bf16FMA on every
+// implementation: a result whose rounding to 24 bits with an unbounded
+// exponent is below 2^-126 becomes a zero of its sign (x86's tininess after
+// rounding, what VDPBF16PS and MXCSR.FTZ do), even where rounding to a
+// denormal would have given 2^-126; a result that rounds to 2^-126 stays.
+// Each case is a 4-deep product: pair 0 makes the accumulator ±2^-126
+// (2^-63·2^-63), pair 1's odd values add 0·0, its even ones the product p,
+// the last operation.
+func TestBF16FlushesAfterRounding(t *testing.T) {
+	x := float32(math.Ldexp(1, -63))
+	for _, tc := range []struct {
+		what string
+		sign float32
+		a, b float32 // pair 1's even values: p = a·b
+		want uint32
+	}{
+		{"2^-126 − 3·2^-152: 24-bit rounding gives 2^-126 − 2^-150, tiny", 1, 3 * 0x1p-76, -0x1p-76, 0},
+		{"−(2^-126 − 3·2^-152): a negative zero", -1, 3 * 0x1p-76, -0x1p-76, 0x80000000},
+		{"2^-126 − 2^-151: the tie rounds to even, 2^-126", 1, 0x1p-75, -0x1p-76, 0x00800000},
+		{"2^-126 − 2^-152: rounds up to 2^-126", 1, 0x1p-76, -0x1p-76, 0x00800000},
+		{"2^-126 − 2^-149: denormal, tiny either way", 1, 0x1p-74, -0x1p-75, 0},
+	} {
+		a := []float32{0, tc.sign * x, tc.sign * tc.a, 0}
+		b := []float32{0, x, tc.b, 0}
+		for _, im := range append(available(), genericImpl) {
+			p := newPoolImpl(1, im)
+			c := []float32{5}
+			p.In(BF16).Gemm(false, false, 1, 1, 4, a, 4, b, 1, c, 1, false)
+			p.Close()
+			if got := math.Float32bits(c[0]); got != tc.want {
+				t.Errorf("%s (native %v): %s: got %#08x, want %#08x", im.name, im.nativeFor(BF16), tc.what, got, tc.want)
+			}
 		}
 	}
 }

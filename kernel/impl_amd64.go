@@ -8,6 +8,15 @@ import (
 
 //go:generate go run -C _asm . -out ../kernels_amd64.s -stubs ../kernels_amd64_stubs.go -pkg kernel
 
+// avx512F32Gemm is the AVX-512 float32 GEMM (avx512Impl).
+var avx512F32Gemm = gemmImpl{
+	desc: "VFMADD231PS zmm 14×32",
+	mr:   14, nr: 32,
+	mc: 448, kc: 256, nc: 2048,
+	kern: gemmKernAVX512_14x32, kernRowA: gemmKernAVX512_14x32_rowA,
+	packA: packAAVX512, packB: packBAVX512,
+}
+
 // avx512Impl uses a 14×32 zmm micro-kernel: 28 accumulators + 2 B vectors
 // (+2 for the next step's B), i.e. all 32 zmm registers; per k step 2 loads
 // of B and 28 FMAs with an embedded broadcast of the A element: 30 loads per
@@ -21,15 +30,14 @@ import (
 // blocks of up to maxSharedB (4 MiB) instead. Measured on the development
 // machine (single thread, alternating configurations): KC=192 is 2-5% slower,
 // KC=320 and MC=224 or 896 are within ±2%.
+//
+// Its BF16 slot is the split-panel kernel (bf16split.go): the float32 kernel
+// under MXCSR.FTZ on bf16 values, for AVX-512 CPUs without AVX512_BF16.
 var avx512Impl = &impl{
 	name: "avx512",
 	gemms: [NumPrecisions]gemmImpl{
-		F32: {
-			mr: 14, nr: 32,
-			mc: 448, kc: 256, nc: 2048,
-			kern: gemmKernAVX512_14x32, kernRowA: gemmKernAVX512_14x32_rowA,
-			packA: packAAVX512, packB: packBAVX512,
-		},
+		F32:  avx512F32Gemm,
+		BF16: splitBF16(avx512F32Gemm, gemmKernAVX512_14x32_ftz, roundBF16AVX2Tail),
 	},
 	dot:   dotAVX512,
 	axpy:  axpyAVX512,
@@ -53,8 +61,10 @@ var avx512Impl = &impl{
 // float32 kernel; A is always packed (no in-place variant).
 var avx512BF16Impl = func() *impl {
 	c := *avx512Impl
+	c.dpbf16 = true
 	c.gemms[BF16] = gemmImpl{
-		mr: 14, nr: 32,
+		desc: "VDPBF16PS zmm 14×32 (AVX512_BF16)",
+		mr:   14, nr: 32,
 		mc: 448, kc: bf16KC, nc: 2048,
 		kern:  gemmKernBF16AVX512Wrapper,
 		packA: packABF16AVX512, packB: packBBF16AVX512,
@@ -147,15 +157,22 @@ func pairCopyAVX512(src []float32, lds, kr, kc, cols int, d []uint32, w int) {
 	}
 }
 
-// avx2Impl uses a 6×16 ymm micro-kernel (12 accumulators, Haswell..Zen 3).
+// avx2F32Gemm is the AVX2 float32 GEMM (avx2Impl).
+var avx2F32Gemm = gemmImpl{
+	desc: "VFMADD231PS ymm 6×16",
+	mr:   6, nr: 16,
+	mc: 192, kc: 256, nc: 2048,
+	kern: gemmKernAVX2_6x16, packA: packAGeneric, packB: packBGeneric,
+}
+
+// avx2Impl uses a 6×16 ymm micro-kernel (12 accumulators, Haswell..Zen 3);
+// its BF16 slot is the same kernel under MXCSR.FTZ on split bf16 panels
+// (bf16split.go).
 var avx2Impl = &impl{
 	name: "avx2",
 	gemms: [NumPrecisions]gemmImpl{
-		F32: {
-			mr: 6, nr: 16,
-			mc: 192, kc: 256, nc: 2048,
-			kern: gemmKernAVX2_6x16, packA: packAGeneric, packB: packBGeneric,
-		},
+		F32:  avx2F32Gemm,
+		BF16: splitBF16(avx2F32Gemm, gemmKernAVX2_6x16_ftz, roundBF16AVX2Tail),
 	},
 	dot:   dotAVX2,
 	axpy:  axpyAVX2,
@@ -164,11 +181,20 @@ var avx2Impl = &impl{
 	exp:   expAVX2Tail,
 	max:   maxAVX2,
 
-	// The fused row kernels have no AVX2 versions: the exponentials run through expAVX2, the rest in Go.
-	expShiftSum: expShiftSumWith(expAVX2Tail),
+	// dot and the fused row kernels but SwiGLU are the AVX-512 kernels' arithmetic on ymm pairs (_asm/rows16.go);
+	// SwiGLU composed of expAVX2 and Go, and AdamW's pure-Go twin, already give the AVX-512 bits.
+	expShiftSum: expShiftSumAVX2,
 	swiglu:      swigluWith(expAVX2Tail),
-	swigluBack:  swigluBackGeneric,
-	rmsNormBack: rmsNormBackGeneric,
+	swigluBack:  swigluBackAVX2,
+	rmsNormBack: rmsNormBackAVX2,
+}
+
+// roundBF16AVX2Tail rounds d to bf16 in place: roundBF16AVX2 on the
+// multiple-of-8 prefix, the rest in Go.
+func roundBF16AVX2Tail(d []float32) {
+	n8 := len(d) &^ 7
+	roundBF16AVX2(d[:n8])
+	roundBF16Generic(d[n8:])
 }
 
 // expAVX2Tail runs expAVX2 on the multiple-of-8 prefix and the rest through

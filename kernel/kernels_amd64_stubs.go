@@ -16,10 +16,30 @@ func gemmKernAVX512_14x32(k int, a *float32, b *float32, c *float32, ldc int, ac
 //go:noescape
 func gemmKernAVX512_14x32_rowA(k int, a *float32, lda int, b *float32, c *float32, ldc int, accum int)
 
+// gemmKernAVX512_14x32_ftz is gemmKernAVX512_14x32 for bf16 split panels: its fused multiply-adds run under
+// MXCSR.FTZ (a tiny result, below 2^-126 after rounding, flushed to a zero of its sign; the C update is not)
+// and each pair of k steps odd first; k must be even.
+//
+//go:noescape
+func gemmKernAVX512_14x32_ftz(k int, a *float32, b *float32, c *float32, ldc int, accum int)
+
 // gemmKernAVX2_6x16 is the AVX2+FMA 6×16 micro-kernel; see gemmKernAVX512_14x32 for the contract.
 //
 //go:noescape
 func gemmKernAVX2_6x16(k int, a *float32, b *float32, c *float32, ldc int, accum int)
+
+// gemmKernAVX2_6x16_ftz is gemmKernAVX2_6x16 for bf16 split panels: its fused multiply-adds run under
+// MXCSR.FTZ (a tiny result, below 2^-126 after rounding, flushed to a zero of its sign; the C update is not)
+// and each pair of k steps odd first; k must be even.
+//
+//go:noescape
+func gemmKernAVX2_6x16_ftz(k int, a *float32, b *float32, c *float32, ldc int, accum int)
+
+// roundBF16AVX2 rounds x[i] to bfloat16 in place (roundBF16: nearest even, a denormal to a zero of its sign,
+// NaN quiet), for i < len(x) rounded down to a multiple of 8 (the Go wrapper does the rest).
+//
+//go:noescape
+func roundBF16AVX2(x []float32)
 
 // gemmKernBF16AVX512_14x32 computes the 14×32 tile C = A·B (accum == 0) or C += A·B (accum != 0) from packed
 // bf16 pair panels: A has k steps of 14 dwords, B k steps of 32 dwords (each dword two bf16,
@@ -101,10 +121,26 @@ func rmsNormBackAVX512(dx []float32, dy []float32, x []float32, g []float32, dg 
 //go:noescape
 func adamwAVX512(p []float32, g []float32, m []float32, v []float32, k [9]float32)
 
-// dotAVX2 returns Σ x[i]·y[i] over len(x) elements (len(y) >= len(x)).
+// dotAVX2 returns Σ x[i]·y[i] over len(x) elements (len(y) >= len(x)), in dotAVX512's order.
 //
 //go:noescape
 func dotAVX2(x []float32, y []float32) float32
+
+// expShiftSumAVX2 is expShiftSumAVX512 on ymm pairs: dst[i] = exp((src[i] − shift)·scale), and their sum
+// in expShiftSumAVX512's order.
+//
+//go:noescape
+func expShiftSumAVX2(dst []float32, src []float32, shift float32, scale float32) float32
+
+// swigluBackAVX2 is swigluBackAVX512 on ymm pairs (the same fused multiply-add).
+//
+//go:noescape
+func swigluBackAVX2(dg []float32, du []float32, dact []float32, g []float32, u []float32, sig []float32)
+
+// rmsNormBackAVX2 is rmsNormBackAVX512 on ymm pairs (the same sum order and fused multiply-adds).
+//
+//go:noescape
+func rmsNormBackAVX2(dx []float32, dy []float32, x []float32, g []float32, dg []float32, rstd float32, invN float32)
 
 // axpyAVX2 computes y[i] += alpha·x[i] for i < len(x).
 //

@@ -50,6 +50,13 @@ func loopFor(c Ceiling) (peakLoop, bool) {
 	return peakLoop{}, false
 }
 
+// HasCeiling reports whether this CPU, on the kernel path chosen at init, has the instruction of ceiling c
+// (MeasurePeak fails without it): the VDPBF16PS ceiling exists only where the BF16 products run on it.
+func HasCeiling(c Ceiling) bool {
+	_, ok := loopFor(c)
+	return ok
+}
+
 // MeasurePeak times ceiling c on threads goroutines (0: GOMAXPROCS) for about d (0: 0.5 s) after a short
 // warm-up that lets the cores reach their vector clock, and returns the GFLOP/s of all threads together: the
 // best of five equal slices of d, since a ceiling is what the cores deliver when they get to run, and on a

@@ -72,6 +72,16 @@ func (p Precision) String() string {
 // want speed (the trainer) should refuse it instead.
 func (p Precision) Native() bool { return p < NumPrecisions && active.nativeFor(p) }
 
+// Kernel names the micro-kernel that runs the precision's products on the kernel set chosen at init, e.g.
+// "VDPBF16PS zmm 14×32 (AVX512_BF16)" or "VFMADD231PS ymm 6×16 on bf16 values (MXCSR.FTZ)": what a plan or a
+// run's record says ran it.
+func (p Precision) Kernel() string {
+	if p >= NumPrecisions {
+		return p.String()
+	}
+	return active.gemmFor(p).desc
+}
+
 // Gemmer is a pool's GEMM in one precision (Pool.In): the one entry point of every product, its micro-kernel
 // chosen when the Gemmer is made.
 type Gemmer struct {
@@ -95,10 +105,19 @@ func (g Gemmer) Gemm(transA, transB bool, m, n, k int, a []float32, lda int, b [
 	if args.trivial() {
 		return
 	}
-	if g.pairs {
-		args = args.pairs()
+	g.p.gemm(g.im, g.depth(args))
+}
+
+// depth is args as the Gemmer's kernel steps through k: bf16 pairs (one 32-bit step each), split pairs (two
+// float32 steps each) or, for float32, the values themselves.
+func (g Gemmer) depth(args gemmArgs) gemmArgs {
+	switch {
+	case !g.pairs:
+		return args
+	case g.im.split:
+		return args.splitPairs()
 	}
-	g.p.gemm(g.im, args)
+	return args.pairs()
 }
 
 // GemmOn is Gemm on the calling goroutine only, with worker w's packing buffers, for use inside a For body
@@ -111,8 +130,5 @@ func (g Gemmer) GemmOn(w int, transA, transB bool, m, n, k int, a []float32, lda
 	if args.trivial() {
 		return
 	}
-	if g.pairs {
-		args = args.pairs()
-	}
-	g.p.gemmSerial(w, g.im, args)
+	g.p.gemmSerial(w, g.im, g.depth(args))
 }

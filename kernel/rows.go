@@ -95,28 +95,13 @@ func rmsNormBackGeneric(dx, dy, x, g, dg []float32, rstd, invN float32) {
 	}
 }
 
-// expShiftSumWith and swigluWith compose ExpShiftSum and SwiGLU from a vectorised exponential and plain loops,
-// for implementations (AVX2) that have a SIMD exp but no fused row kernels.
-func expShiftSumWith(exp func(dst, src []float32)) func(dst, src []float32, shift, scale float32) float32 {
-	return func(dst, src []float32, shift, scale float32) float32 {
-		dst = dst[:len(src)]
-		for i, v := range src {
-			dst[i] = (v - shift) * scale
-		}
-		exp(dst, dst)
-		var s float32
-		for _, e := range dst {
-			s += e
-		}
-		return s
-	}
-}
-
+// swigluWith composes SwiGLU from a vectorised exponential and a plain loop, for implementations (AVX2) that
+// have a SIMD exp but no fused SwiGLU kernel.
 func swigluWith(exp func(dst, src []float32)) func(act, sig, g, u []float32) {
 	return func(act, sig, g, u []float32) {
 		act, sig, u = act[:len(g)], sig[:len(g)], u[:len(g)]
 		for i, a := range g {
-			sig[i] = -a
+			sig[i] = 0 - a // not −a: a NaN keeps its sign, as in swigluAVX512's 0 − g
 		}
 		exp(sig, sig)
 		for i, e := range sig {

@@ -88,6 +88,12 @@ type Result struct {
 	// gains per tuning seed at every horizon and rate.
 	Horizons []HorizonArms `json:"horizons,omitempty"`
 	Matched  []MatchedRow  `json:"matched_rates,omitempty"`
+	// Amendments are the plan's amendments after it was printed (AmendmentPattern in the output directory),
+	// each whole with its UTC time; RunTimes when each run of the plan and each cooldown branch started and
+	// finished (RunTime: the files' times; the LR grid's trials are not listed). Both are absent from a
+	// claims.json written before they were recorded.
+	Amendments []Amendment `json:"amendments,omitempty"`
+	RunTimes   []RunTime   `json:"run_times,omitempty"`
 }
 
 // ArmLoss is one configuration's validation loss over its seeds.
@@ -127,6 +133,19 @@ func (res *Result) evaluate(out *experiment.Outcome, pr *Primaries, windows int,
 	if b, err := inputfile.ReadFile(filepath.Join(out.Out, experiment.PlanFile), inputfile.MaxConfig); err == nil {
 		res.Plan = string(b)
 	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if res.Amendments, err = readAmendments(out.Out); err != nil {
+		return err
+	}
+	dirs := make([]string, 0, len(out.RunList)+len(out.Branches))
+	for _, r := range out.RunList {
+		dirs = append(dirs, r.Dir)
+	}
+	for _, b := range out.Branches {
+		dirs = append(dirs, b.Dir)
+	}
+	if res.RunTimes, err = runTimes(dirs); err != nil {
 		return err
 	}
 	var tokErr error

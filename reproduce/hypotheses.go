@@ -178,7 +178,7 @@ func (pr *Primaries) Write(w io.Writer, n int, lnSpan float64) {
 	fmt.Fprintf(w, "  H1: %s\n  H2: %s\n", pr.H1, pr.H2)
 	how := fmt.Sprintf("δ = %g nats (plan)", pr.Delta)
 	if pr.Delta == 0 {
-		how = fmt.Sprintf("δ = −(prior γ = 0.5 ladder slope %g per ln N)·ln(1 + %g) = %.4f nats: the loss a %.0f%% larger model saves", pr.PriorLadderSlope, pr.EffectiveSize, pr.DeltaH1(), 100*pr.EffectiveSize)
+		how = fmt.Sprintf("δ = −(prior γ = 0.5 ladder slope %g per ln N)·ln(1 + %g) = %.4f nats: the loss a %.0f%% larger γ = 0.5 model saved on that prior ladder", pr.PriorLadderSlope, pr.EffectiveSize, pr.DeltaH1(), 100*pr.EffectiveSize)
 	}
 	fmt.Fprintf(w, "  smallest effect of interest: %s", how)
 	if lnSpan > 0 {

@@ -6,7 +6,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/smallinit/smallinit/stats"
 )
@@ -100,5 +102,118 @@ func TestRecordedPrimariesRejudge(t *testing.T) {
 		if h1 := got[0].Tests[0].Estimate; math.Abs(h1.MDE-stats.MDEMultiplier(h1.N, 0.025, stats.Power)*h1.SE) > 1e-12 {
 			t.Errorf("H1's MDE %g is not at α = 0.025", h1.MDE)
 		}
+	}
+}
+
+// TestParseAmendment: an amendment's time comes from its first line, "Amendment of YYYY-MM-DD HH:MM UTC"; a file
+// without it is refused with its name, never given a time it does not state.
+func TestParseAmendment(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, want, err string
+	}{
+		{"plan-amendment.txt", "Amendment of 2026-12-04 11:51 UTC (the plan as printed is plan.txt).\nmore\n", "2026-12-04T11:51:00Z", ""},
+		{"plan-amendment-2.txt", "Amendment of 2027-01-31 00:05 UTC\n", "2027-01-31T00:05:00Z", ""},
+		{"plan-amendment.txt", "We amended the plan at 11:51.\n", "", "does not begin"},
+		{"plan-amendment.txt", "Amendment of 2026-12-04 11:51 (local)\n", "", "does not begin"},
+		{"plan-amendment.txt", "Amendment of 2026-13-04 11:51 UTC\n", "", "want YYYY-MM-DD HH:MM"},
+		{"plan-amendment.txt", "", "", "does not begin"},
+	} {
+		a, err := parseAmendment(tc.name, []byte(tc.text))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), tc.name) {
+				t.Errorf("%q: %v, want an error naming %s and saying %q", tc.text, err, tc.name, tc.err)
+			}
+			continue
+		}
+		if err != nil || a.Time.Format(time.RFC3339) != tc.want || a.Text != tc.text || a.File != tc.name {
+			t.Errorf("%q: %+v, %v; want %s with the text whole", tc.text, a, err, tc.want)
+		}
+	}
+}
+
+// TestReadAmendments: every plan-amendment*.txt of the output directory, in order of time; none gives nil; one
+// without its time line is an error, not left out.
+func TestReadAmendments(t *testing.T) {
+	dir := t.TempDir()
+	if as, err := readAmendments(dir); err != nil || as != nil {
+		t.Fatalf("no amendment: %v, %v", as, err)
+	}
+	for name, text := range map[string]string{
+		"plan-amendment.txt":   "Amendment of 2026-12-04 11:51 UTC\nthe later one\n",
+		"plan-amendment-0.txt": "Amendment of 2026-12-04 09:00 UTC\nthe earlier one\n",
+		"plan.txt":             "the plan as printed, not an amendment\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as, err := readAmendments(dir)
+	if err != nil || len(as) != 2 || as[0].File != "plan-amendment-0.txt" || as[1].Time.Hour() != 11 || !strings.Contains(as[1].Text, "the later one") {
+		t.Fatalf("amendments %+v, %v; want the 09:00 one, then the 11:51 one", as, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan-amendment-bad.txt"), []byte("amended\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readAmendments(dir); err == nil || !strings.Contains(err.Error(), "plan-amendment-bad.txt") {
+		t.Errorf("an amendment without its time: %v, want an error naming it", err)
+	}
+}
+
+// TestRunTimeOf: a run's start is its init.json's time and its end its final/config.json's, in UTC to the
+// second; a run without them (not started, not finished) has no such time.
+func TestRunTimeOf(t *testing.T) {
+	dir := t.TempDir()
+	if rt, err := runTimeOf(dir); err != nil || rt.Started != nil || rt.Finished != nil || rt.Dir != dir {
+		t.Fatalf("an empty directory: %+v, %v", rt, err)
+	}
+	start := time.Date(2026, 12, 4, 5, 38, 12, 400_000_000, time.FixedZone("CET", 3600))
+	end := time.Date(2026, 12, 4, 14, 42, 1, 0, time.UTC)
+	if err := os.MkdirAll(filepath.Join(dir, "final"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for path, at := range map[string]time.Time{filepath.Join(dir, "init.json"): start, filepath.Join(dir, "final", "config.json"): end} {
+		if err := os.WriteFile(path, []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := runTimeOf(dir)
+	if err != nil || rt.Started == nil || rt.Finished == nil {
+		t.Fatalf("%+v, %v", rt, err)
+	}
+	if got := rt.Started.Format(time.RFC3339); got != "2026-12-04T04:38:12Z" {
+		t.Errorf("started %s, want 2026-12-04T04:38:12Z (UTC, to the second)", got)
+	}
+	if !rt.Finished.Equal(end) || rt.Finished.Location() != time.UTC {
+		t.Errorf("finished %v, want %v", rt.Finished, end)
+	}
+}
+
+// TestRecordedClaimsParse: the committed claims.json files, written before amendments and run times were
+// recorded, still read back as a Result; the 8 h record's amendment file is in the form the
+// code reads, at the time its results file states.
+func TestRecordedClaimsParse(t *testing.T) {
+	for _, rc := range recorded {
+		b, err := os.ReadFile(filepath.Join("..", "docs", "results", rc.claims))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res Result
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatalf("%s: %v", rc.claims, err)
+		}
+		if len(res.Claims) == 0 || res.Inputs == nil || len(res.RunScores) == 0 {
+			t.Errorf("%s: %d claims, inputs %v, %d runs scored: not read back", rc.claims, len(res.Claims), res.Inputs != nil, len(res.RunScores))
+		}
+	}
+	b, err := os.ReadFile(filepath.Join("..", "docs", "results", "2026-12-04-h1-20tpp-plan-amendment.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := parseAmendment("plan-amendment.txt", b)
+	if err != nil || a.Time.Format(time.RFC3339) != "2026-12-04T11:51:00Z" {
+		t.Errorf("the 8 h record's amendment: %v, %v; want 2026-12-04T11:51:00Z", a.Time, err)
 	}
 }

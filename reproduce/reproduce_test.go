@@ -210,11 +210,34 @@ func TestReproduceEndToEnd(t *testing.T) {
 		})
 		return m
 	}
+	if len(res.RunTimes) != res.Runs {
+		t.Errorf("%d run times, want one per run of the plan (%d)", len(res.RunTimes), res.Runs)
+	}
+	for _, rt := range res.RunTimes {
+		if rt.Started == nil || rt.Finished == nil || rt.Finished.Before(*rt.Started) {
+			t.Errorf("%s: started %v, finished %v; want both, in order", rt.Dir, rt.Started, rt.Finished)
+		}
+	}
+	if res.Amendments != nil {
+		t.Errorf("amendments %+v before any was written", res.Amendments)
+	}
+	// An amendment written after the plan was printed reaches claims.json and the verdicts' header.
+	amended := "Amendment of 2026-12-04 11:51 UTC: the grid may extend 3 rates past an edge.\n"
+	if err := os.WriteFile(filepath.Join(out, "plan-amendment.txt"), []byte(amended), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	before := stamp()
 	log.Reset()
 	again, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	text.Reset()
+	if len(again.Amendments) != 1 || again.Amendments[0].Text != amended || again.WriteText(&text) != nil || !strings.Contains(text.String(), "AMENDED after the plan was printed: 2026-12-04 11:51 UTC") {
+		t.Errorf("amendments %+v; verdicts:\n%.600s", again.Amendments, text.String())
+	}
+	if len(again.RunTimes) != len(res.RunTimes) || *again.RunTimes[0].Finished != *res.RunTimes[0].Finished {
+		t.Errorf("resume changed the run times: %+v, were %+v", again.RunTimes[0], res.RunTimes[0])
 	}
 	after := stamp()
 	if len(after) != len(before) {

@@ -251,7 +251,7 @@ func fmtNum(format string, v float64) string {
 	return fmt.Sprintf(format, v)
 }
 
-// WriteText prints the reproduction for a terminal: the runs, each arm's loss beside its final norm saturation
+// WriteText prints the reproduction for a terminal: the runs, the plan's amendments, each arm's loss beside its final norm saturation
 // and sink rate (whether the mechanism was active), and every claim's verdict with its evidence.
 func (res *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "reproduction in %s: %d runs of %d steps (%d tokens each), %d seeds per verdict arm", res.Out, res.Runs, res.Steps, res.Tokens, res.Seeds)
@@ -261,6 +261,9 @@ func (res *Result) WriteText(w io.Writer) error {
 	fmt.Fprintln(w)
 	if res.Smoke != "" {
 		fmt.Fprintf(w, "SMOKE TEST: %s\n", res.Smoke)
+	}
+	for _, a := range res.Amendments {
+		fmt.Fprintf(w, "AMENDED after the plan was printed: %s (%s, quoted whole in claims.json)\n", a.Time.Format(amendmentLayout+" UTC"), filepath.Join(res.Out, a.File))
 	}
 	fmt.Fprint(w, res.Primaries)
 	fmt.Fprintln(w)

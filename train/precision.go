@@ -54,7 +54,7 @@ func (k PrecisionKind) Native() bool { return k.Precision.Native() }
 func PrecisionKinds() []PrecisionKind {
 	return []PrecisionKind{
 		{Precision: kernel.F32, Kernel: "float32 FMA", Parity: "the reference", Ceilings: []kernel.Ceiling{kernel.CeilingFMA}},
-		{Precision: kernel.BF16, Kernel: "VDPBF16PS (AVX512_BF16)", Parity: "docs/results/2026-12-01-bf16-parity.md",
+		{Precision: kernel.BF16, Kernel: "VDPBF16PS (AVX512_BF16) or float32 FMAs on bf16 values (AVX2)", Parity: "docs/results/2026-12-01-bf16-parity.md",
 			Ceilings: []kernel.Ceiling{kernel.CeilingFMA, kernel.CeilingBF16Dot}},
 	}
 }
@@ -98,7 +98,7 @@ func nativePrecision(name string) (kernel.Precision, error) {
 	if !p.Native() {
 		for _, k := range PrecisionKinds() {
 			if k.Precision == p {
-				return p, fmt.Errorf("precision %s: this CPU does not run %s (kernels: %s); use %q", p, k.Kernel, kernel.Impl(), kernel.F32.String())
+				return p, fmt.Errorf("precision %s: this CPU does not run %s (kernels: %s, where only the pure-Go twin computes it, tens of times slower); use %q", p, k.Kernel, kernel.KernelPath(), kernel.F32.String())
 			}
 		}
 	}
@@ -108,7 +108,8 @@ func nativePrecision(name string) (kernel.Precision, error) {
 // PrecisionTiming is one candidate's measurement.
 type PrecisionTiming struct {
 	Precision  string  `json:"precision"`
-	TokensPerS float64 `json:"tokens_per_s"` // median of the rounds, whole training steps
+	TokensPerS float64 `json:"tokens_per_s"`     // median of the rounds, whole training steps
+	Kernel     string  `json:"kernel,omitempty"` // the micro-kernel that ran it (kernel.Precision.Kernel)
 }
 
 // PrecisionChoice is one "auto" measurement and its choice, recorded in PrecisionFile.
@@ -127,9 +128,14 @@ type PrecisionChoice struct {
 func (p PrecisionChoice) String() string {
 	var parts []string
 	for _, t := range p.Candidates {
-		if t.TokensPerS > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.0f tokens/s", t.Precision, t.TokensPerS))
+		if t.TokensPerS <= 0 {
+			continue
 		}
+		k := ""
+		if t.Kernel != "" {
+			k = " [" + t.Kernel + "]"
+		}
+		parts = append(parts, fmt.Sprintf("%s%s %.0f tokens/s", t.Precision, k, t.TokensPerS))
 	}
 	if len(parts) == 0 {
 		return fmt.Sprintf("precision auto: %s on %s (the only eligible precision on this CPU; not timed)", p.Precision, p.CPU)
@@ -172,7 +178,8 @@ func ProbePrecision(c arch.Config, batch, threads, steps, rounds int) (Precision
 	p := PrecisionChoice{CPU: kernel.CPUModel(), Params: c.NumParams(), Batch: batch, SeqLen: c.SeqLen, Threads: threads}
 	names := eligiblePrecisions()
 	for _, n := range names {
-		p.Candidates = append(p.Candidates, PrecisionTiming{Precision: n})
+		prec, _ := ParsePrecision(n)
+		p.Candidates = append(p.Candidates, PrecisionTiming{Precision: n, Kernel: prec.Kernel()})
 	}
 	p.Precision = names[0]
 	if len(names) == 1 {

@@ -22,11 +22,11 @@ func TestChoosePrecisionNeedsTheGain(t *testing.T) {
 		c    []PrecisionTiming
 		want string
 	}{
-		{"only f32", []PrecisionTiming{{"f32", 100}}, "f32"},
-		{"bf16 inside the noise", []PrecisionTiming{{"f32", 100}, {"bf16", 104}}, "f32"},
-		{"bf16 slower", []PrecisionTiming{{"f32", 100}, {"bf16", 72}}, "f32"},
-		{"bf16 faster", []PrecisionTiming{{"f32", 100}, {"bf16", 160}}, "bf16"},
-		{"the fastest of two", []PrecisionTiming{{"f32", 100}, {"bf16", 150}, {"x", 200}}, "x"},
+		{"only f32", []PrecisionTiming{{Precision: "f32", TokensPerS: 100}}, "f32"},
+		{"bf16 inside the noise", []PrecisionTiming{{Precision: "f32", TokensPerS: 100}, {Precision: "bf16", TokensPerS: 104}}, "f32"},
+		{"bf16 slower", []PrecisionTiming{{Precision: "f32", TokensPerS: 100}, {Precision: "bf16", TokensPerS: 72}}, "f32"},
+		{"bf16 faster", []PrecisionTiming{{Precision: "f32", TokensPerS: 100}, {Precision: "bf16", TokensPerS: 160}}, "bf16"},
+		{"the fastest of two", []PrecisionTiming{{Precision: "f32", TokensPerS: 100}, {Precision: "bf16", TokensPerS: 150}, {Precision: "x", TokensPerS: 200}}, "x"},
 	} {
 		if got := choosePrecision(tc.c); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
@@ -49,8 +49,8 @@ func TestPrecisionKindsEligibility(t *testing.T) {
 			t.Errorf("%s: parity record: %v", k.Name(), err)
 		}
 	}
-	if slices.Contains(eligiblePrecisions(), "bf16") != kernel.HasBF16() {
-		t.Errorf("bf16 eligible = %v on a CPU with AVX512_BF16 = %v", !kernel.HasBF16(), kernel.HasBF16())
+	if slices.Contains(eligiblePrecisions(), "bf16") != kernel.BF16.Native() {
+		t.Errorf("bf16 eligible = %v with a bf16 kernel (AVX512_BF16 or AVX2) = %v", !kernel.BF16.Native(), kernel.BF16.Native())
 	}
 }
 
@@ -83,6 +83,13 @@ func TestPrecisionForRecordsAndReuses(t *testing.T) {
 			if !(cand.TokensPerS > 0) {
 				t.Fatalf("candidate %s not timed: %+v", cand.Precision, first)
 			}
+		}
+	}
+	// Each candidate names the micro-kernel that ran it, and the logged line says so.
+	for _, cand := range first.Candidates {
+		p, _ := ParsePrecision(cand.Precision)
+		if cand.Kernel != p.Kernel() || !strings.Contains(first.String(), cand.Kernel) {
+			t.Errorf("candidate %s: kernel %q, want %q named in %q", cand.Precision, cand.Kernel, p.Kernel(), first.String())
 		}
 	}
 	// A record with made-up figures for the same key is reused as written.
@@ -220,7 +227,7 @@ func TestPrecisionChoiceStringNeverPrintsZero(t *testing.T) {
 	}{
 		{"untimed only candidate", PrecisionChoice{CPU: "AMD EPYC (avx2)", Precision: "f32", Candidates: []PrecisionTiming{{Precision: "f32"}}},
 			[]string{"precision auto: f32 on AMD EPYC (avx2)", "not timed"}, []string{"0 tokens/s"}},
-		{"timed pair", PrecisionChoice{CPU: "Zen 5", Precision: "bf16", Candidates: []PrecisionTiming{{"f32", 920}, {"bf16", 994}}},
+		{"timed pair", PrecisionChoice{CPU: "Zen 5", Precision: "bf16", Candidates: []PrecisionTiming{{Precision: "f32", TokensPerS: 920}, {Precision: "bf16", TokensPerS: 994}}},
 			[]string{"f32 920 tokens/s, bf16 994 tokens/s on Zen 5: bf16", "the fastest"}, []string{"not timed"}},
 	} {
 		got := tc.c.String()

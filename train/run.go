@@ -405,6 +405,9 @@ func newRunner(c recipe.Config, dir string, o Options) (*runner, error) {
 	if c.Train.Precision == PrecisionAuto {
 		return nil, fmt.Errorf("train.precision = \"auto\" in %s: start the run with it (train.Start measures and records the choice)", dir)
 	}
+	if err := kernel.ForcedErr(); err != nil {
+		return nil, err
+	}
 	prec, err := nativePrecision(c.Train.Precision)
 	if err != nil {
 		return nil, fmt.Errorf("train.%w", err)
@@ -552,6 +555,11 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		return err
 	}
 	startStep := r.st.Step
+	if r.st.Step < total {
+		if err := r.recordSegment(); err != nil {
+			return Result{}, err
+		}
+	}
 	if r.st.Step == 0 {
 		if err := r.diagnose(); err != nil {
 			return Result{}, err

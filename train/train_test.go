@@ -133,8 +133,8 @@ func TestResumeIsExact(t *testing.T) {
 // does (the precision is part of config.toml), and its weights differ from the float32 run's (the setting
 // reaches the matmuls).
 func TestBF16RunResumesExactly(t *testing.T) {
-	if !kernel.HasBF16() {
-		t.Skip("no AVX512_BF16")
+	if !kernel.BF16.Native() {
+		t.Skip("no bf16 kernel: neither AVX512_BF16 nor AVX2+FMA")
 	}
 	root := t.TempDir()
 	c := smallRun(t, root, 6, "train.precision=bf16")
@@ -168,8 +168,15 @@ func TestBF16RunResumesExactly(t *testing.T) {
 	}
 }
 
-// TestMain lets the kill -9 test run training in a child process.
+// TestMain lets the kill -9 test, and the kernel-path test (segmentChildEnv), run training in a child process.
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(segmentChildEnv); spec != "" {
+		if err := runSegmentChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if dir := os.Getenv("SMALLINIT_TEST_TRAIN_CHILD"); dir != "" {
 		c, err := Load(filepath.Join(dir, "child.toml"), nil)
 		if err == nil {

@@ -20,7 +20,7 @@ type benchCmd struct {
 	Threads int      `help:"Worker threads (default: GOMAXPROCS)."`
 	NoPeaks bool     `name:"no-peaks" help:"Do not measure the arithmetic ceilings (the f32 FMA peak and, for bf16, the VDPBF16PS dot-product peak, about 0.6 s each on the bench's threads) that the model FLOP/s are read against."`
 	Kernels bool     `help:"Also measure matmul GFLOP/s on the training shapes."`
-	Prec    string   `name:"precision" default:"f32" help:"Matmul operands, a precision of train's table: f32, bf16 (VDPBF16PS, float32 accumulation; needs AVX512_BF16), or auto: time the eligible precisions on this model (as train.precision = \"auto\" does, nothing recorded) and bench the one chosen."`
+	Prec    string   `name:"precision" default:"f32" help:"Matmul operands, a precision of train's table: f32, bf16 (bf16 operands, float32 accumulation: VDPBF16PS on AVX512_BF16, float32 FMAs on AVX2, the same bits), or auto: time the eligible precisions on this model (as train.precision = \"auto\" does, nothing recorded) and bench the one chosen."`
 	JSON    bool     `name:"json" help:"Print one JSON object."`
 	Profile string   `name:"cpuprofile" type:"path" help:"Write a CPU profile of the timed steps (go tool pprof)."`
 }

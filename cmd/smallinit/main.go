@@ -11,6 +11,7 @@ import (
 
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/recipe"
 )
 
@@ -51,6 +52,10 @@ func main() {
 		kong.UsageOnError(),
 		vars(),
 	)
+	if err := kernel.ForcedErr(); err != nil { // SMALLINIT_KERNEL names a path this CPU lacks
+		fmt.Fprintln(os.Stderr, "smallinit:", err)
+		os.Exit(1)
+	}
 	if err := emptyOutFlag(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "smallinit:", err)
 		os.Exit(1)

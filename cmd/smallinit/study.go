@@ -26,7 +26,7 @@ type studyCmd struct {
 	Index     int           `default:"-1" help:"Run only the run with this index of the whole plan (one task of a job array); no summary or report. −1: every run."`
 	PrintPlan bool          `help:"Print the plan (TOML) and, for a training plan, what it would run here (arms, steps, the corpus and the epochs each run sees, the expected wall time, as TOML comments), and exit."`
 	Data      string        `type:"path" placeholder:"DIR" help:"A corpus prepared by smallinit data prepare to train on instead of the plan's (data.dir, else the embedded corpus); copied into OUT/data once."`
-	Precision string        `enum:",auto,f32,bf16" default:"" help:"Matmul operands of every run (sets train.precision): f32, bf16 (needs AVX512_BF16), or auto: the eligible precisions timed on the base model and the faster taken (recorded in OUT/precision.json). Default: the plan's."`
+	Precision string        `enum:",auto,f32,bf16" default:"" help:"Matmul operands of every run (sets train.precision): f32, bf16 (VDPBF16PS on AVX512_BF16, float32 FMAs on AVX2), or auto: the eligible precisions timed on the base model and the faster taken (recorded in OUT/precision.json). Default: the plan's."`
 	Force     bool          `help:"Start the plan even when its expected wall time on this machine is over the budget (refused otherwise)."`
 
 	engineFlags `embed:""` // --engine, --device, --torch-python, --torch-path (engine.go)

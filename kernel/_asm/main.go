@@ -29,7 +29,10 @@ func main() {
 
 	gemmAVX512(14, 2, "packed")
 	gemmAVX512(14, 2, "rowA")
-	gemmAVX2(6, 2)
+	gemmAVX512(14, 2, "ftz")
+	gemmAVX2(6, 2, false)
+	gemmAVX2(6, 2, true)
+	roundBF16AVX2()
 	gemmBF16AVX512()
 	transPackBF16AVX512()
 	copyPackBF16AVX512()
@@ -47,6 +50,9 @@ func main() {
 	adamwAVX512()
 
 	dotAVX2()
+	expShiftSumAVX2()
+	swigluBackAVX2()
+	rmsNormBackAVX2()
 	axpyAVX2()
 	scaleAVX2()
 	addAVX2()
@@ -68,21 +74,31 @@ func main() {
 // (row, vector) reading the A element straight from memory. With rowA the A
 // operand is not packed: row r of the tile is read from a + r·lda (row-major
 // A, only for mr = 14), which saves packing A when it is used by few B panels.
+// With ftz the k loop runs with MXCSR.FTZ set (see ftzOn): the kernel of the
+// BF16 precision on split bf16 panels (kernel/bf16split.go).
 func gemmAVX512(mr, nv int, mode string) {
 	rowA := mode == "rowA"
+	ftz := mode == "ftz"
 	nr := 16 * nv
 	name := fmt.Sprintf("gemmKernAVX512_%dx%d", mr, nr)
 	sig := kernSig
 	if rowA {
-		name += "_" + mode
 		sig = "func(k int, a *float32, lda int, b, c *float32, ldc int, accum int)"
+	}
+	if mode != "packed" {
+		name += "_" + mode
 	}
 
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	if rowA {
+	switch {
+	case rowA:
 		Doc(fmt.Sprintf("%s is gemmKernAVX512_%dx%d reading A unpacked: row r of the tile is a[r*lda:], lda in elements.", name, mr, nr))
-	} else {
+	case ftz:
+		Doc(fmt.Sprintf("%s is gemmKernAVX512_%dx%d for bf16 split panels: its fused multiply-adds run under", name, mr, nr),
+			"MXCSR.FTZ (a tiny result, below 2^-126 after rounding, flushed to a zero of its sign; the C update is not)",
+			"and each pair of k steps odd first; k must be even.")
+	default:
 		Doc(fmt.Sprintf("%s computes the %d×%d tile C = A·B (accum == 0) or C += A·B (accum != 0)", name, mr, nr),
 			fmt.Sprintf("from a packed A micro-panel (k steps of %d values) and a packed B micro-panel (k steps of %d values).", mr, nr),
 			"ldc is in elements.")
@@ -101,6 +117,10 @@ func gemmAVX512(mr, nv int, mode string) {
 	Load(Param("ldc"), ldc)
 	Load(Param("accum"), accum)
 	SHLQ(U8(2), ldc)
+	var mxcsr Mem
+	if ftz {
+		mxcsr = ftzOn(R9)
+	}
 
 	// aAt returns the address of A(row r, step s) relative to the current
 	// k position.
@@ -175,16 +195,25 @@ func gemmAVX512(mr, nv int, mode string) {
 		}
 	}
 	const unroll = 4
+	order := stepOrder(ftz)
 	MOVQ(k, R10)
 	SHRQ(U8(2), R10)
 	ANDQ(U8(unroll-1), k)
 	JZ(LabelRef("loop4check"))
-	Label("loop1")
-	step(0)
-	advanceA(1)
-	ADDQ(U32(4*nr), b)
-	DECQ(k)
-	JNZ(LabelRef("loop1"))
+	if ftz {
+		// k is even: one pair of steps, odd first.
+		step(1)
+		step(0)
+		advanceA(2)
+		ADDQ(U32(2*4*nr), b)
+	} else {
+		Label("loop1")
+		step(0)
+		advanceA(1)
+		ADDQ(U32(4*nr), b)
+		DECQ(k)
+		JNZ(LabelRef("loop1"))
+	}
 	Label("loop4check")
 	TESTQ(R10, R10)
 	JZ(LabelRef("store"))
@@ -194,9 +223,9 @@ func gemmAVX512(mr, nv int, mode string) {
 	ADDQ(c, R11)
 	MOVQ(U32(mr), R12)
 	Label("loop4")
-	for s := 0; s < unroll; s++ {
+	for i, s := range order {
 		step(s)
-		if s == 0 {
+		if i == 0 {
 			TESTQ(R12, R12)
 			JZ(LabelRef("nopf"))
 			PREFETCHT0(Mem{Base: R11})
@@ -213,6 +242,9 @@ func gemmAVX512(mr, nv int, mode string) {
 	JNZ(LabelRef("loop4"))
 
 	Label("store")
+	if ftz {
+		LDMXCSR(mxcsr)
+	}
 	TESTQ(accum, accum)
 	JZ(LabelRef("storeset"))
 	for r := 0; r < mr; r++ {
@@ -240,13 +272,23 @@ func gemmAVX512(mr, nv int, mode string) {
 }
 
 // gemmAVX2 emits an mr×(8·nv) AVX2+FMA micro-kernel with ymm accumulators and
-// explicit VBROADCASTSS of the packed A values.
-func gemmAVX2(mr, nv int) {
+// explicit VBROADCASTSS of the packed A values; with ftz, its k loop runs
+// under MXCSR.FTZ (see ftzOn).
+func gemmAVX2(mr, nv int, ftz bool) {
 	nr := 8 * nv
 	name := fmt.Sprintf("gemmKernAVX2_%dx%d", mr, nr)
+	if ftz {
+		name += "_ftz"
+	}
 	TEXT(name, NOSPLIT, kernSig)
 	Pragma("noescape")
-	Doc(fmt.Sprintf("%s is the AVX2+FMA %d×%d micro-kernel; see gemmKernAVX512_14x32 for the contract.", name, mr, nr))
+	if ftz {
+		Doc(fmt.Sprintf("%s is gemmKernAVX2_%dx%d for bf16 split panels: its fused multiply-adds run under", name, mr, nr),
+			"MXCSR.FTZ (a tiny result, below 2^-126 after rounding, flushed to a zero of its sign; the C update is not)",
+			"and each pair of k steps odd first; k must be even.")
+	} else {
+		Doc(fmt.Sprintf("%s is the AVX2+FMA %d×%d micro-kernel; see gemmKernAVX512_14x32 for the contract.", name, mr, nr))
+	}
 	if mr*nv+nv+2 > 16 {
 		panic("too many registers")
 	}
@@ -262,6 +304,10 @@ func gemmAVX2(mr, nv int) {
 	Load(Param("ldc"), ldc)
 	Load(Param("accum"), accum)
 	SHLQ(U8(2), ldc)
+	var mxcsr Mem
+	if ftz {
+		mxcsr = ftzOn(R11)
+	}
 	MOVQ(c, R9)
 	for r := 0; r < mr; r++ {
 		PREFETCHT0(Mem{Base: R9})
@@ -290,17 +336,25 @@ func gemmAVX2(mr, nv int) {
 	SHRQ(U8(2), R10)
 	ANDQ(U8(unroll-1), k)
 	JZ(LabelRef("loop4check"))
-	Label("loop1")
-	step(0)
-	ADDQ(U32(4*mr), a)
-	ADDQ(U32(4*nr), b)
-	DECQ(k)
-	JNZ(LabelRef("loop1"))
+	if ftz {
+		// k is even: one pair of steps, odd first.
+		step(1)
+		step(0)
+		ADDQ(U32(2*4*mr), a)
+		ADDQ(U32(2*4*nr), b)
+	} else {
+		Label("loop1")
+		step(0)
+		ADDQ(U32(4*mr), a)
+		ADDQ(U32(4*nr), b)
+		DECQ(k)
+		JNZ(LabelRef("loop1"))
+	}
 	Label("loop4check")
 	TESTQ(R10, R10)
 	JZ(LabelRef("store"))
 	Label("loop4")
-	for s := 0; s < unroll; s++ {
+	for _, s := range stepOrder(ftz) {
 		step(s)
 	}
 	ADDQ(U32(4*mr*unroll), a)
@@ -309,6 +363,9 @@ func gemmAVX2(mr, nv int) {
 	JNZ(LabelRef("loop4"))
 
 	Label("store")
+	if ftz {
+		LDMXCSR(mxcsr)
+	}
 	TESTQ(accum, accum)
 	JZ(LabelRef("storeset"))
 	for r := 0; r < mr; r++ {
@@ -333,6 +390,35 @@ func gemmAVX2(mr, nv int) {
 	}
 	VZEROUPPER()
 	RET()
+}
+
+// stepOrder is the order of the four unrolled k steps: in k order, or, for
+// the bf16 kernels on split panels (ftz), each pair's odd step first, the
+// order of VDPBF16PS's two multiply-adds (k, a split panel's step count, is
+// then even).
+func stepOrder(ftz bool) []int {
+	if ftz {
+		return []int{1, 0, 3, 2}
+	}
+	return []int{0, 1, 2, 3}
+}
+
+// ftzOn saves MXCSR in a local slot, whose address it returns for the
+// LDMXCSR that restores it, and sets its FTZ bit (15), clobbering tmp. On
+// x86 FTZ flushes a result whose rounding with an unbounded exponent is below
+// the smallest normal float32 (tininess after rounding), which is what
+// VDPBF16PS does (bf16FMA). An assembly function is never preempted
+// asynchronously, and a signal handler runs with a fresh MXCSR that the
+// kernel restores on return, so no other Go code sees the bit; every kernel
+// that sets it restores it before its C update (a plain float32 addition).
+func ftzOn(tmp GPPhysical) Mem {
+	slot := AllocLocal(8)
+	STMXCSR(slot)
+	MOVL(slot, tmp.As32())
+	ORL(U32(0x8000), tmp.As32())
+	MOVL(tmp.As32(), slot.Offset(4))
+	LDMXCSR(slot.Offset(4))
+	return slot
 }
 
 // tailMask sets K1 to the low CX bits (CX in [1,15]); clobbers AX.
@@ -618,58 +704,6 @@ func expAVX512() {
 	RET()
 }
 
-func dotAVX2() {
-	TEXT("dotAVX2", NOSPLIT, "func(x, y []float32) float32")
-	Pragma("noescape")
-	Doc("dotAVX2 returns Σ x[i]·y[i] over len(x) elements (len(y) >= len(x)).")
-	x, y, n := RSI, RDI, RCX
-	Load(Param("x").Base(), x)
-	Load(Param("y").Base(), y)
-	Load(Param("x").Len(), n)
-	for i := 0; i < 4; i++ {
-		VXORPS(ymm[i], ymm[i], ymm[i])
-	}
-	VXORPS(X8, X8, X8)
-	Label("loop32")
-	CMPQ(n, U8(32))
-	JB(LabelRef("loop8"))
-	for i := 0; i < 4; i++ {
-		VMOVUPS(Mem{Base: x, Disp: 32 * i}, ymm[4+i])
-		VFMADD231PS(Mem{Base: y, Disp: 32 * i}, ymm[4+i], ymm[i])
-	}
-	ADDQ(U8(128), x)
-	ADDQ(U8(128), y)
-	SUBQ(U8(32), n)
-	JMP(LabelRef("loop32"))
-	Label("loop8")
-	CMPQ(n, U8(8))
-	JB(LabelRef("tail"))
-	VMOVUPS(Mem{Base: x}, Y4)
-	VFMADD231PS(Mem{Base: y}, Y4, Y1)
-	ADDQ(U8(32), x)
-	ADDQ(U8(32), y)
-	SUBQ(U8(8), n)
-	JMP(LabelRef("loop8"))
-	Label("tail")
-	TESTQ(n, n)
-	JZ(LabelRef("reduce"))
-	VMOVSS(Mem{Base: x}, X4)
-	VFMADD231SS(Mem{Base: y}, X4, X8)
-	ADDQ(U8(4), x)
-	ADDQ(U8(4), y)
-	DECQ(n)
-	JMP(LabelRef("tail"))
-	Label("reduce")
-	VADDPS(Y1, Y0, Y0)
-	VADDPS(Y3, Y2, Y2)
-	VADDPS(Y2, Y0, Y0)
-	hsumY0()
-	VADDSS(X8, X0, X0)
-	Store(X0, ReturnIndex(0))
-	VZEROUPPER()
-	RET()
-}
-
 // elementwiseAVX2 is the 32/8/scalar loop skeleton of the AVX2 kernels.
 func elementwiseAVX2(n Register, ptrs []Register, body func(disp int, y VecPhysical), scalar func()) {
 	Label("loop32")
@@ -823,16 +857,7 @@ func expAVX2() {
 	Doc("expAVX2 computes dst[i] = exp(src[i]) for i < len(src) rounded down to a multiple of 8",
 		"(the Go wrapper handles the tail). 2^n is applied as two factors 2^(n>>1)·2^(n-(n>>1)),",
 		"so that x in [-104, 88.8] never needs a denormal or infinite scale.")
-	// Constant table: each entry broadcast to 8 lanes (32 bytes).
-	tab := GLOBL("expconstAVX2", RODATA|NOPTR)
-	vals := []uint32{f32bits(88.8), f32bits(-104), f32bits(expLog2e), f32bits(expC1), f32bits(expC2),
-		f32bits(expP0), f32bits(expP1), f32bits(expP2), f32bits(expP3), f32bits(expP4), f32bits(expP5), f32bits(1), 127}
-	for i, v := range vals {
-		for l := 0; l < 8; l++ {
-			DATA(32*i+4*l, U32(v))
-		}
-	}
-	cst := func(i int) Mem { return tab.Offset(32 * i) }
+	cst := expConstAVX2()
 	d, s, n := RDI, RSI, RCX
 	Load(Param("dst").Base(), d)
 	Load(Param("src").Base(), s)
@@ -847,28 +872,8 @@ func expAVX2() {
 	VMOVUPS(cst(12), Y10)
 	Label("loop8")
 	VMOVUPS(Mem{Base: s}, Y0)
-	VMINPS(Y0, Y15, Y0)
-	VMAXPS(Y0, Y14, Y0)
-	VMULPS(Y13, Y0, Y1)
-	VROUNDPS(U8(0), Y1, Y1)
-	VFNMADD231PS(Y12, Y1, Y0)
-	VFNMADD231PS(Y11, Y1, Y0)
-	VMOVUPS(cst(5), Y2)
-	for i := 6; i <= 10; i++ {
-		VFMADD213PS(cst(i), Y0, Y2)
-	}
-	VMULPS(Y0, Y0, Y3)
-	VFMADD213PS(Y0, Y3, Y2)
-	VADDPS(cst(11), Y2, Y2)
-	VCVTPS2DQ(Y1, Y4)
-	VPSRAD(U8(1), Y4, Y5)
-	VPSUBD(Y5, Y4, Y4)
-	VPADDD(Y10, Y5, Y5)
-	VPADDD(Y10, Y4, Y4)
-	VPSLLD(U8(23), Y5, Y5)
-	VPSLLD(U8(23), Y4, Y4)
-	VMULPS(Y5, Y2, Y2)
-	VMULPS(Y4, Y2, Y2)
+	expBodyAVX2(expRegsAVX2{x: Y0, t: Y1, y: Y2, z: Y3, s1: Y4, s2: Y5, hi: Y15, lo: Y14,
+		log2e: Y13, c1: Y12, c2: Y11, bias: Y10}, cst)
 	VMOVUPS(Y2, Mem{Base: d})
 	ADDQ(U8(32), s)
 	ADDQ(U8(32), d)

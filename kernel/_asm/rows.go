@@ -46,6 +46,11 @@ func expBodyAVX512(x, t, y, z VecPhysical) {
 // rowLoop16 emits a loop over n elements, 16 lanes at a time then a masked tail (mask in K1); body gets
 // masked = true for the tail and must use K1 on its loads and stores then. ptrs advance by 64 bytes a step.
 func rowLoop16(prefix string, n Register, ptrs []Register, body func(masked bool)) {
+	rowLoop(prefix, n, ptrs, tailMask, body)
+}
+
+// rowLoop is rowLoop16 with the tail's masks set by masks (n in [1, 15] left).
+func rowLoop(prefix string, n Register, ptrs []Register, masks func(), body func(masked bool)) {
 	Label(prefix + "loop")
 	CMPQ(n, U8(16))
 	JB(LabelRef(prefix + "tail"))
@@ -58,7 +63,7 @@ func rowLoop16(prefix string, n Register, ptrs []Register, body func(masked bool
 	Label(prefix + "tail")
 	TESTQ(n, n)
 	JZ(LabelRef(prefix + "done"))
-	tailMask()
+	masks()
 	body(true)
 	Label(prefix + "done")
 }
