@@ -35,8 +35,10 @@ func (s TextScore) metrics() Metrics {
 	n := int(s.Tokens)
 	k := float64(s.Tokens) / float64(s.Bytes) / math.Ln2
 	return Metrics{
-		{Name: "loss", Value: s.LossMean, StdErr: s.LossStdErr, N: n},
-		{Name: "bits_per_byte", Value: s.BitsPerByte(), StdErr: s.LossStdErr * k, N: n},
+		// Means with a standard error and no interval (Lo, Hi NaN): a zero Lo and Hi would print as the
+		// 95% interval [0, 0] beside the loss.
+		{Name: "loss", Value: s.LossMean, StdErr: s.LossStdErr, Lo: math.NaN(), Hi: math.NaN(), N: n},
+		{Name: "bits_per_byte", Value: s.BitsPerByte(), StdErr: s.LossStdErr * k, Lo: math.NaN(), Hi: math.NaN(), N: n},
 		plain("perplexity", math.Exp(s.LossMean), n),
 		plain("tokens", float64(s.Tokens), n),
 		plain("bytes", float64(s.Bytes), n),

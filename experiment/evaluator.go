@@ -17,8 +17,8 @@ type Evaluator interface {
 	// (nil: none): its cost is taken from the budget before the runs are sized, and it is listed with the plan.
 	Extra(p *Plan, t *Tier, seeds []uint64) ([]ExtraWork, error)
 	// ScoreTokens are the forward-only tokens the design scores each final model on (the validation split and
-	// whatever else its verdicts read): only the printed wall-time estimate uses them.
-	ScoreTokens(p *Plan) int64
+	// whatever else its verdicts read) under tier t (nil: none): the wall-time estimate charges them.
+	ScoreTokens(p *Plan, t *Tier) int64
 	// Evaluate judges the finished runs, after the summary and before the report; it may set the outcome's
 	// comparison (Outcome.CompareA, CompareB).
 	Evaluate(ctx context.Context, out *Outcome) error

@@ -24,7 +24,7 @@ func (f *fakeEvaluator) Extra(p *Plan, t *Tier, seeds []uint64) ([]ExtraWork, er
 	return []ExtraWork{{Name: "fake", Text: "the fake design's own training", FLOPs: f.flops}}, nil
 }
 
-func (f *fakeEvaluator) ScoreTokens(p *Plan) int64 { return f.tokens }
+func (f *fakeEvaluator) ScoreTokens(p *Plan, t *Tier) int64 { return f.tokens }
 
 func (f *fakeEvaluator) Evaluate(ctx context.Context, out *Outcome) error { return nil }
 

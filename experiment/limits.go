@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -79,6 +80,9 @@ func checkOptions(p *Plan, o *Options) error {
 	case o.Task && o.Index < 0:
 		return fmt.Errorf("index %d: must be ≥ 0", o.Index)
 	}
+	if err := checkTierBudget(p, o.Budget); err != nil {
+		return err
+	}
 	if o.Seeds != nil {
 		if len(o.Seeds) == 0 {
 			return fmt.Errorf("seeds: want at least one")
@@ -88,6 +92,27 @@ func checkOptions(p *Plan, o *Options) error {
 		}
 	}
 	return nil
+}
+
+// checkTierBudget refuses a budget (> 0) of a plan with tiers that is not one of its tiers' minutes: TierFor would
+// run the largest tier below it (--budget 1h the 30 min tier), silently. The error names the tiers.
+func checkTierBudget(p *Plan, budget time.Duration) error {
+	if len(p.Tiers) == 0 || budget <= 0 {
+		return nil
+	}
+	var names []string
+	for _, t := range p.Tiers {
+		if math.Abs(budget.Minutes()-t.Minutes) <= 1e-9*t.Minutes {
+			return nil
+		}
+		name := t.Name
+		if t.Smoke != "" {
+			name += " (smoke test)"
+		}
+		names = append(names, name)
+	}
+	return fmt.Errorf("budget %s is none of the plan's tiers, %s: give one of them (a budget between two tiers would run the smaller one)",
+		budget, strings.Join(names, ", "))
 }
 
 // checkRuns refuses a plan whose arms × seeds exceed MaxRuns.

@@ -98,6 +98,12 @@ type Tier struct {
 	TuneExtend int
 	// Ladder, when set, gives the tier's ladder groups a horizon of their own (ladder.go).
 	Ladder *LadderHorizon
+	// ScoreWindows > 0 scores each final model on the first ScoreWindows context windows of each validation
+	// file instead of the whole split, and OODWindows > 0 bounds each out-of-distribution text to its first
+	// windows (the study design reads them; 0: its defaults): a short tier's scoring otherwise costs more than its
+	// training. Every arm is scored on the same windows, so the paired comparisons stay paired.
+	ScoreWindows int
+	OODWindows   int
 	// MinSeeds > 0 makes Seeds the most the tier runs: the plan runs the longest prefix of Seeds, at least
 	// MinSeeds long, whose expected wall time fits the budget at the horizon (chooseSeeds), and says so when
 	// even MinSeeds do not fit.
@@ -288,6 +294,8 @@ type planFile struct {
 		TuneLRs        map[string][]float64 `toml:"tune_lrs"`
 		TuneExtend     int                  `toml:"tune_extend"`
 		Ladder         *ladderFile          `toml:"ladder"`
+		ScoreWindows   int                  `toml:"score_windows"`
+		OODWindows     int                  `toml:"ood_windows"`
 	} `toml:"tier"`
 	// [primaries] and [anchor] are handed on to the study design (study.go); [primaries]'s horizon keys are
 	// experiment's (horizonFile).

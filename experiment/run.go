@@ -63,6 +63,9 @@ type Options struct {
 	// Describe prints the plan (Description.Write: arms, seeds, steps, tokens, expected wall time) to Log
 	// after sizing, before anything trains.
 	Describe bool
+	// Force starts a plan whose expected wall time (Estimate.Wall) is over the budget it was sized for; without
+	// it such a plan is refused before anything trains (a resume, once plan.txt is written, is never refused).
+	Force    bool
 	Progress bool // progress bars for the arms' training (terminals)
 	// Evaluator is the study design run on the plan (package reproduce; nil: none): its statement opens the
 	// printed plan, its extra work is priced from the budget, and it judges the runs before the report.
@@ -110,6 +113,9 @@ type Outcome struct {
 
 	refParams int64   // the non-embedding parameters of the primaries' width (ladderSteps), once computed
 	probeTPS  float64 // a throughput probe's tokens/s already measured in this execution (0: none yet)
+	// probeOverhead is the overhead probe's fixed cost of a run, measured in this execution or read from the
+	// sizing file (0: none yet).
+	probeOverhead time.Duration
 }
 
 // RunInfo is one run of a plan: its group, arm ("" for a sweep point), seed, directory and resolved recipe.
@@ -208,6 +214,9 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		// The plan as printed before the first run trained is the record's (PlanFile): a resume prints the
 		// plan again but never rewrites it.
 		if _, err := os.Stat(filepath.Join(o.Out, PlanFile)); os.IsNotExist(err) {
+			if err := overBudget(p, d, &o); err != nil {
+				return nil, err
+			}
 			if err := atomicfile.Write(filepath.Join(o.Out, PlanFile), text.Bytes()); err != nil {
 				return nil, err
 			}
@@ -579,6 +588,18 @@ func runArms(ctx context.Context, runs []planRun, idx []int, out *Outcome, o *Op
 	return rows, context.Cause(ctx)
 }
 
+// overBudget refuses to start a plan the budget sized (no --steps) whose expected wall time is over that budget,
+// unless Options.Force: a 30-minute budget that would run for hours is a mistake to say before training, not
+// after.
+func overBudget(p *Plan, d *Description, o *Options) error {
+	e := d.Estimate
+	if o.Force || o.Steps > 0 || e == nil || e.Wall <= d.Budget {
+		return nil
+	}
+	return fmt.Errorf("plan %s: the expected wall time %s is over the budget %s on this machine (the time line above): "+
+		"give --force to run it anyway, or a larger budget, or fewer seeds", p.Name, e.Wall.Round(time.Minute), d.Budget)
+}
+
 // lockedWriter serialises the writes of packed runs to one log.
 type lockedWriter struct {
 	mu sync.Mutex
@@ -655,9 +676,9 @@ func (o *Options) extras(p *Plan, t *Tier) ([]ExtraWork, error) {
 }
 
 // scoreTokens are the evaluator's forward-only tokens per final model (0 without one).
-func (o *Options) scoreTokens(p *Plan) int64 {
+func (o *Options) scoreTokens(p *Plan, t *Tier) int64 {
 	if o.Evaluator == nil {
 		return 0
 	}
-	return o.Evaluator.ScoreTokens(p)
+	return o.Evaluator.ScoreTokens(p, t)
 }

@@ -92,7 +92,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		t.Error(err)
 	}
 	var table strings.Builder
-	summary.WriteTable(&table, probed.Rows)
+	summary.WriteTable(&table, probed.Rows, 0)
 	if !strings.Contains(table.String(), "memorisation acc") {
 		t.Errorf("the table has no probe columns:\n%s", table.String())
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/runlock"
@@ -29,6 +30,9 @@ type Sizing struct {
 	Seeds           int     `json:"seeds,omitempty"`
 	Steps           int     `json:"steps"`
 	ProbeTokensPerS float64 `json:"probe_tokens_per_s,omitempty"`
+	// ProbeOverheadS is the overhead probe's fixed cost of one run in seconds (probeOverhead; 0: not measured,
+	// a sizing written before it existed).
+	ProbeOverheadS float64 `json:"probe_overhead_s,omitempty"`
 }
 
 // ReadSizing reads a sizing file, refusing one that cannot have been written by Run.
@@ -127,7 +131,8 @@ func size(ctx context.Context, p *Plan, out *Outcome, o *Options, auto bool) (in
 	if e.Steps > MaxSteps { // ReadSizing would refuse the file on the next call
 		return 0, fmt.Errorf("a budget of %s gives %d steps per run, more than %d: give a smaller budget or --steps", o.Budget, e.Steps, MaxSteps)
 	}
-	b, _ := json.MarshalIndent(Sizing{Budget: o.Budget.String(), Seeds: len(o.Seeds), Steps: e.Steps, ProbeTokensPerS: e.TokensPerS}, "", "  ")
+	b, _ := json.MarshalIndent(Sizing{Budget: o.Budget.String(), Seeds: len(o.Seeds), Steps: e.Steps, ProbeTokensPerS: e.TokensPerS,
+		ProbeOverheadS: e.Overhead.Seconds()}, "", "  ")
 	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
 		return 0, err
 	}
@@ -149,9 +154,17 @@ type Estimate struct {
 	TuneCost  float64
 	// ExtraCost is the evaluator's extra training (Evaluator.Extra) in base-model steps, one entry per item, taken from the budget.
 	ExtraCost []float64
-	// ScoreTokens are the forward-only tokens of scoring every final model (Evaluator.ScoreTokens per run).
+	// ScoreTokens are the forward-only tokens of scoring: every final model (Evaluator.ScoreTokens, and the
+	// summary's validation split where the plan has one) and every LR trial (the LR-selection slice).
 	ScoreTokens int64
-	Wall        time.Duration // expected: training at TokensPerS·Efficiency, scoring at ForwardSpeedup× that
+	// Overhead is one run's fixed cost besides its steps (initialisation, step-0 and final weights,
+	// evaluations, diagnostics, checkpoints), measured by the overhead probe (probeOverhead); Trials are the LR
+	// sweep's worst-case trials, each a run that pays it too. Runs+Trials runs pay it.
+	Overhead time.Duration
+	Trials   int
+	// Wall is expected: training at TokensPerS·Efficiency, Overhead per run and trial, scoring at ForwardSpeedup×
+	// TokensPerS.
+	Wall time.Duration
 	// HorizonParams is the non-embedding parameter count the steps were sized by (the primaries' horizon in
 	// tokens per parameter); 0 when the budget sized them.
 	HorizonParams int64
@@ -198,6 +211,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		if p.Tune == nil {
 			return 0, 0, nil
 		}
+		e.Trials = 0
 		var n int
 		var cost float64
 		for i, w := range p.tuneWidths(out.Tier) {
@@ -213,6 +227,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 						return 0, 0, err
 					}
 					trials := p.Tune.gridOptions(p, i == 0, g).WorstCaseTrials()
+					e.Trials += trials
 					// A horizon series adds each trial's cooldown branches.
 					n += int(math.Ceil(float64(trials*ts) * (1 + p.horizonCost())))
 					cost += float64(trials*ts) * (1 + p.horizonCost()) * perStep(c) / perStep(base)
@@ -223,6 +238,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 					return 0, 0, fmt.Errorf("plan %s: LR sweep recipe: %w", p.Name, err)
 				}
 				ws := p.Tune.options(steps).WorstCaseSteps()
+				e.Trials += p.Tune.options(steps).WorstCaseTrials()
 				n += ws
 				cost += float64(ws) * perStep(c) / perStep(base)
 			}
@@ -237,7 +253,15 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		}
 		e.TokensPerS = res.FwdBwdTokensPerS()
 	}
+	if e.Overhead = out.probeOverhead; e.Overhead == 0 {
+		if e.Overhead, err = probeOverhead(context.Background(), p, out, e.TokensPerS); err != nil {
+			return nil, err
+		}
+		out.probeOverhead = e.Overhead
+	}
 	budgetSteps := o.Budget.Seconds()*e.TokensPerS*p.Budget.Efficiency/float64(e.StepTokens) - extra
+	// A run's fixed cost in base-model steps: the budget pays it once per run and per trial.
+	overheadSteps := e.Overhead.Seconds() * e.TokensPerS * p.Budget.Efficiency / float64(e.StepTokens)
 	h, hn, err := p.horizonSteps(out)
 	if err != nil {
 		return nil, err
@@ -250,14 +274,14 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 	default:
 		// The largest steps whose main runs and worst-case sweep fit (binary search; the sweep's cost grows
 		// with the steps).
-		lo, hi := 0, int(budgetSteps/e.RunCost)+1
+		lo, hi := 0, int(max(budgetSteps-float64(e.Runs)*overheadSteps, 0)/e.RunCost)+1
 		for lo < hi {
 			mid := (lo + hi + 1) / 2
 			_, tc, err := tuneAt(mid)
 			if err != nil {
 				return nil, err
 			}
-			if float64(mid)*e.RunCost+tc <= budgetSteps {
+			if float64(mid)*e.RunCost+tc+float64(e.Runs+e.Trials)*overheadSteps <= budgetSteps {
 				lo = mid
 			} else {
 				hi = mid - 1
@@ -268,11 +292,50 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 	if e.TuneSteps, e.TuneCost, err = tuneAt(max(e.Steps, 1)); err != nil {
 		return nil, err
 	}
-	e.ScoreTokens = int64(e.Runs) * o.scoreTokens(p)
+	e.ScoreTokens = int64(e.Runs)*(o.scoreTokens(p, out.Tier)+summaryTokens(p, out, o, base.Model.SeqLen)) + int64(e.Trials)*selectionTokens(p, out)
 	train := (float64(e.Steps)*e.RunCost + e.TuneCost + extra) * float64(e.StepTokens) / (e.TokensPerS * p.Budget.Efficiency)
 	score := float64(e.ScoreTokens) / (ForwardSpeedup * e.TokensPerS)
-	e.Wall = time.Duration((train + score) * float64(time.Second))
+	e.Wall = time.Duration((train+score)*float64(time.Second)) + time.Duration(e.Runs+e.Trials)*e.Overhead
 	return e, nil
+}
+
+// Token counts of the embedded corpus at the plans' vocabulary (4096; smallinit data prepare, 2026-12-07), for an
+// estimate made before the corpus is prepared (print-plan).
+const (
+	embeddedTrainTokens = 1_839_518
+	embeddedValTokens   = 107_964
+)
+
+// summaryTokens are the forward tokens of scoring one run for the summary (Plan.Summary: the validation split,
+// whole or its first Options.Windows windows per file); 0 for a plan without a summary.
+func summaryTokens(p *Plan, out *Outcome, o *Options, seq int) int64 {
+	if !p.Summary {
+		return 0
+	}
+	val, files := out.Stats.Val.Tokens, int64(max(len(out.Stats.ValByLang), 1))
+	if val == 0 {
+		val, files = embeddedValTokens, 2
+	}
+	if o.Windows > 0 {
+		val = min(val, files*int64(o.Windows*seq))
+	}
+	return val
+}
+
+// selectionTokens are the forward tokens of scoring one LR trial on the LR-selection slice (eval.ScoreSelection):
+// the slice as prepared, else its share of the training tokens; 0 for a plan without an LR sweep.
+func selectionTokens(p *Plan, out *Outcome) int64 {
+	if p.Tune == nil {
+		return 0
+	}
+	if st, err := data.ReadSelectionStats(out.DataDir); err == nil {
+		return st.Select.Tokens
+	}
+	train := out.Stats.Train.Tokens
+	if train == 0 {
+		train = embeddedTrainTokens
+	}
+	return int64(data.DefaultSelectShare * float64(train))
 }
 
 func durationOfMinutes(m float64) time.Duration { return time.Duration(m * float64(time.Minute)) }

@@ -19,7 +19,8 @@ func parseTiers(p *Plan, f *planFile) error {
 	for i, ft := range f.Tier {
 		t := Tier{Name: ft.Name, Minutes: ft.Minutes, Seeds: ft.Seeds, Widths: ft.Widths, TuneWidths: ft.TuneWidths, Smoke: ft.Smoke,
 			AnchorSteps: ft.AnchorSteps, Groups: ft.Groups, Gammas: ft.Gammas, NoAnchor: ft.Anchor != nil && !*ft.Anchor, MinSeeds: ft.MinSeeds,
-			TokensPerParam: ft.TokensPerParam, Horizons: ft.Horizons, Cooldown: ft.Cooldown}
+			TokensPerParam: ft.TokensPerParam, Horizons: ft.Horizons, Cooldown: ft.Cooldown,
+			ScoreWindows: ft.ScoreWindows, OODWindows: ft.OODWindows}
 		where := fmt.Sprintf("tier %d (%s)", i+1, t.Name)
 		var err error
 		if t.Ladder, err = parseLadder(ft.Ladder); err != nil {
@@ -57,6 +58,9 @@ func parseTiers(p *Plan, f *planFile) error {
 			if w < 1 {
 				return fmt.Errorf("%s: width %d: want ≥ 1", where, w)
 			}
+		}
+		if t.ScoreWindows < 0 || t.OODWindows < 0 {
+			return fmt.Errorf("%s: score_windows %d, ood_windows %d: want ≥ 0 (0: the whole split, the design's default)", where, t.ScoreWindows, t.OODWindows)
 		}
 		if t.AnchorSteps < 0 {
 			return fmt.Errorf("%s: anchor_steps %d: want ≥ 0", where, t.AnchorSteps)

@@ -106,8 +106,8 @@ type ArmLoss struct {
 // evaluate scores every run of the outcome, builds the Evidence, judges the primaries pr (nil: claims 1 and 2
 // as secondaries), claims 1-4, claim 1's reasoning half on the anchor grid anc (when the plan has one) and
 // claim 5.
-func (res *Result) evaluate(out *experiment.Outcome, pr *Primaries, windows, oodWindows int, anc *AnchorEvidence) error {
-	recs, err := scoreRuns(out, oodWindows)
+func (res *Result) evaluate(out *experiment.Outcome, pr *Primaries, windows int, sc scoring, anc *AnchorEvidence) error {
+	recs, err := scoreRuns(out, sc)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (res *Result) evaluate(out *experiment.Outcome, pr *Primaries, windows, ood
 	}
 	ev.Primaries = pr
 	ev.Grid = gridEvidence(out.Tuned, ev.Ladder)
-	if ev.Horizons, err = horizonEvidence(out, oodWindows); err != nil {
+	if ev.Horizons, err = horizonEvidence(out, sc); err != nil {
 		return err
 	}
 	res.Horizons = ev.Horizons

@@ -140,7 +140,7 @@ func (e *evaluator) Extra(p *experiment.Plan, t *experiment.Tier, seeds []uint64
 
 // ScoreTokens are the tokens each final model is scored on: the validation split (about 108,000 tokens of the
 // embedded corpus) and the out-of-distribution texts' windows of the plan's context.
-func (e *evaluator) ScoreTokens(p *experiment.Plan) int64 {
+func (e *evaluator) ScoreTokens(p *experiment.Plan, t *experiment.Tier) int64 {
 	seq := int64(128)
 	for _, s := range p.Base {
 		if s.Key == recipe.KeyContext {
@@ -149,7 +149,12 @@ func (e *evaluator) ScoreTokens(p *experiment.Plan) int64 {
 			}
 		}
 	}
-	return int64(108_000) + int64(3*e.o.oodWindows())*seq
+	sc := e.o.scoring(t)
+	val := int64(108_000)
+	if sc.val > 0 { // the embedded corpus's validation split has a file per language (2)
+		val = min(val, 2*int64(sc.val)*seq)
+	}
+	return val + int64(3*sc.ood)*seq
 }
 
 // anchorGrid is the plan's anchor grid under tier t on seeds (Options.AnchorSteps replacing the tier's steps);
@@ -185,7 +190,7 @@ func (e *evaluator) Evaluate(ctx context.Context, out *experiment.Outcome) error
 			return err
 		}
 	}
-	if err := res.evaluate(out, e.design.primaries.at(out.Plan), o.CompareWindows, o.oodWindows(), anc); err != nil {
+	if err := res.evaluate(out, e.design.primaries.at(out.Plan), o.CompareWindows, o.scoring(out.Tier), anc); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(res, "", "  ")

@@ -37,7 +37,7 @@ type MatchedRow struct {
 
 // horizonEvidence scores the primary runs' cooldown branches (RoleGamma, γ 0.5 and 1), one HorizonArms per
 // shorter horizon, ascending.
-func horizonEvidence(out *experiment.Outcome, oodWindows int) ([]HorizonArms, error) {
+func horizonEvidence(out *experiment.Outcome, sc scoring) ([]HorizonArms, error) {
 	by := map[float64]*HorizonArms{}
 	for _, b := range out.Branches {
 		if Role(b.Role) != RoleGamma {
@@ -47,7 +47,7 @@ func horizonEvidence(out *experiment.Outcome, oodWindows int) ([]HorizonArms, er
 		if !sameGamma(g, 0.5) && !sameGamma(g, 1) {
 			continue
 		}
-		s, err := scoreRun(b.Dir, out.DataDir, oodWindows)
+		s, err := scoreRun(b.Dir, out.DataDir, sc)
 		if err != nil {
 			return nil, err
 		}

@@ -107,7 +107,9 @@ type Options struct {
 	// Data is a corpus directory prepared by `smallinit data prepare` to train on instead of the embedded one
 	// (experiment.Options.Data).
 	Data string
-	Log  io.Writer
+	// Force starts the plan even when its expected wall time is over the budget (experiment.Options.Force).
+	Force bool
+	Log   io.Writer
 }
 
 // Plan is the built-in reproduce plan.
@@ -141,14 +143,28 @@ func (o *Options) plan() (*experiment.Plan, design, error) {
 	return &q, d, nil
 }
 
-func (o *Options) oodWindows() int {
-	switch {
-	case o.OODWindows == 0:
-		return DefaultOODWindows
-	case o.OODWindows < 0:
-		return 0
+// scoring is how many windows each final model is scored on: val per validation file (0: the whole split)
+// and ood per out-of-distribution text (0: whole).
+type scoring struct{ val, ood int }
+
+// scoring is the scoring of tier t (nil: none): its score_windows and ood_windows where it sets them, else the
+// whole validation split and Options.OODWindows (0: DefaultOODWindows; < 0: whole). Options.OODWindows set
+// by a caller (tests) wins over the tier's.
+func (o *Options) scoring(t *experiment.Tier) scoring {
+	sc := scoring{ood: DefaultOODWindows}
+	if t != nil {
+		sc.val = t.ScoreWindows
+		if t.OODWindows > 0 {
+			sc.ood = t.OODWindows
+		}
 	}
-	return o.OODWindows
+	switch {
+	case o.OODWindows > 0:
+		sc.ood = o.OODWindows
+	case o.OODWindows < 0:
+		sc.ood = 0
+	}
+	return sc
 }
 
 // experimentOptions are the plan's options for o, with the design as its evaluator.
@@ -162,7 +178,7 @@ func (o *Options) experimentOptions(d design) (experiment.Options, *evaluator, e
 	}
 	ev := &evaluator{o: o, design: d}
 	eo := experiment.Options{Out: o.Out, Budget: o.Budget, Steps: o.Steps, Seeds: seeds, ProbeTest: o.ProbeTest, Jobs: o.Jobs,
-		Log: o.Log, Describe: true, Data: o.Data, Engine: o.Engine, EngineInfo: o.EngineInfo, Evaluator: ev}
+		Log: o.Log, Describe: true, Data: o.Data, Engine: o.Engine, EngineInfo: o.EngineInfo, Evaluator: ev, Force: o.Force}
 	return eo, ev, nil
 }
 

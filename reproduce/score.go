@@ -29,6 +29,8 @@ type RunScore struct {
 	OOD     []eval.OODScore   `json:"ood"`
 	// OODWindows is the windows per text scored (0: whole).
 	OODWindows int `json:"ood_windows"`
+	// ValWindows is the windows per validation file scored (0: the whole split; a tier's score_windows).
+	ValWindows int `json:"val_windows,omitempty"`
 	// NormSaturation is docs/definitions.md §4's s = ε/(mean(x²)+ε) averaged over every norm (both norms of each block and the
 	// final norm) on the diagnostics probes; FirstNormSaturation the first block's attention norm alone (the norm
 	// the width-emulated ε targets). SinkRate is the % of (layer, head) pairs with α > 0.3. NaN (null) when the
@@ -60,13 +62,13 @@ func (s *RunScore) OODBitsPerByte() map[string]float64 {
 // scoreRun scores the final model of the run in dir (cached in the run directory, train.VerdictScore): eval.ScoreHeldOut on the
 // prepared directory dataDir, eval.ScoreOOD with its tokenizer, and the last diagnostics record's saturation
 // and sink rate.
-func scoreRun(dir, dataDir string, oodWindows int) (*RunScore, error) {
+func scoreRun(dir, dataDir string, sc scoring) (*RunScore, error) {
 	run, err := train.OpenRun(dir)
 	if err != nil {
 		return nil, err
 	}
 	var cached RunScore
-	if run.ReadScore(train.VerdictScore, &cached) && cached.HeldOut.Overall.Tokens > 0 && cached.OODWindows == oodWindows && len(cached.OOD) > 0 && cached.OOD[0].Tokens > 0 {
+	if run.ReadScore(train.VerdictScore, &cached) && cached.HeldOut.Overall.Tokens > 0 && cached.OODWindows == sc.ood && cached.ValWindows == sc.val && len(cached.OOD) > 0 && cached.OOD[0].Tokens > 0 {
 		return &cached, nil
 	}
 	pool := kernel.NewPool(0)
@@ -75,15 +77,15 @@ func scoreRun(dir, dataDir string, oodWindows int) (*RunScore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &RunScore{OODWindows: oodWindows}
-	if s.HeldOut, err = eval.ScoreHeldOut(m, dataDir); err != nil {
+	s := &RunScore{OODWindows: sc.ood, ValWindows: sc.val}
+	if s.HeldOut, err = eval.ScoreValidation(m, dataDir, sc.val); err != nil {
 		return nil, fmt.Errorf("run %s: %w", dir, err)
 	}
 	tok, err := tokenizer.Load(filepath.Join(dataDir, data.TokenizerFile))
 	if err != nil {
 		return nil, err
 	}
-	if s.OOD, err = eval.ScoreOOD(context.Background(), eval.NewLM(m, tok, nil), oodWindows); err != nil {
+	if s.OOD, err = eval.ScoreOOD(context.Background(), eval.NewLM(m, tok, nil), sc.ood); err != nil {
 		return nil, fmt.Errorf("run %s: %w", dir, err)
 	}
 	s.NormSaturation, s.FirstNormSaturation, s.SinkRate, s.DiagStep, err = mechanism(run)

@@ -241,8 +241,10 @@ func (c *claimTests) text() string {
 			if t.MDEAlpha > 0 {
 				s += fmt.Sprintf(" (at α = %.3g)", t.MDEAlpha)
 			}
-		} else {
-			s += fmt.Sprintf(" (n = %d seeds: no interval)", e.N)
+		} else if e.N == 1 {
+			s += " (1 seed: no interval)"
+		} else { // no paired seed: there is no estimate to print (never "+NaN")
+			s = fmt.Sprintf("%s: not measured (no paired seeds)", t.Name)
 		}
 		if t.PHolm != nil {
 			s += fmt.Sprintf(", p_Holm %.3g", *t.PHolm)

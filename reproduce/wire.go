@@ -6,7 +6,9 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/internal/finitejson"
@@ -34,11 +36,11 @@ type RunRecord struct {
 }
 
 // scoreRuns scores every finished run of the outcome (RunScore, cached per run directory), in run order.
-func scoreRuns(out *experiment.Outcome, oodWindows int) ([]RunRecord, error) {
+func scoreRuns(out *experiment.Outcome, sc scoring) ([]RunRecord, error) {
 	var recs []RunRecord
 	for _, r := range out.RunList {
 		c := r.Config
-		s, err := scoreRun(r.Dir, out.DataDir, oodWindows)
+		s, err := scoreRun(r.Dir, out.DataDir, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -283,16 +285,107 @@ func (res *Result) WriteText(w io.Writer) error {
 		if c.ID != "" {
 			id = fmt.Sprintf("primary %s (claim %d)", c.ID, c.N)
 		}
-		fmt.Fprintf(w, "%s: %s\n  %s", id, c.Text, c.Verdict)
+		fmt.Fprint(w, wrapText(id+": "+c.Text, TextWidth, "  "))
+		fmt.Fprint(w, wrapText("verdict: "+c.Verdict, TextWidth, "    "))
 		if c.Reason != "" {
-			fmt.Fprintf(w, " (%s)", c.Reason)
+			fmt.Fprint(w, wrapText("why: "+c.Reason, TextWidth, "    "))
 		}
-		fmt.Fprintf(w, ": %s\n\n", c.Evidence)
+		if c.Evidence != "" {
+			fmt.Fprint(w, wrapText("evidence: "+c.Evidence, TextWidth, "    "))
+		}
+		fmt.Fprintln(w)
 	}
-	_, err := fmt.Fprintf(w, "every number in %s, figures in %s and %s\n", filepath.Join(res.Out, "claims.json"),
-		filepath.Join(res.Out, FiguresFile), filepath.Join(res.Out, "report.html"))
+	if err := res.writeClaimTable(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprint(w, wrapText(fmt.Sprintf("every number in %s, figures in %s and %s", filepath.Join(res.Out, "claims.json"),
+		filepath.Join(res.Out, FiguresFile), filepath.Join(res.Out, "report.html")), TextWidth, "  "))
 	return err
 }
 
 // MarshalJSON writes NaN (one seed's standard error, a run without diagnostics) as null.
 func (a ArmSummary) MarshalJSON() ([]byte, error) { return finitejson.Marshal(a) }
+
+// TextWidth is the column a reproduction's printed verdicts wrap at: one claim's evidence is several hundred
+// characters, which a terminal cannot read as one line.
+const TextWidth = 100
+
+// wrapText breaks s into lines of at most width columns at spaces (a word longer than a line stays whole), the
+// lines after the first indented by indent; every line ends in a newline.
+func wrapText(s string, width int, indent string) string {
+	var b strings.Builder
+	col := 0
+	for i, word := range strings.Fields(s) {
+		n := utf8.RuneCountInString(word)
+		switch {
+		case i == 0:
+		case col+1+n > width:
+			b.WriteString("\n" + indent)
+			col = utf8.RuneCountInString(indent)
+		default:
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(word)
+		col += n
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// writeClaimTable closes the printed reproduction with one row per claim: claim | verdict | estimate [CI] | n |
+// why. The estimate is the claim's first decisive comparison (its mean and interval, "—" where it has none); why
+// is the reason's first clause, the whole of it in the block above and in claims.json.
+func (res *Result) writeClaimTable(w io.Writer) error {
+	fmt.Fprintln(w, "claims")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "claim\tverdict\testimate [CI]\tn\twhy")
+	for _, c := range res.Claims {
+		id := fmt.Sprintf("%d", c.N)
+		if c.ID != "" {
+			id = fmt.Sprintf("%s (%d)", c.ID, c.N)
+		}
+		est, n := claimEstimate(c)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, c.Verdict, est, n, shortReason(c.Reason, 60))
+	}
+	return tw.Flush()
+}
+
+// claimEstimate is a claim's first decisive test (else its first test) as "mean [lo, hi]" and its seed count;
+// "—" for a claim without a measured comparison, and the mean alone where fewer than 3 seeds give no interval.
+func claimEstimate(c Claim) (est, n string) {
+	var t *Test
+	for i := range c.Tests {
+		if c.Tests[i].Decisive {
+			t = &c.Tests[i]
+			break
+		}
+	}
+	if t == nil && len(c.Tests) > 0 {
+		t = &c.Tests[0]
+	}
+	if t == nil || t.Estimate.N == 0 || math.IsNaN(t.Estimate.Mean) {
+		return "—", "—"
+	}
+	e := t.Estimate
+	n = fmt.Sprintf("%d", e.N)
+	if e.N < 3 || math.IsNaN(e.Lo) || math.IsNaN(e.Hi) || math.IsInf(e.Lo, 0) || math.IsInf(e.Hi, 0) {
+		return fmt.Sprintf("%+.4f (no interval)", e.Mean), n
+	}
+	return fmt.Sprintf("%+.4f [%+.4f, %+.4f]", e.Mean, e.Lo, e.Hi), n
+}
+
+// shortReason is the reason's first clause (up to a ";" or ":"), at most max characters.
+func shortReason(r string, max int) string {
+	if i := strings.IndexAny(r, ";:"); i >= 0 {
+		r = r[:i]
+	}
+	r = strings.TrimSpace(r)
+	if r == "" {
+		return "—"
+	}
+	if rs := []rune(r); len(rs) > max {
+		r = string(rs[:max-1]) + "…"
+	}
+	return r
+}

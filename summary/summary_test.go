@@ -2,6 +2,7 @@ package summary
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -54,5 +55,28 @@ func TestWriteNonFiniteRow(t *testing.T) {
 	got, err := json.Marshal(finite)
 	if err != nil || string(got) != string(want) {
 		t.Errorf("a finite row: %s, want encoding/json's %s (%v)", got, want, err)
+	}
+}
+
+// TestWriteTableStepsTokensNoise: the demo's table gives each run's steps and training tokens beside its losses
+// and says, for one seed per row, which difference is within the seed noise (the README's table and a
+// throughput-sized run of other steps can then be told apart).
+func TestWriteTableStepsTokensNoise(t *testing.T) {
+	rows := []Row{
+		{Run: "gamma0.5-default", Gamma: 0.5, NormEps: 1e-5, AttnGate: "none", Steps: 59, ValLoss: 6.1},
+		{Run: "gamma1-default", Gamma: 1, NormEps: 1e-5, AttnGate: "none", Steps: 59, ValLoss: 6.12},
+	}
+	var b strings.Builder
+	WriteTable(&b, rows, 2048)
+	out := b.String()
+	for _, want := range []string{"steps", "tokens", " 59 ", "0.12M", "one seed per row", fmt.Sprintf("%.2f nats", 2*SeedNoise)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	WriteTable(&b, rows[:1], 0)
+	if strings.Contains(b.String(), "one seed per row") || !strings.Contains(b.String(), "—") {
+		t.Errorf("one row, no step tokens:\n%s", b.String())
 	}
 }

@@ -32,6 +32,9 @@ type BenchOptions struct {
 	// Precision of the matmul operands: "f32" (or "") or "bf16" (refused on a CPU with neither AVX512_BF16 nor AVX2+FMA).
 	Precision string
 	Log       io.Writer
+	// Progress rewrites one status line on Log (a terminal); false writes a line per step, which a pipe or a
+	// log file keeps readable (a "\r" per step there is one long line).
+	Progress bool
 }
 
 // BenchResult is a throughput measurement (`smallinit bench --json` prints it); times are medians over the
@@ -153,11 +156,14 @@ func Benchmark(c arch.Config, o BenchOptions) (BenchResult, error) {
 			opts = append(opts, t3.Sub(t2).Seconds())
 			step = append(step, t3.Sub(t0).Seconds())
 		}
-		if o.Log != nil {
+		switch {
+		case o.Log != nil && o.Progress:
 			fmt.Fprintf(o.Log, "\rstep %d/%d  %.3fs", s+1, o.Warmup+o.Steps, t3.Sub(t0).Seconds())
+		case o.Log != nil:
+			fmt.Fprintf(o.Log, "step %d/%d  %.3fs\n", s+1, o.Warmup+o.Steps, t3.Sub(t0).Seconds())
 		}
 	}
-	if o.Log != nil {
+	if o.Log != nil && o.Progress {
 		fmt.Fprintln(o.Log)
 	}
 	r := BenchResult{Tool: "smallinit", Impl: kernel.Impl(), CPU: kernel.CPUModel(), Precision: o.Precision, Threads: pool.Workers(),

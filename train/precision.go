@@ -123,21 +123,28 @@ type PrecisionChoice struct {
 	Precision  string            `json:"precision"` // the choice
 }
 
-// String is the measurement and the choice in one line, for logs and plans.
+// String is the measurement and the choice in one line, for logs and plans. A candidate that was not timed (the
+// only eligible one: nothing to choose between) is said to be so, never printed as 0 tokens/s.
 func (p PrecisionChoice) String() string {
 	var parts []string
 	for _, t := range p.Candidates {
+		if t.TokensPerS <= 0 {
+			continue
+		}
 		k := ""
 		if t.Kernel != "" {
 			k = " [" + t.Kernel + "]"
 		}
-		parts = append(parts, fmt.Sprintf("%s%s %.0f", t.Precision, k, t.TokensPerS))
+		parts = append(parts, fmt.Sprintf("%s%s %.0f tokens/s", t.Precision, k, t.TokensPerS))
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("precision auto: %s on %s (the only eligible precision on this CPU; not timed)", p.Precision, p.CPU)
 	}
 	why := "the only eligible precision on this CPU"
 	if len(p.Candidates) > 1 {
 		why = fmt.Sprintf("the fastest; another precision needs %.2fx float32", PrecisionGainMin)
 	}
-	return fmt.Sprintf("precision auto: %s tokens/s on %s: %s (%s)", strings.Join(parts, ", "), p.CPU, p.Precision, why)
+	return fmt.Sprintf("precision auto: %s on %s: %s (%s)", strings.Join(parts, ", "), p.CPU, p.Precision, why)
 }
 
 // matches reports whether the record was measured for this CPU, model size, batch, threads and candidates.

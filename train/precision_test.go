@@ -216,3 +216,48 @@ func TestBenchmarkRunsInTheParsedPrecision(t *testing.T) {
 		t.Errorf("Benchmark with precision fp8: %v, want an error naming it", err)
 	}
 }
+
+// TestPrecisionChoiceStringNeverPrintsZero: an untimed candidate (the only eligible precision, e.g. f32 on an
+// AVX2-only CPU) is said to be untimed, never printed as "f32 0 tokens/s"; timed candidates keep their rates.
+func TestPrecisionChoiceStringNeverPrintsZero(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		c         PrecisionChoice
+		want, not []string
+	}{
+		{"untimed only candidate", PrecisionChoice{CPU: "AMD EPYC (avx2)", Precision: "f32", Candidates: []PrecisionTiming{{Precision: "f32"}}},
+			[]string{"precision auto: f32 on AMD EPYC (avx2)", "not timed"}, []string{"0 tokens/s"}},
+		{"timed pair", PrecisionChoice{CPU: "Zen 5", Precision: "bf16", Candidates: []PrecisionTiming{{Precision: "f32", TokensPerS: 920}, {Precision: "bf16", TokensPerS: 994}}},
+			[]string{"f32 920 tokens/s, bf16 994 tokens/s on Zen 5: bf16", "the fastest"}, []string{"not timed"}},
+	} {
+		got := tc.c.String()
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q lacks %q", tc.name, got, w)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(got, n) {
+				t.Errorf("%s: %q contains %q", tc.name, got, n)
+			}
+		}
+	}
+}
+
+// TestBenchmarkLogLines: without Progress (a pipe) every step is its own line and no "\r" is written; with it one
+// status line is rewritten and ended once.
+func TestBenchmarkLogLines(t *testing.T) {
+	c := arch.Config{Vocab: 64, Dim: 32, FFN: 64, Layers: 1, Heads: 2, SeqLen: 8, NormEps: 1e-5,
+		Norm: arch.NormRMS, AttnGate: arch.GateNone, RopeTheta: 10000, FFNKind: arch.FFNDense}
+	for _, progress := range []bool{false, true} {
+		var log strings.Builder
+		if _, err := Benchmark(c, BenchOptions{Batch: 2, Steps: 2, Warmup: 1, Threads: 1, Log: &log, Progress: progress}); err != nil {
+			t.Fatal(err)
+		}
+		got := log.String()
+		lines, crs := strings.Count(got, "\n"), strings.Count(got, "\r")
+		if !progress && (lines != 3 || crs != 0) || progress && (lines != 1 || crs != 3) {
+			t.Errorf("progress %v: %d lines, %d carriage returns:\n%q", progress, lines, crs, got)
+		}
+	}
+}

@@ -121,6 +121,21 @@ func (o Options) WorstCaseSteps() int {
 	return total
 }
 
+// WorstCaseTrials is the most trials (trainings of one value for one rung) Select can run with these options:
+// what a plan charges each trial's fixed cost (initialisation, evaluation, checkpoints) by.
+func (o Options) WorstCaseTrials() int {
+	o = o.withDefaults()
+	total, n := 0, o.Values
+	for r := range o.Rungs() {
+		if r > 0 {
+			n = max(o.Keep, ceilDiv(n, o.Eta))
+		}
+		total += n + o.MaxExtend
+		n += o.MaxExtend
+	}
+	return total
+}
+
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // Select runs successive halving over the grid. Rung 0 trains every grid value for MinSteps; each later rung

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 
+	"golang.org/x/term"
+
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -46,7 +48,8 @@ func (cmd *benchCmd) Run() error {
 		auto, prec = &pc, pc.Precision
 	}
 	r, err := train.Benchmark(c, train.BenchOptions{Batch: cmd.Batch, Steps: cmd.Steps, Warmup: cmd.Warmup, Threads: cmd.Threads,
-		Peaks: !cmd.NoPeaks, Kernels: cmd.Kernels, Profile: cmd.Profile, Precision: prec, Log: log})
+		Peaks: !cmd.NoPeaks, Kernels: cmd.Kernels, Profile: cmd.Profile, Precision: prec, Log: log,
+		Progress: term.IsTerminal(int(os.Stderr.Fd()))})
 	if err != nil {
 		return fmt.Errorf("bench %s (--batch %d, --steps %d, --warmup %d): %w", cmd.Preset, cmd.Batch, cmd.Steps, cmd.Warmup, err)
 	}

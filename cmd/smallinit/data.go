@@ -30,7 +30,7 @@ type dataPrepareCmd struct {
 	TextColumn  string   `default:"text" help:"JSON field or Parquet column holding the text."`
 	DocSep      string   `default:"file" enum:"file,blank,line" help:"How .txt files split into documents: file (the whole file is one document), blank (at blank lines), line (every non-blank line)."`
 	SkipBad     bool     `help:"Skip malformed records (invalid JSON lines, a missing, null or non-string text) and count them per input in stats.json, instead of failing."`
-	SampleMB    int      `name:"tokenizer-sample-mb" default:"50" help:"Train the tokenizer on this many megabytes (2^20 bytes) of training text: for files the first in input order; for package archives a uniform sample, 16 MB unless a value other than 50 is given."`
+	SampleMB    int      `name:"tokenizer-sample-mb" help:"Train the tokenizer on this many megabytes (2^20 bytes) of training text: for files the first in input order (default 50); for package archives a uniform sample (default 16). A value given is used for either."`
 	Workers     int      `default:"0" help:"Encoder goroutines (0: one per CPU)."`
 
 	// For npm package tarballs (data.PrepareArchives).
@@ -62,15 +62,16 @@ func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
 	if cmd.Traditional || cmd.SkipUnknown || cmd.MinShare != nil || cmd.Cap != nil || cmd.ValDocs != nil {
 		return errors.New("--traditional, --skip-unknown, --min-share, --cap and --val-docs: only for .tgz package archives")
 	}
-	if cmd.SampleMB < 1 {
-		return fmt.Errorf("--tokenizer-sample-mb %d: must be positive", cmd.SampleMB)
+	sample, err := cmd.tokenizerSample(data.DefaultTokenizerSample)
+	if err != nil {
+		return err
 	}
 	p := &progress.Bytes{Log: log, TTY: tty, Desc: "encoding", Min: 32 << 20, Every: 10 * time.Second, Unit: 1 << 20, Name: "MB",
 		Verb: " read", Last: true, Count: true}
 	st, err := data.PrepareFiles(cmd.Out, data.PrepareOptions{
 		Inputs: cmd.In, TokenizerFile: cmd.Tokenizer, Vocab: cmd.vocab(0), ValFraction: cmd.ValFraction,
 		TextColumn: cmd.TextColumn, DocSep: cmd.DocSep, SkipBad: cmd.SkipBad,
-		TokenizerSample: int64(cmd.SampleMB) << 20, Workers: cmd.Workers, Log: log, Progress: p.Update,
+		TokenizerSample: sample, Workers: cmd.Workers, Log: log, Progress: p.Update,
 	})
 	p.Finish()
 	if errors.Is(err, data.ErrNoColumn) {
@@ -85,6 +86,19 @@ func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
 		}
 	}
 	return nil
+}
+
+// tokenizerSample is --tokenizer-sample-mb in bytes, or def (the input kind's default) when it is not given (0).
+// A value given means what it says for files and archives alike: the archives' smaller default no longer
+// turns an explicit 50 into 16 MiB.
+func (cmd *dataPrepareCmd) tokenizerSample(def int64) (int64, error) {
+	switch {
+	case cmd.SampleMB < 0 || cmd.SampleMB > 1<<20:
+		return 0, fmt.Errorf("--tokenizer-sample-mb %d: want 1 to %d megabytes (0 or absent: 50 for files, 16 for package archives)", cmd.SampleMB, 1<<20)
+	case cmd.SampleMB == 0:
+		return def, nil
+	}
+	return int64(cmd.SampleMB) << 20, nil
 }
 
 // runEmbedded prepares the embedded corpus, whose documents and split are fixed: the options about documents
@@ -103,7 +117,7 @@ func (cmd *dataPrepareCmd) runEmbedded(stdout, log io.Writer) error {
 	if cmd.SkipBad {
 		only = append(only, "--skip-bad")
 	}
-	if int64(cmd.SampleMB)<<20 != data.DefaultTokenizerSample {
+	if cmd.SampleMB != 0 {
 		only = append(only, "--tokenizer-sample-mb")
 	}
 	if cmd.Traditional || cmd.SkipUnknown || cmd.MinShare != nil || cmd.Cap != nil || cmd.ValDocs != nil {

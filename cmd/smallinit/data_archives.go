@@ -51,12 +51,9 @@ func (cmd *dataPrepareCmd) runArchives(stdout, log io.Writer, tty bool) error {
 	if len(only) > 0 {
 		return fmt.Errorf("%s: not for package archives (their layouts say how members are read; --skip-unknown skips unknown members)", strings.Join(only, ", "))
 	}
-	if cmd.SampleMB < 1 {
-		return fmt.Errorf("--tokenizer-sample-mb %d: must be positive", cmd.SampleMB)
-	}
-	sample := int64(data.DefaultArchiveTokenizerSample)
-	if int64(cmd.SampleMB)<<20 != data.DefaultTokenizerSample { // the flag's default is the file corpus's
-		sample = int64(cmd.SampleMB) << 20
+	sample, err := cmd.tokenizerSample(data.DefaultArchiveTokenizerSample)
+	if err != nil {
+		return err
 	}
 	mix := data.DefaultMix()
 	if cmd.MinShare != nil {

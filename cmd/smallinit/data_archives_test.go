@@ -60,11 +60,11 @@ func TestDataPrepareArchivesFlags(t *testing.T) {
 		cmd  dataPrepareCmd
 		want string
 	}{
-		{"archives and files", dataPrepareCmd{In: []string{tgz, "a.txt"}, TextColumn: "text", DocSep: "file", SampleMB: 50}, "not both"},
-		{"file options", dataPrepareCmd{In: []string{tgz}, TextColumn: "body", DocSep: "line", SampleMB: 50}, "--text-column, --doc-sep: not for package archives"},
-		{"archive options for files", dataPrepareCmd{In: []string{"a.txt"}, TextColumn: "text", DocSep: "file", SampleMB: 50, Traditional: true}, "only for .tgz"},
-		{"archive options for the embedded corpus", dataPrepareCmd{TextColumn: "text", DocSep: "file", SampleMB: 50, ValFraction: 0.01, SkipUnknown: true}, "--skip-unknown"},
-		{"a bad share", dataPrepareCmd{In: []string{tgz}, TextColumn: "text", DocSep: "file", SampleMB: 50, MinShare: map[string]float64{"en": 1}}, "minimum share of en 1"},
+		{"archives and files", dataPrepareCmd{In: []string{tgz, "a.txt"}, TextColumn: "text", DocSep: "file"}, "not both"},
+		{"file options", dataPrepareCmd{In: []string{tgz}, TextColumn: "body", DocSep: "line"}, "--text-column, --doc-sep: not for package archives"},
+		{"archive options for files", dataPrepareCmd{In: []string{"a.txt"}, TextColumn: "text", DocSep: "file", Traditional: true}, "only for .tgz"},
+		{"archive options for the embedded corpus", dataPrepareCmd{TextColumn: "text", DocSep: "file", ValFraction: 0.01, SkipUnknown: true}, "--skip-unknown"},
+		{"a bad share", dataPrepareCmd{In: []string{tgz}, TextColumn: "text", DocSep: "file", MinShare: map[string]float64{"en": 1}}, "minimum share of en 1"},
 	} {
 		cmd := tc.cmd
 		cmd.Out = filepath.Join(t.TempDir(), "out")

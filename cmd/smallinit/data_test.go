@@ -111,7 +111,7 @@ func TestDataPrepareRun(t *testing.T) {
 	os.WriteFile(bad, []byte("{\"text\":\"fine words here\"}\n{\"text\":\"more words\"}\n{\"text\": 3}\n{\"text\":\"last words\"}\n"), 0o644)
 	good := t.TempDir()
 	if err := (&dataPrepareCmd{In: []string{bad}, Out: good, Vocab: intp(300), ValFraction: 0, TextColumn: "text", DocSep: "file",
-		SkipBad: true, SampleMB: 50}).Run(); err != nil {
+		SkipBad: true}).Run(); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(good, data.StatsFile))
@@ -125,13 +125,13 @@ func TestDataPrepareRun(t *testing.T) {
 		cmd  dataPrepareCmd
 		want string // "" for success
 	}{
-		{"bad line", dataPrepareCmd{In: []string{bad}, Vocab: intp(300), ValFraction: 0.01, TextColumn: "text", DocSep: "file", SampleMB: 50},
+		{"bad line", dataPrepareCmd{In: []string{bad}, Vocab: intp(300), ValFraction: 0.01, TextColumn: "text", DocSep: "file"},
 			"bad.jsonl line 3"},
-		{"tokenizer and vocab", dataPrepareCmd{In: []string{bad}, Tokenizer: tokFile, Vocab: intp(300), ValFraction: 0.01, TextColumn: "text", DocSep: "file", SampleMB: 50},
+		{"tokenizer and vocab", dataPrepareCmd{In: []string{bad}, Tokenizer: tokFile, Vocab: intp(300), ValFraction: 0.01, TextColumn: "text", DocSep: "file"},
 			"--tokenizer and --vocab"},
-		{"embedded with file options", dataPrepareCmd{ValFraction: 0.1, TextColumn: "text", DocSep: "file", SkipBad: true, SampleMB: 50},
+		{"embedded with file options", dataPrepareCmd{ValFraction: 0.1, TextColumn: "text", DocSep: "file", SkipBad: true},
 			"--val-fraction, --skip-bad: only for --in"},
-		{"embedded", dataPrepareCmd{Tokenizer: tokFile, ValFraction: 0.01, TextColumn: "text", DocSep: "file", SampleMB: 50}, ""},
+		{"embedded", dataPrepareCmd{Tokenizer: tokFile, ValFraction: 0.01, TextColumn: "text", DocSep: "file"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := tc.cmd
@@ -154,5 +154,29 @@ func TestDataPrepareRun(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestTokenizerSampleFlag: --tokenizer-sample-mb absent takes the input kind's default (50 MiB for files, 16 MiB
+// for package archives); a value given is that many MiB for either, 50 included; a negative one is an error
+// naming the flag.
+func TestTokenizerSampleFlag(t *testing.T) {
+	for _, tc := range []struct {
+		mb   int
+		def  int64
+		want int64
+	}{
+		{0, data.DefaultTokenizerSample, 50 << 20},
+		{0, data.DefaultArchiveTokenizerSample, 16 << 20},
+		{50, data.DefaultArchiveTokenizerSample, 50 << 20},
+		{3, data.DefaultTokenizerSample, 3 << 20},
+	} {
+		got, err := (&dataPrepareCmd{SampleMB: tc.mb}).tokenizerSample(tc.def)
+		if err != nil || got != tc.want {
+			t.Errorf("--tokenizer-sample-mb %d (default %d): %d, %v; want %d", tc.mb, tc.def, got, err, tc.want)
+		}
+	}
+	if _, err := (&dataPrepareCmd{SampleMB: -1}).tokenizerSample(data.DefaultTokenizerSample); err == nil || !strings.Contains(err.Error(), "--tokenizer-sample-mb -1") {
+		t.Errorf("--tokenizer-sample-mb -1: %v", err)
 	}
 }

@@ -53,7 +53,7 @@ func runDemo(ctx context.Context, cmd *demoCmd, stdout, log io.Writer, progress 
 	if err != nil {
 		return nil, err
 	}
-	summary.WriteTable(stdout, out.Rows)
+	summary.WriteTable(stdout, out.Rows, out.Tokens/int64(max(out.Steps, 1)))
 	fmt.Fprintf(stdout, "\neverything is under %s (report%s.html, %s, data/, runs%s/)\n", cmd.Out, out.Suffix, summary.FileName(out.Suffix), out.Suffix)
 	return out, nil
 }

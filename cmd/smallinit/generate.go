@@ -19,7 +19,7 @@ type generateCmd struct {
 	TopK        int      `name:"top-k" default:"0" help:"Sample from the K most likely tokens only (0: all)."`
 	TopP        float64  `name:"top-p" default:"1" help:"Sample from the smallest set of tokens whose probability reaches P (1: all)."`
 	Seed        uint64   `default:"0" help:"Seed of the sampler; the same seed reproduces a completion."`
-	MaxTokens   int      `default:"128" help:"Most tokens to generate."`
+	MaxTokens   int      `default:"128" aliases:"max-new-tokens" help:"Most tokens to generate (--max-new-tokens, the name of Hugging Face's generate and of eval-tasks, is the same flag)."`
 	Stop        []string `sep:"none" placeholder:"STR" help:"Stop before this string (repeatable); generation also stops at <|endoftext|>."`
 	NoCache     bool     `help:"Recompute the whole prefix each step (the reference) instead of using the KV-cache decoder."`
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/alecthomas/kong"
 )
 
 // TestGenerateCommand: greedy completions are the same with the KV-cache decoder and the recomputing
@@ -49,5 +51,25 @@ func TestGenerateCommand(t *testing.T) {
 	c := generateCmd{Model: dir, Prompt: "x", Temperature: -1, MaxTokens: 3}
 	if _, err := c.run(io.Discard, io.Discard); err == nil {
 		t.Error("negative temperature: no error")
+	}
+}
+
+// TestGenerateMaxNewTokensAlias: --max-new-tokens (Hugging Face's and eval-tasks' name) sets the same count as
+// --max-tokens instead of failing as an unknown flag.
+func TestGenerateMaxNewTokensAlias(t *testing.T) {
+	for _, flag := range []string{"--max-tokens", "--max-new-tokens"} {
+		var c struct {
+			Generate generateCmd `cmd:""`
+		}
+		parser, err := kong.New(&c, kong.Name("smallinit"), vars(), kong.Exit(func(code int) { t.Fatalf("kong exit %d", code) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := parser.Parse([]string{"generate", "--model", t.TempDir(), "--prompt", "p", flag, "7"}); err != nil {
+			t.Fatalf("%s: %v", flag, err)
+		}
+		if c.Generate.MaxTokens != 7 {
+			t.Errorf("%s 7: MaxTokens %d", flag, c.Generate.MaxTokens)
+		}
 	}
 }

@@ -28,6 +28,7 @@ type studyCmd struct {
 	PrintPlan bool          `help:"Print the plan (TOML) and, for a training plan, what it would run here (arms, steps, the corpus and the epochs each run sees, the expected wall time, as TOML comments), and exit."`
 	Data      string        `type:"path" placeholder:"DIR" help:"A corpus prepared by smallinit data prepare to train on instead of the plan's (data.dir, else the embedded corpus); copied into OUT/data once."`
 	Precision string        `enum:",auto,f32,bf16" default:"" help:"Matmul operands of every run (sets train.precision): f32, bf16 (VDPBF16PS on AVX512_BF16, float32 FMAs on AVX2), or auto: the eligible precisions timed on the base model and the faster taken (recorded in OUT/precision.json). Default: the plan's."`
+	Force     bool          `help:"Start the plan even when its expected wall time on this machine is over the budget (refused otherwise)."`
 
 	engineFlags `embed:""` // --engine, --device, --torch-python, --torch-path (engine.go)
 }
@@ -70,7 +71,7 @@ func (cmd *studyCmd) Run() error {
 		return err
 	}
 	o := experiment.Options{Out: cmd.Out, Budget: cmd.Budget.d, Steps: cmd.Steps, Jobs: int(cmd.Jobs), Task: cmd.Index >= 0, Index: cmd.Index,
-		Data: cmd.Data, Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd())), Describe: true, Engine: eng, EngineInfo: info}
+		Data: cmd.Data, Log: os.Stderr, Progress: term.IsTerminal(int(os.Stderr.Fd())), Describe: true, Engine: eng, EngineInfo: info, Force: cmd.Force}
 	if cmd.Seeds > 0 {
 		o.Seeds = experiment.SeedRange(cmd.Seeds)
 	}
@@ -108,7 +109,7 @@ func (cmd *studyCmd) Run() error {
 		return fmt.Errorf("plan %s (--out %s): %w", p.Name, cmd.Out, err)
 	}
 	if len(out.Rows) > 0 {
-		summary.WriteTable(os.Stdout, out.Rows)
+		summary.WriteTable(os.Stdout, out.Rows, out.Tokens/int64(max(out.Steps, 1)))
 	}
 	if len(out.Pairs) > 0 {
 		fmt.Println()

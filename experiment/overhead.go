@@ -1,0 +1,69 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/train"
+)
+
+// OverheadProbeSteps are the steps of the overhead probe's run: enough that every per-steps key of a plan
+// (evaluations, diagnostics, checkpoints, warmup, at most a division by 20) gets an interval of at least one
+// step, so the probe run evaluates, diagnoses and checkpoints as often as a run of any length of the plan does.
+const OverheadProbeSteps = 20
+
+// probeOverhead is the fixed cost of one run of p's base recipe besides its training steps, measured: one real
+// run of OverheadProbeSteps steps (the Go trainer, the plan's diagnostics, evaluations and checkpoints, the
+// step-0 and final weights) on random tokens in a temporary directory, less those steps at tps tokens/s
+// (the throughput probe's) and the plan's efficiency. The per-steps keys make the evaluations, diagnostics and
+// checkpoints of a run a count, not a rate, so this cost does not grow with the steps; at a few dozen steps a
+// run it is most of the wall time (docs/definitions.md has no claim on it: it is the estimate's, not a result).
+func probeOverhead(ctx context.Context, p *Plan, out *Outcome, tps float64) (time.Duration, error) {
+	dir, err := os.MkdirTemp("", "smallinit-overhead-")
+	if err != nil {
+		return 0, fmt.Errorf("overhead probe: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	sets := out.baseSets(p, nil, OverheadProbeSteps)
+	c, err := train.LoadSets("", sets)
+	if err != nil {
+		return 0, fmt.Errorf("overhead probe: plan %s: base recipe: %w", p.Name, err)
+	}
+	T, V := c.Model.SeqLen, c.Model.Vocab
+	// Random tokens: enough training tokens for the probe's steps once over, and a validation file as long as
+	// the evaluations read (train.eval_windows windows, at least one).
+	rng := rand.New(rand.NewPCG(7, 11))
+	tokens := func(n int) []int32 {
+		ids := make([]int32, n)
+		for i := range ids {
+			ids[i] = int32(rng.IntN(V))
+		}
+		return ids
+	}
+	trainPath, valPath := filepath.Join(dir, data.TrainFile), filepath.Join(dir, data.ValFile)
+	if err := data.WriteTokens(trainPath, tokens(OverheadProbeSteps*c.Train.BatchSize*T+T+1)); err != nil {
+		return 0, fmt.Errorf("overhead probe: %w", err)
+	}
+	if err := data.WriteTokens(valPath, tokens(max(c.Train.EvalWindows, 1)*T+1)); err != nil {
+		return 0, fmt.Errorf("overhead probe: %w", err)
+	}
+	sets = append(sets, override.Set{Key: recipe.KeyDataTrain, Value: trainPath}, override.Set{Key: recipe.KeyDataVal, Value: valPath})
+	if c, err = train.LoadSets("", sets); err != nil {
+		return 0, fmt.Errorf("overhead probe: %w", err)
+	}
+	t0 := time.Now()
+	if _, err := train.Start(ctx, c, filepath.Join(dir, "run"), train.Options{Diagnostics: diag.Training}); err != nil {
+		return 0, fmt.Errorf("overhead probe: %w", err)
+	}
+	wall := time.Since(t0)
+	steps := time.Duration(float64(OverheadProbeSteps*c.Train.BatchSize*T) / (tps * p.Budget.Efficiency) * float64(time.Second))
+	return max(wall-steps, 0), nil
+}
