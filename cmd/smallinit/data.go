@@ -30,7 +30,7 @@ type dataPrepareCmd struct {
 	TextColumn  string   `default:"text" help:"JSON field or Parquet column holding the text."`
 	DocSep      string   `default:"file" enum:"file,blank,line" help:"How .txt files split into documents: file (the whole file is one document), blank (at blank lines), line (every non-blank line)."`
 	SkipBad     bool     `help:"Skip malformed records (invalid JSON lines, a missing, null or non-string text) and count them per input in stats.json, instead of failing."`
-	SampleMB    int      `name:"tokenizer-sample-mb" help:"Train the tokenizer on this many megabytes (2^20 bytes) of training text: for files the first in input order (default 50); for package archives a uniform sample (default 16). A value given is used for either."`
+	SampleMB    *int     `name:"tokenizer-sample-mb" help:"Train the tokenizer on this many megabytes (2^20 bytes) of training text: for files the first in input order (default 50); for package archives a uniform sample (default 16). A value given is used for either."`
 	Workers     int      `default:"0" help:"Encoder goroutines (0: one per CPU)."`
 
 	// For npm package tarballs (data.PrepareArchives).
@@ -88,17 +88,17 @@ func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
 	return nil
 }
 
-// tokenizerSample is --tokenizer-sample-mb in bytes, or def (the input kind's default) when it is not given (0).
+// tokenizerSample is --tokenizer-sample-mb in bytes, or def (the input kind's default) when it is not given.
 // A value given means what it says for files and archives alike: the archives' smaller default no longer
 // turns an explicit 50 into 16 MiB.
 func (cmd *dataPrepareCmd) tokenizerSample(def int64) (int64, error) {
-	switch {
-	case cmd.SampleMB < 0 || cmd.SampleMB > 1<<20:
-		return 0, fmt.Errorf("--tokenizer-sample-mb %d: want 1 to %d megabytes (0 or absent: 50 for files, 16 for package archives)", cmd.SampleMB, 1<<20)
-	case cmd.SampleMB == 0:
+	if cmd.SampleMB == nil {
 		return def, nil
 	}
-	return int64(cmd.SampleMB) << 20, nil
+	if mb := *cmd.SampleMB; mb < 1 || mb > 1<<20 {
+		return 0, fmt.Errorf("--tokenizer-sample-mb %d: want 1 to %d megabytes (absent: 50 for files, 16 for package archives)", mb, 1<<20)
+	}
+	return int64(*cmd.SampleMB) << 20, nil
 }
 
 // runEmbedded prepares the embedded corpus, whose documents and split are fixed: the options about documents
@@ -117,7 +117,7 @@ func (cmd *dataPrepareCmd) runEmbedded(stdout, log io.Writer) error {
 	if cmd.SkipBad {
 		only = append(only, "--skip-bad")
 	}
-	if cmd.SampleMB != 0 {
+	if cmd.SampleMB != nil {
 		only = append(only, "--tokenizer-sample-mb")
 	}
 	if cmd.Traditional || cmd.SkipUnknown || cmd.MinShare != nil || cmd.Cap != nil || cmd.ValDocs != nil {

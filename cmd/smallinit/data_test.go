@@ -162,21 +162,26 @@ func TestDataPrepareRun(t *testing.T) {
 // naming the flag.
 func TestTokenizerSampleFlag(t *testing.T) {
 	for _, tc := range []struct {
-		mb   int
+		mb   *int
 		def  int64
 		want int64
 	}{
-		{0, data.DefaultTokenizerSample, 50 << 20},
-		{0, data.DefaultArchiveTokenizerSample, 16 << 20},
-		{50, data.DefaultArchiveTokenizerSample, 50 << 20},
-		{3, data.DefaultTokenizerSample, 3 << 20},
+		{nil, data.DefaultTokenizerSample, 50 << 20},
+		{nil, data.DefaultArchiveTokenizerSample, 16 << 20},
+		{ptr(50), data.DefaultArchiveTokenizerSample, 50 << 20},
+		{ptr(3), data.DefaultTokenizerSample, 3 << 20},
 	} {
 		got, err := (&dataPrepareCmd{SampleMB: tc.mb}).tokenizerSample(tc.def)
 		if err != nil || got != tc.want {
-			t.Errorf("--tokenizer-sample-mb %d (default %d): %d, %v; want %d", tc.mb, tc.def, got, err, tc.want)
+			t.Errorf("--tokenizer-sample-mb %v (default %d): %d, %v; want %d", tc.mb, tc.def, got, err, tc.want)
 		}
 	}
-	if _, err := (&dataPrepareCmd{SampleMB: -1}).tokenizerSample(data.DefaultTokenizerSample); err == nil || !strings.Contains(err.Error(), "--tokenizer-sample-mb -1") {
-		t.Errorf("--tokenizer-sample-mb -1: %v", err)
+	for _, mb := range []int{-1, 0} {
+		if _, err := (&dataPrepareCmd{SampleMB: ptr(mb)}).tokenizerSample(data.DefaultTokenizerSample); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("--tokenizer-sample-mb %d", mb)) {
+			t.Errorf("--tokenizer-sample-mb %d: %v", mb, err)
+		}
 	}
 }
+
+// ptr is a pointer to v, for optional flags.
+func ptr[T any](v T) *T { return &v }

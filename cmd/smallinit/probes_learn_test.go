@@ -46,7 +46,7 @@ func TestProbeArithmeticLearnt(t *testing.T) {
 	}
 	dataDir := filepath.Join(dir, "data")
 	prep := &dataPrepareCmd{In: []string{filepath.Join(probes, "train.txt")}, Out: dataDir, Vocab: intp(512), ValFraction: 0.01,
-		TextColumn: "text", DocSep: "line", SampleMB: 50}
+		TextColumn: "text", DocSep: "line", SampleMB: ptr(50)}
 	if err := prep.run(io.Discard, io.Discard, false); err != nil {
 		t.Fatal(err)
 	}
