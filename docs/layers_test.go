@@ -29,7 +29,8 @@ type floor struct {
 // packages (TestReferenceLayoutMatchesFloors); a new package gets a row here and a name there.
 var floors = []floor{
 	{"internal", true, []string{"internal/allocs", "internal/atomicfile", "internal/finitejson", "internal/fulldisk",
-		"internal/inputfile", "internal/progress", "internal/runlock", "internal/workers", "internal/dirname"}, nil},
+		"internal/inputfile", "internal/progress", "internal/runlock", "internal/workers", "internal/dirname",
+		"internal/filesum"}, nil},
 	{"ground", false, []string{"corpus", "corpus/ood", "fit", "kernel", "override", "probes/probescore",
 		"safetensors", "stats", "tokenizer", "tune"}, nil},
 	{"recipe", true, []string{"arch", "recipe", "diag/diagrec", "train/rundir"}, nil},
@@ -51,7 +52,7 @@ var studiesImports = map[string][]string{
 	"audit":      {},
 	"experiment": {"analyze", "report", "summary", "sweep"},
 	"report":     {"summary"},
-	"reproduce":  {"anchor", "experiment", "report"},
+	"reproduce":  {"anchor", "experiment", "report", "summary"},
 	"summary":    {},
 	"sweep":      {},
 }

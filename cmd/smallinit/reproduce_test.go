@@ -16,7 +16,7 @@ func TestReproducePrintPlan(t *testing.T) {
 		budget time.Duration
 		want   []string
 	}{
-		{30 * time.Minute, []string{"(tier 30m)", "SMOKE TEST", "3 seeds", "emulated-eps", "shared-lr", "probe-pilot", "anchor: claim 1 (reasoning)"}},
+		{30 * time.Minute, []string{"(tier 30m)", "SMOKE TEST", "2 seeds per verdict arm", "emulated-eps", "shared-lr", "probe-pilot", "anchor: claim 1 (reasoning)"}},
 		// The 2 h tier runs the primaries' arms only, on the seeds that fit the budget.
 		{2 * time.Hour, []string{"(tier 2h)", "hidden_size48", "seeds per verdict arm"}},
 		// The 8 h tier is H1 at 20 tokens per parameter with the horizon series from WSD branches.
