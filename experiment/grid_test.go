@@ -274,7 +274,10 @@ anchor`, "positive"},
 // budget at the horizon, never fewer than min_seeds (and says so when even those do not fit); a sizing on
 // record decides for every later process.
 func TestSeedsWithinBudget(t *testing.T) {
+	// The short tier at three budgets (a budget must name a tier: checkTierBudget), each buying its own seeds.
+	short := "seeds = [0, 1, 2, 3, 4, 5, 6, 7]\nmin_seeds = 2\nwidths = [16]\ntune_widths = [32, 16]\ngroups = [\"gamma\", \"sizes\"]\ngammas = [0.5, 1]\nanchor = false\n"
 	text := strings.Replace(fullPlan, "seeds = [0, 1]\nwidths = [16]", "seeds = [0, 1, 2, 3, 4, 5, 6, 7]\nmin_seeds = 2\nwidths = [16]", 1)
+	text = strings.Replace(text, "[[tier]]\nname = \"long\"", "[[tier]]\nname = \"short40\"\nminutes = 40\n"+short+"[[tier]]\nname = \"short60\"\nminutes = 60\n"+short+"[[tier]]\nname = \"long\"", 1)
 	p, err := Parse([]byte(text))
 	if err != nil {
 		t.Fatal(err)
