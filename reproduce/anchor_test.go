@@ -114,7 +114,7 @@ func TestAnchorGridOfPlan(t *testing.T) {
 		steps int
 		seeds int
 	}{
-		{Options{Budget: 30 * 60e9}, 100, 3},
+		{Options{Budget: 30 * 60e9}, 50, 2},
 		{Options{Budget: 120 * 60e9}, 0, 0},      // the 2 h tier spends its budget on the primaries: no anchor grid
 		{Options{Budget: 480 * 60e9}, 0, 0},      // the 8 h tier is H1 at 20 tokens per parameter: no anchor grid
 		{Options{Budget: 1440 * 60e9}, 1500, 12}, // the tier's seeds (the plan runs the prefix that fits)

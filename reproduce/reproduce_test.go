@@ -31,6 +31,11 @@ func tinyPlan(t *testing.T) *experiment.Plan {
 	}
 	text := string(p.Text)
 	for _, r := range [][2]string{
+		// The 30m tier as it was before it got a horizon of its own (every γ, both LR-sweep widths, 3 seeds):
+		// this test holds the wiring of every arm and grid; TestThirtyMinuteTier holds the tier itself.
+		{"seeds = [0, 1]\nwidths = [64, 96, 160]\ntune_widths = [128]\ngammas = [0.5, 1]\ntokens_per_param = 0.1\n" +
+			"tune_lrs = { \"0.5\" = [2e-3, 4e-3], \"1\" = [2e-3, 4e-3] }\nanchor_steps = 50\nscore_windows = 16\nood_windows = 16\n",
+			"seeds = [0, 1, 2]\nwidths = [64, 96, 160]\nanchor_steps = 100\n"},
 		{`"model.max_position_embeddings" = 128`, `"model.max_position_embeddings" = 32` + "\n" + `"model.hidden_size" = 32` + "\n" + `"model.num_hidden_layers" = 1`},
 		{`"train.batch_size" = 16`, `"train.batch_size" = 4`},
 		{`vocab = 4096`, `vocab = 512`},
@@ -271,7 +276,7 @@ func TestPrintPlans(t *testing.T) {
 		// anchorSteps are the anchor grid's steps per cell (≥ 1000 from 2h, where the phases appear).
 		anchorSteps int
 	}{
-		{30 * time.Minute, "30m", 3, 160, true, 100},
+		{30 * time.Minute, "30m", 2, 160, true, 50},
 		{2 * time.Hour, "2h", 0, 128, false, 0},      // the primaries only: no anchor grid; seeds chosen within the budget
 		{8 * time.Hour, "8h", 0, 128, false, 0},      // H1 at 20 tokens per parameter: width 128 only, no anchor grid
 		{24 * time.Hour, "24h", 0, 240, false, 1500}, // H1 at 20 and the ladder 96-240 at its own horizon, 5
