@@ -19,16 +19,21 @@ import (
 	"github.com/smallinit/smallinit/train"
 )
 
-// childEnv, when set ("python|pythonpath|run.toml|dir"), makes TestTorchEngineChild train dir through the
+// childEnv, when set ("python|pythonpath|run.toml|dir"), makes the test binary (TestMain) train dir through the
 // PyTorch engine: the study process that TestKilledStudyRestartsWithOneWriter kills.
 const childEnv = "SMALLINIT_TEST_TORCH_ENGINE_CHILD"
 
-// TestTorchEngineChild is the study of TestKilledStudyRestartsWithOneWriter, run in a process of its own.
-func TestTorchEngineChild(t *testing.T) {
-	spec := os.Getenv(childEnv)
-	if spec == "" {
-		t.Skip("the child process of TestKilledStudyRestartsWithOneWriter (run only by it)")
+// TestMain runs the child study of TestKilledStudyRestartsWithOneWriter when childEnv is set, the tests otherwise.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(childEnv); spec != "" {
+		torchEngineChild(spec)
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// torchEngineChild is the study of TestKilledStudyRestartsWithOneWriter, run in a process of its own.
+func torchEngineChild(spec string) {
 	f := strings.Split(spec, "|")
 	c, err := train.Load(f[2], nil)
 	if err != nil {
@@ -61,7 +66,7 @@ func TestKilledStudyRestartsWithOneWriter(t *testing.T) {
 	writeKillConfig(t, root, cfg)
 	t.Setenv("OMP_NUM_THREADS", "1")
 	child := func(dir string) *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestTorchEngineChild$")
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"="+strings.Join([]string{py, here, cfg, dir}, "|"))
 		return cmd
 	}
