@@ -101,14 +101,7 @@ func TestJudgeAnchor(t *testing.T) {
 // seeds and steps (8h: 1500 steps; the 2 h tier leaves it out), and costs cells × steps ×
 // batch × window tokens at the cell model's FLOPs per token.
 func TestAnchorGridOfPlan(t *testing.T) {
-	p, err := Plan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := designOf(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, d := reproduceDesign(t)
 	for _, tc := range []struct {
 		o     Options
 		steps int

@@ -48,6 +48,34 @@ func parseStudy(extra string) (*experiment.Plan, design, error) {
 	return p, d, err
 }
 
+// designOfText parses a plan text and reads its design, failing the test on an error.
+func designOfText(t *testing.T, text string) (*experiment.Plan, design) {
+	t.Helper()
+	p, err := experiment.Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := designOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, d
+}
+
+// reproduceDesign is the reproduction's own plan (plan.toml) and its design.
+func reproduceDesign(t *testing.T) (*experiment.Plan, design) {
+	t.Helper()
+	p, err := Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := designOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, d
+}
+
 // TestPrimariesParse: [primaries]'s study keys are checked and defaulted here, with the horizon keys
 // experiment read, and δ is the plan's or derived from the prior ladder slope.
 func TestPrimariesParse(t *testing.T) {
@@ -118,14 +146,7 @@ func TestPrimariesPowerStatesReachability(t *testing.T) {
 // TestPrimariesFollowTheTier: a tier's tokens_per_param is the primaries' horizon under that tier only.
 func TestPrimariesFollowTheTier(t *testing.T) {
 	text := strings.Replace(studyPlan, "name = \"long\"", "name = \"long\"\ntokens_per_param = 20", 1) + "delta = 0.02\ntokens_per_param = 5\n"
-	p, err := experiment.Parse([]byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := designOf(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, d := designOfText(t, text)
 	short, long := d.primaries.at(p.Tiered(p.TierFor(30*time.Minute))), d.primaries.at(p.Tiered(p.TierFor(2*time.Hour)))
 	if short.TokensPerParam != 5 || long.TokensPerParam != 20 || d.primaries.TokensPerParam != 5 {
 		t.Errorf("tokens per parameter %g (short), %g (long), %g (plan); want 5, 20, 5", short.TokensPerParam, long.TokensPerParam, d.primaries.TokensPerParam)
@@ -137,14 +158,7 @@ func TestPrimariesFollowTheTier(t *testing.T) {
 func TestAnchorSpec(t *testing.T) {
 	text := strings.Replace(studyPlan, "[data]", "[anchor]\ngammas = [0.5, 1]\ndepth = 2\nlrs = [3e-4, 1e-3]\ndim = 128\nffn = 384\nhead_dim = 64\nbatch = 128\nexamples = 100000\nsteps = 300\n\n[data]", 1)
 	text = strings.Replace(text, "name = \"long\"", "name = \"long\"\nanchor_steps = 1000", 1)
-	p, err := experiment.Parse([]byte(text + "delta = 0.02\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := designOf(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, d := designOfText(t, text+"delta = 0.02\n")
 	want := AnchorSpec{Gammas: []float64{0.5, 1}, Depth: 2, LRs: []float64{3e-4, 1e-3}, Dim: 128, FFN: 384, HeadDim: 64, Batch: 128, Examples: 100000, Steps: 300}
 	if d.anchor == nil || fmt.Sprint(*d.anchor) != fmt.Sprint(want) {
 		t.Fatalf("anchor %+v, want %+v", d.anchor, want)
@@ -173,14 +187,7 @@ func TestAnchorSpec(t *testing.T) {
 // TestThirtyMinuteTier: the reproduce plan's 30 min tier has a horizon of its own (not the primaries'), a scoring
 // subsample (the design's tier keys) and the smoke-test statement, and runs every group.
 func TestThirtyMinuteTier(t *testing.T) {
-	p, err := Plan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := designOf(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, d := reproduceDesign(t)
 	tr := p.TierNamed("30m")
 	if tr == nil {
 		t.Fatal("no 30m tier")
@@ -199,14 +206,7 @@ func TestThirtyMinuteTier(t *testing.T) {
 // error naming it.
 func TestTierKeys(t *testing.T) {
 	text := strings.Replace(studyPlan, "name = \"long\"", "name = \"long\"\nanchor = false\nscore_windows = 4\nood_windows = 2", 1) + "delta = 0.02\n"
-	p, err := experiment.Parse([]byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := designOf(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, d := designOfText(t, text)
 	if k := d.keys(p.TierNamed("long")); k != (tierKeys{NoAnchor: true, ScoreWindows: 4, OODWindows: 2}) {
 		t.Errorf("long tier keys %+v", k)
 	}
