@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -8,14 +9,19 @@ import (
 
 	"github.com/smallinit/smallinit/analyze"
 	"github.com/smallinit/smallinit/report"
+	"github.com/smallinit/smallinit/train"
 )
 
 // WriteReport makes the plan's HTML report (OUT/report.html, or report-probes.html) of its groups' runs as
 // `smallinit report` does (analyze.MakeReport), less the groups report.exclude names, with the token-difficulty
 // comparison of the outcome's Compare pair (scored on at most max(Options.Windows, report.compare_windows)
 // validation windows; 0: all) when it has both runs. A comparison that cannot be made is a note on the page,
-// not a failed plan. The log gets every run's problems.
-func (x *Execution) WriteReport() error {
+// not a failed plan. The log gets every run's problems. A cancelled ctx (SIGTERM) stops it before it starts:
+// the report is the last thing a study writes, and the next call writes it.
+func (x *Execution) WriteReport(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w before the report: %w", train.ErrInterrupted, context.Cause(ctx))
+	}
 	out, o, p := x.out, &x.o, x.out.Plan
 	var dirs []string
 	for _, g := range p.Groups {

@@ -19,6 +19,7 @@ import (
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/internal/workers"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/probes"
@@ -146,6 +147,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer x.Close()
 	if x.PrintsPlan() {
 		d, err := x.Describe()
 		if err != nil {
@@ -159,50 +161,100 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if err != nil || o.Task {
 		return out, err
 	}
-	return out, x.WriteReport()
+	return out, x.WriteReport(ctx)
 }
 
 // Execution is one execution of a plan that Start has prepared and sized: the corpus is in place, the budget's
 // tier chosen and the steps and seeds known; nothing has trained. The caller (Run, or a study design such as
 // package reproduce) drives it one way: Describe and Register the printed plan, Train, judge what it ran, and
-// WriteReport.
+// WriteReport; then Close.
 type Execution struct {
-	out *Outcome
-	o   Options
+	out  *Outcome
+	o    Options
+	lock *runlock.Lock // OUT/study.lock, held by the study's driver (nil for a task of a job array)
 }
 
+// StudyLockFile (in the output directory) is held by the driver of a study, the process that runs the whole plan
+// (not a task of a job array, which trains one run and shares sizing.lock and the runs' locks with the others),
+// from its first write (Start) to its last (the caller's Close, after scoring, judging and the report): a
+// second driver on the same output directory is refused at once, naming the holder's pid and host. The lock
+// file is package runlock's: a holder that died (or is a zombie) on this host, or whose heartbeat stopped, is
+// taken over.
+const StudyLockFile = "study.lock"
+
 // Start prepares the data (once), mixes the probes in where the plan asks, resolves the precision and sizes
-// the budget (or reuses OUT/sizing.json), training nothing.
+// the budget (or reuses OUT/sizing.json), training nothing. A driver (not Options.Task) holds OUT/study.lock
+// from here until Close.
 func Start(ctx context.Context, p *Plan, o Options) (*Execution, error) {
 	autoSeeds, err := begin(p, &o)
 	if err != nil {
 		return nil, err
 	}
+	x := &Execution{o: o}
+	if !o.Task {
+		if x.lock, err = lockStudy(o.Out); err != nil {
+			return nil, err
+		}
+	}
+	if err := x.start(ctx, p, autoSeeds); err != nil {
+		x.Close()
+		return nil, err
+	}
+	return x, nil
+}
+
+// lockStudy takes OUT/study.lock (StudyLockFile) for a study's driver, or says which live process holds it.
+func lockStudy(out string) (*runlock.Lock, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(out, StudyLockFile)
+	l, err := runlock.Acquire(path, runlock.DefaultStaleAfter, nil)
+	var busy *runlock.BusyError
+	if errors.As(err, &busy) {
+		return nil, fmt.Errorf("%s: another study is running on this output directory (locked by %s): wait for it to end, or give another --out", path, busy.Holder)
+	}
+	return l, err
+}
+
+// Close releases the study's lock (a task's execution holds none). It may be called more than once.
+func (x *Execution) Close() {
+	if x.lock != nil {
+		x.lock.Release()
+		x.lock = nil
+	}
+}
+
+// start is Start's work once the options are checked and the lock held.
+func (x *Execution) start(ctx context.Context, p *Plan, autoSeeds bool) error {
+	o := &x.o
 	out := &Outcome{Plan: p, Out: o.Out, Seeds: o.Seeds, DataDir: filepath.Join(o.Out, DataDir)}
 	if o.Probes {
 		out.Suffix = "-probes"
 	}
-	if err := prepareCorpus(p, out, &o); err != nil {
-		return nil, err
+	x.out = out
+	if err := prepareCorpus(p, out, o); err != nil {
+		return err
 	}
-	if p, err = resolvePrecision(p, out, &o, true); err != nil {
-		return nil, err
+	var err error
+	if p, err = resolvePrecision(p, out, o, true); err != nil {
+		return err
 	}
 	out.Tier = p.TierFor(o.Budget)
 	p = p.Tiered(out.Tier)
 	out.Plan = p
 	if hs, _ := p.series(); hs != nil && o.engine().Name() != train.EngineGo {
-		return nil, fmt.Errorf("plan %s: the horizon series %v (WSD cooldown branches from a trunk's snapshots) trains with the Go engine only, not %s", p.Name, hs, o.engine().Name())
+		return fmt.Errorf("plan %s: the horizon series %v (WSD cooldown branches from a trunk's snapshots) trains with the Go engine only, not %s", p.Name, hs, o.engine().Name())
 	}
 	if err := p.checkSeriesKeys(o.logf); err != nil {
-		return nil, err
+		return err
 	}
 	autoSeeds = autoSeeds && out.Tier != nil && out.Tier.MinSeeds > 0
-	if out.Steps, err = size(ctx, p, out, &o, autoSeeds); err != nil {
-		return nil, err
+	if out.Steps, err = size(ctx, p, out, o, autoSeeds); err != nil {
+		return err
 	}
 	out.Seeds = o.Seeds
-	return &Execution{out: out, o: o}, nil
+	return nil
 }
 
 // begin checks a training plan's options and fills in the budget (the plan's when o has none) and the seeds
@@ -735,6 +787,9 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 	}
 	if !out.Plan.Summary {
 		return summary.Row{}, nil
+	}
+	if ctx.Err() != nil { // stopped after training: the next call reads the run back and scores it
+		return summary.Row{}, fmt.Errorf("%s: %w before scoring %s: %w", r.arm, train.ErrInterrupted, r.dir, context.Cause(ctx))
 	}
 	probeDir := ""
 	if out.Suffix != "" || r.group.Data == DataProbes {

@@ -1,9 +1,21 @@
 package experiment
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/smallinit/smallinit/internal/runlock"
+	"github.com/smallinit/smallinit/train"
 )
 
 // TestStudyWorkJoinsThePlan: a study design's statement (Description.Statement) opens the printed plan, its
@@ -52,5 +64,60 @@ func TestStudyWorkJoinsThePlan(t *testing.T) {
 	}
 	if plain.Estimate.ExtraCost != nil || plain.Estimate.ScoreTokens != 0 || strings.Contains(pb.String(), "fake") {
 		t.Errorf("a plan without a study's work: extra %v, score tokens %d", plain.Estimate.ExtraCost, plain.Estimate.ScoreTokens)
+	}
+}
+
+// TestStudyLock: a study's driver holds OUT/study.lock from Start to Close; a second driver on the same output
+// directory is refused at once, naming the holder's pid and host, while a task of a job array takes no such lock;
+// a holder that died on this host is taken over, and a Start that fails leaves no lock behind. (Start fails here
+// at its first write, the --data import, which comes after the lock.)
+func TestStudyLock(t *testing.T) {
+	p, err := Builtin("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	nope := filepath.Join(out, "no-corpus")
+	path := filepath.Join(out, StudyLockFile)
+	host, _ := os.Hostname()
+	held, err := runlock.Acquire(path, runlock.DefaultStaleAfter, nil) // another driver, alive: this process
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(context.Background(), p, Options{Out: out, Data: nope})
+	for _, want := range []string{"another study is running", fmt.Sprintf("pid %d", os.Getpid()), host, "another --out"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a second driver: %v, want an error naming %q", err, want)
+		}
+	}
+	if _, err = Start(context.Background(), p, Options{Out: out, Data: nope, Task: true, Index: 0}); err == nil || !strings.Contains(err.Error(), "--data") {
+		t.Errorf("a task beside the driver: %v, want it past the lock, at the --data import", err)
+	}
+	held.Release()
+
+	// A holder that died on this host (an exited child's pid) is taken over.
+	child := exec.Command("true")
+	if err := child.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead, _ := json.Marshal(map[string]any{"pid": child.Process.Pid, "host": host, "token": "dead", "started": time.Now().UTC()})
+	if err := os.WriteFile(path, dead, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = Start(context.Background(), p, Options{Out: out, Data: nope}); err == nil || !strings.Contains(err.Error(), "--data") {
+		t.Errorf("a dead holder: %v, want its lock taken over and Start at the --data import", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed Start left %s: %v", path, err)
+	}
+}
+
+// TestStopBeforeTheReport: a study stopped (SIGTERM) after its runs does not start the report: it returns
+// train.ErrInterrupted, and the next call writes it.
+func TestStopBeforeTheReport(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := (&Execution{}).WriteReport(ctx); !errors.Is(err, train.ErrInterrupted) {
+		t.Errorf("WriteReport after a stop: %v, want ErrInterrupted", err)
 	}
 }

@@ -244,7 +244,7 @@ func (s *study) judge(ctx context.Context, out *experiment.Outcome) (*Result, er
 			return nil, err
 		}
 	}
-	if err := res.evaluate(out, s.design.primaries.at(out.Plan), o.CompareWindows, o.scoring(s.design.keys(out.Tier)), anc); err != nil {
+	if err := res.evaluate(ctx, out, s.design.primaries.at(out.Plan), o.CompareWindows, o.scoring(s.design.keys(out.Tier)), anc); err != nil {
 		return nil, err
 	}
 	b, err := json.MarshalIndent(res, "", "  ")

@@ -237,6 +237,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer x.Close() // OUT/study.lock, held through the judging and the report
 	if x.PrintsPlan() {
 		desc, err := x.Describe()
 		if err != nil {
@@ -256,7 +257,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	out.Compare.A, out.Compare.B = res.CompareA, res.CompareB
-	if err := x.WriteReport(); err != nil {
+	if err := x.WriteReport(ctx); err != nil {
 		return nil, err
 	}
 	return res, nil
