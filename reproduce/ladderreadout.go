@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/experiment"
@@ -246,4 +248,87 @@ func mean(v []float64) float64 {
 		s += x
 	}
 	return s / float64(len(v))
+}
+
+// StudyVerdict is a plan's primaries judged on the runs of study output directories (JudgeStudies): the
+// evidence (each run at the training mix), the claims H1 and H2 as the primaries' judge gives them, and γ = 1's
+// effective size at the primaries' width on the straight line in ln N.
+type StudyVerdict struct {
+	Plan        string       `json:"plan_name"`
+	Outs        []string     `json:"outs"`
+	Inputs      *Evidence    `json:"inputs"`
+	Claims      []Claim      `json:"claims"`
+	EffSizeLine *LineEffSize `json:"effective_size_line,omitempty"`
+	// EffSizeLineError says why the line gave no reading (fewer than 3 rungs, a γ = 0.5 loss that does not fall).
+	EffSizeLineError string     `json:"effective_size_line_error,omitempty"`
+	Runs             []StudyRun `json:"runs"`
+}
+
+// JudgeStudies judges plan p's primaries on the finished runs of outs (ReadStudyRuns, LadderEvidence): each γ
+// at the rate its runs have at the primaries' width (one rate per γ there, else an error), every other rate
+// (a rate check) left out; bootstrap resamples for the effective sizes.
+func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int) (*StudyVerdict, error) {
+	spec, err := parsePrimaries(p)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", p.Name, err)
+	}
+	if spec == nil || p.Horizon == nil {
+		return nil, fmt.Errorf("plan %s has no [primaries] with a width: nothing to judge", p.Name)
+	}
+	runs, st, err := ReadStudyRuns(outs)
+	if err != nil {
+		return nil, err
+	}
+	width := p.Horizon.Width
+	lrs := map[float64]float64{}
+	for _, r := range runs {
+		if r.Width != width {
+			continue
+		}
+		if lr, ok := lrs[r.Gamma]; ok && lr != r.LR {
+			return nil, fmt.Errorf("γ = %g has runs at two rates at width %d (%g and %g): which is the primaries' is not known", r.Gamma, width, lr, r.LR)
+		}
+		lrs[r.Gamma] = r.LR
+	}
+	source := fmt.Sprintf("the final models on the whole validation split, read at the training mix (%s)", st.Summary())
+	ev, err := LadderEvidence(runs, width, lrs, source, spec)
+	if err != nil {
+		return nil, err
+	}
+	v := &StudyVerdict{Plan: p.Name, Outs: outs, Inputs: ev, Claims: judgePrimaries(ev, bootstrap), Runs: runs}
+	if le, err := lineEffectiveSize(ev.Ladder, width, bootstrap); err != nil {
+		v.EffSizeLineError = err.Error()
+	} else {
+		v.EffSizeLine = &le
+	}
+	return v, nil
+}
+
+// WriteText prints the verdict: each claim's verdict, reason and evidence, the effective size, and the claim
+// table.
+func (v *StudyVerdict) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "plan %s, runs of %s: %s\n\n", v.Plan, strings.Join(v.Outs, ", "), v.Inputs.Source)
+	for _, c := range v.Claims {
+		fmt.Fprintf(w, "%s: %s — %s\n", c.ID, c.Text, c.Verdict)
+		if c.Reason != "" {
+			fmt.Fprintf(w, "  why: %s\n", c.Reason)
+		}
+		fmt.Fprintf(w, "  %s\n\n", c.Evidence)
+	}
+	if le := v.EffSizeLine; le != nil {
+		fmt.Fprintf(w, "γ = 1's effective model size at width %d (the γ = 0.5 line L = %.4f %+.4f·ln N, residuals %s): %s\n\n",
+			le.Width, le.A, le.B, fmtResiduals(le.Residuals), le.Reading)
+	} else {
+		fmt.Fprintf(w, "γ = 1's effective model size: not read (%s)\n\n", v.EffSizeLineError)
+	}
+	res := &Result{Claims: v.Claims}
+	return res.writeClaimTable(w)
+}
+
+func fmtResiduals(r []float64) string {
+	s := make([]string, len(r))
+	for i, x := range r {
+		s[i] = fmt.Sprintf("%+.4f", x)
+	}
+	return strings.Join(s, " ")
 }

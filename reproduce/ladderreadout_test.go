@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/summary"
@@ -164,5 +165,28 @@ func TestReadStudyRuns(t *testing.T) {
 	write(b, 96, 5, map[string]float64{"en": 6, "zh": 3}, &other)
 	if _, _, err := ReadStudyRuns([]string{a, b}); err == nil || !strings.Contains(err.Error(), "train.tok differs") {
 		t.Errorf("two corpora: %v, want refused naming the file", err)
+	}
+}
+
+// TestVerdictLadderPrimaries: the verdict ladder plan's [primaries] parse as the judge's, with δ 0.0193 and a
+// span rule its widths 80-144 meet (N spans 2.88x), so H2 is judged rather than refused for its span.
+func TestVerdictLadderPrimaries(t *testing.T) {
+	p, err := experiment.Builtin("verdict-20tpp-ladder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := parsePrimaries(p)
+	if err != nil || spec == nil {
+		t.Fatalf("primaries: %v", err)
+	}
+	if spec.Delta != 0.0193 || spec.MinWidths != 4 || spec.MinSpan != 1.8 || spec.Alpha != 0.05 {
+		t.Errorf("primaries %+v", spec)
+	}
+	ev, err := LadderEvidence(syntheticLadder(0.1, 0.004, verdictSeeds), 128, verdictLRs, "synthetic", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := judgePrimaries(ev, 100)[1]; strings.Contains(c.Reason, "H2 needs") {
+		t.Errorf("H2 refused for its span: %s", c.Reason)
 	}
 }
