@@ -454,6 +454,10 @@ func Parse(text []byte) (*Plan, error) {
 	return p, nil
 }
 
+// studyTierKey reports whether k is a key of a [[tier]] left to the study design: a direct key of the tier that
+// experiment does not read (a key inside a table experiment reads, such as the tier's ladder, is experiment's).
+func studyTierKey(k toml.Key) bool { return len(k) == 2 && k[0] == "tier" }
+
 // decodePlan decodes a plan file: its TOML (nested no deeper than override.CheckDepth allows), each [[tier]]'s
 // keys that experiment reads, and [primaries]'s horizon keys; a key that neither experiment nor, in the study
 // design's tables and tiers, the design may read is an error naming it.
@@ -479,7 +483,7 @@ func decodePlan(text []byte) (*planFile, toml.MetaData, []tierFile, error) {
 	}
 	var keys []string
 	for _, k := range md.Undecoded() {
-		if k[0] != TablePrimaries && k[0] != TableAnchor && k[0] != "tier" {
+		if k[0] != TablePrimaries && k[0] != TableAnchor && !studyTierKey(k) {
 			keys = append(keys, k.String())
 		}
 	}

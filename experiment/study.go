@@ -68,7 +68,7 @@ func (p *Plan) DecodeStudyTiers(v any) error {
 	rv.Elem().Set(s)
 	var unknown []string
 	for _, k := range p.study.md.Undecoded() {
-		if len(k) > 1 && k[0] == "tier" {
+		if studyTierKey(k) {
 			unknown = append(unknown, k.String())
 		}
 	}
