@@ -12,25 +12,41 @@ import (
 	"github.com/smallinit/smallinit/train/rundir"
 )
 
-// ParseCompareSpec parses "A=DIR,B=DIR" (the report's --compare) into the two directories.
-func ParseCompareSpec(spec string) (a, b string, err error) {
+// Comparison is the token-difficulty comparison a report draws: the final models of runs (or model
+// directories) A and B, compared by CompareModels, or File, a compare JSON file (report.ReadCompare). The zero
+// value is no comparison.
+type Comparison struct {
+	A, B string
+	File string
+}
+
+// ParseComparison parses the report's --compare: "A=DIR,B=DIR" (either order) is a pair of runs, a value
+// without "=" a compare JSON file; "" is no comparison.
+func ParseComparison(spec string) (Comparison, error) {
+	if spec == "" {
+		return Comparison{}, nil
+	}
+	if !strings.Contains(spec, "=") {
+		return Comparison{File: spec}, nil
+	}
+	var c Comparison
 	for _, part := range strings.Split(spec, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		switch {
 		case !ok || v == "":
-			return "", "", fmt.Errorf("comparison %q: want A=DIR,B=DIR (or a compare JSON file)", spec)
+			return Comparison{}, fmt.Errorf("comparison %q: want A=DIR,B=DIR (or a compare JSON file)", spec)
 		case strings.EqualFold(k, "a"):
-			a = v
+			c.A = v
 		case strings.EqualFold(k, "b"):
-			b = v
+			c.B = v
 		default:
-			return "", "", fmt.Errorf("comparison %q: unknown side %q (want A and B)", spec, k)
+			return Comparison{}, fmt.Errorf("comparison %q: unknown side %q (want A and B)", spec, k)
 		}
 	}
-	if a == "" || b == "" {
-		return "", "", fmt.Errorf("comparison %q: want both A=DIR and B=DIR", spec)
+	if c.A == "" || c.B == "" {
+		return Comparison{}, fmt.Errorf("comparison %q: want both A=DIR and B=DIR", spec)
 	}
-	return a, b, nil
+	return c, nil
 }
 
 // modelDir resolves a run directory to its final model (a model directory is returned as it is) and returns

@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/smallinit/smallinit/report"
 )
@@ -10,10 +9,9 @@ import (
 // ReportInputs are the computations of a report that need the models: package report reads files and draws,
 // and MakeReport makes these for it.
 type ReportInputs struct {
-	// Compare is "A=DIR,B=DIR" (CompareModels of the two runs' final models) or a compare JSON file
-	// (report.ReadCompare); "" for none.
-	Compare        string
-	CompareWindows int  // validation windows scored by an A=DIR,B=DIR comparison (0: all)
+	// Compare is the token-difficulty comparison to draw (the zero Comparison: none).
+	Compare        Comparison
+	CompareWindows int  // validation windows scored by a comparison of two runs (0: all)
 	CompareBins    int  // its difficulty quantiles
 	CompareNote    bool // a comparison that cannot be made is a note on the page instead of an error
 	NoHeatmaps     bool // skip the heatmaps (they load each arm's checkpoints and final model)
@@ -34,16 +32,13 @@ func MakeReport(r report.Request, in ReportInputs) (*report.Page, *report.Data, 
 			fmt.Fprintf(r.Warn, format, a...)
 		}
 	}
-	if in.Compare != "" {
+	if c := in.Compare; c != (Comparison{}) {
 		var err error
-		if strings.Contains(in.Compare, "=") {
-			a, b, perr := ParseCompareSpec(in.Compare)
-			if err = perr; err == nil {
-				warn("comparing %s and %s...\n", a, b)
-				r.Compare, err = CompareModels(a, b, in.CompareWindows, in.CompareBins)
-			}
+		if c.File != "" {
+			r.Compare, err = report.ReadCompare(c.File)
 		} else {
-			r.Compare, err = report.ReadCompare(in.Compare)
+			warn("comparing %s and %s...\n", c.A, c.B)
+			r.Compare, err = CompareModels(c.A, c.B, in.CompareWindows, in.CompareBins)
 		}
 		switch {
 		case err != nil && in.CompareNote:

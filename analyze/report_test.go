@@ -11,16 +11,26 @@ import (
 	"github.com/smallinit/smallinit/report"
 )
 
-// TestParseCompareSpec: "A=DIR,B=DIR" in either order gives the two directories; a missing side, an unknown
-// side or an empty directory is an error.
-func TestParseCompareSpec(t *testing.T) {
-	for _, spec := range []string{"A=x", "A=x,C=y", "x", "A=,B=y"} {
-		if _, _, err := ParseCompareSpec(spec); err == nil {
-			t.Errorf("ParseCompareSpec(%q) accepted", spec)
+// TestParseComparison: "A=DIR,B=DIR" in either order gives the two directories, a value without "=" a compare
+// file and "" none; a missing side, an unknown side or an empty directory is an error.
+func TestParseComparison(t *testing.T) {
+	for _, spec := range []string{"A=x", "A=x,C=y", "A=,B=y", "x=y"} {
+		if _, err := ParseComparison(spec); err == nil {
+			t.Errorf("ParseComparison(%q) accepted", spec)
 		}
 	}
-	if a, b, err := ParseCompareSpec("B=runs/two,A=runs/one"); err != nil || a != "runs/one" || b != "runs/two" {
-		t.Errorf("ParseCompareSpec: %s %s %v", a, b, err)
+	for _, c := range []struct {
+		spec string
+		want Comparison
+	}{
+		{"B=runs/two,A=runs/one", Comparison{A: "runs/one", B: "runs/two"}},
+		{"a=x, b=y", Comparison{A: "x", B: "y"}},
+		{"cmp.json", Comparison{File: "cmp.json"}},
+		{"", Comparison{}},
+	} {
+		if got, err := ParseComparison(c.spec); err != nil || got != c.want {
+			t.Errorf("ParseComparison(%q) = %+v, %v; want %+v", c.spec, got, err, c.want)
+		}
 	}
 }
 
@@ -70,7 +80,7 @@ func TestMakeReportComparisonFailure(t *testing.T) {
 	root := t.TempDir()
 	m := savedModel(t, root, "lonely", 3)
 	out := filepath.Join(root, "r.html")
-	in := ReportInputs{Compare: "A=" + filepath.Join(root, "nope") + ",B=" + m, NoHeatmaps: true}
+	in := ReportInputs{Compare: Comparison{A: filepath.Join(root, "nope"), B: m}, NoHeatmaps: true}
 	var ie *report.InputError
 	if _, _, err := MakeReport(report.Request{Dirs: []string{root}, Out: out}, in); !errors.As(err, &ie) || ie.Input != "Compare" {
 		t.Errorf("MakeReport: %v, want an InputError for Compare", err)

@@ -153,93 +153,151 @@ func PrepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 	return st, err
 }
 
+// prepareArchives builds dir from the archives, stage by stage (PrepareArchives lists them).
 func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 	start := time.Now()
-	logf := func(format string, args ...any) {
+	ap := &archivePrep{dir: dir, reported: map[string]int64{}}
+	ap.logf = func(format string, args ...any) {
 		if opt.Log != nil {
 			fmt.Fprintf(opt.Log, format+"\n", args...)
 		}
 	}
-	reported := map[string]int64{} // per stage, so that each value is reported once (and the last line once)
-	progress := func(stage string, done, total int64) {
-		if opt.Progress != nil && done > reported[stage] {
-			reported[stage] = done
-			opt.Progress(stage, min(done, total), total)
-		}
+	if err := checkArchiveOptions(&opt); err != nil {
+		return nil, err
 	}
+	ap.opt = opt
+	if err := checkWritableDir(dir); err != nil {
+		return nil, err
+	}
+	removeStaleTemps(dir, ap.logf)
+	if err := ap.scan(); err != nil { // 1.
+		return nil, err
+	}
+	if err := ap.read(); err != nil { // 2. and 3.
+		return nil, err
+	}
+	tok, err := ap.trainTokenizer() // 4.
+	if err != nil {
+		return nil, err
+	}
+	if err := ap.encode(tok); err != nil { // 5.
+		return nil, err
+	}
+	st, train, val, valLang, err := ap.writeSplits(tok)
+	if err != nil {
+		return nil, err
+	}
+	defer train.Abort()
+	defer val.Abort()
+	if err := ap.commit(st, tok, train, val, valLang); err != nil {
+		return nil, err
+	}
+	ap.logf("prepared %s in %.1fs", dir, time.Since(start).Seconds())
+	return st, nil
+}
+
+// archivePrep is one build of a prepared directory from archives: its options, its log and progress, and
+// what each stage hands the next.
+type archivePrep struct {
+	dir      string
+	opt      ArchiveOptions
+	logf     func(format string, args ...any)
+	reported map[string]int64 // per stage, so that each progress value is reported once (and the last line once)
+
+	build   *ArchiveBuild
+	layouts []packageLayout
+	conv    *opencc.OpenCC // traditional to simplified Chinese (nil: opt.Traditional)
+	total   int64          // the archives' bytes
+	docs    []archDoc
+	groups  []archGroup
+}
+
+// progress reports done of total for a stage to opt.Progress, each value once.
+func (ap *archivePrep) progress(stage string, done, total int64) {
+	if ap.opt.Progress != nil && done > ap.reported[stage] {
+		ap.reported[stage] = done
+		ap.opt.Progress(stage, min(done, total), total)
+	}
+}
+
+// checkArchiveOptions checks an archive build's options and fills in their defaults.
+func checkArchiveOptions(opt *ArchiveOptions) error {
 	if len(opt.Inputs) == 0 {
-		return nil, errors.New("prepare: no archives")
+		return errors.New("prepare: no archives")
 	}
 	if !(opt.ValFraction >= 0 && opt.ValFraction <= MaxValFraction) {
-		return nil, fmt.Errorf("prepare: validation fraction %g: must be in [0, %g]", opt.ValFraction, MaxValFraction)
+		return fmt.Errorf("prepare: validation fraction %g: must be in [0, %g]", opt.ValFraction, MaxValFraction)
 	}
 	if err := opt.Mix.Validate(); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+		return fmt.Errorf("prepare: %w", err)
 	}
 	if opt.Vocab == 0 {
 		opt.Vocab = tokenizer.DefaultVocabSize
 	}
 	if opt.Vocab < 257 || opt.Vocab > MaxVocab {
-		return nil, fmt.Errorf("prepare: vocabulary size %d: must be in [257, %d]", opt.Vocab, MaxVocab)
+		return fmt.Errorf("prepare: vocabulary size %d: must be in [257, %d]", opt.Vocab, MaxVocab)
 	}
 	if opt.TokenizerSample == 0 {
 		opt.TokenizerSample = DefaultArchiveTokenizerSample
 	}
 	if opt.TokenizerSample < 0 {
-		return nil, fmt.Errorf("prepare: tokenizer sample %d bytes: must be positive", opt.TokenizerSample)
+		return fmt.Errorf("prepare: tokenizer sample %d bytes: must be positive", opt.TokenizerSample)
 	}
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
-	if err := checkWritableDir(dir); err != nil {
-		return nil, err
-	}
-	removeStaleTemps(dir, logf)
+	return nil
+}
 
-	// 1. Scan.
-	var conv *opencc.OpenCC
+// scan (stage 1) makes the Chinese converter, checks the validation documents per language and scans every
+// archive's layout; a package given twice is an error naming both archives.
+func (ap *archivePrep) scan() error {
+	opt := &ap.opt
 	if !opt.Traditional {
 		var err error
-		if conv, err = opencc.New("t2s"); err != nil {
-			return nil, fmt.Errorf("prepare: traditional-to-simplified converter: %w", err)
+		if ap.conv, err = opencc.New("t2s"); err != nil {
+			return fmt.Errorf("prepare: traditional-to-simplified converter: %w", err)
 		}
 	}
 	for l, n := range opt.ValDocs {
 		if n < 0 || n > MaxValDocs {
-			return nil, fmt.Errorf("prepare: validation documents %s=%d: must be in [0, %d]", l, n, MaxValDocs)
+			return fmt.Errorf("prepare: validation documents %s=%d: must be in [0, %d]", l, n, MaxValDocs)
 		}
 	}
-	build := &ArchiveBuild{Simplified: !opt.Traditional, ValFraction: opt.ValFraction, Mix: opt.Mix}
+	ap.build = &ArchiveBuild{Simplified: !opt.Traditional, ValFraction: opt.ValFraction, Mix: opt.Mix}
 	if len(opt.ValDocs) > 0 {
-		build.ValDocs = opt.ValDocs
+		ap.build.ValDocs = opt.ValDocs
 	}
-	layouts := make([]packageLayout, len(opt.Inputs))
-	var total int64
+	ap.layouts = make([]packageLayout, len(opt.Inputs))
 	names := map[string]string{}
 	for i, p := range opt.Inputs {
 		ps, l, size, err := scanArchive(p, opt.SkipUnknown)
 		if err != nil {
-			return nil, fmt.Errorf("prepare: %w", err)
+			return fmt.Errorf("prepare: %w", err)
 		}
 		if prev, dup := names[ps.Name]; dup {
-			return nil, fmt.Errorf("prepare: archive %s: package %s again (also %s)", p, ps.Name, prev)
+			return fmt.Errorf("prepare: archive %s: package %s again (also %s)", p, ps.Name, prev)
 		}
 		names[ps.Name] = p
-		build.Packages = append(build.Packages, ps)
-		layouts[i] = l
-		total += size
+		ap.build.Packages = append(ap.build.Packages, ps)
+		ap.layouts[i] = l
+		ap.total += size
 	}
+	return nil
+}
 
-	// 2. Read.
-	var docs []archDoc
+// read (stages 2 and 3) reads every archive's documents into ap.docs, grouped by source and language, the
+// held-out members' texts set aside; then marks duplicates (of a held-out text, or of an earlier document) and
+// draws the stratified validation documents.
+func (ap *archivePrep) read() error {
+	opt, build := &ap.opt, ap.build
 	heldOut := map[[32]byte]bool{}
-	groups := []archGroup{}
 	groupOf := map[archGroup]int{}
 	var done int64
 	for i, p := range opt.Inputs {
 		ps := &build.Packages[i]
-		logf("reading %s (%s %s)...", p, ps.Name, ps.Version)
-		err := readArchive(p, layouts[i], ps, conv, opt.Workers, func(r memberRule, member string, ds []rawDoc) {
+		ap.logf("reading %s (%s %s)...", p, ps.Name, ps.Version)
+		err := readArchive(p, ap.layouts[i], ps, ap.conv, opt.Workers, func(r memberRule, member string, ds []rawDoc) {
 			for j, d := range ds {
 				if d.Body == "" {
 					build.EmptyDocuments++
@@ -261,28 +319,26 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 				}
 				gi, ok := groupOf[g]
 				if !ok {
-					gi = len(groups)
-					groups = append(groups, g)
+					gi = len(ap.groups)
+					ap.groups = append(ap.groups, g)
 					groupOf[g] = gi
 				}
 				key := ps.Name + "/" + member
-				docs = append(docs, archDoc{group: gi, val: IsValidation(key, int64(j), opt.ValFraction), vkey: validationKey(key, int64(j)),
+				ap.docs = append(ap.docs, archDoc{group: gi, val: IsValidation(key, int64(j), opt.ValFraction), vkey: validationKey(key, int64(j)),
 					rank: binary.BigEndian.Uint64(h[:8]), hash: h, bytes: len(text), text: text})
 			}
-		}, func(off int64) { progress("reading", done+off, total) })
+		}, func(off int64) { ap.progress("reading", done+off, ap.total) })
 		if err != nil {
-			return nil, fmt.Errorf("prepare: %w", err)
+			return fmt.Errorf("prepare: %w", err)
 		}
 		if fi, err := os.Stat(p); err == nil {
 			done += fi.Size()
 		}
-		progress("reading", done, total)
+		ap.progress("reading", done, ap.total)
 	}
-
-	// 3. Deduplicate.
-	seen := make(map[[32]byte]bool, len(docs))
-	for i := range docs {
-		d := &docs[i]
+	seen := make(map[[32]byte]bool, len(ap.docs))
+	for i := range ap.docs {
+		d := &ap.docs[i]
 		switch {
 		case heldOut[d.hash]:
 			d.state = docHeldOutDuplicate
@@ -292,65 +348,80 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 			seen[d.hash] = true
 		}
 	}
-	seen = nil
-	heldOut = nil
-	if err := stratifyValidation(docs, groups, opt.ValDocs); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+	if err := stratifyValidation(ap.docs, ap.groups, opt.ValDocs); err != nil {
+		return fmt.Errorf("prepare: %w", err)
 	}
+	return nil
+}
 
-	// 4. Tokenizer.
-	sample, sampled := archiveSample(docs, opt.TokenizerSample)
+// trainTokenizer (stage 4) trains the byte-level BPE tokenizer on a uniform sample of the training documents.
+func (ap *archivePrep) trainTokenizer() (*tokenizer.Tokenizer, error) {
+	opt := &ap.opt
+	sample, sampled := archiveSample(ap.docs, opt.TokenizerSample)
 	if len(sample) == 0 {
 		return nil, fmt.Errorf("prepare: empty corpus: the archives (%s) hold no training text", strings.Join(opt.Inputs, ", "))
 	}
-	logf("training a byte-level BPE tokenizer of %d tokens on %s of training text (%d documents)...", opt.Vocab, humanBytes(sampled), len(sample))
+	ap.logf("training a byte-level BPE tokenizer of %d tokens on %s of training text (%d documents)...", opt.Vocab, humanBytes(sampled), len(sample))
 	t0 := time.Now()
 	tok, err := tokenizer.Train(sample, opt.Vocab)
 	if err != nil {
 		return nil, fmt.Errorf("prepare: train tokenizer: %w", err)
 	}
-	sample = nil
-	logf("trained the tokenizer (%d tokens) in %.1fs", tok.VocabSize(), time.Since(t0).Seconds())
-	build.TokenizerSample = sampled
+	ap.logf("trained the tokenizer (%d tokens) in %.1fs", tok.VocabSize(), time.Since(t0).Seconds())
+	ap.build.TokenizerSample = sampled
+	return tok, nil
+}
 
-	// 5. Encode, mix, write.
-	if err := checkMixKeys(groups, opt.Mix); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+// encode (stage 5) encodes every document with tok, then applies the mix and checks the validation documents
+// it leaves.
+func (ap *archivePrep) encode(tok *tokenizer.Tokenizer) error {
+	opt := &ap.opt
+	if err := checkMixKeys(ap.groups, opt.Mix); err != nil {
+		return fmt.Errorf("prepare: %w", err)
 	}
 	var textBytes int64
-	for i := range docs {
-		textBytes += int64(docs[i].bytes)
+	for i := range ap.docs {
+		textBytes += int64(ap.docs[i].bytes)
 	}
-	encodeDocs(docs, tok, opt.Workers, func(d int64) { progress("encoding", d, textBytes) })
-	progress("encoding", textBytes, textBytes)
-	applyMix(docs, groups, opt.Mix)
-	if err := checkValidationDocs(docs, groups, opt.ValDocs); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+	encodeDocs(ap.docs, tok, opt.Workers, func(d int64) { ap.progress("encoding", d, textBytes) })
+	ap.progress("encoding", textBytes, textBytes)
+	applyMix(ap.docs, ap.groups, opt.Mix)
+	if err := checkValidationDocs(ap.docs, ap.groups, opt.ValDocs); err != nil {
+		return fmt.Errorf("prepare: %w", err)
 	}
+	return nil
+}
 
-	bases := make([]string, len(opt.Inputs))
-	for i, p := range opt.Inputs {
+// writeSplits writes the documents in order into the staged training and validation token files (their
+// writers, which the caller aborts unless committed) and counts them into the build's statistics; the
+// validation tokens per language come back for their own files.
+func (ap *archivePrep) writeSplits(tok *tokenizer.Tokenizer) (st *Stats, train, val *TokWriter, valLang map[string][]int32, err error) {
+	build, groups := ap.build, ap.groups
+	bases := make([]string, len(ap.opt.Inputs))
+	for i, p := range ap.opt.Inputs {
 		bases[i] = filepath.Base(p)
 	}
-	st := &Stats{Source: "archives: " + strings.Join(bases, " "), VocabSize: tok.VocabSize(), Archives: build,
+	st = &Stats{Source: "archives: " + strings.Join(bases, " "), VocabSize: tok.VocabSize(), Archives: build,
 		ValByLang: map[string]SplitStats{}, TrainByLang: map[string]SplitStats{}}
 	ins := make([]InputStats, len(groups))
 	for i, g := range groups {
 		ins[i] = InputStats{Name: g.source, Lang: g.lang}
 	}
-	train, err := NewTokWriter(filepath.Join(dir, TrainFile), tok.VocabSize())
-	if err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+	if train, err = NewTokWriter(filepath.Join(ap.dir, TrainFile), tok.VocabSize()); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("prepare: %w", err)
 	}
-	defer train.Abort()
-	val, err := NewTokWriter(filepath.Join(dir, ValFile), tok.VocabSize())
-	if err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+	if val, err = NewTokWriter(filepath.Join(ap.dir, ValFile), tok.VocabSize()); err != nil {
+		train.Abort()
+		return nil, nil, nil, nil, fmt.Errorf("prepare: %w", err)
 	}
-	defer val.Abort()
-	valLang := map[string][]int32{}
-	for i := range docs {
-		d := &docs[i]
+	fail := func(err error) (*Stats, *TokWriter, *TokWriter, map[string][]int32, error) {
+		train.Abort()
+		val.Abort()
+		return nil, nil, nil, nil, fmt.Errorf("prepare: %w", err)
+	}
+	valLang = map[string][]int32{}
+	for i := range ap.docs {
+		d := &ap.docs[i]
 		s := SplitStats{Documents: 1, Bytes: int64(d.bytes), Tokens: int64(len(d.toks))}
 		switch d.state {
 		case docDuplicate:
@@ -364,26 +435,21 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 			continue
 		}
 		lang := groups[d.group].lang
+		split, byLang, w := &st.Train, st.TrainByLang, train
 		if d.val {
-			if err := val.Write(d.toks); err != nil {
-				return nil, fmt.Errorf("prepare: %w", err)
-			}
+			split, byLang, w = &st.Val, st.ValByLang, val
 			valLang[lang] = append(valLang[lang], d.toks...)
 			ins[d.group].Val.add(s)
-			st.Val.add(s)
-			ls := st.ValByLang[lang]
-			ls.add(s)
-			st.ValByLang[lang] = ls
 		} else {
-			if err := train.Write(d.toks); err != nil {
-				return nil, fmt.Errorf("prepare: %w", err)
-			}
 			ins[d.group].Train.add(s)
-			st.Train.add(s)
-			ls := st.TrainByLang[lang]
-			ls.add(s)
-			st.TrainByLang[lang] = ls
 		}
+		if err := w.Write(d.toks); err != nil {
+			return fail(err)
+		}
+		split.add(s)
+		ls := byLang[lang]
+		ls.add(s)
+		byLang[lang] = ls
 		d.toks = nil
 	}
 	for _, in := range ins {
@@ -392,11 +458,17 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 		}
 	}
 	if st.Train.Documents == 0 {
-		return nil, errors.New("prepare: no training documents")
+		return fail(errors.New("no training documents"))
 	}
 	st.BytesPerToken = float64(st.Train.Bytes+st.Val.Bytes) / float64(st.Train.Tokens+st.Val.Tokens)
+	return st, train, val, valLang, nil
+}
 
-	// Stage every output under a temporary name, then commit by renames, stats.json last (as PrepareFiles).
+// commit stages every output under a temporary name (the tokenizer, the validation split per language,
+// the token files, stats.json with their sums), then commits them by renames, stats.json last (as
+// PrepareFiles).
+func (ap *archivePrep) commit(st *Stats, tok *tokenizer.Tokenizer, train, val *TokWriter, valLang map[string][]int32) error {
+	dir := ap.dir
 	staged := map[string]string{}
 	defer func() {
 		for _, tmp := range staged {
@@ -412,55 +484,54 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 		return os.Chmod(tmp, 0o644)
 	}
 	if err := stage(TokenizerFile, tok.Save); err != nil {
-		return nil, err
+		return err
 	}
 	for _, l := range sortedKeys(valLang) {
 		if err := stage(ValLangFile(l), func(tmp string) error { return WriteTokens(tmp, valLang[l]) }); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := train.Finish(); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+		return fmt.Errorf("prepare: %w", err)
 	}
 	if err := val.Finish(); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+		return fmt.Errorf("prepare: %w", err)
 	}
 	files := map[string]string{TrainFile: train.Staged(), ValFile: val.Staged()}
 	for name, tmp := range staged {
 		files[name] = tmp
 	}
 	if err := st.seal(files); err != nil {
-		return nil, err
+		return err
 	}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+		return fmt.Errorf("prepare: %w", err)
 	}
 	if err := stage(StatsFile, func(tmp string) error { return atomicfile.Write(tmp, append(b, '\n')) }); err != nil {
-		return nil, err
+		return err
 	}
 	statsPath := filepath.Join(dir, StatsFile)
 	if err := os.Remove(statsPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("prepare: %w", err)
+		return fmt.Errorf("prepare: %w", err)
 	}
 	for _, name := range append([]string{TokenizerFile}, langFiles(valLang)...) {
 		if err := os.Rename(staged[name], filepath.Join(dir, name)); err != nil {
-			return nil, fmt.Errorf("prepare: %w", err)
+			return fmt.Errorf("prepare: %w", err)
 		}
 		delete(staged, name)
 	}
 	if err := train.Close(); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+		return fmt.Errorf("prepare: %w", err)
 	}
 	if err := val.Close(); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+		return fmt.Errorf("prepare: %w", err)
 	}
 	if err := os.Rename(staged[StatsFile], statsPath); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+		return fmt.Errorf("prepare: %w", err)
 	}
 	delete(staged, StatsFile)
-	logf("prepared %s in %.1fs", dir, time.Since(start).Seconds())
-	return st, nil
+	return nil
 }
 
 func langFiles(m map[string][]int32) []string {

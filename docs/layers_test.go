@@ -58,7 +58,8 @@ var studiesImports = map[string][]string{
 }
 
 // onlyImportedBy names packages that only the listed packages may import: experiment's runners belong to the
-// command line (reproduce runs its plans through them until the study design leaves experiment), and the
+// command line and to the one study design, reproduce, which drives its own plan through them one way (Start,
+// Train, WriteReport: experiment never calls back into it), and the
 // model's test fixtures to tests (test imports are not in the graph, so no importer is allowed).
 var onlyImportedBy = map[string][]string{
 	"experiment":      {"cmd/smallinit", "reproduce"},

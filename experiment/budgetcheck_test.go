@@ -6,11 +6,39 @@ import (
 	"time"
 )
 
+// tieredPlan is a plan with the four tiers of the reproduce plan's budgets, the first a smoke test.
+const tieredPlan = `name = "tiers"
+[budget]
+minutes = 30
+efficiency = 0.9
+min_steps = 1
+[data]
+corpus = "embedded"
+vocab = 4096
+[[tier]]
+name = "30m"
+minutes = 30
+smoke = "too short to decide"
+[[tier]]
+name = "2h"
+minutes = 120
+[[tier]]
+name = "8h"
+minutes = 480
+[[tier]]
+name = "24h"
+minutes = 1440
+[[group]]
+name = "g"
+[[group.arm]]
+name = "a"
+`
+
 // TestCheckTierBudget: a budget of a plan with tiers must be one of its tiers' minutes (--budget 1h used to run
 // the 30 min tier silently); the error names every tier and the smoke test; 0 (the plan's) and a plan without
 // tiers accept any budget.
 func TestCheckTierBudget(t *testing.T) {
-	p, err := Builtin("reproduce")
+	p, err := Parse([]byte(tieredPlan))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,24 +78,5 @@ func TestOverBudget(t *testing.T) {
 		if err := overBudget(p, tc.d, &tc.o); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
-	}
-}
-
-// TestThirtyMinuteTier: the reproduce plan's 30 min tier has a horizon of its own (not the primaries'), a scoring
-// subsample and the smoke-test statement, and runs every group.
-func TestThirtyMinuteTier(t *testing.T) {
-	p, err := Builtin("reproduce")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := p.TierNamed("30m")
-	if tr == nil {
-		t.Fatal("no 30m tier")
-	}
-	if !(tr.TokensPerParam > 0) || tr.TokensPerParam >= p.Horizon.TokensPerParam || tr.ScoreWindows < 1 || tr.OODWindows < 1 || tr.Smoke == "" || tr.Groups != nil {
-		t.Errorf("30m tier: %+v", *tr)
-	}
-	if q := p.Tiered(tr); q.Horizon.TokensPerParam != tr.TokensPerParam || len(q.Groups) != len(p.Groups) {
-		t.Errorf("tiered: horizon %g, %d of %d groups", q.Horizon.TokensPerParam, len(q.Groups), len(p.Groups))
 	}
 }

@@ -24,7 +24,7 @@ type Description struct {
 	Estimate *Estimate
 	Arms     []ArmLine
 	Tune     *TuneSpec
-	Extra    []ExtraWork // the evaluator's (Evaluator.Extra), costed in Estimate.ExtraCost
+	Extra    []ExtraWork // a study design's (Options.Extra), on Seeds, costed in Estimate.ExtraCost
 	// PrecisionNote says why the arms' precision is what it is, printed after the precision line.
 	PrecisionNote string
 	// TuneWidths and TuneRungs are the LR sweep's widths and steps per trial of each rung (nil without [tune]).
@@ -36,8 +36,9 @@ type Description struct {
 	Corpus               string
 	TrainTokens          int64
 	TrainTokensEstimated bool
-
-	evaluator Evaluator // Options.Evaluator: its statement opens the description
+	// Statement is what a study design registers before anything trains (package reproduce: its hypotheses
+	// and their predicted power on these arms and seeds), set by the design: Write prints it first.
+	Statement []byte
 }
 
 // ArmLine is one arm of a description: its runs (one per seed) share the recipe but the seed.
@@ -63,20 +64,8 @@ type ArmLine struct {
 // probe; tps > 0 skips the probe) and lists its arms, training nothing. The corpus need not be prepared: its
 // vocabulary is then the plan's.
 func Describe(p *Plan, o Options, tps float64) (*Description, error) {
-	if p.Kind != KindTrain {
-		return nil, fmt.Errorf("plan %s is a %s plan, not a training plan", p.Name, p.Kind)
-	}
-	if err := checkOptions(p, &o); err != nil {
-		return nil, fmt.Errorf("plan %s: %w", p.Name, err)
-	}
-	if o.Budget <= 0 {
-		o.Budget = p.Budget.Duration()
-	}
-	autoSeeds := o.Seeds == nil
-	if o.Seeds == nil {
-		o.Seeds = p.SeedsFor(o.Budget)
-	}
-	if err := checkRuns(p, len(o.Seeds)); err != nil {
+	autoSeeds, err := begin(p, &o)
+	if err != nil {
 		return nil, err
 	}
 	out := &Outcome{Plan: p, Out: o.Out, Seeds: o.Seeds, DataDir: filepath.Join(o.Out, DataDir), Tier: p.TierFor(o.Budget)}
@@ -130,11 +119,7 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	extras, err := o.extras(p, out.Tier)
-	if err != nil {
-		return nil, err
-	}
-	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune, Extra: extras, PrecisionNote: o.precisionNote, evaluator: o.Evaluator,
+	d := &Description{Plan: p, Budget: o.Budget, Tier: out.Tier, Seeds: o.Seeds, Estimate: e, Tune: p.Tune, Extra: o.Extra, PrecisionNote: o.precisionNote,
 		Corpus: st.Source}
 	d.TrainTokens, d.TrainTokensEstimated = trainTokens(p, out.DataDir, st)
 	if p.Tune != nil {
@@ -174,10 +159,8 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 // Write prints the description: budget, tier, seeds, the arms, the LR sweep and the time arithmetic.
 func (d *Description) Write(w io.Writer) error {
 	e := d.Estimate
-	if d.evaluator != nil {
-		if err := d.evaluator.Statement(w, d); err != nil {
-			return err
-		}
+	if _, err := w.Write(d.Statement); err != nil {
+		return err
 	}
 	fmt.Fprintf(w, "plan %s, budget %s", d.Plan.Name, d.Budget)
 	if d.Tier != nil {
@@ -234,7 +217,7 @@ func (d *Description) Write(w io.Writer) error {
 	for i, x := range d.Extra {
 		c := e.ExtraCost[i]
 		extra += c
-		fmt.Fprintf(w, "%s: %s; %.0f base-model steps = %.1f min (taken from the budget)\n", x.Name, x.Text, c,
+		fmt.Fprintf(w, "%s: %s, on seeds %v; %.0f base-model steps = %.1f min (taken from the budget)\n", x.Name, x.Text, d.Seeds, c,
 			c*float64(e.StepTokens)/(e.TokensPerS*d.Plan.Budget.Efficiency)/60)
 	}
 	fmt.Fprintf(w, "time: throughput probe %.0f tokens/s (forward+backward, base model) × efficiency %.3g; training %.0f base-model steps (runs %.1f × %d steps + LR sweep at most %.0f + extra %.0f) × %d tokens = %.1f min; fixed cost per run %.1f s (overhead probe: a %d-step run of the base recipe, its initialisation, evaluations, diagnostics and checkpoints) × %d runs and %d trials = %.1f min; scoring %d forward tokens at %d× = %.1f min; expected wall time %s (budget %s)\n",

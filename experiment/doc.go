@@ -2,15 +2,18 @@
 // × a budget — and this package is the one code path that sizes it (a throughput probe on the base recipe,
 // recorded in OUT/sizing.json), runs it (each arm's runs directly, each sweep group through package sweep,
 // locally with jobs or one index per scheduler task), summarises it (package summary) and assembles its
-// report (package report). The demo, the reproduction and the coordinate check are built-in plans, embedded
-// from plans/*.toml; `smallinit demo --print-plan` shows one and `smallinit study FILE` runs a user's plan with
-// the same machinery.
+// report (package report). The demo and the coordinate check are built-in plans, embedded from plans/*.toml
+// (the reproduction's plan is its own, in package reproduce); `smallinit demo --print-plan` shows one and
+// `smallinit study FILE` runs a user's plan with the same machinery.
 //
 // A study design on top of a plan (package reproduce: its hypotheses, δ, priors and power, its anchor grid and
-// its claims) is an Evaluator (Options.Evaluator): experiment prints its statement first, prices its extra work
-// from the budget and calls it to judge the finished runs. The design reads its own tables of the plan file
-// ([primaries]' hypotheses, [anchor]) through Plan.DecodeStudy; experiment reads only the horizon ([primaries]'
-// width, recipe, tokens per parameter, horizon series and spike threshold: Horizon).
+// its claims) drives an execution one way: Start prepares and sizes (the design's extra work and scoring
+// handed over as data: Options.Extra, ScoreTokens), Register prints and records the plan (with the design's
+// Description.Statement first), Train trains and returns what it ran, the design judges that outcome itself,
+// and WriteReport writes the report with the design's comparison (Outcome.Compare). experiment never calls the
+// design. The design reads its own tables and tier keys of the plan file ([primaries]' hypotheses, [anchor],
+// its keys of each [[tier]]) through Plan.DecodeStudy and Plan.DecodeStudyTiers; experiment reads only the
+// horizon ([primaries]' width, recipe, tokens per parameter, horizon series and spike threshold: Horizon).
 //
 // Recipes use the one override language of package override: dotted keys of a `smallinit train` run config
 // with TOML values, parsed once into typed values, so a plan's `"model.qk_norm" = true` is a bool all the way

@@ -92,8 +92,8 @@ axes = { "init.gamma" = [0.5, 1], "model.hidden_size" = [16] }
 `
 
 // TestTieredPlan: a tier with groups and gammas runs only those groups and only those γ (in the arms and the
-// LR grid), and carries its anchor = false to the study design (which owns the grid); the plan itself keeps
-// everything.
+// LR grid), and hands its anchor = false to the study design (which owns the grid: Plan.DecodeStudyTiers, and
+// a design that reads no such key is told of it); the plan itself keeps everything.
 func TestTieredPlan(t *testing.T) {
 	p, err := Parse([]byte(fullPlan))
 	if err != nil {
@@ -104,8 +104,28 @@ func TestTieredPlan(t *testing.T) {
 	for _, g := range short.Groups {
 		names = append(names, g.Name)
 	}
-	if !slices.Equal(names, []string{"gamma", "sizes"}) || !p.TierNamed("short").NoAnchor || !slices.Equal(short.Tune.Gammas, []float64{0.5, 1}) {
-		t.Errorf("short tier: groups %v, no anchor %v, tuned γ %v; want gamma and sizes, true, [0.5 1]", names, p.TierNamed("short").NoAnchor, short.Tune.Gammas)
+	var keys []struct {
+		Anchor *bool `toml:"anchor"`
+	}
+	if err := p.DecodeStudyTiers(&keys); err != nil || len(keys) != len(p.Tiers) {
+		t.Fatalf("the tiers' study keys: %v (%d for %d tiers)", err, len(keys), len(p.Tiers))
+	}
+	noAnchor := false
+	for i, tr := range p.Tiers {
+		if tr.Name == "short" {
+			noAnchor = keys[i].Anchor != nil && !*keys[i].Anchor
+		}
+	}
+	if !slices.Equal(names, []string{"gamma", "sizes"}) || !noAnchor || !slices.Equal(short.Tune.Gammas, []float64{0.5, 1}) {
+		t.Errorf("short tier: groups %v, no anchor %v, tuned γ %v; want gamma and sizes, true, [0.5 1]", names, noAnchor, short.Tune.Gammas)
+	}
+	fresh, err := Parse([]byte(fullPlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var none []struct{}
+	if err := fresh.DecodeStudyTiers(&none); err == nil || !strings.Contains(err.Error(), "tier.anchor") {
+		t.Errorf("a study that reads no tier key: %v, want the unknown key tier.anchor", err)
 	}
 	if g := short.Groups[0]; len(g.Axes[0].Values) != 2 {
 		t.Errorf("the γ grid under the short tier: %v, want 0.5 and 1", g.Axes[0].Values)

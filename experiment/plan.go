@@ -69,7 +69,9 @@ type Plan struct {
 
 // Tier is one named budget of a plan (e.g. "2h"): a budget of at least Minutes (and below the next tier's)
 // runs Seeds, gives the groups marked ladder the widths Widths and sweeps the learning rate at TuneWidths.
-// Smoke, when not empty, says why its verdicts are inconclusive by design (printed with the plan).
+// Smoke, when not empty, says why its verdicts are inconclusive by design (printed with the plan). A study
+// design's own keys of the tier (package reproduce's anchor and scoring keys) are its to read
+// (Plan.DecodeStudyTiers).
 type Tier struct {
 	Name       string
 	Minutes    float64
@@ -77,11 +79,6 @@ type Tier struct {
 	Widths     []int // model.hidden_size of the ladder groups besides their other widths (nil: as written)
 	TuneWidths []int // widths the LR sweep runs at (nil: TuneSpec.Widths)
 	Smoke      string
-	// AnchorSteps (anchor_steps) and NoAnchor (anchor = false) are the tier's keys for the study design's
-	// [anchor] grid (package reproduce applies them): its steps per cell under this tier (0: the grid's own),
-	// and whether the tier leaves the grid out. Package experiment only reads and checks them.
-	AnchorSteps int
-	NoAnchor    bool
 	// Groups, when set, are the only groups the tier runs, and Gammas the only values of init.gamma (of the
 	// groups' axes and the LR sweep): a short tier spends its budget on the horizon and the seeds of the
 	// primaries before other arms (docs/definitions.md §7). Plan.Tiered applies them.
@@ -98,12 +95,6 @@ type Tier struct {
 	TuneExtend int
 	// Ladder, when set, gives the tier's ladder groups a horizon of their own (ladder.go).
 	Ladder *LadderHorizon
-	// ScoreWindows > 0 scores each final model on the first ScoreWindows context windows of each validation
-	// file instead of the whole split, and OODWindows > 0 bounds each out-of-distribution text to its first
-	// windows (the study design reads them; 0: its defaults): a short tier's scoring otherwise costs more than its
-	// training. Every arm is scored on the same windows, so the paired comparisons stay paired.
-	ScoreWindows int
-	OODWindows   int
 	// MinSeeds > 0 makes Seeds the most the tier runs: the plan runs the longest prefix of Seeds, at least
 	// MinSeeds long, whose expected wall time fits the budget at the horizon (chooseSeeds), and says so when
 	// even MinSeeds do not fit.
@@ -277,28 +268,8 @@ type planFile struct {
 		LR     float64 `toml:"lr"`
 		Batch  int     `toml:"batch"`
 	} `toml:"coordcheck"`
-	Tier []struct {
-		Name        string    `toml:"name"`
-		Minutes     float64   `toml:"minutes"`
-		Seeds       []uint64  `toml:"seeds"`
-		Widths      []int     `toml:"widths"`
-		TuneWidths  []int     `toml:"tune_widths"`
-		Smoke       string    `toml:"smoke"`
-		AnchorSteps int       `toml:"anchor_steps"`
-		Groups      []string  `toml:"groups"`
-		Gammas      []float64 `toml:"gammas"`
-		Anchor      *bool     `toml:"anchor"`
-		MinSeeds    int       `toml:"min_seeds"`
-
-		TokensPerParam float64              `toml:"tokens_per_param"`
-		Horizons       []float64            `toml:"horizons"`
-		Cooldown       float64              `toml:"cooldown"`
-		TuneLRs        map[string][]float64 `toml:"tune_lrs"`
-		TuneExtend     int                  `toml:"tune_extend"`
-		Ladder         *ladderFile          `toml:"ladder"`
-		ScoreWindows   int                  `toml:"score_windows"`
-		OODWindows     int                  `toml:"ood_windows"`
-	} `toml:"tier"`
+	// [[tier]]s are decoded one by one (tierFile), each kept for the study design's keys (study.go).
+	Tier []toml.Primitive `toml:"tier"`
 	// [primaries] and [anchor] are handed on to the study design (study.go); [primaries]'s horizon keys are
 	// experiment's (horizonFile).
 	Primaries toml.Primitive `toml:"primaries"`
@@ -326,21 +297,45 @@ type planFile struct {
 		A    string `toml:"a"`
 		B    string `toml:"b"`
 	} `toml:"pair"`
-	Group []struct {
-		Name       string         `toml:"name"`
-		Data       string         `toml:"data"`
-		LR         string         `toml:"lr"`
-		EmulateEps int            `toml:"emulate_eps"`
-		Role       string         `toml:"role"`
-		Ladder     bool           `toml:"ladder"`
-		Seeds      []uint64       `toml:"seeds"`
-		Set        map[string]any `toml:"set"`
-		Axes       map[string]any `toml:"axes"`
-		Arm        []struct {
-			Name string         `toml:"name"`
-			Set  map[string]any `toml:"set"`
-		} `toml:"arm"`
-	} `toml:"group"`
+	Group []groupFile `toml:"group"`
+}
+
+// groupFile is the TOML layout of a [[group]].
+type groupFile struct {
+	Name       string         `toml:"name"`
+	Data       string         `toml:"data"`
+	LR         string         `toml:"lr"`
+	EmulateEps int            `toml:"emulate_eps"`
+	Role       string         `toml:"role"`
+	Ladder     bool           `toml:"ladder"`
+	Seeds      []uint64       `toml:"seeds"`
+	Set        map[string]any `toml:"set"`
+	Axes       map[string]any `toml:"axes"`
+	Arm        []struct {
+		Name string         `toml:"name"`
+		Set  map[string]any `toml:"set"`
+	} `toml:"arm"`
+}
+
+// tierFile is the TOML layout of the keys of a [[tier]] that experiment reads; the tier's other keys are the
+// study design's (Plan.DecodeStudyTiers).
+type tierFile struct {
+	Name       string    `toml:"name"`
+	Minutes    float64   `toml:"minutes"`
+	Seeds      []uint64  `toml:"seeds"`
+	Widths     []int     `toml:"widths"`
+	TuneWidths []int     `toml:"tune_widths"`
+	Smoke      string    `toml:"smoke"`
+	Groups     []string  `toml:"groups"`
+	Gammas     []float64 `toml:"gammas"`
+	MinSeeds   int       `toml:"min_seeds"`
+
+	TokensPerParam float64              `toml:"tokens_per_param"`
+	Horizons       []float64            `toml:"horizons"`
+	Cooldown       float64              `toml:"cooldown"`
+	TuneLRs        map[string][]float64 `toml:"tune_lrs"`
+	TuneExtend     int                  `toml:"tune_extend"`
+	Ladder         *ladderFile          `toml:"ladder"`
 }
 
 //go:embed plans/*.toml
@@ -395,82 +390,26 @@ func Load(path string) (*Plan, error) {
 // group without arms or axes, an arm without a name or a bad value is an error naming it. The recipes are
 // resolved (train.LoadSets) by Run, which names the arm whose recipe does not load.
 func Parse(text []byte) (*Plan, error) {
-	var f planFile
-	if err := override.CheckDepth(text); err != nil {
-		return nil, err
-	}
-	md, err := toml.Decode(string(text), &f)
+	f, md, tiers, err := decodePlan(text)
 	if err != nil {
 		return nil, err
 	}
-	study := studyTables{md: md, tables: map[string]toml.Primitive{}}
-	for name, prim := range map[string]toml.Primitive{TablePrimaries: f.Primaries, TableAnchor: f.Anchor} {
-		if md.IsDefined(name) {
-			study.tables[name] = prim
-		}
-	}
-	var hf horizonFile
-	if md.IsDefined(TablePrimaries) {
-		if err := md.PrimitiveDecode(f.Primaries, &hf); err != nil {
-			return nil, fmt.Errorf("primaries: %w", err)
-		}
-	}
-	if und := md.Undecoded(); len(und) > 0 {
-		var keys []string
-		for _, k := range und {
-			if _, ok := study.tables[k[0]]; !ok {
-				keys = append(keys, k.String())
-			}
-		}
-		sort.Strings(keys)
-		if len(keys) > 0 {
-			return nil, fmt.Errorf("unknown key %s", strings.Join(keys, ", "))
-		}
-	}
-	p := &Plan{Name: f.Name, Title: f.Title, Kind: f.Kind, Seeds: f.Seeds, Summary: f.Summary, Text: text, study: study,
-		Base: override.Flatten(f.Base),
+	p := &Plan{Name: f.Name, Title: f.Title, Kind: f.Kind, Seeds: f.Seeds, Summary: f.Summary, Text: text,
+		study: studyTables{md: md, tables: map[string]toml.Primitive{}, tiers: f.Tier},
+		Base:  override.Flatten(f.Base),
 		Budget: Budget{Minutes: f.Budget.Minutes, Efficiency: f.Budget.Efficiency, MinSteps: f.Budget.MinSteps,
 			RefuseBelowMin: f.Budget.RefuseBelowMin, LongMinutes: f.Budget.LongMinutes, LongSeeds: f.Budget.LongSeeds},
 		Data:   DataSpec{Corpus: f.Data.Corpus, Dir: f.Data.Dir, Vocab: f.Data.Vocab, Probes: f.Data.Probes, Selection: f.Data.Selection},
 		Report: ReportSpec{Title: f.Report.Title, Exclude: f.Report.Exclude, CompareWindows: f.Report.CompareWindows},
 		Coord:  CoordSpec{Widths: f.Coordcheck.Widths, Steps: f.Coordcheck.Steps, LR: f.Coordcheck.LR, Batch: f.Coordcheck.Batch},
 	}
-	if p.Name == "" {
-		return nil, fmt.Errorf("name: a plan needs a name")
-	}
-	// The plan's name is written into files (the grid files' first line, reports): the one name alphabet keeps
-	// a newline from adding a line to them.
-	if err := checkName("name", p.Name); err != nil {
-		return nil, err
-	}
-	if p.Kind == "" {
-		p.Kind = KindTrain
-	}
-	if p.Report.Title == "" {
-		p.Report.Title = p.Title
-	}
-	if len(p.Seeds) == 0 {
-		p.Seeds = []uint64{0}
-	}
-	if err := checkSeeds("seeds", p.Seeds); err != nil {
-		return nil, err
-	}
-	if err := checkSeeds("budget.long_seeds", p.Budget.LongSeeds); err != nil {
-		return nil, err
-	}
-	for k, n := range f.PerStep {
-		if n < 1 {
-			return nil, fmt.Errorf("per_steps %q = %d: want a divisor ≥ 1", k, n)
+	for name, prim := range map[string]toml.Primitive{TablePrimaries: f.Primaries, TableAnchor: f.Anchor} {
+		if md.IsDefined(name) {
+			p.study.tables[name] = prim
 		}
-		p.PerStep = append(p.PerStep, PerStep{Key: k, Div: n})
 	}
-	sort.Slice(p.PerStep, func(i, j int) bool { return p.PerStep[i].Key < p.PerStep[j].Key })
-	switch len(f.Report.Compare) {
-	case 0:
-	case 2:
-		p.Report.Compare = [2]string{f.Report.Compare[0], f.Report.Compare[1]}
-	default:
-		return nil, fmt.Errorf("report.compare: want two arm names, have %d", len(f.Report.Compare))
+	if err := p.parseHeader(f); err != nil {
+		return nil, err
 	}
 	switch p.Kind {
 	case KindCoordcheck:
@@ -483,145 +422,264 @@ func Parse(text []byte) (*Plan, error) {
 	default:
 		return nil, fmt.Errorf("kind %q: want %s or %s", p.Kind, KindTrain, KindCoordcheck)
 	}
-	if p.Data.Corpus != "embedded" {
-		return nil, fmt.Errorf("data.corpus %q: this build prepares only the embedded corpus", p.Data.Corpus)
-	}
-	if err := data.CheckVocab("data.vocab =", p.Data.Vocab); err != nil {
-		return nil, err
-	}
-	if p.Data.Dir != "" && md.IsDefined("data", "vocab") {
-		return nil, fmt.Errorf("data.vocab = %d beside data.dir = %q: a prepared corpus's vocabulary is its tokenizer's (stats.json's vocab_size), and data.vocab would do nothing; drop data.vocab",
-			p.Data.Vocab, p.Data.Dir)
-	}
-	if !(p.Budget.Minutes > 0) || !(p.Budget.Efficiency > 0) || p.Budget.Efficiency > 1 || p.Budget.MinSteps < 1 {
-		return nil, fmt.Errorf("budget: want minutes > 0, efficiency in (0, 1] and min_steps ≥ 1")
-	}
-	if p.Budget.MinSteps > MaxSteps {
-		return nil, fmt.Errorf("budget.min_steps = %d: at most %d steps per run", p.Budget.MinSteps, MaxSteps)
-	}
-	if err := CheckMinutes("budget.minutes", p.Budget.Minutes); err != nil {
-		return nil, err
-	}
-	if p.Budget.LongMinutes != 0 {
-		if err := CheckMinutes("budget.long_minutes", p.Budget.LongMinutes); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkPlanSets("base", p.Base, p.PerStep); err != nil {
+	if err := p.checkTrain(md); err != nil {
 		return nil, err
 	}
 	if len(f.Group) == 0 {
 		return nil, fmt.Errorf("no [[group]]: nothing to run")
 	}
-	names := map[string]bool{}
-	for i, fg := range f.Group {
-		g := Group{Name: fg.Name, Data: fg.Data, Sets: override.Flatten(fg.Set), LR: fg.LR, EmulateEps: fg.EmulateEps, Ladder: fg.Ladder, Seeds: fg.Seeds, Role: fg.Role}
-		where := fmt.Sprintf("group %d (%s)", i+1, g.Name)
-		switch g.LR {
-		case "":
-			g.LR = LRShared
-		case LRShared:
-		case LRTuned:
-			if f.Tune == nil {
-				return nil, fmt.Errorf("%s: lr = %q but the plan has no [tune]", where, LRTuned)
-			}
-		default:
-			return nil, fmt.Errorf("%s: lr %q: want %s or %s", where, g.LR, LRShared, LRTuned)
-		}
-		if g.EmulateEps < 0 {
-			return nil, fmt.Errorf("%s: emulate_eps = %d: want a target width > 0 (or 0: off)", where, g.EmulateEps)
-		}
-		if (g.LR == LRTuned || g.EmulateEps > 0) && len(fg.Arm) > 0 {
-			return nil, fmt.Errorf("%s: lr = tuned and emulate_eps apply to axes, not to [[group.arm]]s", where)
-		}
-		if err := checkGroupName(where, g.Name); err != nil {
+	for i := range f.Group {
+		if err := p.parseGroup(i, &f.Group[i], f.Tune != nil); err != nil {
 			return nil, err
 		}
-		if names[g.Name] {
-			return nil, fmt.Errorf("%s: want a unique directory name", where)
-		}
-		if err := checkSeeds(where+": seeds", g.Seeds); err != nil {
-			return nil, err
-		}
-		if err := checkPlanSets(where+": set", g.Sets, p.PerStep); err != nil {
-			return nil, err
-		}
-		names[g.Name] = true
-		if g.Data == "" {
-			g.Data = DataCorpus
-		}
-		if g.Data != DataCorpus && g.Data != DataProbes {
-			return nil, fmt.Errorf("%s: data %q: want %s or %s", where, g.Data, DataCorpus, DataProbes)
-		}
-		if g.Data == DataProbes && !p.Data.Probes {
-			return nil, fmt.Errorf("%s: trains on the probe mix but data.probes is false", where)
-		}
-		if (len(fg.Arm) > 0) == (len(fg.Axes) > 0) {
-			return nil, fmt.Errorf("%s: want either [[group.arm]]s or axes", where)
-		}
-		arms := map[string]bool{}
-		for _, fa := range fg.Arm {
-			if err := checkName(where+": arm", fa.Name); err != nil {
-				return nil, err
-			}
-			if arms[fa.Name] {
-				return nil, fmt.Errorf("%s: arm %q is named twice", where, fa.Name)
-			}
-			arms[fa.Name] = true
-			a := Arm{Name: fa.Name, Sets: override.Flatten(fa.Set)}
-			if err := checkPlanSets(fmt.Sprintf("%s: arm %s: set", where, a.Name), a.Sets, p.PerStep); err != nil {
-				return nil, err
-			}
-			g.Arms = append(g.Arms, a)
-		}
-		for _, s := range override.Flatten(fg.Axes) {
-			list, ok := s.Value.([]any)
-			if !ok || len(list) == 0 {
-				return nil, fmt.Errorf("%s: axes %q: want a non-empty list", where, s.Key)
-			}
-			if s.Key == recipe.KeySeed {
-				return nil, fmt.Errorf("%s: axes: seed is the plan's seeds, not an axis", where)
-			}
-			if err := checkPlanSets(where+": axes", []override.Set{s}, p.PerStep); err != nil {
-				return nil, err
-			}
-			g.Axes = append(g.Axes, sweep.Axis{Key: s.Key, Values: list})
-		}
-		p.Groups = append(p.Groups, g)
 	}
 	if md.IsDefined(TablePrimaries) {
+		var hf horizonFile
+		if err := md.PrimitiveDecode(f.Primaries, &hf); err != nil {
+			return nil, fmt.Errorf("primaries: %w", err)
+		}
 		if p.Horizon, err = parseHorizon(&hf); err != nil {
 			return nil, err
 		}
 	}
-	if err := parseTiers(p, &f); err != nil {
+	if err := parseTiers(p, tiers, f); err != nil {
 		return nil, err
 	}
 	if err := countArms(p); err != nil {
 		return nil, err
 	}
+	if err := p.parseReport(f); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// studyTierKey reports whether k is a key of a [[tier]] left to the study design: a direct key of the tier that
+// experiment does not read (a key inside a table experiment reads, such as the tier's ladder, is experiment's).
+func studyTierKey(k toml.Key) bool { return len(k) == 2 && k[0] == "tier" }
+
+// decodePlan decodes a plan file: its TOML (nested no deeper than override.CheckDepth allows), each [[tier]]'s
+// keys that experiment reads, and [primaries]'s horizon keys; a key that neither experiment nor, in the study
+// design's tables and tiers, the design may read is an error naming it.
+func decodePlan(text []byte) (*planFile, toml.MetaData, []tierFile, error) {
+	var f planFile
+	if err := override.CheckDepth(text); err != nil {
+		return nil, toml.MetaData{}, nil, err
+	}
+	md, err := toml.Decode(string(text), &f)
+	if err != nil {
+		return nil, md, nil, err
+	}
+	tiers := make([]tierFile, len(f.Tier))
+	for i, prim := range f.Tier {
+		if err := md.PrimitiveDecode(prim, &tiers[i]); err != nil {
+			return nil, md, nil, fmt.Errorf("tier %d: %w", i+1, err)
+		}
+	}
+	if md.IsDefined(TablePrimaries) {
+		if err := md.PrimitiveDecode(f.Primaries, &horizonFile{}); err != nil {
+			return nil, md, nil, fmt.Errorf("primaries: %w", err)
+		}
+	}
+	var keys []string
+	for _, k := range md.Undecoded() {
+		if k[0] != TablePrimaries && k[0] != TableAnchor && !studyTierKey(k) {
+			keys = append(keys, k.String())
+		}
+	}
+	sort.Strings(keys)
+	if len(keys) > 0 {
+		return nil, md, nil, fmt.Errorf("unknown key %s", strings.Join(keys, ", "))
+	}
+	return &f, md, tiers, nil
+}
+
+// parseHeader checks the plan's name, kind, seeds, per-step keys and report.compare, and fills in their
+// defaults.
+func (p *Plan) parseHeader(f *planFile) error {
+	if p.Name == "" {
+		return fmt.Errorf("name: a plan needs a name")
+	}
+	// The plan's name is written into files (the grid files' first line, reports): the one name alphabet keeps
+	// a newline from adding a line to them.
+	if err := checkName("name", p.Name); err != nil {
+		return err
+	}
+	if p.Kind == "" {
+		p.Kind = KindTrain
+	}
+	if p.Report.Title == "" {
+		p.Report.Title = p.Title
+	}
+	if len(p.Seeds) == 0 {
+		p.Seeds = []uint64{0}
+	}
+	if err := checkSeeds("seeds", p.Seeds); err != nil {
+		return err
+	}
+	if err := checkSeeds("budget.long_seeds", p.Budget.LongSeeds); err != nil {
+		return err
+	}
+	for k, n := range f.PerStep {
+		if n < 1 {
+			return fmt.Errorf("per_steps %q = %d: want a divisor ≥ 1", k, n)
+		}
+		p.PerStep = append(p.PerStep, PerStep{Key: k, Div: n})
+	}
+	sort.Slice(p.PerStep, func(i, j int) bool { return p.PerStep[i].Key < p.PerStep[j].Key })
+	switch len(f.Report.Compare) {
+	case 0:
+	case 2:
+		p.Report.Compare = [2]string{f.Report.Compare[0], f.Report.Compare[1]}
+	default:
+		return fmt.Errorf("report.compare: want two arm names, have %d", len(f.Report.Compare))
+	}
+	return nil
+}
+
+// checkTrain checks a training plan's corpus, budget and base recipe.
+func (p *Plan) checkTrain(md toml.MetaData) error {
+	if p.Data.Corpus != "embedded" {
+		return fmt.Errorf("data.corpus %q: this build prepares only the embedded corpus", p.Data.Corpus)
+	}
+	if err := data.CheckVocab("data.vocab =", p.Data.Vocab); err != nil {
+		return err
+	}
+	if p.Data.Dir != "" && md.IsDefined("data", "vocab") {
+		return fmt.Errorf("data.vocab = %d beside data.dir = %q: a prepared corpus's vocabulary is its tokenizer's (stats.json's vocab_size), and data.vocab would do nothing; drop data.vocab",
+			p.Data.Vocab, p.Data.Dir)
+	}
+	if !(p.Budget.Minutes > 0) || !(p.Budget.Efficiency > 0) || p.Budget.Efficiency > 1 || p.Budget.MinSteps < 1 {
+		return fmt.Errorf("budget: want minutes > 0, efficiency in (0, 1] and min_steps ≥ 1")
+	}
+	if p.Budget.MinSteps > MaxSteps {
+		return fmt.Errorf("budget.min_steps = %d: at most %d steps per run", p.Budget.MinSteps, MaxSteps)
+	}
+	if err := CheckMinutes("budget.minutes", p.Budget.Minutes); err != nil {
+		return err
+	}
+	if p.Budget.LongMinutes != 0 {
+		if err := CheckMinutes("budget.long_minutes", p.Budget.LongMinutes); err != nil {
+			return err
+		}
+	}
+	if err := checkPlanSets("base", p.Base, p.PerStep); err != nil {
+		return err
+	}
+	return nil
+}
+
+// parseGroup reads the plan file's group i (fg) into p.Groups, checking its name, data, learning-rate mode,
+// recipe and its arms or axes; tuned says whether the plan has a [tune].
+func (p *Plan) parseGroup(i int, fg *groupFile, tuned bool) error {
+	g := Group{Name: fg.Name, Data: fg.Data, Sets: override.Flatten(fg.Set), LR: fg.LR, EmulateEps: fg.EmulateEps, Ladder: fg.Ladder, Seeds: fg.Seeds, Role: fg.Role}
+	where := fmt.Sprintf("group %d (%s)", i+1, g.Name)
+	switch g.LR {
+	case "":
+		g.LR = LRShared
+	case LRShared:
+	case LRTuned:
+		if !tuned {
+			return fmt.Errorf("%s: lr = %q but the plan has no [tune]", where, LRTuned)
+		}
+	default:
+		return fmt.Errorf("%s: lr %q: want %s or %s", where, g.LR, LRShared, LRTuned)
+	}
+	if g.EmulateEps < 0 {
+		return fmt.Errorf("%s: emulate_eps = %d: want a target width > 0 (or 0: off)", where, g.EmulateEps)
+	}
+	if (g.LR == LRTuned || g.EmulateEps > 0) && len(fg.Arm) > 0 {
+		return fmt.Errorf("%s: lr = tuned and emulate_eps apply to axes, not to [[group.arm]]s", where)
+	}
+	if err := checkGroupName(where, g.Name); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(p.Groups, func(h Group) bool { return h.Name == g.Name }) {
+		return fmt.Errorf("%s: want a unique directory name", where)
+	}
+	if err := checkSeeds(where+": seeds", g.Seeds); err != nil {
+		return err
+	}
+	if err := checkPlanSets(where+": set", g.Sets, p.PerStep); err != nil {
+		return err
+	}
+	if g.Data == "" {
+		g.Data = DataCorpus
+	}
+	if g.Data != DataCorpus && g.Data != DataProbes {
+		return fmt.Errorf("%s: data %q: want %s or %s", where, g.Data, DataCorpus, DataProbes)
+	}
+	if g.Data == DataProbes && !p.Data.Probes {
+		return fmt.Errorf("%s: trains on the probe mix but data.probes is false", where)
+	}
+	if (len(fg.Arm) > 0) == (len(fg.Axes) > 0) {
+		return fmt.Errorf("%s: want either [[group.arm]]s or axes", where)
+	}
+	if err := p.parseMembers(where, fg, &g); err != nil {
+		return err
+	}
+	p.Groups = append(p.Groups, g)
+	return nil
+}
+
+// parseMembers reads a group's explicit arms (each named once) or its axes (non-empty lists, the seed not
+// among them) into g, checking their keys.
+func (p *Plan) parseMembers(where string, fg *groupFile, g *Group) error {
+	arms := map[string]bool{}
+	for _, fa := range fg.Arm {
+		if err := checkName(where+": arm", fa.Name); err != nil {
+			return err
+		}
+		if arms[fa.Name] {
+			return fmt.Errorf("%s: arm %q is named twice", where, fa.Name)
+		}
+		arms[fa.Name] = true
+		a := Arm{Name: fa.Name, Sets: override.Flatten(fa.Set)}
+		if err := checkPlanSets(fmt.Sprintf("%s: arm %s: set", where, a.Name), a.Sets, p.PerStep); err != nil {
+			return err
+		}
+		g.Arms = append(g.Arms, a)
+	}
+	for _, s := range override.Flatten(fg.Axes) {
+		list, ok := s.Value.([]any)
+		if !ok || len(list) == 0 {
+			return fmt.Errorf("%s: axes %q: want a non-empty list", where, s.Key)
+		}
+		if s.Key == recipe.KeySeed {
+			return fmt.Errorf("%s: axes: seed is the plan's seeds, not an axis", where)
+		}
+		if err := checkPlanSets(where+": axes", []override.Set{s}, p.PerStep); err != nil {
+			return err
+		}
+		g.Axes = append(g.Axes, sweep.Axis{Key: s.Key, Values: list})
+	}
+	return nil
+}
+
+// parseReport checks report.exclude's groups and report.compare's arms, and reads the plan's pairs.
+func (p *Plan) parseReport(f *planFile) error {
 	for _, x := range p.Report.Exclude {
 		if !slices.ContainsFunc(p.Groups, func(g Group) bool { return g.Name == x }) {
-			return nil, fmt.Errorf("report.exclude: no group %q", x)
+			return fmt.Errorf("report.exclude: no group %q", x)
 		}
 	}
 	for _, a := range p.Report.Compare {
 		if a != "" && p.findArm(a) == nil {
-			return nil, fmt.Errorf("report.compare: no arm %q", a)
+			return fmt.Errorf("report.compare: no arm %q", a)
 		}
 	}
 	for i, pr := range f.Pair {
 		if pr.Name == "" || pr.A == "" || pr.B == "" || pr.A == pr.B {
-			return nil, fmt.Errorf("pair %d: want a name and two different arms a and b", i+1)
+			return fmt.Errorf("pair %d: want a name and two different arms a and b", i+1)
 		}
 		for _, a := range []string{pr.A, pr.B} {
 			if p.findArm(a) == nil {
-				return nil, fmt.Errorf("pair %s: no arm %q (a pair compares two explicit arms)", pr.Name, a)
+				return fmt.Errorf("pair %s: no arm %q (a pair compares two explicit arms)", pr.Name, a)
 			}
 		}
 		p.Pairs = append(p.Pairs, PairSpec{Name: pr.Name, A: pr.A, B: pr.B})
 	}
-	return p, nil
+	return nil
 }
 
 // findArm returns the arm of that name in an arms group, and its group.

@@ -1,23 +1,41 @@
 package experiment
 
 import (
+	"context"
 	"fmt"
-	"io"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/smallinit/smallinit/analyze"
 	"github.com/smallinit/smallinit/report"
+	"github.com/smallinit/smallinit/train"
 )
 
-// writeReport makes the plan's HTML report of the runs under dirs as `smallinit report` does
-// (analyze.MakeReport), with the token-difficulty comparison of the final models of runs a and b (scored on
-// at most windows validation windows; 0: all) when both are given. A comparison that cannot be made is a note
-// on the page, not a failed plan. warn gets every run's problems (nil: silent).
-func writeReport(dirs []string, out, title, a, b string, windows int, warn io.Writer) error {
-	r := report.Request{Dirs: dirs, Out: out, Title: title, Generated: time.Now().UTC().Format(time.RFC3339), Warn: warn}
-	in := analyze.ReportInputs{CompareWindows: windows, CompareBins: 10, CompareNote: true}
-	if a != "" && b != "" {
-		in.Compare = "A=" + a + ",B=" + b
+// WriteReport makes the plan's HTML report (OUT/report.html, or report-probes.html) of its groups' runs as
+// `smallinit report` does (analyze.MakeReport), less the groups report.exclude names, with the token-difficulty
+// comparison of the outcome's Compare pair (scored on at most max(Options.Windows, report.compare_windows)
+// validation windows; 0: all) when it has both runs. A comparison that cannot be made is a note on the page,
+// not a failed plan. The log gets every run's problems. A cancelled ctx (SIGTERM) stops it before it starts:
+// the report is the last thing a study writes, and the next call writes it.
+func (x *Execution) WriteReport(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w before the report: %w", train.ErrInterrupted, context.Cause(ctx))
+	}
+	out, o, p := x.out, &x.o, x.out.Plan
+	var dirs []string
+	for _, g := range p.Groups {
+		if slices.Contains(p.Report.Exclude, g.Name) {
+			o.logf("report: group %s left out (report.exclude)\n", g.Name)
+			continue
+		}
+		dirs = append(dirs, filepath.Join(o.Out, g.Name+out.Suffix))
+	}
+	out.Report = filepath.Join(o.Out, "report"+out.Suffix+".html")
+	r := report.Request{Dirs: dirs, Out: out.Report, Title: p.Report.Title, Generated: time.Now().UTC().Format(time.RFC3339), Warn: o.Log}
+	in := analyze.ReportInputs{CompareWindows: max(o.Windows, p.Report.CompareWindows), CompareBins: 10, CompareNote: true}
+	if c := out.Compare; c.A != "" && c.B != "" {
+		in.Compare = analyze.Comparison{A: c.A, B: c.B}
 	} else {
 		r.Notes = append(r.Notes, "token-difficulty comparison: the plan names no two arms to compare")
 	}

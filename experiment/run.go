@@ -11,14 +11,15 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
+	"github.com/smallinit/smallinit/analyze"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/internal/workers"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/probes"
@@ -67,9 +68,12 @@ type Options struct {
 	// it such a plan is refused before anything trains (a resume, once plan.txt is written, is never refused).
 	Force    bool
 	Progress bool // progress bars for the arms' training (terminals)
-	// Evaluator is the study design run on the plan (package reproduce; nil: none): its statement opens the
-	// printed plan, its extra work is priced from the budget, and it judges the runs before the report.
-	Evaluator Evaluator
+	// Extra is the training a study design does besides the plan's groups, per seed the plan runs (package
+	// reproduce's anchor grid): priced from the budget before the runs are sized, and listed with the plan.
+	Extra []ExtraWork
+	// ScoreTokens are the forward-only tokens a study design scores each final model on (the validation split
+	// and whatever else its verdicts read): the wall-time estimate charges them.
+	ScoreTokens int64
 	// Data is a corpus directory prepared by `smallinit data prepare` that replaces the plan's corpus (the
 	// embedded one, or data.dir): copied once into OUT/data (importData).
 	Data string
@@ -77,12 +81,12 @@ type Options struct {
 	precisionNote string // why the arms' matmul precision is what it is (resolvePrecision; printed with the plan)
 }
 
-// ExtraWork is training outside the plan's groups: what it is (Text, printed with the plan) and its
-// forward+backward cost in FLOPs (arch.Config.FLOPsPerToken × tokens), which the throughput probe converts
-// into time at the base model's FLOPs per token.
+// ExtraWork is training outside the plan's groups, once per seed the plan runs: what it is (Text, printed with
+// the plan and its seeds) and its forward+backward cost per seed in FLOPs (arch.Config.FLOPsPerToken × tokens),
+// which the throughput probe converts into time at the base model's FLOPs per token.
 type ExtraWork struct {
-	Name, Text string
-	FLOPs      float64
+	Name, Text   string
+	FLOPsPerSeed float64
 }
 
 // Outcome is what Run did.
@@ -98,10 +102,11 @@ type Outcome struct {
 	Runs     int   // runs of the plan
 	Tokens   int64 // training tokens per run of the base shape
 	Rows     []summary.Row
-	// CompareA and CompareB are the run directories the report's token-difficulty comparison contrasts.
-	CompareA, CompareB string
-	Report             string // the HTML report written ("" when none)
-	Tier               *Tier  // the budget's tier (nil for a plan without tiers)
+	// Compare is the two runs the report's token-difficulty comparison contrasts (Train: the plan's
+	// report.compare arms on the first seed; a study design may set its own before WriteReport).
+	Compare analyze.Comparison
+	Report  string // the HTML report written ("" when none)
+	Tier    *Tier  // the budget's tier (nil for a plan without tiers)
 	// Tuned are the learning-rate sweep's results by γ and width (nil without [tune]).
 	Tuned map[string]Tuned
 	// RunList is every run of the plan with its resolved recipe, in run order (the evaluator reads it).
@@ -134,103 +139,252 @@ func (o *Options) logf(format string, a ...any) {
 	}
 }
 
-// Run executes a training plan: it prepares the data (once), sizes the budget (or reuses OUT/sizing.json),
-// trains every run of every group (resuming interrupted and skipping finished ones), writes the summary,
-// calls the evaluator (Options.Evaluator) and writes the report.
+// Run executes a plan on its own, without a study design: Start, the printed plan (Execution.Register, when
+// Options.Describe), Train and, unless the execution is one task of a job array, the report
+// (Execution.WriteReport) with the plan's comparison (report.compare).
 func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
-	if p.Kind != KindTrain {
-		return nil, fmt.Errorf("plan %s is a %s plan, not a training plan", p.Name, p.Kind)
-	}
-	if err := checkOptions(p, &o); err != nil {
-		return nil, fmt.Errorf("plan %s: %w", p.Name, err)
-	}
-	if o.Budget <= 0 {
-		o.Budget = p.Budget.Duration()
-	}
-	autoSeeds := o.Seeds == nil
-	if o.Seeds == nil {
-		o.Seeds = p.SeedsFor(o.Budget)
-	}
-	if err := checkRuns(p, len(o.Seeds)); err != nil {
+	x, err := Start(ctx, p, o)
+	if err != nil {
 		return nil, err
 	}
+	defer x.Close()
+	if x.PrintsPlan() {
+		d, err := x.Describe()
+		if err != nil {
+			return nil, err
+		}
+		if err := x.Register(d); err != nil {
+			return nil, err
+		}
+	}
+	out, err := x.Train(ctx)
+	if err != nil || o.Task {
+		return out, err
+	}
+	return out, x.WriteReport(ctx)
+}
+
+// Execution is one execution of a plan that Start has prepared and sized: the corpus is in place, the budget's
+// tier chosen and the steps and seeds known; nothing has trained. The caller (Run, or a study design such as
+// package reproduce) drives it one way: Describe and Register the printed plan, Train, judge what it ran, and
+// WriteReport; then Close.
+type Execution struct {
+	out  *Outcome
+	o    Options
+	lock *runlock.Lock // OUT/study.lock, held by the study's driver (nil for a task of a job array)
+}
+
+// StudyLockFile (in the output directory) is held by the driver of a study, the process that runs the whole plan
+// (not a task of a job array, which trains one run and shares sizing.lock and the runs' locks with the others),
+// from its first write (Start) to its last (the caller's Close, after scoring, judging and the report): a
+// second driver on the same output directory is refused at once, naming the holder's pid and host. The lock
+// file is package runlock's: a holder that died (or is a zombie) on this host, or whose heartbeat stopped, is
+// taken over.
+const StudyLockFile = "study.lock"
+
+// Start prepares the data (once), mixes the probes in where the plan asks, resolves the precision and sizes
+// the budget (or reuses OUT/sizing.json), training nothing. A driver (not Options.Task) holds OUT/study.lock
+// from here until Close.
+func Start(ctx context.Context, p *Plan, o Options) (*Execution, error) {
+	autoSeeds, err := begin(p, &o)
+	if err != nil {
+		return nil, err
+	}
+	x := &Execution{o: o}
+	if !o.Task {
+		if x.lock, err = lockStudy(o.Out); err != nil {
+			return nil, err
+		}
+	}
+	if err := x.start(ctx, p, autoSeeds); err != nil {
+		x.Close()
+		return nil, err
+	}
+	return x, nil
+}
+
+// lockStudy takes OUT/study.lock (StudyLockFile) for a study's driver, or says which live process holds it.
+func lockStudy(out string) (*runlock.Lock, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(out, StudyLockFile)
+	l, err := runlock.Acquire(path, runlock.DefaultStaleAfter, nil)
+	var busy *runlock.BusyError
+	if errors.As(err, &busy) {
+		return nil, fmt.Errorf("%s: another study is running on this output directory (locked by %s): wait for it to end, or give another --out", path, busy.Holder)
+	}
+	return l, err
+}
+
+// Close releases the study's lock (a task's execution holds none). It may be called more than once.
+func (x *Execution) Close() {
+	if x.lock != nil {
+		x.lock.Release()
+		x.lock = nil
+	}
+}
+
+// start is Start's work once the options are checked and the lock held.
+func (x *Execution) start(ctx context.Context, p *Plan, autoSeeds bool) error {
+	o := &x.o
 	out := &Outcome{Plan: p, Out: o.Out, Seeds: o.Seeds, DataDir: filepath.Join(o.Out, DataDir)}
 	if o.Probes {
 		out.Suffix = "-probes"
 	}
+	x.out = out
+	if err := prepareCorpus(p, out, o); err != nil {
+		return err
+	}
 	var err error
-	if src := o.dataSource(p); src != "" {
-		out.Stats, err = importData(src, out.DataDir, &o)
-	} else {
-		out.Stats, err = prepareData(out.DataDir, p.Data.Vocab, &o)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if p.Data.Probes || o.Probes {
-		out.ProbeDir = filepath.Join(o.Out, ProbeDataDir)
-		if _, err := os.Stat(filepath.Join(out.ProbeDir, data.TrainFile)); err != nil {
-			o.logf("mixing reasoning and memorisation probes into the corpus (%.0f%% of the tokens) in %s\n", 100*probes.MixShare, out.ProbeDir)
-		}
-		if err := probes.WriteMix(out.ProbeDir, out.DataDir, out.Stats.VocabSize, probes.MixConfig(cmp.Or(o.ProbeTest, 100)), probes.MixShare); err != nil {
-			return nil, err
-		}
-	}
-	if p, err = resolvePrecision(p, out, &o, true); err != nil {
-		return nil, err
+	if p, err = resolvePrecision(p, out, o, true); err != nil {
+		return err
 	}
 	out.Tier = p.TierFor(o.Budget)
 	p = p.Tiered(out.Tier)
 	out.Plan = p
 	if hs, _ := p.series(); hs != nil && o.engine().Name() != train.EngineGo {
-		return nil, fmt.Errorf("plan %s: the horizon series %v (WSD cooldown branches from a trunk's snapshots) trains with the Go engine only, not %s", p.Name, hs, o.engine().Name())
+		return fmt.Errorf("plan %s: the horizon series %v (WSD cooldown branches from a trunk's snapshots) trains with the Go engine only, not %s", p.Name, hs, o.engine().Name())
 	}
 	if err := p.checkSeriesKeys(o.logf); err != nil {
-		return nil, err
+		return err
 	}
 	autoSeeds = autoSeeds && out.Tier != nil && out.Tier.MinSeeds > 0
-	if out.Steps, err = size(ctx, p, out, &o, autoSeeds); err != nil {
-		return nil, err
+	if out.Steps, err = size(ctx, p, out, o, autoSeeds); err != nil {
+		return err
 	}
 	out.Seeds = o.Seeds
-	if o.Describe && o.Log != nil && !o.Task {
-		do := o
-		do.Steps = out.Steps
-		tps := 0.0
-		if s, err := ReadSizing(filepath.Join(o.Out, SizingFile)); err == nil {
-			tps = s.ProbeTokensPerS
-		}
-		d, err := Describe(p, do, tps)
-		if err != nil {
-			return nil, err
-		}
-		var text bytes.Buffer
-		if err := d.Write(&text); err != nil {
-			return nil, err
-		}
-		if _, err := o.Log.Write(text.Bytes()); err != nil {
-			return nil, err
-		}
-		// The plan as printed before the first run trained is the record's (PlanFile): a resume prints the
-		// plan again but never rewrites it.
-		if _, err := os.Stat(filepath.Join(o.Out, PlanFile)); os.IsNotExist(err) {
-			if err := overBudget(p, d, &o); err != nil {
-				return nil, err
-			}
-			if err := atomicfile.Write(filepath.Join(o.Out, PlanFile), text.Bytes()); err != nil {
-				return nil, err
-			}
-		}
+	return nil
+}
+
+// begin checks a training plan's options and fills in the budget (the plan's when o has none) and the seeds
+// (the budget's when o has none, reported as auto), refusing more runs than MaxRuns.
+func begin(p *Plan, o *Options) (autoSeeds bool, err error) {
+	if p.Kind != KindTrain {
+		return false, fmt.Errorf("plan %s is a %s plan, not a training plan", p.Name, p.Kind)
 	}
+	if err := checkOptions(p, o); err != nil {
+		return false, fmt.Errorf("plan %s: %w", p.Name, err)
+	}
+	if o.Budget <= 0 {
+		o.Budget = p.Budget.Duration()
+	}
+	autoSeeds = o.Seeds == nil
+	if o.Seeds == nil {
+		o.Seeds = p.SeedsFor(o.Budget)
+	}
+	return autoSeeds, checkRuns(p, len(o.Seeds))
+}
+
+// prepareCorpus puts the plan's corpus in OUT/data (a prepared one copied, else the embedded one tokenized)
+// and, for a plan with a probe mix or Options.Probes, the mix in OUT/probes-data.
+func prepareCorpus(p *Plan, out *Outcome, o *Options) error {
+	var err error
+	if src := o.dataSource(p); src != "" {
+		out.Stats, err = importData(src, out.DataDir, o)
+	} else {
+		out.Stats, err = prepareData(out.DataDir, p.Data.Vocab, o)
+	}
+	if err != nil {
+		return err
+	}
+	if !p.Data.Probes && !o.Probes {
+		return nil
+	}
+	out.ProbeDir = filepath.Join(o.Out, ProbeDataDir)
+	if _, err := os.Stat(filepath.Join(out.ProbeDir, data.TrainFile)); err != nil {
+		o.logf("mixing reasoning and memorisation probes into the corpus (%.0f%% of the tokens) in %s\n", 100*probes.MixShare, out.ProbeDir)
+	}
+	return probes.WriteMix(out.ProbeDir, out.DataDir, out.Stats.VocabSize, probes.MixConfig(cmp.Or(o.ProbeTest, 100)), probes.MixShare)
+}
+
+// Plan is the plan as this execution runs it (its budget's tier applied).
+func (x *Execution) Plan() *Plan { return x.out.Plan }
+
+// PrintsPlan reports whether the execution prints its plan before training (Options.Describe with a Log, not a
+// task of a job array): then Describe and Register come before Train.
+func (x *Execution) PrintsPlan() bool { return x.o.Describe && x.o.Log != nil && !x.o.Task }
+
+// Describe is what the execution will run, at its sized steps and seeds (the throughput the sizing measured or
+// read).
+func (x *Execution) Describe() (*Description, error) {
+	do := x.o
+	do.Steps = x.out.Steps
+	tps := 0.0
+	if s, err := ReadSizing(filepath.Join(x.o.Out, SizingFile)); err == nil {
+		tps = s.ProbeTokensPerS
+	}
+	return Describe(x.out.Plan, do, tps)
+}
+
+// Register prints d (Description.Write, its Statement first) to the log and, on the first execution, refuses a
+// plan over its budget (unless Options.Force) and records the text as OUT/plan.txt: the plan as printed before
+// the first run trained is the record's (PlanFile); a resume prints the plan again but never rewrites it.
+func (x *Execution) Register(d *Description) error {
+	var text bytes.Buffer
+	if err := d.Write(&text); err != nil {
+		return err
+	}
+	if _, err := x.o.Log.Write(text.Bytes()); err != nil {
+		return err
+	}
+	path := filepath.Join(x.o.Out, PlanFile)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		return nil
+	}
+	if err := overBudget(x.out.Plan, d, &x.o); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, text.Bytes())
+}
+
+// Train trains every run of every group (resuming interrupted and skipping finished ones; a task of a job array
+// its one run), after the LR sweep, writes the summary and the pairs, and returns what it ran. The outcome's
+// comparison is the plan's report.compare arms on the first seed.
+func (x *Execution) Train(ctx context.Context) (*Outcome, error) {
+	out, o, p := x.out, &x.o, x.out.Plan
 	if p.Data.Selection && p.Tune == nil {
-		if err := selectionPrepared(out, &o); err != nil {
+		if err := selectionPrepared(out, o); err != nil {
 			return nil, err
 		}
 	}
-	if out.Tuned, err = runTuning(ctx, p, out, &o); err != nil {
+	var err error
+	if out.Tuned, err = runTuning(ctx, p, out, o); err != nil {
 		return nil, err
 	}
-	runs, err := expandChecked(p, out, out.Steps, &o)
+	runs, err := x.expandRuns()
+	if err != nil {
+		return nil, err
+	}
+	for gi := range p.Groups {
+		if err := x.trainGroup(ctx, &p.Groups[gi], runs); err != nil {
+			return nil, err
+		}
+	}
+	if o.Task {
+		return out, nil
+	}
+	if err := x.writeSummary(); err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		if r.arm != "" && r.seed == o.Seeds[0] {
+			if r.arm == p.Report.Compare[0] {
+				out.Compare.A = r.dir
+			}
+			if r.arm == p.Report.Compare[1] {
+				out.Compare.B = r.dir
+			}
+		}
+	}
+	return out, nil
+}
+
+// expandRuns resolves every run of the plan at the sized steps into the outcome's RunList and Branches, and
+// its base-shape tokens per run; a task's index is checked against them.
+func (x *Execution) expandRuns() ([]planRun, error) {
+	out, o, p := x.out, &x.o, x.out.Plan
+	runs, err := expandChecked(p, out, out.Steps, o)
 	if err != nil {
 		return nil, err
 	}
@@ -250,77 +404,56 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if o.Task && (o.Index < 0 || o.Index >= len(runs)) {
 		return nil, fmt.Errorf("plan %s has runs 0 … %d, not %d", p.Name, len(runs)-1, o.Index)
 	}
-	for gi := range p.Groups {
-		g := &p.Groups[gi]
-		if g.Axes != nil && !g.derived() {
-			if err := runSweep(ctx, g, runs, out, &o); err != nil {
-				return nil, err
-			}
-			if p.Summary && !o.Task {
-				o.logf("group %s: a sweep, whose runs summary.json leaves out; smallinit sweep collect %s tabulates them\n", g.Name, out.groupDir(g))
-			}
-			continue
+	return runs, nil
+}
+
+// trainGroup trains one group's runs (a task: only its own run, if it is the group's): a sweep group through
+// package sweep, an arms group by runArms, whose rows join the summary's.
+func (x *Execution) trainGroup(ctx context.Context, g *Group, runs []planRun) error {
+	out, o, p := x.out, &x.o, x.out.Plan
+	if g.Axes != nil && !g.derived() {
+		if err := runSweep(ctx, g, runs, out, o); err != nil {
+			return err
 		}
-		var idx []int
-		for i, r := range runs {
-			if r.group == g && (!o.Task || i == o.Index) {
-				idx = append(idx, i)
-			}
+		if p.Summary && !o.Task {
+			o.logf("group %s: a sweep, whose runs summary.json leaves out; smallinit sweep collect %s tabulates them\n", g.Name, out.groupDir(g))
 		}
-		rows, err := runArms(ctx, runs, idx, out, &o)
-		if err != nil {
-			return nil, err
-		}
-		if p.Summary {
-			out.Rows = append(out.Rows, rows...)
+		return nil
+	}
+	var idx []int
+	for i, r := range runs {
+		if r.group == g && (!o.Task || i == o.Index) {
+			idx = append(idx, i)
 		}
 	}
-	if o.Task {
-		return out, nil
+	rows, err := runArms(ctx, runs, idx, out, o)
+	if err != nil {
+		return err
 	}
 	if p.Summary {
-		if err := summary.Write(filepath.Join(o.Out, summary.FileName(out.Suffix)),
-			summary.Summary{Steps: out.Steps, Seed: o.Seeds[0], Data: out.Stats, Engine: o.EngineInfo, Runs: out.Rows}); err != nil {
-			return nil, err
-		}
-		if out.Pairs = pairs(p, out); out.Pairs != nil {
-			b, err := json.MarshalIndent(out.Pairs, "", "  ")
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", PairsFile, err)
-			}
-			if err := atomicfile.Write(filepath.Join(o.Out, PairsFile), append(b, '\n')); err != nil {
-				return nil, err
-			}
-		}
+		out.Rows = append(out.Rows, rows...)
 	}
-	for _, r := range runs {
-		if r.arm != "" && r.seed == o.Seeds[0] {
-			if r.arm == p.Report.Compare[0] {
-				out.CompareA = r.dir
-			}
-			if r.arm == p.Report.Compare[1] {
-				out.CompareB = r.dir
-			}
-		}
+	return nil
+}
+
+// writeSummary writes summary.json and the plan's pairs (PairsFile) for a plan with a summary.
+func (x *Execution) writeSummary() error {
+	out, o, p := x.out, &x.o, x.out.Plan
+	if !p.Summary {
+		return nil
 	}
-	if o.Evaluator != nil {
-		if err := o.Evaluator.Evaluate(ctx, out); err != nil {
-			return nil, err
-		}
+	if err := summary.Write(filepath.Join(o.Out, summary.FileName(out.Suffix)),
+		summary.Summary{Steps: out.Steps, Seed: o.Seeds[0], Data: out.Stats, Engine: o.EngineInfo, Runs: out.Rows}); err != nil {
+		return err
 	}
-	var dirs []string
-	for _, g := range p.Groups {
-		if slices.Contains(p.Report.Exclude, g.Name) {
-			o.logf("report: group %s left out (report.exclude)\n", g.Name)
-			continue
-		}
-		dirs = append(dirs, filepath.Join(o.Out, g.Name+out.Suffix))
+	if out.Pairs = pairs(p, out); out.Pairs == nil {
+		return nil
 	}
-	out.Report = filepath.Join(o.Out, "report"+out.Suffix+".html")
-	if err := writeReport(dirs, out.Report, p.Report.Title, out.CompareA, out.CompareB, max(o.Windows, p.Report.CompareWindows), o.Log); err != nil {
-		return nil, err
+	b, err := json.MarshalIndent(out.Pairs, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%s: %w", PairsFile, err)
 	}
-	return out, nil
+	return atomicfile.Write(filepath.Join(o.Out, PairsFile), append(b, '\n'))
 }
 
 // prepareData tokenizes the embedded corpus into dir unless it is there.
@@ -655,6 +788,9 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 	if !out.Plan.Summary {
 		return summary.Row{}, nil
 	}
+	if ctx.Err() != nil { // stopped after training: the next call reads the run back and scores it
+		return summary.Row{}, fmt.Errorf("%s: %w before scoring %s: %w", r.arm, train.ErrInterrupted, r.dir, context.Cause(ctx))
+	}
 	probeDir := ""
 	if out.Suffix != "" || r.group.Data == DataProbes {
 		probeDir = out.ProbeDir
@@ -665,20 +801,4 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 	}
 	row.Run, row.Gamma, row.NormEps, row.AttnGate, row.Steps = r.arm, c.Init.Gamma, c.Model.NormEps, c.Model.AttnGate, c.TotalSteps()
 	return row, nil
-}
-
-// extras is the evaluator's work besides the groups for the seeds o runs under tier t of p.
-func (o *Options) extras(p *Plan, t *Tier) ([]ExtraWork, error) {
-	if o.Evaluator == nil {
-		return nil, nil
-	}
-	return o.Evaluator.Extra(p, t, o.Seeds)
-}
-
-// scoreTokens are the evaluator's forward-only tokens per final model (0 without one).
-func (o *Options) scoreTokens(p *Plan, t *Tier) int64 {
-	if o.Evaluator == nil {
-		return 0
-	}
-	return o.Evaluator.ScoreTokens(p, t)
 }

@@ -55,8 +55,8 @@ func TestDemoEndToEnd(t *testing.T) {
 	if err != nil || s.Steps != 3 || len(s.Runs) != 4 {
 		t.Fatalf("summary.json: %v, %+v", err, s)
 	}
-	if res.CompareA != rows[3].Dir || res.CompareB != rows[2].Dir {
-		t.Errorf("compared %s with %s, want the fixed corners %s and %s", res.CompareA, res.CompareB, rows[3].Dir, rows[2].Dir)
+	if res.Compare.A != rows[3].Dir || res.Compare.B != rows[2].Dir {
+		t.Errorf("compared %s with %s, want the fixed corners %s and %s", res.Compare.A, res.Compare.B, rows[3].Dir, rows[2].Dir)
 	}
 	if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
 		t.Error(err)

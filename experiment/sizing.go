@@ -152,9 +152,10 @@ type Estimate struct {
 	RunCost   float64
 	TuneSteps int
 	TuneCost  float64
-	// ExtraCost is the evaluator's extra training (Evaluator.Extra) in base-model steps, one entry per item, taken from the budget.
+	// ExtraCost is a study design's extra training (Options.Extra) on the plan's seeds in base-model steps, one
+	// entry per item, taken from the budget.
 	ExtraCost []float64
-	// ScoreTokens are the forward-only tokens of scoring: every final model (Evaluator.ScoreTokens, and the
+	// ScoreTokens are the forward-only tokens of scoring: every final model (Options.ScoreTokens, and the
 	// summary's validation split where the plan has one) and every LR trial (the LR-selection slice).
 	ScoreTokens int64
 	// Overhead is one run's fixed cost besides its steps (initialisation, step-0 and final weights,
@@ -199,13 +200,10 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		e.RunCost += x
 	}
 	extra := 0.0
-	extras, err := o.extras(p, out.Tier)
-	if err != nil {
-		return nil, err
-	}
-	for _, x := range extras {
-		e.ExtraCost = append(e.ExtraCost, x.FLOPs/perStep(base))
-		extra += x.FLOPs / perStep(base)
+	for _, x := range o.Extra {
+		c := x.FLOPsPerSeed * float64(len(o.Seeds)) / perStep(base)
+		e.ExtraCost = append(e.ExtraCost, c)
+		extra += c
 	}
 	tuneAt := func(steps int) (int, float64, error) {
 		if p.Tune == nil {
@@ -292,7 +290,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 	if e.TuneSteps, e.TuneCost, err = tuneAt(max(e.Steps, 1)); err != nil {
 		return nil, err
 	}
-	e.ScoreTokens = int64(e.Runs)*(o.scoreTokens(p, out.Tier)+summaryTokens(p, out, o, base.Model.SeqLen)) + int64(e.Trials)*selectionTokens(p, out)
+	e.ScoreTokens = int64(e.Runs)*(o.ScoreTokens+summaryTokens(p, out, o, base.Model.SeqLen)) + int64(e.Trials)*selectionTokens(p, out)
 	train := (float64(e.Steps)*e.RunCost + e.TuneCost + extra) * float64(e.StepTokens) / (e.TokensPerS * p.Budget.Efficiency)
 	score := float64(e.ScoreTokens) / (ForwardSpeedup * e.TokensPerS)
 	e.Wall = time.Duration((train+score)*float64(time.Second)) + time.Duration(e.Runs+e.Trials)*e.Overhead

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 type studyTables struct {
 	md     toml.MetaData
 	tables map[string]toml.Primitive // by table name, only the tables the file has
+	tiers  []toml.Primitive          // every [[tier]], in order: the keys experiment does not read are the design's
 }
 
 // The plan-file tables Parse hands on to the study design undecoded (bar [primaries]'s horizon keys, which are
@@ -46,6 +48,35 @@ func (p *Plan) DecodeStudy(table string, v any) (bool, error) {
 		return true, fmt.Errorf("unknown key %s", strings.Join(unknown, ", "))
 	}
 	return true, nil
+}
+
+// DecodeStudyTiers decodes the study design's keys of every [[tier]] of the plan file (those experiment does not
+// read, such as reproduce's anchor_steps) into v, a pointer to a slice of the design's TOML layout of a tier:
+// one element per tier, in the order of Plan.Tiers. A key of a tier that neither v nor experiment reads is an
+// error naming it, as Parse's own unknown keys are.
+func (p *Plan) DecodeStudyTiers(v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Slice {
+		return fmt.Errorf("DecodeStudyTiers: want a pointer to a slice, have %T", v)
+	}
+	s := reflect.MakeSlice(rv.Elem().Type(), len(p.study.tiers), len(p.study.tiers))
+	for i, prim := range p.study.tiers {
+		if err := p.study.md.PrimitiveDecode(prim, s.Index(i).Addr().Interface()); err != nil {
+			return fmt.Errorf("tier %d: %w", i+1, err)
+		}
+	}
+	rv.Elem().Set(s)
+	var unknown []string
+	for _, k := range p.study.md.Undecoded() {
+		if studyTierKey(k) {
+			unknown = append(unknown, k.String())
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return fmt.Errorf("unknown key %s", strings.Join(unknown, ", "))
+	}
+	return nil
 }
 
 // HasStudy reports whether the plan file has the study table named table.

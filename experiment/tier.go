@@ -14,13 +14,12 @@ import (
 	"github.com/smallinit/smallinit/tune"
 )
 
-// parseTiers reads [[tier]] and [tune] of a plan file into p, checking them.
-func parseTiers(p *Plan, f *planFile) error {
-	for i, ft := range f.Tier {
+// parseTiers reads the plan file's [[tier]]s (decoded as tiers) and [tune] into p, checking them.
+func parseTiers(p *Plan, tiers []tierFile, f *planFile) error {
+	for i, ft := range tiers {
 		t := Tier{Name: ft.Name, Minutes: ft.Minutes, Seeds: ft.Seeds, Widths: ft.Widths, TuneWidths: ft.TuneWidths, Smoke: ft.Smoke,
-			AnchorSteps: ft.AnchorSteps, Groups: ft.Groups, Gammas: ft.Gammas, NoAnchor: ft.Anchor != nil && !*ft.Anchor, MinSeeds: ft.MinSeeds,
-			TokensPerParam: ft.TokensPerParam, Horizons: ft.Horizons, Cooldown: ft.Cooldown,
-			ScoreWindows: ft.ScoreWindows, OODWindows: ft.OODWindows}
+			Groups: ft.Groups, Gammas: ft.Gammas, MinSeeds: ft.MinSeeds,
+			TokensPerParam: ft.TokensPerParam, Horizons: ft.Horizons, Cooldown: ft.Cooldown}
 		where := fmt.Sprintf("tier %d (%s)", i+1, t.Name)
 		var err error
 		if t.Ladder, err = parseLadder(ft.Ladder); err != nil {
@@ -58,12 +57,6 @@ func parseTiers(p *Plan, f *planFile) error {
 			if w < 1 {
 				return fmt.Errorf("%s: width %d: want ≥ 1", where, w)
 			}
-		}
-		if t.ScoreWindows < 0 || t.OODWindows < 0 {
-			return fmt.Errorf("%s: score_windows %d, ood_windows %d: want ≥ 0 (0: the whole split, the design's default)", where, t.ScoreWindows, t.OODWindows)
-		}
-		if t.AnchorSteps < 0 {
-			return fmt.Errorf("%s: anchor_steps %d: want ≥ 0", where, t.AnchorSteps)
 		}
 		if t.MinSeeds < 0 || t.MinSeeds > 0 && (len(t.Seeds) == 0 || t.MinSeeds > len(t.Seeds)) {
 			return fmt.Errorf("%s: min_seeds %d: want 0 (run every seed) or 1 … the %d seeds the tier lists", where, t.MinSeeds, len(t.Seeds))
@@ -135,7 +128,7 @@ func parseTiers(p *Plan, f *planFile) error {
 
 // Tiered is the plan as tier t runs it: only t's groups (all without Tier.Groups), their init.gamma axes and
 // the LR sweep's γ cut to t's Gammas (a group left without a γ is dropped), its horizon. The plan itself is not
-// changed; nil t gives p. (AnchorSteps and NoAnchor are the study design's to apply.)
+// changed; nil t gives p. (The tier's study keys are the study design's to apply.)
 func (p *Plan) Tiered(t *Tier) *Plan {
 	if t == nil || (t.Groups == nil && t.Gammas == nil && t.TokensPerParam == 0 && t.Horizons == nil && t.TuneLRs == nil && t.TuneExtend == 0 && t.Ladder == nil) {
 		return p

@@ -53,8 +53,9 @@ func anchorGrid(a *AnchorSpec, seeds []uint64, steps int) *anchor.Grid {
 		Examples: a.Examples, Jobs: jobs}
 }
 
-// anchorWork is the grid's training as extra work of the plan: cells × steps × batch × window tokens at the
-// cell model's FLOPs per token, so that the throughput probe prices it like every other run.
+// anchorWork is the grid's training as extra work of the plan, per seed of the grid (its cells on one seed ×
+// steps × batch × window tokens at the cell model's FLOPs per token), so that the throughput probe prices it
+// like every other run on the seeds the plan runs.
 func anchorWork(g *anchor.Grid) (experiment.ExtraWork, error) {
 	var flops float64
 	cells := g.Cells()
@@ -65,9 +66,10 @@ func anchorWork(g *anchor.Grid) (experiment.ExtraWork, error) {
 		}
 		flops += tc.Model.FLOPsPerToken() * float64(g.Budget.Steps) * float64(g.Budget.Batch) * float64(tc.Model.SeqLen)
 	}
-	return experiment.ExtraWork{Name: "anchor", FLOPs: flops,
-		Text: fmt.Sprintf("claim 1 (reasoning) on the anchor-function tasks: γ %v × depth %v × LR %v × seeds %v = %d cells × %d steps × %d sequences, width %d, one head (%s)",
-			g.Gammas, g.Depths, g.LRs, g.Seeds, len(cells), g.Budget.Steps, g.Budget.Batch, g.Shape.Dim, AnchorDir)}, nil
+	perSeed := len(cells) / max(len(g.Seeds), 1)
+	return experiment.ExtraWork{Name: "anchor", FLOPsPerSeed: flops / float64(max(len(g.Seeds), 1)),
+		Text: fmt.Sprintf("claim 1 (reasoning) on the anchor-function tasks: γ %v × depth %v × LR %v = %d cells per seed × %d steps × %d sequences, width %d, one head (%s)",
+			g.Gammas, g.Depths, g.LRs, perSeed, g.Budget.Steps, g.Budget.Batch, g.Shape.Dim, AnchorDir)}, nil
 }
 
 // runAnchor trains and scores the grid under dir (anchor.Run: cells already in its results are not run

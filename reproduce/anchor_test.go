@@ -101,14 +101,7 @@ func TestJudgeAnchor(t *testing.T) {
 // seeds and steps (8h: 1500 steps; the 2 h tier leaves it out), and costs cells × steps ×
 // batch × window tokens at the cell model's FLOPs per token.
 func TestAnchorGridOfPlan(t *testing.T) {
-	p, err := Plan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := designOf(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, d := reproduceDesign(t)
 	for _, tc := range []struct {
 		o     Options
 		steps int
@@ -124,7 +117,7 @@ func TestAnchorGridOfPlan(t *testing.T) {
 		if tc.o.Seeds > 0 {
 			seeds = experiment.SeedRange(tc.o.Seeds)
 		}
-		g := (&evaluator{o: &tc.o, design: d}).anchorGrid(p.TierFor(tc.o.Budget), seeds)
+		g := (&study{o: &tc.o, design: d}).anchorGrid(p.TierFor(tc.o.Budget), seeds)
 		if tc.steps == 0 {
 			if g != nil {
 				t.Errorf("%s: grid %+v, want none", tc.o.Budget, g)
@@ -142,12 +135,12 @@ func TestAnchorGridOfPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := float64(len(g.Cells())*tc.steps*128*tc1.Model.SeqLen) * tc1.Model.FLOPsPerToken()
-		if d := w.FLOPs/want - 1; d > 1e-9 || d < -1e-9 || !strings.Contains(w.Text, "cells") {
-			t.Errorf("%s: work %+v, want %g FLOPs", tc.o.Budget, w, want)
+		want := float64(len(g.Cells())*tc.steps*128*tc1.Model.SeqLen) * tc1.Model.FLOPsPerToken() / float64(tc.seeds)
+		if d := w.FLOPsPerSeed/want - 1; d > 1e-9 || d < -1e-9 || !strings.Contains(w.Text, "cells") {
+			t.Errorf("%s: work %+v, want %g FLOPs per seed", tc.o.Budget, w, want)
 		}
 	}
-	if (&evaluator{o: &Options{}}).anchorGrid(nil, []uint64{0}) != nil {
+	if (&study{o: &Options{}}).anchorGrid(nil, []uint64{0}) != nil {
 		t.Error("a plan without [anchor] has an anchor grid")
 	}
 }

@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -106,8 +107,8 @@ type ArmLoss struct {
 // evaluate scores every run of the outcome, builds the Evidence, judges the primaries pr (nil: claims 1 and 2
 // as secondaries), claims 1-4, claim 1's reasoning half on the anchor grid anc (when the plan has one) and
 // claim 5.
-func (res *Result) evaluate(out *experiment.Outcome, pr *Primaries, windows int, sc scoring, anc *AnchorEvidence) error {
-	recs, err := scoreRuns(out, sc)
+func (res *Result) evaluate(ctx context.Context, out *experiment.Outcome, pr *Primaries, windows int, sc scoring, anc *AnchorEvidence) error {
+	recs, err := scoreRuns(ctx, out, sc)
 	if err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ func (res *Result) evaluate(out *experiment.Outcome, pr *Primaries, windows int,
 	}
 	ev.Primaries = pr
 	ev.Grid = gridEvidence(out.Tuned, ev.Ladder)
-	if ev.Horizons, err = horizonEvidence(out, sc); err != nil {
+	if ev.Horizons, err = horizonEvidence(ctx, out, sc); err != nil {
 		return err
 	}
 	res.Horizons = ev.Horizons
@@ -147,6 +148,9 @@ func (res *Result) evaluate(out *experiment.Outcome, pr *Primaries, windows int,
 	}
 	if res.RunTimes, err = runTimes(dirs); err != nil {
 		return err
+	}
+	if ctx.Err() != nil { // before claim 4's comparison scores two more models
+		return fmt.Errorf("%w before the token comparison: %w", train.ErrInterrupted, context.Cause(ctx))
 	}
 	var tokErr error
 	ev.Tokens, ev.TokenRef, res.CompareA, res.CompareB, tokErr = tokenEvidence(recs, out.DataDir, windows)

@@ -2,6 +2,7 @@ package reproduce
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -37,7 +38,7 @@ type MatchedRow struct {
 
 // horizonEvidence scores the primary runs' cooldown branches (RoleGamma, γ 0.5 and 1), one HorizonArms per
 // shorter horizon, ascending.
-func horizonEvidence(out *experiment.Outcome, sc scoring) ([]HorizonArms, error) {
+func horizonEvidence(ctx context.Context, out *experiment.Outcome, sc scoring) ([]HorizonArms, error) {
 	by := map[float64]*HorizonArms{}
 	for _, b := range out.Branches {
 		if Role(b.Role) != RoleGamma {
@@ -47,7 +48,7 @@ func horizonEvidence(out *experiment.Outcome, sc scoring) ([]HorizonArms, error)
 		if !sameGamma(g, 0.5) && !sameGamma(g, 1) {
 			continue
 		}
-		s, err := scoreRun(b.Dir, out.DataDir, sc)
+		s, err := scoreRun(ctx, b.Dir, out.DataDir, sc)
 		if err != nil {
 			return nil, err
 		}

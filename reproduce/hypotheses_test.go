@@ -48,6 +48,34 @@ func parseStudy(extra string) (*experiment.Plan, design, error) {
 	return p, d, err
 }
 
+// designOfText parses a plan text and reads its design, failing the test on an error.
+func designOfText(t *testing.T, text string) (*experiment.Plan, design) {
+	t.Helper()
+	p, err := experiment.Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := designOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, d
+}
+
+// reproduceDesign is the reproduction's own plan (plan.toml) and its design.
+func reproduceDesign(t *testing.T) (*experiment.Plan, design) {
+	t.Helper()
+	p, err := Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := designOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, d
+}
+
 // TestPrimariesParse: [primaries]'s study keys are checked and defaulted here, with the horizon keys
 // experiment read, and δ is the plan's or derived from the prior ladder slope.
 func TestPrimariesParse(t *testing.T) {
@@ -118,14 +146,7 @@ func TestPrimariesPowerStatesReachability(t *testing.T) {
 // TestPrimariesFollowTheTier: a tier's tokens_per_param is the primaries' horizon under that tier only.
 func TestPrimariesFollowTheTier(t *testing.T) {
 	text := strings.Replace(studyPlan, "name = \"long\"", "name = \"long\"\ntokens_per_param = 20", 1) + "delta = 0.02\ntokens_per_param = 5\n"
-	p, err := experiment.Parse([]byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := designOf(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, d := designOfText(t, text)
 	short, long := d.primaries.at(p.Tiered(p.TierFor(30*time.Minute))), d.primaries.at(p.Tiered(p.TierFor(2*time.Hour)))
 	if short.TokensPerParam != 5 || long.TokensPerParam != 20 || d.primaries.TokensPerParam != 5 {
 		t.Errorf("tokens per parameter %g (short), %g (long), %g (plan); want 5, 20, 5", short.TokensPerParam, long.TokensPerParam, d.primaries.TokensPerParam)
@@ -137,26 +158,19 @@ func TestPrimariesFollowTheTier(t *testing.T) {
 func TestAnchorSpec(t *testing.T) {
 	text := strings.Replace(studyPlan, "[data]", "[anchor]\ngammas = [0.5, 1]\ndepth = 2\nlrs = [3e-4, 1e-3]\ndim = 128\nffn = 384\nhead_dim = 64\nbatch = 128\nexamples = 100000\nsteps = 300\n\n[data]", 1)
 	text = strings.Replace(text, "name = \"long\"", "name = \"long\"\nanchor_steps = 1000", 1)
-	p, err := experiment.Parse([]byte(text + "delta = 0.02\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := designOf(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, d := designOfText(t, text+"delta = 0.02\n")
 	want := AnchorSpec{Gammas: []float64{0.5, 1}, Depth: 2, LRs: []float64{3e-4, 1e-3}, Dim: 128, FFN: 384, HeadDim: 64, Batch: 128, Examples: 100000, Steps: 300}
 	if d.anchor == nil || fmt.Sprint(*d.anchor) != fmt.Sprint(want) {
 		t.Fatalf("anchor %+v, want %+v", d.anchor, want)
 	}
-	if s, l := d.anchor.steps(p.TierFor(30*time.Minute)), d.anchor.steps(p.TierFor(2*time.Hour)); s != 300 || l != 1000 {
+	if s, l := d.anchor.steps(d.keys(p.TierFor(30*time.Minute))), d.anchor.steps(d.keys(p.TierFor(2*time.Hour))); s != 300 || l != 1000 {
 		t.Errorf("anchor steps %d (short), %d (long); want 300, 1000", s, l)
 	}
-	if n := d.anchor.steps(&experiment.Tier{NoAnchor: true, AnchorSteps: 1000}); n != 0 {
+	if n := d.anchor.steps(tierKeys{NoAnchor: true, AnchorSteps: 1000}); n != 0 {
 		t.Errorf("a tier with anchor = false: %d steps, want none", n)
 	}
 	_, none, err := parseStudy("delta = 0.02\n")
-	if err != nil || none.anchor != nil || none.anchor.steps(nil) != 0 {
+	if err != nil || none.anchor != nil || none.anchor.steps(tierKeys{}) != 0 {
 		t.Errorf("a plan without [anchor]: %+v, %v", none.anchor, err)
 	}
 	for _, c := range []struct{ anchor, want string }{
@@ -166,6 +180,51 @@ func TestAnchorSpec(t *testing.T) {
 	} {
 		if _, _, err := parseStudy("delta = 0.02\n[anchor]\n" + c.anchor); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("[anchor] %q: %v, want an error containing %q", c.anchor, err, c.want)
+		}
+	}
+}
+
+// TestThirtyMinuteTier: the reproduce plan's 30 min tier has a horizon of its own (not the primaries'), a scoring
+// subsample (the design's tier keys) and the smoke-test statement, and runs every group.
+func TestThirtyMinuteTier(t *testing.T) {
+	p, d := reproduceDesign(t)
+	tr := p.TierNamed("30m")
+	if tr == nil {
+		t.Fatal("no 30m tier")
+	}
+	k := d.keys(tr)
+	if !(tr.TokensPerParam > 0) || tr.TokensPerParam >= p.Horizon.TokensPerParam || k.ScoreWindows < 1 || k.OODWindows < 1 || tr.Smoke == "" || tr.Groups != nil {
+		t.Errorf("30m tier: %+v, keys %+v", *tr, k)
+	}
+	if q := p.Tiered(tr); q.Horizon.TokensPerParam != tr.TokensPerParam || len(q.Groups) != len(p.Groups) {
+		t.Errorf("tiered: horizon %g, %d of %d groups", q.Horizon.TokensPerParam, len(q.Groups), len(p.Groups))
+	}
+}
+
+// TestTierKeys: the design reads its keys of each [[tier]] by tier name (anchor = false, anchor_steps,
+// score_windows, ood_windows); a negative count or a tier key neither the design nor experiment reads is an
+// error naming it.
+func TestTierKeys(t *testing.T) {
+	text := strings.Replace(studyPlan, "name = \"long\"", "name = \"long\"\nanchor = false\nscore_windows = 4\nood_windows = 2", 1) + "delta = 0.02\n"
+	p, d := designOfText(t, text)
+	if k := d.keys(p.TierNamed("long")); k != (tierKeys{NoAnchor: true, ScoreWindows: 4, OODWindows: 2}) {
+		t.Errorf("long tier keys %+v", k)
+	}
+	if k := d.keys(nil); k != (tierKeys{}) {
+		t.Errorf("no tier: keys %+v", k)
+	}
+	for _, c := range []struct{ key, want string }{
+		{"anchor_steps = -1", "anchor_steps -1: want ≥ 0"},
+		{"score_windows = -2", "score_windows -2"},
+		{"anchor_stpes = 5", "unknown key tier.anchor_stpes"},
+	} {
+		bad := strings.Replace(studyPlan, "name = \"long\"", "name = \"long\"\n"+c.key, 1) + "delta = 0.02\n"
+		p, err := experiment.Parse([]byte(bad))
+		if err != nil {
+			t.Fatalf("%s: %v", c.key, err)
+		}
+		if _, err := designOf(p); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.key, err, c.want)
 		}
 	}
 }

@@ -1,12 +1,14 @@
 // Package reproduce runs the study's experiments scaled to one machine — a γ sweep, the 2×2 of fixes, a
-// model-size ladder — as the built-in plan "reproduce" of package experiment (experiment/plans/reproduce.toml),
-// then fits, compares and checks each claim of docs/definitions.md (Claims) against the results, reporting honestly
-// when a claim does not reproduce at this scale.
+// model-size ladder — as its own plan (plan.toml, embedded: Plan) run by package experiment, then fits, compares
+// and checks each claim of docs/definitions.md (Claims) against the results, reporting honestly when a claim
+// does not reproduce at this scale. The study owns its design end to end: the plan file, its tables and tier
+// keys, the judging and the report's comparison; experiment runs the plan and returns what it ran.
 package reproduce
 
 import (
 	"cmp"
 	"context"
+	_ "embed"
 	"fmt"
 	"io"
 	"math"
@@ -112,8 +114,19 @@ type Options struct {
 	Log   io.Writer
 }
 
-// Plan is the built-in reproduce plan.
-func Plan() (*experiment.Plan, error) { return experiment.Builtin("reproduce") }
+// planText is the reproduction's plan file.
+//
+//go:embed plan.toml
+var planText []byte
+
+// Plan is the reproduction's own plan (plan.toml).
+func Plan() (*experiment.Plan, error) {
+	p, err := experiment.Parse(planText)
+	if err != nil {
+		return nil, fmt.Errorf("the reproduce plan: %w", err)
+	}
+	return p, nil
+}
 
 // plan is the plan to run (Options.Plan or the built-in one) with every run's train.precision set to
 // Options.Precision (resolved by experiment, once), and its study design. The LR grid's transfer tolerance,
@@ -147,16 +160,13 @@ func (o *Options) plan() (*experiment.Plan, design, error) {
 // and ood per out-of-distribution text (0: whole).
 type scoring struct{ val, ood int }
 
-// scoring is the scoring of tier t (nil: none): its score_windows and ood_windows where it sets them, else the
+// scoring is the scoring of a tier with keys k: its score_windows and ood_windows where it sets them, else the
 // whole validation split and Options.OODWindows (0: DefaultOODWindows; < 0: whole). Options.OODWindows set
 // by a caller (tests) wins over the tier's.
-func (o *Options) scoring(t *experiment.Tier) scoring {
-	sc := scoring{ood: DefaultOODWindows}
-	if t != nil {
-		sc.val = t.ScoreWindows
-		if t.OODWindows > 0 {
-			sc.ood = t.OODWindows
-		}
+func (o *Options) scoring(k tierKeys) scoring {
+	sc := scoring{ood: DefaultOODWindows, val: k.ScoreWindows}
+	if k.OODWindows > 0 {
+		sc.ood = k.OODWindows
 	}
 	switch {
 	case o.OODWindows > 0:
@@ -167,8 +177,9 @@ func (o *Options) scoring(t *experiment.Tier) scoring {
 	return sc
 }
 
-// experimentOptions are the plan's options for o, with the design as its evaluator.
-func (o *Options) experimentOptions(d design) (experiment.Options, *evaluator, error) {
+// experimentOptions are experiment's options for o on plan p, with the study's extra work and scoring under
+// the tier o's budget selects handed over as data.
+func (o *Options) experimentOptions(p *experiment.Plan, d design) (experiment.Options, *study, error) {
 	var seeds []uint64
 	if o.Seeds != 0 {
 		if err := experiment.CheckSeedCount("seeds", o.Seeds); err != nil {
@@ -176,42 +187,78 @@ func (o *Options) experimentOptions(d design) (experiment.Options, *evaluator, e
 		}
 		seeds = experiment.SeedRange(o.Seeds)
 	}
-	ev := &evaluator{o: o, design: d}
+	s := &study{o: o, design: d}
+	t := p.TierFor(cmp.Or(o.Budget, p.Budget.Duration()))
+	extra, err := s.extra(t)
+	if err != nil {
+		return experiment.Options{}, nil, err
+	}
 	eo := experiment.Options{Out: o.Out, Budget: o.Budget, Steps: o.Steps, Seeds: seeds, ProbeTest: o.ProbeTest, Jobs: o.Jobs,
-		Log: o.Log, Describe: true, Data: o.Data, Engine: o.Engine, EngineInfo: o.EngineInfo, Evaluator: ev, Force: o.Force}
-	return eo, ev, nil
+		Log: o.Log, Describe: true, Data: o.Data, Engine: o.Engine, EngineInfo: o.EngineInfo, Force: o.Force,
+		Extra: extra, ScoreTokens: s.scoreTokens(p, t)}
+	return eo, s, nil
 }
 
-// Describe is the reproduction's plan for o without training anything: arms, seeds, steps, tokens and the
-// expected wall time from the throughput probe (tps > 0 replaces the probe).
+// Describe is the reproduction's plan for o without training anything: the primaries' statement, arms, seeds,
+// steps, tokens and the expected wall time from the throughput probe (tps > 0 replaces the probe).
 func Describe(o Options, tps float64) (*experiment.Description, error) {
 	p, d, err := o.plan()
 	if err != nil {
 		return nil, err
 	}
-	eo, _, err := o.experimentOptions(d)
+	eo, s, err := o.experimentOptions(p, d)
 	if err != nil {
 		return nil, err
 	}
-	return experiment.Describe(p, eo, tps)
+	desc, err := experiment.Describe(p, eo, tps)
+	if err != nil {
+		return nil, err
+	}
+	desc.Statement = s.statement(desc)
+	return desc, nil
 }
 
 // Run runs the reproduce plan (data once, sizing from a throughput probe or OUT/sizing.json, the LR sweep, the
 // arms, resuming finished and interrupted runs), scores every final model (whole validation split, per
 // language, out-of-distribution texts, final saturation and sink rate), judges the claims, writes them with
 // every number behind them to OUT/claims.json, the figures to OUT/reproduce-figures.html and OUT/report.html
-// with claim 4's comparison.
+// with claim 4's comparison. The way is one way: experiment runs the plan and returns what it ran; the study
+// judges it and has experiment write the report with its pair.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	p, d, err := o.plan()
 	if err != nil {
 		return nil, err
 	}
-	eo, ev, err := o.experimentOptions(d)
+	eo, s, err := o.experimentOptions(p, d)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := experiment.Run(ctx, p, eo); err != nil {
+	x, err := experiment.Start(ctx, p, eo)
+	if err != nil {
 		return nil, err
 	}
-	return ev.res, nil
+	defer x.Close() // OUT/study.lock, held through the judging and the report
+	if x.PrintsPlan() {
+		desc, err := x.Describe()
+		if err != nil {
+			return nil, err
+		}
+		desc.Statement = s.statement(desc)
+		if err := x.Register(desc); err != nil {
+			return nil, err
+		}
+	}
+	out, err := x.Train(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.judge(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	out.Compare.A, out.Compare.B = res.CompareA, res.CompareB
+	if err := x.WriteReport(ctx); err != nil {
+		return nil, err
+	}
+	return res, nil
 }

@@ -314,7 +314,7 @@ func TestPrintPlans(t *testing.T) {
 			t.Errorf("%s: widest %d (want %d), ladder widths %v", tc.budget, widest, tc.widest, widths)
 		}
 		wants := []string{"LR grid (package tune, at the full horizon)", "throughput probe 20000 tokens/s", "expected wall time"}
-		anchorLine := fmt.Sprintf("anchor: claim 1 (reasoning) on the anchor-function tasks: γ [0.5 1] × depth [2] × LR [0.0003 0.001] × seeds %v = %d cells × %d steps × 128 sequences", d.Seeds, 4*tc.seeds, tc.anchorSteps)
+		anchorLine := fmt.Sprintf("anchor: claim 1 (reasoning) on the anchor-function tasks: γ [0.5 1] × depth [2] × LR [0.0003 0.001] = 4 cells per seed × %d steps × 128 sequences, width 128, one head (anchor), on seeds %v", tc.anchorSteps, d.Seeds)
 		if tc.tier == "24h" { // H2's ladder at its own horizon, every rung ≥ 1,000 steps, tuned at both ends
 			wants = append(wants, "ladder at its own horizon: 5 tokens per non-embedding parameter", "rung width 96: N = 480096, 1173 steps",
 				"rung width 240: N = 2997360, 7319 steps", "at both ends (widths [96 240])")

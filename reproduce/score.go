@@ -62,7 +62,10 @@ func (s *RunScore) OODBitsPerByte() map[string]float64 {
 // scoreRun scores the final model of the run in dir (cached in the run directory, train.VerdictScore): eval.ScoreHeldOut on the
 // prepared directory dataDir, eval.ScoreOOD with its tokenizer, and the last diagnostics record's saturation
 // and sink rate.
-func scoreRun(dir, dataDir string, sc scoring) (*RunScore, error) {
+func scoreRun(ctx context.Context, dir, dataDir string, sc scoring) (*RunScore, error) {
+	if ctx.Err() != nil { // stopped (SIGTERM) between models: the scores so far are cached, the next call goes on
+		return nil, fmt.Errorf("%w before scoring %s: %w", train.ErrInterrupted, dir, context.Cause(ctx))
+	}
 	run, err := train.OpenRun(dir)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -36,11 +37,11 @@ type RunRecord struct {
 }
 
 // scoreRuns scores every finished run of the outcome (RunScore, cached per run directory), in run order.
-func scoreRuns(out *experiment.Outcome, sc scoring) ([]RunRecord, error) {
+func scoreRuns(ctx context.Context, out *experiment.Outcome, sc scoring) ([]RunRecord, error) {
 	var recs []RunRecord
 	for _, r := range out.RunList {
 		c := r.Config
-		s, err := scoreRun(r.Dir, out.DataDir, sc)
+		s, err := scoreRun(ctx, r.Dir, out.DataDir, sc)
 		if err != nil {
 			return nil, err
 		}

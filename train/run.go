@@ -544,132 +544,36 @@ func (r *runner) evalVal() (float64, error) {
 	return l, err
 }
 
-// loop runs steps r.st.Step .. total.
+// loop runs steps r.st.Step .. total, as llm.c's training loop reads: the learning rate, one step, the counts,
+// the metrics line when due, diagnostics, and the snapshot and checkpoint when due; then the final model.
 func (r *runner) loop(ctx context.Context) (Result, error) {
 	c := r.c
 	total := c.TotalSteps()
-	T, B := c.Model.SeqLen, c.Train.BatchSize
-	in, tg := make([]int32, B*T), make([]int32, B*T)
-	mf, err := inputfile.OpenAppend(filepath.Join(r.dir, rundir.MetricsFile))
+	in, tg := make([]int32, c.Train.BatchSize*c.Model.SeqLen), make([]int32, c.Train.BatchSize*c.Model.SeqLen)
+	lg, err := r.openMetrics(total)
 	if err != nil {
-		return Result{}, fmt.Errorf("metrics: %w", err)
+		return Result{}, err
 	}
-	defer mf.Close()
-	enc := json.NewEncoder(mf)
-	var bar *progressbar.ProgressBar
-	if r.o.Progress && r.o.Log != nil {
-		bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(r.o.Log), progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(30), progressbar.OptionSetDescription("train"),
-			progressbar.OptionOnCompletion(func() { fmt.Fprintln(r.o.Log) }))
-		bar.Set(r.st.Step)
-	}
-	write := func(m rundir.Metrics) error {
-		if err := enc.Encode(m); err != nil {
-			return fmt.Errorf("metrics %s: %w", mf.Name(), err)
-		}
-		pos, err := mf.Seek(0, io.SeekCurrent)
-		r.st.MetricsBytes = pos
-		return err
-	}
+	defer lg.f.Close()
 	startStep := r.st.Step
-	if r.st.Step < total {
-		if err := r.recordSegment(); err != nil {
-			return Result{}, err
-		}
+	if err := r.begin(lg, total); err != nil {
+		return Result{}, err
 	}
-	if r.st.Step == 0 {
-		if err := r.diagnose(); err != nil {
-			return Result{}, err
-		}
-	}
-	if r.st.Step == 0 && c.Train.EvalInterval > 0 && r.val != nil {
-		v, err := r.evalVal()
-		if err != nil {
-			return Result{}, err
-		}
-		if err := write(rundir.Metrics{Step: 0, ValLoss: finite(v)}); err != nil {
-			return Result{}, err
-		}
-		r.logf("step %6d  val loss %.4f\n", 0, v)
-	}
-	// abandoned stops the run, writing nothing more, once its directory has another owner (ErrAbandoned).
-	abandoned := func() error {
-		if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrAbandoned) {
-			return fmt.Errorf("%w at step %d, nothing more written: %w", ErrInterrupted, r.st.Step, context.Cause(ctx))
-		}
-		return nil
-	}
-	intervalStart, intervalTokens := time.Now(), int64(0)
-	var lastLoss, lastVal float64 = math.NaN(), math.NaN()
+	lg.intervalStart = time.Now() // the first interval's throughput leaves out the step-0 diagnostics and evaluation
 	for r.st.Step < total {
 		step := r.st.Step
 		lr := r.sched.LR(step)
-		r.samp.Next(in, tg)
-		maskTargets(c, tg)
-		loss, err := r.m.Forward(in, tg)
+		loss, gn, err := r.trainStep(step, lr, in, tg)
 		if err != nil {
-			return Result{}, fmt.Errorf("step %d: %w", step, err)
-		}
-		r.m.ZeroGrads()
-		r.m.Backward()
-		gn := r.opt.GradNorm(r.m.Grads.Flat)
-		if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(gn) || math.IsInf(gn, 0) {
-			if !c.Train.SkipNonFinite {
-				last := r.lastCk
-				if last == "" {
-					last = "none (set train.skip_nonfinite = true to skip such batches)"
-				}
-				return Result{}, fmt.Errorf("step %d: non-finite loss %v or gradient norm %v; last good checkpoint: %s", step, loss, gn, last)
-			}
-			r.st.Skipped++
-		} else {
-			r.opt.Update(r.m.Params.Flat, r.m.Grads.Flat, lr, optim.ClipScale(gn, c.Train.GradClip))
-			r.m.BalanceRouters() // MoE selection bias (router_bias_update_rate > 0), from this step's expert loads
-			r.st.LossSum += loss
-			r.st.LossCount++
-		}
-		if err := abandoned(); err != nil { // before this step writes metrics, diagnostics or a checkpoint
 			return Result{}, err
 		}
-		r.st.Step++
-		r.st.Tokens += int64(B * T)
-		r.st.Epoch, r.st.Pos = r.samp.Epoch, r.samp.Pos
-		r.st.AdamStep = r.opt.Step
-		intervalTokens += int64(B * T)
-		if bar != nil {
-			bar.Describe(fmt.Sprintf("loss %.4f", loss))
-			bar.Add(1)
+		if err := r.abandoned(ctx); err != nil { // before this step writes metrics, diagnostics or a checkpoint
+			return Result{}, err
 		}
-
+		r.advance(lg, loss)
 		done := r.st.Step == total
-		evalNow := r.val != nil && ((c.Train.EvalInterval > 0 && r.st.Step%c.Train.EvalInterval == 0) || done)
-		if r.st.Step%c.Train.LogInterval == 0 || done || evalNow {
-			mt := rundir.Metrics{Step: r.st.Step, Tokens: r.st.Tokens, LR: lr, GradNorm: gn, Skipped: r.st.Skipped}
-			if math.IsNaN(gn) || math.IsInf(gn, 0) {
-				mt.GradNorm = 0 // a skipped batch (skip_nonfinite): JSON has no NaN; Skipped counts it
-			}
-			if r.st.LossCount > 0 {
-				mt.Loss = r.st.LossSum / float64(r.st.LossCount)
-				lastLoss = mt.Loss
-			}
-			mt.TokensPerS = float64(intervalTokens) / time.Since(intervalStart).Seconds()
-			if evalNow {
-				v, err := r.evalVal()
-				if err != nil {
-					return Result{}, err
-				}
-				mt.ValLoss, lastVal = finite(v), v
-			}
-			if err := write(mt); err != nil {
-				return Result{}, err
-			}
-			line := fmt.Sprintf("step %6d/%d  loss %.4f  lr %.2e  grad norm %.3f  %.0f tok/s", mt.Step, total, mt.Loss, lr, gn, mt.TokensPerS)
-			if evalNow {
-				line += fmt.Sprintf("  val loss %.4f", lastVal)
-			}
-			r.logf("%s\n", line)
-			r.st.LossSum, r.st.LossCount = 0, 0
-			intervalStart, intervalTokens = time.Now(), 0
+		if err := r.logStep(lg, total, lr, gn, done); err != nil {
+			return Result{}, err
 		}
 		if err := r.diagnose(); err != nil {
 			return Result{}, err
@@ -677,38 +581,214 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 		if r.o.AfterStep != nil {
 			r.o.AfterStep(r.st.Step)
 		}
-		if err := abandoned(); err != nil {
+		if err := r.abandoned(ctx); err != nil {
 			return Result{}, err
 		}
-		if slices.Contains(c.Train.SnapshotSteps, r.st.Step) {
-			// Before the step's regular checkpoint: a crash between the two resumes from an earlier
-			// checkpoint and writes this snapshot again, identically.
-			if err := mf.Sync(); err != nil {
-				return Result{}, fmt.Errorf("metrics %s: %w", mf.Name(), err)
-			}
-			if _, err := saveState(filepath.Join(r.dir, snapshotsDir), r.m, r.opt, r.st, initRecord(c), 0); err != nil {
-				return Result{}, fmt.Errorf("snapshot: %w", err)
-			}
-		}
-		interrupted := ctx.Err() != nil
-		if done || interrupted || (c.Train.CheckpointEvery > 0 && r.st.Step%c.Train.CheckpointEvery == 0) {
-			// The checkpoint records the metrics' length; make those bytes durable first, so that after a
-			// machine crash the checkpoint never claims more than the file holds.
-			if err := mf.Sync(); err != nil {
-				return Result{}, fmt.Errorf("metrics %s: %w", mf.Name(), err)
-			}
-			ck, err := saveCheckpoint(r.dir, r.m, r.opt, r.st, initRecord(c), c.Train.KeepCheckpoints)
-			if err != nil {
-				return Result{}, err
-			}
-			r.lastCk = ck
-		}
-		if interrupted && !done {
-			return Result{}, fmt.Errorf("%w at step %d: checkpoint %s written; resume %s to continue", ErrInterrupted, r.st.Step, r.lastCk, r.dir)
+		if err := r.save(ctx, lg, done); err != nil {
+			return Result{}, err
 		}
 	}
-	// The tokenizer first: model.Save writes config.json last, and its presence is what tells a finished run
-	// (sweep's done marker), so final/ must be whole by then.
+	return r.finish(startStep, total, lg)
+}
+
+// metricsLog is a run's metrics.jsonl open for appending, its progress bar (nil: none) and the logging
+// interval the next line averages over.
+type metricsLog struct {
+	f   *os.File
+	enc *json.Encoder
+	bar *progressbar.ProgressBar
+	// intervalStart and intervalTokens measure the throughput since the last line; lastLoss and lastVal are
+	// the last logged losses (NaN: none yet), the result of a run this call trained.
+	intervalStart     time.Time
+	intervalTokens    int64
+	lastLoss, lastVal float64
+}
+
+// openMetrics opens the run's metrics.jsonl for appending and, with Options.Progress and a Log, a progress bar
+// of total steps at the run's step.
+func (r *runner) openMetrics(total int) (*metricsLog, error) {
+	mf, err := inputfile.OpenAppend(filepath.Join(r.dir, rundir.MetricsFile))
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	lg := &metricsLog{f: mf, enc: json.NewEncoder(mf), intervalStart: time.Now(), lastLoss: math.NaN(), lastVal: math.NaN()}
+	if r.o.Progress && r.o.Log != nil {
+		lg.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(r.o.Log), progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(30), progressbar.OptionSetDescription("train"),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(r.o.Log) }))
+		lg.bar.Set(r.st.Step)
+	}
+	return lg, nil
+}
+
+// write appends one metrics line and records the file's length in the state (the checkpoint's MetricsBytes).
+func (r *runner) write(lg *metricsLog, m rundir.Metrics) error {
+	if err := lg.enc.Encode(m); err != nil {
+		return fmt.Errorf("metrics %s: %w", lg.f.Name(), err)
+	}
+	pos, err := lg.f.Seek(0, io.SeekCurrent)
+	r.st.MetricsBytes = pos
+	return err
+}
+
+// begin opens a segment of the run's record when steps remain and, at step 0, takes the initial diagnostics
+// and logs the initial validation loss.
+func (r *runner) begin(lg *metricsLog, total int) error {
+	if r.st.Step < total {
+		if err := r.recordSegment(); err != nil {
+			return err
+		}
+	}
+	if r.st.Step != 0 {
+		return nil
+	}
+	if err := r.diagnose(); err != nil {
+		return err
+	}
+	if r.c.Train.EvalInterval <= 0 || r.val == nil {
+		return nil
+	}
+	v, err := r.evalVal()
+	if err != nil {
+		return err
+	}
+	if err := r.write(lg, rundir.Metrics{Step: 0, ValLoss: finite(v)}); err != nil {
+		return err
+	}
+	r.logf("step %6d  val loss %.4f\n", 0, v)
+	return nil
+}
+
+// trainStep is one optimisation step at learning rate lr: the next batch into in and tg, forward, backward,
+// the gradient norm, and the clipped AdamW update; a non-finite loss or gradient norm is an error naming the
+// last good checkpoint, or with train.skip_nonfinite a skipped batch (counted, not applied).
+func (r *runner) trainStep(step int, lr float64, in, tg []int32) (loss, gn float64, err error) {
+	c := r.c
+	r.samp.Next(in, tg)
+	maskTargets(c, tg)
+	if loss, err = r.m.Forward(in, tg); err != nil {
+		return 0, 0, fmt.Errorf("step %d: %w", step, err)
+	}
+	r.m.ZeroGrads()
+	r.m.Backward()
+	gn = r.opt.GradNorm(r.m.Grads.Flat)
+	if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(gn) || math.IsInf(gn, 0) {
+		if !c.Train.SkipNonFinite {
+			last := r.lastCk
+			if last == "" {
+				last = "none (set train.skip_nonfinite = true to skip such batches)"
+			}
+			return 0, 0, fmt.Errorf("step %d: non-finite loss %v or gradient norm %v; last good checkpoint: %s", step, loss, gn, last)
+		}
+		r.st.Skipped++
+		return loss, gn, nil
+	}
+	r.opt.Update(r.m.Params.Flat, r.m.Grads.Flat, lr, optim.ClipScale(gn, c.Train.GradClip))
+	r.m.BalanceRouters() // MoE selection bias (router_bias_update_rate > 0), from this step's expert loads
+	r.st.LossSum += loss
+	r.st.LossCount++
+	return loss, gn, nil
+}
+
+// abandoned stops the run, writing nothing more, once its directory has another owner (ErrAbandoned).
+func (r *runner) abandoned(ctx context.Context) error {
+	if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrAbandoned) {
+		return fmt.Errorf("%w at step %d, nothing more written: %w", ErrInterrupted, r.st.Step, context.Cause(ctx))
+	}
+	return nil
+}
+
+// advance counts the step just taken: the step, its tokens, the sampler's position and the optimiser's step
+// in the state, and the progress bar.
+func (r *runner) advance(lg *metricsLog, loss float64) {
+	tokens := int64(r.c.Train.BatchSize * r.c.Model.SeqLen)
+	r.st.Step++
+	r.st.Tokens += tokens
+	r.st.Epoch, r.st.Pos = r.samp.Epoch, r.samp.Pos
+	r.st.AdamStep = r.opt.Step
+	lg.intervalTokens += tokens
+	if lg.bar != nil {
+		lg.bar.Describe(fmt.Sprintf("loss %.4f", loss))
+		lg.bar.Add(1)
+	}
+}
+
+// logStep writes the metrics line of the step just taken when it is due (every train.log_interval steps, an
+// evaluation step, the last step): the mean training loss since the last line, the learning rate lr, the
+// gradient norm gn, the throughput and, at evaluation steps, the validation loss.
+func (r *runner) logStep(lg *metricsLog, total int, lr, gn float64, done bool) error {
+	c := r.c
+	evalNow := r.val != nil && ((c.Train.EvalInterval > 0 && r.st.Step%c.Train.EvalInterval == 0) || done)
+	if r.st.Step%c.Train.LogInterval != 0 && !done && !evalNow {
+		return nil
+	}
+	mt := rundir.Metrics{Step: r.st.Step, Tokens: r.st.Tokens, LR: lr, GradNorm: gn, Skipped: r.st.Skipped}
+	if math.IsNaN(gn) || math.IsInf(gn, 0) {
+		mt.GradNorm = 0 // a skipped batch (skip_nonfinite): JSON has no NaN; Skipped counts it
+	}
+	if r.st.LossCount > 0 {
+		mt.Loss = r.st.LossSum / float64(r.st.LossCount)
+		lg.lastLoss = mt.Loss
+	}
+	mt.TokensPerS = float64(lg.intervalTokens) / time.Since(lg.intervalStart).Seconds()
+	if evalNow {
+		v, err := r.evalVal()
+		if err != nil {
+			return err
+		}
+		mt.ValLoss, lg.lastVal = finite(v), v
+	}
+	if err := r.write(lg, mt); err != nil {
+		return err
+	}
+	line := fmt.Sprintf("step %6d/%d  loss %.4f  lr %.2e  grad norm %.3f  %.0f tok/s", mt.Step, total, mt.Loss, lr, gn, mt.TokensPerS)
+	if evalNow {
+		line += fmt.Sprintf("  val loss %.4f", lg.lastVal)
+	}
+	r.logf("%s\n", line)
+	r.st.LossSum, r.st.LossCount = 0, 0
+	lg.intervalStart, lg.intervalTokens = time.Now(), 0
+	return nil
+}
+
+// save writes the step's snapshot (train.snapshot_steps) and checkpoint (every train.checkpoint_interval
+// steps, the last step, or on interruption, when it then stops the run with ErrInterrupted), the metrics made
+// durable first.
+func (r *runner) save(ctx context.Context, lg *metricsLog, done bool) error {
+	c := r.c
+	if slices.Contains(c.Train.SnapshotSteps, r.st.Step) {
+		// Before the step's regular checkpoint: a crash between the two resumes from an earlier
+		// checkpoint and writes this snapshot again, identically.
+		if err := lg.f.Sync(); err != nil {
+			return fmt.Errorf("metrics %s: %w", lg.f.Name(), err)
+		}
+		if _, err := saveState(filepath.Join(r.dir, snapshotsDir), r.m, r.opt, r.st, initRecord(c), 0); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+	}
+	interrupted := ctx.Err() != nil
+	if done || interrupted || (c.Train.CheckpointEvery > 0 && r.st.Step%c.Train.CheckpointEvery == 0) {
+		// The checkpoint records the metrics' length; make those bytes durable first, so that after a
+		// machine crash the checkpoint never claims more than the file holds.
+		if err := lg.f.Sync(); err != nil {
+			return fmt.Errorf("metrics %s: %w", lg.f.Name(), err)
+		}
+		ck, err := saveCheckpoint(r.dir, r.m, r.opt, r.st, initRecord(c), c.Train.KeepCheckpoints)
+		if err != nil {
+			return err
+		}
+		r.lastCk = ck
+	}
+	if interrupted && !done {
+		return fmt.Errorf("%w at step %d: checkpoint %s written; resume %s to continue", ErrInterrupted, r.st.Step, r.lastCk, r.dir)
+	}
+	return nil
+}
+
+// finish writes the final model (the tokenizer first: model.Save writes config.json last, and its presence is
+// what tells a finished run, sweep's done marker, so final/ must be whole by then) and returns the run's result.
+func (r *runner) finish(startStep, total int, lg *metricsLog) (Result, error) {
+	c := r.c
 	final := filepath.Join(r.dir, rundir.FinalDir)
 	if err := os.MkdirAll(final, 0o755); err != nil {
 		return Result{}, fmt.Errorf("final model: %w", err)
@@ -727,7 +807,7 @@ func (r *runner) loop(ctx context.Context) (Result, error) {
 	}
 	if startStep < total {
 		// The losses as computed: a non-finite validation loss is left out of metrics.jsonl but not of the result.
-		res.Loss, res.ValLoss = lastLoss, lastVal
+		res.Loss, res.ValLoss = lg.lastLoss, lg.lastVal
 	}
 	return res, nil
 }

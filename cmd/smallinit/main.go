@@ -10,7 +10,6 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/smallinit/smallinit/eval"
-	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/recipe"
 )
@@ -42,7 +41,7 @@ type cli struct {
 // vars are the values the flags' tags interpolate (${name}): lists that belong to a package's table.
 func vars() kong.Vars {
 	return kong.Vars{"init_rules": strings.Join(recipe.RuleNames(), ","), "eval_task_names": strings.Join(eval.KindNames(), ", "),
-		"builtin_plans": strings.Join(experiment.Builtins(), ", ")}
+		"builtin_plans": strings.Join(planNames(), ", ")}
 }
 
 func main() {

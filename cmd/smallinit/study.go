@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/reproduce"
 	"github.com/smallinit/smallinit/summary"
 )
 
@@ -33,12 +37,30 @@ type studyCmd struct {
 	engineFlags `embed:""` // --engine, --device, --torch-python, --torch-path (engine.go)
 }
 
-// loadPlan loads a plan file or a built-in plan (experiment.Load) and, when the name is both, says on log which
-// one it used: a file of that name is run (one that is no readable plan file, such as a directory or a file too
-// large for a plan, is an error); the built-in runs only when nothing has its name.
+// designPlans are the plans that study designs own (package reproduce's), by name: `smallinit study NAME` runs
+// one as a plain plan (its groups, without the design's claims) or prints it, as it does experiment's built-in
+// plans, where no file or directory has the name.
+var designPlans = map[string]func() (*experiment.Plan, error){"reproduce": reproduce.Plan}
+
+// planNames are the names study takes for a plan that is not a file: experiment's built-ins and designPlans.
+func planNames() []string {
+	return append(experiment.Builtins(), slices.Sorted(maps.Keys(designPlans))...)
+}
+
+// loadPlan loads a plan file, a built-in plan (experiment.Load) or a design's plan (designPlans) and, when the
+// name is both a file and a plan, says on log which one it used: a file of that name is run (one that is no
+// readable plan file, such as a directory or a file too large for a plan, is an error); the named plan runs
+// only when nothing has its name.
 func loadPlan(path string, log io.Writer) (*experiment.Plan, error) {
+	load, design := designPlans[path]
+	if _, err := os.Stat(path); design && errors.Is(err, fs.ErrNotExist) {
+		return load()
+	}
 	p, err := experiment.Load(path)
-	if err != nil || !slices.Contains(experiment.Builtins(), path) {
+	if err != nil && design {
+		return nil, fmt.Errorf("%w; ./%s is not a plan file, and the plan %s runs only where no file or directory has its name (rename it, or run from another directory)", err, path, path)
+	}
+	if err != nil || !slices.Contains(planNames(), path) {
 		return p, err
 	}
 	if _, serr := os.Stat(path); serr == nil {
