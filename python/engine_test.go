@@ -6,8 +6,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/report"
 	"github.com/smallinit/smallinit/summary"
@@ -136,5 +138,30 @@ func TestEnginesTrainThePlanAlike(t *testing.T) {
 		if got := s.Engine != nil && s.Engine.Name == train.EngineTorch && s.Engine.Torch != "" && s.Engine.Device == "cpu"; got != want {
 			t.Errorf("%s engine's summary.json: engine %+v, want it named: %v", name, s.Engine, want)
 		}
+	}
+}
+
+// TestTorchEngineThroughput: the PyTorch engine's own throughput probe (what --budget sizes from under
+// --engine torch) times the trainer's step on its device and answers a positive tokens/s; a device it does not
+// have is an error naming the probe and the device.
+func TestTorchEngineThroughput(t *testing.T) {
+	py := needTorch(t)
+	here, _ := filepath.Abs(".")
+	t.Setenv("OMP_NUM_THREADS", "1")
+	p, err := arch.LookupPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Config
+	c.Dim, c.FFN, c.Layers, c.SeqLen, c.Vocab = 64, 192, 2, 32, 1024
+	e := train.TorchEngine{Python: py, PythonPath: here, Device: "cpu"}
+	tps, err := e.Throughput(context.Background(), c, 2, "")
+	if err != nil || !(tps > 0) {
+		t.Fatalf("throughput %g, %v: want a positive tokens/s", tps, err)
+	}
+	t.Logf("torch on the CPU, width 64, batch 2 x 32: %.0f tokens/s", tps)
+	e.Device = "cuda:99"
+	if _, err := e.Throughput(context.Background(), c, 2, ""); err == nil || !strings.Contains(err.Error(), "torch throughput probe") || !strings.Contains(err.Error(), "cuda:99") {
+		t.Errorf("a device that is not there: %v", err)
 	}
 }
