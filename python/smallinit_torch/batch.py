@@ -84,18 +84,43 @@ def check_supported(c: dict, mc, cfg_path: str) -> None:
 
 
 class Stack:
-    """The parameters of N models of one Config as tensors [N, *shape] named as Llama's (params), and their
+    """The parameters of N models of one Config, named as Llama's (params: name -> [N, *shape]), and their
     batched forward: losses(idx, targets) is the [N] vector of each run's mean next-token cross-entropy, run i
     reading only params[name][i] and idx[i]. The arithmetic is model.Llama's, op for op, with torch.bmm for
-    each run's F.linear."""
+    each run's F.linear.
+
+    Every parameter is a view of one buffer flat [N, total] (run i's parameters are row i, the matrices first:
+    the first n_decayed columns), so that the gradient norms, the clip and AdamW are a few whole-buffer
+    operations however many tensors the model has (a GPU launches them once a step, not once a tensor)."""
 
     def __init__(self, c, shapes: "dict[str, tuple]", n: int, device: torch.device) -> None:
         self.c, self.n = c, n
-        self.params = {name: torch.zeros((n,) + tuple(s), device=device, requires_grad=True) for name, s in shapes.items()}
+        order = [k for k, s in shapes.items() if len(s) == 2] + [k for k, s in shapes.items() if len(s) != 2]
+        size = {k: math.prod(s) for k, s in shapes.items()}
+        self.n_decayed = sum(size[k] for k, s in shapes.items() if len(s) == 2)
+        self.flat = torch.zeros(n, sum(size.values()), device=device)
+        self.order, self.slices, off = order, {}, 0
+        for k in order:
+            self.slices[k] = slice(off, off + size[k])
+            off += size[k]
+        self.params = {}
+        for k, s in shapes.items():  # the model's order (checkpoints list tensors in it)
+            self.params[k] = self.flat[:, self.slices[k]].view((n,) + tuple(s)).requires_grad_(True)
         self.attention = sdpa() or KERNELS["attention"] or attention_manual  # the solo fast step's
         self.rope = {}
 
     rope_table = Llama.rope_table  # the solo model's table, cached per (T, dtype, device) in self.rope
+
+    def grad(self) -> torch.Tensor:
+        """The gradients as one [N, total] tensor in flat's layout (one copy); the parameters' own are cleared."""
+        g = torch.cat([self.params[k].grad.reshape(self.n, -1) for k in self.order], dim=1)
+        for p in self.params.values():
+            p.grad = None
+        return g
+
+    def view(self, buf: torch.Tensor, i: int) -> "dict[str, torch.Tensor]":
+        """Run i's tensors of a buffer in flat's layout (the weights, or an AdamW moment), name -> tensor."""
+        return {k: buf[i, self.slices[k]].view(p.shape[1:]) for k, p in self.params.items()}
 
     def lin(self, x: torch.Tensor, name: str) -> torch.Tensor:
         """Each run's F.linear(x[i], W[i]) (+ bias): x [N, M, in] -> [N, M, out]."""
@@ -146,43 +171,38 @@ class Stack:
 
     def run(self, i: int) -> "dict[str, torch.Tensor]":
         """Run i's parameters, name -> tensor (views)."""
-        return {name: p.detach()[i] for name, p in self.params.items()}
+        return self.view(self.flat, i)
 
     def set_run(self, i: int, weights: "dict[str, torch.Tensor]") -> None:
         with torch.no_grad():
-            for name, p in self.params.items():
-                p[i].copy_(weights[name])
+            for k, w in self.run(i).items():
+                w.copy_(weights[k])
 
 
 class AdamW:
-    """torch.optim.AdamW's update (its single-tensor and foreach paths, op for op) on Stack parameters, each run
-    with its own learning rate and weight decay: p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g²;
-    p += (-lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps). Decay applies to matrices only (the solo
-    trainer's two parameter groups)."""
+    """torch.optim.AdamW's update (its single-tensor and foreach paths, op for op) on a Stack's flat buffer, each
+    run with its own learning rate and weight decay: p *= 1 - lr wd (the matrices only, as the solo trainer's
+    two parameter groups); m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g²;
+    p += (-lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps). m and v are in the flat layout."""
 
-    def __init__(self, params: "dict[str, torch.Tensor]", decayed: "set[str]", betas, eps: float) -> None:
-        self.params, self.decayed, (self.b1, self.b2), self.eps = params, decayed, betas, eps
-        self.m = {n: torch.zeros_like(p) for n, p in params.items()}
-        self.v = {n: torch.zeros_like(p) for n, p in params.items()}
+    def __init__(self, stack: Stack, betas, eps: float) -> None:
+        self.stack, (self.b1, self.b2), self.eps = stack, betas, eps
+        self.m, self.v = torch.zeros_like(stack.flat), torch.zeros_like(stack.flat)
         self.t = 0
 
-    def step(self, lrs: "list[float]", wds: "list[float]") -> None:
+    def step(self, g: torch.Tensor, lrs: "list[float]", wds: "list[float]") -> None:
+        """One update with the gradient g [N, total] (flat's layout)."""
         self.t += 1
         bc1, bc2 = 1 - self.b1 ** self.t, 1 - self.b2 ** self.t
-        some = next(iter(self.params.values()))
-        dev, N = some.device, some.shape[0]
-        decay = torch.tensor([1 - lr * wd for lr, wd in zip(lrs, wds)], dtype=torch.float32, device=dev)
-        neg_step = torch.tensor([-(lr / bc1) for lr in lrs], dtype=torch.float32, device=dev)
+        p, dev = self.stack.flat, self.stack.flat.device
+        decay = torch.tensor([[1 - lr * wd] for lr, wd in zip(lrs, wds)], dtype=torch.float32, device=dev)
+        neg_step = torch.tensor([[-(lr / bc1)] for lr in lrs], dtype=torch.float32, device=dev)
         with torch.no_grad():
-            for n, p in self.params.items():
-                shape = (N,) + (1,) * (p.dim() - 1)
-                if n in self.decayed:
-                    p.mul_(decay.view(shape))
-                m, v, g = self.m[n], self.v[n], p.grad
-                m.mul_(self.b1).add_(g, alpha=1 - self.b1)
-                v.mul_(self.b2).addcmul_(g, g, value=1 - self.b2)
-                denom = (v.sqrt() / math.sqrt(bc2)).add_(self.eps)
-                p.add_((m * neg_step.view(shape)).div_(denom))  # addcdiv's (value * m) / denom
+            p[:, :self.stack.n_decayed].mul_(decay)
+            self.m.mul_(self.b1).add_(g, alpha=1 - self.b1)
+            self.v.mul_(self.b2).addcmul_(g, g, value=1 - self.b2)
+            denom = (self.v.sqrt() / math.sqrt(bc2)).add_(self.eps)
+            p.add_((self.m * neg_step).div_(denom))  # addcdiv's (value * m) / denom
 
 
 class Member:
@@ -275,7 +295,7 @@ def _run_batch(args, ms: "list[Member]", stop: Stop) -> "list[list[dict]]":
     shapes = {n: tuple(p.shape) for n, p in template.named_parameters()}
     stack = Stack(mc, shapes, N, device)
     o = c0["optimizer"]
-    opt = AdamW(stack.params, {n for n, s in shapes.items() if len(s) == 2}, (o["beta1"], o["beta2"]), o["eps"])
+    opt = AdamW(stack, (o["beta1"], o["beta2"]), o["eps"])
     for m in ms:
         m.own = Owner(getattr(args, "lock_held", False))
         m.own.take(m.out)
@@ -356,18 +376,13 @@ def _run_batch(args, ms: "list[Member]", stop: Stop) -> "list[list[dict]]":
         xs, ys = zip(*(m.sampler.batch(m.sampler.next_ids(B), device) for m in ms))
         loss = stack.losses(torch.stack(xs), torch.stack(ys))
         loss.sum().backward()  # run i's gradient is that of its own loss alone
-        grads = [p.grad for p in stack.params.values()]
-        gn = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.reshape(N, -1), dim=1, dtype=torch.float64)
-                                                   for g in grads]), dim=0)
+        g = stack.grad()
+        gn = torch.linalg.vector_norm(g, dim=1, dtype=torch.float64)
         lossd = loss.detach().double()
         bad = ~(torch.isfinite(lossd) & torch.isfinite(gn))
         c64 = clip / (gn + 1e-6)
-        sc = torch.where((clip <= 0) | (c64 >= 1), torch.ones_like(c64), c64).float()
-        for g in grads:
-            g.mul_(sc.view((N,) + (1,) * (g.dim() - 1)))
-        opt.step(lrs, wds)
-        for p in stack.params.values():
-            p.grad = None
+        g.mul_(torch.where((clip <= 0) | (c64 >= 1), torch.ones_like(c64), c64).float()[:, None])
+        opt.step(g, lrs, wds)
         first_bad = torch.where(bad & (first_bad < 0), torch.full_like(first_bad, step), first_bad)
         dev_loss += lossd
         for m in ms:
@@ -425,10 +440,8 @@ def _run_batch(args, ms: "list[Member]", stop: Stop) -> "list[list[dict]]":
             settle()
             for m in ms:
                 os.fsync(m.mf.fileno())
-                moments = {}
-                for n, mm in opt.m.items():
-                    moments["exp_avg." + n] = mm[m.i]
-                    moments["exp_avg_sq." + n] = opt.v[n][m.i]
+                moments = {"exp_avg." + k: t for k, t in stack.view(opt.m, m.i).items()}
+                moments.update({"exp_avg_sq." + k: t for k, t in stack.view(opt.v, m.i).items()})
                 write_checkpoint(m.out, stack.run(m.i), moments, m.st, m.config_json, t["keep_checkpoints"])
         if stopping and not done:
             raise Stopped(f"{', '.join(m.out for m in ms)}: stopped by SIGTERM at step {st0['step']} of {total}, "
@@ -465,10 +478,9 @@ def resume_member(m: Member, stack: Stack, opt: AdamW, template: Llama, quiet: b
     load_weights(template, read_model_weights(ck), ck)
     adam_step, mom = read_moments(ck, st, list(template.named_parameters()))
     stack.set_run(m.i, dict(template.named_parameters()))
-    with torch.no_grad():
-        for n in stack.params:
-            opt.m[n][m.i].copy_(mom["exp_avg." + n])
-            opt.v[n][m.i].copy_(mom["exp_avg_sq." + n])
+    for buf, prefix in ((opt.m, "exp_avg."), (opt.v, "exp_avg_sq.")):
+        for k, t in stack.view(buf, m.i).items():
+            t.copy_(mom[prefix + k])
     for name, key in (("metrics.jsonl", "metrics_bytes"), ("diagnostics.jsonl", "diagnostics_bytes")):
         path = os.path.join(m.out, name)
         check_log(path, st[key])
