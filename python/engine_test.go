@@ -2,6 +2,7 @@ package python
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"math"
 	"os"
@@ -75,8 +76,18 @@ func TestEnginesTrainThePlanAlike(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("OMP_NUM_THREADS", "1")
 	outs := map[string]*experiment.Outcome{}
-	for _, eng := range []train.Engine{train.GoEngine{}, train.TorchEngine{Python: py, PythonPath: here, Device: "cpu"}} {
-		o := experiment.Options{Out: filepath.Join(dir, eng.Name()), Steps: 16, Jobs: 1, Log: io.Discard, Engine: eng}
+	const batched = "torch-batch" // the PyTorch engine with --torch-batch 4: the plan's 4 runs in one process
+	for _, v := range []struct {
+		name string
+		eng  train.Engine
+		jobs int
+	}{
+		{train.EngineGo, train.GoEngine{}, 1},
+		{train.EngineTorch, train.TorchEngine{Python: py, PythonPath: here, Device: "cpu"}, 1},
+		{batched, train.TorchEngine{Python: py, PythonPath: here, Device: "cpu", Batch: train.NewTorchBatcher(4)}, 4},
+	} {
+		eng := v.eng
+		o := experiment.Options{Out: filepath.Join(dir, v.name), Steps: 16, Jobs: v.jobs, Log: io.Discard, Engine: eng}
 		if te, ok := eng.(train.TorchEngine); ok { // as the command runs it: preflighted, recorded in summary.json
 			pe, probe, err := te.Preflight(context.Background())
 			if err != nil {
@@ -88,10 +99,25 @@ func TestEnginesTrainThePlanAlike(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s engine: %v", eng.Name(), err)
 		}
-		outs[eng.Name()] = out
+		outs[v.name] = out
 		for _, r := range out.RunList {
 			if got := train.EngineOf(r.Dir); got != eng.Name() {
 				t.Errorf("%s: records engine %q, trained by %q", r.Dir, got, eng.Name())
+			}
+			if v.name == batched { // trained in one process of 4 runs (pytorch.json's "batch")
+				var rec struct{ Batch int }
+				if b, err := os.ReadFile(filepath.Join(r.Dir, train.TorchRecordFile)); err != nil || json.Unmarshal(b, &rec) != nil || rec.Batch != 4 {
+					t.Errorf("%s: pytorch.json records a batch of %d runs (%v), want 4", r.Dir, rec.Batch, err)
+				}
+			}
+		}
+	}
+	// Batched, each run trains as it trains alone (float32 rounding: the batched matmuls sum in another order).
+	for i, a := range outs[train.EngineTorch].Rows {
+		b := outs[batched].Rows[i]
+		for _, v := range [][2]float64{{a.TrainLoss, b.TrainLoss}, {a.ValLoss, b.ValLoss}} {
+			if !(math.Abs(v[0]-v[1]) <= 1e-6*math.Abs(v[0])) {
+				t.Errorf("%s: loss %.9g alone, %.9g batched (tolerance 1e-6 relative)", a.Run, v[0], v[1])
 			}
 		}
 	}

@@ -12,7 +12,9 @@ are those of one run, whatever N.
 What may differ between the runs of a group (and what may not): the seed (weights and batch order), the [init]
 recipe (γ, rule, overrides), schedule.lr, optimizer.weight_decay and train.grad_clip, each run's own; every
 other key of the resolved run config (the model's shape, the batch, the steps, the schedule's form, the
-data) is the group's, and a run that differs is refused naming the key. Each run's step is the one
+data) is the group's but train.threads (the process's: --threads), and a run that differs is refused naming
+the key. The Go engine hands a study's runs here with `study --engine torch --torch-batch N`
+(train.TorchBatcher). Each run's step is the one
 `python -m smallinit_torch train` takes (its default fast step, one process, no gradient accumulation): the
 same windows in the same order, the same AdamW with its own learning rate and weight decay, its own gradient
 norm and clip factor, so its losses are its solo run's within float32 rounding (the batched matmuls sum in
@@ -39,19 +41,19 @@ import torch
 import torch.nn.functional as F
 
 from .data import Sampler, num_windows, open_tokens
-from .device import device_error_line, features, is_device_error, parse_device, sdpa
-from .files import USER_ERRORS, error_line
+from .device import features, parse_device, sdpa
 from .kernels import KERNELS
 from .model import Llama, attention_manual, check_memory, load_weights, read_config, rotate_half
 from .runconfig import load_run_config, lr_at, resolve_model, total_steps
 from .safetensors import read_model_weights, write_file_atomic
-from .train import (Owner, Stop, Stopped, check_log, checkpoint_name, initialise, list_checkpoints, metrics_line,
-                    read_moments, read_pytorch_json, read_state, start_run_dir, truncate, write_checkpoint,
-                    write_model_dir)
+from .train import (Owner, Stop, Stopped, check_log, checkpoint_name, die_with_parent, exit_on_errors, initialise,
+                    list_checkpoints, metrics_line, read_moments, read_pytorch_json, read_state, start_run_dir, truncate,
+                    write_checkpoint, write_model_dir)
 
-# PER_RUN are the run-config keys in which the runs of a group may differ (each run's own); every other key
-# is the group's.
+# PER_RUN are the run-config keys in which the runs of a group may differ (each run's own); PROCESS those the
+# process decides (train.threads: --threads, else the first run's); every other key is the group's.
 PER_RUN = (("seed",), ("init",), ("schedule", "lr"), ("optimizer", "weight_decay"), ("train", "grad_clip"))
+PROCESS = (("train", "threads"),)
 
 
 def group_keys(c: dict) -> dict:
@@ -64,7 +66,7 @@ def group_keys(c: dict) -> dict:
             out[sec] = v
             continue
         for k, x in v.items():
-            if (sec, k) not in PER_RUN:
+            if (sec, k) not in PER_RUN and (sec, k) not in PROCESS:
                 out[f"{sec}.{k}"] = x
     return out
 
@@ -276,8 +278,9 @@ def _run_batch(args, ms: "list[Member]", stop: Stop) -> "list[list[dict]]":
         raise ValueError(f"{ms[0].cfg_path}: train.tokens = {t['tokens']} is less than one step of batch_size x "
                          f"max_position_embeddings = {B} x {T} tokens")
     device = parse_device(args.device)
-    if t["threads"] > 0:
-        torch.set_num_threads(t["threads"])
+    threads = args.threads or t["threads"]
+    if threads > 0:
+        torch.set_num_threads(threads)
     if device.type == "cuda":
         torch.cuda.set_device(device)
         torch.set_float32_matmul_precision("highest" if args.no_tf32 else "high")
@@ -499,6 +502,7 @@ def parser():
     ap.add_argument("--device", default="auto", help="auto (a CUDA GPU when there is one), cpu, cuda or cuda:N")
     ap.add_argument("--no-tf32", action="store_true", help="f32 on CUDA in full float32 matmuls (TF32 off)")
     ap.add_argument("--max-steps", type=int, default=0, help="stop (with checkpoints) after this step, as an interruption")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads of the process (0: the first run's train.threads)")
     ap.add_argument("--quiet", action="store_true", help="print errors only")
     ap.add_argument("--lock-held", action="store_true",
                     help="the parent process holds every run's lock (the Go engine): watch it instead of taking it")
@@ -507,19 +511,9 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    if args.max_steps < 0:
-        sys.exit(f"smallinit_torch: --max-steps = {args.max_steps}: must be >= 0")
+    for flag, v in (("--max-steps", args.max_steps), ("--threads", args.threads)):
+        if v < 0:
+            sys.exit(f"smallinit_torch: {flag} = {v}: must be >= 0")
     if args.lock_held:
-        from .train import die_with_parent
         die_with_parent()
-    try:
-        run_batch(args)
-    except Stopped as e:
-        print(f"smallinit_torch: {e}", file=sys.stderr)
-        sys.exit(143)
-    except USER_ERRORS as e:
-        sys.exit(error_line(e))
-    except RuntimeError as e:
-        if not is_device_error(e):
-            raise
-        sys.exit(device_error_line(e, args.device))
+    exit_on_errors(run_batch, args)

@@ -866,17 +866,20 @@ def main(argv=None):
             sys.exit(f"smallinit_torch: {flag} = {v}: must be >= {lo}")
     if args.lock_held:
         die_with_parent()
+    exit_on_errors(spawn if args.spawn > 1 else run, args)
+
+
+def exit_on_errors(train, args) -> None:
+    """train(args), its ends as a command's: a SIGTERM stop is exit 143 after saying where; a user error and a
+    device error (a CUDA error, out of device memory) are one line naming the file or device, no traceback."""
     try:
-        if args.spawn > 1:
-            spawn(args)
-        else:
-            run(args)
+        train(args)
     except Stopped as e:
         print(f"smallinit_torch: {e}", file=sys.stderr)
         sys.exit(143)
     except USER_ERRORS as e:
         sys.exit(error_line(e))
-    except RuntimeError as e:  # a CUDA error, out of device memory: one line naming the device, no traceback
+    except RuntimeError as e:
         if not is_device_error(e):
             raise
         sys.exit(device_error_line(e, args.device))
