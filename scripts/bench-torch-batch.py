@@ -9,15 +9,15 @@ torch.profiler, from which the GPU figure is estimated (a step of these sizes is
 Throughput: for each N, N run configs (seeds 0..N-1, γ and lr varied) trained for --steps steps, once as one
 train-batch process and once as N train processes started together (as `study --jobs N` starts them), each
 with train.threads = 1; the figure is the runs' tokens over the wall time from start to the last exit
-(start-up included: both pay it, N times or once), and the steady tokens/s from metrics.jsonl (median over
-the steps after the third; batched: the process's, N runs' tokens). Launches: the leaf aten operators of one
+(start-up included: both pay it, N times or once), and the runs' tokens per CPU second the processes used
+(user + system, from wait4): on a machine shared with other work the wall time favours N processes, which get
+N shares of the cores, so the CPU time is the figure to compare there. Launches: the leaf aten operators of one
 step, view-only operators that launch no kernel left out: the forward and backward, and the update (gradient
 norm, clip, AdamW: the solo step's foreach AdamW, which on the CPU loops over the tensors, and the batched
 step's whole-buffer update), for the solo fast step and the batched step at each N."""
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -145,10 +145,16 @@ threads = 1
     return m, cfgs
 
 
-def steady(path, skip=3):
-    with open(path) as f:
-        v = [json.loads(l).get("tokens_per_s", 0) for l in f]
-    return statistics.median(v[skip:]) if len(v) > skip else float("nan")
+def wait_cpu(procs):
+    """Wait for procs; their CPU seconds (user + system, from wait4), or an error naming a failed one."""
+    cpu = 0.0
+    for p in procs:
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode:
+            raise SystemExit(f"{' '.join(p.args[:4])} exited {p.returncode}")
+        cpu += ru.ru_utime + ru.ru_stime
+    return cpu
 
 
 def throughput(a, n):
@@ -161,19 +167,15 @@ def throughput(a, n):
         for i, c in enumerate(cfgs):
             argv += ["--run", m, c, os.path.join(d, f"b{i}")]
         t0 = time.time()
-        subprocess.run(argv, env=env, check=True)
+        cb = wait_cpu([subprocess.Popen(argv, env=env)])
         wb = time.time() - t0
-        sb = n * steady(os.path.join(d, "b0", "metrics.jsonl"))
         t0 = time.time()
-        procs = [subprocess.Popen(py + ["train", "--quiet", "--device", "cpu", "--model", m, "--config", c, "--out",
-                                        os.path.join(d, f"s{i}")], env=env) for i, c in enumerate(cfgs)]
-        for p in procs:
-            if p.wait():
-                raise SystemExit(f"solo run exited {p.returncode}")
+        cs = wait_cpu([subprocess.Popen(py + ["train", "--quiet", "--device", "cpu", "--model", m, "--config", c, "--out",
+                                              os.path.join(d, f"s{i}")], env=env) for i, c in enumerate(cfgs)])
         ws = time.time() - t0
-        ss = sum(steady(os.path.join(d, f"s{i}", "metrics.jsonl")) for i in range(n))
-    return {"n": n, "batched_wall_s": wb, "batched_tokens_per_s": tokens / wb, "batched_steady": sb,
-            "solo_wall_s": ws, "solo_tokens_per_s": tokens / ws, "solo_steady": ss}
+    return {"n": n, "tokens": tokens, "batched_wall_s": round(wb, 1), "batched_cpu_s": round(cb, 1),
+            "batched_tokens_per_cpu_s": round(tokens / cb), "solo_wall_s": round(ws, 1), "solo_cpu_s": round(cs, 1),
+            "solo_tokens_per_cpu_s": round(tokens / cs), "load": os.getloadavg()[0]}
 
 
 def main():

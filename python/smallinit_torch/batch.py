@@ -241,6 +241,9 @@ def members_of(args) -> "list[Member]":
         ms.append(Member(len(ms), out, model_dir, cfg, False))
     if not ms:
         raise ValueError("train-batch: no runs: give --run MODEL_DIR CONFIG OUT or --resume OUT")
+    if args.resume and args.run:
+        raise ValueError("train-batch: new runs (--run) and resumed ones (--resume) stand at different steps: "
+                         "start the new ones in a batch of their own")
     outs = [os.path.realpath(m.out) for m in ms]
     if len(set(outs)) != len(outs):
         raise ValueError(f"train-batch: a run directory is named twice ({', '.join(m.out for m in ms)})")

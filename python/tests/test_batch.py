@@ -161,6 +161,11 @@ class TestBatch(unittest.TestCase):
             batch_main(["--quiet", "--device", "cpu", "--run", self.inputs[0][0], self.inputs[0][1], outs[0],
                         "--run", self.inputs[0][0], self.inputs[1][1], outs[0]])
         self.assertIn("named twice", str(e.exception.code))
+        self.batch(outs[:1] + [os.path.join(self.d, "r-other")], "--max-steps", "3")
+        with self.assertRaises(SystemExit) as e:  # a resumed run and a new one: refused before a file is written
+            batch_main(["--quiet", "--device", "cpu", "--resume", outs[0], "--run", self.inputs[1][0], self.inputs[1][1], outs[1]])
+        self.assertIn("different steps", str(e.exception.code))
+        self.assertFalse(os.path.exists(outs[1]))
 
 
 if __name__ == "__main__":
