@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +18,8 @@ import (
 	"github.com/smallinit/smallinit/train"
 )
 
-// enginePlan is a 2-arm × 2-seed plan (γ 0.5 and 1 with both fixes) small enough for a test: width 64, 2 layers,
+// enginePlan is a 3-arm × 2-seed plan (γ 0.5 and 1 with both fixes, and γ 1 with neither: ε = 1e-5, no gate)
+// small enough for a test: width 64, 2 layers,
 // 32 positions, vocabulary 1024, 16 steps of batch 4.
 const enginePlan = `name = "engines"
 title = "engine equality"
@@ -61,6 +63,10 @@ set = { "init.gamma" = 0.5 }
 [[group.arm]]
 name = "gamma1"
 set = { "init.gamma" = 1.0 }
+
+[[group.arm]]
+name = "gamma1-unfixed"
+set = { "init.gamma" = 1.0, "model.norm_eps" = 1e-5, "model.attn_gate" = "none" }
 `
 
 // TestEnginesTrainThePlanAlike runs one plan through the Go engine and through the PyTorch trainer (both on
@@ -104,15 +110,22 @@ func TestEnginesTrainThePlanAlike(t *testing.T) {
 			if got := train.EngineOf(r.Dir); got != eng.Name() {
 				t.Errorf("%s: records engine %q, trained by %q", r.Dir, got, eng.Name())
 			}
-			if v.name == batched { // trained in one process of 4 runs (pytorch.json's "batch")
+			if v.name == batched { // the fixed arms' 4 runs in one process, the unfixed arm's 2 in another
 				var rec struct{ Batch int }
-				if b, err := os.ReadFile(filepath.Join(r.Dir, train.TorchRecordFile)); err != nil || json.Unmarshal(b, &rec) != nil || rec.Batch != 4 {
-					t.Errorf("%s: pytorch.json records a batch of %d runs (%v), want 4", r.Dir, rec.Batch, err)
+				want := 4
+				if strings.Contains(r.Dir, "unfixed") {
+					want = 2
+				}
+				if b, err := os.ReadFile(filepath.Join(r.Dir, train.TorchRecordFile)); err != nil || json.Unmarshal(b, &rec) != nil || rec.Batch != want {
+					t.Errorf("%s: pytorch.json records a batch of %d runs (%v), want %d", r.Dir, rec.Batch, err, want)
 				}
 			}
 		}
 	}
 	// Batched, each run trains as it trains alone (float32 rounding: the batched matmuls sum in another order).
+	if len(outs[batched].Rows) != len(outs[train.EngineTorch].Rows) {
+		t.Fatalf("summary rows: batched %d, alone %d", len(outs[batched].Rows), len(outs[train.EngineTorch].Rows))
+	}
 	for i, a := range outs[train.EngineTorch].Rows {
 		b := outs[batched].Rows[i]
 		for _, v := range [][2]float64{{a.TrainLoss, b.TrainLoss}, {a.ValLoss, b.ValLoss}} {
@@ -122,8 +135,8 @@ func TestEnginesTrainThePlanAlike(t *testing.T) {
 		}
 	}
 	g, tr := outs[train.EngineGo].Rows, outs[train.EngineTorch].Rows
-	if len(g) != 4 || len(tr) != len(g) {
-		t.Fatalf("summary rows: go %d, torch %d, want 4 each", len(g), len(tr))
+	if len(g) != 6 || len(tr) != len(g) {
+		t.Fatalf("summary rows: go %d, torch %d, want 6 each", len(g), len(tr))
 	}
 	worst := 0.0
 	for i := range g {
@@ -145,8 +158,8 @@ func TestEnginesTrainThePlanAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Varying) != 1 || d.Varying[0] != "init.gamma" || len(d.Arms) != 2 {
-		t.Fatalf("report: %d arms differing in %v (ignored %v), want 2 arms differing in init.gamma only", len(d.Arms), d.Varying, d.Ignored)
+	if !slices.Equal(d.Varying, []string{"init.gamma", "model.attn_gate", "model.norm_eps"}) || len(d.Arms) != 3 {
+		t.Fatalf("report: %d arms differing in %v (ignored %v), want 3 arms differing in init.gamma, the gate and ε", len(d.Arms), d.Varying, d.Ignored)
 	}
 	for _, a := range d.Arms {
 		if len(a.Runs) != 4 {
