@@ -374,29 +374,17 @@ func TestPackMatchesTwin(t *testing.T) {
 				for _, kc := range []int{min(g.kc, k-pc), min(7, k-pc)} {
 					for _, rows := range []int{1, g.mr - 1, g.mr, g.mr + 1, g.nr - 1, g.nr + 1, 3*g.mr + 2, 2*g.nr + 3, g.mc} {
 						for _, trans := range []bool{false, true} {
-							const off, pad = 3, 5
 							// The operand as A (transA = trans) and as B (transB = !trans), so that both packers see
 							// both memory layouts.
-							ld, n := k+pad, (off+rows)*(k+pad)
-							if trans {
-								ld, n = off+rows+pad, k*(off+rows+pad)
-							}
-							src := specialSlice(rng, n, true)
-							a := gemmArgs{transA: trans, transB: !trans, m: off + rows, n: off + rows, k: k, a: src, lda: ld, b: src, ldb: ld}
-							for _, tc := range []struct {
-								name       string
-								pack, twin packFunc
-								w          int
-							}{
-								{"packA", g.packA, packAGeneric, g.mr},
-								{"packB", g.packB, packBGeneric, g.nr},
-							} {
+							src, ld := packSource(rng, k, rows, trans)
+							a := gemmArgs{transA: trans, transB: !trans, m: packOff + rows, n: packOff + rows, k: k, a: src, lda: ld, b: src, ldb: ld}
+							for _, tc := range packCases(g, packAGeneric, packBGeneric) {
 								size := ceilDiv(rows, tc.w) * tc.w * kc
 								want, got := make([]float32, size), make([]float32, size)
 								fillGarbage(want)
 								fillGarbage(got)
-								tc.twin(g, &a, want, off, rows, pc, kc)
-								tc.pack(g, &a, got, off, rows, pc, kc)
+								tc.twin(g, &a, want, packOff, rows, pc, kc)
+								tc.pack(g, &a, got, packOff, rows, pc, kc)
 								if i := bitsDiffer(want, got); i >= 0 {
 									t.Fatalf("%s %s k=%d pc=%d kc=%d rows=%d k-across-rows=%v: word %d = %#08x, twin %#08x",
 										im.name, tc.name, k, pc, kc, rows, trans, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
@@ -408,4 +396,30 @@ func TestPackMatchesTwin(t *testing.T) {
 			}
 		}
 	}
+}
+
+// packOff is the first row (or column) the pack tests pack, so that they start inside the matrix.
+const packOff = 3
+
+// packSource returns an operand for the pack tests, filled by specialSlice, and its row stride: k deep and
+// packOff+rows wide, with k along each row, or (trans) across the rows, and the stride padded.
+func packSource(rng *rand.Rand, k, rows int, trans bool) ([]float32, int) {
+	const pad = 5
+	ld, n := k+pad, (packOff+rows)*(k+pad)
+	if trans {
+		ld, n = packOff+rows+pad, k*(packOff+rows+pad)
+	}
+	return specialSlice(rng, n, true), ld
+}
+
+// packCase is one packer of an implementation and the pure-Go twin it must match.
+type packCase struct {
+	name       string
+	pack, twin packFunc
+	w          int // the panel width (MR or NR)
+}
+
+// packCases are g's two packers with their twins.
+func packCases(g *gemmImpl, twinA, twinB packFunc) []packCase {
+	return []packCase{{"packA", g.packA, twinA, g.mr}, {"packB", g.packB, twinB, g.nr}}
 }

@@ -332,55 +332,50 @@ func packBBF16AVX2(im *gemmImpl, a *gemmArgs, dst []float32, j0, nc, pc, kc int)
 
 // packAAVX2Round is packAGeneric for MR = 6, with each value rounded to bf16 when round is set.
 func packAAVX2Round(a *gemmArgs, dst []float32, ic, mc, pc, kc int, round bool) {
-	const mr = 6
 	if a.transA {
-		copyPanelsAVX2(a.a[pc*a.lda+ic:], a.lda, kc, mc, dst, mr, round)
+		copyPanelsAVX2(a.a[pc*a.lda+ic:], a.lda, kc, mc, dst, 6, round)
 		return
 	}
-	nblk := kc / 8
-	for q0 := 0; q0 < mc; q0 += mr {
-		rows := min(mr, mc-q0)
-		d := dst[q0*kc : q0*kc+mr*kc]
-		i0 := ic + q0
-		if nblk > 0 {
-			ptrs := [8]*float32{&zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0]}
-			for r := 0; r < rows; r++ {
-				ptrs[r] = &a.a[(i0+r)*a.lda+pc]
-			}
-			if round {
-				transPack6RoundBF16AVX2(&ptrs, nblk, &d[0], mr)
-			} else {
-				transPack6AVX2(&ptrs, nblk, &d[0], mr)
-			}
-		}
-		gatherTail(a.a[i0*a.lda+pc:], a.lda, 8*nblk, kc, rows, d, mr, round)
-	}
+	gatherPanelsAVX2(a.a[ic*a.lda+pc:], a.lda, kc, mc, dst, 6, round)
 }
 
 // packBAVX2Round is packBGeneric for NR = 16, with each value rounded to bf16 when round is set.
 func packBAVX2Round(a *gemmArgs, dst []float32, j0, nc, pc, kc int, round bool) {
-	const nr = 16
-	if !a.transB {
-		copyPanelsAVX2(a.b[pc*a.ldb+j0:], a.ldb, kc, nc, dst, nr, round)
+	if a.transB {
+		gatherPanelsAVX2(a.b[j0*a.ldb+pc:], a.ldb, kc, nc, dst, 16, round)
 		return
 	}
+	copyPanelsAVX2(a.b[pc*a.ldb+j0:], a.ldb, kc, nc, dst, 16, round)
+}
+
+// gatherPanelsAVX2 is packGather for w = 6 or 16 (rounded to bf16 when round is set): each panel's 8-step
+// blocks through the assembly, 8 source rows at a time (a row past cols reads zeroRow), the steps past
+// the last block through gatherTail.
+func gatherPanelsAVX2(src []float32, lds, kc, cols int, dst []float32, w int, round bool) {
 	nblk := kc / 8
-	for q0 := 0; q0 < nc; q0 += nr {
-		cols := min(nr, nc-q0)
-		d := dst[q0*kc : q0*kc+nr*kc]
-		j := j0 + q0
-		for h := 0; nblk > 0 && h < nr; h += 8 {
+	for q0 := 0; q0 < cols; q0 += w {
+		n := min(w, cols-q0)
+		d := dst[q0*kc : q0*kc+w*kc]
+		s := src[q0*lds:]
+		for h := 0; nblk > 0 && h < w; h += 8 {
 			ptrs := [8]*float32{&zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0]}
-			for r := 0; h+r < cols && r < 8; r++ {
-				ptrs[r] = &a.b[(j+h+r)*a.ldb+pc]
+			for r := 0; r < 8 && h+r < n; r++ {
+				ptrs[r] = &s[(h+r)*lds]
 			}
-			if round {
-				transPack8RoundBF16AVX2(&ptrs, nblk, &d[h], nr)
-			} else {
-				transPack8AVX2(&ptrs, nblk, &d[h], nr)
+			switch {
+			case w == 16 && round:
+				transPack8RoundBF16AVX2(&ptrs, nblk, &d[h], w)
+			case w == 16:
+				transPack8AVX2(&ptrs, nblk, &d[h], w)
+			case w == 6 && round:
+				transPack6RoundBF16AVX2(&ptrs, nblk, &d[h], w)
+			case w == 6:
+				transPack6AVX2(&ptrs, nblk, &d[h], w)
+			default:
+				panic("kernel: gatherPanelsAVX2 packs panels of 6 or 16")
 			}
 		}
-		gatherTail(a.b[j*a.ldb+pc:], a.ldb, 8*nblk, kc, cols, d, nr, round)
+		gatherTail(s, lds, 8*nblk, kc, n, d, w, round)
 	}
 }
 

@@ -69,12 +69,18 @@ func roundBF16Y(x, out, t1, t2, zero VecPhysical, c bf16RoundConsts) {
 	VBLENDVPS(t1, t2, out, out) // those take the sign alone
 }
 
-// packName is the name of an AVX2 packer: base, the width, and the bf16 suffix.
-func packName(base string, w int, round bool) string {
+// packText opens the AVX2 packer named by base, w and round (base, the width, and the bf16 suffix) with
+// signature sig and the doc line doc (a format of the name, the packed value and w), the value being what,
+// or bf16(what) with round.
+func packText(base string, w int, round bool, sig, doc, what string) {
+	name := fmt.Sprintf("%s%dAVX2", base, w)
 	if round {
-		return fmt.Sprintf("%s%dRoundBF16AVX2", base, w)
+		name = fmt.Sprintf("%s%dRoundBF16AVX2", base, w)
+		what = "bf16(" + what + ")"
 	}
-	return fmt.Sprintf("%s%dAVX2", base, w)
+	TEXT(name, NOSPLIT, sig)
+	Pragma("noescape")
+	Doc(fmt.Sprintf(doc, name, what, w))
 }
 
 // copyPackAVX2 emits the row-copying packer of whole panels w wide (6: op(A)
@@ -82,14 +88,8 @@ func packName(base string, w int, round bool) string {
 // in groups of 8, each group spread over all panels, so that the source is
 // read row by row.
 func copyPackAVX2(w int, round bool) {
-	name := packName("copyPack", w, round)
-	TEXT(name, NOSPLIT, "func(src *float32, lds int, kc int, panels int, dst *float32)")
-	Pragma("noescape")
-	what := "src[kk*lds + q*w + c]"
-	if round {
-		what = "bf16(" + what + ")"
-	}
-	Doc(fmt.Sprintf("%s sets dst[q*kc*w + kk*w + c] = %s for kk < kc, q < panels, c < w = %d.", name, what, w))
+	packText("copyPack", w, round, "func(src *float32, lds int, kc int, panels int, dst *float32)",
+		"%s sets dst[q*kc*w + kk*w + c] = %s for kk < kc, q < panels, c < w = %d.", "src[kk*lds + q*w + c]")
 	src, lds, kc, qn0, dst := RSI, RBX, RCX, R8, RDI
 	ps, g, qn, srcq, dstq, s, d, n := R9, R10, R11, R12, R13, RAX, RDX, R14
 	Load(Param("src"), src)
@@ -181,14 +181,8 @@ func copyPackAVX2(w int, round bool) {
 // of w values. With w = 6 the rows are 24 bytes apart: each store but the
 // block's last writes 8 values, of which the next one overwrites 2.
 func transPackAVX2(w int, round bool) {
-	name := packName("transPack", w, round)
-	TEXT(name, NOSPLIT, "func(rows *[8]*float32, nblk int, dst *float32, dstStride int)")
-	Pragma("noescape")
-	what := "rows[r][kk]"
-	if round {
-		what = "bf16(" + what + ")"
-	}
-	Doc(fmt.Sprintf("%s sets dst[kk*dstStride + r] = %s for kk < 8·nblk and r < %d.", name, what, w))
+	packText("transPack", w, round, "func(rows *[8]*float32, nblk int, dst *float32, dstStride int)",
+		"%s sets dst[kk*dstStride + r] = %s for kk < 8·nblk and r < %d.", "rows[r][kk]")
 	if w != 6 && w != 8 {
 		panic("transPackAVX2: w must be 6 or 8")
 	}
