@@ -154,6 +154,9 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if err := checkRuns(p, len(o.Seeds)); err != nil {
 		return nil, err
 	}
+	if err := checkPairSeeds(p, o.Seeds); err != nil {
+		return nil, err
+	}
 	out := &Outcome{Plan: p, Out: o.Out, Seeds: o.Seeds, DataDir: filepath.Join(o.Out, DataDir)}
 	if o.Probes {
 		out.Suffix = "-probes"
@@ -193,6 +196,9 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		return nil, err
 	}
 	out.Seeds = o.Seeds
+	if err := checkPairSeeds(p, o.Seeds); err != nil { // the tier's seeds, as the sizing chose them
+		return nil, err
+	}
 	if o.Describe && o.Log != nil && !o.Task {
 		do := o
 		do.Steps = out.Steps
