@@ -323,7 +323,7 @@ func Run(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		dirs = append(dirs, filepath.Join(o.Out, g.Name+out.Suffix))
 	}
 	out.Report = filepath.Join(o.Out, "report"+out.Suffix+".html")
-	if err := writeReport(dirs, out.Report, p.Report.Title, out.CompareA, out.CompareB, max(o.Windows, p.Report.CompareWindows), o.Log); err != nil {
+	if err := writeReport(dirs, out, out.Report, p.Report.Title, out.CompareA, out.CompareB, max(o.Windows, p.Report.CompareWindows), o.Log); err != nil {
 		return nil, err
 	}
 	return out, nil
