@@ -645,6 +645,12 @@ func (p *Plan) SeedsFor(budget time.Duration) []uint64 {
 	return p.Seeds
 }
 
+// BudgetChooses says whether a budget chooses more than the steps per run (a tier, or LongSeeds): with the
+// steps given, such a plan still reads the budget, and another plan ignores it.
+func (p *Plan) BudgetChooses() bool {
+	return len(p.Tiers) > 0 || p.Budget.LongMinutes > 0 && len(p.Budget.LongSeeds) > 0
+}
+
 // SeedRange is the seeds 0 … n−1.
 func SeedRange(n int) []uint64 {
 	s := make([]uint64, n)

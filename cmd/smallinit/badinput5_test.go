@@ -1,0 +1,36 @@
+//go:build linux || darwin
+
+package main
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// modeCases are flags that did nothing in the mode their command ran in (issue 48, 2: `--device` with
+// `--engine go` was one; these are the others a survey of the commands found): each was ignored, and is
+// refused naming the flag, its value and the mode it needs.
+func modeCases() []badCase {
+	flag := func(cmd string, want []string, args ...string) badCase {
+		return badCase{name: "flag that does nothing: " + args[len(args)-2], cmd: cmd, want: want, setup: func(t *testing.T, cd string) ([]string, []string) {
+			return args, []string{"o", "r.html"}
+		}}
+	}
+	return []badCase{
+		flag("init", []string{"--gamma 0.5", "only with --rule gamma"}, "--out", "o", "--rule", "fixed", "--gamma", "0.5"),
+		flag("init", []string{"--std 0.01", "only with --rule fixed"}, "--out", "o", "--std", "0.01"),
+		flag("generate", []string{"--top-k 5", "--temperature > 0"}, "--model", fix("model"), "--prompt", "a", "--temperature", "0", "--top-k", "5"),
+		flag("generate", []string{"--seed 3", "greedy"}, "--model", fix("model"), "--prompt", "a", "--temperature", "0", "--seed", "3"),
+		flag("report", []string{"--compare-windows 5", "only with --compare A=DIR,B=DIR"}, fix("run"), "--out", "r.html", "--compare-windows", "5"),
+		flag("report", []string{"--width 800", "only with --screenshot"}, fix("run"), "--out", "r.html", "--width", "800"),
+		flag("report", []string{"--heatmap-tensor q_proj", "--no-heatmaps"}, fix("run"), "--out", "r.html", "--no-heatmaps", "--heatmap-tensor", "q_proj"),
+		flag("eval-tasks", []string{"--shots 3", "only with --fewshot"}, "--model", fix("model"), "--task", "lambada="+fix("lambada.jsonl"), "--shots", "3"),
+		flag("probes make", []string{"--digits 4", "not with --task"}, "--out", "o", "--task", "anchor", "--digits", "4"),
+		flag("anchor make", []string{"--examples 10", "only with --task anchor"}, "--out", "o", "--task", "anchor-mix", "--examples", "10"),
+		flag("coordcheck", []string{"--gamma 0.5", "--print-plan"}, "--print-plan", "--gamma", "0.5"),
+		flag("demo", []string{"--minutes 3", "no --steps"}, "--out", "o", "--steps", "1", "--minutes", "3"),
+		flag("study", []string{"plan demo", "--budget 10m0s", "no --steps"}, "demo", "--out", "o", "--steps", "1", "--budget", "10m"),
+		flag("study", []string{"plan coordcheck is a coordcheck plan", "--steps 5", "only with a training plan"}, "coordcheck", "--out", "o", "--steps", "5"),
+		flag("data prepare", []string{"--tokenizer-sample-mb 5", "not with --tokenizer"}, "--out", "o", "--tokenizer", filepath.Join(badFix, "model", "tokenizer.json"), "--tokenizer-sample-mb", "5"),
+	}
+}
