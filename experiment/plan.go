@@ -441,6 +441,11 @@ func Parse(text []byte) (*Plan, error) {
 	if err := checkName("name", p.Name); err != nil {
 		return nil, err
 	}
+	for _, t := range []struct{ what, s string }{{"title", p.Title}, {"report.title", p.Report.Title}, {"data.dir", p.Data.Dir}} {
+		if err := checkLine(t.what, t.s); err != nil {
+			return nil, err
+		}
+	}
 	if p.Kind == "" {
 		p.Kind = KindTrain
 	}
@@ -611,6 +616,9 @@ func Parse(text []byte) (*Plan, error) {
 	for i, pr := range f.Pair {
 		if pr.Name == "" || pr.A == "" || pr.B == "" || pr.A == pr.B {
 			return nil, fmt.Errorf("pair %d: want a name and two different arms a and b", i+1)
+		}
+		if err := checkLine(fmt.Sprintf("pair %d: name", i+1), pr.Name); err != nil {
+			return nil, err
 		}
 		for _, a := range []string{pr.A, pr.B} {
 			if p.findArm(a) == nil {
