@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -31,7 +32,7 @@ func (cmd *dataPrepareCmd) Validate() error {
 }
 
 func (cmd *auditCmd) Validate() error {
-	return inRange("--workers", cmd.Workers, 0, kernel.MaxWorkers, "0: all cores")
+	return errors.Join(inRange("--workers", cmd.Workers, 0, kernel.MaxWorkers, "0: all cores"), cmd.checkZ())
 }
 
 // MaxBenchSteps bounds bench's --steps and --warmup: a bench is seconds to minutes of steps, and a count past
@@ -133,8 +134,8 @@ func studyFlags(seeds, steps int, budget time.Duration, budgetGiven bool, index 
 		}
 	}
 	switch {
-	case steps < 0:
-		return fmt.Errorf("--steps %d: must be ≥ 1 (leave it out to size the budget)", steps)
+	case steps < 0 || steps > experiment.MaxSteps:
+		return fmt.Errorf("--steps %d: must be in [1, %d], the steps per run a plan may size (leave it out to size the budget)", steps, experiment.MaxSteps)
 	case budget < 0 || budget > experiment.MaxBudget || budgetGiven && budget == 0:
 		return fmt.Errorf("--budget %s: want a duration in (0, %s] (leave it out for the plan's)", budget, experiment.MaxBudget)
 	case index < -1:
@@ -161,8 +162,8 @@ func (cmd *demoCmd) Validate() error {
 	switch {
 	case cmd.Out == "":
 		return emptyOut(cmd.Out)
-	case cmd.Steps < 0:
-		return fmt.Errorf("--steps %d: must be ≥ 1 (leave it out to size --minutes)", cmd.Steps)
+	case cmd.Steps < 0 || cmd.Steps > experiment.MaxSteps:
+		return fmt.Errorf("--steps %d: must be in [1, %d], the steps per run a plan may size (leave it out to size --minutes)", cmd.Steps, experiment.MaxSteps)
 	case cmd.Windows < 0:
 		return fmt.Errorf("--windows %d: must be ≥ 0 (0: all)", cmd.Windows)
 	}
@@ -254,3 +255,38 @@ func (c *fitCmd) Validate() error {
 // maxBootstrap bounds fit's resamples: 100,000 pin a 95% interval's ends to a fraction of a standard error, and
 // each refits the law, so more only waits.
 const maxBootstrap = 100_000
+
+func (cmd *compareCmd) Validate() error {
+	return errors.Join(nonNegative("--windows", cmd.Windows), inRange("--bins", cmd.Bins, 1, maxBins, ""))
+}
+
+// maxBins bounds compare's difficulty quantiles (and report's --compare-bins): each bin is a table row, and past
+// a thousand a bin holds a handful of tokens.
+const maxBins = 1000
+
+func (cmd *auditCmd) checkZ() error {
+	if !(cmd.Z > 0) || math.IsInf(cmd.Z, 0) {
+		return fmt.Errorf("--z %g: must be a finite number > 0 (standard errors of the sampled std)", cmd.Z)
+	}
+	return nil
+}
+
+func (c *reportCmd) Validate() error {
+	return errors.Join(nonNegative("--compare-windows", c.CompareWindows), inRange("--compare-bins", c.CompareBins, 1, maxBins, ""),
+		inRange("--width", c.Width, 100, maxScreenshotWidth, "pixels"))
+}
+
+// maxScreenshotWidth bounds report's --width: a page wider than this is no screenshot anyone reads.
+const maxScreenshotWidth = 16384
+
+func (cmd *coordcheckCmd) Validate() error {
+	if cmd.Gamma != 0 { // 0: the plan's γ
+		if err := (recipe.Init{Rule: recipe.RuleGamma, Gamma: cmd.Gamma}).Validate(); err != nil {
+			return fmt.Errorf("--gamma %g: %w (the range of init.gamma)", cmd.Gamma, err)
+		}
+	}
+	if !(cmd.LR >= 0) || math.IsInf(cmd.LR, 0) {
+		return fmt.Errorf("--lr %g: must be a finite learning rate > 0 (0: the plan's)", cmd.LR)
+	}
+	return nil
+}

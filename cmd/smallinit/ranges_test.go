@@ -54,6 +54,17 @@ func TestFlagRanges(t *testing.T) {
 		{[]string{"bench", "--steps", "1000000000"}, "--steps 1000000000: must be in [1, 100000]"},
 		{[]string{"bench", "--warmup", "1000000000"}, "--warmup 1000000000: must be in [0, 100000]"},
 		{[]string{"data", "prepare", "--out", dir + "/d", "--workers", "1000000"}, "--workers 1000000: must be in [0, 1024]"},
+		// Issue 48, 5 (the rest of the audit): each was accepted.
+		{[]string{"study", "demo", "--out", dir + "/o", "--steps", "2000000000"}, "--steps 2000000000: must be in [1, 1000000000]"},
+		{[]string{"reproduce", "--out", dir + "/o", "--steps", "2000000000"}, "--steps 2000000000: must be in [1, 1000000000]"},
+		{[]string{"demo", "--out", dir + "/o", "--steps", "2000000000"}, "--steps 2000000000: must be in [1, 1000000000]"},
+		{[]string{"compare", "--a", dir, "--b", dir, "--tokens", bin, "--windows", "-3"}, "--windows -3: must be ≥ 0"},
+		{[]string{"compare", "--a", dir, "--b", dir, "--tokens", bin, "--bins", "100000000"}, "--bins 100000000: must be in [1, 1000]"},
+		{[]string{"audit", "--model", dir, "--z", "-1"}, "--z -1: must be a finite number > 0"},
+		{[]string{"report", dir, "--out", dir + "/r.html", "--compare-windows", "-5"}, "--compare-windows -5: must be ≥ 0"},
+		{[]string{"report", dir, "--out", dir + "/r.html", "--screenshot", dir + "/s.png", "--width", "-5"}, "--width -5: must be in [100, 16384]"},
+		{[]string{"coordcheck", "--gamma", "-1"}, "--gamma -1: init.gamma"},
+		{[]string{"coordcheck", "--lr", "-1"}, "--lr -1: must be a finite learning rate > 0"},
 	} {
 		cmd := exec.Command(bin, tc.args...)
 		var stderr bytes.Buffer
