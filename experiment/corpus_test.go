@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,4 +187,41 @@ func flip(t *testing.T, path string) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestImportDataClearsLeftoverTmp: a leftover OUT/data.tmp of a copy cut short (a directory with a stray file,
+// or a plain file) is cleared and the copy made, never a bare "rename … file exists" (issue 48, 5: checked to
+// still hold).
+func TestImportDataClearsLeftoverTmp(t *testing.T) {
+	root := t.TempDir()
+	good := preparedCorpus(t, filepath.Join(root, "good"), "hello world, hello there, the world says hello", 270)
+	for i, leave := range []func(tmp string){
+		func(tmp string) {
+			os.MkdirAll(filepath.Join(tmp, "sub"), 0o755)
+			os.WriteFile(filepath.Join(tmp, data.TrainFile), []byte("junk"), 0o644)
+		},
+		func(tmp string) { os.WriteFile(tmp, []byte("junk"), 0o644) },
+	} {
+		dst := filepath.Join(root, fmt.Sprintf("out%d", i), "data")
+		os.MkdirAll(filepath.Dir(dst), 0o755)
+		leave(dst + ".tmp")
+		if _, err := importData(good, dst, &Options{}); err != nil {
+			t.Errorf("leftover %d: %v", i, err)
+		}
+		if _, err := os.Lstat(dst + ".tmp"); !os.IsNotExist(err) {
+			t.Errorf("leftover %d: %s.tmp still there", i, dst)
+		}
+		if err := data.Verify(dst, mustStats(t, dst)); err != nil {
+			t.Errorf("leftover %d: the copy: %v", i, err)
+		}
+	}
+}
+
+func mustStats(t *testing.T, dir string) *data.Stats {
+	t.Helper()
+	st, err := data.ReadStats(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

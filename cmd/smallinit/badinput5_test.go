@@ -17,6 +17,11 @@ func modeCases() []badCase {
 		}}
 	}
 	return []badCase{
+		// Issue 48, 5: report --out on a directory gave a bare "rename … file exists".
+		{name: "out is a directory", cmd: "report", want: []string{"is a directory, not the HTML file", "rm -r"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			write(t, cd, "rdir/keep", []byte("x"))
+			return []string{fix("run"), "--out", filepath.Join(cd, "rdir")}, []string{"rdir/keep"}
+		}},
 		flag("init", []string{"--gamma 0.5", "only with --rule gamma"}, "--out", "o", "--rule", "fixed", "--gamma", "0.5"),
 		flag("init", []string{"--std 0.01", "only with --rule fixed"}, "--out", "o", "--std", "0.01"),
 		flag("generate", []string{"--top-k 5", "--temperature > 0"}, "--model", fix("model"), "--prompt", "a", "--temperature", "0", "--top-k", "5"),
