@@ -3,6 +3,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -17,6 +18,15 @@ func modeCases() []badCase {
 		}}
 	}
 	return []badCase{
+		// Issue 48 (older set): a resume of an empty state.json (a checkpoint of a build before manifests, whose
+		// files nothing else checks) is refused naming the file and what to do.
+		{name: "resume an empty state.json", cmd: "train", want: []string{"state.json: empty", "move", "away"}, setup: func(t *testing.T, cd string) ([]string, []string) {
+			run := copyDir(t, cd, "run")
+			ck := filepath.Join(run, "checkpoints", "step-000002")
+			write(t, ck, "state.json", nil)
+			os.Remove(filepath.Join(ck, "manifest.json"))
+			return []string{"--resume", run}, []string{"run/metrics.jsonl"}
+		}},
 		// Issue 48, 5: report --out on a directory gave a bare "rename … file exists".
 		{name: "out is a directory", cmd: "report", want: []string{"is a directory, not the HTML file", "rm -r"}, setup: func(t *testing.T, cd string) ([]string, []string) {
 			write(t, cd, "rdir/keep", []byte("x"))
