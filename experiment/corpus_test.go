@@ -225,3 +225,40 @@ func mustStats(t *testing.T, dir string) *data.Stats {
 	}
 	return st
 }
+
+// TestEditedEmbeddedStatsBlamed: an edited OUT/data/stats.json of the embedded corpus is named when the plan
+// reuses the corpus (its vocabulary, or its token counts against the files), not later as runs whose
+// config.toml differs (issue 48, 5).
+func TestEditedEmbeddedStatsBlamed(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if _, err := data.PrepareEmbedded(dir, 512, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareData(dir, 512, &Options{}); err != nil {
+		t.Fatalf("the corpus as prepared: %v", err)
+	}
+	stats := filepath.Join(dir, data.StatsFile)
+	orig, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(m map[string]any)
+		want []string
+	}{
+		{"vocabulary", func(m map[string]any) { m["vocab_size"] = 4096 }, []string{stats, "vocabulary of 4096", "rm -r " + dir}},
+		{"training tokens", func(m map[string]any) { m["train"].(map[string]any)["tokens"] = 1e12 }, []string{data.StatsFile, "says 1000000000000"}},
+	} {
+		editStats(t, dir, tc.edit)
+		_, err := prepareData(dir, 512, &Options{})
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v, want an error naming %q", tc.name, err, w)
+			}
+		}
+		if err := os.WriteFile(stats, orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
