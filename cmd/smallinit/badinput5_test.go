@@ -46,6 +46,11 @@ func modeCases() []badCase {
 		flag("demo", []string{"--minutes 3", "no --steps"}, "--out", "o", "--steps", "1", "--minutes", "3"),
 		flag("study", []string{"plan demo", "--budget 10m0s", "no --steps"}, "demo", "--out", "o", "--steps", "1", "--budget", "10m"),
 		flag("study", []string{"plan coordcheck is a coordcheck plan", "--steps 5", "only with a training plan"}, "coordcheck", "--out", "o", "--steps", "5"),
+		flag("demo", []string{"--steps 5", "--print-plan"}, "--print-plan", "--steps", "5"),
+		flag("analyze", []string{"--probe-len 32", "only with --tokens"}, "--model", fix("model"), "--probe-len", "32"),
+		flag("anchor diagram", []string{"--mix-depth 3", "--per-combo 0"}, "--out", "o", "--per-combo", "0", "--mix-depth", "3"),
+		flag("sweep run", []string{"--jobs 2", "--index"}, fix("run.toml"), "--out", "o", "--index", "0", "--jobs", "2"),
+		flag("study", []string{"--jobs 2", "--index"}, "demo", "--out", "o", "--steps", "1", "--index", "0", "--jobs", "2"),
 		flag("data prepare", []string{"--tokenizer-sample-mb 5", "not with --tokenizer"}, "--out", "o", "--tokenizer", filepath.Join(badFix, "model", "tokenizer.json"), "--tokenizer-sample-mb", "5"),
 	}
 }

@@ -119,7 +119,20 @@ func (cmd *coordcheckCmd) onlyWith() []onlyWith {
 }
 
 func (cmd *demoCmd) onlyWith() []onlyWith {
-	return []onlyWith{{"minutes", cmd.Steps == 0, "no --steps (--steps sets the steps per run, so the budget is not sized)"}}
+	return append(each(!cmd.PrintPlan, "a demo that runs (--print-plan prints the plan file as written)", "out", "minutes", "steps", "seed", "windows", "probes"),
+		onlyWith{"minutes", cmd.Steps == 0, "no --steps (--steps sets the steps per run, so the budget is not sized)"})
+}
+
+func (cmd *analyzeCmd) onlyWith() []onlyWith {
+	return each(cmd.Tokens != "", "--tokens (the activation metrics' probe windows are cut from it; without it only the weights are measured)", "probes", "probe-len")
+}
+
+func (cmd *anchorDiagramCmd) onlyWith() []onlyWith {
+	return []onlyWith{{"mix-depth", cmd.PerCombo != 0, "the mix task (not with --per-combo 0, which skips it)"}}
+}
+
+func (c *sweepRunCmd) onlyWith() []onlyWith {
+	return []onlyWith{{"jobs", c.Index < 0, "every run (--index trains one run, on all --cores)"}}
 }
 
 func (cmd *dataPrepareCmd) onlyWith() []onlyWith {
@@ -132,5 +145,6 @@ func (cmd *dataPrepareCmd) onlyWith() []onlyWith {
 func (cmd *studyCmd) planFlags(p *experiment.Plan) []onlyWith {
 	return append(each(p.Kind == experiment.KindTrain, "a training plan (a coordinate-check plan takes its options from its file)",
 		"steps", "budget", "seeds", "jobs", "index", "data", "precision", "force", "engine", "device", "torch-python", "torch-path"),
-		onlyWith{"budget", cmd.Steps == 0 || p.BudgetChooses(), "no --steps (--steps sets the steps per run, and this plan's budget picks no tier or seeds)"})
+		onlyWith{"budget", cmd.Steps == 0 || p.BudgetChooses(), "no --steps (--steps sets the steps per run, and this plan's budget picks no tier or seeds)"},
+		onlyWith{"jobs", cmd.Index < 0, "every run (--index trains one run)"})
 }
