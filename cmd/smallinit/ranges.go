@@ -62,13 +62,16 @@ func (cmd *evalTasksCmd) Validate() error {
 	if err := nonNegative("--shots", cmd.Shots); err != nil {
 		return err
 	}
+	if err := inRange("--max-new-tokens", cmd.MaxNewTokens, 1, maxNewTokens, ""); err != nil {
+		return err
+	}
 	return nonNegative("--limit", cmd.Limit)
 }
 
 func (cmd *generateCmd) Validate() error {
 	switch {
-	case cmd.MaxTokens < 1:
-		return fmt.Errorf("--max-tokens %d: must be at least 1", cmd.MaxTokens)
+	case cmd.MaxTokens < 1 || cmd.MaxTokens > maxNewTokens:
+		return fmt.Errorf("--max-tokens %d: must be in [1, %d]", cmd.MaxTokens, maxNewTokens)
 	case !(cmd.Temperature >= 0):
 		return fmt.Errorf("--temperature %g: must be ≥ 0 (0 is greedy decoding)", cmd.Temperature)
 	case cmd.TopK < 0:
@@ -83,8 +86,24 @@ func (cmd *initCmd) Validate() error {
 	if strings.HasPrefix(strings.TrimSpace(cmd.ShardSize), "-") {
 		return fmt.Errorf("--shard-size %s: must be positive (e.g. 2GB, 500MB)", cmd.ShardSize)
 	}
+	// γ and std in the ranges of init.gamma and init.std (the rules table), named by their flag before anything
+	// is written (they were refused only by the writer, as a fault of --out).
+	if err := (recipe.Init{Rule: cmd.Rule, Gamma: cmd.Gamma, Std: cmd.Std}).Validate(); err != nil {
+		row, _ := recipe.LookupRule(cmd.Rule)
+		switch row.Param {
+		case recipe.ParamGamma:
+			return fmt.Errorf("--gamma %g: %w", cmd.Gamma, err)
+		case recipe.ParamStd:
+			return fmt.Errorf("--std %g: %w", cmd.Std, err)
+		}
+		return fmt.Errorf("--rule %s: %w", cmd.Rule, err)
+	}
 	return nil
 }
+
+// maxNewTokens bounds what one generation may decode (generate --max-tokens, eval-tasks --max-new-tokens): a
+// million tokens is hours of decoding on this toolkit's models; more is a typo.
+const maxNewTokens = 1 << 20
 
 func (cmd *analyzeCmd) Validate() error {
 	if cmd.Probes < 1 || cmd.Probes > diag.MaxProbeWindows {
@@ -242,7 +261,7 @@ func (cmd *sweepRunCmd) Validate() error {
 	case cmd.Cores < 0 || cmd.Cores > kernel.MaxWorkers:
 		return fmt.Errorf("--cores %d: must be in [0, %d] (0: all of this machine's)", cmd.Cores, kernel.MaxWorkers)
 	}
-	return nil
+	return checkStaleAfter(cmd.StaleAfter)
 }
 
 func (c *fitCmd) Validate() error {
@@ -285,8 +304,21 @@ func (cmd *coordcheckCmd) Validate() error {
 			return fmt.Errorf("--gamma %g: %w (the range of init.gamma)", cmd.Gamma, err)
 		}
 	}
-	if !(cmd.LR >= 0) || math.IsInf(cmd.LR, 0) {
-		return fmt.Errorf("--lr %g: must be a finite learning rate > 0 (0: the plan's)", cmd.LR)
+	if cmd.LR != 0 { // 0: the plan's rate
+		if err := (recipe.Schedule{Kind: recipe.ScheduleConstant, PeakLR: cmd.LR}).Validate(); err != nil {
+			return fmt.Errorf("--lr %g: %w (the range of schedule.lr; 0: the plan's)", cmd.LR, err)
+		}
 	}
 	return nil
 }
+
+// checkStaleAfter refuses a lock staleness that is not positive (it fell back to the default in silence) or
+// longer than a week (a killed run's lock would hold its run that long).
+func checkStaleAfter(d time.Duration) error {
+	if d <= 0 || d > 7*24*time.Hour {
+		return fmt.Errorf("--stale-after %s: must be in (0, 168h] (the default, 5m, leaves a killed run's lock to be taken over after 5 minutes)", d)
+	}
+	return nil
+}
+
+func (c *sweepStatusCmd) Validate() error { return checkStaleAfter(c.StaleAfter) }

@@ -44,7 +44,7 @@ func TestFlagRanges(t *testing.T) {
 		{[]string{"data", "prepare", "--out", dir + "/d", "--workers=-3"}, "--workers -3: must be in [0, 1024]"},
 		{[]string{"data", "prepare", "--out", dir + "/d", "--vocab", "0"}, "--vocab 0: must be in [257"},
 		{[]string{"eval-tasks", "--model", dir, "--task", "hellaswag=x", "--shots", "-2"}, "--shots -2: must be ≥ 0"},
-		{[]string{"generate", "--model", dir, "--prompt", "a", "--max-tokens", "-1"}, "--max-tokens -1: must be at least 1"},
+		{[]string{"generate", "--model", dir, "--prompt", "a", "--max-tokens", "-1"}, "--max-tokens -1: must be in [1, 1048576]"},
 		{[]string{"generate", "--model", dir, "--prompt", "a", "--temperature", "-1"}, "--temperature -1: must be ≥ 0"},
 		{[]string{"init", "--out", dir + "/m", "--shard-size", "-5MB"}, "--shard-size -5MB: must be positive"},
 		{[]string{"analyze", "--model", dir, "--probes", "1000000000"}, "--probes 1000000000: must be in [1, 4096]"},
@@ -64,7 +64,15 @@ func TestFlagRanges(t *testing.T) {
 		{[]string{"report", dir, "--out", dir + "/r.html", "--compare-windows", "-5"}, "--compare-windows -5: must be ≥ 0"},
 		{[]string{"report", dir, "--out", dir + "/r.html", "--screenshot", dir + "/s.png", "--width", "-5"}, "--width -5: must be in [100, 16384]"},
 		{[]string{"coordcheck", "--gamma", "-1"}, "--gamma -1: init.gamma"},
-		{[]string{"coordcheck", "--lr", "-1"}, "--lr -1: must be a finite learning rate > 0"},
+		{[]string{"coordcheck", "--lr", "-1"}, "--lr -1: schedule.lr = -1: must be in (0, 10)"},
+		{[]string{"sweep", "run", bin, "--out", dir + "/o", "--stale-after", "-1s"}, "--stale-after -1s: must be in (0, 168h]"},
+		{[]string{"sweep", "status", dir, "--stale-after", "-1s"}, "--stale-after -1s: must be in (0, 168h]"},
+		{[]string{"generate", "--model", dir, "--prompt", "a", "--max-tokens", "1000000000"}, "--max-tokens 1000000000: must be in [1, 1048576]"},
+		{[]string{"eval-tasks", "--model", dir, "--task", "hellaswag=x", "--max-new-tokens", "1000000000"}, "--max-new-tokens 1000000000: must be in [1, 1048576]"},
+		{[]string{"init", "--out", dir + "/m", "--gamma", "-1"}, "--gamma -1: init.gamma = -1: must be in [0, 4]"},
+		{[]string{"init", "--out", dir + "/m", "--rule", "fixed", "--std", "-1"}, "--std -1: init.std = -1"},
+		{[]string{"anchor", "diagram", "--out", dir + "/a", "--gammas", "-1"}, "--gammas -1: init.gamma = -1"},
+		{[]string{"anchor", "diagram", "--out", dir + "/a", "--lrs", "-1"}, "--lrs -1: schedule.lr = -1"},
 	} {
 		cmd := exec.Command(bin, tc.args...)
 		var stderr bytes.Buffer
