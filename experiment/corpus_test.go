@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/smallinit/smallinit/data"
@@ -131,6 +132,16 @@ func TestImportDataRefusesWhatStatsDoesNotProve(t *testing.T) {
 		{"train.tok a symlink", "train.tok is a", func(dir string) {
 			os.Remove(filepath.Join(dir, data.TrainFile))
 			os.Symlink(filepath.Join(good, data.TrainFile), filepath.Join(dir, data.TrainFile))
+		}},
+		{"train.tok a FIFO", "train.tok is a FIFO", func(dir string) {
+			os.Remove(filepath.Join(dir, data.TrainFile))
+			if err := syscall.Mkfifo(filepath.Join(dir, data.TrainFile), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"train.tok a directory", "train.tok is a directory", func(dir string) {
+			os.Remove(filepath.Join(dir, data.TrainFile))
+			os.Mkdir(filepath.Join(dir, data.TrainFile), 0o755)
 		}},
 	} {
 		src := copyDir(t, good, filepath.Join(t.TempDir(), "src"))
