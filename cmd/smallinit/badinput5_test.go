@@ -5,6 +5,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -13,7 +14,13 @@ import (
 // refused naming the flag, its value and the mode it needs.
 func modeCases() []badCase {
 	flag := func(cmd string, want []string, args ...string) badCase {
-		return badCase{name: "flag that does nothing: " + args[len(args)-2], cmd: cmd, want: want, setup: func(t *testing.T, cd string) ([]string, []string) {
+		last := ""
+		for _, a := range args {
+			if strings.HasPrefix(a, "--") {
+				last = a
+			}
+		}
+		return badCase{name: "flag that does nothing: " + last, cmd: cmd, want: want, setup: func(t *testing.T, cd string) ([]string, []string) {
 			return args, []string{"o", "r.html"}
 		}}
 	}
@@ -51,6 +58,8 @@ func modeCases() []badCase {
 		flag("anchor diagram", []string{"--mix-depth 3", "--per-combo 0"}, "--out", "o", "--per-combo", "0", "--mix-depth", "3"),
 		flag("sweep run", []string{"--jobs 2", "--index"}, fix("run.toml"), "--out", "o", "--index", "0", "--jobs", "2"),
 		flag("study", []string{"--jobs 2", "--index"}, "demo", "--out", "o", "--steps", "1", "--index", "0", "--jobs", "2"),
+		flag("study", []string{"--force", "not with --steps"}, "demo", "--out", "o", "--steps", "1", "--force"),
+		flag("reproduce", []string{"--force", "not with --steps"}, "--out", "o", "--steps", "1", "--force"),
 		flag("data prepare", []string{"--tokenizer-sample-mb 5", "not with --tokenizer"}, "--out", "o", "--tokenizer", filepath.Join(badFix, "model", "tokenizer.json"), "--tokenizer-sample-mb", "5"),
 	}
 }

@@ -146,5 +146,13 @@ func (cmd *studyCmd) planFlags(p *experiment.Plan) []onlyWith {
 	return append(each(p.Kind == experiment.KindTrain, "a training plan (a coordinate-check plan takes its options from its file)",
 		"steps", "budget", "seeds", "jobs", "index", "data", "precision", "force", "engine", "device", "torch-python", "torch-path"),
 		onlyWith{"budget", cmd.Steps == 0 || p.BudgetChooses(), "no --steps (--steps sets the steps per run, and this plan's budget picks no tier or seeds)"},
-		onlyWith{"jobs", cmd.Index < 0, "every run (--index trains one run)"})
+		onlyWith{"jobs", cmd.Index < 0, "every run (--index trains one run)"},
+		onlyWith{"force", cmd.Steps == 0 && cmd.Index < 0 && !cmd.PrintPlan, forceMode})
+}
+
+// forceMode is where --force acts: the check of a sized budget's expected wall time, made before training.
+const forceMode = "a budget the plan sizes and checks before training (not with --steps, --index or --print-plan)"
+
+func (cmd *reproduceCmd) onlyWith() []onlyWith {
+	return []onlyWith{{"force", cmd.Steps == 0 && !cmd.PrintPlan, forceMode}}
 }
