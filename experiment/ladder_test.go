@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -190,5 +191,62 @@ func TestTierTuneExtend(t *testing.T) {
 	}
 	if _, err := Parse([]byte(strings.Replace(horizonPlan, "tune_lrs = ", "tune_extend = -1\ntune_lrs = ", 1))); err == nil || !strings.Contains(err.Error(), "tune_extend -1") {
 		t.Errorf("tune_extend = -1: %v", err)
+	}
+}
+
+// TestLadderOfExplicitArms: a ladder group of explicit arms (each setting its own width and rate) gives every arm
+// the steps of its width at the primaries' tokens per parameter, with the per-step keys recomputed from them, and
+// keeps each arm's own keys; the verdict ladder (issue 44, family B) is such a plan. A lr = "tuned" group of arms
+// is still refused.
+func TestLadderOfExplicitArms(t *testing.T) {
+	p, err := Builtin("verdict-20tpp-ladder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &Outcome{Plan: p, Out: t.TempDir(), Seeds: p.Seeds, Stats: &data.Stats{Source: "embedded", VocabSize: 4096}}
+	steps, ref, err := p.horizonSteps(out)
+	if err != nil || steps != 8972 {
+		t.Fatalf("the primaries' horizon: %d steps (%v), want family A's 8972", steps, err)
+	}
+	runs, err := expand(p, out, steps, &Options{Out: out.Out, Seeds: p.Seeds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range runs {
+		c := r.cfg
+		n := c.Model.NonEmbeddingParams()
+		tokens := float64(c.Train.Steps * c.Train.BatchSize * c.Model.SeqLen)
+		// ceil(steps·N/N_ref) steps: 20 tokens per parameter, at most a step more.
+		if want := int(math.Ceil(float64(steps) * float64(n) / float64(ref))); c.Train.Steps != want {
+			t.Errorf("%s: width %d, %d steps, want %d", r.arm, c.Model.Dim, c.Train.Steps, want)
+		}
+		if tpp := tokens / float64(n); tpp < 20 || tpp > 20.01 {
+			t.Errorf("%s seed %d: width %d: %.4f tokens per parameter, want 20", r.arm, r.seed, c.Model.Dim, tpp)
+		}
+		if want := max(c.Train.Steps/20, 1); c.Schedule.Warmup != want {
+			t.Errorf("%s: warmup %d steps, want %d (a twentieth of its own %d)", r.arm, c.Schedule.Warmup, want, c.Train.Steps)
+		}
+		if !strings.Contains(r.dir, fmt.Sprintf("%s-%dsteps-seed%d", r.arm, c.Train.Steps, r.seed)) {
+			t.Errorf("%s: run directory %s does not name its arm, steps and seed", r.arm, r.dir)
+		}
+		wantLR := map[float64]float64{0.5: 2e-3, 1: 5e-4}[c.Init.Gamma]
+		if r.group.Name == "rates" {
+			if c.Schedule.PeakLR != wantLR/2 && c.Schedule.PeakLR != wantLR*2 {
+				t.Errorf("%s: lr %g, want ×½ or ×2 of %g", r.arm, c.Schedule.PeakLR, wantLR)
+			}
+		} else if c.Schedule.PeakLR != wantLR {
+			t.Errorf("%s: lr %g, want %g", r.arm, c.Schedule.PeakLR, wantLR)
+		}
+		seen[r.group.Name]++
+	}
+	if seen["main"] != 10 || seen["ladder"] != 40 || seen["rates"] != 16 {
+		t.Errorf("runs per group %v, want main 10 (seeds 2-6), ladder 40, rates 16", seen)
+	}
+	bad := strings.Replace(fullPlan, `axes = { "init.gamma" = [0.5, 1], "model.hidden_size" = [16] }`, `[[group.arm]]
+name = "x"
+set = { "model.hidden_size" = 16 }`, 1)
+	if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "lr = tuned") {
+		t.Errorf("a tuned-rate group of arms: %v, want a refusal", err)
 	}
 }

@@ -203,8 +203,10 @@ type Group struct {
 	Axes []sweep.Axis   // a grid (the seed axis is the plan's seeds)
 	// LR is LRShared (default) or LRTuned. EmulateEps > 0 sets each arm's model.norm_eps to the width-emulated
 	// ε_eq = 1e-5·(EmulateEps/d)^(2γ) of its own γ and width (arch.EmulatedEps). Ladder marks the group
-	// whose model.hidden_size axis the tier replaces. Seeds, when set, replace the plan's (a pilot's own seed).
-	// A group with LRTuned, EmulateEps or Ladder derives keys per arm, so its axes are run as arms, one per point.
+	// whose model.hidden_size axis the tier replaces; a ladder of explicit arms (each setting its own width, no
+	// tier replaces it) gives each arm the steps of its width at the primaries' tokens per parameter. Seeds, when
+	// set, replace the plan's (a pilot's own seed). A group with LRTuned, EmulateEps or Ladder derives keys per
+	// arm, so its axes are run as arms, one per point.
 	LR         string
 	EmulateEps int
 	Ladder     bool
@@ -534,8 +536,8 @@ func Parse(text []byte) (*Plan, error) {
 		if g.EmulateEps < 0 {
 			return nil, fmt.Errorf("%s: emulate_eps = %d: want a target width > 0 (or 0: off)", where, g.EmulateEps)
 		}
-		if g.derived() && len(fg.Arm) > 0 {
-			return nil, fmt.Errorf("%s: lr = tuned, emulate_eps and ladder apply to axes, not to [[group.arm]]s", where)
+		if (g.LR == LRTuned || g.EmulateEps > 0) && len(fg.Arm) > 0 {
+			return nil, fmt.Errorf("%s: lr = tuned and emulate_eps apply to axes, not to [[group.arm]]s", where)
 		}
 		if err := checkGroupName(where, g.Name); err != nil {
 			return nil, err

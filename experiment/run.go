@@ -413,7 +413,7 @@ func expand(p *Plan, out *Outcome, steps int, o *Options) ([]planRun, error) {
 			continue
 		}
 		arms := g.Arms
-		if g.derived() {
+		if g.derived() && len(g.Axes) > 0 {
 			arms = nil
 			for _, pt := range points(groupAxes(g, out.Tier)) {
 				arms = append(arms, Arm{Name: pointName(pt), Sets: pt})

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/reproduce"
+)
+
+// judgeCmd is `smallinit judge PLAN OUT...`: a plan's primaries judged on the runs that `study` trained into one
+// or more output directories (reproduce.JudgeStudies), e.g. issue 44's verdict plans, whose width-128 runs are
+// split between two directories.
+type judgeCmd struct {
+	Plan      string   `arg:"" help:"The plan whose [primaries] are judged (a plan file or a built-in plan: ${builtin_plans})."`
+	Outs      []string `arg:"" type:"existingdir" name:"out" help:"Study output directories (each with summary.json) whose finished runs are read; they must hold one corpus (by the sha256 sums of their stats.json)."`
+	Bootstrap int      `default:"10000" help:"Bootstrap resamples of seeds for the effective sizes' 95% intervals."`
+	Record    string   `type:"path" placeholder:"FILE" help:"Also write the verdict (inputs, claims, effective size, runs) as JSON to FILE (atomically)."`
+}
+
+// Run prints the verdict and, with --record, writes it.
+func (c *judgeCmd) Run() error { return c.run(os.Stdout) }
+
+func (c *judgeCmd) run(w io.Writer) error {
+	if c.Bootstrap < 0 || c.Bootstrap > 1_000_000 {
+		return fmt.Errorf("--bootstrap %d: want 0 … 1000000", c.Bootstrap)
+	}
+	p, err := loadPlan(c.Plan, os.Stderr)
+	if err != nil {
+		return err
+	}
+	v, err := reproduce.JudgeStudies(p, c.Outs, c.Bootstrap)
+	if err != nil {
+		return err
+	}
+	if err := v.WriteText(w); err != nil {
+		return err
+	}
+	if c.Record == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(c.Record, append(b, '\n')); err != nil {
+		return fmt.Errorf("--record %s: %w", c.Record, err)
+	}
+	fmt.Fprintf(w, "\nwrote %s\n", c.Record)
+	return nil
+}

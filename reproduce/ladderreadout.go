@@ -1,0 +1,334 @@
+package reproduce
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/fit"
+	"github.com/smallinit/smallinit/stats"
+	"github.com/smallinit/smallinit/summary"
+	"github.com/smallinit/smallinit/train"
+)
+
+// The readout of a width ladder trained by `study` plans rather than by reproduce's own (issue 44's verdict
+// plans, docs/results/2026-12-07-verdict-20tpp-ladder-plan.md): the finished runs of one or more study output
+// directories, each run's loss read at the training mix (docs/definitions.md §7 "Which loss"), assembled into
+// the Evidence that judgePrimaries judges, plus γ = 1's effective size on a straight line in ln N.
+
+// StudyRun is one finished run of a study as a ladder readout reads it: its recipe's γ, width, N, peak rate and
+// seed (from its config.toml), and its final losses (from the study's summary.json).
+type StudyRun struct {
+	Dir   string  `json:"dir"`
+	Gamma float64 `json:"gamma"`
+	Width int     `json:"width"`
+	N     float64 `json:"n"` // non-embedding parameters
+	LR    float64 `json:"lr"`
+	Seed  int     `json:"seed"`
+	// Loss.Overall is the loss at the training mix; Loss.ByLanguage each language's validation loss.
+	Loss Loss `json:"loss"`
+}
+
+// ReadStudyRuns reads the finished runs of study output directories (OUT/summary.json and each run's
+// config.toml). Every directory must hold the same corpus (the sha256 sums its stats.json records), since the
+// runs are compared across them; a run without per-language losses, or a corpus of one language, is an error:
+// the readout is at the training mix.
+func ReadStudyRuns(outs []string) ([]StudyRun, *data.Stats, error) {
+	var runs []StudyRun
+	var st *data.Stats
+	for _, out := range outs {
+		path := filepath.Join(out, summary.FileName(""))
+		s, err := summary.Read(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if s.Data == nil {
+			return nil, nil, fmt.Errorf("%s: no corpus statistics (data)", path)
+		}
+		if st == nil {
+			st = s.Data
+		} else if err := sameCorpus(st, s.Data); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		for _, row := range s.Runs {
+			c, err := train.Load(filepath.Join(row.Dir, "config.toml"), nil)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: run %s: %w", path, row.Run, err)
+			}
+			mix, ok := experiment.TrainMixLoss(row.LangLoss, s.Data)
+			if !ok || math.IsNaN(mix) {
+				return nil, nil, fmt.Errorf("%s: run %s: no loss at the training mix (per-language losses %v)", path, row.Run, row.LangLoss)
+			}
+			runs = append(runs, StudyRun{Dir: row.Dir, Gamma: c.Init.Gamma, Width: c.Model.Dim, N: float64(c.Model.NonEmbeddingParams()),
+				LR: c.Schedule.PeakLR, Seed: int(c.Seed), Loss: Loss{Overall: mix, ByLanguage: row.LangLoss}})
+		}
+	}
+	return runs, st, nil
+}
+
+// sameCorpus refuses two corpora whose token files differ (by the sums stats.json records).
+func sameCorpus(a, b *data.Stats) error {
+	if a.SHA256 == nil || b.SHA256 == nil {
+		return errors.New("a stats.json without sha256 sums: cannot show that the directories trained on one corpus")
+	}
+	for f, sum := range a.SHA256 {
+		if b.SHA256[f] != sum {
+			return fmt.Errorf("corpus file %s differs (sha256 %s against %s): not one corpus", f, b.SHA256[f], sum)
+		}
+	}
+	if len(a.SHA256) != len(b.SHA256) {
+		return errors.New("the corpora's stats.json list different files")
+	}
+	return nil
+}
+
+// LadderEvidence assembles the primaries' evidence from runs: the γ arms at width (Evidence.Gamma) and one rung
+// per width (Evidence.Ladder), each γ's runs at its rate lrs[γ] only (a run at another rate, a rate check, is
+// left out). Two runs of one γ, width and seed at that rate are an error (the same run read twice).
+func LadderEvidence(runs []StudyRun, width int, lrs map[float64]float64, source string, spec *Primaries) (*Evidence, error) {
+	type key struct {
+		gamma float64
+		width int
+	}
+	arms := map[key]*ArmEvidence{}
+	ns := map[int]float64{}
+	for _, r := range runs {
+		lr, ok := lrs[r.Gamma]
+		if !ok {
+			continue
+		}
+		if math.Abs(r.LR-lr) > 1e-12*lr {
+			continue
+		}
+		k := key{r.Gamma, r.Width}
+		a := arms[k]
+		if a == nil {
+			a = &ArmEvidence{Name: fmt.Sprintf("γ=%g d=%d", r.Gamma, r.Width), LR: lr, Seeds: map[int]Loss{}}
+			arms[k] = a
+		}
+		if _, dup := a.Seeds[r.Seed]; dup {
+			return nil, fmt.Errorf("γ = %g, width %d, seed %d at lr %g: two runs (one is %s)", r.Gamma, r.Width, r.Seed, lr, r.Dir)
+		}
+		a.Seeds[r.Seed] = r.Loss
+		ns[r.Width] = r.N
+	}
+	ev := &Evidence{Source: source, Width: width, Primaries: spec}
+	for _, g := range []float64{0.5, 1} {
+		a := arms[key{g, width}]
+		if a == nil {
+			return nil, fmt.Errorf("no γ = %g run at width %d and lr %g", g, width, lrs[g])
+		}
+		ev.Gamma = append(ev.Gamma, GammaArm{Gamma: g, ArmEvidence: *a})
+	}
+	widths := slices.Sorted(func(yield func(int) bool) {
+		for w := range ns {
+			if !yield(w) {
+				return
+			}
+		}
+	})
+	for _, w := range widths {
+		g05, g1 := arms[key{0.5, w}], arms[key{1, w}]
+		if g05 == nil || g1 == nil {
+			return nil, fmt.Errorf("width %d has runs of one γ only", w)
+		}
+		ev.Ladder = append(ev.Ladder, Rung{Width: w, N: ns[w], G05: *g05, G1: *g1})
+	}
+	return ev, nil
+}
+
+// LineEffSize is γ = 1's effective model size at one width read on a straight line in ln N fitted to the
+// γ = 0.5 rung means (each rung weighted once): L = A + B·ln N, N_eff = exp((L̄(γ=1) − A)/B), gain N_eff/N − 1.
+// Used where the house's L = E + A·N^−α (fit.Fit) is not determined, as over a ladder spanning 2.9x.
+type LineEffSize struct {
+	Width     int           `json:"width"`
+	N         float64       `json:"n"`
+	A         float64       `json:"intercept"`
+	B         float64       `json:"slope_per_ln_n"`
+	Residuals []float64     `json:"residuals"` // rung mean − line, by ascending N
+	Loss1     float64       `json:"loss_gamma1"`
+	Eff       float64       `json:"n_eff"`
+	Gain      float64       `json:"gain"`
+	CI        *fit.Interval `json:"gain_ci"` // percentile, fit.Bootstrap over seeds within each rung and arm
+	Reps      int           `json:"bootstrap_reps"`
+	Failed    int           `json:"bootstrap_failed"`
+	// Inside is whether N_eff lies within the ladder's sizes; Reading says it in words (beyond the ladder, below
+	// it, or the gain with its interval).
+	Inside  bool   `json:"inside_fitted_range"`
+	Reading string `json:"reading"`
+}
+
+// lineEffectiveSize reads γ = 1's effective size at width on the straight line of the γ = 0.5 rungs (ladder
+// with at least 3 rungs, the γ = 0.5 slope negative); reps bootstrap resamples (0: none).
+func lineEffectiveSize(ladder []Rung, width int, reps int) (LineEffSize, error) {
+	rungs := slices.Clone(ladder)
+	slices.SortFunc(rungs, func(a, b Rung) int { return cmp.Compare(a.N, b.N) })
+	at := slices.IndexFunc(rungs, func(r Rung) bool { return r.Width == width })
+	if at < 0 || len(rungs) < 3 {
+		return LineEffSize{}, fmt.Errorf("effective size at width %d: want a rung there and at least 3 rungs (have %d)", width, len(rungs))
+	}
+	groups := make([][]float64, 0, len(rungs)+1)
+	x := make([]float64, len(rungs))
+	for i, r := range rungs {
+		g := values(r.G05.Overall())
+		if len(g) == 0 {
+			return LineEffSize{}, fmt.Errorf("width %d: no γ = 0.5 seed", r.Width)
+		}
+		groups = append(groups, g)
+		x[i] = math.Log(r.N)
+	}
+	g1 := values(rungs[at].G1.Overall())
+	if len(g1) == 0 {
+		return LineEffSize{}, fmt.Errorf("width %d: no γ = 1 seed", width)
+	}
+	groups = append(groups, g1)
+	read := func(means []float64) (a, b, eff float64, err error) {
+		y := means[:len(rungs)]
+		b = stats.Slope(x, y)
+		if !(b < 0) {
+			return 0, 0, 0, fmt.Errorf("the γ = 0.5 loss does not fall with ln N (slope %g)", b)
+		}
+		var mx, my float64
+		for i := range x {
+			mx += x[i] / float64(len(x))
+			my += y[i] / float64(len(y))
+		}
+		a = my - b*mx
+		return a, b, math.Exp((means[len(rungs)] - a) / b), nil
+	}
+	means := make([]float64, len(groups))
+	for i, g := range groups {
+		means[i] = mean(g)
+	}
+	a, b, eff, err := read(means)
+	if err != nil {
+		return LineEffSize{}, err
+	}
+	n := rungs[at].N
+	le := LineEffSize{Width: width, N: n, A: a, B: b, Loss1: means[len(rungs)], Eff: eff, Gain: eff/n - 1, Reps: reps}
+	for i := range rungs {
+		le.Residuals = append(le.Residuals, means[i]-(a+b*x[i]))
+	}
+	lo, hi := rungs[0].N, rungs[len(rungs)-1].N
+	le.Inside = eff >= lo && eff <= hi
+	if reps > 0 {
+		bs, err := fit.Bootstrap(groups, reps, 1, fit.Level95, func(m []float64) ([]float64, error) {
+			_, _, e, err := read(m)
+			return []float64{e/n - 1}, err
+		})
+		if err != nil {
+			return LineEffSize{}, err
+		}
+		le.CI, le.Failed = &bs.Intervals[0], bs.Failed
+	}
+	switch {
+	case eff > hi:
+		le.Reading = fmt.Sprintf("beyond the ladder: at least %+.1f%% (the widest rung's N over this width's)", 100*(hi/n-1))
+	case eff < lo:
+		le.Reading = fmt.Sprintf("below the ladder: under %+.1f%% (the narrowest rung's N over this width's)", 100*(lo/n-1))
+	default:
+		le.Reading = fmt.Sprintf("%+.1f%%", 100*le.Gain)
+		if le.CI != nil {
+			le.Reading += fmt.Sprintf(" [%+.1f%%, %+.1f%%] (95%% bootstrap over seeds)", 100*le.CI.Lo, 100*le.CI.Hi)
+		}
+	}
+	return le, nil
+}
+
+func mean(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+// StudyVerdict is a plan's primaries judged on the runs of study output directories (JudgeStudies): the
+// evidence (each run at the training mix), the claims H1 and H2 as the primaries' judge gives them, and γ = 1's
+// effective size at the primaries' width on the straight line in ln N.
+type StudyVerdict struct {
+	Plan        string       `json:"plan_name"`
+	Outs        []string     `json:"outs"`
+	Inputs      *Evidence    `json:"inputs"`
+	Claims      []Claim      `json:"claims"`
+	EffSizeLine *LineEffSize `json:"effective_size_line,omitempty"`
+	// EffSizeLineError says why the line gave no reading (fewer than 3 rungs, a γ = 0.5 loss that does not fall).
+	EffSizeLineError string     `json:"effective_size_line_error,omitempty"`
+	Runs             []StudyRun `json:"runs"`
+}
+
+// JudgeStudies judges plan p's primaries on the finished runs of outs (ReadStudyRuns, LadderEvidence): each γ
+// at the rate its runs have at the primaries' width (one rate per γ there, else an error), every other rate
+// (a rate check) left out; bootstrap resamples for the effective sizes.
+func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int) (*StudyVerdict, error) {
+	spec, err := parsePrimaries(p)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", p.Name, err)
+	}
+	if spec == nil || p.Horizon == nil {
+		return nil, fmt.Errorf("plan %s has no [primaries] with a width: nothing to judge", p.Name)
+	}
+	runs, st, err := ReadStudyRuns(outs)
+	if err != nil {
+		return nil, err
+	}
+	width := p.Horizon.Width
+	lrs := map[float64]float64{}
+	for _, r := range runs {
+		if r.Width != width {
+			continue
+		}
+		if lr, ok := lrs[r.Gamma]; ok && lr != r.LR {
+			return nil, fmt.Errorf("γ = %g has runs at two rates at width %d (%g and %g): which is the primaries' is not known", r.Gamma, width, lr, r.LR)
+		}
+		lrs[r.Gamma] = r.LR
+	}
+	source := fmt.Sprintf("the final models on the whole validation split, read at the training mix (%s)", st.Summary())
+	ev, err := LadderEvidence(runs, width, lrs, source, spec)
+	if err != nil {
+		return nil, err
+	}
+	v := &StudyVerdict{Plan: p.Name, Outs: outs, Inputs: ev, Claims: judgePrimaries(ev, bootstrap), Runs: runs}
+	if le, err := lineEffectiveSize(ev.Ladder, width, bootstrap); err != nil {
+		v.EffSizeLineError = err.Error()
+	} else {
+		v.EffSizeLine = &le
+	}
+	return v, nil
+}
+
+// WriteText prints the verdict: each claim's verdict, reason and evidence, the effective size, and the claim
+// table.
+func (v *StudyVerdict) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "plan %s, runs of %s: %s\n\n", v.Plan, strings.Join(v.Outs, ", "), v.Inputs.Source)
+	for _, c := range v.Claims {
+		fmt.Fprintf(w, "%s: %s — %s\n", c.ID, c.Text, c.Verdict)
+		if c.Reason != "" {
+			fmt.Fprintf(w, "  why: %s\n", c.Reason)
+		}
+		fmt.Fprintf(w, "  %s\n\n", c.Evidence)
+	}
+	if le := v.EffSizeLine; le != nil {
+		fmt.Fprintf(w, "γ = 1's effective model size at width %d (the γ = 0.5 line L = %.4f %+.4f·ln N, residuals %s): %s\n\n",
+			le.Width, le.A, le.B, fmtResiduals(le.Residuals), le.Reading)
+	} else {
+		fmt.Fprintf(w, "γ = 1's effective model size: not read (%s)\n\n", v.EffSizeLineError)
+	}
+	res := &Result{Claims: v.Claims}
+	return res.writeClaimTable(w)
+}
+
+func fmtResiduals(r []float64) string {
+	s := make([]string, len(r))
+	for i, x := range r {
+		s[i] = fmt.Sprintf("%+.4f", x)
+	}
+	return strings.Join(s, " ")
+}

@@ -1,0 +1,192 @@
+package reproduce
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/experiment"
+	"github.com/smallinit/smallinit/override"
+	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/summary"
+	"github.com/smallinit/smallinit/train"
+)
+
+// syntheticLadder is a world with a known answer: at every width the γ = 0.5 loss is a + b·ln N plus seed noise
+// of SD sd, and γ = 1's loss is the γ = 0.5 line's at (1 + eff)·N plus its own noise, so that γ = 1's effective
+// size is eff at every width, its paired gain −b·ln(1 + eff) at every width, and H2's slope 0.
+func syntheticLadder(eff, sd float64, seeds map[int]int) []StudyRun {
+	const a, b = 8.0, -0.25
+	widths := map[int]float64{80: 374480, 96: 480096, 112: 681968, 128: 918656, 144: 1079568}
+	rng := rand.New(rand.NewPCG(7, 7))
+	var runs []StudyRun
+	for w, n := range widths {
+		for s := range seeds[w] {
+			l05 := a + b*math.Log(n) + sd*rng.NormFloat64()
+			l1 := a + b*math.Log((1+eff)*n) + sd*rng.NormFloat64()
+			runs = append(runs,
+				StudyRun{Gamma: 0.5, Width: w, N: n, LR: 2e-3, Seed: s, Loss: Loss{Overall: l05}},
+				StudyRun{Gamma: 1, Width: w, N: n, LR: 5e-4, Seed: s, Loss: Loss{Overall: l1}})
+			// A rate check beside the ladder: at another rate, never read as the ladder's.
+			if w == 80 && s < 2 {
+				runs = append(runs, StudyRun{Gamma: 1, Width: w, N: n, LR: 1e-3, Seed: s, Loss: Loss{Overall: 100}})
+			}
+		}
+	}
+	return runs
+}
+
+var verdictLRs = map[float64]float64{0.5: 2e-3, 1: 5e-4}
+
+// verdictSeeds is family B's design: seeds 0-4 at every rung, 0-6 at width 128.
+var verdictSeeds = map[int]int{80: 5, 96: 5, 112: 5, 128: 7, 144: 5}
+
+// TestLineEffectiveSizeRecoversAKnownSize: the straight-line reading recovers the effective size a synthetic
+// ladder was built with, inside its bootstrap interval, and says "beyond the ladder" / "below the ladder" when
+// the size lies outside the ladder's N.
+func TestLineEffectiveSizeRecoversAKnownSize(t *testing.T) {
+	for _, tc := range []struct {
+		eff  float64
+		want string
+	}{
+		{0.10, "%"},
+		{-0.20, "%"},
+		{0.50, "beyond the ladder: at least +17.5%"},
+		{-0.70, "below the ladder"},
+	} {
+		ev, err := LadderEvidence(syntheticLadder(tc.eff, 0.004, verdictSeeds), 128, verdictLRs, "synthetic", &Primaries{Alpha: 0.05, Delta: 0.0193, MinWidths: 4, MinSpan: 1.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		le, err := lineEffectiveSize(ev.Ladder, 128, 2000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(le.Reading, tc.want) {
+			t.Errorf("effective size %+g: reading %q, want %q", tc.eff, le.Reading, tc.want)
+		}
+		if math.Abs(le.B+0.25) > 0.02 {
+			t.Errorf("effective size %+g: the γ = 0.5 line's slope %g, built as −0.25", tc.eff, le.B)
+		}
+		if le.Inside {
+			if le.CI == nil || !(le.CI.Lo <= tc.eff && tc.eff <= le.CI.Hi) || math.Abs(le.Gain-tc.eff) > 0.05 {
+				t.Errorf("effective size %+g: read %+.4f with interval %+v, which misses it", tc.eff, le.Gain, le.CI)
+			}
+		}
+	}
+}
+
+// TestLadderEvidenceJudgesAKnownWorld: judged by the primaries' judge, a world where γ = 1 is a constant +30%
+// effective size has H1 supported (its gain, 0.25·ln 1.3 = 0.066 nats, far above δ) and H2 not supported (the
+// slope is 0 by construction); the rate-check runs are left out, and the ladder has its five rungs with width
+// 128 over seeds 0-6.
+func TestLadderEvidenceJudgesAKnownWorld(t *testing.T) {
+	spec := &Primaries{Alpha: 0.05, Delta: 0.0193, MinWidths: 4, MinSpan: 1.5}
+	ev, err := LadderEvidence(syntheticLadder(0.30, 0.004, verdictSeeds), 128, verdictLRs, "synthetic", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Ladder) != 5 || len(ev.Gamma) != 2 || len(ev.Gamma[1].Seeds) != 7 || len(ev.Ladder[0].G1.Seeds) != 5 {
+		t.Fatalf("evidence: %d rungs, %d γ arms, %d seeds at 128, %d at 80", len(ev.Ladder), len(ev.Gamma), len(ev.Gamma[1].Seeds), len(ev.Ladder[0].G1.Seeds))
+	}
+	for _, r := range ev.Ladder {
+		for s, l := range r.G1.Seeds {
+			if l.Overall == 100 {
+				t.Errorf("width %d seed %d: a rate-check run was read as the ladder's", r.Width, s)
+			}
+		}
+	}
+	claims := judgePrimaries(ev, 200)
+	if claims[0].ID != "H1" || claims[0].Verdict != Supported {
+		t.Errorf("H1: %s (%s), want supported: %s", claims[0].Verdict, claims[0].Reason, claims[0].Evidence)
+	}
+	if claims[1].ID != "H2" || claims[1].Verdict == Supported {
+		t.Errorf("H2: %s, want not supported (a slope of 0 by construction): %s", claims[1].Verdict, claims[1].Evidence)
+	}
+	if got := claims[0].Tests[0].Estimate.Mean; math.Abs(got-0.25*math.Log(1.3)) > 0.01 {
+		t.Errorf("H1's gain %.4f, built as %.4f", got, 0.25*math.Log(1.3))
+	}
+	if n := claims[1].Tests[0].Estimate.N; n != 5 {
+		t.Errorf("H2 read over %d seeds, want 5 (the seeds with every rung)", n)
+	}
+	dup := append(syntheticLadder(0.3, 0.004, verdictSeeds), StudyRun{Gamma: 1, Width: 96, N: 480096, LR: 5e-4, Seed: 0, Dir: "again"})
+	if _, err := LadderEvidence(dup, 128, verdictLRs, "synthetic", spec); err == nil || !strings.Contains(err.Error(), "two runs") {
+		t.Errorf("a run read twice: %v, want refused", err)
+	}
+}
+
+// TestReadStudyRuns: runs are read from two study directories at the training mix, with each run's γ, width, N,
+// rate and seed from its config.toml; directories of different corpora are refused.
+func TestReadStudyRuns(t *testing.T) {
+	st := &data.Stats{Source: "test", SHA256: map[string]string{"train.tok": "aa", "val.tok": "bb"},
+		TrainByLang: map[string]data.SplitStats{"en": {Tokens: 200}, "zh": {Tokens: 800}}}
+	st.Train.Tokens = 1000
+	write := func(out string, width int, seed int64, langLoss map[string]float64, stats *data.Stats) {
+		t.Helper()
+		dir := filepath.Join(out, "main", "run")
+		c, err := train.LoadSets("", []override.Set{{Key: recipe.KeySeed, Value: seed}, {Key: "model.hidden_size", Value: int64(width)},
+			{Key: recipe.KeyDataTrain, Value: "train.tok"}, {Key: recipe.KeyDataVal, Value: "val.tok"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.toml"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := summary.Write(filepath.Join(out, summary.FileName("")), summary.Summary{Data: stats, Runs: []summary.Row{{Run: "run", Dir: dir, LangLoss: langLoss}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := t.TempDir(), t.TempDir()
+	write(a, 64, 3, map[string]float64{"en": 5, "zh": 4}, st)
+	write(b, 96, 5, map[string]float64{"en": 6, "zh": 3}, st)
+	runs, _, err := ReadStudyRuns([]string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].Width != 64 || runs[0].Seed != 3 || runs[1].Width != 96 || runs[1].Seed != 5 || runs[0].N <= 0 {
+		t.Fatalf("runs %+v", runs)
+	}
+	if math.Abs(runs[0].Loss.Overall-(0.2*5+0.8*4)) > 1e-12 || math.Abs(runs[1].Loss.Overall-(0.2*6+0.8*3)) > 1e-12 {
+		t.Errorf("training-mix losses %g, %g, want 4.2 and 3.6", runs[0].Loss.Overall, runs[1].Loss.Overall)
+	}
+	other := *st
+	other.SHA256 = map[string]string{"train.tok": "cc", "val.tok": "bb"}
+	write(b, 96, 5, map[string]float64{"en": 6, "zh": 3}, &other)
+	if _, _, err := ReadStudyRuns([]string{a, b}); err == nil || !strings.Contains(err.Error(), "train.tok differs") {
+		t.Errorf("two corpora: %v, want refused naming the file", err)
+	}
+}
+
+// TestVerdictLadderPrimaries: the verdict ladder plan's [primaries] parse as the judge's, with δ 0.0193 and a
+// span rule its widths 80-144 meet (N spans 2.88x), so H2 is judged rather than refused for its span.
+func TestVerdictLadderPrimaries(t *testing.T) {
+	p, err := experiment.Builtin("verdict-20tpp-ladder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := parsePrimaries(p)
+	if err != nil || spec == nil {
+		t.Fatalf("primaries: %v", err)
+	}
+	if spec.Delta != 0.0193 || spec.MinWidths != 4 || spec.MinSpan != 1.8 || spec.Alpha != 0.05 {
+		t.Errorf("primaries %+v", spec)
+	}
+	ev, err := LadderEvidence(syntheticLadder(0.1, 0.004, verdictSeeds), 128, verdictLRs, "synthetic", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := judgePrimaries(ev, 100)[1]; strings.Contains(c.Reason, "H2 needs") {
+		t.Errorf("H2 refused for its span: %s", c.Reason)
+	}
+}
