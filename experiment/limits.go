@@ -5,8 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"unicode"
 	"time"
+	"unicode"
 
 	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/internal/dirname"
