@@ -60,6 +60,18 @@ func (g Grid) Validate() error {
 	if len(g.Gammas) == 0 || len(g.LRs) == 0 || len(g.Seeds) == 0 || len(g.Depths) == 0 && g.MixDepth == 0 {
 		return fmt.Errorf("anchor grid: want at least one γ, learning rate, seed and depth")
 	}
+	// γ and the rates in the ranges of init.gamma and schedule.lr, checked before the data is written (a cell
+	// refused them only once it was about to train).
+	for _, gamma := range g.Gammas {
+		if err := (recipe.Init{Rule: recipe.RuleGamma, Gamma: gamma}).Validate(); err != nil {
+			return fmt.Errorf("--gammas %g: %w", gamma, err)
+		}
+	}
+	for _, lr := range g.LRs {
+		if err := (recipe.Schedule{Kind: recipe.ScheduleConstant, PeakLR: lr}).Validate(); err != nil {
+			return fmt.Errorf("--lrs %g: %w", lr, err)
+		}
+	}
 	for _, d := range g.Depths {
 		if d < 1 || d > 256 {
 			return fmt.Errorf("--depths %d: must be in [1, 256]", d)

@@ -3,9 +3,11 @@ package experiment
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/smallinit/smallinit/data"
@@ -131,6 +133,16 @@ func TestImportDataRefusesWhatStatsDoesNotProve(t *testing.T) {
 			os.Remove(filepath.Join(dir, data.TrainFile))
 			os.Symlink(filepath.Join(good, data.TrainFile), filepath.Join(dir, data.TrainFile))
 		}},
+		{"train.tok a FIFO", "train.tok is a FIFO", func(dir string) {
+			os.Remove(filepath.Join(dir, data.TrainFile))
+			if err := syscall.Mkfifo(filepath.Join(dir, data.TrainFile), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"train.tok a directory", "train.tok is a directory", func(dir string) {
+			os.Remove(filepath.Join(dir, data.TrainFile))
+			os.Mkdir(filepath.Join(dir, data.TrainFile), 0o755)
+		}},
 	} {
 		src := copyDir(t, good, filepath.Join(t.TempDir(), "src"))
 		tc.spoil(src)
@@ -185,5 +197,79 @@ func flip(t *testing.T, path string) {
 	b[len(b)-1] ^= 0xff
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestImportDataClearsLeftoverTmp: a leftover OUT/data.tmp of a copy cut short (a directory with a stray file,
+// or a plain file) is cleared and the copy made, never a bare "rename … file exists" (issue 48, 5: checked to
+// still hold).
+func TestImportDataClearsLeftoverTmp(t *testing.T) {
+	root := t.TempDir()
+	good := preparedCorpus(t, filepath.Join(root, "good"), "hello world, hello there, the world says hello", 270)
+	for i, leave := range []func(tmp string){
+		func(tmp string) {
+			os.MkdirAll(filepath.Join(tmp, "sub"), 0o755)
+			os.WriteFile(filepath.Join(tmp, data.TrainFile), []byte("junk"), 0o644)
+		},
+		func(tmp string) { os.WriteFile(tmp, []byte("junk"), 0o644) },
+	} {
+		dst := filepath.Join(root, fmt.Sprintf("out%d", i), "data")
+		os.MkdirAll(filepath.Dir(dst), 0o755)
+		leave(dst + ".tmp")
+		if _, err := importData(good, dst, &Options{}); err != nil {
+			t.Errorf("leftover %d: %v", i, err)
+		}
+		if _, err := os.Lstat(dst + ".tmp"); !os.IsNotExist(err) {
+			t.Errorf("leftover %d: %s.tmp still there", i, dst)
+		}
+		if err := data.Verify(dst, mustStats(t, dst)); err != nil {
+			t.Errorf("leftover %d: the copy: %v", i, err)
+		}
+	}
+}
+
+func mustStats(t *testing.T, dir string) *data.Stats {
+	t.Helper()
+	st, err := data.ReadStats(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestEditedEmbeddedStatsBlamed: an edited OUT/data/stats.json of the embedded corpus is named when the plan
+// reuses the corpus (its vocabulary, or its token counts against the files), not later as runs whose
+// config.toml differs (issue 48, 5).
+func TestEditedEmbeddedStatsBlamed(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if _, err := data.PrepareEmbedded(dir, 512, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareData(dir, 512, &Options{}); err != nil {
+		t.Fatalf("the corpus as prepared: %v", err)
+	}
+	stats := filepath.Join(dir, data.StatsFile)
+	orig, err := os.ReadFile(stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(m map[string]any)
+		want []string
+	}{
+		{"vocabulary", func(m map[string]any) { m["vocab_size"] = 4096 }, []string{stats, "vocabulary of 4096", "rm -r " + dir}},
+		{"training tokens", func(m map[string]any) { m["train"].(map[string]any)["tokens"] = 1e12 }, []string{data.StatsFile, "says 1000000000000"}},
+	} {
+		editStats(t, dir, tc.edit)
+		_, err := prepareData(dir, 512, &Options{})
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v, want an error naming %q", tc.name, err, w)
+			}
+		}
+		if err := os.WriteFile(stats, orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

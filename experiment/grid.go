@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/atomicfile"
@@ -174,11 +176,16 @@ func (t *TuneSpec) tunedLike(c recipe.Config) bool {
 	return true
 }
 
-// setsText is sets as key = value, comma-separated.
+// setsText is sets as key = value, comma-separated; a string value holding a control character is written
+// quoted and escaped, so that a value of the user's never adds a line to plan.txt.
 func setsText(sets []override.Set) string {
 	var parts []string
 	for _, s := range sets {
-		parts = append(parts, fmt.Sprintf("%s = %v", s.Key, s.Value))
+		v := fmt.Sprint(s.Value)
+		if str, ok := s.Value.(string); ok && strings.ContainsFunc(str, unicode.IsControl) {
+			v = strconv.Quote(str)
+		}
+		parts = append(parts, s.Key+" = "+v)
 	}
 	return strings.Join(parts, ", ")
 }

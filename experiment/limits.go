@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/internal/dirname"
@@ -80,6 +81,9 @@ func checkOptions(p *Plan, o *Options) error {
 	case o.Task && o.Index < 0:
 		return fmt.Errorf("index %d: must be ≥ 0", o.Index)
 	}
+	if err := checkLine("data", o.Data); err != nil { // the corpus path is written into plan.txt
+		return err
+	}
 	if err := checkTierBudget(p, o.Budget); err != nil {
 		return err
 	}
@@ -142,6 +146,17 @@ func groupArms(arms int, axisLens []int) int {
 // checkName refuses a group or arm name that could not be one directory under OUT (package dirname's alphabet,
 // the one every name that becomes a directory is held to).
 func checkName(what, name string) error { return dirname.Check(what, name) }
+
+// checkLine refuses free text from a plan or the command line (a title, a smoke note, a pair's name, a data
+// directory) that holds a control character: written into plan.txt, a report or the console's record, a
+// newline would add a line of the user's to a generated file. Text that names a directory is held to the name
+// alphabet instead (checkName).
+func checkLine(what, s string) error {
+	if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }); i >= 0 {
+		return fmt.Errorf("%s %q: a control character (a newline, tab or the like) at byte %d: write it on one line", what, s, i)
+	}
+	return nil
+}
 
 // reservedNames are the files and directories a study writes in OUT besides its groups' directories (the
 // "anchor" directory is an evaluator's anchor grid): a group so named would train among them.

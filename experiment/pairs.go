@@ -117,6 +117,24 @@ func pairs(p *Plan, out *Outcome) []Pair {
 	return res
 }
 
+// checkPairSeeds refuses a pair whose two arms share no seed among the seeds they run (their groups' own, else
+// seeds): the comparison pairs by seed, and with none in common it would train every run, then print +NaN.
+func checkPairSeeds(p *Plan, seeds []uint64) error {
+	o := &Options{Seeds: seeds}
+	for _, ps := range p.Pairs {
+		ga, gb := p.findArm(ps.A), p.findArm(ps.B)
+		if ga == nil || gb == nil { // Parse refuses a pair of a missing arm; a tier may drop a group
+			continue
+		}
+		sa, sb := groupSeeds(ga, o), groupSeeds(gb, o)
+		if !slices.ContainsFunc(sa, func(s uint64) bool { return slices.Contains(sb, s) }) {
+			return fmt.Errorf("plan %s: pair %q: arm %s (group %s) runs seeds %v and arm %s (group %s) seeds %v, none in common: a pair compares the two arms seed by seed (give both groups the same seeds)",
+				p.Name, ps.Name, ps.A, ga.Name, sa, ps.B, gb.Name, sb)
+		}
+	}
+	return nil
+}
+
 // trainMixReadout keys the training-mix loss beside the language codes (which are letters only).
 const trainMixReadout = "=train-mix"
 

@@ -1,8 +1,10 @@
 package experiment
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -150,5 +152,37 @@ func TestDataSelectionTrainsWithoutTheSlice(t *testing.T) {
 		if n, est := trainTokens(p, "d", out.Stats); (tc.want == data.TrainFile) != (n == 1000) || est != (n != 1000) {
 			t.Errorf("selection %v: training tokens %d of 1000 (estimated %v)", p.Data.Selection, n, est)
 		}
+	}
+}
+
+// TestPairsRefusedWithoutSharedSeed: a pair whose arms run no seed in common (here a group with its own seeds)
+// is refused naming both arms and their seeds before anything is written or trained (it trained every run,
+// then printed +NaN); a pair of arms that share a seed passes the check.
+func TestPairsRefusedWithoutSharedSeed(t *testing.T) {
+	plan := strings.Replace(pairPlan, "[[pair]]", `[[group]]
+name = "h"
+seeds = [7]
+[[group.arm]]
+name = "c"
+set = { "init.gamma" = 0.75 }
+[[pair]]`, 1)
+	p, err := Parse([]byte(strings.Replace(plan, `b = "b"`, `b = "c"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	_, err = Run(context.Background(), p, Options{Out: out, Steps: 1})
+	if err == nil || !strings.Contains(err.Error(), `pair "a against b"`) || !strings.Contains(err.Error(), "[0 1 2]") || !strings.Contains(err.Error(), "[7]") {
+		t.Fatalf("a pair without a common seed: %v", err)
+	}
+	if _, serr := os.Stat(out); !os.IsNotExist(serr) {
+		t.Errorf("the refused plan wrote %s", out)
+	}
+	ok, err := Parse([]byte(plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkPairSeeds(ok, []uint64{0, 1, 2}); err != nil {
+		t.Errorf("arms a and b share seeds 0, 1, 2: %v", err)
 	}
 }

@@ -505,6 +505,11 @@ func (p *Plan) parseHeader(f *planFile) error {
 	if err := checkName("name", p.Name); err != nil {
 		return err
 	}
+	for _, t := range []struct{ what, s string }{{"title", p.Title}, {"report.title", p.Report.Title}, {"data.dir", p.Data.Dir}} {
+		if err := checkLine(t.what, t.s); err != nil {
+			return err
+		}
+	}
 	if p.Kind == "" {
 		p.Kind = KindTrain
 	}
@@ -672,6 +677,9 @@ func (p *Plan) parseReport(f *planFile) error {
 		if pr.Name == "" || pr.A == "" || pr.B == "" || pr.A == pr.B {
 			return fmt.Errorf("pair %d: want a name and two different arms a and b", i+1)
 		}
+		if err := checkLine(fmt.Sprintf("pair %d: name", i+1), pr.Name); err != nil {
+			return err
+		}
 		for _, a := range []string{pr.A, pr.B} {
 			if p.findArm(a) == nil {
 				return fmt.Errorf("pair %s: no arm %q (a pair compares two explicit arms)", pr.Name, a)
@@ -703,6 +711,12 @@ func (p *Plan) SeedsFor(budget time.Duration) []uint64 {
 		return p.Budget.LongSeeds
 	}
 	return p.Seeds
+}
+
+// BudgetChooses says whether a budget chooses more than the steps per run (a tier, or LongSeeds): with the
+// steps given, such a plan still reads the budget, and another plan ignores it.
+func (p *Plan) BudgetChooses() bool {
+	return len(p.Tiers) > 0 || p.Budget.LongMinutes > 0 && len(p.Budget.LongSeeds) > 0
 }
 
 // SeedRange is the seeds 0 … n−1.

@@ -1,6 +1,9 @@
 package experiment
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -77,5 +80,44 @@ func TestOverridesAreTyped(t *testing.T) {
 		if err != nil || !override.Equal(back.Value, s.Value) {
 			t.Errorf("%s written as %s reads back as %#v", kv.in, s.String(), back.Value)
 		}
+	}
+}
+
+// TestFreeTextOnOneLine: free text of a plan that is written into plan.txt, a report or claims.json (the title,
+// report.title, data.dir, a pair's name, a tier's smoke note) is refused with a newline in it, and a tier's name
+// is held to the name alphabet (each added a line of the user's to a generated file, issue 48, 3); --data with a
+// newline is refused the same way before anything is written, and a string value of the LR sweep's recipe is
+// written escaped in plan.txt.
+func TestFreeTextOnOneLine(t *testing.T) {
+	demo := string(demoPlan(t).Text)
+	// The reproduction's plan (package reproduce owns it; read as a file, since reproduce imports experiment):
+	// the plan with tiers.
+	repro, err := os.ReadFile(filepath.Join("..", "reproduce", "plan.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reproText := string(repro)
+	inject := `\nbase = \"/etc/passwd\"`
+	for _, tc := range []struct{ name, text, want string }{
+		{"title", strings.Replace(demo, `title = "smallinit demo"`, `title = "smallinit demo`+inject+`"`, 1), `title "smallinit demo\nbase`},
+		{"report.title", strings.Replace(demo, "[report]\n", "[report]\ntitle = \"r"+inject+"\"\n", 1), `report.title "r\nbase`},
+		{"data.dir", strings.Replace(demo, `corpus = "embedded"`, `dir = "/x`+inject+`"`, 1), `data.dir "/x\nbase`},
+		{"pair name", strings.Replace(pairPlan, `name = "a against b"`, `name = "a`+inject+`"`, 1), `pair 1: name "a\nbase`},
+		{"tier name", strings.Replace(reproText, `name = "30m"`, `name = "30m`+inject+`"`, 1), `tier 1: name "30m\nbase`},
+		{"tier smoke", strings.Replace(reproText, `smoke = "verdicts`, `smoke = "`+inject+`verdicts`, 1), `smoke "\nbase`},
+	} {
+		if _, err := Parse([]byte(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := Run(context.Background(), demoPlan(t), Options{Out: out, Steps: 1, Data: "/x\nbase = \"/etc/passwd\""}); err == nil || !strings.Contains(err.Error(), `data "/x\nbase`) {
+		t.Errorf("--data with a newline: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the refused --data wrote %s", out)
+	}
+	if got := setsText([]override.Set{{Key: "model.attn_gate", Value: "none\nx = 1"}, {Key: "init.gamma", Value: 0.5}}); got != `model.attn_gate = "none\nx = 1", init.gamma = 0.5` {
+		t.Errorf("setsText: %s", got)
 	}
 }

@@ -254,7 +254,7 @@ func (x *Execution) start(ctx context.Context, p *Plan, autoSeeds bool) error {
 		return err
 	}
 	out.Seeds = o.Seeds
-	return nil
+	return checkPairSeeds(p, o.Seeds) // the tier's seeds, as the sizing chose them
 }
 
 // begin checks a training plan's options and fills in the budget (the plan's when o has none) and the seeds
@@ -273,7 +273,10 @@ func begin(p *Plan, o *Options) (autoSeeds bool, err error) {
 	if o.Seeds == nil {
 		o.Seeds = p.SeedsFor(o.Budget)
 	}
-	return autoSeeds, checkRuns(p, len(o.Seeds))
+	if err := checkRuns(p, len(o.Seeds)); err != nil {
+		return false, err
+	}
+	return autoSeeds, checkPairSeeds(p, o.Seeds)
 }
 
 // prepareCorpus puts the plan's corpus in OUT/data (a prepared one copied, else the embedded one tokenized)
@@ -461,12 +464,17 @@ func prepareData(dir string, vocab int, o *Options) (*data.Stats, error) {
 	st, err := data.ReadStats(dir)
 	if err == nil {
 		if st.Source != "embedded" || st.VocabSize != vocab {
-			return nil, fmt.Errorf("%s holds a corpus prepared from %s with a vocabulary of %d, not the plan's embedded corpus of %d (data.vocab): use another --out",
-				dir, st.Source, st.VocabSize, vocab)
+			return nil, fmt.Errorf("%s says a corpus prepared from %s with a vocabulary of %d, not the plan's embedded corpus of %d (data.vocab): use another --out (or, if that stats.json was edited, restore it or rm -r %s to prepare the corpus again)",
+				filepath.Join(dir, data.StatsFile), st.Source, st.VocabSize, vocab, dir)
 		}
 		if err := data.Verify(dir, st); errors.Is(err, data.ErrNoSums) {
 			o.logf("note: %v\n", err)
 		} else if err != nil {
+			return nil, err
+		}
+		// stats.json's counts and vocabulary against the files, as --data checks them: an edited stats.json is
+		// named here, not later as a run whose config.toml differs.
+		if err := data.CheckPrepared(dir, st); err != nil {
 			return nil, err
 		}
 		o.logf("reusing the prepared corpus in %s\n", dir)

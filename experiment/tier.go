@@ -21,6 +21,13 @@ func parseTiers(p *Plan, tiers []tierFile, f *planFile) error {
 			Groups: ft.Groups, Gammas: ft.Gammas, MinSeeds: ft.MinSeeds,
 			TokensPerParam: ft.TokensPerParam, Horizons: ft.Horizons, Cooldown: ft.Cooldown}
 		where := fmt.Sprintf("tier %d (%s)", i+1, t.Name)
+		// A tier's name and smoke note are written into plan.txt and claims.json: one line each.
+		if err := checkName(fmt.Sprintf("tier %d: name", i+1), t.Name); err != nil {
+			return err
+		}
+		if err := checkLine(where+": smoke", t.Smoke); err != nil {
+			return err
+		}
 		var err error
 		if t.Ladder, err = parseLadder(ft.Ladder); err != nil {
 			return fmt.Errorf("%s: %w", where, err)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/BurntSushi/toml"
 )
 
 // TestParseTypesValues: a value is read as TOML (so true is a bool, 1e-12 a float, 3 an int), a bare word as a
@@ -82,5 +84,27 @@ func TestQualifyGivesShortKeysTheirSection(t *testing.T) {
 	}
 	if in[0].Key != "norm_eps" {
 		t.Error("Qualify changed its input")
+	}
+}
+
+// TestDocumentEscapesValues: a string value holding a quote and a newline (a path a user wrote) is written
+// escaped into a grid file's [base] (Document), so it reads back as that one value and adds no key (issue 48,
+// 3: nothing a user writes adds a line to a generated file).
+func TestDocumentEscapesValues(t *testing.T) {
+	evil := "/x\"\nbase = \"/etc/passwd\"\n[axes]\n"
+	doc, err := Document([]Set{{Key: "data.val", Value: evil}, {Key: "init.gamma", Value: 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(doc, "\n"); n != 2 {
+		t.Errorf("%d lines for two keys:\n%s", n, doc)
+	}
+	var m map[string]any
+	if _, err := toml.Decode(doc, &m); err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+	d, _ := m["data"].(map[string]any)
+	if len(m) != 2 || len(d) != 1 || d["val"] != evil {
+		t.Errorf("read back %#v, want data.val = %q and init.gamma", m, evil)
 	}
 }

@@ -133,3 +133,22 @@ func TestLoadSetsReadsTheFileOnceThenTheOverrides(t *testing.T) {
 		})
 	}
 }
+
+// TestEncodeEscapesStrings: a run config whose string values hold a quote and a newline (data paths a user
+// wrote) is written into config.toml escaped, and reads back as the same config (issue 48, 3).
+func TestEncodeEscapesStrings(t *testing.T) {
+	c := Default()
+	c.Data.Train = "/x\"\n[train]\nsteps = 1\n"
+	c.Data.Val = "/v\tw"
+	b, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Config
+	if _, err := toml.Decode(string(b), &back); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if back.Data != c.Data || back.Train.Steps != c.Train.Steps {
+		t.Errorf("read back data %+v, steps %d; want %+v, %d", back.Data, back.Train.Steps, c.Data, c.Train.Steps)
+	}
+}

@@ -149,6 +149,29 @@ func Gather(paths []string) (*Data, error) {
 	return d, nil
 }
 
+// Leave takes out of d the runs for which why gives a reason (a non-empty string), records each in Skipped
+// with that reason (so the page and the warnings say what was left out and why), and groups the rest into arms
+// again. It returns how many runs it took out.
+func (d *Data) Leave(why func(*Run) string) int {
+	var keep []*Run
+	for _, r := range d.Runs {
+		if reason := why(r); reason != "" {
+			d.Skipped = append(d.Skipped, Skipped{r.Dir, reason})
+			continue
+		}
+		keep = append(keep, r)
+	}
+	left := len(d.Runs) - len(keep)
+	if left > 0 {
+		d.Runs, d.Arms, d.Varying, d.Ignored = keep, nil, nil, nil
+		for _, r := range d.Runs {
+			r.Arm = nil
+		}
+		d.groupArms()
+	}
+	return left
+}
+
 func isFile(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir()

@@ -138,6 +138,10 @@ func WriteSummary(w io.Writer, out string, pg *Page, d *Data) {
 
 // writePage writes a page atomically (internal/atomicfile), creating its directory first.
 func writePage(path string, html []byte) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("report: %s is a directory, not the HTML file to write: name a file (e.g. %s), or remove the directory (rm -r %s)",
+			path, filepath.Join(path, "report.html"), path)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

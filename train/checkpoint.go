@@ -161,8 +161,11 @@ func loadCheckpoint(ck string, step int, m *model.Model, opt *optim.AdamW, logf 
 	if err != nil {
 		return st, fmt.Errorf("resume: %w", err)
 	}
+	if len(b) == 0 {
+		return st, fmt.Errorf("resume %s: empty, not a checkpoint's state (a write cut short): move %s away to resume from the checkpoint before it", filepath.Join(ck, stateFile), ck)
+	}
 	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("resume %s: %w", filepath.Join(ck, stateFile), err)
+		return st, fmt.Errorf("resume %s: %w (move %s away to resume from the checkpoint before it)", filepath.Join(ck, stateFile), err, ck)
 	}
 	if err := st.check(step, int64(m.Batch())*int64(m.Config.SeqLen)); err != nil {
 		return st, fmt.Errorf("resume %s: %w", filepath.Join(ck, stateFile), err)

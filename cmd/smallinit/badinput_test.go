@@ -855,6 +855,7 @@ func badCases() []badCase {
 	)
 	cs = append(cs, studyBadCases()...)
 	cs = append(cs, acceptedCases()...)
+	cs = append(cs, modeCases()...)
 	return cs
 }
 

@@ -62,6 +62,10 @@ func main() {
 	}
 	ctx, err := parser.Parse(joinNegativeValues(os.Args[1:]))
 	parser.FatalIfErrorf(err)
+	if err := checkModes(ctx); err != nil { // a flag that does nothing in the command's mode (modeflags.go)
+		fmt.Fprintln(os.Stderr, "smallinit:", err)
+		os.Exit(1)
+	}
 	if err = ctx.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "smallinit:", err)
 		os.Exit(1)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -31,7 +32,7 @@ func (cmd *dataPrepareCmd) Validate() error {
 }
 
 func (cmd *auditCmd) Validate() error {
-	return inRange("--workers", cmd.Workers, 0, kernel.MaxWorkers, "0: all cores")
+	return errors.Join(inRange("--workers", cmd.Workers, 0, kernel.MaxWorkers, "0: all cores"), cmd.checkZ())
 }
 
 // MaxBenchSteps bounds bench's --steps and --warmup: a bench is seconds to minutes of steps, and a count past
@@ -61,13 +62,16 @@ func (cmd *evalTasksCmd) Validate() error {
 	if err := nonNegative("--shots", cmd.Shots); err != nil {
 		return err
 	}
+	if err := inRange("--max-new-tokens", cmd.MaxNewTokens, 1, maxNewTokens, ""); err != nil {
+		return err
+	}
 	return nonNegative("--limit", cmd.Limit)
 }
 
 func (cmd *generateCmd) Validate() error {
 	switch {
-	case cmd.MaxTokens < 1:
-		return fmt.Errorf("--max-tokens %d: must be at least 1", cmd.MaxTokens)
+	case cmd.MaxTokens < 1 || cmd.MaxTokens > maxNewTokens:
+		return fmt.Errorf("--max-tokens %d: must be in [1, %d]", cmd.MaxTokens, maxNewTokens)
 	case !(cmd.Temperature >= 0):
 		return fmt.Errorf("--temperature %g: must be ≥ 0 (0 is greedy decoding)", cmd.Temperature)
 	case cmd.TopK < 0:
@@ -82,8 +86,24 @@ func (cmd *initCmd) Validate() error {
 	if strings.HasPrefix(strings.TrimSpace(cmd.ShardSize), "-") {
 		return fmt.Errorf("--shard-size %s: must be positive (e.g. 2GB, 500MB)", cmd.ShardSize)
 	}
+	// γ and std in the ranges of init.gamma and init.std (the rules table), named by their flag before anything
+	// is written (they were refused only by the writer, as a fault of --out).
+	if err := (recipe.Init{Rule: cmd.Rule, Gamma: cmd.Gamma, Std: cmd.Std}).Validate(); err != nil {
+		row, _ := recipe.LookupRule(cmd.Rule)
+		switch row.Param {
+		case recipe.ParamGamma:
+			return fmt.Errorf("--gamma %g: %w", cmd.Gamma, err)
+		case recipe.ParamStd:
+			return fmt.Errorf("--std %g: %w", cmd.Std, err)
+		}
+		return fmt.Errorf("--rule %s: %w", cmd.Rule, err)
+	}
 	return nil
 }
+
+// maxNewTokens bounds what one generation may decode (generate --max-tokens, eval-tasks --max-new-tokens): a
+// million tokens is hours of decoding on this toolkit's models; more is a typo.
+const maxNewTokens = 1 << 20
 
 func (cmd *analyzeCmd) Validate() error {
 	if cmd.Probes < 1 || cmd.Probes > diag.MaxProbeWindows {
@@ -133,8 +153,8 @@ func studyFlags(seeds, steps int, budget time.Duration, budgetGiven bool, index 
 		}
 	}
 	switch {
-	case steps < 0:
-		return fmt.Errorf("--steps %d: must be ≥ 1 (leave it out to size the budget)", steps)
+	case steps < 0 || steps > experiment.MaxSteps:
+		return fmt.Errorf("--steps %d: must be in [1, %d], the steps per run a plan may size (leave it out to size the budget)", steps, experiment.MaxSteps)
 	case budget < 0 || budget > experiment.MaxBudget || budgetGiven && budget == 0:
 		return fmt.Errorf("--budget %s: want a duration in (0, %s] (leave it out for the plan's)", budget, experiment.MaxBudget)
 	case index < -1:
@@ -161,8 +181,8 @@ func (cmd *demoCmd) Validate() error {
 	switch {
 	case cmd.Out == "":
 		return emptyOut(cmd.Out)
-	case cmd.Steps < 0:
-		return fmt.Errorf("--steps %d: must be ≥ 1 (leave it out to size --minutes)", cmd.Steps)
+	case cmd.Steps < 0 || cmd.Steps > experiment.MaxSteps:
+		return fmt.Errorf("--steps %d: must be in [1, %d], the steps per run a plan may size (leave it out to size --minutes)", cmd.Steps, experiment.MaxSteps)
 	case cmd.Windows < 0:
 		return fmt.Errorf("--windows %d: must be ≥ 0 (0: all)", cmd.Windows)
 	}
@@ -241,7 +261,7 @@ func (cmd *sweepRunCmd) Validate() error {
 	case cmd.Cores < 0 || cmd.Cores > kernel.MaxWorkers:
 		return fmt.Errorf("--cores %d: must be in [0, %d] (0: all of this machine's)", cmd.Cores, kernel.MaxWorkers)
 	}
-	return nil
+	return checkStaleAfter(cmd.StaleAfter)
 }
 
 func (c *fitCmd) Validate() error {
@@ -254,3 +274,51 @@ func (c *fitCmd) Validate() error {
 // maxBootstrap bounds fit's resamples: 100,000 pin a 95% interval's ends to a fraction of a standard error, and
 // each refits the law, so more only waits.
 const maxBootstrap = 100_000
+
+func (cmd *compareCmd) Validate() error {
+	return errors.Join(nonNegative("--windows", cmd.Windows), inRange("--bins", cmd.Bins, 1, maxBins, ""))
+}
+
+// maxBins bounds compare's difficulty quantiles (and report's --compare-bins): each bin is a table row, and past
+// a thousand a bin holds a handful of tokens.
+const maxBins = 1000
+
+func (cmd *auditCmd) checkZ() error {
+	if !(cmd.Z > 0) || math.IsInf(cmd.Z, 0) {
+		return fmt.Errorf("--z %g: must be a finite number > 0 (standard errors of the sampled std)", cmd.Z)
+	}
+	return nil
+}
+
+func (c *reportCmd) Validate() error {
+	return errors.Join(nonNegative("--compare-windows", c.CompareWindows), inRange("--compare-bins", c.CompareBins, 1, maxBins, ""),
+		inRange("--width", c.Width, 100, maxScreenshotWidth, "pixels"))
+}
+
+// maxScreenshotWidth bounds report's --width: a page wider than this is no screenshot anyone reads.
+const maxScreenshotWidth = 16384
+
+func (cmd *coordcheckCmd) Validate() error {
+	if cmd.Gamma != 0 { // 0: the plan's γ
+		if err := (recipe.Init{Rule: recipe.RuleGamma, Gamma: cmd.Gamma}).Validate(); err != nil {
+			return fmt.Errorf("--gamma %g: %w (the range of init.gamma)", cmd.Gamma, err)
+		}
+	}
+	if cmd.LR != 0 { // 0: the plan's rate
+		if err := (recipe.Schedule{Kind: recipe.ScheduleConstant, PeakLR: cmd.LR}).Validate(); err != nil {
+			return fmt.Errorf("--lr %g: %w (the range of schedule.lr; 0: the plan's)", cmd.LR, err)
+		}
+	}
+	return nil
+}
+
+// checkStaleAfter refuses a lock staleness that is not positive (it fell back to the default in silence) or
+// longer than a week (a killed run's lock would hold its run that long).
+func checkStaleAfter(d time.Duration) error {
+	if d <= 0 || d > 7*24*time.Hour {
+		return fmt.Errorf("--stale-after %s: must be in (0, 168h] (the default, 5m, leaves a killed run's lock to be taken over after 5 minutes)", d)
+	}
+	return nil
+}
+
+func (c *sweepStatusCmd) Validate() error { return checkStaleAfter(c.StaleAfter) }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/experiment"
@@ -70,12 +71,15 @@ func loadPlan(path string, log io.Writer) (*experiment.Plan, error) {
 }
 
 // Run runs a plan with the machinery of demo and reproduce (sizing, resumable runs, summary, report); a
-// coordinate-check plan prints its table. The built-in reproduce plan run this way has no claims: use
-// smallinit reproduce for those.
-func (cmd *studyCmd) Run() error {
+// coordinate-check plan prints its table (and refuses the training flags, which it would ignore: planFlags). The built-in
+// reproduce plan run this way has no claims: use smallinit reproduce for those.
+func (cmd *studyCmd) Run(kctx *kong.Context) error {
 	p, err := loadPlan(cmd.Plan, os.Stderr)
 	if err != nil {
 		return err
+	}
+	if err := checkOnlyWith(givenFlags(kctx), cmd.planFlags(p)); err != nil {
+		return fmt.Errorf("plan %s is a %s plan: %w", p.Name, p.Kind, err)
 	}
 	if p.HasStudy(experiment.TableAnchor) && !cmd.PrintPlan {
 		fmt.Fprintf(os.Stderr, "note: plan %s: its [anchor] grid is run only by smallinit reproduce (or smallinit anchor diagram); study trains its groups only\n", p.Name)
@@ -163,3 +167,6 @@ func (b *budgetOrPlans) UnmarshalText(t []byte) error {
 	*b = budgetOrPlans{d: d, given: true}
 	return nil
 }
+
+// String is the budget given (what a refusal quotes).
+func (b budgetOrPlans) String() string { return b.d.String() }
