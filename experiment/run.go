@@ -116,6 +116,7 @@ type Outcome struct {
 	// probeOverhead is the overhead probe's fixed cost of a run, measured in this execution or read from the
 	// sizing file (0: none yet).
 	probeOverhead time.Duration
+	probeScoreTPS float64 // the scoring probe's forward tokens/s, measured or read with probeOverhead (0: none yet)
 }
 
 // RunInfo is one run of a plan: its group, arm ("" for a sweep point), seed, directory and resolved recipe.
