@@ -101,12 +101,12 @@ func probeScoring(dir string, toks []int32) (float64, error) {
 		return 0, err
 	}
 	T := m.Config.SeqLen
-	if _, _, err := eval.ScoreTokens(m, toks[:scoreBatch*T+1]); err != nil {
+	if _, _, err := eval.ScoreTokens(m, toks[:scoreBatch*T+1], nil); err != nil {
 		return 0, err
 	}
 	timed := toks[scoreBatch*T : (scoreBatch+ScoreProbeWindows)*T+1]
 	t0 := time.Now()
-	_, n, err := eval.ScoreTokens(m, timed)
+	_, n, err := eval.ScoreTokens(m, timed, nil)
 	if err != nil {
 		return 0, err
 	}
