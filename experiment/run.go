@@ -664,7 +664,7 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 	if err != nil {
 		return row, err
 	}
-	row.Run, row.Gamma, row.NormEps, row.AttnGate, row.Steps = r.arm, c.Init.Gamma, c.Model.NormEps, c.Model.AttnGate, c.TotalSteps()
+	row.Run, row.Seed, row.Gamma, row.NormEps, row.AttnGate, row.Steps = r.arm, r.seed, c.Init.Gamma, c.Model.NormEps, c.Model.AttnGate, c.TotalSteps()
 	return row, nil
 }
 
