@@ -37,6 +37,28 @@ var sampleFiles = []struct {
 	{"ceval/dev", "ceval", 3},
 }
 
+// sampleDocs reads every record of testdata's file as task (of kind), strictly: a malformed record fails t.
+func sampleDocs(t *testing.T, task string, kind Kind, file string) []doc {
+	t.Helper()
+	src, err := openRecords(filepath.Join("testdata", file), kindSpecs[kind], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	r := &runner{spec: TaskSpec{Name: task}, ks: kindSpecs[kind], o: Options{StrictRecords: true}}
+	var docs []doc
+	for {
+		d, ok, err := r.nextDoc(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return docs
+		}
+		docs = append(docs, d)
+	}
+}
+
 // TestTaskSamplesParse: every sample file in testdata is listed above, and every line of it parses as its
 // kind, with the golds the files were published with.
 func TestTaskSamplesParse(t *testing.T) {
@@ -59,23 +81,7 @@ func TestTaskSamplesParse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src, err := openRecords(filepath.Join("testdata", s.file), kindSpecs[kind], false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer src.Close()
-			r := &runner{spec: TaskSpec{Name: s.task}, ks: kindSpecs[kind], o: Options{StrictRecords: true}}
-			var docs []doc
-			for {
-				d, ok, err := r.nextDoc(src)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !ok {
-					break
-				}
-				docs = append(docs, d)
-			}
+			docs := sampleDocs(t, s.task, kind, s.file)
 			if len(docs) != s.records {
 				t.Fatalf("%d records, want %d", len(docs), s.records)
 			}
@@ -135,26 +141,6 @@ func TestTaskSamplesParse(t *testing.T) {
 // lm-evaluation-harness's lambada_openai {"text"} records (testdata's conversions of the harness-layout samples)
 // give the same contexts, continuations and golds as the samples they were converted from.
 func TestTaskReleasedLayoutsReadAsTheHarnessLayouts(t *testing.T) {
-	docsOf := func(t *testing.T, kind Kind, file string) []doc {
-		t.Helper()
-		src, err := openRecords(filepath.Join("testdata", file), kindSpecs[kind], false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer src.Close()
-		r := &runner{spec: TaskSpec{Name: string(kind)}, ks: kindSpecs[kind], o: Options{StrictRecords: true}}
-		var docs []doc
-		for {
-			d, ok, err := r.nextDoc(src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				return docs
-			}
-			docs = append(docs, d)
-		}
-	}
 	for _, c := range []struct {
 		kind           Kind
 		harness, other string
@@ -163,7 +149,7 @@ func TestTaskReleasedLayoutsReadAsTheHarnessLayouts(t *testing.T) {
 		{KindLambada, "lambada_openai_test_first20.jsonl", "lambada_openai_test_first20_text.jsonl"},
 	} {
 		t.Run(c.other, func(t *testing.T) {
-			want, got := docsOf(t, c.kind, c.harness), docsOf(t, c.kind, c.other)
+			want, got := sampleDocs(t, string(c.kind), c.kind, c.harness), sampleDocs(t, string(c.kind), c.kind, c.other)
 			if len(got) != len(want) || len(got) != 20 {
 				t.Fatalf("%d records, want %d (20)", len(got), len(want))
 			}
