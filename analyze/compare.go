@@ -88,7 +88,7 @@ func CompareModels(a, b string, windows, bins int) (*report.CompareData, error) 
 	default:
 		return nil, fmt.Errorf("comparison: neither %s nor %s is a run whose config names data.val", a, b)
 	}
-	cmp, err := diag.CompareFiles(ma, mb, toks, bins, windows, "")
+	cmp, err := diag.CompareFiles(ma, mb, toks, bins, windows, "", nil)
 	if err != nil {
 		return nil, fmt.Errorf("comparison: %w", err)
 	}

@@ -18,7 +18,9 @@ import (
 // all) and, unless dump is "", writes every token's row to dump (.csv, else JSON lines). A regular file is
 // written under a temporary name and renamed into place, so that a failure leaves no partial dump; anything
 // else (/dev/stdout, a pipe) is written directly: renaming over it would replace the device or pipe.
-func CompareFiles(a, b, tokens string, bins, windows int, dump string) (diagrec.Comparison, error) {
+// progress, when not nil, is told the windows compared of the total (0 first, then after each window), so
+// that a command comparing on a large file can show it moving.
+func CompareFiles(a, b, tokens string, bins, windows int, dump string, progress func(done, total int64)) (diagrec.Comparison, error) {
 	if bins < 1 {
 		return diagrec.Comparison{}, fmt.Errorf("%d difficulty bins: must be positive", bins)
 	}
@@ -90,6 +92,23 @@ func CompareFiles(a, b, tokens string, bins, windows int, dump string) (diagrec.
 				return fmt.Errorf("dump %s: %w", dump, err)
 			}
 			return nil
+		}
+	}
+	if progress != nil {
+		// Compare hands over every token's row in order; a window is done when its last row is.
+		T, total := ma.Config.SeqLen, int64(data.NumWindows(len(toks), ma.Config.SeqLen))
+		if windows > 0 {
+			total = min(total, int64(windows))
+		}
+		progress(0, total)
+		inner := keep
+		keep = func(g diagrec.TokenGap) {
+			if inner != nil {
+				inner(g)
+			}
+			if g.Pos%T == 0 {
+				progress(int64(g.Pos/T), total)
+			}
 		}
 	}
 	cmp, err := Compare(ma, mb, toks, bins, windows, keep)

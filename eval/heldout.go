@@ -133,7 +133,7 @@ func scoreTokenFile(m *model.Model, path string, split data.SplitStats, windows 
 	if windows > 0 {
 		toks = toks[:min(len(toks), windows*m.Config.SeqLen+1)]
 	}
-	sum, n, err := ScoreTokens(m, toks)
+	sum, n, err := ScoreTokens(m, toks, nil)
 	if err != nil {
 		return SplitScore{}, 0, fmt.Errorf("score %s: %w", path, err)
 	}
@@ -150,11 +150,22 @@ func scoreTokenFile(m *model.Model, path string, split data.SplitStats, windows 
 // last full window are scored by one window on the SeqLen tokens before the end, counting only the new ones
 // (lm-evaluation-harness's rolling windows). Unlike train.EvalLoss, a training-time monitor over the first
 // windows, no token is left out. Only the cross-entropy counts (an MoE's auxiliary loss does not).
-func ScoreTokens(m *model.Model, toks []int32) (sum float64, n int64, err error) {
+// progress, when not nil, is told the windows scored of the total after every forward pass (and 0 first), so
+// that a command scoring a large file can show it moving.
+func ScoreTokens(m *model.Model, toks []int32, progress func(done, total int64)) (sum float64, n int64, err error) {
 	T, B := m.Config.SeqLen, m.Batch()
 	if len(toks) < 2 {
 		return 0, 0, fmt.Errorf("%d tokens: need at least 2 to score one", len(toks))
 	}
+	nw := data.NumWindows(len(toks), T)
+	total := int64(nw)
+	if len(toks)-1 > nw*T {
+		total++ // the last, partial window
+	}
+	if progress == nil {
+		progress = func(int64, int64) {}
+	}
+	progress(0, total)
 	in, tg := make([]int32, B*T), make([]int32, B*T)
 	add := func(skip int) {
 		for _, v := range m.TokenLoss()[skip:] {
@@ -162,7 +173,6 @@ func ScoreTokens(m *model.Model, toks []int32) (sum float64, n int64, err error)
 			n++
 		}
 	}
-	nw := data.NumWindows(len(toks), T)
 	for k := 0; k < nw; k += B {
 		b := min(B, nw-k)
 		for i := 0; i < b; i++ {
@@ -172,6 +182,7 @@ func ScoreTokens(m *model.Model, toks []int32) (sum float64, n int64, err error)
 			return 0, 0, err
 		}
 		add(0)
+		progress(int64(k+b), total)
 	}
 	if rest := len(toks) - 1 - nw*T; rest > 0 {
 		L := min(T, len(toks)-1) // the last window: L inputs ending just before the last token
@@ -182,6 +193,7 @@ func ScoreTokens(m *model.Model, toks []int32) (sum float64, n int64, err error)
 			return 0, 0, err
 		}
 		add(L - rest)
+		progress(total, total)
 	}
 	return sum, n, nil
 }

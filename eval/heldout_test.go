@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestScoreTokensScoresEveryTarget(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, n := range []int{2, T - 1, T, T + 1, T + 2, 4*T + 1, 7*T + 5, 10*T + 1} {
 		toks := randomTokens(rng, n, V)
-		sum, got, err := ScoreTokens(m, toks)
+		sum, got, err := ScoreTokens(m, toks, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,8 +56,26 @@ func TestScoreTokensScoresEveryTarget(t *testing.T) {
 			t.Errorf("n=%d: sum %v, windows + brute-force tail %v", n, sum, want)
 		}
 	}
-	if _, _, err := ScoreTokens(m, []int32{1}); err == nil {
+	if _, _, err := ScoreTokens(m, []int32{1}, nil); err == nil {
 		t.Error("a single token scored")
+	}
+	// Progress counts windows: 0 first, then after each batch of B, the partial window last, ending at the total.
+	for _, c := range []struct {
+		n    int
+		want []int64
+	}{{7*T + 1, []int64{0, 3, 6, 7}}, {7*T + 5, []int64{0, 3, 6, 7, 8}}, {T - 1, []int64{0, 1}}} {
+		var got []int64
+		if _, _, err := ScoreTokens(m, randomTokens(rng, c.n, V), func(done, total int64) {
+			if total != c.want[len(c.want)-1] {
+				t.Errorf("n=%d: total %d, want %d", c.n, total, c.want[len(c.want)-1])
+			}
+			got = append(got, done)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("n=%d: progress %v, want %v", c.n, got, c.want)
+		}
 	}
 }
 
@@ -98,8 +117,8 @@ func TestScoreHeldOutWholeSplitByLanguage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	se, ne, _ := ScoreTokens(m, en)
-	sz, nz, _ := ScoreTokens(m, zh)
+	se, ne, _ := ScoreTokens(m, en, nil)
+	sz, nz, _ := ScoreTokens(m, zh, nil)
 	if h.ByLanguage["en"].Tokens != ne || h.ByLanguage["zh"].Tokens != nz || h.Overall.Tokens != ne+nz {
 		t.Fatalf("tokens: %+v", h)
 	}
@@ -129,7 +148,7 @@ func TestScoreHeldOutWholeSplitByLanguage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sv, nv, _ := ScoreTokens(m, append(append([]int32(nil), en...), zh...))
+	sv, nv, _ := ScoreTokens(m, append(append([]int32(nil), en...), zh...), nil)
 	if h.Overall.Tokens != nv || math.Abs(h.Overall.Loss-sv/float64(nv)) > 1e-12 || h.ByLanguage != nil {
 		t.Errorf("val.tok alone: %+v, want %d tokens loss %v", h, nv, sv/float64(nv))
 	}
@@ -150,8 +169,8 @@ func TestScoreValidationWindowCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	se, ne, _ := ScoreTokens(m, en[:2*T+1])
-	sz, nz, _ := ScoreTokens(m, zh[:2*T+1])
+	se, ne, _ := ScoreTokens(m, en[:2*T+1], nil)
+	sz, nz, _ := ScoreTokens(m, zh[:2*T+1], nil)
 	if ne != int64(2*T) || h.ByLanguage["en"].Tokens != ne || h.ByLanguage["zh"].Tokens != nz {
 		t.Fatalf("tokens %+v, want %d per language", h, 2*T)
 	}
@@ -186,7 +205,7 @@ func TestScoreSelectionNeverReadsValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, n, _ := ScoreTokens(m, sel)
+	sum, n, _ := ScoreTokens(m, sel, nil)
 	if s.Tokens != n || math.Abs(s.Loss-sum/float64(n)) > 1e-12 {
 		t.Errorf("selection score %+v, want %d tokens loss %v", s, n, sum/float64(n))
 	}

@@ -97,6 +97,30 @@ func (r *TaskResult) WriteText(w io.Writer) {
 	}
 }
 
+// WriteSummary prints one line per task, its headline metric (the first its kind reports: acc, exact match, or
+// an lm task's loss) with its 95% interval or standard error, the records scored and the time taken, so that
+// several tasks read as one table after their sections.
+func (r *Report) WriteSummary(w io.Writer) {
+	fmt.Fprintf(w, "summary of %d tasks (each task's headline metric; its section above has the rest):\n", len(r.Tasks))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  task\tkind\tn\tmetric\tvalue\t95% interval / ± SE\tseconds\t")
+	for _, t := range r.Tasks {
+		name, value, spread := "-", "-", ""
+		if len(t.Metrics) > 0 {
+			m := t.Metrics[0]
+			name, value = m.Name, formatPlain(m.Value)
+			switch {
+			case m.HasInterval():
+				value, spread = fmt.Sprintf("%.4f", m.Value), fmt.Sprintf("[%.4f, %.4f]", m.Lo, m.Hi)
+			case m.HasStdErr():
+				value, spread = fmt.Sprintf("%.4f", m.Value), fmt.Sprintf("± %.4f", m.StdErr)
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%.1f\t\n", t.Task, t.Kind, t.Docs, name, value, spread, t.Seconds)
+	}
+	tw.Flush()
+}
+
 // hasInterval reports whether any metric carries an interval.
 func hasInterval(ms Metrics) bool {
 	for _, m := range ms {

@@ -25,17 +25,21 @@ type schema struct {
 	note string   // for a schema no kind reads: what to do with it
 }
 
+// otherLayouts are released layouts a kind reads besides its own fields (its parser tells them apart): named
+// when a record of one is given to another kind, and never hinted at for their own kind.
+var otherLayouts = []schema{
+	{name: "Hugging Face allenai/ai2_arc", keys: []string{"id", "question", "choices", "answerKey"}, kind: KindMultipleChoice},
+	{name: "lm-evaluation-harness lambada_openai", keys: []string{"text"}, kind: KindLambada},
+	{name: "Hugging Face lambada", keys: []string{"text", "domain"}, kind: KindLambada},
+}
+
 // foreignSchemas are released layouts that no kind reads as they are; the kinds' own layouts come from
-// kindSpecs (their fields).
+// kindSpecs (their fields) and otherLayouts.
 var foreignSchemas = []schema{
-	{name: "Hugging Face allenai/ai2_arc", keys: []string{"id", "question", "choices", "answerKey"},
-		note: `convert each record to {"query": "Question: " + question, "choices": choices.text, "gold": the index of answerKey in choices.label} (kind mc)`},
 	{name: "Hugging Face piqa", keys: []string{"goal", "sol1", "sol2", "label"},
 		note: `convert each record to {"query": "Question: " + goal, "choices": [sol1, sol2], "gold": label} (kind mc)`},
 	{name: "Hugging Face winogrande", keys: []string{"sentence", "option1", "option2", "answer"},
 		note: `convert each record to {"context_options": [the sentence up to "_" with option1, ... with option2], "continuation": the rest after "_", "gold": answer − 1} (kind winogrande)`},
-	{name: "Hugging Face lambada", keys: []string{"text", "domain"},
-		note: `convert each record to {"context": text up to its last word, "continuation": the last word} (kind lambada)`},
 	{name: "Hugging Face cais/mmlu", keys: []string{"question", "subject", "choices", "answer"},
 		note: `convert each record to {"query": "Question: " + question, "choices": choices, "gold": answer} (kind mc)`},
 }
@@ -48,6 +52,7 @@ func knownSchemas() []schema {
 			out = append(out, schema{name: "kind " + string(k), keys: ks.fields, kind: k})
 		}
 	}
+	out = append(out, otherLayouts...)
 	return append(out, foreignSchemas...)
 }
 
@@ -61,6 +66,11 @@ func schemaHint(k Kind, line []byte) string {
 		return ""
 	}
 	keys := slices.Sorted(maps.Keys(obj))
+	for _, s := range otherLayouts {
+		if s.kind == k && !slices.ContainsFunc(s.keys, func(key string) bool { return !slices.Contains(keys, key) }) {
+			return "" // a layout k reads: the parser's own message says what is wrong
+		}
+	}
 	var missing []string
 	for _, f := range want {
 		if _, ok := obj[f]; !ok && !slices.Contains(kindSpecs[k].optional, f) {

@@ -19,9 +19,12 @@ func TestForeignSchemaNamesTheLayouts(t *testing.T) {
 		record     string
 		want       []string
 	}{
-		{"ARC in the Hugging Face schema", "arc_easy", KindMultipleChoice,
+		{"ARC in the Hugging Face schema given as hellaswag", "hellaswag", KindHellaSwag,
 			`{"id": "Mercury_7175875", "question": "Which?", "choices": {"text": ["a", "b"], "label": ["A", "B"]}, "answerKey": "B"}`,
-			[]string{"kind mc reads {query, choices, gold}", "Hugging Face allenai/ai2_arc", `"gold": the index of answerKey`}},
+			[]string{"kind hellaswag reads", "the layout of Hugging Face allenai/ai2_arc (is the task's name right?)"}},
+		{"ARC in the Hugging Face schema with an answer key of no label", "arc_easy", KindMultipleChoice,
+			`{"id": "Mercury_7175875", "question": "Which?", "choices": {"text": ["a", "b"], "label": ["A", "B"]}, "answerKey": "C"}`,
+			[]string{`"answerKey" "C" is none of the labels ["A" "B"]`}},
 		{"PIQA in the Hugging Face schema", "piqa", KindMultipleChoice, `{"goal": "g", "sol1": "a", "sol2": "b", "label": 0}`,
 			[]string{"Hugging Face piqa", "[sol1, sol2]"}},
 		{"a GSM8K file given as hellaswag", "hellaswag", KindHellaSwag, `{"question": "q", "answer": "a #### 1"}`,
@@ -43,7 +46,15 @@ func TestForeignSchemaNamesTheLayouts(t *testing.T) {
 			}
 		})
 	}
-	// A record with the kind's keys gets its own problem only.
+	// A record with the kind's keys, or of another layout the kind reads, gets its own problem only.
+	for k, rec := range map[Kind]string{
+		KindMultipleChoice: `{"id": "x", "question": "q", "choices": {"text": ["a"], "label": ["A"]}, "answerKey": "A"}`,
+		KindLambada:        `{"text": "oneword"}`,
+	} {
+		if h := schemaHint(k, []byte(rec)); h != "" {
+			t.Errorf("hint for a layout kind %s reads: %q", k, h)
+		}
+	}
 	if h := schemaHint(KindMultipleChoice, []byte(`{"query": "q", "choices": ["a"], "gold": 0}`)); h != "" {
 		t.Errorf("hint for the kind's own layout: %q", h)
 	}

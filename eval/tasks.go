@@ -30,12 +30,14 @@ const (
 	KindHellaSwag Kind = "hellaswag"
 	// KindMultipleChoice (ARC, PIQA): {query, choices[], gold}. Context query (trailing whitespace removed) +
 	// "\nAnswer:", continuations " " + choice: the harness's "Question: ...\nAnswer: choice" for the files'
-	// "Question: ..." queries.
+	// "Question: ..." queries. Hugging Face allenai/ai2_arc's {question, choices{text, label}, answerKey} reads
+	// as the same ("Question: " + question).
 	KindMultipleChoice Kind = "mc"
 	// KindWinoGrande: {context_options[2], continuation, gold}. The shared continuation " " + continuation is
 	// scored under each context (the harness's partial scoring).
 	KindWinoGrande Kind = "winogrande"
-	// KindLambada: {context, continuation}. Greedy accuracy and loss of " " + continuation (the last word).
+	// KindLambada: {context, continuation}, or {text} (lm-evaluation-harness's lambada_openai: the last word is
+	// the continuation). Greedy accuracy and loss of " " + continuation (the last word).
 	KindLambada Kind = "lambada"
 	// KindGSM8K: {question, answer}, gold after "#### " (commas removed). Prompt "Question: q\nAnswer:", few-shot
 	// targets " " + answer; strict-match and flexible-extract exact match as in the harness.
@@ -375,26 +377,60 @@ func parseHellaSwag(line []byte) (doc, error) {
 	return mcDoc(hellaswagPreprocess(*r.ActivityLabel+": "+ctx), choices, gold), nil
 }
 
+// parseMC reads a multiple-choice record in either layout KindMultipleChoice accepts: {query, choices[], gold}
+// (llm-foundry's and the harness's preprocessed files), or Hugging Face allenai/ai2_arc's {question,
+// choices{text[], label[]}, answerKey}, which reads as the harness's arc task builds it: query "Question: " +
+// question, choices choices.text, gold the index of answerKey in choices.label.
 func parseMC(line []byte) (doc, error) {
 	var r struct {
-		Query   *string         `json:"query"`
-		Choices []string        `json:"choices"`
-		Gold    json.RawMessage `json:"gold"`
+		Query     *string         `json:"query"`
+		Question  *string         `json:"question"`
+		Choices   json.RawMessage `json:"choices"`
+		Gold      json.RawMessage `json:"gold"`
+		AnswerKey *string         `json:"answerKey"`
 	}
 	if err := strictJSON(line, &r); err != nil {
 		return doc{}, err
 	}
+	if r.Query == nil && r.Question != nil && r.AnswerKey != nil {
+		return parseARC(*r.Question, r.Choices, *r.AnswerKey)
+	}
 	if err := required("query", r.Query); err != nil {
 		return doc{}, err
 	}
-	if len(r.Choices) < 2 {
-		return doc{}, fmt.Errorf("%d choices, want at least 2", len(r.Choices))
+	var choices []string
+	if len(r.Choices) > 0 {
+		if err := json.Unmarshal(r.Choices, &choices); err != nil {
+			return doc{}, fmt.Errorf(`"choices" is %s, want a list of strings`, truncateRaw(r.Choices))
+		}
 	}
-	gold, err := parseIndex(r.Gold, len(r.Choices), "gold")
+	if len(choices) < 2 {
+		return doc{}, fmt.Errorf("%d choices, want at least 2", len(choices))
+	}
+	gold, err := parseIndex(r.Gold, len(choices), "gold")
 	if err != nil {
 		return doc{}, err
 	}
-	return mcDoc(strings.TrimRightFunc(*r.Query, unicode.IsSpace)+"\nAnswer:", r.Choices, gold), nil
+	return mcDoc(strings.TrimRightFunc(*r.Query, unicode.IsSpace)+"\nAnswer:", choices, gold), nil
+}
+
+// parseARC reads the Hugging Face allenai/ai2_arc layout (parseMC).
+func parseARC(question string, raw json.RawMessage, answerKey string) (doc, error) {
+	var c struct {
+		Text  []string `json:"text"`
+		Label []string `json:"label"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil || len(raw) == 0 {
+		return doc{}, fmt.Errorf(`"choices" is %s, want {"text": [...], "label": [...]} (allenai/ai2_arc)`, truncateRaw(raw))
+	}
+	if len(c.Text) < 2 || len(c.Text) != len(c.Label) {
+		return doc{}, fmt.Errorf(`"choices" has %d texts and %d labels, want at least 2 of each, as many labels as texts`, len(c.Text), len(c.Label))
+	}
+	gold := slices.Index(c.Label, answerKey)
+	if gold < 0 {
+		return doc{}, fmt.Errorf(`"answerKey" %q is none of the labels %q`, answerKey, c.Label)
+	}
+	return mcDoc("Question: "+strings.TrimRightFunc(question, unicode.IsSpace)+"\nAnswer:", c.Text, gold), nil
 }
 
 func parseWinoGrande(line []byte) (doc, error) {
@@ -427,13 +463,26 @@ func parseWinoGrande(line []byte) (doc, error) {
 	return d, nil
 }
 
+// parseLambada reads a cloze record in either layout KindLambada accepts: {context, continuation}, or
+// {"text"} (lm-evaluation-harness's EleutherAI/lambada_openai, and Hugging Face lambada with its "domain"),
+// whose target is the last word: the context is the text up to its last space, the continuation what follows,
+// as the harness's lambada_openai task splits it.
 func parseLambada(line []byte) (doc, error) {
 	var r struct {
 		Context      *string `json:"context"`
 		Continuation *string `json:"continuation"`
+		Text         *string `json:"text"`
 	}
 	if err := strictJSON(line, &r); err != nil {
 		return doc{}, err
+	}
+	if r.Context == nil && r.Continuation == nil && r.Text != nil {
+		i := strings.LastIndexByte(*r.Text, ' ')
+		if i < 0 {
+			return doc{}, errors.New(`"text" has no space: no context before its last word`)
+		}
+		ctx, cont := (*r.Text)[:i], (*r.Text)[i+1:]
+		r.Context, r.Continuation = &ctx, &cont
 	}
 	if err := required("context", r.Context); err != nil {
 		return doc{}, err

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +24,8 @@ var sampleFiles = []struct {
 	{"gsm8k_train_sample20.jsonl", "gsm8k", 20},
 	{"hellaswag_val_first20.jsonl", "hellaswag", 20},
 	{"lambada_openai_test_first20.jsonl", "lambada_openai", 20},
+	{"lambada_openai_test_first20_text.jsonl", "lambada_openai", 20},
+	{"arc_challenge_test_first20_hf.jsonl", "arc_challenge", 20},
 	{"math_test_not500_sample20.jsonl", "math", 20},
 	{"mgsm_en_first5.tsv", "mgsm_en", 5},
 	{"mgsm_zh_first5.tsv", "mgsm_zh", 5},
@@ -32,6 +35,28 @@ var sampleFiles = []struct {
 	{"cmmlu/dev", "cmmlu", 6},
 	{"ceval/val", "ceval", 3},
 	{"ceval/dev", "ceval", 3},
+}
+
+// sampleDocs reads every record of testdata's file as task (of kind), strictly: a malformed record fails t.
+func sampleDocs(t *testing.T, task string, kind Kind, file string) []doc {
+	t.Helper()
+	src, err := openRecords(filepath.Join("testdata", file), kindSpecs[kind], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	r := &runner{spec: TaskSpec{Name: task}, ks: kindSpecs[kind], o: Options{StrictRecords: true}}
+	var docs []doc
+	for {
+		d, ok, err := r.nextDoc(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return docs
+		}
+		docs = append(docs, d)
+	}
 }
 
 // TestTaskSamplesParse: every sample file in testdata is listed above, and every line of it parses as its
@@ -56,23 +81,7 @@ func TestTaskSamplesParse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src, err := openRecords(filepath.Join("testdata", s.file), kindSpecs[kind], false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer src.Close()
-			r := &runner{spec: TaskSpec{Name: s.task}, ks: kindSpecs[kind], o: Options{StrictRecords: true}}
-			var docs []doc
-			for {
-				d, ok, err := r.nextDoc(src)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !ok {
-					break
-				}
-				docs = append(docs, d)
-			}
+			docs := sampleDocs(t, s.task, kind, s.file)
 			if len(docs) != s.records {
 				t.Fatalf("%d records, want %d", len(docs), s.records)
 			}
@@ -125,6 +134,44 @@ func TestTaskSamplesParse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTaskReleasedLayoutsReadAsTheHarnessLayouts: Hugging Face allenai/ai2_arc's records and
+// lm-evaluation-harness's lambada_openai {"text"} records (testdata's conversions of the harness-layout samples)
+// give the same contexts, continuations and golds as the samples they were converted from.
+func TestTaskReleasedLayoutsReadAsTheHarnessLayouts(t *testing.T) {
+	for _, c := range []struct {
+		kind           Kind
+		harness, other string
+	}{
+		{KindMultipleChoice, "arc_challenge_test_first20.jsonl", "arc_challenge_test_first20_hf.jsonl"},
+		{KindLambada, "lambada_openai_test_first20.jsonl", "lambada_openai_test_first20_text.jsonl"},
+	} {
+		t.Run(c.other, func(t *testing.T) {
+			want, got := sampleDocs(t, string(c.kind), c.kind, c.harness), sampleDocs(t, string(c.kind), c.kind, c.other)
+			if len(got) != len(want) || len(got) != 20 {
+				t.Fatalf("%d records, want %d (20)", len(got), len(want))
+			}
+			for i := range want {
+				w, g := want[i], got[i]
+				if !slices.Equal(g.contexts, w.contexts) || !slices.Equal(g.conts, w.conts) || !slices.Equal(g.choices, w.choices) || g.gold != w.gold || g.shot != w.shot {
+					t.Errorf("record %d: %+v\nwant %+v", i+1, g, w)
+				}
+			}
+		})
+	}
+	for _, c := range []struct {
+		kind         Kind
+		record, want string
+	}{
+		{KindLambada, `{"text": "word"}`, `"text" has no space`},
+		{KindMultipleChoice, `{"question": "q", "choices": ["a", "b"], "answerKey": "A"}`, `want {"text": [...], "label": [...]}`},
+		{KindMultipleChoice, `{"question": "q", "choices": {"text": ["a", "b"], "label": ["A"]}, "answerKey": "A"}`, "2 texts and 1 labels"},
+	} {
+		if _, err := kindSpecs[c.kind].parse([]byte(c.record)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.record, err, c.want)
+		}
 	}
 }
 

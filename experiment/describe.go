@@ -83,6 +83,7 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	out.Stats = st
 	if s, err := ReadSizing(filepath.Join(o.Out, SizingFile)); err == nil && s.matches(&o) {
 		out.probeOverhead = time.Duration(s.ProbeOverheadS * float64(time.Second))
+		out.probeScoreTPS = s.ProbeScoreTokensPerS
 	}
 	if p.Data.Probes {
 		out.ProbeDir = filepath.Join(o.Out, ProbeDataDir)
@@ -220,11 +221,11 @@ func (d *Description) Write(w io.Writer) error {
 		fmt.Fprintf(w, "%s: %s, on seeds %v; %.0f base-model steps = %.1f min (taken from the budget)\n", x.Name, x.Text, d.Seeds, c,
 			c*float64(e.StepTokens)/(e.TokensPerS*d.Plan.Budget.Efficiency)/60)
 	}
-	fmt.Fprintf(w, "time: throughput probe %.0f tokens/s (forward+backward, base model) × efficiency %.3g; training %.0f base-model steps (runs %.1f × %d steps + LR sweep at most %.0f + extra %.0f) × %d tokens = %.1f min; fixed cost per run %.1f s (overhead probe: a %d-step run of the base recipe, its initialisation, evaluations, diagnostics and checkpoints) × %d runs and %d trials = %.1f min; scoring %d forward tokens at %d× = %.1f min; expected wall time %s (budget %s)\n",
-		e.TokensPerS, d.Plan.Budget.Efficiency, float64(e.Steps)*e.RunCost+e.TuneCost+extra, e.RunCost, e.Steps, e.TuneCost, extra, e.StepTokens,
-		(float64(e.Steps)*e.RunCost+e.TuneCost+extra)*float64(e.StepTokens)/(e.TokensPerS*d.Plan.Budget.Efficiency)/60,
-		e.Overhead.Seconds(), OverheadProbeSteps, e.Runs, e.Trials, (time.Duration(e.Runs+e.Trials) * e.Overhead).Minutes(),
-		e.ScoreTokens, ForwardSpeedup, float64(e.ScoreTokens)/(ForwardSpeedup*e.TokensPerS)/60, e.Wall.Round(time.Minute), d.Budget)
+	fmt.Fprintf(w, "time: throughput probe %.0f tokens/s (forward+backward, base model) × efficiency %.3g; training %.0f base-model steps (runs %.1f × %d steps + LR sweep at most %.0f + extra %.0f) × %d tokens = %.1f min; fixed cost per run %.1f s (overhead probe: a %d-step run of the base recipe, its initialisation, evaluations, diagnostics and checkpoints) × %d runs and %d trials = %.1f min; scoring %d forward tokens at %.0f tokens/s (scoring probe: the overhead probe's final model scoring %d windows) = %.1f min; expected wall time %s (budget %s)\n",
+		e.TokensPerS, d.Plan.Budget.Efficiency, e.TrainSteps(), e.RunCost, e.Steps, e.TuneCost, extra, e.StepTokens,
+		e.TrainTime(d.Plan.Budget.Efficiency).Minutes(),
+		e.Overhead.Seconds(), OverheadProbeSteps, e.Runs, e.Trials, e.OverheadTime().Minutes(),
+		e.ScoreTokens, e.ScoreTokensPerS, ScoreProbeWindows, e.ScoreTime().Minutes(), e.Wall.Round(time.Minute), d.Budget)
 	return nil
 }
 

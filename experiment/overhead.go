@@ -10,6 +10,8 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
@@ -20,26 +22,38 @@ import (
 // step, so the probe run evaluates, diagnoses and checkpoints as often as a run of any length of the plan does.
 const OverheadProbeSteps = 20
 
-// probeOverhead is the fixed cost of one run of p's base recipe besides its training steps, measured: one real
-// run of OverheadProbeSteps steps (the Go trainer, the plan's diagnostics, evaluations and checkpoints, the
-// step-0 and final weights) on random tokens in a temporary directory, less those steps at tps tokens/s
-// (the throughput probe's) and the plan's efficiency. The per-steps keys make the evaluations, diagnostics and
-// checkpoints of a run a count, not a rate, so this cost does not grow with the steps; at a few dozen steps a
-// run it is most of the wall time (docs/definitions.md has no claim on it: it is the estimate's, not a result).
-func probeOverhead(ctx context.Context, p *Plan, out *Outcome, tps float64) (time.Duration, error) {
+// ScoreProbeWindows are the windows the scoring probe times: two batches of scoreBatch, after one
+// untimed batch that warms the model's buffers, so the rate is the steady one a whole split is scored at.
+const ScoreProbeWindows = 2 * scoreBatch
+
+// probeOverhead measures the two costs of a run of p's base recipe that its training steps do not: the fixed
+// cost (first result) and the speed of scoring its final model (second, forward tokens/s).
+//
+// The fixed cost is one real run of OverheadProbeSteps steps (the Go trainer, the plan's diagnostics,
+// evaluations and checkpoints, the step-0 and final weights) on random tokens in a temporary directory, less
+// those steps at tps tokens/s (the throughput probe's) and the plan's efficiency. The per-steps keys make the
+// evaluations, diagnostics and checkpoints of a run a count, not a rate, so this cost does not grow with the
+// steps; at a few dozen steps a run it is most of the wall time.
+//
+// The scoring speed is that run's final model, loaded as Score loads it, scoring ScoreProbeWindows windows by
+// eval.ScoreTokens (the validation and selection scoring's one function), timed. A forward-only pass is not a
+// fixed fraction of forward+backward: on a small model the loss, the batch's memory traffic and the pool's
+// hand-offs weigh more than the FLOPs say, so the estimate charges scoring at this measured rate.
+// (docs/definitions.md has no claim on either: they are the estimate's, not results.)
+func probeOverhead(ctx context.Context, p *Plan, out *Outcome, tps float64) (time.Duration, float64, error) {
 	dir, err := os.MkdirTemp("", "smallinit-overhead-")
 	if err != nil {
-		return 0, fmt.Errorf("overhead probe: %w", err)
+		return 0, 0, fmt.Errorf("overhead probe: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	sets := out.baseSets(p, nil, OverheadProbeSteps)
 	c, err := train.LoadSets("", sets)
 	if err != nil {
-		return 0, fmt.Errorf("overhead probe: plan %s: base recipe: %w", p.Name, err)
+		return 0, 0, fmt.Errorf("overhead probe: plan %s: base recipe: %w", p.Name, err)
 	}
 	T, V := c.Model.SeqLen, c.Model.Vocab
 	// Random tokens: enough training tokens for the probe's steps once over, and a validation file as long as
-	// the evaluations read (train.eval_windows windows, at least one).
+	// the evaluations read (train.eval_windows windows, at least one); the scoring probe's windows apart.
 	rng := rand.New(rand.NewPCG(7, 11))
 	tokens := func(n int) []int32 {
 		ids := make([]int32, n)
@@ -50,20 +64,51 @@ func probeOverhead(ctx context.Context, p *Plan, out *Outcome, tps float64) (tim
 	}
 	trainPath, valPath := filepath.Join(dir, data.TrainFile), filepath.Join(dir, data.ValFile)
 	if err := data.WriteTokens(trainPath, tokens(OverheadProbeSteps*c.Train.BatchSize*T+T+1)); err != nil {
-		return 0, fmt.Errorf("overhead probe: %w", err)
+		return 0, 0, fmt.Errorf("overhead probe: %w", err)
 	}
 	if err := data.WriteTokens(valPath, tokens(max(c.Train.EvalWindows, 1)*T+1)); err != nil {
-		return 0, fmt.Errorf("overhead probe: %w", err)
+		return 0, 0, fmt.Errorf("overhead probe: %w", err)
 	}
 	sets = append(sets, override.Set{Key: recipe.KeyDataTrain, Value: trainPath}, override.Set{Key: recipe.KeyDataVal, Value: valPath})
 	if c, err = train.LoadSets("", sets); err != nil {
-		return 0, fmt.Errorf("overhead probe: %w", err)
+		return 0, 0, fmt.Errorf("overhead probe: %w", err)
 	}
 	t0 := time.Now()
 	if _, err := train.Start(ctx, c, filepath.Join(dir, "run"), train.Options{Diagnostics: diag.Training}); err != nil {
-		return 0, fmt.Errorf("overhead probe: %w", err)
+		return 0, 0, fmt.Errorf("overhead probe: %w", err)
 	}
 	wall := time.Since(t0)
 	steps := time.Duration(float64(OverheadProbeSteps*c.Train.BatchSize*T) / (tps * p.Budget.Efficiency) * float64(time.Second))
-	return max(wall-steps, 0), nil
+	scoreTPS, err := probeScoring(filepath.Join(dir, "run"), tokens((scoreBatch+ScoreProbeWindows)*T+1))
+	if err != nil {
+		return 0, 0, fmt.Errorf("scoring probe: %w", err)
+	}
+	return max(wall-steps, 0), scoreTPS, nil
+}
+
+// probeScoring loads the final model of the run in dir as Score does and returns the forward tokens/s of
+// eval.ScoreTokens on ScoreProbeWindows windows of toks (after one untimed batch); toks holds
+// scoreBatch+ScoreProbeWindows windows and one token.
+func probeScoring(dir string, toks []int32) (float64, error) {
+	pool := kernel.NewPool(0)
+	defer pool.Close()
+	run, err := train.OpenRun(dir)
+	if err != nil {
+		return 0, err
+	}
+	m, err := run.FinalModel(scoreBatch, pool)
+	if err != nil {
+		return 0, err
+	}
+	T := m.Config.SeqLen
+	if _, _, err := eval.ScoreTokens(m, toks[:scoreBatch*T+1], nil); err != nil {
+		return 0, err
+	}
+	timed := toks[scoreBatch*T : (scoreBatch+ScoreProbeWindows)*T+1]
+	t0 := time.Now()
+	_, n, err := eval.ScoreTokens(m, timed, nil)
+	if err != nil {
+		return 0, err
+	}
+	return float64(n) / max(time.Since(t0).Seconds(), 1e-9), nil
 }

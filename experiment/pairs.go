@@ -138,13 +138,14 @@ func checkPairSeeds(p *Plan, seeds []uint64) error {
 // trainMixReadout keys the training-mix loss beside the language codes (which are letters only).
 const trainMixReadout = "=train-mix"
 
-// WritePairs prints the paired comparisons: each difference per seed, its mean and t-interval.
+// WritePairs prints the paired comparisons: each difference per seed, its mean, standard error (the SD of the
+// per-seed differences over √n) and t-interval.
 func WritePairs(w io.Writer, ps []Pair) error {
 	if len(ps) == 0 {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "paired comparison L(a) − L(b), whole validation split\tn\tmean\t%g%% t-interval\tper seed\n", 100*(1-PairAlpha))
+	fmt.Fprintf(tw, "paired comparison L(a) − L(b), whole validation split\tn\tmean\t± SE\t%g%% t-interval\tper seed\n", 100*(1-PairAlpha))
 	line := func(label string, e stats.Estimate) {
 		per := ""
 		for i, s := range e.Seeds {
@@ -155,7 +156,11 @@ func WritePairs(w io.Writer, ps []Pair) error {
 		if e.N >= 3 && !math.IsNaN(e.Lo) {
 			ci = fmt.Sprintf("[%+.4f, %+.4f]", e.Lo, e.Hi)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%+.4f\t%s\t%s\n", label, e.N, e.Mean, ci, per)
+		se := "—" // one seed has no spread
+		if e.N > 1 && !math.IsNaN(e.SE) {
+			se = fmt.Sprintf("± %.4f", e.SE)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%+.4f\t%s\t%s\t%s\n", label, e.N, e.Mean, se, ci, per)
 	}
 	for _, p := range ps {
 		line(fmt.Sprintf("%s (%s − %s)", p.Name, p.A, p.B), p.Estimate)

@@ -62,7 +62,8 @@ func TestPairsPairBySeed(t *testing.T) {
 		t.Errorf("pair estimate %+v, want seeds 0, 1: −0.2, −0.05", e)
 	}
 	var b strings.Builder
-	if err := WritePairs(&b, ps); err != nil || !strings.Contains(b.String(), "a against b (a − b)") || !strings.Contains(b.String(), "1: -0.0500") || !strings.Contains(b.String(), "none (n = 2") {
+	if err := WritePairs(&b, ps); err != nil || !strings.Contains(b.String(), "a against b (a − b)") || !strings.Contains(b.String(), "1: -0.0500") || !strings.Contains(b.String(), "none (n = 2") ||
+		!strings.Contains(b.String(), "-0.1250  ± 0.0750") { // SE: SD 0.15/√2 of the two differences, over √2
 		t.Errorf("printed:\n%s (%v)", b.String(), err)
 	}
 	if _, err := ps[0].MarshalJSON(); err != nil {

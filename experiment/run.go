@@ -121,6 +121,7 @@ type Outcome struct {
 	// probeOverhead is the overhead probe's fixed cost of a run, measured in this execution or read from the
 	// sizing file (0: none yet).
 	probeOverhead time.Duration
+	probeScoreTPS float64 // the scoring probe's forward tokens/s, measured or read with probeOverhead (0: none yet)
 }
 
 // RunInfo is one run of a plan: its group, arm ("" for a sweep point), seed, directory and resolved recipe.
@@ -807,6 +808,6 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 	if err != nil {
 		return row, err
 	}
-	row.Run, row.Gamma, row.NormEps, row.AttnGate, row.Steps = r.arm, c.Init.Gamma, c.Model.NormEps, c.Model.AttnGate, c.TotalSteps()
+	row.Run, row.Seed, row.Gamma, row.NormEps, row.AttnGate, row.Steps = r.arm, r.seed, c.Init.Gamma, c.Model.NormEps, c.Model.AttnGate, c.TotalSteps()
 	return row, nil
 }

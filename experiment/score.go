@@ -14,6 +14,10 @@ import (
 	"github.com/smallinit/smallinit/train"
 )
 
+// scoreBatch is the batch a final model is loaded at for scoring (Score, the LR sweep's selection scoring and
+// the scoring probe): windows scored per forward pass.
+const scoreBatch = 16
+
 // Score scores a finished run's final model on the validation split of dataDir, overall and per language, by
 // eval.ScoreValidation (every token of the whole split, or of the first windows windows of each file when
 // windows > 0: the one validation loss a file or a table shows), and on the probes of probeDir unless it is "".
@@ -25,7 +29,7 @@ func Score(dir, dataDir, probeDir string, res train.Result, windows int) (summar
 	if err != nil {
 		return summary.Row{}, err
 	}
-	m, err := run.FinalModel(16, pool)
+	m, err := run.FinalModel(scoreBatch, pool)
 	if err != nil {
 		return summary.Row{}, err
 	}

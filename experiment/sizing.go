@@ -33,6 +33,9 @@ type Sizing struct {
 	// ProbeOverheadS is the overhead probe's fixed cost of one run in seconds (probeOverhead; 0: not measured,
 	// a sizing written before it existed).
 	ProbeOverheadS float64 `json:"probe_overhead_s,omitempty"`
+	// ProbeScoreTokensPerS is the scoring probe's forward tokens/s (probeOverhead; 0: not measured, a sizing
+	// written before it existed).
+	ProbeScoreTokensPerS float64 `json:"probe_score_tokens_per_s,omitempty"`
 }
 
 // ReadSizing reads a sizing file, refusing one that cannot have been written by Run.
@@ -132,7 +135,7 @@ func size(ctx context.Context, p *Plan, out *Outcome, o *Options, auto bool) (in
 		return 0, fmt.Errorf("a budget of %s gives %d steps per run, more than %d: give a smaller budget or --steps", o.Budget, e.Steps, MaxSteps)
 	}
 	b, _ := json.MarshalIndent(Sizing{Budget: o.Budget.String(), Seeds: len(o.Seeds), Steps: e.Steps, ProbeTokensPerS: e.TokensPerS,
-		ProbeOverheadS: e.Overhead.Seconds()}, "", "  ")
+		ProbeOverheadS: e.Overhead.Seconds(), ProbeScoreTokensPerS: e.ScoreTokensPerS}, "", "  ")
 	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
 		return 0, err
 	}
@@ -158,22 +161,47 @@ type Estimate struct {
 	// ScoreTokens are the forward-only tokens of scoring: every final model (Options.ScoreTokens, and the
 	// summary's validation split where the plan has one) and every LR trial (the LR-selection slice).
 	ScoreTokens int64
+	// ScoreTokensPerS is the scoring probe's forward tokens/s on the base model's final weights (probeOverhead).
+	ScoreTokensPerS float64
 	// Overhead is one run's fixed cost besides its steps (initialisation, step-0 and final weights,
 	// evaluations, diagnostics, checkpoints), measured by the overhead probe (probeOverhead); Trials are the LR
 	// sweep's worst-case trials, each a run that pays it too. Runs+Trials runs pay it.
 	Overhead time.Duration
 	Trials   int
-	// Wall is expected: training at TokensPerS·Efficiency, Overhead per run and trial, scoring at ForwardSpeedup×
-	// TokensPerS.
+	// Wall is expected: the sum of TrainTime, OverheadTime and ScoreTime.
 	Wall time.Duration
 	// HorizonParams is the non-embedding parameter count the steps were sized by (the primaries' horizon in
 	// tokens per parameter); 0 when the budget sized them.
 	HorizonParams int64
 }
 
-// ForwardSpeedup is the assumed speed of a forward-only pass (scoring) relative to forward+backward, for the
-// wall-time estimate: the backward pass costs about twice the forward.
-const ForwardSpeedup = 3
+// TrainSteps is the training the estimate charges, in base-model steps: the main runs, the LR sweep at its
+// worst case and the evaluator's extra training.
+func (e *Estimate) TrainSteps() float64 {
+	s := float64(e.Steps)*e.RunCost + e.TuneCost
+	for _, x := range e.ExtraCost {
+		s += x
+	}
+	return s
+}
+
+// TrainTime is TrainSteps at the throughput probe's tokens/s times the plan's efficiency.
+func (e *Estimate) TrainTime(efficiency float64) time.Duration {
+	return seconds(e.TrainSteps() * float64(e.StepTokens) / (e.TokensPerS * efficiency))
+}
+
+// OverheadTime is the fixed cost of every main run and worst-case trial, Overhead each.
+func (e *Estimate) OverheadTime() time.Duration { return time.Duration(e.Runs+e.Trials) * e.Overhead }
+
+// ScoreTime is ScoreTokens at the scoring probe's measured tokens/s (not a multiple of the training speed).
+func (e *Estimate) ScoreTime() time.Duration {
+	if e.ScoreTokens == 0 {
+		return 0
+	}
+	return seconds(float64(e.ScoreTokens) / e.ScoreTokensPerS)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // estimate sizes the budget at tokens/s tps (0: run the throughput probe): the largest steps per run whose
 // main runs and worst-case LR sweep fit the budget's training time.
@@ -249,11 +277,11 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 			return nil, fmt.Errorf("throughput probe: %w", err)
 		}
 	}
-	if e.Overhead = out.probeOverhead; e.Overhead == 0 {
-		if e.Overhead, err = probeOverhead(context.Background(), p, out, e.TokensPerS); err != nil {
+	if e.Overhead, e.ScoreTokensPerS = out.probeOverhead, out.probeScoreTPS; e.Overhead == 0 || e.ScoreTokensPerS == 0 {
+		if e.Overhead, e.ScoreTokensPerS, err = probeOverhead(context.Background(), p, out, e.TokensPerS); err != nil {
 			return nil, err
 		}
-		out.probeOverhead = e.Overhead
+		out.probeOverhead, out.probeScoreTPS = e.Overhead, e.ScoreTokensPerS
 	}
 	budgetSteps := o.Budget.Seconds()*e.TokensPerS*p.Budget.Efficiency/float64(e.StepTokens) - extra
 	// A run's fixed cost in base-model steps: the budget pays it once per run and per trial.
@@ -289,9 +317,7 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		return nil, err
 	}
 	e.ScoreTokens = int64(e.Runs)*(o.ScoreTokens+summaryTokens(p, out, o, base.Model.SeqLen)) + int64(e.Trials)*selectionTokens(p, out)
-	train := (float64(e.Steps)*e.RunCost + e.TuneCost + extra) * float64(e.StepTokens) / (e.TokensPerS * p.Budget.Efficiency)
-	score := float64(e.ScoreTokens) / (ForwardSpeedup * e.TokensPerS)
-	e.Wall = time.Duration((train+score)*float64(time.Second)) + time.Duration(e.Runs+e.Trials)*e.Overhead
+	e.Wall = e.TrainTime(p.Budget.Efficiency) + e.OverheadTime() + e.ScoreTime()
 	return e, nil
 }
 

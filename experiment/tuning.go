@@ -239,7 +239,7 @@ func (out *Outcome) scoreTrial(ctx context.Context, dir string, steps int, lr fl
 	}
 	pool := kernel.NewPool(0)
 	defer pool.Close()
-	m, err := r.FinalModel(16, pool)
+	m, err := r.FinalModel(scoreBatch, pool)
 	if err != nil {
 		return 0, err
 	}

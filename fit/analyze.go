@@ -35,7 +35,8 @@ type Report struct {
 	Laws     []LawFit `json:"laws"`
 }
 
-// LawFit is one law fitted on the baseline: L(N) at one token budget ("size"), or L(D) at one size ("data").
+// LawFit is one law fitted on the baseline: L(N) at one token budget ("size"), or L(D) at one size ("data"), or
+// L(N) along a ladder at constant tokens per parameter ("size" with FixedKey "tokens/N", the ratio in Fixed).
 type LawFit struct {
 	Kind      string        `json:"kind"`       // "size" (x = N) or "data" (x = D)
 	XKey      string        `json:"x_key"`      // the column of x
@@ -110,7 +111,10 @@ func (o *Options) defaults() {
 // ambiguous and Analyze asks for a narrower selector), and the law is fitted to their mean loss. For each token
 // budget D at which the baseline has more than one size (or the only budget), L(N) = E + A·N^(−α) is fitted
 // and each treated configuration at that D gets N_eff and gain = N_eff/N − 1; for each size at which the
-// baseline has more than one budget, L(D) = E + B·D^(−β) likewise gives D_eff and D_eff/D − 1. With
+// baseline has more than one budget, L(D) = E + B·D^(−β) likewise gives D_eff and D_eff/D − 1. A baseline where
+// no budget has two sizes and no size two budgets is a ladder whose budget grows with the size: at constant
+// tokens per parameter (D/N within LadderRatioTolerance) L(N) is fitted along it and treated points at the same
+// ratio get N_eff; otherwise the error wraps ErrBudgetFollowsSize. With
 // Options.Bootstrap > 0, seeds are resampled within every configuration of both arms (Bootstrap), the law is
 // refitted, and the gains recomputed, giving 95% percentile intervals.
 //
@@ -180,14 +184,29 @@ func Analyze(t *Table, o Options) (*Report, error) {
 	}
 	for _, d := range sortedKeys(byD) {
 		if len(byD[d]) > 1 || len(byD) == 1 {
-			rep.Laws = append(rep.Laws, fitLaw("size", o, rep.DataKey, d, byD[d], baseCells, treatedCells))
+			rep.Laws = append(rep.Laws, fitLaw(sizeAxis(o, rep.DataKey, d), o, byD[d], baseCells, treatedCells))
 		}
 	}
 	if rep.DataKey != "" {
 		for _, n := range sortedKeys(byN) {
 			if len(byN[n]) > 1 {
-				rep.Laws = append(rep.Laws, fitLaw("data", o, rep.DataKey, n, byN[n], baseCells, treatedCells))
+				rep.Laws = append(rep.Laws, fitLaw(dataAxis(o, rep.DataKey, n), o, byN[n], baseCells, treatedCells))
 			}
+		}
+	}
+	// No size shares a budget and no budget a size: a ladder whose budget grows with the size. At constant
+	// tokens per parameter its losses are a size law along the ladder.
+	var diverse bool
+	if len(rep.Laws) == 0 && len(byN) > 1 {
+		keys := make([]cellKey, 0, len(baseCells))
+		for k := range baseCells {
+			keys = append(keys, k)
+		}
+		ax, ok := ladderAxis(o, rep.DataKey, keys)
+		if ok {
+			rep.Laws = append(rep.Laws, fitLaw(ax, o, keys, baseCells, treatedCells))
+		} else {
+			diverse = true
 		}
 	}
 	var problems []string
@@ -207,8 +226,13 @@ func Analyze(t *Table, o Options) (*Report, error) {
 		for _, l := range rep.Laws {
 			why = append(why, fmt.Sprintf("%s law at %s = %.4g: %s", l.Kind, l.FixedKey, l.Fixed, l.Error))
 		}
-		if len(why) == 0 {
-			why = append(why, "the baseline has one configuration per size and budget: nothing varies")
+		switch {
+		case diverse:
+			lo, hi := ratioRange(baseCells)
+			return rep, fmt.Errorf("no law could be fitted: %w: %s/%s runs from %.4g to %.4g across the baseline's %d sizes, so no budget has two sizes, no size two budgets, and the ratio is not constant (within %.0f%%) for a law along the ladder",
+				ErrBudgetFollowsSize, rep.DataKey, o.SizeKey, lo, hi, len(byN), 100*LadderRatioTolerance)
+		case len(why) == 0:
+			why = append(why, "the baseline has one configuration: nothing varies")
 		}
 		return rep, fmt.Errorf("no law could be fitted: %s", strings.Join(why, "; "))
 	}
@@ -317,16 +341,75 @@ func sortedKeys(m map[float64][]cellKey) []float64 {
 	return out
 }
 
-// fitLaw fits one law on the baseline cells keys and reads the matching treated cells through it.
-func fitLaw(kind string, o Options, dataKey string, fixed float64, keys []cellKey, base, treated map[cellKey]*Cell) LawFit {
-	lf := LawFit{Kind: kind, XKey: o.SizeKey, FixedKey: dataKey, Fixed: fixed}
-	x := func(k cellKey) float64 { return k.N }
-	onLaw := func(k cellKey) bool { return k.D == fixed }
-	if kind == "data" {
-		lf.XKey, lf.FixedKey = dataKey, o.SizeKey
-		x = func(k cellKey) float64 { return k.D }
-		onLaw = func(k cellKey) bool { return k.N == fixed }
+// ErrBudgetFollowsSize is Analyze's refusal of a baseline whose token budget changes with its size but not in
+// proportion: no law holds N, D or D/N fixed. Fitting L(N) with the budgets ignored (Options.DataKey a column
+// the table lacks) is the caller's choice to offer.
+var ErrBudgetFollowsSize = errors.New("the baseline's token budget changes with its size")
+
+// LadderRatioTolerance is how far (relative, largest over smallest − 1) the tokens per parameter D/N of a
+// ladder's sizes may spread and still count as one constant ratio: a ladder's step counts are whole numbers, so
+// D/N at a target of 20 comes out 19.9 at one size and 20.1 at another.
+const LadderRatioTolerance = 0.05
+
+// axis is what one law holds fixed and fits along: its LawFit fields, the cell's x, and which treated cells
+// lie on it.
+type axis struct {
+	kind, xKey, fixedKey string
+	fixed                float64
+	x                    func(cellKey) float64
+	on                   func(cellKey) bool
+}
+
+// sizeAxis is L(N) at the budget d.
+func sizeAxis(o Options, dataKey string, d float64) axis {
+	return axis{"size", o.SizeKey, dataKey, d, func(k cellKey) float64 { return k.N }, func(k cellKey) bool { return k.D == d }}
+}
+
+// dataAxis is L(D) at the size n.
+func dataAxis(o Options, dataKey string, n float64) axis {
+	return axis{"data", dataKey, o.SizeKey, n, func(k cellKey) float64 { return k.D }, func(k cellKey) bool { return k.N == n }}
+}
+
+// ladderAxis is L(N) along a ladder at constant tokens per parameter (a size law whose fixed column is
+// "tokens/N", its value the ratios' geometric mean): false when the keys' D/N spread more than
+// LadderRatioTolerance. A treated cell lies on it when its own D/N is within the tolerance of the ratio; its
+// N_eff is then the size that, trained at the same tokens per parameter, would reach its loss.
+func ladderAxis(o Options, dataKey string, keys []cellKey) (axis, bool) {
+	if dataKey == "" || len(keys) == 0 {
+		return axis{}, false
 	}
+	lo, hi, logSum := math.Inf(1), math.Inf(-1), 0.0
+	for _, k := range keys {
+		r := k.D / k.N
+		if !(r > 0) || math.IsInf(r, 0) {
+			return axis{}, false
+		}
+		lo, hi, logSum = min(lo, r), max(hi, r), logSum+math.Log(r)
+	}
+	if hi/lo-1 > LadderRatioTolerance {
+		return axis{}, false
+	}
+	ratio := math.Exp(logSum / float64(len(keys)))
+	on := func(k cellKey) bool {
+		r := k.D / k.N
+		return max(r/ratio, ratio/r)-1 <= LadderRatioTolerance
+	}
+	return axis{"size", o.SizeKey, dataKey + "/" + o.SizeKey, ratio, func(k cellKey) float64 { return k.N }, on}, true
+}
+
+// ratioRange is the smallest and largest D/N of the cells.
+func ratioRange(cells map[cellKey]*Cell) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for k := range cells {
+		lo, hi = min(lo, k.D/k.N), max(hi, k.D/k.N)
+	}
+	return lo, hi
+}
+
+// fitLaw fits one law along ax on the baseline cells keys and reads the treated cells on ax through it.
+func fitLaw(ax axis, o Options, keys []cellKey, base, treated map[cellKey]*Cell) LawFit {
+	lf := LawFit{Kind: ax.kind, XKey: ax.xKey, FixedKey: ax.fixedKey, Fixed: ax.fixed}
+	x, onLaw := ax.x, ax.on
 	sort.Slice(keys, func(i, j int) bool { return x(keys[i]) < x(keys[j]) })
 	pts := make([]Point, len(keys))
 	var groups [][]float64

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -267,5 +268,70 @@ func TestFitExtremeTablesEncode(t *testing.T) {
 				t.Errorf("JSON lacks the null Fitted: %s", b)
 			}
 		})
+	}
+}
+
+// ladderTable is a ladder at constant tokens per parameter: γ ∈ {0.5, 1} × sizes × 3 seeds, each size trained
+// on tokens ≈ tpp·N rounded to whole steps of 4096 tokens (so D/N wobbles by well under a percent), losses from
+// 1.7 + 400·N^(−0.3) (the data term folded in, as along such a ladder) with Gaussian noise sd (PCG seed 9); γ = 1's
+// loss at N is the baseline's at gainN·N.
+func ladderTable(sizes []float64, tpp func(n float64) float64, gainN, sd float64) *Table {
+	truth := PowerLaw{E: 1.7, A: 400, Alpha: 0.3}
+	rng := rand.New(rand.NewPCG(9, 9))
+	t := &Table{Columns: []string{"id", "state", "init.gamma", "seed", "N", "tokens", "val_loss"}, Axes: []string{"init.gamma", "seed"}}
+	for _, g := range []float64{0.5, 1} {
+		for _, n := range sizes {
+			d := math.Round(tpp(n)*n/4096) * 4096
+			for s := range 3 {
+				eff := n
+				if g == 1 {
+					eff = gainN * n
+				}
+				t.Rows = append(t.Rows, map[string]string{
+					"id": fmt.Sprintf("%03d", len(t.Rows)), "state": "done", "init.gamma": fmt.Sprint(g), "seed": fmt.Sprint(s),
+					"N": fmt.Sprint(n), "tokens": fmt.Sprint(d), "val_loss": strconv.FormatFloat(truth.Eval(eff)+sd*rng.NormFloat64(), 'g', -1, 64),
+				})
+			}
+		}
+	}
+	return t
+}
+
+// TestFitAnalyzeLadderAtConstantTokensPerParameter: a ladder where only N varies (every size at 20 tokens per
+// parameter, so no budget has two sizes) is fitted along N at D/N ≈ 20 instead of being refused, and the treated
+// arm's 44% gain is read through it; a ladder whose D/N drifts (10 to 40) is refused with ErrBudgetFollowsSize,
+// naming the ratio's range.
+func TestFitAnalyzeLadderAtConstantTokensPerParameter(t *testing.T) {
+	sizes := []float64{1e5, 3e5, 1e6, 3e6, 1e7}
+	tab := ladderTable(sizes, func(float64) float64 { return 20 }, 1.44, 0.001)
+	rep, err := Analyze(tab, Options{Baseline: mustSelector(t, "init.gamma=0.5"), Treated: mustSelector(t, "init.gamma=1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Laws) != 1 || rep.Laws[0].Law == nil {
+		t.Fatalf("laws: %+v", rep.Laws)
+	}
+	l := rep.Laws[0]
+	if l.Kind != "size" || l.FixedKey != "tokens/N" || math.Abs(l.Fixed/20-1) > 0.01 || len(l.Baseline) != 5 {
+		t.Errorf("law %s at %s = %g on %d sizes; want a size law at tokens/N ≈ 20 on 5", l.Kind, l.FixedKey, l.Fixed, len(l.Baseline))
+	}
+	if math.Abs(l.Law.Alpha/0.3-1) > 0.05 || len(l.Treated) != 5 {
+		t.Errorf("α = %g (want 0.3), %d treated points (want 5)", l.Law.Alpha, len(l.Treated))
+	}
+	for _, g := range l.Treated {
+		if math.Abs(g.Gain-0.44) > 0.05 {
+			t.Errorf("N = %g: gain %.4f, want 0.44", g.X, g.Gain)
+		}
+	}
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	if !strings.Contains(text.String(), "at tokens/N = 19.99") {
+		t.Errorf("text report does not name the ladder's ratio:\n%s", text.String())
+	}
+
+	drift := ladderTable(sizes, func(n float64) float64 { return 10 * math.Pow(n/1e5, 0.3) }, 1.44, 0.001)
+	_, err = Analyze(drift, Options{Baseline: mustSelector(t, "init.gamma=0.5")})
+	if !errors.Is(err, ErrBudgetFollowsSize) || !strings.Contains(err.Error(), "tokens/N runs from 9.994 to 39.81") {
+		t.Errorf("drifting ratio: %v; want ErrBudgetFollowsSize naming tokens/N from 9.994 to 39.81", err)
 	}
 }

@@ -3,12 +3,15 @@
 //
 // Gather walks run directories (a run is a directory holding config.toml and metrics.jsonl, as written by
 // package train), reads their metrics and diagnostics, and groups the runs into arms: runs whose resolved
-// configs differ only in the seed (and in bookkeeping keys such as intervals and data paths). Render draws,
-// each only when its data exists, the loss curves per arm, the validation loss against γ with seed error
-// bars, the 2×2 of fixes (γ × default/fixed ε and attention gate), the loss against model size with a fitted
-// L(N) = E + A·N^(−α), the stable-rank and row-cosine trajectories per tensor class, row-cosine heatmaps of
-// one matrix early and late, the first-token attention mass, sink rate and norm output RMS per layer, the
-// token-difficulty comparison of two models and a coordinate check, followed by a table of every run. Each
+// configs differ only in the seed (and in bookkeeping keys such as intervals and data paths). The page opens
+// with the results: a two-sentence reading of the final losses against the seed noise, and each arm's final
+// loss ± its standard error over seeds. Render then draws, each only when its data exists, the loss curves per
+// arm, the validation loss against γ with seed error bars, the 2×2 of fixes (γ × default/fixed ε and attention
+// gate), both on a y axis no tighter than the seed noise, the loss against model size with a fitted
+// L(N) = E + A·N^(−α), the stable-rank and row-cosine trajectories per tensor class (every arm on its column's
+// axes), row-cosine heatmaps of one matrix early and late, the first-token attention mass, sink rate and norm
+// output RMS per layer, the token-difficulty comparison of two models and a coordinate check, followed by a
+// table of every run. Each
 // figure is a row of one figure table (figureTable) that builds a Chart from the runs.
 //
 // report is the one package that draws figures and writes pages, and DrawChart the one way it draws them. Its

@@ -198,13 +198,20 @@ func (t labelTicks) Ticks(min, max float64) []plot.Tick {
 	return out
 }
 
-// distinctTicks are gonum's default ticks, with the major labels given more decimals where the default
-// precision prints two of them alike (4.4, 4.4, 4.5 for 4.40, 4.44, 4.48): a reader must tell them apart.
+// distinctTicks are gonum's default ticks with plain labels (plainLabel: "25", not "25.00"), given more
+// decimals where that prints two of them alike (4.4, 4.4, 4.5 for 4.40, 4.44, 4.48): a reader must tell them
+// apart.
 type distinctTicks struct{}
 
-// Ticks returns plot.DefaultTicks's ticks, relabelled only when two major labels coincide.
+// Ticks returns plot.DefaultTicks's ticks, plainly labelled, with more decimals only when two major labels
+// coincide.
 func (distinctTicks) Ticks(min, max float64) []plot.Tick {
 	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = plainLabel(ticks[i].Value)
+		}
+	}
 	if !duplicateLabels(ticks) {
 		return ticks
 	}
@@ -220,6 +227,20 @@ func (distinctTicks) Ticks(min, max float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// plainLabel is a tick value as a reader writes it: no trailing zeros ("25", "0.5", "7.26"), the value rounded
+// to 6 significant digits so that binary fractions (0.30000000000000004) do not show; exponents only beyond
+// a million or below 1e-4.
+func plainLabel(v float64) string {
+	if a := math.Abs(v); a != 0 && (a >= 1e6 || a < 1e-4) {
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
+	if r == 0 {
+		r = 0 // no "-0"
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64)
 }
 
 // duplicateLabels says whether two major (labelled) ticks carry the same label.
@@ -350,7 +371,7 @@ func drawGrid(rows [][]*plot.Plot, dc draw.Canvas) {
 		full[i] = make([]*plot.Plot, cols)
 		copy(full[i], r)
 	}
-	cs := plot.Align(full, t, dc)
+	cs := alignTiles(full, t, dc)
 	for i := range full {
 		for j, p := range full[i] {
 			if p != nil {
@@ -358,6 +379,41 @@ func drawGrid(rows [][]*plot.Plot, dc draw.Canvas) {
 			}
 		}
 	}
+}
+
+// alignTiles is each plot's canvas within its tile such that the data areas of a row share their bottom and
+// top and those of a column their left and right: every plot's canvas is its tile shrunk by how much less room
+// its axes and title take than the largest of its row (top, bottom) and column (left, right). Unlike
+// plot.Align, which moves canvases to equalise data sizes and can push a title past the top of the picture,
+// no canvas leaves its tile.
+func alignTiles(plots [][]*plot.Plot, t draw.Tiles, dc draw.Canvas) [][]draw.Canvas {
+	type pad struct{ l, r, b, t vg.Length }
+	pads := make([][]pad, len(plots))
+	colL, colR := make([]vg.Length, t.Cols), make([]vg.Length, t.Cols)
+	rowB, rowT := make([]vg.Length, t.Rows), make([]vg.Length, t.Rows)
+	for i, row := range plots {
+		pads[i] = make([]pad, len(row))
+		for j, p := range row {
+			if p == nil {
+				continue
+			}
+			c := t.At(dc, j, i)
+			d := p.DataCanvas(c)
+			pd := pad{d.Min.X - c.Min.X, c.Max.X - d.Max.X, d.Min.Y - c.Min.Y, c.Max.Y - d.Max.Y}
+			pads[i][j] = pd
+			colL[j], colR[j] = max(colL[j], pd.l), max(colR[j], pd.r)
+			rowB[i], rowT[i] = max(rowB[i], pd.b), max(rowT[i], pd.t)
+		}
+	}
+	out := make([][]draw.Canvas, len(plots))
+	for i, row := range plots {
+		out[i] = make([]draw.Canvas, len(row))
+		for j := range row {
+			pd := pads[i][j]
+			out[i][j] = draw.Crop(t.At(dc, j, i), colL[j]-pd.l, -(colR[j] - pd.r), rowB[i]-pd.b, -(rowT[i] - pd.t))
+		}
+	}
+	return out
 }
 
 func attrEscape(s string) string {

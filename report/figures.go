@@ -241,14 +241,35 @@ func (d *Data) figValGamma() (*Figure, string) {
 		ch.Legend = append(ch.Legend, LegendEntry{Label: labels[k], Color: colorAt(i), Dashed: i >= len(palette)})
 		all = append(all, ps...)
 	}
+	lo, hi, sd, measured := pointsRange(all)
+	p.YRange = []float64{0, 0}
+	p.YRange[0], p.YRange[1] = noiseRange(lo, hi, sd)
 	ch.Rows = [][]Panel{{p}}
 	f, err := DrawChart(ch)
 	if err != nil {
 		return nil, err.Error()
 	}
 	f.Caption = d.describe(runs) + " Final validation loss of the complete runs (" + valLossSource(runs) + "), one line per " +
-		"combination of the other varying keys; the study expects a U-shape with its minimum near γ = 1 once ε = 1e-12 and the gate are in." + seedNote(all)
+		"combination of the other varying keys; the study expects a U-shape with its minimum near γ = 1 once ε = 1e-12 and the gate are in." +
+		seedNote(all) + noiseCaption(sd, measured)
 	return f, ""
+}
+
+// pointsRange is the extent of final-loss points with their error bars, and the seed-to-seed SD they are
+// judged against (seedNoise).
+func pointsRange(ps []valPoint) (lo, hi, sd float64, measured bool) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	ses, ns := make([]float64, len(ps)), make([]int, len(ps))
+	for i, q := range ps {
+		e := q.se
+		if math.IsNaN(e) {
+			e = 0
+		}
+		lo, hi = math.Min(lo, q.mean-e), math.Max(hi, q.mean+e)
+		ses[i], ns[i] = q.se, q.n
+	}
+	sd, measured = seedNoise(ses, ns)
+	return lo, hi, sd, measured
 }
 
 // figFixes draws the 2×2 of fixes: for each γ, bars for the default arm (ε = 1e-5, no gate), the fixed arm
@@ -259,6 +280,8 @@ func (d *Data) figFixes() (*Figure, string) {
 	ch := Chart{ID: FigFixes, Title: "The 2×2 of fixes: γ × {default, fixed}", Width: 560, RowHeight: 300}
 	var runs []*Run
 	var all []valPoint
+	var noiseSD float64
+	var noiseMeasured bool
 	used := map[int]bool{}
 	for _, k := range keys {
 		byGamma := map[float64]map[int]valPoint{}
@@ -298,7 +321,7 @@ func (d *Data) figFixes() (*Figure, string) {
 		}
 		p := Panel{Title: title, YLabel: "validation loss (nats/token)", XRange: []float64{-0.5, float64(len(gammas)) - 0.5}}
 		width := 0.8 / float64(len(order))
-		lo, hi := math.Inf(1), math.Inf(-1)
+		var panel []valPoint
 		for gi, g := range gammas {
 			p.XTicks = append(p.XTicks, Tick{At: float64(gi), Label: "γ = " + strconv.FormatFloat(g, 'g', -1, 64)})
 		}
@@ -312,20 +335,19 @@ func (d *Data) figFixes() (*Figure, string) {
 				b.X = append(b.X, float64(gi)-0.4+width*(float64(oi)+0.5))
 				b.Y = append(b.Y, q.mean)
 				b.Err = append(b.Err, q.se)
-				e := q.se
-				if math.IsNaN(e) {
-					e = 0
-				}
-				lo, hi = math.Min(lo, q.mean-e), math.Max(hi, q.mean+e)
 				runs = append(runs, q.arm.Complete()...)
-				all = append(all, q)
+				panel = append(panel, q)
 			}
 			p.Bars = append(p.Bars, b)
 			used[kind] = true
 		}
-		span := math.Max(hi-lo, 0.02*math.Abs(hi))
+		// The bars' cut axis spans at least four seed-to-seed SDs, with room below the shortest bar.
+		lo, hi, sd, measured := pointsRange(panel)
+		noiseSD, noiseMeasured = math.Max(noiseSD, sd), noiseMeasured || measured
+		span := math.Max(hi-lo, 4*sd)
 		p.YRange = []float64{lo - 0.6*span, hi + 0.25*span}
 		ch.Rows = append(ch.Rows, []Panel{p})
+		all = append(all, panel...)
 	}
 	if len(ch.Rows) == 0 {
 		return nil, "needs, at some γ, complete runs of both the default arm (ε = 1e-5, no gate) and the fixed arm (ε = 1e-12 with an attention gate)"
@@ -339,7 +361,8 @@ func (d *Data) figFixes() (*Figure, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	f.Caption = d.describe(runs) + " Final validation loss by γ and fix (" + valLossSource(runs) + "); the y axis is cut above zero to show the differences." + seedNote(all)
+	f.Caption = d.describe(runs) + " Final validation loss by γ and fix (" + valLossSource(runs) + "); the y axis is cut above zero." +
+		seedNote(all) + noiseCaption(noiseSD, noiseMeasured)
 	return f, ""
 }
 
@@ -528,6 +551,7 @@ func (d *Data) figTrajectories(maxArms int) (*Figure, string) {
 		ch.Rows = append(ch.Rows, row)
 		runs = append(runs, a.Runs...)
 	}
+	shareColumns(ch.Rows)
 	for ci, class := range classes {
 		ch.Legend = append(ch.Legend, LegendEntry{Label: class, Color: colorAt(ci), Dashed: ci >= len(palette)})
 	}
@@ -536,11 +560,53 @@ func (d *Data) figTrajectories(maxArms int) (*Figure, string) {
 		return nil, err.Error()
 	}
 	f.Caption = d.describe(runs) + " One row per arm (mean over its seeds), one line per tensor class (mean over layers); " +
-		"from diagnostics.jsonl. Condensation shows as a falling stable rank and a rising cosine ratio (rows align), expansion as the reverse."
+		"from diagnostics.jsonl. Every row shares its column's axes, so arms compare by position. " +
+		"Condensation shows as a falling stable rank and a rising cosine ratio (rows align), expansion as the reverse."
 	if skipped > 0 {
 		f.Caption += fmt.Sprintf(" %d more arm%s with diagnostics not shown (--max-arms).", skipped, plural(skipped))
 	}
 	return f, ""
+}
+
+// shareColumns gives every panel of a column the column's x and y ranges: the extent of all its panels' finite
+// points (positive ones on a log axis), padded by 5% (of the range, or of its logarithm), so that the rows of a
+// small multiple are read on one scale instead of each zoomed to its own data.
+func shareColumns(rows [][]Panel) {
+	cols := 0
+	for _, r := range rows {
+		cols = max(cols, len(r))
+	}
+	for j := 0; j < cols; j++ {
+		xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+		logY := false
+		for _, r := range rows {
+			if j >= len(r) {
+				continue
+			}
+			p := r[j]
+			logY = logY || p.LogY
+			for _, s := range p.Series {
+				for _, pt := range finiteXYs(s.X, s.Y, p.LogX, p.LogY) {
+					xlo, xhi, ylo, yhi = math.Min(xlo, pt.X), math.Max(xhi, pt.X), math.Min(ylo, pt.Y), math.Max(yhi, pt.Y)
+				}
+			}
+		}
+		if math.IsInf(ylo, 0) || math.IsInf(xlo, 0) {
+			continue
+		}
+		if logY {
+			f := math.Pow(yhi/ylo, 0.05)
+			ylo, yhi = ylo/f, yhi*f
+		} else {
+			d := 0.05 * (yhi - ylo)
+			ylo, yhi = ylo-d, yhi+d
+		}
+		for i := range rows {
+			if j < len(rows[i]) {
+				rows[i][j].XRange, rows[i][j].YRange = []float64{xlo, xhi}, []float64{ylo, yhi}
+			}
+		}
+	}
 }
 
 // logTicks labels 1, 2 and 5 times powers of ten within the range (all powers of ten when it spans more than
@@ -554,7 +620,7 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 	}
 	lo, hi := math.Floor(math.Log10(min)), math.Ceil(math.Log10(max))
 	mults := []float64{1, 2, 5}
-	if hi-lo > 2 {
+	if math.Log10(max/min) > 2 { // more than two decades: the powers of ten alone
 		mults = []float64{1}
 	}
 	var out []plot.Tick
@@ -567,7 +633,7 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 			t := plot.Tick{Value: v}
 			for _, mm := range mults {
 				if m == mm {
-					t.Label = strconv.FormatFloat(v, 'g', 3, 64)
+					t.Label = plainLabel(v)
 				}
 			}
 			out = append(out, t)
@@ -584,7 +650,7 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 		for _, t := range (plot.DefaultTicks{}).Ticks(min, max) {
 			if t.Value > 0 {
 				if t.Label != "" {
-					t.Label = strconv.FormatFloat(t.Value, 'g', 6, 64)
+					t.Label = plainLabel(t.Value)
 				}
 				out = append(out, t)
 			}

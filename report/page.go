@@ -34,8 +34,9 @@ type Table struct {
 // pages of other packages, RenderPage) is one of these.
 type pageView struct {
 	Title    string
-	Intro    []string  // paragraphs under the title
-	Nav      []navView // a list of links to sections under the intro (none: no list)
+	Intro    []string      // paragraphs under the title
+	Lead     []sectionView // sections before the list of links: what a reader must see first (the results)
+	Nav      []navView     // a list of links to sections under the intro (none: no list)
 	Sections []sectionView
 }
 
@@ -90,11 +91,15 @@ func plainTable(t Table) tableView {
 
 // pageTemplate lays out every page report writes.
 var pageTemplate = template.Must(template.Must(template.New("page").Parse(pageCSS)).Parse(`{{template "head" .}}{{range .Intro}}<p class="meta">{{.}}</p>
-{{end}}{{if .Nav}}<nav><ol>
+{{end}}{{range .Lead}}{{template "section" .}}{{end}}{{if .Nav}}<nav><ol>
 {{range .Nav}}<li><a href="#{{.ID}}">{{.Title}}</a></li>
 {{end}}</ol></nav>
 {{end}}
-{{range .Sections}}
+{{range .Sections}}{{template "section" .}}{{end}}
+</main>
+</body>
+</html>
+{{define "section"}}
 <section{{if .ID}} id="{{.ID}}"{{end}}>
 <h2>{{.Heading}}</h2>
 {{range .Text}}<p>{{.}}</p>
@@ -119,11 +124,7 @@ var pageTemplate = template.Must(template.Must(template.New("page").Parse(pageCS
 {{if .Items}}<ul{{if .ItemsClass}} class="{{.ItemsClass}}"{{end}}>{{range .Items}}<li>{{if .Bold}}<b>{{.Bold}}</b>: {{end}}{{.Text}}</li>{{end}}</ul>{{end}}
 {{if .Pre}}<pre>{{.Pre}}</pre>{{end}}
 </section>
-{{end}}
-</main>
-</body>
-</html>
-`))
+{{end}}`))
 
 // RenderPage draws every chart of the page and lays it out as one self-contained HTML page. A chart that
 // cannot be drawn is an error naming it.

@@ -121,6 +121,7 @@ type view struct {
 	Title     string
 	Generated string
 	Summary   string
+	Reading   string // the headline: two sentences on the final losses (Data.reading)
 	Figures   []figView
 	Omitted   []Omitted
 	Arms      []armView
@@ -186,7 +187,7 @@ func newFigView(f Figure) figView {
 }
 
 func (d *Data) view(o Options, pg *Page) view {
-	v := view{Title: o.Title, Generated: o.Generated, Omitted: pg.Omitted}
+	v := view{Title: o.Title, Generated: o.Generated, Omitted: pg.Omitted, Reading: d.reading()}
 	complete := 0
 	for _, r := range d.Runs {
 		if r.Complete {
@@ -207,9 +208,9 @@ func (d *Data) view(o Options, pg *Page) view {
 	}
 	for _, a := range d.Arms {
 		mean, se, n := a.FinalVal()
-		val := fmtLoss(mean)
-		if n > 1 {
-			val += " ± " + strconv.FormatFloat(se, 'f', 4, 64)
+		val := "—"
+		if n > 0 {
+			val = armResult{mean: mean, se: se, n: n}.lossText()
 		}
 		var seeds []string
 		for _, s := range a.Seeds() {
@@ -302,29 +303,32 @@ caption{text-align:left;font-weight:bold;padding:4px 0}
 <h1>{{.Title}}</h1>
 {{end}}`
 
-// page lays the report out: the summary, a list of the sections, a section per figure, the runs, the figures
-// not drawn and the notes.
+// page lays the report out: the summary, the results (the reading and the arms' final losses) before the list
+// of the other sections, a section per figure, the runs, the figures not drawn and the notes.
 func (v view) page() pageView {
 	p := pageView{Title: v.Title, Intro: []string{v.Summary}}
 	if v.Generated != "" {
 		p.Intro = append(p.Intro, v.Generated)
 	}
+	results := sectionView{ID: "results", Heading: "Results", Text: []string{v.Reading}, Meta: []string{"Final val loss: " +
+		v.ValSource + "; the mean over an arm's complete runs ± its standard error over seeds (SD/√n; one seed has none)."}}
+	if len(v.Arms) > 0 {
+		t := tableView{Class: "arms", Header: []string{"arm", "N", "runs", "complete", "seeds", "final val loss (mean ± SE over seeds)"}}
+		for _, a := range v.Arms {
+			t.Rows = append(t.Rows, rowView{Cells: []cellView{{Text: a.Label, Swatch: a.Color}, {Text: a.N, Class: "num"},
+				{Text: a.Runs, Class: "num"}, {Text: a.Complete, Class: "num"}, {Text: a.Seeds}, {Text: a.Val, Class: "num"}}})
+		}
+		results.Tables = append(results.Tables, t)
+	}
+	p.Lead = append(p.Lead, results)
 	for _, f := range v.Figures {
 		p.Nav = append(p.Nav, navView{ID: f.ID, Title: f.Title})
 		p.Sections = append(p.Sections, sectionView{ID: f.ID, Heading: f.Title, Figures: []figView{f}})
 	}
 	p.Nav = append(p.Nav, navView{ID: "runs", Title: "Runs"})
 	runs := sectionView{ID: "runs", Heading: "Runs", Meta: []string{"Train loss is the last logged value (mean over the last " +
-		"logging interval); tokens/s is the throughput over the logged intervals. Val loss, here and in the arms' final val loss: " +
+		"logging interval); tokens/s is the throughput over the logged intervals. Val loss, here and in the results' final val loss: " +
 		v.ValSource + ". Incomplete runs are listed but left out of the final-loss figures."}}
-	if len(v.Arms) > 0 {
-		t := tableView{Class: "arms", Header: []string{"arm", "N", "runs", "complete", "seeds", "final val loss (mean ± SE)"}}
-		for _, a := range v.Arms {
-			t.Rows = append(t.Rows, rowView{Cells: []cellView{{Text: a.Label, Swatch: a.Color}, {Text: a.N, Class: "num"},
-				{Text: a.Runs, Class: "num"}, {Text: a.Complete, Class: "num"}, {Text: a.Seeds}, {Text: a.Val, Class: "num"}}})
-		}
-		runs.Tables = append(runs.Tables, t)
-	}
 	t := tableView{Class: "runs", Header: []string{"run", "arm", "seed", "state", "steps", "tokens", "train loss", "val loss"}}
 	if v.HasBPB {
 		t.Header = append(t.Header, "val bits/byte (demo, whole split)")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"html"
 	"io"
 	"math"
 	"os"
@@ -268,9 +269,19 @@ func TestReportFigures(t *testing.T) {
 			if len(drawn)+len(pg.Omitted) != len(figureTable()) {
 				t.Errorf("%d drawn + %d omitted figures, want %d", len(drawn), len(pg.Omitted), len(figureTable()))
 			}
-			rows := strings.Count(figureBlock(html, "runs"), "<tr")
-			if rows != 1+tc.want.runs+tc.want.arms+boolInt(tc.want.arms > 0) {
-				t.Errorf("run tables have %d rows, want a header and a row per run and per arm", rows)
+			if rows := strings.Count(figureBlock(html, "runs"), "<tr"); rows != 1+tc.want.runs {
+				t.Errorf("the run table has %d rows, want a header and a row per run", rows)
+			}
+			// The page opens with the results: the reading, then a row per arm, before the list of sections.
+			results := figureBlock(html, "results")
+			if rows := strings.Count(results, "<tr"); rows != tc.want.arms+boolInt(tc.want.arms > 0) {
+				t.Errorf("the results table has %d rows, want a header and a row per arm", rows)
+			}
+			if nav := strings.Index(html, "<nav>"); results == "" || nav >= 0 && strings.Index(html, `<section id="results">`) > nav {
+				t.Error("the results are not the page's first section, before the list of sections")
+			}
+			if reading := pageReading(results); strings.Count(reading, ". ") != 1 || !strings.HasSuffix(reading, ".") {
+				t.Errorf("the reading is not two sentences: %q", reading)
 			}
 			for _, s := range tc.want.tableText {
 				if !strings.Contains(html, s) {
@@ -282,6 +293,13 @@ func TestReportFigures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pageReading is the first paragraph of a section: the results' reading.
+func pageReading(section string) string {
+	_, after, _ := strings.Cut(section, "<p>")
+	text, _, _ := strings.Cut(after, "</p>")
+	return html.UnescapeString(text)
 }
 
 func boolInt(b bool) int {

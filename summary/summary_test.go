@@ -80,3 +80,36 @@ func TestWriteTableStepsTokensNoise(t *testing.T) {
 		t.Errorf("one row, no step tokens:\n%s", b.String())
 	}
 }
+
+// TestWriteTableSeedsAndArms: rows of one label are seeds of one arm: the table gives each row's seed, and a
+// table of each arm's mean ± SE over its seeds (worked by hand) with every seed's value follows, instead of the
+// one-seed noise line.
+func TestWriteTableSeedsAndArms(t *testing.T) {
+	rows := []Row{
+		{Run: "gamma0.5", Seed: 0, Gamma: 0.5, Steps: 50, ValLoss: 6.10},
+		{Run: "gamma1", Seed: 0, Gamma: 1, Steps: 50, ValLoss: 6.20},
+		{Run: "gamma0.5", Seed: 1, Gamma: 0.5, Steps: 50, ValLoss: 6.16},
+		{Run: "gamma1", Seed: 1, Gamma: 1, Steps: 50, ValLoss: 6.20},
+		{Run: "gamma0.5", Seed: 2, Gamma: 0.5, Steps: 50, ValLoss: 6.13},
+	}
+	arms := Arms(rows)
+	if len(arms) != 2 || arms[0].Run != "gamma0.5" || arms[0].Estimate.N != 3 || arms[1].Estimate.N != 2 {
+		t.Fatalf("arms %+v", arms)
+	}
+	// gamma0.5: mean 6.13, deviations −0.03, 0.03, 0: SD = √(0.0018/2) = 0.03, SE = 0.03/√3 = 0.017321.
+	if e := arms[0].Estimate; math.Abs(e.Mean-6.13) > 1e-12 || math.Abs(e.SE-0.03/math.Sqrt(3)) > 1e-12 {
+		t.Errorf("gamma0.5: mean %v, SE %v; want 6.13, 0.017321", e.Mean, e.SE)
+	}
+	var b strings.Builder
+	WriteTable(&b, rows, 2048)
+	out := b.String()
+	for _, want := range []string{"run  seed", "gamma0.5     2", "per arm: val loss mean ± SE",
+		"gamma0.5  0.5  3  6.1300  ± 0.0173  0: 6.1000  1: 6.1600  2: 6.1300", "gamma1    1    2  6.2000  ± 0.0000  0: 6.2000  1: 6.2000"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "one seed per row") {
+		t.Errorf("seeded arms get the one-seed noise line:\n%s", out)
+	}
+}

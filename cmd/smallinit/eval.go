@@ -3,11 +3,16 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"time"
+
+	"golang.org/x/term"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
+	"github.com/smallinit/smallinit/internal/progress"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/model"
 )
@@ -17,6 +22,8 @@ type evalCmd struct {
 	Tokens string `required:"" type:"existingfile" help:"Token file (.tok) to evaluate on."`
 	Batch  int    `default:"8" help:"Windows per forward pass."`
 	JSON   bool   `name:"json" help:"Print the result as JSON."`
+
+	progressEvery time.Duration // interval of the plain progress lines off a terminal (0: 10 s); tests shorten it
 }
 
 // evalResult is the mean next-token loss over every target of a token file, scored by eval.ScoreTokens (the
@@ -32,6 +39,12 @@ type evalResult struct {
 }
 
 func (cmd *evalCmd) Run() error {
+	return cmd.run(os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+}
+
+// run scores the file, saying on log what it scores and then how far it is (a bar on a terminal, else a line
+// every progressEvery), and prints the result on stdout.
+func (cmd *evalCmd) run(stdout, log io.Writer, tty bool) error {
 	if cmd.Batch < 1 {
 		return fmt.Errorf("--batch %d: must be positive", cmd.Batch)
 	}
@@ -45,7 +58,10 @@ func (cmd *evalCmd) Run() error {
 	if err != nil {
 		return err
 	}
-	sum, scored, err := eval.ScoreTokens(m, toks)
+	fmt.Fprintf(log, "eval: scoring %s on %s: %d tokens in windows of %d, %d windows per forward pass\n", cmd.Model, cmd.Tokens, len(toks), m.Config.SeqLen, cmd.Batch)
+	p := &progress.Count{Log: log, TTY: tty, Desc: "eval", Unit: "windows", Every: cmd.progressEvery}
+	sum, scored, err := eval.ScoreTokens(m, toks, p.Update)
+	p.Finish()
 	if err != nil {
 		return fmt.Errorf("eval %s on %s: %w", cmd.Model, cmd.Tokens, err)
 	}
@@ -53,12 +69,12 @@ func (cmd *evalCmd) Run() error {
 	r := evalResult{Model: cmd.Model, Tokens: cmd.Tokens, Loss: loss, PPL: math.Exp(loss), Windows: int((scored + T - 1) / T),
 		Scored: int(scored)}
 	if cmd.JSON {
-		if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+		if err := json.NewEncoder(stdout).Encode(r); err != nil {
 			return fmt.Errorf("write result: %w", err)
 		}
 		return nil
 	}
-	if _, err := fmt.Printf("loss %.6f nats (perplexity %.3f) over %d windows, %d predicted tokens\n", r.Loss, r.PPL, r.Windows, r.Scored); err != nil {
+	if _, err := fmt.Fprintf(stdout, "loss %.6f nats (perplexity %.3f) over %d windows, %d predicted tokens\n", r.Loss, r.PPL, r.Windows, r.Scored); err != nil {
 		return fmt.Errorf("write result: %w", err) // e.g. stdout on a full disk: the result is lost, say so
 	}
 	return nil

@@ -202,5 +202,9 @@ func (cmd *evalTasksCmd) run(ctx context.Context, stdout, log io.Writer, tty boo
 		enc.SetIndent("", "  ")
 		return rep, enc.Encode(rep)
 	}
+	if len(rep.Tasks) > 1 {
+		fmt.Fprintln(stdout)
+		rep.WriteSummary(stdout)
+	}
 	return rep, nil
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -72,7 +73,8 @@ func TestEvalTasksEndToEnd(t *testing.T) {
 		"winogrande=" + s("winogrande_dev_first20.jsonl"), "lambada_openai=" + s("lambada_openai_test_first20.jsonl"),
 		"gsm8k=" + s("gsm8k_train_sample20.jsonl"), "math=" + s("math_test_not500_sample20.jsonl"),
 		"mgsm_en=" + s("mgsm_en_first5.tsv"), "mgsm_zh=" + s("mgsm_zh_first5.tsv"), "cmath=" + s("cmath_dev_first20.jsonl"),
-		"wiki:lm=" + text,
+		"wiki:lm=" + text, "arc_challenge_hf=" + s("arc_challenge_test_first20_hf.jsonl"),
+		"lambada_text=" + s("lambada_openai_test_first20_text.jsonl"),
 	}, Fewshot: []string{"gsm8k=" + s("gsm8k_train_sample20.jsonl")}}
 	var out, log bytes.Buffer
 	rep, err := cmd.run(context.Background(), &out, &log, false)
@@ -128,6 +130,22 @@ func TestEvalTasksEndToEnd(t *testing.T) {
 	if js.Tasks[6].Shots != 2 {
 		t.Errorf("gsm8k: %d shots", js.Tasks[6].Shots)
 	}
+	// Hugging Face ARC and the harness's lambada_openai {"text"} score as the samples they were converted from.
+	byName := map[string]int{}
+	for i, task := range js.Tasks {
+		byName[task.Task] = i
+	}
+	for same, as := range map[string]string{"arc_challenge_hf": "arc_challenge", "lambada_text": "lambada_openai"} {
+		a, b := js.Tasks[byName[same]].Metrics, js.Tasks[byName[as]].Metrics
+		if len(a) == 0 || len(a) != len(b) {
+			t.Errorf("%s: metrics %v, %s: %v", same, a, as, b)
+		}
+		for name, m := range a {
+			if o, ok := b[name]; !ok || *o.Value != *m.Value {
+				t.Errorf("%s: %s = %v, %s's %v", same, name, *m.Value, as, o.Value)
+			}
+		}
+	}
 	// The text summary names every metric.
 	cmd.JSON = false
 	out.Reset()
@@ -137,6 +155,18 @@ func TestEvalTasksEndToEnd(t *testing.T) {
 	for _, w := range []string{"hellaswag (hellaswag,", "acc_norm_bytes", "bits_per_byte", "exact_match_flexible", "±"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("summary lacks %q:\n%s", w, out.String())
+		}
+	}
+	// The table across tasks closes the text: one line per task, its headline metric and its spread.
+	_, table, ok := strings.Cut(out.String(), fmt.Sprintf("summary of %d tasks", len(cmd.Task)))
+	if !ok {
+		t.Fatalf("no summary table across tasks:\n%s", out.String())
+	}
+	for _, task := range rep.Tasks {
+		m := task.Metrics[0]
+		line := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(task.Task) + ` +` + string(task.Kind) + ` +` + fmt.Sprint(task.Docs) + ` +` + m.Name + ` +` + fmt.Sprintf("%.4f", m.Value) + ` +[[±]`)
+		if !line.MatchString(table) {
+			t.Errorf("summary table has no line for %s (%s %.4f):\n%s", task.Task, m.Name, m.Value, table)
 		}
 	}
 }

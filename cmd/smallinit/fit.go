@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,7 +18,7 @@ type fitCmd struct {
 	Baseline  string   `placeholder:"KEY=VALUE[,...]" help:"Rows of the baseline arm, whose law L(N) = E + A·N^(−α) is fitted, e.g. 'init.gamma=0.5' (default: every finished row)."`
 	Treated   string   `placeholder:"KEY=VALUE[,...]" help:"Rows of the treated arm, read through the baseline's law as N_eff = (A/(L − E))^(1/α) and gain N_eff/N − 1, e.g. 'init.gamma=1'."`
 	SizeKey   string   `default:"N" help:"Column of the model size (sweep collect's N: non-embedding parameters)."`
-	DataKey   string   `default:"tokens" help:"Column of the token budget D; where the baseline has several budgets per size, L(D) = E + B·D^(−β) is fitted too."`
+	DataKey   string   `default:"tokens" help:"Column of the token budget D; where the baseline has several budgets per size, L(D) = E + B·D^(−β) is fitted too; a ladder at constant tokens per parameter gets L(N) along it. A column the table lacks (none) ignores the budgets."`
 	LossKey   string   `default:"val_loss" help:"Column of the loss (val_loss, best_val_loss or train_loss)."`
 	SeedKey   []string `default:"seed" help:"Columns that tell seeds apart (rows differing only in these are averaged)."`
 	Bootstrap int      `default:"1000" help:"Bootstrap resamples of seeds within each size for the 95% intervals (0: none)."`
@@ -50,6 +51,9 @@ func (c *fitCmd) run(w io.Writer) error {
 		}
 	}
 	rep, err := fit.Analyze(t, o)
+	if errors.Is(err, fit.ErrBudgetFollowsSize) {
+		err = fmt.Errorf("%w; to fit L(N) across the budgets as they are, ignoring them, pass --data-key none", err)
+	}
 	if err != nil {
 		err = fmt.Errorf("fit (--baseline %q, --treated %q): %w", c.Baseline, c.Treated, err)
 	}

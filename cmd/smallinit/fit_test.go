@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -86,5 +87,29 @@ func TestFitCommandGain(t *testing.T) {
 	cmd.JSON = false
 	if err := cmd.run(&out); err != nil || !strings.Contains(out.String(), "treated N") || !strings.Contains(out.String(), "1 unfinished runs skipped") {
 		t.Errorf("text report: %v\n%s", err, out.String())
+	}
+}
+
+// TestFitCommandLadderWhoseBudgetDrifts: a ladder whose tokens per parameter drift with the size (5 to 80) has
+// no law holding N, D or D/N fixed; the refusal names the flag that fits L(N) across the budgets, and that flag
+// (--data-key none) then fits it.
+func TestFitCommandLadderWhoseBudgetDrifts(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("index,id,state,init.gamma,seed,N,tokens,val_loss\n")
+	for i, n := range []float64{1e5, 3e5, 1e6, 3e6, 1e7} {
+		fmt.Fprintf(&b, "%d,run%d,done,0.5,0,%g,%g,%g\n", i, i, n, n*5*math.Pow(2, float64(i)), 1.7+400*math.Pow(n, -0.3))
+	}
+	path := filepath.Join(t.TempDir(), "ladder.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := &fitCmd{Table: path, SizeKey: "N", DataKey: "tokens", LossKey: "val_loss", SeedKey: []string{"seed"}}
+	if err := cmd.run(io.Discard); err == nil || !strings.Contains(err.Error(), "tokens/N runs from 5 to 80") || !strings.Contains(err.Error(), "pass --data-key none") {
+		t.Errorf("drifting ladder: %v; want the ratio's range and --data-key none", err)
+	}
+	cmd.DataKey = "none"
+	var out bytes.Buffer
+	if err := cmd.run(&out); err != nil || !strings.Contains(out.String(), "size law L(N)") {
+		t.Errorf("--data-key none: %v\n%s", err, out.String())
 	}
 }

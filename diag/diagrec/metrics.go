@@ -24,13 +24,15 @@ type WeightMetric struct {
 	OldKeys []string                  // earlier spellings of Key in class summaries, still read from existing files
 	Of      func(WeightStats) float64 // the metric of one matrix
 	Name    string                    // what the report calls it ("stable rank")
-	Axis    string                    // the y label of its trajectory panel ("" : not plotted)
-	LogY    bool                      // plotted on a log axis
+	// Axis is the y label of its trajectory panel ("": not plotted); short on a log axis, where gonum/plot pads
+	// the plot's top by how far a long centred label would reach from the linear midpoint of the range.
+	Axis string
+	LogY bool // plotted on a log axis
 }
 
 // WeightMetrics is the table of weight metrics, in the order of the report's trajectory panels.
 var WeightMetrics = []WeightMetric{
-	{Key: MetricStableRank, Of: func(w WeightStats) float64 { return w.StableRank }, Name: "stable rank", Axis: "stable rank ‖W‖F²/‖W‖₂²", LogY: true},
+	{Key: MetricStableRank, Of: func(w WeightStats) float64 { return w.StableRank }, Name: "stable rank", Axis: "‖W‖F²/‖W‖₂²", LogY: true},
 	{Key: MetricCosRatio, Of: func(w WeightStats) float64 { return w.CosRatio }, Name: "row-cosine ratio", Axis: "mean |cos| / random baseline"},
 	{Key: MetricMeanAbsCos, Of: func(w WeightStats) float64 { return w.MeanAbsCos }, Name: "mean |cos|"},
 	{Key: MetricFracAbove, OldKeys: []string{"frac_above_0_9", "frac_above_09"}, Of: func(w WeightStats) float64 { return w.FracAbove09 },
