@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/summary"
 )
 
@@ -76,7 +77,8 @@ func noiseCaption(sd float64, measured bool) string {
 }
 
 // reading is the report's headline: two sentences on the arms' final validation losses, the lowest and the
-// highest and whether their spread exceeds twice the noise of their difference.
+// highest, and whether their spread exceeds the noise of their difference: its 95% t half-width where both
+// arms have seeds, else twice summary.SeedNoise.
 func (d *Data) reading() string {
 	rs := d.results()
 	switch len(rs) {
@@ -93,8 +95,12 @@ func (d *Data) reading() string {
 	var noise float64
 	var why string
 	if best.n > 1 && worst.n > 1 && !math.IsNaN(best.se) && !math.IsNaN(worst.se) {
-		noise = 2 * math.Hypot(best.se, worst.se)
-		why = "twice the standard error of their difference over seeds"
+		// A 95% band for the difference of two means over seeds: t at the smaller arm's degrees of freedom
+		// (Welch's lower bound, conservative) times the SE of the difference.
+		df := min(best.n, worst.n) - 1
+		t := stats.TQuantile(0.975, float64(df))
+		noise = t * math.Hypot(best.se, worst.se)
+		why = fmt.Sprintf("the 95%% half-width of their difference, t = %.2f at %d degree%s of freedom × its SE %.4f", t, df, plural(df), math.Hypot(best.se, worst.se))
 	} else {
 		noise = 2 * summary.SeedNoise
 		why = fmt.Sprintf("twice the %.3f-nat seed-to-seed SD of a paired γ gain measured at 2,243 steps, as these arms have one seed", summary.SeedNoise)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/plot"
@@ -99,6 +100,41 @@ func TestAlignedTilesKeepTitlesInside(t *testing.T) {
 		}
 		if math.Abs(float64(top[0]-top[1])) > 0.01 || math.Abs(float64(bottom[0]-bottom[1])) > 0.01 {
 			t.Errorf("row %d: data tops %v, bottoms %v; want them shared", i, top, bottom)
+		}
+	}
+}
+
+// TestReadingJudgesTheSpreadAgainstTheNoise: the reading names the lowest and highest arms and compares their
+// spread with the noise of their difference: the 95% t half-width over seeds (t at the smaller arm's degrees
+// of freedom), else twice summary.SeedNoise for arms of one seed. Numbers worked by hand.
+func TestReadingJudgesTheSpreadAgainstTheNoise(t *testing.T) {
+	arm := func(label string, losses ...float64) *Arm {
+		a := &Arm{Label: label}
+		for _, l := range losses {
+			a.Runs = append(a.Runs, &Run{Complete: true, Summary: &summary.Row{ValLoss: l}})
+		}
+		return a
+	}
+	for _, c := range []struct {
+		name string
+		arms []*Arm
+		want []string
+	}{
+		// SEs 0.01 and 0.02 over 3 seeds: SE of the difference √0.0005 = 0.02236, t(0.975, 2) = 4.30: 0.0962.
+		{"seeds, within", []*Arm{arm("a", 7.19, 7.2, 7.21), arm("b", 7.23, 7.25, 7.27)},
+			[]string{"Lowest final validation loss: a at 7.2000 ± 0.0058 (SE, 3 seeds); highest: b at 7.2500 ± 0.0115 (SE, 3 seeds), a spread of 0.0500 nats across 2 arms.",
+				"within the noise", "t = 4.30 at 2 degrees of freedom"}},
+		{"one seed, beyond", []*Arm{arm("a", 7.2), arm("b", 7.3), arm("c", 7.25)},
+			[]string{"Lowest final validation loss: a at 7.2000 (1 seed: no SE); highest: b at 7.3000 (1 seed: no SE), a spread of 0.1000 nats across 3 arms.",
+				"exceeds the noise (0.0380 nats"}},
+		{"one seed, within", []*Arm{arm("a", 7.2), arm("b", 7.226)}, []string{"within the noise (0.0380 nats"}},
+		{"nothing complete", nil, []string{"No arm has a complete run yet"}},
+	} {
+		got := (&Data{Arms: c.arms}).reading()
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: reading %q lacks %q", c.name, got, w)
+			}
 		}
 	}
 }
