@@ -1,6 +1,11 @@
 package experiment
 
-import "github.com/smallinit/smallinit/train"
+import (
+	"context"
+
+	"github.com/smallinit/smallinit/recipe"
+	"github.com/smallinit/smallinit/train"
+)
 
 // engine is what trains the plan's runs: Options.Engine, or the Go engine. Arms, sweep points and learning-rate
 // trials all go through it, so a plan runs the same through either engine; each run directory records its
@@ -10,4 +15,17 @@ func (o *Options) engine() train.Engine {
 		return train.GoEngine{}
 	}
 	return o.Engine
+}
+
+// throughput is the training tokens/s a budget is sized from: the engine's own probe where it has one (the
+// PyTorch engine on its device, train.ThroughputProber), else the Go engine's CPU benchmark of the base model.
+func (o *Options) throughput(base recipe.Config) (float64, error) {
+	if p, ok := o.engine().(train.ThroughputProber); ok {
+		return p.Throughput(context.Background(), base.Model.Config, base.Train.BatchSize, base.Train.Precision)
+	}
+	res, err := train.Benchmark(base.Model.Config, train.BenchOptions{Batch: base.Train.BatchSize, Steps: 3, Warmup: 1, Precision: base.Train.Precision})
+	if err != nil {
+		return 0, err
+	}
+	return res.FwdBwdTokensPerS(), nil
 }

@@ -245,11 +245,9 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		return n + ln, cost + lc, err
 	}
 	if e.TokensPerS == 0 {
-		res, err := train.Benchmark(base.Model.Config, train.BenchOptions{Batch: base.Train.BatchSize, Steps: 3, Warmup: 1, Precision: base.Train.Precision})
-		if err != nil {
+		if e.TokensPerS, err = o.throughput(base); err != nil {
 			return nil, fmt.Errorf("throughput probe: %w", err)
 		}
-		e.TokensPerS = res.FwdBwdTokensPerS()
 	}
 	if e.Overhead = out.probeOverhead; e.Overhead == 0 {
 		if e.Overhead, err = probeOverhead(context.Background(), p, out, e.TokensPerS); err != nil {

@@ -77,24 +77,13 @@ func TestBF16PackMatchesTwin(t *testing.T) {
 				for _, kc := range []int{min(bf16KC, k2-pc), min(7, k2-pc)} {
 					for _, rows := range []int{1, g.mr - 1, g.mr, g.nr + 1, 3*g.mr + 2} {
 						for _, trans := range []bool{false, true} {
-							const off, pad = 3, 5
+							const off = packOff
 							// The operand as A (transA = trans) and as B (transB = !trans),
 							// so that both packers see both memory layouts.
-							ld, n := kf+pad, (off+rows)*(kf+pad)
-							if trans {
-								ld, n = off+rows+pad, kf*(off+rows+pad)
-							}
-							src := specialSlice(rng, n, true)
+							src, ld := packSource(rng, kf, rows, trans)
 							a := gemmArgs{transA: trans, transB: !trans, m: off + rows, n: off + rows, k: k2, kf: kf,
 								a: src, lda: ld, b: src, ldb: ld}
-							for _, tc := range []struct {
-								name       string
-								pack, twin packFunc
-								w          int
-							}{
-								{"packA", g.packA, packABF16Generic, g.mr},
-								{"packB", g.packB, packBBF16Generic, g.nr},
-							} {
+							for _, tc := range packCases(g, packABF16Generic, packBBF16Generic) {
 								size := ceilDiv(rows, tc.w) * tc.w * kc
 								want, got := make([]float32, size), make([]float32, size)
 								for i := range want {

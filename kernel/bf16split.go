@@ -9,7 +9,8 @@ package kernel
 // does (x86 detects tininess after rounding, as VDPBF16PS; see bf16FMA). The
 // split packers are the float32 packers followed by a pass that rounds the
 // packed block to bf16 in place (roundBF16AVX2): panel step s holds bf16(value
-// s), and an odd k's missing last value is a zero step. The float32
+// s), and an odd k's missing last value is a zero step. (The AVX2 packers round
+// as they pack instead: packABF16AVX2, packBBF16AVX2.) The float32
 // micro-kernel's bf16 variant (gemmKernAVX2_6x16_ftz, gemmKernAVX512_14x32_ftz)
 // runs under FTZ and takes each pair of steps odd first (VDPBF16PS's order),
 // so it performs exactly the twin's fused multiply-adds in the twin's order,
@@ -33,32 +34,45 @@ func (a gemmArgs) splitPairs() gemmArgs {
 
 // splitBF16 is the split-panel bf16 gemmImpl of a float32 one: f32's tile and
 // blocking with KC = 2·bf16KC values, kern its bf16 micro-kernel (FTZ, odd
-// steps first), and f32's packers followed by round, which rounds a packed
-// block to bf16 in place (splitPacker).
-func splitBF16(f32 gemmImpl, kern gemmKernel, round func([]float32)) gemmImpl {
+// steps first), and packA and packB, f32's packers with each value rounded
+// to bf16 (roundAfter, or packers that round as they pack), behind
+// splitPacker.
+func splitBF16(f32 gemmImpl, kern gemmKernel, packA, packB packFunc) gemmImpl {
 	return gemmImpl{
 		desc: f32.desc + " on bf16 values (MXCSR.FTZ)",
 		mr:   f32.mr, nr: f32.nr,
 		mc: f32.mc, kc: 2 * bf16KC, nc: f32.nc,
 		kern:  kern,
-		packA: splitPacker(f32.packA, round, true),
-		packB: splitPacker(f32.packB, round, false),
+		packA: splitPacker(packA, true),
+		packB: splitPacker(packB, false),
 		split: true,
 	}
 }
 
-// splitPacker turns a float32 packer into a split bf16 one: a block with all
-// its values inside kf is packed by the float32 packer and rounded in place;
-// the last block of an odd kf, by splitPackGeneric.
-func splitPacker(f32 packFunc, round func([]float32), isA bool) packFunc {
+// splitPacker turns a rounding packer (the float32 packer's panels, each value
+// rounded to bf16) into a split bf16 one: a block with all its values inside
+// kf is packed by it; the last block of an odd kf, by splitPackGeneric.
+func splitPacker(pack packFunc, isA bool) packFunc {
+	return func(im *gemmImpl, a *gemmArgs, dst []float32, i0, ni, pc, kc int) {
+		if pc+kc > a.kf {
+			w := im.nr
+			if isA {
+				w = im.mr
+			}
+			splitPackGeneric(a, isA, dst, i0, ni, pc, kc, w)
+			return
+		}
+		pack(im, a, dst, i0, ni, pc, kc)
+	}
+}
+
+// roundAfter is the rounding packer of a float32 one: f32's panels, rounded
+// to bf16 in place by round.
+func roundAfter(f32 packFunc, round func([]float32), isA bool) packFunc {
 	return func(im *gemmImpl, a *gemmArgs, dst []float32, i0, ni, pc, kc int) {
 		w := im.nr
 		if isA {
 			w = im.mr
-		}
-		if pc+kc > a.kf {
-			splitPackGeneric(a, isA, dst, i0, ni, pc, kc, w)
-			return
 		}
 		f32(im, a, dst, i0, ni, pc, kc)
 		round(dst[:ceilDiv(ni, w)*w*kc])

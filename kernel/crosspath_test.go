@@ -37,8 +37,9 @@ func bitsDiffer(a, b []float32) int {
 // TestAVX2MatchesAVX512 is the float32 side of moving a run between kernel paths: every kernel of a training
 // step (the float32 and bf16 GEMMs, on the model's shapes at full size and on ragged ones, dot, axpy, scale, add, exp, max, the fused row kernels, AdamW) gives the
 // same bits on each SIMD path this CPU runs as on its best one, on lengths around every loop's step and tail,
-// with special values. (The pure-Go set is not among them: its float32 GEMM, dot, axpy and row kernels round
-// every product instead of fusing it, and sum in other orders; docs/performance.md.)
+// with special values. (The pure-Go set is not among them: its float32 GEMM does give these bits
+// (TestGenericGemmMatchesSIMD), but its dot, axpy and row kernels round every product instead of fusing it, and
+// sum in other orders; docs/performance.md.)
 func TestAVX2MatchesAVX512(t *testing.T) {
 	rng := rand.New(rand.NewPCG(71, 72))
 	ref := available()[0]
@@ -167,4 +168,137 @@ func TestAVX2MatchesAVX512(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGenericGemmMatchesSIMD is the pure-Go float32 GEMM's side of moving a run between kernel paths: with
+// fma32 in its micro-kernel it gives the bits of the best SIMD set this CPU runs on every GEMM shape class of
+// the model (the training step's six layouts and depths with the row count cut to 61, on all workers, and the
+// attention heads' products on one, GemmOn), on ragged shapes in every layout, and on operands with denormal,
+// tiny and huge values, whose products and sums take fma32's slow path.
+func TestGenericGemmMatchesSIMD(t *testing.T) {
+	ref := available()[0]
+	if ref == genericImpl {
+		t.Skip("this CPU runs no SIMD kernel set to compare the pure-Go GEMM with")
+	}
+	rng := rand.New(rand.NewPCG(73, 74))
+	type run struct {
+		name           string
+		transA, transB bool
+		m, n, k        int
+		a, b           []float32
+		lda, ldb, ldc  int
+		on             bool
+	}
+	var runs []run
+	for _, sh := range BenchShapes() {
+		m := 61
+		lda, ldb := sh.K, sh.N
+		if sh.TransA {
+			lda = m
+		}
+		if sh.TransB {
+			ldb = sh.K
+		}
+		runs = append(runs, run{sh.Name + " (M=61)", sh.TransA, sh.TransB, m, sh.N, sh.K, randSlice(rng, m*sh.K), randSlice(rng, sh.K*sh.N), lda, ldb, sh.N, false})
+	}
+	for _, sh := range attentionShapes {
+		lda, ldb := sh.K, sh.N
+		if sh.TransA {
+			lda = sh.M
+		}
+		if sh.TransB {
+			ldb = sh.K
+		}
+		runs = append(runs, run{sh.Name, sh.TransA, sh.TransB, sh.M, sh.N, sh.K, randSlice(rng, sh.M*sh.K), randSlice(rng, sh.K*sh.N), lda, ldb, sh.N, true})
+	}
+	for _, gc := range []gemmCase{{m: 300, n: 70, k: 600, padA: 1}, {m: 257, n: 129, k: 520, padC: 3}, {m: 33, n: 100, k: 17}, {m: 5, n: 7, k: 3}} {
+		for layout := 0; layout < 4; layout++ {
+			tA, tB := layout&2 != 0, layout&1 != 0
+			o := newOperands(rng, gc, tA, tB)
+			name := fmt.Sprintf("%dx%dx%d tA=%v tB=%v", gc.m, gc.n, gc.k, tA, tB)
+			runs = append(runs, run{name, tA, tB, o.m, o.n, o.k, o.a, o.b, o.lda, o.ldb, o.ldc, false})
+			special := run{name + " special values", tA, tB, o.m, o.n, o.k,
+				specialSlice(rng, len(o.a), false), specialSlice(rng, len(o.b), false), o.lda, o.ldb, o.ldc, false}
+			runs = append(runs, special)
+		}
+	}
+	// Double rounding: products that put the float64 sum on a float32 midpoint (on the normal and the denormal
+	// grid), which only fma32's slow path rounds right, in every layout.
+	for _, denormal := range []bool{false, true} {
+		opA, opB := doubleRoundingOperands(rng, 43, 37, denormal)
+		for layout := 0; layout < 4; layout++ {
+			tA, tB := layout&2 != 0, layout&1 != 0
+			a, lda, b, ldb := opA, 2, opB, 37
+			if tA {
+				a, lda = transposed(opA, 43, 2), 43
+			}
+			if tB {
+				b, ldb = transposed(opB, 2, 37), 2
+			}
+			runs = append(runs, run{fmt.Sprintf("double rounding denormal=%v tA=%v tB=%v", denormal, tA, tB), tA, tB, 43, 37, 2, a, b, lda, ldb, 37, false})
+		}
+	}
+	for _, r := range runs {
+		for _, accumulate := range []bool{false, true} {
+			c0 := randSlice(rng, (r.m-1)*r.ldc+r.n)
+			var cs [2][]float32
+			for i, k := range []*impl{ref, genericImpl} {
+				p := newPoolImpl(2, k)
+				cs[i] = append([]float32(nil), c0...)
+				if r.on {
+					p.GemmOn(1, r.transA, r.transB, r.m, r.n, r.k, r.a, r.lda, r.b, r.ldb, cs[i], r.ldc, accumulate)
+				} else {
+					p.Gemm(r.transA, r.transB, r.m, r.n, r.k, r.a, r.lda, r.b, r.ldb, cs[i], r.ldc, accumulate)
+				}
+				p.Close()
+			}
+			if i := bitsDiffer(cs[0], cs[1]); i >= 0 {
+				t.Errorf("generic vs %s %s acc=%v: C[%d] %v (%#08x), want %v (%#08x)", implKnob(ref), r.name, accumulate,
+					i, cs[1][i], math.Float32bits(cs[1][i]), cs[0][i], math.Float32bits(cs[0][i]))
+			}
+		}
+	}
+}
+
+// doubleRoundingOperands returns op(A) (m×2) and op(B) (2×n) whose product's every element is c_i + p_i with
+// p_i just off half an ulp of c_i, so that the float64 sum c_i + p_i rounds onto a float32 midpoint: row i of A
+// is (c_i, ±h_i·(1+2^-20)), B's rows are 1 and 1-2^-20 (h_i half an ulp of c_i); with denormal, c_i is a
+// denormal near 2^-127 and A's and B's second entries are 2^-75·(1+2^-20) and 2^-75·(1-2^-20).
+func doubleRoundingOperands(rng *rand.Rand, m, n int, denormal bool) (a, b []float32) {
+	d := float32(math.Ldexp(1, -20))
+	a, b = make([]float32, 2*m), make([]float32, 2*n)
+	for i := 0; i < m; i++ {
+		var c, x float32
+		if denormal {
+			c = float32(math.Ldexp(float64(1<<22+2*rng.IntN(1<<20)+1), -149))
+			x = float32(math.Ldexp(1, -75)) * (1 + d)
+		} else {
+			c = float32(1+rng.Float64()) * float32(math.Ldexp(1, rng.IntN(60)-30))
+			_, e := math.Frexp(float64(c))
+			x = float32(math.Ldexp(1, e-25)) * (1 + d)
+		}
+		if rng.IntN(2) == 0 {
+			c, x = -c, -x
+		}
+		a[2*i], a[2*i+1] = c, x
+	}
+	second := 1 - d
+	if denormal {
+		second = float32(math.Ldexp(1, -75)) * (1 - d)
+	}
+	for j := 0; j < n; j++ {
+		b[j], b[n+j] = 1, second
+	}
+	return a, b
+}
+
+// transposed returns the rows×cols row-major matrix x transposed (cols×rows).
+func transposed(x []float32, rows, cols int) []float32 {
+	out := make([]float32, len(x))
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			out[j*rows+i] = x[i*cols+j]
+		}
+	}
+	return out
 }

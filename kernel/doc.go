@@ -39,13 +39,17 @@
 //   - "avx512": a 14×32 micro-kernel on zmm registers (28 accumulators, the
 //     packed A value is read with an embedded-broadcast FMA), AVX-512 vector
 //     kernels with masked tails;
-//   - "avx2": a 6×16 AVX2+FMA micro-kernel on ymm registers and AVX2 vector
+//   - "avx2": a 6×16 AVX2+FMA micro-kernel on ymm registers, AVX2 packers
+//     (row copies and 8×8 transposes, _asm/pack2.go) and AVX2 vector
 //     kernels that compute the AVX-512 ones' arithmetic on pairs of ymm
 //     registers (_asm/rows16.go), so that both SIMD paths give a training
 //     step the same bits (TestAVX2MatchesAVX512);
 //   - "generic": the same blocking with a micro-kernel and vector kernels in
-//     pure Go (also the only one off amd64); its products are not fused, so
-//     its float32 results differ from the SIMD paths' in the last bits.
+//     pure Go (also the only one off amd64); its GEMM fuses each product with
+//     an exactly rounded float32 FMA (fma32.go) and gives the SIMD paths'
+//     bits (TestGenericGemmMatchesSIMD), but its vector kernels do not fuse
+//     their products, so its float32 training step differs from theirs in
+//     the last bits.
 //
 // Impl reports the choice, KernelPath names it as the SMALLINIT_KERNEL
 // environment variable (KernelEnv) does, which forces a slower path the CPU
@@ -68,7 +72,8 @@
 // fused multiply-adds in VDPBF16PS's order with its denormal rules, the KC
 // blocking) and the assembly matches it bit for bit. Without AVX512_BF16 the
 // same results come from float32 FMAs (bf16split.go): the float32 packers
-// followed by an in-place rounding to bf16, and the float32 micro-kernel under
+// followed by an in-place rounding to bf16 (on AVX2, packers that round as
+// they pack), and the float32 micro-kernel under
 // MXCSR.FTZ taking each pair of k steps odd first, at the float32 kernel's
 // speed (AVX2, and AVX-512 without AVX512_BF16). Only the generic set runs the
 // twin itself (BF16.Native() false), correct but slow.

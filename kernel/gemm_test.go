@@ -180,8 +180,9 @@ func TestGemm(t *testing.T) {
 	}
 }
 
-// TestGemmImplsAgree compares the assembly paths with the pure-Go fallback
-// element by element on one larger problem.
+// TestGemmImplsAgree compares every implementation with the best one bit for
+// bit on one larger problem: the float32 GEMMs all perform the same fused
+// multiply-adds in the same order (the pure-Go one through fma32).
 func TestGemmImplsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	m, n, k := 300, 200, 700
@@ -196,10 +197,8 @@ func TestGemmImplsAgree(t *testing.T) {
 			want = c
 			continue
 		}
-		for i := range c {
-			if d := math.Abs(float64(c[i] - want[i])); d > 1e-4*math.Sqrt(float64(k)) {
-				t.Fatalf("%s and %s differ at %d: %v vs %v", available()[0].name, im.name, i, want[i], c[i])
-			}
+		if i := bitsDiffer(want, c); i >= 0 {
+			t.Fatalf("%s and %s differ at %d: %v vs %v", available()[0].name, im.name, i, want[i], c[i])
 		}
 	}
 }
@@ -356,4 +355,71 @@ func TestGemmSharedAMatchesSerial(t *testing.T) {
 		}
 		p.Close()
 	}
+}
+
+// TestPackMatchesTwin checks every implementation's float32 packers against the pure-Go ones (packAGeneric,
+// packBGeneric) bit for bit: both layouts of each operand, depths around the assembly's step blocks and KC (the
+// model's 32-deep attention products, the 128 left of 1408 by KC = 256), ragged row and column counts, offsets
+// into the matrix, padded strides and special values. The destination starts as garbage, so every word of the
+// panels must be written.
+func TestPackMatchesTwin(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	for _, im := range available() {
+		g := im.gemmFor(F32)
+		for _, k := range []int{1, 7, 8, 9, 17, 32, 128, 256, 300, 520} {
+			for _, pc := range []int{0, 5, g.kc} {
+				if pc >= k {
+					continue
+				}
+				for _, kc := range []int{min(g.kc, k-pc), min(7, k-pc)} {
+					for _, rows := range []int{1, g.mr - 1, g.mr, g.mr + 1, g.nr - 1, g.nr + 1, 3*g.mr + 2, 2*g.nr + 3, g.mc} {
+						for _, trans := range []bool{false, true} {
+							// The operand as A (transA = trans) and as B (transB = !trans), so that both packers see
+							// both memory layouts.
+							src, ld := packSource(rng, k, rows, trans)
+							a := gemmArgs{transA: trans, transB: !trans, m: packOff + rows, n: packOff + rows, k: k, a: src, lda: ld, b: src, ldb: ld}
+							for _, tc := range packCases(g, packAGeneric, packBGeneric) {
+								size := ceilDiv(rows, tc.w) * tc.w * kc
+								want, got := make([]float32, size), make([]float32, size)
+								fillGarbage(want)
+								fillGarbage(got)
+								tc.twin(g, &a, want, packOff, rows, pc, kc)
+								tc.pack(g, &a, got, packOff, rows, pc, kc)
+								if i := bitsDiffer(want, got); i >= 0 {
+									t.Fatalf("%s %s k=%d pc=%d kc=%d rows=%d k-across-rows=%v: word %d = %#08x, twin %#08x",
+										im.name, tc.name, k, pc, kc, rows, trans, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// packOff is the first row (or column) the pack tests pack, so that they start inside the matrix.
+const packOff = 3
+
+// packSource returns an operand for the pack tests, filled by specialSlice, and its row stride: k deep and
+// packOff+rows wide, with k along each row, or (trans) across the rows, and the stride padded.
+func packSource(rng *rand.Rand, k, rows int, trans bool) ([]float32, int) {
+	const pad = 5
+	ld, n := k+pad, (packOff+rows)*(k+pad)
+	if trans {
+		ld, n = packOff+rows+pad, k*(packOff+rows+pad)
+	}
+	return specialSlice(rng, n, true), ld
+}
+
+// packCase is one packer of an implementation and the pure-Go twin it must match.
+type packCase struct {
+	name       string
+	pack, twin packFunc
+	w          int // the panel width (MR or NR)
+}
+
+// packCases are g's two packers with their twins.
+func packCases(g *gemmImpl, twinA, twinB packFunc) []packCase {
+	return []packCase{{"packA", g.packA, twinA, g.mr}, {"packB", g.packB, twinB, g.nr}}
 }

@@ -36,8 +36,9 @@ var avx512F32Gemm = gemmImpl{
 var avx512Impl = &impl{
 	name: "avx512",
 	gemms: [NumPrecisions]gemmImpl{
-		F32:  avx512F32Gemm,
-		BF16: splitBF16(avx512F32Gemm, gemmKernAVX512_14x32_ftz, roundBF16AVX2Tail),
+		F32: avx512F32Gemm,
+		BF16: splitBF16(avx512F32Gemm, gemmKernAVX512_14x32_ftz,
+			roundAfter(packAAVX512, roundBF16AVX2Tail, true), roundAfter(packBAVX512, roundBF16AVX2Tail, false)),
 	},
 	dot:   dotAVX512,
 	axpy:  axpyAVX512,
@@ -162,17 +163,17 @@ var avx2F32Gemm = gemmImpl{
 	desc: "VFMADD231PS ymm 6×16",
 	mr:   6, nr: 16,
 	mc: 192, kc: 256, nc: 2048,
-	kern: gemmKernAVX2_6x16, packA: packAGeneric, packB: packBGeneric,
+	kern: gemmKernAVX2_6x16, packA: packAAVX2, packB: packBAVX2,
 }
 
 // avx2Impl uses a 6×16 ymm micro-kernel (12 accumulators, Haswell..Zen 3);
 // its BF16 slot is the same kernel under MXCSR.FTZ on split bf16 panels
-// (bf16split.go).
+// (bf16split.go), packed by the AVX2 packers' rounding variants.
 var avx2Impl = &impl{
 	name: "avx2",
 	gemms: [NumPrecisions]gemmImpl{
 		F32:  avx2F32Gemm,
-		BF16: splitBF16(avx2F32Gemm, gemmKernAVX2_6x16_ftz, roundBF16AVX2Tail),
+		BF16: splitBF16(avx2F32Gemm, gemmKernAVX2_6x16_ftz, packABF16AVX2, packBBF16AVX2),
 	},
 	dot:   dotAVX2,
 	axpy:  axpyAVX2,
@@ -302,6 +303,122 @@ func packBAVX512(im *gemmImpl, a *gemmArgs, dst []float32, j0, nc, pc, kc int) {
 				}
 				d[kk*nr+c] = v
 			}
+		}
+	}
+}
+
+// The AVX2 packers of the 6×16 GEMM: packAGeneric and packBGeneric through
+// the assembly (row copies of whole panels; 8×8 transposes of 8-step blocks),
+// the ragged last panel of a row copy and the steps past the last 8-step block
+// of a transpose in Go. Each packs the same values as the twin; the BF16
+// variants round each to bf16 as they pack (the split panels' values, which
+// splitPacker's twin defines as the float32 panels rounded in place).
+
+func packAAVX2(im *gemmImpl, a *gemmArgs, dst []float32, ic, mc, pc, kc int) {
+	packAAVX2Round(a, dst, ic, mc, pc, kc, false)
+}
+
+func packBAVX2(im *gemmImpl, a *gemmArgs, dst []float32, j0, nc, pc, kc int) {
+	packBAVX2Round(a, dst, j0, nc, pc, kc, false)
+}
+
+func packABF16AVX2(im *gemmImpl, a *gemmArgs, dst []float32, ic, mc, pc, kc int) {
+	packAAVX2Round(a, dst, ic, mc, pc, kc, true)
+}
+
+func packBBF16AVX2(im *gemmImpl, a *gemmArgs, dst []float32, j0, nc, pc, kc int) {
+	packBAVX2Round(a, dst, j0, nc, pc, kc, true)
+}
+
+// packAAVX2Round is packAGeneric for MR = 6, with each value rounded to bf16 when round is set.
+func packAAVX2Round(a *gemmArgs, dst []float32, ic, mc, pc, kc int, round bool) {
+	if a.transA {
+		copyPanelsAVX2(a.a[pc*a.lda+ic:], a.lda, kc, mc, dst, 6, round)
+		return
+	}
+	gatherPanelsAVX2(a.a[ic*a.lda+pc:], a.lda, kc, mc, dst, 6, round)
+}
+
+// packBAVX2Round is packBGeneric for NR = 16, with each value rounded to bf16 when round is set.
+func packBAVX2Round(a *gemmArgs, dst []float32, j0, nc, pc, kc int, round bool) {
+	if a.transB {
+		gatherPanelsAVX2(a.b[j0*a.ldb+pc:], a.ldb, kc, nc, dst, 16, round)
+		return
+	}
+	copyPanelsAVX2(a.b[pc*a.ldb+j0:], a.ldb, kc, nc, dst, 16, round)
+}
+
+// gatherPanelsAVX2 is packGather for w = 6 or 16 (rounded to bf16 when round is set): each panel's 8-step
+// blocks through the assembly, 8 source rows at a time (a row past cols reads zeroRow), the steps past
+// the last block through gatherTail.
+func gatherPanelsAVX2(src []float32, lds, kc, cols int, dst []float32, w int, round bool) {
+	nblk := kc / 8
+	for q0 := 0; q0 < cols; q0 += w {
+		n := min(w, cols-q0)
+		d := dst[q0*kc : q0*kc+w*kc]
+		s := src[q0*lds:]
+		for h := 0; nblk > 0 && h < w; h += 8 {
+			ptrs := [8]*float32{&zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0], &zeroRow[0]}
+			for r := 0; r < 8 && h+r < n; r++ {
+				ptrs[r] = &s[(h+r)*lds]
+			}
+			switch {
+			case w == 16 && round:
+				transPack8RoundBF16AVX2(&ptrs, nblk, &d[h], w)
+			case w == 16:
+				transPack8AVX2(&ptrs, nblk, &d[h], w)
+			case w == 6 && round:
+				transPack6RoundBF16AVX2(&ptrs, nblk, &d[h], w)
+			case w == 6:
+				transPack6AVX2(&ptrs, nblk, &d[h], w)
+			default:
+				panic("kernel: gatherPanelsAVX2 packs panels of 6 or 16")
+			}
+		}
+		gatherTail(s, lds, 8*nblk, kc, n, d, w, round)
+	}
+}
+
+// gatherTail is packGather's steps [kk0, kc) of one panel of w: d[kk*w+r] = src[r*lds+kk] for r < rows, 0
+// for the rest of the w, each rounded to bf16 when round is set.
+func gatherTail(src []float32, lds, kk0, kc, rows int, d []float32, w int, round bool) {
+	for kk := kk0; kk < kc; kk++ {
+		for r := 0; r < w; r++ {
+			v := float32(0)
+			if r < rows {
+				v = src[r*lds+kk]
+			}
+			if round {
+				v = RoundBF16(v)
+			}
+			d[kk*w+r] = v
+		}
+	}
+}
+
+// copyPanelsAVX2 is packCopy for w = 6 or 16 (rounded to bf16 when round is set): the whole panels through
+// the assembly, a ragged last one through packCopy.
+func copyPanelsAVX2(src []float32, lds, kc, cols int, dst []float32, w int, round bool) {
+	full := cols / w
+	if full > 0 {
+		switch {
+		case w == 16 && round:
+			copyPack16RoundBF16AVX2(&src[0], lds, kc, full, &dst[0])
+		case w == 16:
+			copyPack16AVX2(&src[0], lds, kc, full, &dst[0])
+		case w == 6 && round:
+			copyPack6RoundBF16AVX2(&src[0], lds, kc, full, &dst[0])
+		case w == 6:
+			copyPack6AVX2(&src[0], lds, kc, full, &dst[0])
+		default:
+			panic("kernel: copyPanelsAVX2 packs panels of 6 or 16")
+		}
+	}
+	if r := cols - full*w; r > 0 {
+		last := dst[full*kc*w : (full+1)*kc*w]
+		packCopy(src[full*w:], lds, kc, r, last, w)
+		if round {
+			roundBF16Generic(last)
 		}
 	}
 }

@@ -1708,45 +1708,33 @@ storeset:
 // func roundBF16AVX2(x []float32)
 // Requires: AVX, AVX2
 TEXT ·roundBF16AVX2(SB), NOSPLIT, $0-24
-	MOVQ         x_base+0(FP), SI
-	MOVQ         x_len+8(FP), CX
-	SHRQ         $0x03, CX
-	JZ           done
-	MOVL         $0x00000001, AX
-	VMOVD        AX, X15
-	VPBROADCASTD X15, Y15
-	MOVL         $0x00007fff, AX
-	VMOVD        AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL         $0xffff0000, AX
-	VMOVD        AX, X13
-	VPBROADCASTD X13, Y13
-	MOVL         $0x7f800000, AX
-	VMOVD        AX, X12
-	VPBROADCASTD X12, Y12
-	MOVL         $0x80000000, AX
-	VMOVD        AX, X11
-	VPBROADCASTD X11, Y11
-	MOVL         $0x00400000, AX
-	VMOVD        AX, X10
-	VPBROADCASTD X10, Y10
-	VPXOR        Y9, Y9, Y9
+	MOVQ    x_base+0(FP), SI
+	MOVQ    x_len+8(FP), CX
+	SHRQ    $0x03, CX
+	JZ      done
+	VMOVDQU bf16RoundAVX2<>+0(SB), Y10
+	VMOVDQU bf16RoundAVX2<>+32(SB), Y11
+	VMOVDQU bf16RoundAVX2<>+64(SB), Y12
+	VMOVDQU bf16RoundAVX2<>+96(SB), Y13
+	VMOVDQU bf16RoundAVX2<>+128(SB), Y14
+	VMOVDQU bf16RoundAVX2<>+160(SB), Y15
+	VPXOR   Y9, Y9, Y9
 
 loop:
 	VMOVDQU   (SI), Y0
 	VPSRLD    $0x10, Y0, Y1
-	VPAND     Y15, Y1, Y1
-	VPADDD    Y14, Y0, Y2
+	VPAND     Y10, Y1, Y1
+	VPADDD    Y11, Y0, Y2
 	VPADDD    Y1, Y2, Y2
-	VPAND     Y13, Y2, Y2
-	VPOR      Y10, Y0, Y3
-	VPAND     Y13, Y3, Y3
-	VCMPPS    $0x03, Y0, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y2
-	VPAND     Y12, Y0, Y5
-	VPCMPEQD  Y9, Y5, Y5
-	VPAND     Y11, Y0, Y6
-	VBLENDVPS Y5, Y6, Y2, Y2
+	VPAND     Y12, Y2, Y2
+	VPOR      Y15, Y0, Y1
+	VPAND     Y12, Y1, Y1
+	VCMPPS    $0x03, Y0, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y2
+	VPAND     Y13, Y0, Y1
+	VPCMPEQD  Y9, Y1, Y1
+	VPAND     Y14, Y0, Y3
+	VBLENDVPS Y1, Y3, Y2, Y2
 	VMOVDQU   Y2, (SI)
 	ADDQ      $0x20, SI
 	DECQ      CX
@@ -1755,6 +1743,56 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+DATA bf16RoundAVX2<>+0(SB)/4, $0x00000001
+DATA bf16RoundAVX2<>+4(SB)/4, $0x00000001
+DATA bf16RoundAVX2<>+8(SB)/4, $0x00000001
+DATA bf16RoundAVX2<>+12(SB)/4, $0x00000001
+DATA bf16RoundAVX2<>+16(SB)/4, $0x00000001
+DATA bf16RoundAVX2<>+20(SB)/4, $0x00000001
+DATA bf16RoundAVX2<>+24(SB)/4, $0x00000001
+DATA bf16RoundAVX2<>+28(SB)/4, $0x00000001
+DATA bf16RoundAVX2<>+32(SB)/4, $0x00007fff
+DATA bf16RoundAVX2<>+36(SB)/4, $0x00007fff
+DATA bf16RoundAVX2<>+40(SB)/4, $0x00007fff
+DATA bf16RoundAVX2<>+44(SB)/4, $0x00007fff
+DATA bf16RoundAVX2<>+48(SB)/4, $0x00007fff
+DATA bf16RoundAVX2<>+52(SB)/4, $0x00007fff
+DATA bf16RoundAVX2<>+56(SB)/4, $0x00007fff
+DATA bf16RoundAVX2<>+60(SB)/4, $0x00007fff
+DATA bf16RoundAVX2<>+64(SB)/4, $0xffff0000
+DATA bf16RoundAVX2<>+68(SB)/4, $0xffff0000
+DATA bf16RoundAVX2<>+72(SB)/4, $0xffff0000
+DATA bf16RoundAVX2<>+76(SB)/4, $0xffff0000
+DATA bf16RoundAVX2<>+80(SB)/4, $0xffff0000
+DATA bf16RoundAVX2<>+84(SB)/4, $0xffff0000
+DATA bf16RoundAVX2<>+88(SB)/4, $0xffff0000
+DATA bf16RoundAVX2<>+92(SB)/4, $0xffff0000
+DATA bf16RoundAVX2<>+96(SB)/4, $0x7f800000
+DATA bf16RoundAVX2<>+100(SB)/4, $0x7f800000
+DATA bf16RoundAVX2<>+104(SB)/4, $0x7f800000
+DATA bf16RoundAVX2<>+108(SB)/4, $0x7f800000
+DATA bf16RoundAVX2<>+112(SB)/4, $0x7f800000
+DATA bf16RoundAVX2<>+116(SB)/4, $0x7f800000
+DATA bf16RoundAVX2<>+120(SB)/4, $0x7f800000
+DATA bf16RoundAVX2<>+124(SB)/4, $0x7f800000
+DATA bf16RoundAVX2<>+128(SB)/4, $0x80000000
+DATA bf16RoundAVX2<>+132(SB)/4, $0x80000000
+DATA bf16RoundAVX2<>+136(SB)/4, $0x80000000
+DATA bf16RoundAVX2<>+140(SB)/4, $0x80000000
+DATA bf16RoundAVX2<>+144(SB)/4, $0x80000000
+DATA bf16RoundAVX2<>+148(SB)/4, $0x80000000
+DATA bf16RoundAVX2<>+152(SB)/4, $0x80000000
+DATA bf16RoundAVX2<>+156(SB)/4, $0x80000000
+DATA bf16RoundAVX2<>+160(SB)/4, $0x00400000
+DATA bf16RoundAVX2<>+164(SB)/4, $0x00400000
+DATA bf16RoundAVX2<>+168(SB)/4, $0x00400000
+DATA bf16RoundAVX2<>+172(SB)/4, $0x00400000
+DATA bf16RoundAVX2<>+176(SB)/4, $0x00400000
+DATA bf16RoundAVX2<>+180(SB)/4, $0x00400000
+DATA bf16RoundAVX2<>+184(SB)/4, $0x00400000
+DATA bf16RoundAVX2<>+188(SB)/4, $0x00400000
+GLOBL bf16RoundAVX2<>(SB), RODATA|NOPTR, $192
 
 // func gemmKernBF16AVX512_14x32(k int, a *uint32, b *uint32, c *float32, ldc int, accum int)
 // Requires: AVX, AVX512F, MMX+
@@ -5751,6 +5789,835 @@ row:
 	ADDQ      AX, DI
 	SUBQ      R10, CX
 	JMP       group
+
+done:
+	VZEROUPPER
+	RET
+
+// func copyPack16AVX2(src *float32, lds int, kc int, panels int, dst *float32)
+// Requires: AVX, CMOV
+TEXT ·copyPack16AVX2(SB), NOSPLIT, $0-40
+	MOVQ   src+0(FP), SI
+	MOVQ   lds+8(FP), BX
+	MOVQ   kc+16(FP), CX
+	MOVQ   panels+24(FP), R8
+	MOVQ   dst+32(FP), DI
+	SHLQ   $0x02, BX
+	MOVQ   CX, R9
+	IMUL3Q $0x00000040, R9, R9
+	TESTQ  R8, R8
+	JZ     done
+
+group:
+	TESTQ   CX, CX
+	JZ      done
+	MOVQ    $0x00000008, R10
+	CMPQ    CX, R10
+	CMOVQLT CX, R10
+	MOVQ    SI, R12
+	MOVQ    DI, R13
+	MOVQ    R8, R11
+
+panel:
+	MOVQ R12, AX
+	MOVQ R13, DX
+	MOVQ R10, R14
+
+row:
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	ADDQ    BX, AX
+	ADDQ    $0x00000040, DX
+	DECQ    R14
+	JNZ     row
+	ADDQ    $0x00000040, R12
+	ADDQ    R9, R13
+	DECQ    R11
+	JNZ     panel
+	MOVQ    R10, AX
+	IMULQ   BX, AX
+	ADDQ    AX, SI
+	MOVQ    R10, AX
+	IMUL3Q  $0x00000040, AX, AX
+	ADDQ    AX, DI
+	SUBQ    R10, CX
+	JMP     group
+
+done:
+	VZEROUPPER
+	RET
+
+// func copyPack6AVX2(src *float32, lds int, kc int, panels int, dst *float32)
+// Requires: AVX, CMOV
+TEXT ·copyPack6AVX2(SB), NOSPLIT, $0-40
+	MOVQ   src+0(FP), SI
+	MOVQ   lds+8(FP), BX
+	MOVQ   kc+16(FP), CX
+	MOVQ   panels+24(FP), R8
+	MOVQ   dst+32(FP), DI
+	SHLQ   $0x02, BX
+	MOVQ   CX, R9
+	IMUL3Q $0x00000018, R9, R9
+	TESTQ  R8, R8
+	JZ     done
+
+group:
+	TESTQ   CX, CX
+	JZ      done
+	MOVQ    $0x00000008, R10
+	CMPQ    CX, R10
+	CMOVQLT CX, R10
+	MOVQ    SI, R12
+	MOVQ    DI, R13
+	MOVQ    R8, R11
+
+panel:
+	MOVQ R12, AX
+	MOVQ R13, DX
+	MOVQ R10, R14
+
+row:
+	VMOVUPS (AX), X0
+	VMOVQ   16(AX), X1
+	VMOVUPS X0, (DX)
+	VMOVQ   X1, 16(DX)
+	ADDQ    BX, AX
+	ADDQ    $0x00000018, DX
+	DECQ    R14
+	JNZ     row
+	ADDQ    $0x00000018, R12
+	ADDQ    R9, R13
+	DECQ    R11
+	JNZ     panel
+	MOVQ    R10, AX
+	IMULQ   BX, AX
+	ADDQ    AX, SI
+	MOVQ    R10, AX
+	IMUL3Q  $0x00000018, AX, AX
+	ADDQ    AX, DI
+	SUBQ    R10, CX
+	JMP     group
+
+done:
+	VZEROUPPER
+	RET
+
+// func transPack8AVX2(rows *[8]*float32, nblk int, dst *float32, dstStride int)
+// Requires: AVX, MMX+
+TEXT ·transPack8AVX2(SB), NOSPLIT, $0-32
+	MOVQ  rows+0(FP), SI
+	MOVQ  (SI), AX
+	MOVQ  8(SI), BX
+	MOVQ  16(SI), CX
+	MOVQ  24(SI), DX
+	MOVQ  32(SI), R8
+	MOVQ  40(SI), R9
+	MOVQ  48(SI), R10
+	MOVQ  56(SI), R11
+	MOVQ  nblk+8(FP), R12
+	MOVQ  dst+16(FP), DI
+	MOVQ  dstStride+24(FP), R13
+	SHLQ  $0x02, R13
+	XORQ  SI, SI
+	TESTQ R12, R12
+	JZ    done
+
+block:
+	VMOVUPS     (AX)(SI*1), X0
+	VINSERTF128 $0x01, (R8)(SI*1), Y0, Y0
+	VMOVUPS     (BX)(SI*1), X1
+	VINSERTF128 $0x01, (R9)(SI*1), Y1, Y1
+	VMOVUPS     (CX)(SI*1), X2
+	VINSERTF128 $0x01, (R10)(SI*1), Y2, Y2
+	VMOVUPS     (DX)(SI*1), X3
+	VINSERTF128 $0x01, (R11)(SI*1), Y3, Y3
+	VMOVUPS     16(AX)(SI*1), X4
+	VINSERTF128 $0x01, 16(R8)(SI*1), Y4, Y4
+	VMOVUPS     16(BX)(SI*1), X5
+	VINSERTF128 $0x01, 16(R9)(SI*1), Y5, Y5
+	VMOVUPS     16(CX)(SI*1), X6
+	VINSERTF128 $0x01, 16(R10)(SI*1), Y6, Y6
+	VMOVUPS     16(DX)(SI*1), X7
+	VINSERTF128 $0x01, 16(R11)(SI*1), Y7, Y7
+	PREFETCHT0  256(AX)(SI*1)
+	PREFETCHT0  256(BX)(SI*1)
+	PREFETCHT0  256(CX)(SI*1)
+	PREFETCHT0  256(DX)(SI*1)
+	PREFETCHT0  256(R8)(SI*1)
+	PREFETCHT0  256(R9)(SI*1)
+	PREFETCHT0  256(R10)(SI*1)
+	PREFETCHT0  256(R11)(SI*1)
+	VUNPCKLPS   Y1, Y0, Y8
+	VUNPCKHPS   Y1, Y0, Y9
+	VUNPCKLPS   Y3, Y2, Y10
+	VUNPCKHPS   Y3, Y2, Y11
+	VSHUFPS     $0x44, Y10, Y8, Y0
+	VSHUFPS     $0xee, Y10, Y8, Y1
+	VSHUFPS     $0x44, Y11, Y9, Y2
+	VSHUFPS     $0xee, Y11, Y9, Y3
+	VUNPCKLPS   Y5, Y4, Y12
+	VUNPCKHPS   Y5, Y4, Y13
+	VUNPCKLPS   Y7, Y6, Y14
+	VUNPCKHPS   Y7, Y6, Y15
+	VSHUFPS     $0x44, Y14, Y12, Y4
+	VSHUFPS     $0xee, Y14, Y12, Y5
+	VSHUFPS     $0x44, Y15, Y13, Y6
+	VSHUFPS     $0xee, Y15, Y13, Y7
+	VMOVUPS     Y0, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y1, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y2, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y3, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y4, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y5, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y6, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y7, (DI)
+	ADDQ        R13, DI
+	ADDQ        $0x20, SI
+	DECQ        R12
+	JNZ         block
+
+done:
+	VZEROUPPER
+	RET
+
+// func transPack6AVX2(rows *[8]*float32, nblk int, dst *float32, dstStride int)
+// Requires: AVX, MMX+
+TEXT ·transPack6AVX2(SB), NOSPLIT, $0-32
+	MOVQ  rows+0(FP), SI
+	MOVQ  (SI), AX
+	MOVQ  8(SI), BX
+	MOVQ  16(SI), CX
+	MOVQ  24(SI), DX
+	MOVQ  32(SI), R8
+	MOVQ  40(SI), R9
+	MOVQ  48(SI), R10
+	MOVQ  56(SI), R11
+	MOVQ  nblk+8(FP), R12
+	MOVQ  dst+16(FP), DI
+	MOVQ  dstStride+24(FP), R13
+	SHLQ  $0x02, R13
+	XORQ  SI, SI
+	TESTQ R12, R12
+	JZ    done
+
+block:
+	VMOVUPS      (AX)(SI*1), X0
+	VINSERTF128  $0x01, (R8)(SI*1), Y0, Y0
+	VMOVUPS      (BX)(SI*1), X1
+	VINSERTF128  $0x01, (R9)(SI*1), Y1, Y1
+	VMOVUPS      (CX)(SI*1), X2
+	VINSERTF128  $0x01, (R10)(SI*1), Y2, Y2
+	VMOVUPS      (DX)(SI*1), X3
+	VINSERTF128  $0x01, (R11)(SI*1), Y3, Y3
+	VMOVUPS      16(AX)(SI*1), X4
+	VINSERTF128  $0x01, 16(R8)(SI*1), Y4, Y4
+	VMOVUPS      16(BX)(SI*1), X5
+	VINSERTF128  $0x01, 16(R9)(SI*1), Y5, Y5
+	VMOVUPS      16(CX)(SI*1), X6
+	VINSERTF128  $0x01, 16(R10)(SI*1), Y6, Y6
+	VMOVUPS      16(DX)(SI*1), X7
+	VINSERTF128  $0x01, 16(R11)(SI*1), Y7, Y7
+	PREFETCHT0   256(AX)(SI*1)
+	PREFETCHT0   256(BX)(SI*1)
+	PREFETCHT0   256(CX)(SI*1)
+	PREFETCHT0   256(DX)(SI*1)
+	PREFETCHT0   256(R8)(SI*1)
+	PREFETCHT0   256(R9)(SI*1)
+	PREFETCHT0   256(R10)(SI*1)
+	PREFETCHT0   256(R11)(SI*1)
+	VUNPCKLPS    Y1, Y0, Y8
+	VUNPCKHPS    Y1, Y0, Y9
+	VUNPCKLPS    Y3, Y2, Y10
+	VUNPCKHPS    Y3, Y2, Y11
+	VSHUFPS      $0x44, Y10, Y8, Y0
+	VSHUFPS      $0xee, Y10, Y8, Y1
+	VSHUFPS      $0x44, Y11, Y9, Y2
+	VSHUFPS      $0xee, Y11, Y9, Y3
+	VUNPCKLPS    Y5, Y4, Y12
+	VUNPCKHPS    Y5, Y4, Y13
+	VUNPCKLPS    Y7, Y6, Y14
+	VUNPCKHPS    Y7, Y6, Y15
+	VSHUFPS      $0x44, Y14, Y12, Y4
+	VSHUFPS      $0xee, Y14, Y12, Y5
+	VSHUFPS      $0x44, Y15, Y13, Y6
+	VSHUFPS      $0xee, Y15, Y13, Y7
+	VMOVUPS      Y0, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      Y1, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      Y2, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      Y3, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      Y4, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      Y5, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      Y6, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      X7, (DI)
+	VEXTRACTF128 $0x01, Y7, X8
+	VMOVQ        X8, 16(DI)
+	ADDQ         R13, DI
+	ADDQ         $0x20, SI
+	DECQ         R12
+	JNZ          block
+
+done:
+	VZEROUPPER
+	RET
+
+// func copyPack16RoundBF16AVX2(src *float32, lds int, kc int, panels int, dst *float32)
+// Requires: AVX, AVX2, CMOV
+TEXT ·copyPack16RoundBF16AVX2(SB), NOSPLIT, $0-40
+	MOVQ    src+0(FP), SI
+	MOVQ    lds+8(FP), BX
+	MOVQ    kc+16(FP), CX
+	MOVQ    panels+24(FP), R8
+	MOVQ    dst+32(FP), DI
+	SHLQ    $0x02, BX
+	MOVQ    CX, R9
+	IMUL3Q  $0x00000040, R9, R9
+	TESTQ   R8, R8
+	JZ      done
+	VMOVDQU bf16RoundAVX2<>+0(SB), Y10
+	VMOVDQU bf16RoundAVX2<>+32(SB), Y11
+	VMOVDQU bf16RoundAVX2<>+64(SB), Y12
+	VMOVDQU bf16RoundAVX2<>+96(SB), Y13
+	VMOVDQU bf16RoundAVX2<>+128(SB), Y14
+	VMOVDQU bf16RoundAVX2<>+160(SB), Y15
+	VPXOR   Y9, Y9, Y9
+
+group:
+	TESTQ   CX, CX
+	JZ      done
+	MOVQ    $0x00000008, R10
+	CMPQ    CX, R10
+	CMOVQLT CX, R10
+	MOVQ    SI, R12
+	MOVQ    DI, R13
+	MOVQ    R8, R11
+
+panel:
+	MOVQ R12, AX
+	MOVQ R13, DX
+	MOVQ R10, R14
+
+row:
+	VMOVUPS   (AX), Y0
+	VMOVUPS   32(AX), Y1
+	VPSRLD    $0x10, Y0, Y4
+	VPAND     Y10, Y4, Y4
+	VPADDD    Y11, Y0, Y2
+	VPADDD    Y4, Y2, Y2
+	VPAND     Y12, Y2, Y2
+	VPOR      Y15, Y0, Y4
+	VPAND     Y12, Y4, Y4
+	VCMPPS    $0x03, Y0, Y0, Y5
+	VBLENDVPS Y5, Y4, Y2, Y2
+	VPAND     Y13, Y0, Y4
+	VPCMPEQD  Y9, Y4, Y4
+	VPAND     Y14, Y0, Y5
+	VBLENDVPS Y4, Y5, Y2, Y2
+	VPSRLD    $0x10, Y1, Y4
+	VPAND     Y10, Y4, Y4
+	VPADDD    Y11, Y1, Y3
+	VPADDD    Y4, Y3, Y3
+	VPAND     Y12, Y3, Y3
+	VPOR      Y15, Y1, Y4
+	VPAND     Y12, Y4, Y4
+	VCMPPS    $0x03, Y1, Y1, Y5
+	VBLENDVPS Y5, Y4, Y3, Y3
+	VPAND     Y13, Y1, Y4
+	VPCMPEQD  Y9, Y4, Y4
+	VPAND     Y14, Y1, Y5
+	VBLENDVPS Y4, Y5, Y3, Y3
+	VMOVUPS   Y2, (DX)
+	VMOVUPS   Y3, 32(DX)
+	ADDQ      BX, AX
+	ADDQ      $0x00000040, DX
+	DECQ      R14
+	JNZ       row
+	ADDQ      $0x00000040, R12
+	ADDQ      R9, R13
+	DECQ      R11
+	JNZ       panel
+	MOVQ      R10, AX
+	IMULQ     BX, AX
+	ADDQ      AX, SI
+	MOVQ      R10, AX
+	IMUL3Q    $0x00000040, AX, AX
+	ADDQ      AX, DI
+	SUBQ      R10, CX
+	JMP       group
+
+done:
+	VZEROUPPER
+	RET
+
+// func copyPack6RoundBF16AVX2(src *float32, lds int, kc int, panels int, dst *float32)
+// Requires: AVX, AVX2, CMOV
+TEXT ·copyPack6RoundBF16AVX2(SB), NOSPLIT, $0-40
+	MOVQ    src+0(FP), SI
+	MOVQ    lds+8(FP), BX
+	MOVQ    kc+16(FP), CX
+	MOVQ    panels+24(FP), R8
+	MOVQ    dst+32(FP), DI
+	SHLQ    $0x02, BX
+	MOVQ    CX, R9
+	IMUL3Q  $0x00000018, R9, R9
+	TESTQ   R8, R8
+	JZ      done
+	VMOVDQU bf16RoundAVX2<>+0(SB), Y10
+	VMOVDQU bf16RoundAVX2<>+32(SB), Y11
+	VMOVDQU bf16RoundAVX2<>+64(SB), Y12
+	VMOVDQU bf16RoundAVX2<>+96(SB), Y13
+	VMOVDQU bf16RoundAVX2<>+128(SB), Y14
+	VMOVDQU bf16RoundAVX2<>+160(SB), Y15
+	VPXOR   Y9, Y9, Y9
+
+group:
+	TESTQ   CX, CX
+	JZ      done
+	MOVQ    $0x00000008, R10
+	CMPQ    CX, R10
+	CMOVQLT CX, R10
+	MOVQ    SI, R12
+	MOVQ    DI, R13
+	MOVQ    R8, R11
+
+panel:
+	MOVQ R12, AX
+	MOVQ R13, DX
+	MOVQ R10, R14
+
+row:
+	VMOVUPS      (AX), X0
+	VMOVQ        16(AX), X1
+	VINSERTF128  $0x01, X1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y4
+	VPAND        Y10, Y4, Y4
+	VPADDD       Y11, Y0, Y2
+	VPADDD       Y4, Y2, Y2
+	VPAND        Y12, Y2, Y2
+	VPOR         Y15, Y0, Y4
+	VPAND        Y12, Y4, Y4
+	VCMPPS       $0x03, Y0, Y0, Y5
+	VBLENDVPS    Y5, Y4, Y2, Y2
+	VPAND        Y13, Y0, Y4
+	VPCMPEQD     Y9, Y4, Y4
+	VPAND        Y14, Y0, Y5
+	VBLENDVPS    Y4, Y5, Y2, Y2
+	VMOVUPS      X2, (DX)
+	VEXTRACTF128 $0x01, Y2, X3
+	VMOVQ        X3, 16(DX)
+	ADDQ         BX, AX
+	ADDQ         $0x00000018, DX
+	DECQ         R14
+	JNZ          row
+	ADDQ         $0x00000018, R12
+	ADDQ         R9, R13
+	DECQ         R11
+	JNZ          panel
+	MOVQ         R10, AX
+	IMULQ        BX, AX
+	ADDQ         AX, SI
+	MOVQ         R10, AX
+	IMUL3Q       $0x00000018, AX, AX
+	ADDQ         AX, DI
+	SUBQ         R10, CX
+	JMP          group
+
+done:
+	VZEROUPPER
+	RET
+
+// func transPack8RoundBF16AVX2(rows *[8]*float32, nblk int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, MMX+
+TEXT ·transPack8RoundBF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ  rows+0(FP), SI
+	MOVQ  (SI), AX
+	MOVQ  8(SI), BX
+	MOVQ  16(SI), CX
+	MOVQ  24(SI), DX
+	MOVQ  32(SI), R8
+	MOVQ  40(SI), R9
+	MOVQ  48(SI), R10
+	MOVQ  56(SI), R11
+	MOVQ  nblk+8(FP), R12
+	MOVQ  dst+16(FP), DI
+	MOVQ  dstStride+24(FP), R13
+	SHLQ  $0x02, R13
+	XORQ  SI, SI
+	TESTQ R12, R12
+	JZ    done
+
+block:
+	VPXOR       Y11, Y11, Y11
+	VMOVUPS     (AX)(SI*1), X8
+	VINSERTF128 $0x01, (R8)(SI*1), Y8, Y8
+	VPSRLD      $0x10, Y8, Y9
+	VPAND       bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD      bf16RoundAVX2<>+32(SB), Y8, Y0
+	VPADDD      Y9, Y0, Y0
+	VPAND       bf16RoundAVX2<>+64(SB), Y0, Y0
+	VPOR        bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND       bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS      $0x03, Y8, Y8, Y10
+	VBLENDVPS   Y10, Y9, Y0, Y0
+	VPAND       bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD    Y11, Y9, Y9
+	VPAND       bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS   Y9, Y10, Y0, Y0
+	VMOVUPS     (BX)(SI*1), X8
+	VINSERTF128 $0x01, (R9)(SI*1), Y8, Y8
+	VPSRLD      $0x10, Y8, Y9
+	VPAND       bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD      bf16RoundAVX2<>+32(SB), Y8, Y1
+	VPADDD      Y9, Y1, Y1
+	VPAND       bf16RoundAVX2<>+64(SB), Y1, Y1
+	VPOR        bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND       bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS      $0x03, Y8, Y8, Y10
+	VBLENDVPS   Y10, Y9, Y1, Y1
+	VPAND       bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD    Y11, Y9, Y9
+	VPAND       bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS   Y9, Y10, Y1, Y1
+	VMOVUPS     (CX)(SI*1), X8
+	VINSERTF128 $0x01, (R10)(SI*1), Y8, Y8
+	VPSRLD      $0x10, Y8, Y9
+	VPAND       bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD      bf16RoundAVX2<>+32(SB), Y8, Y2
+	VPADDD      Y9, Y2, Y2
+	VPAND       bf16RoundAVX2<>+64(SB), Y2, Y2
+	VPOR        bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND       bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS      $0x03, Y8, Y8, Y10
+	VBLENDVPS   Y10, Y9, Y2, Y2
+	VPAND       bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD    Y11, Y9, Y9
+	VPAND       bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS   Y9, Y10, Y2, Y2
+	VMOVUPS     (DX)(SI*1), X8
+	VINSERTF128 $0x01, (R11)(SI*1), Y8, Y8
+	VPSRLD      $0x10, Y8, Y9
+	VPAND       bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD      bf16RoundAVX2<>+32(SB), Y8, Y3
+	VPADDD      Y9, Y3, Y3
+	VPAND       bf16RoundAVX2<>+64(SB), Y3, Y3
+	VPOR        bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND       bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS      $0x03, Y8, Y8, Y10
+	VBLENDVPS   Y10, Y9, Y3, Y3
+	VPAND       bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD    Y11, Y9, Y9
+	VPAND       bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS   Y9, Y10, Y3, Y3
+	VMOVUPS     16(AX)(SI*1), X8
+	VINSERTF128 $0x01, 16(R8)(SI*1), Y8, Y8
+	VPSRLD      $0x10, Y8, Y9
+	VPAND       bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD      bf16RoundAVX2<>+32(SB), Y8, Y4
+	VPADDD      Y9, Y4, Y4
+	VPAND       bf16RoundAVX2<>+64(SB), Y4, Y4
+	VPOR        bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND       bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS      $0x03, Y8, Y8, Y10
+	VBLENDVPS   Y10, Y9, Y4, Y4
+	VPAND       bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD    Y11, Y9, Y9
+	VPAND       bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS   Y9, Y10, Y4, Y4
+	VMOVUPS     16(BX)(SI*1), X8
+	VINSERTF128 $0x01, 16(R9)(SI*1), Y8, Y8
+	VPSRLD      $0x10, Y8, Y9
+	VPAND       bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD      bf16RoundAVX2<>+32(SB), Y8, Y5
+	VPADDD      Y9, Y5, Y5
+	VPAND       bf16RoundAVX2<>+64(SB), Y5, Y5
+	VPOR        bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND       bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS      $0x03, Y8, Y8, Y10
+	VBLENDVPS   Y10, Y9, Y5, Y5
+	VPAND       bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD    Y11, Y9, Y9
+	VPAND       bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS   Y9, Y10, Y5, Y5
+	VMOVUPS     16(CX)(SI*1), X8
+	VINSERTF128 $0x01, 16(R10)(SI*1), Y8, Y8
+	VPSRLD      $0x10, Y8, Y9
+	VPAND       bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD      bf16RoundAVX2<>+32(SB), Y8, Y6
+	VPADDD      Y9, Y6, Y6
+	VPAND       bf16RoundAVX2<>+64(SB), Y6, Y6
+	VPOR        bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND       bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS      $0x03, Y8, Y8, Y10
+	VBLENDVPS   Y10, Y9, Y6, Y6
+	VPAND       bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD    Y11, Y9, Y9
+	VPAND       bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS   Y9, Y10, Y6, Y6
+	VMOVUPS     16(DX)(SI*1), X8
+	VINSERTF128 $0x01, 16(R11)(SI*1), Y8, Y8
+	VPSRLD      $0x10, Y8, Y9
+	VPAND       bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD      bf16RoundAVX2<>+32(SB), Y8, Y7
+	VPADDD      Y9, Y7, Y7
+	VPAND       bf16RoundAVX2<>+64(SB), Y7, Y7
+	VPOR        bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND       bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS      $0x03, Y8, Y8, Y10
+	VBLENDVPS   Y10, Y9, Y7, Y7
+	VPAND       bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD    Y11, Y9, Y9
+	VPAND       bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS   Y9, Y10, Y7, Y7
+	PREFETCHT0  256(AX)(SI*1)
+	PREFETCHT0  256(BX)(SI*1)
+	PREFETCHT0  256(CX)(SI*1)
+	PREFETCHT0  256(DX)(SI*1)
+	PREFETCHT0  256(R8)(SI*1)
+	PREFETCHT0  256(R9)(SI*1)
+	PREFETCHT0  256(R10)(SI*1)
+	PREFETCHT0  256(R11)(SI*1)
+	VUNPCKLPS   Y1, Y0, Y8
+	VUNPCKHPS   Y1, Y0, Y9
+	VUNPCKLPS   Y3, Y2, Y10
+	VUNPCKHPS   Y3, Y2, Y11
+	VSHUFPS     $0x44, Y10, Y8, Y0
+	VSHUFPS     $0xee, Y10, Y8, Y1
+	VSHUFPS     $0x44, Y11, Y9, Y2
+	VSHUFPS     $0xee, Y11, Y9, Y3
+	VUNPCKLPS   Y5, Y4, Y12
+	VUNPCKHPS   Y5, Y4, Y13
+	VUNPCKLPS   Y7, Y6, Y14
+	VUNPCKHPS   Y7, Y6, Y15
+	VSHUFPS     $0x44, Y14, Y12, Y4
+	VSHUFPS     $0xee, Y14, Y12, Y5
+	VSHUFPS     $0x44, Y15, Y13, Y6
+	VSHUFPS     $0xee, Y15, Y13, Y7
+	VMOVUPS     Y0, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y1, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y2, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y3, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y4, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y5, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y6, (DI)
+	ADDQ        R13, DI
+	VMOVUPS     Y7, (DI)
+	ADDQ        R13, DI
+	ADDQ        $0x20, SI
+	DECQ        R12
+	JNZ         block
+
+done:
+	VZEROUPPER
+	RET
+
+// func transPack6RoundBF16AVX2(rows *[8]*float32, nblk int, dst *float32, dstStride int)
+// Requires: AVX, AVX2, MMX+
+TEXT ·transPack6RoundBF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ  rows+0(FP), SI
+	MOVQ  (SI), AX
+	MOVQ  8(SI), BX
+	MOVQ  16(SI), CX
+	MOVQ  24(SI), DX
+	MOVQ  32(SI), R8
+	MOVQ  40(SI), R9
+	MOVQ  48(SI), R10
+	MOVQ  56(SI), R11
+	MOVQ  nblk+8(FP), R12
+	MOVQ  dst+16(FP), DI
+	MOVQ  dstStride+24(FP), R13
+	SHLQ  $0x02, R13
+	XORQ  SI, SI
+	TESTQ R12, R12
+	JZ    done
+
+block:
+	VPXOR        Y11, Y11, Y11
+	VMOVUPS      (AX)(SI*1), X8
+	VINSERTF128  $0x01, (R8)(SI*1), Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD       bf16RoundAVX2<>+32(SB), Y8, Y0
+	VPADDD       Y9, Y0, Y0
+	VPAND        bf16RoundAVX2<>+64(SB), Y0, Y0
+	VPOR         bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND        bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y10
+	VBLENDVPS    Y10, Y9, Y0, Y0
+	VPAND        bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD     Y11, Y9, Y9
+	VPAND        bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS    Y9, Y10, Y0, Y0
+	VMOVUPS      (BX)(SI*1), X8
+	VINSERTF128  $0x01, (R9)(SI*1), Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD       bf16RoundAVX2<>+32(SB), Y8, Y1
+	VPADDD       Y9, Y1, Y1
+	VPAND        bf16RoundAVX2<>+64(SB), Y1, Y1
+	VPOR         bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND        bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y10
+	VBLENDVPS    Y10, Y9, Y1, Y1
+	VPAND        bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD     Y11, Y9, Y9
+	VPAND        bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS    Y9, Y10, Y1, Y1
+	VMOVUPS      (CX)(SI*1), X8
+	VINSERTF128  $0x01, (R10)(SI*1), Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD       bf16RoundAVX2<>+32(SB), Y8, Y2
+	VPADDD       Y9, Y2, Y2
+	VPAND        bf16RoundAVX2<>+64(SB), Y2, Y2
+	VPOR         bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND        bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y10
+	VBLENDVPS    Y10, Y9, Y2, Y2
+	VPAND        bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD     Y11, Y9, Y9
+	VPAND        bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS    Y9, Y10, Y2, Y2
+	VMOVUPS      (DX)(SI*1), X8
+	VINSERTF128  $0x01, (R11)(SI*1), Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD       bf16RoundAVX2<>+32(SB), Y8, Y3
+	VPADDD       Y9, Y3, Y3
+	VPAND        bf16RoundAVX2<>+64(SB), Y3, Y3
+	VPOR         bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND        bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y10
+	VBLENDVPS    Y10, Y9, Y3, Y3
+	VPAND        bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD     Y11, Y9, Y9
+	VPAND        bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS    Y9, Y10, Y3, Y3
+	VMOVUPS      16(AX)(SI*1), X8
+	VINSERTF128  $0x01, 16(R8)(SI*1), Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD       bf16RoundAVX2<>+32(SB), Y8, Y4
+	VPADDD       Y9, Y4, Y4
+	VPAND        bf16RoundAVX2<>+64(SB), Y4, Y4
+	VPOR         bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND        bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y10
+	VBLENDVPS    Y10, Y9, Y4, Y4
+	VPAND        bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD     Y11, Y9, Y9
+	VPAND        bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS    Y9, Y10, Y4, Y4
+	VMOVUPS      16(BX)(SI*1), X8
+	VINSERTF128  $0x01, 16(R9)(SI*1), Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD       bf16RoundAVX2<>+32(SB), Y8, Y5
+	VPADDD       Y9, Y5, Y5
+	VPAND        bf16RoundAVX2<>+64(SB), Y5, Y5
+	VPOR         bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND        bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y10
+	VBLENDVPS    Y10, Y9, Y5, Y5
+	VPAND        bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD     Y11, Y9, Y9
+	VPAND        bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS    Y9, Y10, Y5, Y5
+	VMOVUPS      16(CX)(SI*1), X8
+	VINSERTF128  $0x01, 16(R10)(SI*1), Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD       bf16RoundAVX2<>+32(SB), Y8, Y6
+	VPADDD       Y9, Y6, Y6
+	VPAND        bf16RoundAVX2<>+64(SB), Y6, Y6
+	VPOR         bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND        bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y10
+	VBLENDVPS    Y10, Y9, Y6, Y6
+	VPAND        bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD     Y11, Y9, Y9
+	VPAND        bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS    Y9, Y10, Y6, Y6
+	VMOVUPS      16(DX)(SI*1), X8
+	VINSERTF128  $0x01, 16(R11)(SI*1), Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        bf16RoundAVX2<>+0(SB), Y9, Y9
+	VPADDD       bf16RoundAVX2<>+32(SB), Y8, Y7
+	VPADDD       Y9, Y7, Y7
+	VPAND        bf16RoundAVX2<>+64(SB), Y7, Y7
+	VPOR         bf16RoundAVX2<>+160(SB), Y8, Y9
+	VPAND        bf16RoundAVX2<>+64(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y10
+	VBLENDVPS    Y10, Y9, Y7, Y7
+	VPAND        bf16RoundAVX2<>+96(SB), Y8, Y9
+	VPCMPEQD     Y11, Y9, Y9
+	VPAND        bf16RoundAVX2<>+128(SB), Y8, Y10
+	VBLENDVPS    Y9, Y10, Y7, Y7
+	PREFETCHT0   256(AX)(SI*1)
+	PREFETCHT0   256(BX)(SI*1)
+	PREFETCHT0   256(CX)(SI*1)
+	PREFETCHT0   256(DX)(SI*1)
+	PREFETCHT0   256(R8)(SI*1)
+	PREFETCHT0   256(R9)(SI*1)
+	PREFETCHT0   256(R10)(SI*1)
+	PREFETCHT0   256(R11)(SI*1)
+	VUNPCKLPS    Y1, Y0, Y8
+	VUNPCKHPS    Y1, Y0, Y9
+	VUNPCKLPS    Y3, Y2, Y10
+	VUNPCKHPS    Y3, Y2, Y11
+	VSHUFPS      $0x44, Y10, Y8, Y0
+	VSHUFPS      $0xee, Y10, Y8, Y1
+	VSHUFPS      $0x44, Y11, Y9, Y2
+	VSHUFPS      $0xee, Y11, Y9, Y3
+	VUNPCKLPS    Y5, Y4, Y12
+	VUNPCKHPS    Y5, Y4, Y13
+	VUNPCKLPS    Y7, Y6, Y14
+	VUNPCKHPS    Y7, Y6, Y15
+	VSHUFPS      $0x44, Y14, Y12, Y4
+	VSHUFPS      $0xee, Y14, Y12, Y5
+	VSHUFPS      $0x44, Y15, Y13, Y6
+	VSHUFPS      $0xee, Y15, Y13, Y7
+	VMOVUPS      Y0, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      Y1, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      Y2, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      Y3, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      Y4, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      Y5, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      Y6, (DI)
+	ADDQ         R13, DI
+	VMOVUPS      X7, (DI)
+	VEXTRACTF128 $0x01, Y7, X8
+	VMOVQ        X8, 16(DI)
+	ADDQ         R13, DI
+	ADDQ         $0x20, SI
+	DECQ         R12
+	JNZ          block
 
 done:
 	VZEROUPPER

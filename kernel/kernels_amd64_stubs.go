@@ -180,6 +180,46 @@ func transPackAVX512(rows *[16]*float32, nblk int, dst *float32, dstStride int, 
 //go:noescape
 func copyPackAVX512(src *float32, lds int, kc int, panels int, dst *float32, w int, fullMask int, lastMask int)
 
+// copyPack16AVX2 sets dst[q*kc*w + kk*w + c] = src[kk*lds + q*w + c] for kk < kc, q < panels, c < w = 16.
+//
+//go:noescape
+func copyPack16AVX2(src *float32, lds int, kc int, panels int, dst *float32)
+
+// copyPack6AVX2 sets dst[q*kc*w + kk*w + c] = src[kk*lds + q*w + c] for kk < kc, q < panels, c < w = 6.
+//
+//go:noescape
+func copyPack6AVX2(src *float32, lds int, kc int, panels int, dst *float32)
+
+// transPack8AVX2 sets dst[kk*dstStride + r] = rows[r][kk] for kk < 8·nblk and r < 8.
+//
+//go:noescape
+func transPack8AVX2(rows *[8]*float32, nblk int, dst *float32, dstStride int)
+
+// transPack6AVX2 sets dst[kk*dstStride + r] = rows[r][kk] for kk < 8·nblk and r < 6.
+//
+//go:noescape
+func transPack6AVX2(rows *[8]*float32, nblk int, dst *float32, dstStride int)
+
+// copyPack16RoundBF16AVX2 sets dst[q*kc*w + kk*w + c] = bf16(src[kk*lds + q*w + c]) for kk < kc, q < panels, c < w = 16.
+//
+//go:noescape
+func copyPack16RoundBF16AVX2(src *float32, lds int, kc int, panels int, dst *float32)
+
+// copyPack6RoundBF16AVX2 sets dst[q*kc*w + kk*w + c] = bf16(src[kk*lds + q*w + c]) for kk < kc, q < panels, c < w = 6.
+//
+//go:noescape
+func copyPack6RoundBF16AVX2(src *float32, lds int, kc int, panels int, dst *float32)
+
+// transPack8RoundBF16AVX2 sets dst[kk*dstStride + r] = bf16(rows[r][kk]) for kk < 8·nblk and r < 8.
+//
+//go:noescape
+func transPack8RoundBF16AVX2(rows *[8]*float32, nblk int, dst *float32, dstStride int)
+
+// transPack6RoundBF16AVX2 sets dst[kk*dstStride + r] = bf16(rows[r][kk]) for kk < 8·nblk and r < 6.
+//
+//go:noescape
+func transPack6RoundBF16AVX2(rows *[8]*float32, nblk int, dst *float32, dstStride int)
+
 // fmaPeakAVX512 runs iters × 96 independent VFMADD231PS (FMA peak measurement).
 func fmaPeakAVX512(iters int)
 

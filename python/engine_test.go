@@ -2,19 +2,24 @@ package python
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/report"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/train"
 )
 
-// enginePlan is a 2-arm × 2-seed plan (γ 0.5 and 1 with both fixes) small enough for a test: width 64, 2 layers,
+// enginePlan is a 3-arm × 2-seed plan (γ 0.5 and 1 with both fixes, and γ 1 with neither: ε = 1e-5, no gate)
+// small enough for a test: width 64, 2 layers,
 // 32 positions, vocabulary 1024, 16 steps of batch 4.
 const enginePlan = `name = "engines"
 title = "engine equality"
@@ -58,6 +63,10 @@ set = { "init.gamma" = 0.5 }
 [[group.arm]]
 name = "gamma1"
 set = { "init.gamma" = 1.0 }
+
+[[group.arm]]
+name = "gamma1-unfixed"
+set = { "init.gamma" = 1.0, "model.norm_eps" = 1e-5, "model.attn_gate" = "none" }
 `
 
 // TestEnginesTrainThePlanAlike runs one plan through the Go engine and through the PyTorch trainer (both on
@@ -73,8 +82,18 @@ func TestEnginesTrainThePlanAlike(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("OMP_NUM_THREADS", "1")
 	outs := map[string]*experiment.Outcome{}
-	for _, eng := range []train.Engine{train.GoEngine{}, train.TorchEngine{Python: py, PythonPath: here, Device: "cpu"}} {
-		o := experiment.Options{Out: filepath.Join(dir, eng.Name()), Steps: 16, Jobs: 1, Log: io.Discard, Engine: eng}
+	const batched = "torch-batch" // the PyTorch engine with --torch-batch 4: the plan's 4 runs in one process
+	for _, v := range []struct {
+		name string
+		eng  train.Engine
+		jobs int
+	}{
+		{train.EngineGo, train.GoEngine{}, 1},
+		{train.EngineTorch, train.TorchEngine{Python: py, PythonPath: here, Device: "cpu"}, 1},
+		{batched, train.TorchEngine{Python: py, PythonPath: here, Device: "cpu", Batch: train.NewTorchBatcher(4)}, 4},
+	} {
+		eng := v.eng
+		o := experiment.Options{Out: filepath.Join(dir, v.name), Steps: 16, Jobs: v.jobs, Log: io.Discard, Engine: eng}
 		if te, ok := eng.(train.TorchEngine); ok { // as the command runs it: preflighted, recorded in summary.json
 			pe, probe, err := te.Preflight(context.Background())
 			if err != nil {
@@ -86,16 +105,38 @@ func TestEnginesTrainThePlanAlike(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s engine: %v", eng.Name(), err)
 		}
-		outs[eng.Name()] = out
+		outs[v.name] = out
 		for _, r := range out.RunList {
 			if got := train.EngineOf(r.Dir); got != eng.Name() {
 				t.Errorf("%s: records engine %q, trained by %q", r.Dir, got, eng.Name())
 			}
+			if v.name == batched { // the fixed arms' 4 runs in one process, the unfixed arm's 2 in another
+				var rec struct{ Batch int }
+				want := 4
+				if strings.Contains(r.Dir, "unfixed") {
+					want = 2
+				}
+				if b, err := os.ReadFile(filepath.Join(r.Dir, train.TorchRecordFile)); err != nil || json.Unmarshal(b, &rec) != nil || rec.Batch != want {
+					t.Errorf("%s: pytorch.json records a batch of %d runs (%v), want %d", r.Dir, rec.Batch, err, want)
+				}
+			}
+		}
+	}
+	// Batched, each run trains as it trains alone (float32 rounding: the batched matmuls sum in another order).
+	if len(outs[batched].Rows) != len(outs[train.EngineTorch].Rows) {
+		t.Fatalf("summary rows: batched %d, alone %d", len(outs[batched].Rows), len(outs[train.EngineTorch].Rows))
+	}
+	for i, a := range outs[train.EngineTorch].Rows {
+		b := outs[batched].Rows[i]
+		for _, v := range [][2]float64{{a.TrainLoss, b.TrainLoss}, {a.ValLoss, b.ValLoss}} {
+			if !(math.Abs(v[0]-v[1]) <= 1e-6*math.Abs(v[0])) {
+				t.Errorf("%s: loss %.9g alone, %.9g batched (tolerance 1e-6 relative)", a.Run, v[0], v[1])
+			}
 		}
 	}
 	g, tr := outs[train.EngineGo].Rows, outs[train.EngineTorch].Rows
-	if len(g) != 4 || len(tr) != len(g) {
-		t.Fatalf("summary rows: go %d, torch %d, want 4 each", len(g), len(tr))
+	if len(g) != 6 || len(tr) != len(g) {
+		t.Fatalf("summary rows: go %d, torch %d, want 6 each", len(g), len(tr))
 	}
 	worst := 0.0
 	for i := range g {
@@ -117,8 +158,8 @@ func TestEnginesTrainThePlanAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Varying) != 1 || d.Varying[0] != "init.gamma" || len(d.Arms) != 2 {
-		t.Fatalf("report: %d arms differing in %v (ignored %v), want 2 arms differing in init.gamma only", len(d.Arms), d.Varying, d.Ignored)
+	if !slices.Equal(d.Varying, []string{"init.gamma", "model.attn_gate", "model.norm_eps"}) || len(d.Arms) != 3 {
+		t.Fatalf("report: %d arms differing in %v (ignored %v), want 3 arms differing in init.gamma, the gate and ε", len(d.Arms), d.Varying, d.Ignored)
 	}
 	for _, a := range d.Arms {
 		if len(a.Runs) != 4 {
@@ -136,5 +177,30 @@ func TestEnginesTrainThePlanAlike(t *testing.T) {
 		if got := s.Engine != nil && s.Engine.Name == train.EngineTorch && s.Engine.Torch != "" && s.Engine.Device == "cpu"; got != want {
 			t.Errorf("%s engine's summary.json: engine %+v, want it named: %v", name, s.Engine, want)
 		}
+	}
+}
+
+// TestTorchEngineThroughput: the PyTorch engine's own throughput probe (what --budget sizes from under
+// --engine torch) times the trainer's step on its device and answers a positive tokens/s; a device it does not
+// have is an error naming the probe and the device.
+func TestTorchEngineThroughput(t *testing.T) {
+	py := needTorch(t)
+	here, _ := filepath.Abs(".")
+	t.Setenv("OMP_NUM_THREADS", "1")
+	p, err := arch.LookupPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Config
+	c.Dim, c.FFN, c.Layers, c.SeqLen, c.Vocab = 64, 192, 2, 32, 1024
+	e := train.TorchEngine{Python: py, PythonPath: here, Device: "cpu"}
+	tps, err := e.Throughput(context.Background(), c, 2, "")
+	if err != nil || !(tps > 0) {
+		t.Fatalf("throughput %g, %v: want a positive tokens/s", tps, err)
+	}
+	t.Logf("torch on the CPU, width 64, batch 2 x 32: %.0f tokens/s", tps)
+	e.Device = "cuda:99"
+	if _, err := e.Throughput(context.Background(), c, 2, ""); err == nil || !strings.Contains(err.Error(), "torch throughput probe") || !strings.Contains(err.Error(), "cuda:99") {
+		t.Errorf("a device that is not there: %v", err)
 	}
 }

@@ -82,6 +82,9 @@ type TorchEngine struct {
 	PythonPath string // prepended to PYTHONPATH ("" = the package must be importable as installed)
 	Device     string // the trainer's --device ("" = auto)
 	Step       string // the trainer's --step ("" = its default, fast)
+	// Batch, when set, trains the new runs of one shape that start together in one process (TorchBatcher);
+	// nil: one process per run.
+	Batch *TorchBatcher
 }
 
 // TorchInputDir is the subdirectory of a PyTorch-engine run that holds its model directory and run config.
@@ -121,11 +124,7 @@ func (e TorchEngine) StartOrResume(ctx context.Context, c recipe.Config, dir str
 		res.Threads = threads
 	}
 	if !rundir.Finished(dir) {
-		args, err := e.arguments(c, dir, started)
-		if err != nil {
-			return res, err
-		}
-		if err := e.train(ctx, args, dir, o.Log); err != nil {
+		if err := e.trainRun(ctx, c, dir, started, o.Log); err != nil {
 			return res, err
 		}
 	}
@@ -137,35 +136,58 @@ func (e TorchEngine) StartOrResume(ctx context.Context, c recipe.Config, dir str
 	return fr, nil
 }
 
-// arguments writes the run's inputs (a new run) and returns the trainer's arguments.
-func (e TorchEngine) arguments(c recipe.Config, dir string, started bool) ([]string, error) {
-	args := []string{"-m", "smallinit_torch", "train", "--quiet", "--lock-held"}
+// trainRun trains the run of c in dir to its end: alone, or (a new run, with Batch) in a batch of runs of its
+// shape.
+func (e TorchEngine) trainRun(ctx context.Context, c recipe.Config, dir string, started bool, log io.Writer) error {
+	if started {
+		return e.train(ctx, append(e.flags("train"), "--resume", dir), dir, log)
+	}
+	md, rc, err := writeInputs(c, dir)
+	if err != nil {
+		return err
+	}
+	if e.Batch != nil {
+		if e.Step != "" && e.Step != "fast" {
+			return fmt.Errorf("%s: --step %s: a batch of runs trains the fast step only", dir, e.Step)
+		}
+		return e.Batch.join(ctx, e, c, []string{"--run", md, rc, dir}, dir, log)
+	}
+	return e.train(ctx, append(e.flags("train"), "--model", md, "--config", rc, "--out", dir), dir, log)
+}
+
+// flags are the trainer's arguments for its command cmd (train, train-batch) before the runs': quiet, the lock
+// held here, the device, and (train) the step.
+func (e TorchEngine) flags(cmd string) []string {
+	args := []string{"-m", "smallinit_torch", cmd, "--quiet", "--lock-held"}
 	if e.Device != "" {
 		args = append(args, "--device", e.Device)
 	}
-	if e.Step != "" {
+	if e.Step != "" && cmd == "train" {
 		args = append(args, "--step", e.Step)
 	}
-	if started {
-		return append(args, "--resume", dir), nil
-	}
+	return args
+}
+
+// writeInputs writes a new run's model directory (the step-0 weights) and run config under dir/TorchInputDir
+// and returns their paths.
+func writeInputs(c recipe.Config, dir string) (md, rc string, err error) {
 	in := filepath.Join(dir, TorchInputDir)
-	md := filepath.Join(in, "model")
+	md = filepath.Join(in, "model")
 	if err := os.MkdirAll(md, 0o755); err != nil {
-		return nil, err
+		return "", "", err
 	}
 	if err := drawInit(c, md); err != nil {
-		return nil, err
+		return "", "", err
 	}
 	toml, err := c.Encode()
 	if err != nil {
-		return nil, fmt.Errorf("encode the run config: %w", err)
+		return "", "", fmt.Errorf("encode the run config: %w", err)
 	}
-	rc := filepath.Join(in, "run.toml")
+	rc = filepath.Join(in, "run.toml")
 	if err := atomicfile.Write(rc, toml); err != nil {
-		return nil, err
+		return "", "", err
 	}
-	return append(args, "--model", md, "--config", rc, "--out", dir), nil
+	return md, rc, nil
 }
 
 // drawInit writes the run's step-0 weights, drawn here by gammainit.Apply from c's [init] and seed exactly as
@@ -211,6 +233,11 @@ func (e TorchEngine) python() string {
 // train runs the PyTorch trainer to the end of the run in dir (or to a SIGTERM checkpoint when ctx ends). Its
 // output goes to log; its last lines are kept for the error of a trainer that fails or exits without finishing.
 func (e TorchEngine) train(ctx context.Context, args []string, dir string, log io.Writer) error {
+	return e.trainAll(ctx, args, []string{dir}, log)[0]
+}
+
+// trainAll is train for a trainer that trains the runs in dirs (train-batch): each run's error.
+func (e TorchEngine) trainAll(ctx context.Context, args []string, dirs []string, log io.Writer) []error {
 	cmd := e.command(ctx, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 2 * time.Minute
@@ -221,21 +248,26 @@ func (e TorchEngine) train(ctx context.Context, args []string, dir string, log i
 	out := io.MultiWriter(log, tail)
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
-	if ctx.Err() != nil {
-		return fmt.Errorf("%s: %w (the PyTorch trainer stopped at a checkpoint)", dir, ErrInterrupted)
-	}
+	errs := make([]error, len(dirs))
 	what := fmt.Sprintf("the PyTorch trainer (%s %s)", e.python(), strings.Join(args[:3], " "))
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return fmt.Errorf("%s: %s failed (%s)%s", dir, what, ee.ProcessState, tail.quote())
-	case err != nil:
-		return fmt.Errorf("%s: %s: %w", dir, what, err)
-	case !rundir.Finished(dir) || EngineOf(dir) != EngineTorch:
-		return fmt.Errorf("%s: %s exited with exit status 0 but did not finish the run (its %s/ and %s are not both there)%s",
-			dir, what, rundir.FinalDir, TorchRecordFile, tail.quote())
+	if len(dirs) > 1 {
+		what = fmt.Sprintf("the PyTorch trainer of a batch of %d runs (%s %s)", len(dirs), e.python(), strings.Join(args[:3], " "))
 	}
-	return nil
+	var ee *exec.ExitError
+	for i, dir := range dirs {
+		switch {
+		case ctx.Err() != nil:
+			errs[i] = fmt.Errorf("%s: %w (the PyTorch trainer stopped at a checkpoint)", dir, ErrInterrupted)
+		case errors.As(err, &ee):
+			errs[i] = fmt.Errorf("%s: %s failed (%s)%s", dir, what, ee.ProcessState, tail.quote())
+		case err != nil:
+			errs[i] = fmt.Errorf("%s: %s: %w", dir, what, err)
+		case !rundir.Finished(dir) || EngineOf(dir) != EngineTorch:
+			errs[i] = fmt.Errorf("%s: %s exited with exit status 0 but did not finish the run (its %s/ and %s are not both there)%s",
+				dir, what, rundir.FinalDir, TorchRecordFile, tail.quote())
+		}
+	}
+	return errs
 }
 
 // lineTail keeps the last max lines written to it.

@@ -6,10 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/smallinit/smallinit/arch"
+	"github.com/smallinit/smallinit/internal/atomicfile"
+	"github.com/smallinit/smallinit/model"
 )
 
 // TorchProbe is what TorchEngine.Preflight found: the interpreter, its torch, and the device the trainer runs on.
@@ -147,4 +154,58 @@ func firstLine(s string) string {
 func lastLine(s string) string {
 	ls := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(ls[len(ls)-1])
+}
+
+// Throughput is the PyTorch trainer's training tokens/s for the model c at batch windows a step on e's device
+// and precision ("" or "f32", "bf16", "auto" as the trainer resolves it), measured by `python -m smallinit_torch throughput` (its fast step on
+// random tokens, the device synchronised around the timed steps): the probe a study's budget is sized from
+// under --engine torch, where the Go engine's CPU benchmark would size GPU runs from a CPU's speed. Call it on
+// the engine Preflight returned (its interpreter is the one checked).
+func (e TorchEngine) Throughput(ctx context.Context, c arch.Config, batch int, precision string) (float64, error) {
+	dir, err := os.MkdirTemp("", "smallinit-torch-probe-")
+	if err != nil {
+		return 0, fmt.Errorf("torch throughput probe: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	cj, err := model.ConfigJSON(c, nil, "float32")
+	if err != nil {
+		return 0, fmt.Errorf("torch throughput probe: %w", err)
+	}
+	if err := atomicfile.Write(filepath.Join(dir, arch.ConfigFile), cj); err != nil {
+		return 0, fmt.Errorf("torch throughput probe: %w", err)
+	}
+	if precision == "" {
+		precision = "f32"
+	}
+	dev := e.Device
+	if dev == "" {
+		dev = "auto"
+	}
+	cmd := e.command(ctx, "-m", "smallinit_torch", "throughput", "--model", dir, "--batch", strconv.Itoa(batch),
+		"--device", dev, "--precision", precision, "--steps", strconv.Itoa(torchProbeSteps), "--warmup", "2")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		msg := lastLine(errb.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return 0, fmt.Errorf("torch throughput probe (%s on %s): %s", e.python(), dev, msg)
+	}
+	var r struct {
+		TokensPerS float64 `json:"tokens_per_s"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || !(r.TokensPerS > 0) {
+		return 0, fmt.Errorf("torch throughput probe (%s on %s): printed %q, want {\"tokens_per_s\": ...}", e.python(), dev, firstLine(out.String()))
+	}
+	return r.TokensPerS, nil
+}
+
+// torchProbeSteps are the timed steps of TorchEngine.Throughput.
+const torchProbeSteps = 5
+
+// ThroughputProber is an Engine that measures its own training throughput (TorchEngine, on its device): a
+// budget is sized from it rather than from the Go engine's CPU benchmark (Benchmark).
+type ThroughputProber interface {
+	Throughput(ctx context.Context, c arch.Config, batch int, precision string) (float64, error)
 }

@@ -19,6 +19,7 @@ type engineFlags struct {
 	Device      torchDevice `help:"--engine torch: the trainer's device: auto (the default: a CUDA GPU when there is one, else the CPU, said on the console), cpu, cuda or cuda:N."`
 	TorchPython string      `help:"--engine torch: the Python interpreter that imports torch (default: the first of python3, /usr/bin/python3 and python that does)."`
 	TorchPath   string      `type:"path" help:"--engine torch: a directory to put on PYTHONPATH for smallinit_torch (the repository's python/ when the package is not installed)."`
+	TorchBatch  int         `help:"--engine torch: train up to this many new runs of one shape (seeds, γ, rates differ) as one batched model in one process (python -m smallinit_torch train-batch), started together (--jobs is raised to it); 0: one process per run."`
 }
 
 // torchDevice is --device, checked when the command line is parsed (train.CheckTorchDevice).
@@ -45,7 +46,13 @@ func (f engineFlags) engine(ctx context.Context, jobs *jobsFlag, precision strin
 				return nil, nil, fmt.Errorf("%s %s: only with --engine torch (the Go engine trains on this machine's CPU)", flag, v)
 			}
 		}
+		if f.TorchBatch != 0 {
+			return nil, nil, fmt.Errorf("--torch-batch %d: only with --engine torch", f.TorchBatch)
+		}
 		return nil, nil, nil
+	}
+	if f.TorchBatch < 0 {
+		return nil, nil, fmt.Errorf("--torch-batch %d: want 0 (one process per run) or the runs a process trains", f.TorchBatch)
 	}
 	e, probe, err := train.TorchEngine{Python: f.TorchPython, PythonPath: f.TorchPath, Device: string(f.Device)}.Preflight(ctx)
 	if err != nil {
@@ -57,6 +64,11 @@ func (f engineFlags) engine(ctx context.Context, jobs *jobsFlag, precision strin
 	fmt.Fprintf(os.Stderr, "engine torch: %s\n", probe)
 	if int(*jobs) == sweep.AutoJobs {
 		*jobs = 1
+	}
+	if f.TorchBatch > 1 {
+		e.Batch = train.NewTorchBatcher(f.TorchBatch)
+		*jobs = jobsFlag(max(int(*jobs), f.TorchBatch))
+		fmt.Fprintf(os.Stderr, "engine torch: up to %d runs of one shape in one process (--torch-batch)\n", f.TorchBatch)
 	}
 	return e, &summary.Engine{Name: train.EngineTorch, Python: probe.Python, Torch: probe.Torch, Device: probe.Device}, nil
 }

@@ -35,6 +35,8 @@ func TestEngineFlagsArePreflighted(t *testing.T) {
 			[]string{"--device cuda", "only with --engine torch"}},
 		{"an interpreter with the Go engine", []string{"--torch-python", "python3"},
 			[]string{"--torch-python python3", "only with --engine torch"}},
+		{"a torch batch with the Go engine", []string{"--torch-batch", "4"},
+			[]string{"--torch-batch 4", "only with --engine torch"}},
 	}
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {

@@ -61,6 +61,12 @@ func main() {
 
 	transPackAVX512()
 	copyPackAVX512()
+	for _, round := range []bool{false, true} {
+		copyPackAVX2(16, round)
+		copyPackAVX2(6, round)
+		transPackAVX2(8, round)
+		transPackAVX2(6, round)
+	}
 
 	fmaPeak("fmaPeakAVX512", zmm[:24], zmm[30], zmm[31])
 	fmaPeak("fmaPeakAVX2", ymm[:12], ymm[14], ymm[15])

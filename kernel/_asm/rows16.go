@@ -341,34 +341,11 @@ func roundBF16AVX2() {
 	Load(Param("x").Len(), n)
 	SHRQ(U8(3), n)
 	JZ(LabelRef("done"))
-	bcst := func(v uint32, y VecPhysical) {
-		MOVL(U32(v), EAX)
-		VMOVD(EAX, y.AsX())
-		VPBROADCASTD(y.AsX(), y)
-	}
-	one, bias, keep, expo, sign, quiet := Y15, Y14, Y13, Y12, Y11, Y10
-	bcst(1, one)
-	bcst(0x7FFF, bias)
-	bcst(0xFFFF0000, keep)
-	bcst(0x7F800000, expo)
-	bcst(0x80000000, sign)
-	bcst(0x400000, quiet)
+	c := bf16RoundRegs(ymm[10:16])
 	VPXOR(Y9, Y9, Y9)
 	Label("loop")
 	VMOVDQU(Mem{Base: x}, Y0)
-	VPSRLD(U8(16), Y0, Y1)
-	VPAND(one, Y1, Y1)
-	VPADDD(bias, Y0, Y2)
-	VPADDD(Y1, Y2, Y2)
-	VPAND(keep, Y2, Y2) // rounded to nearest even
-	VPOR(quiet, Y0, Y3)
-	VPAND(keep, Y3, Y3)       // NaN: quiet, top half kept
-	VCMPPS(U8(3), Y0, Y0, Y4) // unordered: NaN
-	VBLENDVPS(Y4, Y3, Y2, Y2) // NaN lanes take Y3
-	VPAND(expo, Y0, Y5)
-	VPCMPEQD(Y9, Y5, Y5) // exponent 0: zero or denormal
-	VPAND(sign, Y0, Y6)
-	VBLENDVPS(Y5, Y6, Y2, Y2) // those take the sign alone
+	roundBF16Y(Y0, Y2, Y1, Y3, Y9, c)
 	VMOVDQU(Y2, Mem{Base: x})
 	ADDQ(U8(32), x)
 	DECQ(n)

@@ -1,6 +1,8 @@
 """python -m smallinit_torch COMMAND ...
 
   train     data-parallel training of a smallinit model directory (see smallinit_torch.train)
+  train-batch  several runs of one shape trained as one batched model in one process (smallinit_torch.batch)
+  throughput  the trainer's training tokens/s for a model directory on a device (the --budget probe of --engine torch)
   preflight what the Go engine checks before a study: torch, the package, the device, bf16 (JSON)
   analyze   weight and activation diagnostics of a model directory, as `smallinit analyze --json` prints them
   golden | fixtures | selfcheck | adamw | bench   the reference computations (smallinit_torch.reference)"""
@@ -16,6 +18,12 @@ def main():
     if cmd == "train":
         from .train import main as train_main
         train_main(rest)
+    elif cmd == "train-batch":
+        from .batch import main as batch_main
+        batch_main(rest)
+    elif cmd == "throughput":
+        from .throughput import main as throughput_main
+        sys.exit(throughput_main(rest))
     elif cmd == "preflight":
         from .preflight import main as preflight_main
         sys.exit(preflight_main(rest))

@@ -148,24 +148,36 @@ def state_dict_named(model):
 
 def save_model_dir(d, model, config_json):
     """model.safetensors, then config.json (whose presence marks the directory complete), both atomic."""
+    write_model_dir(d, state_dict_named(model), config_json)
+
+
+def write_model_dir(d, weights, config_json):
+    """save_model_dir of weights given as name -> tensor (in the model's parameter order)."""
     os.makedirs(d, exist_ok=True)
-    write_safetensors(os.path.join(d, "model.safetensors"), {n: t.float().cpu() for n, t in state_dict_named(model).items()},
+    write_safetensors(os.path.join(d, "model.safetensors"), {n: t.float().cpu() for n, t in weights.items()},
                       {"format": "pt"}, atomic=True)
     write_file_atomic(os.path.join(d, "config.json"), json.dumps(config_json, indent=2) + "\n")
 
 
 def save_checkpoint(run, model, opt, params, st, config_json, keep):
+    moments = {}
+    for n, p in params:
+        s = opt.state.get(p, {})
+        moments["exp_avg." + n] = s["exp_avg"] if "exp_avg" in s else torch.zeros_like(p, device="cpu")
+        moments["exp_avg_sq." + n] = s["exp_avg_sq"] if "exp_avg_sq" in s else torch.zeros_like(p, device="cpu")
+    return write_checkpoint(run, state_dict_named(model), moments, st, config_json, keep)
+
+
+def write_checkpoint(run, weights, moments, st, config_json, keep):
+    """checkpoints/step-NNNNNN/ of weights and AdamW moments (exp_avg.<name>, exp_avg_sq.<name>) given as
+    name -> tensor, renamed into place whole; then all but the newest keep checkpoints are removed."""
     root = os.path.join(run, "checkpoints")
     os.makedirs(root, exist_ok=True)
     final = os.path.join(root, checkpoint_name(st["step"]))
     tmp = os.path.join(root, ".tmp-" + checkpoint_name(st["step"]))
     shutil.rmtree(tmp, ignore_errors=True)
-    save_model_dir(tmp, model, config_json)
-    moments = {}
-    for n, p in params:
-        s = opt.state.get(p, {})
-        moments["exp_avg." + n] = s["exp_avg"].float().cpu() if "exp_avg" in s else torch.zeros_like(p, device="cpu")
-        moments["exp_avg_sq." + n] = s["exp_avg_sq"].float().cpu() if "exp_avg_sq" in s else torch.zeros_like(p, device="cpu")
+    write_model_dir(tmp, weights, config_json)
+    moments = {n: t.float().cpu() for n, t in moments.items()}
     write_safetensors(os.path.join(tmp, "optimizer.safetensors"), moments, {"adam_step": st["adam_step"]}, atomic=True)
     write_file_atomic(os.path.join(tmp, "state.json"), json.dumps(st, indent=2) + "\n")
     sync_dir(tmp)
@@ -202,6 +214,19 @@ def load_checkpoint(ck, model, opt, params, step_on_device=False):
     step_on_device: the fused AdamW keeps its step count on the parameter's device, the others on the CPU."""
     st = read_state(ck)
     load_weights(model, read_model_weights(ck), ck)
+    adam_step, mom = read_moments(ck, st, params)
+    if adam_step > 0:
+        for n, p in params:
+            opt.state[p] = {"step": torch.tensor(float(adam_step), device=p.device if step_on_device else "cpu"),
+                            "exp_avg": mom["exp_avg." + n].to(p.device, p.dtype).clone(),
+                            "exp_avg_sq": mom["exp_avg_sq." + n].to(p.device, p.dtype).clone()}
+    return st
+
+
+def read_moments(ck, st, params):
+    """(adam_step, name -> tensor) of a checkpoint's optimizer.safetensors: every exp_avg.<name> and
+    exp_avg_sq.<name> of params (name, tensor of the shape wanted) present, floating-point and of its shape, and
+    its adam_step the one of state.json st."""
     opath = os.path.join(ck, "optimizer.safetensors")
     mom, meta = read_safetensors(opath, with_metadata=True)
     try:
@@ -217,11 +242,7 @@ def load_checkpoint(ck, model, opt, params, step_on_device=False):
                 raise ValueError(f"{opath}: lacks {k}")
             if not t.is_floating_point() or tuple(t.shape) != tuple(p.shape):
                 raise ValueError(f"{opath}: {k} is {t.dtype} {list(t.shape)}, want floating-point {list(p.shape)}")
-        if adam_step > 0:
-            opt.state[p] = {"step": torch.tensor(float(adam_step), device=p.device if step_on_device else "cpu"),
-                            "exp_avg": mom["exp_avg." + n].to(p.device, p.dtype).clone(),
-                            "exp_avg_sq": mom["exp_avg_sq." + n].to(p.device, p.dtype).clone()}
-    return st
+    return adam_step, mom
 
 
 def check_log(path: str, n: int) -> None:
@@ -343,6 +364,19 @@ def run(args):
         D.close()
 
 
+def start_run_dir(out: str, model, c: dict, config_json: dict, init_doc: dict, record: dict) -> None:
+    """A new run's files, as Go's trainer starts a run: init.json (init_doc), pytorch.json (record), init/ (the
+    step-0 weights of model), empty metrics.jsonl and diagnostics.jsonl, and config.toml last (its presence
+    marks the run started)."""
+    os.makedirs(out, exist_ok=True)
+    write_file_atomic(os.path.join(out, "init.json"), json.dumps(init_doc, indent=2) + "\n")
+    write_file_atomic(os.path.join(out, "pytorch.json"), json.dumps(record, indent=2) + "\n")
+    save_init_dir(out, model, config_json)
+    for p in ("metrics.jsonl", "diagnostics.jsonl"):
+        open(os.path.join(out, p), "w").close()
+    write_file_atomic(os.path.join(out, "config.toml"), encode_toml(c))
+
+
 def read_pytorch_json(out: str) -> "tuple[str, int]":
     """(model directory, gradient accumulation) of a run's pytorch.json, checked."""
     path = os.path.join(out, "pytorch.json")
@@ -444,17 +478,10 @@ def _run(args, D, stop=None, own=None):
         records, recipe, init_seed = initialise(model, model_dir, c, given, config_json)
         c["init"] = recipe
         if D.rank == 0:
-            os.makedirs(out, exist_ok=True)
-            doc = {"recipe": recipe, "seed": init_seed, "optimizer": o, "tensors": records}
-            write_file_atomic(os.path.join(out, "init.json"), json.dumps(doc, indent=2) + "\n")
-            write_file_atomic(os.path.join(out, "pytorch.json"), json.dumps(
-                {"model": os.path.abspath(model_dir), "grad_accum": accum, "world_size": D.world,
-                 "torch": torch.__version__, "engine": "torch", "step": args.step, "precision": precision,
-                 "compile": bool(args.compile), **{"features": features(D.device)}}, indent=2) + "\n")
-            save_init_dir(out, model, config_json)
-            for p in (metrics_path, diag_path):
-                open(p, "w").close()
-            write_file_atomic(os.path.join(out, "config.toml"), encode_toml(c))
+            start_run_dir(out, model, c, config_json, {"recipe": recipe, "seed": init_seed, "optimizer": o, "tensors": records},
+                          {"model": os.path.abspath(model_dir), "grad_accum": accum, "world_size": D.world,
+                           "torch": torch.__version__, "engine": "torch", "step": args.step, "precision": precision,
+                           "compile": bool(args.compile), **{"features": features(D.device)}})
     D.barrier()
 
     ddp = model
@@ -839,17 +866,20 @@ def main(argv=None):
             sys.exit(f"smallinit_torch: {flag} = {v}: must be >= {lo}")
     if args.lock_held:
         die_with_parent()
+    exit_on_errors(spawn if args.spawn > 1 else run, args)
+
+
+def exit_on_errors(train, args) -> None:
+    """train(args), its ends as a command's: a SIGTERM stop is exit 143 after saying where; a user error and a
+    device error (a CUDA error, out of device memory) are one line naming the file or device, no traceback."""
     try:
-        if args.spawn > 1:
-            spawn(args)
-        else:
-            run(args)
+        train(args)
     except Stopped as e:
         print(f"smallinit_torch: {e}", file=sys.stderr)
         sys.exit(143)
     except USER_ERRORS as e:
         sys.exit(error_line(e))
-    except RuntimeError as e:  # a CUDA error, out of device memory: one line naming the device, no traceback
+    except RuntimeError as e:
         if not is_device_error(e):
             raise
         sys.exit(device_error_line(e, args.device))
