@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/train"
 )
@@ -36,10 +37,6 @@ func TestStudyWorkJoinsThePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := Describe(p, Options{Out: t.TempDir(), Extra: work, ScoreTokens: 1000, Seeds: []uint64{7}}, 1e4)
-	if err != nil {
-		t.Fatal(err)
-	}
 	d.Statement = []byte("H: the fake design's statement\n")
 	var b strings.Builder
 	if err := d.Write(&b); err != nil {
@@ -52,8 +49,14 @@ func TestStudyWorkJoinsThePlan(t *testing.T) {
 	if !strings.Contains(text, "fake: the fake design's own training, on seeds [0 1 2]") || len(d.Extra) != 1 || len(d.Estimate.ExtraCost) != 1 || !(d.Estimate.ExtraCost[0] > 0) {
 		t.Errorf("extra work %+v, cost %v:\n%s", d.Extra, d.Estimate.ExtraCost, text)
 	}
-	if len(p.Seeds) != 3 || len(one.Estimate.ExtraCost) != 1 || math.Abs(3*one.Estimate.ExtraCost[0]/d.Estimate.ExtraCost[0]-1) > 1e-12 {
-		t.Errorf("extra cost on seeds %v: %v; on one seed: %v, want a third", p.Seeds, d.Estimate.ExtraCost, one.Estimate.ExtraCost)
+	// The cost is the work on every seed in base-model steps: 1e12 FLOPs × 3 seeds over a base step's FLOPs.
+	base, err := train.LoadSets("", (&Outcome{Stats: &data.Stats{VocabSize: p.Data.Vocab}}).baseSets(p, nil, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 1e12 * 3 / (base.Model.FLOPsPerToken() * float64(base.Train.BatchSize*base.Model.SeqLen))
+	if len(p.Seeds) != 3 || len(d.Estimate.ExtraCost) != 1 || math.Abs(d.Estimate.ExtraCost[0]/want-1) > 1e-12 {
+		t.Errorf("extra cost on seeds %v: %v, want %g base-model steps", p.Seeds, d.Estimate.ExtraCost, want)
 	}
 	if d.Estimate.ScoreTokens != int64(d.Estimate.Runs)*1000 {
 		t.Errorf("score tokens %d for %d runs, want 1000 per run", d.Estimate.ScoreTokens, d.Estimate.Runs)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,5 +61,26 @@ func TestLoadPlanSaysWhichItUsed(t *testing.T) {
 				t.Errorf("ran title %q, want the built-in %v", p.Title, tc.builtin)
 			}
 		})
+	}
+}
+
+// TestLoadPlanOfADesign: `study reproduce` loads the reproduction's own plan (package reproduce's, no longer an
+// experiment built-in) where nothing has its name; a directory of that name is the user's, refused with the way
+// out; and the name is listed among the plans study takes.
+func TestLoadPlanOfADesign(t *testing.T) {
+	wd, _ := os.Getwd()
+	os.Chdir(t.TempDir())
+	defer os.Chdir(wd)
+	var log strings.Builder
+	p, err := loadPlan("reproduce", &log)
+	if err != nil || p.Name != "reproduce" || log.Len() != 0 {
+		t.Fatalf("plan %v, note %q, error %v; want the reproduce plan, no note", p, log.String(), err)
+	}
+	os.Mkdir("reproduce", 0o755)
+	if _, err := loadPlan("reproduce", &log); err == nil || !strings.Contains(err.Error(), "./reproduce is not a plan file") || !strings.Contains(err.Error(), "run from another directory") {
+		t.Errorf("a directory named reproduce: %v, want it refused with the way out", err)
+	}
+	if !slices.Contains(planNames(), "reproduce") || !slices.Contains(planNames(), "demo") {
+		t.Errorf("plan names %v", planNames())
 	}
 }
