@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -175,11 +174,11 @@ func TestSizingShared(t *testing.T) {
 	}
 }
 
-// TestReusedDataMustMatch: an OUT/data prepared with another vocabulary is refused, naming both sizes.
+// TestReusedDataMustMatch: an OUT/data prepared with another vocabulary is refused, naming both sizes; one of the
+// plan's vocabulary is reused (its files checked against its stats.json since issue 48: a real prepared corpus).
 func TestReusedDataMustMatch(t *testing.T) {
-	dir := t.TempDir()
-	b, _ := json.Marshal(data.Stats{Source: "embedded", VocabSize: 512})
-	if err := os.WriteFile(filepath.Join(dir, data.StatsFile), b, 0o644); err != nil {
+	dir := filepath.Join(t.TempDir(), "data")
+	if _, err := prepareData(dir, 512, &Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := prepareData(dir, 4096, &Options{}); err == nil || !strings.Contains(err.Error(), "512") || !strings.Contains(err.Error(), "4096") {
