@@ -25,6 +25,9 @@ type Description struct {
 	Arms     []ArmLine
 	Tune     *TuneSpec
 	Extra    []ExtraWork // a study design's (Options.Extra), on Seeds, costed in Estimate.ExtraCost
+	// Scoring is a study design's scoring besides the final models' forward tokens (Options.ScoreTokens), timed
+	// by the design and added to Estimate.Wall (AddScoring): reproduce's probe completions.
+	Scoring []ScoreWork
 	// PrecisionNote says why the arms' precision is what it is, printed after the precision line.
 	PrecisionNote string
 	// TuneWidths and TuneRungs are the LR sweep's widths and steps per trial of each rung (nil without [tune]).
@@ -39,6 +42,23 @@ type Description struct {
 	// Statement is what a study design registers before anything trains (package reproduce: its hypotheses
 	// and their predicted power on these arms and seeds), set by the design: Write prints it first.
 	Statement []byte
+}
+
+// ScoreWork is scoring a study design does that the scoring probe's forward tokens/s does not price (greedy
+// completions, one token at a time): what it is (Name, Text, printed with the plan) and its expected time on
+// this machine, as the design measured it.
+type ScoreWork struct {
+	Name, Text string
+	Time       time.Duration
+}
+
+// AddScoring charges w to the description's expected wall time (Estimate.Wall, which Register holds against
+// the budget) and lists it with the plan.
+func (d *Description) AddScoring(w ScoreWork) {
+	d.Scoring = append(d.Scoring, w)
+	if d.Estimate != nil {
+		d.Estimate.Wall += w.Time
+	}
 }
 
 // ArmLine is one arm of a description: its runs (one per seed) share the recipe but the seed.
@@ -221,12 +241,25 @@ func (d *Description) Write(w io.Writer) error {
 		fmt.Fprintf(w, "%s: %s, on seeds %v; %.0f base-model steps = %.1f min (taken from the budget)\n", x.Name, x.Text, d.Seeds, c,
 			c*float64(e.StepTokens)/(e.TokensPerS*d.Plan.Budget.Efficiency)/60)
 	}
-	fmt.Fprintf(w, "time: throughput probe %.0f tokens/s (forward+backward, base model) × efficiency %.3g; training %.0f base-model steps (runs %.1f × %d steps + LR sweep at most %.0f + extra %.0f) × %d tokens = %.1f min; fixed cost per run %.1f s (overhead probe: a %d-step run of the base recipe, its initialisation, evaluations, diagnostics and checkpoints) × %d runs and %d trials = %.1f min; scoring %d forward tokens at %.0f tokens/s (scoring probe: the overhead probe's final model scoring %d windows) = %.1f min; expected wall time %s (budget %s)\n",
+	var scoring time.Duration
+	for _, x := range d.Scoring {
+		scoring += x.Time
+		fmt.Fprintf(w, "%s: %s = %.1f min\n", x.Name, x.Text, x.Time.Minutes())
+	}
+	fmt.Fprintf(w, "time: throughput probe %.0f tokens/s (forward+backward, base model) × efficiency %.3g; training %.0f base-model steps (runs %.1f × %d steps + LR sweep at most %.0f + extra %.0f) × %d tokens = %.1f min; fixed cost per run %.1f s (overhead probe: a %d-step run of the base recipe, its initialisation, evaluations, diagnostics and checkpoints) × %d runs and %d trials = %.1f min; scoring %d forward tokens at %.0f tokens/s (scoring probe: the overhead probe's final model scoring %d windows) = %.1f min%s; expected wall time %s (budget %s)\n",
 		e.TokensPerS, d.Plan.Budget.Efficiency, e.TrainSteps(), e.RunCost, e.Steps, e.TuneCost, extra, e.StepTokens,
 		e.TrainTime(d.Plan.Budget.Efficiency).Minutes(),
 		e.Overhead.Seconds(), OverheadProbeSteps, e.Runs, e.Trials, e.OverheadTime().Minutes(),
-		e.ScoreTokens, e.ScoreTokensPerS, ScoreProbeWindows, e.ScoreTime().Minutes(), e.Wall.Round(time.Minute), d.Budget)
+		e.ScoreTokens, e.ScoreTokensPerS, ScoreProbeWindows, e.ScoreTime().Minutes(), scoringText(scoring, len(d.Scoring)), e.Wall.Round(time.Minute), d.Budget)
 	return nil
+}
+
+// scoringText is the design's timed scoring (n items, t in all) as the time line adds it, "" without any.
+func scoringText(t time.Duration, n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" + the design's scoring above %.1f min", t.Minutes())
 }
 
 // writeCorpus prints the corpus, the tokens the runs draw from, the epochs each width's runs see at each

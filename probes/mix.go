@@ -137,6 +137,12 @@ const Prefix = "<|endoftext|>"
 // Score scores m on dir's test.jsonl (reasoning kinds) and recall.jsonl (memorisation kinds), each prompt
 // after Prefix, completions generated with m's KV-cache decoder.
 func Score(ctx context.Context, m *model.Model, tok eval.Tokenizer, dir string) (*probescore.Scores, error) {
+	return ScoreFirst(ctx, m, tok, dir, 0)
+}
+
+// ScoreFirst is Score on the first limit records of each file (0: all of them): what a wall-time estimate
+// times to price Score (reproduce's probe scoring).
+func ScoreFirst(ctx context.Context, m *model.Model, tok eval.Tokenizer, dir string, limit int) (*probescore.Scores, error) {
 	eot := tok.EOT()
 	if eot < 0 {
 		return nil, fmt.Errorf("probes %s: the tokenizer has no %s token to put before the prompts", dir, Prefix)
@@ -149,7 +155,7 @@ func Score(ctx context.Context, m *model.Model, tok eval.Tokenizer, dir string) 
 		if res == nil {
 			var err error
 			res, err = eval.RunTask(ctx, eval.TaskSpec{Name: "probe_" + strings.TrimSuffix(file, ".jsonl"), Kind: eval.KindProbe,
-				File: filepath.Join(dir, file)}, be, eval.Options{StrictRecords: true})
+				File: filepath.Join(dir, file)}, be, eval.Options{StrictRecords: true, Limit: limit})
 			if err != nil {
 				return eval.Metric{}, err
 			}

@@ -230,11 +230,24 @@ func (distinctTicks) Ticks(min, max float64) []plot.Tick {
 }
 
 // plainLabel is a tick value as a reader writes it: no trailing zeros ("25", "0.5", "7.26"), the value rounded
-// to 6 significant digits so that binary fractions (0.30000000000000004) do not show; exponents only beyond
-// a million or below 1e-4.
+// to 6 significant digits so that binary fractions (0.30000000000000004) do not show; from ten thousand on, a
+// k, M or B suffix ("200k", "1M", "1.5B": token and parameter counts), and an exponent only below 1e-4.
 func plainLabel(v float64) string {
-	if a := math.Abs(v); a != 0 && (a >= 1e6 || a < 1e-4) {
+	a := math.Abs(v)
+	if a != 0 && a < 1e-4 {
 		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	for _, u := range []struct {
+		at     float64
+		suffix string
+	}{{1e9, "B"}, {1e6, "M"}, {1e4, "k"}} {
+		if a >= u.at {
+			div := u.at
+			if u.suffix == "k" {
+				div = 1e3
+			}
+			return plainLabel(v/div) + u.suffix
+		}
 	}
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
 	if r == 0 {

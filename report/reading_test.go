@@ -38,9 +38,10 @@ func TestNoiseRangeIsNoTighterThanTheSeeds(t *testing.T) {
 	}
 }
 
-// TestPlainTickLabels: ticks read as a reader writes numbers: "25", not "25.00"; no binary fractions or "-0".
+// TestPlainTickLabels: ticks read as a reader writes numbers: "25", not "25.00"; no binary fractions or "-0";
+// token counts as "200k" and "1M", not "200000" and "1e+06".
 func TestPlainTickLabels(t *testing.T) {
-	for v, want := range map[float64]string{25: "25", 0.5: "0.5", 7.26: "7.26", 0.1 + 0.2: "0.3", math.Copysign(0, -1): "0", 40000: "40000", 2e6: "2e+06", 1e-5: "1e-05"} {
+	for v, want := range map[float64]string{25: "25", 0.5: "0.5", 7.26: "7.26", 0.1 + 0.2: "0.3", math.Copysign(0, -1): "0", 40000: "40k", 2e6: "2M", 1.05e6: "1.05M", 200000: "200k", 2.5e9: "2.5B", -3e6: "-3M", 9999: "9999", 1e-5: "1e-05"} {
 		if got := plainLabel(v); got != want {
 			t.Errorf("plainLabel(%v) = %q, want %q", v, got, want)
 		}

@@ -268,7 +268,8 @@ main{max-width:1100px;margin:0 auto;padding:24px 28px 48px;background:#fff}
 h1{font-size:26px;margin:0 0 6px}
 h2{font-size:19px;margin:34px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 .meta{color:#555;margin:2px 0}
-nav ol{columns:2;margin:8px 0 0;padding-left:22px}
+nav ol{columns:2;column-gap:56px;margin:8px 0 0;padding-left:22px}
+nav li{break-inside:avoid;overflow-wrap:anywhere}
 figure{margin:18px 0 30px}
 figure svg{display:block;max-width:100%;height:auto;margin:0 auto}
 svg image{image-rendering:pixelated;image-rendering:crisp-edges}

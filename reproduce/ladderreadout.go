@@ -13,6 +13,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/fit"
+	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/train"
@@ -26,7 +27,10 @@ import (
 // StudyRun is one finished run of a study as a ladder readout reads it: its recipe's γ, width, N, peak rate and
 // seed (from its config.toml), and its final losses (from the study's summary.json).
 type StudyRun struct {
-	Dir   string  `json:"dir"`
+	Dir string `json:"dir"`
+	// Group is the plan group the run belongs to: the directory its run directory is in (a study writes
+	// OUT/GROUP/RUN).
+	Group string  `json:"group"`
 	Gamma float64 `json:"gamma"`
 	Width int     `json:"width"`
 	N     float64 `json:"n"` // non-embedding parameters
@@ -34,6 +38,70 @@ type StudyRun struct {
 	Seed  int     `json:"seed"`
 	// Loss.Overall is the loss at the training mix; Loss.ByLanguage each language's validation loss.
 	Loss Loss `json:"loss"`
+	// recipe is the run's config less the keys a ladder varies (recipeVaries): what every run a verdict reads
+	// must share.
+	recipe []override.Set
+}
+
+// recipeVaries are the config keys in which runs of one verdict may differ: the arm (γ, rate), the seed, the
+// width and what the horizon scales with it (steps, warmup and decay, the intervals), where the data files lie
+// and the thread count (results are bitwise independent of it). Every other key is the recipe.
+var recipeVaries = map[string]bool{
+	"seed": true, "init.gamma": true, "schedule.lr": true,
+	"model.hidden_size": true, "model.intermediate_size": true, "model.num_attention_heads": true,
+	"model.kv_heads": true, "model.head_dim": true,
+	"train.steps": true, "train.tokens": true, "schedule.warmup_steps": true, "schedule.decay_steps": true,
+	"train.log_interval": true, "train.eval_interval": true, "train.checkpoint_interval": true,
+	"train.diagnostics_interval": true, "train.threads": true,
+	"data.train": true, "data.val": true,
+}
+
+// recipeOf is c's recipe: its keys less recipeVaries.
+func recipeOf(c any) []override.Set {
+	var out []override.Set
+	for _, s := range override.Struct(c) {
+		if !recipeVaries[s.Key] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// recipeDiff says how two recipes differ ("" when they do not): the first key, by name, whose value differs or
+// that only one has.
+func recipeDiff(a, b []override.Set) string {
+	am, bm := map[string]any{}, map[string]any{}
+	for _, s := range a {
+		am[s.Key] = s.Value
+	}
+	for _, s := range b {
+		bm[s.Key] = s.Value
+	}
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range am {
+			if !yield(k) {
+				return
+			}
+		}
+		for k := range bm {
+			if _, ok := am[k]; !ok && !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range keys {
+		av, aok := am[k]
+		bv, bok := bm[k]
+		switch {
+		case !aok:
+			return fmt.Sprintf("%s (unset against %s)", k, override.Format(bv))
+		case !bok:
+			return fmt.Sprintf("%s (%s against unset)", k, override.Format(av))
+		case !override.Equal(av, bv):
+			return fmt.Sprintf("%s (%s against %s)", k, override.Format(av), override.Format(bv))
+		}
+	}
+	return ""
 }
 
 // ReadStudyRuns reads the finished runs of study output directories (OUT/summary.json and each run's
@@ -66,7 +134,7 @@ func ReadStudyRuns(outs []string) ([]StudyRun, *data.Stats, error) {
 			if !ok || math.IsNaN(mix) {
 				return nil, nil, fmt.Errorf("%s: run %s: no loss at the training mix (per-language losses %v)", path, row.Run, row.LangLoss)
 			}
-			runs = append(runs, StudyRun{Dir: row.Dir, Gamma: c.Init.Gamma, Width: c.Model.Dim, N: float64(c.Model.NonEmbeddingParams()),
+			runs = append(runs, StudyRun{Dir: row.Dir, Group: filepath.Base(filepath.Dir(row.Dir)), recipe: recipeOf(c), Gamma: c.Init.Gamma, Width: c.Model.Dim, N: float64(c.Model.NonEmbeddingParams()),
 				LR: c.Schedule.PeakLR, Seed: int(c.Seed), Loss: Loss{Overall: mix, ByLanguage: row.LangLoss}})
 		}
 	}
@@ -262,6 +330,34 @@ type StudyVerdict struct {
 	// EffSizeLineError says why the line gave no reading (fewer than 3 rungs, a γ = 0.5 loss that does not fall).
 	EffSizeLineError string     `json:"effective_size_line_error,omitempty"`
 	Runs             []StudyRun `json:"runs"`
+	// LeftOut names the runs of outs that are not of the plan's groups (another family's controls), with why.
+	LeftOut []string `json:"left_out,omitempty"`
+}
+
+// planRuns keeps the runs of p's groups (by name: a study writes OUT/GROUP/RUN, so family A's main group and
+// family B's share a name and a recipe) and names the others as left out; the kept runs must share one recipe
+// (recipeOf), so a group of another recipe under a shared name is refused, naming the key.
+func planRuns(p *experiment.Plan, all []StudyRun) (runs []StudyRun, left []string, err error) {
+	groups := map[string]bool{}
+	for _, g := range p.Groups {
+		groups[g.Name] = true
+	}
+	for _, r := range all {
+		if !groups[r.Group] {
+			left = append(left, fmt.Sprintf("%s: group %q is not one of plan %s's", r.Dir, r.Group, p.Name))
+			continue
+		}
+		if len(runs) > 0 {
+			if d := recipeDiff(runs[0].recipe, r.recipe); d != "" {
+				return nil, nil, fmt.Errorf("runs %s and %s differ in %s: not one recipe", runs[0].Dir, r.Dir, d)
+			}
+		}
+		runs = append(runs, r)
+	}
+	if len(runs) == 0 {
+		return nil, left, fmt.Errorf("no run of plan %s's groups in the output directories", p.Name)
+	}
+	return runs, left, nil
 }
 
 // JudgeStudies judges plan p's primaries on the finished runs of outs (ReadStudyRuns, LadderEvidence): each γ
@@ -275,7 +371,11 @@ func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int) (*StudyVerdi
 	if spec == nil || p.Horizon == nil {
 		return nil, fmt.Errorf("plan %s has no [primaries] with a width: nothing to judge", p.Name)
 	}
-	runs, st, err := ReadStudyRuns(outs)
+	all, st, err := ReadStudyRuns(outs)
+	if err != nil {
+		return nil, err
+	}
+	runs, left, err := planRuns(p, all)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +395,7 @@ func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int) (*StudyVerdi
 	if err != nil {
 		return nil, err
 	}
-	v := &StudyVerdict{Plan: p.Name, Outs: outs, Inputs: ev, Claims: judgePrimaries(ev, bootstrap), Runs: runs}
+	v := &StudyVerdict{Plan: p.Name, Outs: outs, Inputs: ev, Claims: judgePrimaries(ev, bootstrap), Runs: runs, LeftOut: left}
 	if le, err := lineEffectiveSize(ev.Ladder, width, bootstrap); err != nil {
 		v.EffSizeLineError = err.Error()
 	} else {
@@ -307,7 +407,12 @@ func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int) (*StudyVerdi
 // WriteText prints the verdict: each claim's verdict, reason and evidence, the effective size, and the claim
 // table.
 func (v *StudyVerdict) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "plan %s, runs of %s: %s\n\n", v.Plan, strings.Join(v.Outs, ", "), v.Inputs.Source)
+	fmt.Fprintf(w, "plan %s, runs of %s: %s\n", v.Plan, strings.Join(v.Outs, ", "), v.Inputs.Source)
+	fmt.Fprintf(w, "%d runs of the plan's groups read, one recipe; %d left out\n", len(v.Runs), len(v.LeftOut))
+	for _, l := range v.LeftOut {
+		fmt.Fprintf(w, "  left out %s\n", l)
+	}
+	fmt.Fprintln(w)
 	for _, c := range v.Claims {
 		fmt.Fprintf(w, "%s: %s — %s\n", c.ID, c.Text, c.Verdict)
 		if c.Reason != "" {

@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -188,5 +189,53 @@ func TestVerdictLadderPrimaries(t *testing.T) {
 	}
 	if c := judgePrimaries(ev, 100)[1]; strings.Contains(c.Reason, "H2 needs") {
 		t.Errorf("H2 refused for its span: %s", c.Reason)
+	}
+}
+
+// TestPlanRunsKeepsThePlansGroupsOfOneRecipe: a verdict reads only the runs of its plan's groups (family A's
+// controls, in their own group, share γ, width, rate and seed with the main arms and would be read twice), and
+// the runs it keeps must share one recipe: a group of another recipe under a plan's group name is refused,
+// naming the key.
+func TestPlanRunsKeepsThePlansGroupsOfOneRecipe(t *testing.T) {
+	run := func(group string, seed int64, sets ...override.Set) StudyRun {
+		t.Helper()
+		c, err := train.LoadSets("", append([]override.Set{{Key: recipe.KeySeed, Value: seed},
+			{Key: recipe.KeyDataTrain, Value: "train.tok"}, {Key: recipe.KeyDataVal, Value: "val.tok"}}, sets...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return StudyRun{Dir: filepath.Join("out", group, fmt.Sprintf("run-seed%d", seed)), Group: group, Seed: int(seed), recipe: recipeOf(c)}
+	}
+	p := &experiment.Plan{Name: "ladder", Groups: []experiment.Group{{Name: "main"}, {Name: "ladder"}}}
+	wd0 := override.Set{Key: "optimizer.weight_decay", Value: 0.0}
+	wide := []override.Set{{Key: "model.hidden_size", Value: int64(96)}, {Key: "schedule.lr", Value: 1e-3},
+		{Key: "init.gamma", Value: 1.0}, {Key: "train.steps", Value: int64(40)}, {Key: "train.threads", Value: int64(1)}}
+	cases := []struct {
+		name     string
+		runs     []StudyRun
+		kept     int
+		left     string
+		errWants string
+	}{
+		{name: "controls left out", runs: []StudyRun{run("main", 0), run("controls", 0, wd0), run("ladder", 1, wide...)}, kept: 2, left: `group "controls" is not one of plan ladder's`},
+		{name: "another recipe under the plan's name", runs: []StudyRun{run("main", 0), run("main", 1, wd0)}, errWants: "optimizer.weight_decay (0.1 against 0"},
+		{name: "no run of the plan", runs: []StudyRun{run("controls", 0)}, errWants: "no run of plan ladder's groups"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			kept, left, err := planRuns(p, tc.runs)
+			if tc.errWants != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errWants) {
+					t.Fatalf("err %v, want one containing %q", err, tc.errWants)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(kept) != tc.kept || len(left) != len(tc.runs)-tc.kept || !strings.Contains(strings.Join(left, "\n"), tc.left) {
+				t.Errorf("kept %d, left %q; want %d kept and %q", len(kept), left, tc.kept, tc.left)
+			}
+		})
 	}
 }

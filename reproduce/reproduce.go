@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -215,7 +216,23 @@ func Describe(o Options, tps float64) (*experiment.Description, error) {
 		return nil, err
 	}
 	desc.Statement = s.statement(desc)
+	if err := chargeProbeScoring(context.Background(), desc, o.Out); err != nil {
+		return nil, err
+	}
 	return desc, nil
+}
+
+// chargeProbeScoring adds the probe arms' scoring, timed on this machine (probeScoring), to desc's expected
+// wall time.
+func chargeProbeScoring(ctx context.Context, desc *experiment.Description, out string) error {
+	w, ok, err := probeScoring(ctx, desc, filepath.Join(out, experiment.ProbeDataDir))
+	if err != nil {
+		return fmt.Errorf("timing the probe scoring: %w", err)
+	}
+	if ok {
+		desc.AddScoring(w)
+	}
+	return nil
 }
 
 // Run runs the reproduce plan (data once, sizing from a throughput probe or OUT/sizing.json, the LR sweep, the
@@ -244,6 +261,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 		desc.Statement = s.statement(desc)
+		if err := chargeProbeScoring(ctx, desc, o.Out); err != nil {
+			return nil, err
+		}
 		if err := x.Register(desc); err != nil {
 			return nil, err
 		}
