@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // The readout of a width ladder trained by `study` plans rather than by reproduce's own (issue 44's verdict
@@ -108,12 +110,16 @@ func recipeDiff(a, b []override.Set) string {
 // config.toml). Every directory must hold the same corpus (the sha256 sums its stats.json records), since the
 // runs are compared across them; a run without per-language losses, or a corpus of one language, is an error:
 // the readout is at the training mix.
-func ReadStudyRuns(outs []string) ([]StudyRun, *data.Stats, error) {
+func ReadStudyRuns(outs []string, partial bool) ([]StudyRun, *data.Stats, error) {
 	var runs []StudyRun
 	var st *data.Stats
 	for _, out := range outs {
 		path := filepath.Join(out, summary.FileName(""))
 		s, err := summary.Read(path)
+		if err != nil && partial && errors.Is(err, fs.ErrNotExist) {
+			path = out
+			s, err = scoreFinishedRuns(out)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -139,6 +145,35 @@ func ReadStudyRuns(outs []string) ([]StudyRun, *data.Stats, error) {
 		}
 	}
 	return runs, st, nil
+}
+
+// scoreFinishedRuns is the summary a study that has not ended would write of its finished runs: each run
+// directory OUT/GROUP/RUN with a final model scored on the whole validation split of OUT/data as the study's
+// summary scores it (experiment.Score), with the corpus statistics of OUT/data.
+func scoreFinishedRuns(out string) (summary.Summary, error) {
+	dataDir := filepath.Join(out, experiment.DataDir)
+	st, err := data.ReadStats(dataDir)
+	if err != nil {
+		return summary.Summary{}, fmt.Errorf("%s: no summary.json (the study has not ended) and no corpus: %w", out, err)
+	}
+	finals, err := filepath.Glob(filepath.Join(out, "*", "*", rundir.FinalDir))
+	if err != nil {
+		return summary.Summary{}, err
+	}
+	s := summary.Summary{Data: st}
+	for _, f := range finals {
+		dir := filepath.Dir(f)
+		row, err := experiment.Score(dir, dataDir, "", train.Result{}, 0)
+		if err != nil {
+			return summary.Summary{}, fmt.Errorf("%s: %w", dir, err)
+		}
+		row.Run = filepath.Base(dir)
+		s.Runs = append(s.Runs, row)
+	}
+	if len(s.Runs) == 0 {
+		return summary.Summary{}, fmt.Errorf("%s: no summary.json and no finished run", out)
+	}
+	return s, nil
 }
 
 // sameCorpus refuses two corpora whose token files differ (by the sums stats.json records).
@@ -360,10 +395,11 @@ func planRuns(p *experiment.Plan, all []StudyRun) (runs []StudyRun, left []strin
 	return runs, left, nil
 }
 
-// JudgeStudies judges plan p's primaries on the finished runs of outs (ReadStudyRuns, LadderEvidence): each γ
+// JudgeStudies judges plan p's primaries on the finished runs of outs (ReadStudyRuns, LadderEvidence; partial:
+// a study that has not ended is read from its finished runs, scored here): each γ
 // at the rate its runs have at the primaries' width (one rate per γ there, else an error), every other rate
 // (a rate check) left out; bootstrap resamples for the effective sizes.
-func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int) (*StudyVerdict, error) {
+func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int, partial bool) (*StudyVerdict, error) {
 	spec, err := parsePrimaries(p)
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", p.Name, err)
@@ -371,7 +407,7 @@ func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int) (*StudyVerdi
 	if spec == nil || p.Horizon == nil {
 		return nil, fmt.Errorf("plan %s has no [primaries] with a width: nothing to judge", p.Name)
 	}
-	all, st, err := ReadStudyRuns(outs)
+	all, st, err := ReadStudyRuns(outs, partial)
 	if err != nil {
 		return nil, err
 	}

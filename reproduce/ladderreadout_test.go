@@ -1,6 +1,7 @@
 package reproduce
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -151,7 +152,7 @@ func TestReadStudyRuns(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	write(a, 64, 3, map[string]float64{"en": 5, "zh": 4}, st)
 	write(b, 96, 5, map[string]float64{"en": 6, "zh": 3}, st)
-	runs, _, err := ReadStudyRuns([]string{a, b})
+	runs, _, err := ReadStudyRuns([]string{a, b}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestReadStudyRuns(t *testing.T) {
 	other := *st
 	other.SHA256 = map[string]string{"train.tok": "cc", "val.tok": "bb"}
 	write(b, 96, 5, map[string]float64{"en": 6, "zh": 3}, &other)
-	if _, _, err := ReadStudyRuns([]string{a, b}); err == nil || !strings.Contains(err.Error(), "train.tok differs") {
+	if _, _, err := ReadStudyRuns([]string{a, b}, false); err == nil || !strings.Contains(err.Error(), "train.tok differs") {
 		t.Errorf("two corpora: %v, want refused naming the file", err)
 	}
 }
@@ -237,5 +238,77 @@ func TestPlanRunsKeepsThePlansGroupsOfOneRecipe(t *testing.T) {
 				t.Errorf("kept %d, left %q; want %d kept and %q", len(kept), left, tc.kept, tc.left)
 			}
 		})
+	}
+}
+
+// TestPartialReadScoresAsTheSummaryWould: a study that has not ended (no summary.json) is read from its
+// finished runs, each scored here; the losses equal those the study's own summary.json records for the same
+// runs, and a directory with neither a summary nor a corpus is refused, naming it.
+func TestPartialReadScoresAsTheSummaryWould(t *testing.T) {
+	p, err := experiment.Parse([]byte(`
+name = "pair"
+seeds = [0]
+summary = true
+[budget]
+minutes = 1
+efficiency = 0.85
+min_steps = 2
+[data]
+corpus = "embedded"
+vocab = 300
+[base]
+"model.preset" = "tiny"
+"model.hidden_size" = 32
+"model.num_attention_heads" = 2
+"model.num_hidden_layers" = 1
+"model.max_position_embeddings" = 32
+"train.batch_size" = 2
+"train.eval_windows" = 2
+[[group]]
+name = "main"
+[[group.arm]]
+name = "gamma0.5"
+set = { "init.gamma" = 0.5 }
+[[group.arm]]
+name = "gamma1"
+set = { "init.gamma" = 1.0 }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if _, err := experiment.Run(context.Background(), p, experiment.Options{Out: out, Steps: 2}); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := summary.Read(filepath.Join(out, summary.FileName("")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(out, summary.FileName(""))); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadStudyRuns([]string{out}, false); err == nil {
+		t.Fatal("no summary.json without partial: read anyway")
+	}
+	part, err := scoreFinishedRuns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(part.Runs) != 2 || len(whole.Runs) != 2 || part.Data == nil {
+		t.Fatalf("%d runs scored from the finished runs, %d in the summary; want 2 and 2, with the corpus", len(part.Runs), len(whole.Runs))
+	}
+	byDir := map[string]summary.Row{}
+	for _, r := range whole.Runs {
+		byDir[r.Dir] = r
+	}
+	for _, r := range part.Runs {
+		w, ok := byDir[r.Dir]
+		if !ok || r.ValLoss != w.ValLoss || len(r.LangLoss) != 2 || r.LangLoss["en"] != w.LangLoss["en"] || r.LangLoss["zh"] != w.LangLoss["zh"] {
+			t.Errorf("run %s scored %v %v, the summary's %v %v", r.Dir, r.ValLoss, r.LangLoss, w.ValLoss, w.LangLoss)
+		}
+	}
+	empty := t.TempDir()
+	if _, _, err := ReadStudyRuns([]string{empty}, true); err == nil || !strings.Contains(err.Error(), empty) || !strings.Contains(err.Error(), "has not ended") {
+		t.Errorf("an empty directory: %v, want it named", err)
 	}
 }

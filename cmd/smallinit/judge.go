@@ -18,6 +18,7 @@ type judgeCmd struct {
 	Outs      []string `arg:"" type:"existingdir" name:"out" help:"Study output directories (each with summary.json) whose finished runs are read; they must hold one corpus (by the sha256 sums of their stats.json)."`
 	Bootstrap int      `default:"10000" help:"Bootstrap resamples of seeds for the effective sizes' 95% intervals."`
 	Record    string   `type:"path" placeholder:"FILE" help:"Also write the verdict (inputs, claims, effective size, runs) as JSON to FILE (atomically)."`
+	Partial   bool     `help:"Read a study that has not ended (no summary.json) from its finished runs, each scored here on the whole validation split as the study's summary would: an interim readout."`
 }
 
 // Run prints the verdict and, with --record, writes it.
@@ -31,7 +32,7 @@ func (c *judgeCmd) run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	v, err := reproduce.JudgeStudies(p, c.Outs, c.Bootstrap)
+	v, err := reproduce.JudgeStudies(p, c.Outs, c.Bootstrap, c.Partial)
 	if err != nil {
 		return err
 	}
