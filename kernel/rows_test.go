@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -103,6 +104,39 @@ func TestRowKernels(t *testing.T) {
 					t.Fatalf("%s RMSNormBackward n=%d i=%d: dx %v dg %v, want %v %v", im.name, n, i, dx[i], dgn[i], wx, wg)
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkRowKernels times the fused row kernels of every implementation on a softmax row of T = 256 and an
+// FFN row of d_ff = 1408 (medium).
+func BenchmarkRowKernels(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, n := range []int{256, 1408} {
+		x, y, g, u := randSlice(rng, n), randSlice(rng, n), randSlice(rng, n), randSlice(rng, n)
+		d1, d2, sig := make([]float32, n), make([]float32, n), make([]float32, n)
+		for _, im := range available() {
+			im.swiglu(d1, sig, g, u)
+			b.Run(fmt.Sprintf("ExpShiftSum/%s/%d", im.name, n), func(b *testing.B) {
+				for b.Loop() {
+					im.expShiftSum(d1, x, 0.5, 0.125)
+				}
+			})
+			b.Run(fmt.Sprintf("SwiGLU/%s/%d", im.name, n), func(b *testing.B) {
+				for b.Loop() {
+					im.swiglu(d1, d2, g, u)
+				}
+			})
+			b.Run(fmt.Sprintf("SwiGLUBackward/%s/%d", im.name, n), func(b *testing.B) {
+				for b.Loop() {
+					im.swigluBack(d1, d2, y, g, u, sig)
+				}
+			})
+			b.Run(fmt.Sprintf("RMSNormBackward/%s/%d", im.name, n), func(b *testing.B) {
+				for b.Loop() {
+					im.rmsNormBack(d1, y, x, g, d2, 0.9, 1/float32(n))
+				}
+			})
 		}
 	}
 }
