@@ -94,22 +94,20 @@ func vectorKernelsMatch(t *testing.T, rng *rand.Rand, ref, im *impl) {
 		check("swigluBack dg", two(func(k *impl, d []float32) { k.swigluBack(d, make([]float32, n), dy, g, u, sig) }))
 		check("swigluBack du", two(func(k *impl, d []float32) { k.swigluBack(make([]float32, n), d, dy, g, u, sig) }))
 		gf, dyf := randSlice(rng, n), randSlice(rng, n)
-		check("rmsNormBack dx", two(func(k *impl, d []float32) {
-			copy(d, yf)
-			k.rmsNormBack(d, dyf, xf, gf, make([]float32, n), 0.9, 1/float32(max(n, 1)))
-		}))
-		check("rmsNormBack dg", two(func(k *impl, d []float32) {
-			copy(d, yf)
-			k.rmsNormBack(make([]float32, n), dyf, xf, gf, d, 0.9, 1/float32(max(n, 1)))
-		}))
-		check("rmsNormBack dx (special values)", two(func(k *impl, d []float32) {
-			copy(d, ys)
-			k.rmsNormBack(d, ys, xs, gf, make([]float32, n), 0.9, 1/float32(max(n, 1)))
-		}))
-		check("rmsNormBack dg (special values)", two(func(k *impl, d []float32) {
-			copy(d, xs)
-			k.rmsNormBack(make([]float32, n), ys, xs, gf, d, 0.9, 1/float32(max(n, 1)))
-		}))
+		// RMSNorm backward from dx, dg = acc: on finite rows, and on special values.
+		rmsNormBack := func(what string, acc, dy, x []float32) {
+			invN := 1 / float32(max(n, 1))
+			check("rmsNormBack dx"+what, two(func(k *impl, d []float32) {
+				copy(d, acc)
+				k.rmsNormBack(d, dy, x, gf, make([]float32, n), 0.9, invN)
+			}))
+			check("rmsNormBack dg"+what, two(func(k *impl, d []float32) {
+				copy(d, acc)
+				k.rmsNormBack(make([]float32, n), dy, x, gf, d, 0.9, invN)
+			}))
+		}
+		rmsNormBack("", yf, dyf, xf)
+		rmsNormBack(" (special values)", ys, ys, xs)
 		kk := [9]float32{0.7, 0.9, 0.1, 0.95, 0.05, 1 - 3e-5, 3e-3, 0.2, 1e-8}
 		adamw := func(k *impl, p, g, m, v []float32) {
 			if k.adamw == nil {
