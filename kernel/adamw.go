@@ -34,10 +34,11 @@ func adamwGeneric(p, g, m, v []float32, k [9]float32) {
 	scale, b1, omb1, b2, omb2, decay, step, bc2, eps := k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8]
 	g, m, v = g[:len(p)], m[:len(p)], v[:len(p)]
 	for i := range p {
+		// The conversions round each product on its own: Go may otherwise fuse x*y + z on some architectures.
 		gi := g[i] * scale
-		mi := b1*m[i] + omb1*gi
-		vi := b2*v[i] + omb2*gi*gi
+		mi := float32(b1*m[i]) + float32(omb1*gi)
+		vi := float32(b2*v[i]) + float32(omb2*gi*gi)
 		m[i], v[i] = mi, vi
-		p[i] = p[i]*decay - step*mi/(float32(math.Sqrt(float64(vi)))/bc2+eps)
+		p[i] = float32(p[i]*decay) - step*mi/(float32(math.Sqrt(float64(vi)))/bc2+eps)
 	}
 }

@@ -34,12 +34,103 @@ func bitsDiffer(a, b []float32) int {
 	return -1
 }
 
-// TestAVX2MatchesAVX512 is the float32 side of moving a run between kernel paths: every kernel of a training
-// step (the float32 and bf16 GEMMs, on the model's shapes at full size and on ragged ones, dot, axpy, scale, add, exp, max, the fused row kernels, AdamW) gives the
-// same bits on each SIMD path this CPU runs as on its best one, on lengths around every loop's step and tail,
-// with special values. (The pure-Go set is not among them: its float32 GEMM does give these bits
-// (TestGenericGemmMatchesSIMD), but its dot, axpy and row kernels round every product instead of fusing it, and
-// sum in other orders; docs/performance.md.)
+// pathLengths are the row lengths on which the kernel paths are compared: every length up to 70 (each loop's
+// step and tail; the head sizes 16-64 and the short causal attention rows) and 1000 (vecLengths), the presets'
+// widths d (128, 256, 512, 768, 1024) and d_ff (384, 704, 1408, 2048), rows around the 16- and 64-element
+// blocks (255), the attention rows of T = 256 and 512, and the vocabularies (4096, 32000).
+func pathLengths() []int {
+	return append(vecLengths(), 128, 255, 256, 384, 512, 704, 768, 1024, 1408, 2048, 4096, 32000)
+}
+
+// vectorKernelsMatch checks that kernel set im gives ref's bits in every vector and row kernel of a training
+// step (dot, axpy, scale, add, exp, max, the fused row kernels, AdamW) on pathLengths, with special values where
+// the kernel is elementwise.
+func vectorKernelsMatch(t *testing.T, rng *rand.Rand, ref, im *impl) {
+	t.Helper()
+	name := implKnob(im) + " vs " + implKnob(ref)
+	for _, n := range pathLengths() {
+		x, y, g, u, dy := crossSlice(rng, n), crossSlice(rng, n), crossSlice(rng, n), crossSlice(rng, n), crossSlice(rng, n)
+		check := func(what string, r [2][]float32) {
+			t.Helper()
+			if a, b := r[0], r[1]; bitsDiffer(a, b) >= 0 {
+				i := bitsDiffer(a, b)
+				t.Errorf("%s n=%d %s: element %d %#08x, want %#08x", name, n, what, i, math.Float32bits(b[i]), math.Float32bits(a[i]))
+			}
+		}
+		two := func(f func(*impl, []float32)) [2][]float32 {
+			a, b := make([]float32, n), make([]float32, n)
+			f(ref, a)
+			f(im, b)
+			return [2][]float32{a, b}
+		}
+		// Finite inputs for the reductions (a NaN anywhere makes any order's sum NaN, which says nothing).
+		xf, yf := randSlice(rng, n), randSlice(rng, n)
+		check("dot", [2][]float32{{ref.dot(xf, yf)}, {im.dot(xf, yf)}})
+		// Denormals, zeros of both signs and tiny products (fma32's slow path, sums that underflow to −0).
+		xs, ys := specialSlice(rng, n, false), specialSlice(rng, n, false)
+		check("dot (special values)", [2][]float32{{ref.dot(xs, ys)}, {im.dot(xs, ys)}})
+		check("axpy", two(func(k *impl, d []float32) { copy(d, y); k.axpy(0.37, x, d) }))
+		check("scale", two(func(k *impl, d []float32) { copy(d, x); k.scale(-1.7, d) }))
+		check("add", two(func(k *impl, d []float32) { copy(d, x); k.add(d, y) }))
+		check("exp", two(func(k *impl, d []float32) { k.exp(d, x) }))
+		check("max", [2][]float32{{ref.max(xf)}, {im.max(xf)}})
+		var s1, s2 float32
+		e := two(func(k *impl, d []float32) {
+			s := k.expShiftSum(d, xf, 1.5, 0.3)
+			if k == ref {
+				s1 = s
+			} else {
+				s2 = s
+			}
+		})
+		check("expShiftSum", e)
+		check("expShiftSum's sum", [2][]float32{{s1}, {s2}})
+		check("swiglu σ", two(func(k *impl, d []float32) { k.swiglu(make([]float32, n), d, g, u) }))
+		check("swiglu act", two(func(k *impl, d []float32) { k.swiglu(d, make([]float32, n), g, u) }))
+		sig := make([]float32, n)
+		for i := range sig {
+			sig[i] = float32(rng.Float64())
+		}
+		check("swigluBack dg", two(func(k *impl, d []float32) { k.swigluBack(d, make([]float32, n), dy, g, u, sig) }))
+		check("swigluBack du", two(func(k *impl, d []float32) { k.swigluBack(make([]float32, n), d, dy, g, u, sig) }))
+		gf, dyf := randSlice(rng, n), randSlice(rng, n)
+		// RMSNorm backward from dx, dg = acc: on finite rows, and on special values.
+		rmsNormBack := func(what string, acc, dy, x []float32) {
+			invN := 1 / float32(max(n, 1))
+			check("rmsNormBack dx"+what, two(func(k *impl, d []float32) {
+				copy(d, acc)
+				k.rmsNormBack(d, dy, x, gf, make([]float32, n), 0.9, invN)
+			}))
+			check("rmsNormBack dg"+what, two(func(k *impl, d []float32) {
+				copy(d, acc)
+				k.rmsNormBack(make([]float32, n), dy, x, gf, d, 0.9, invN)
+			}))
+		}
+		rmsNormBack("", yf, dyf, xf)
+		rmsNormBack(" (special values)", ys, ys, xs)
+		kk := [9]float32{0.7, 0.9, 0.1, 0.95, 0.05, 1 - 3e-5, 3e-3, 0.2, 1e-8}
+		adamw := func(k *impl, p, g, m, v []float32) {
+			if k.adamw == nil {
+				adamwGeneric(p, g, m, v, kk)
+				return
+			}
+			k.adamw(p, g, m, v, kk)
+		}
+		check("adamw", two(func(k *impl, d []float32) {
+			copy(d, xf)
+			m, v := append([]float32(nil), yf...), make([]float32, n)
+			for i := range v {
+				v[i] = yf[i] * yf[i]
+			}
+			adamw(k, d, gf, m, v)
+		}))
+	}
+}
+
+// TestAVX2MatchesAVX512 is the float32 side of moving a run between SIMD kernel paths: every kernel of a
+// training step (vectorKernelsMatch, and the float32 and bf16 GEMMs on the model's shapes at full size and on
+// ragged ones) gives the same bits on each SIMD path this CPU runs as on its best one. (The pure-Go set's side
+// is TestGenericKernelsMatchSIMD and TestGenericGemmMatchesSIMD.)
 func TestAVX2MatchesAVX512(t *testing.T) {
 	rng := rand.New(rand.NewPCG(71, 72))
 	ref := available()[0]
@@ -48,75 +139,7 @@ func TestAVX2MatchesAVX512(t *testing.T) {
 			continue
 		}
 		name := implKnob(im) + " vs " + implKnob(ref)
-		lengths := append(vecLengths(), 255, 256, 768, 1000, 1408, 4096)
-		for _, n := range lengths {
-			x, y, g, u, dy := crossSlice(rng, n), crossSlice(rng, n), crossSlice(rng, n), crossSlice(rng, n), crossSlice(rng, n)
-			check := func(what string, r [2][]float32) {
-				t.Helper()
-				if a, b := r[0], r[1]; bitsDiffer(a, b) >= 0 {
-					i := bitsDiffer(a, b)
-					t.Errorf("%s n=%d %s: element %d %#08x, want %#08x", name, n, what, i, math.Float32bits(b[i]), math.Float32bits(a[i]))
-				}
-			}
-			two := func(f func(*impl, []float32)) [2][]float32 {
-				a, b := make([]float32, n), make([]float32, n)
-				f(ref, a)
-				f(im, b)
-				return [2][]float32{a, b}
-			}
-			// Finite inputs for the reductions (a NaN anywhere makes any order's sum NaN, which says nothing).
-			xf, yf := randSlice(rng, n), randSlice(rng, n)
-			check("dot", [2][]float32{{ref.dot(xf, yf)}, {im.dot(xf, yf)}})
-			check("axpy", two(func(k *impl, d []float32) { copy(d, y); k.axpy(0.37, x, d) }))
-			check("scale", two(func(k *impl, d []float32) { copy(d, x); k.scale(-1.7, d) }))
-			check("add", two(func(k *impl, d []float32) { copy(d, x); k.add(d, y) }))
-			check("exp", two(func(k *impl, d []float32) { k.exp(d, x) }))
-			check("max", [2][]float32{{ref.max(xf)}, {im.max(xf)}})
-			var s1, s2 float32
-			e := two(func(k *impl, d []float32) {
-				s := k.expShiftSum(d, xf, 1.5, 0.3)
-				if k == ref {
-					s1 = s
-				} else {
-					s2 = s
-				}
-			})
-			check("expShiftSum", e)
-			check("expShiftSum's sum", [2][]float32{{s1}, {s2}})
-			check("swiglu σ", two(func(k *impl, d []float32) { k.swiglu(make([]float32, n), d, g, u) }))
-			check("swiglu act", two(func(k *impl, d []float32) { k.swiglu(d, make([]float32, n), g, u) }))
-			sig := make([]float32, n)
-			for i := range sig {
-				sig[i] = float32(rng.Float64())
-			}
-			check("swigluBack dg", two(func(k *impl, d []float32) { k.swigluBack(d, make([]float32, n), dy, g, u, sig) }))
-			check("swigluBack du", two(func(k *impl, d []float32) { k.swigluBack(make([]float32, n), d, dy, g, u, sig) }))
-			gf, dyf := randSlice(rng, n), randSlice(rng, n)
-			check("rmsNormBack dx", two(func(k *impl, d []float32) {
-				copy(d, yf)
-				k.rmsNormBack(d, dyf, xf, gf, make([]float32, n), 0.9, 1/float32(max(n, 1)))
-			}))
-			check("rmsNormBack dg", two(func(k *impl, d []float32) {
-				copy(d, yf)
-				k.rmsNormBack(make([]float32, n), dyf, xf, gf, d, 0.9, 1/float32(max(n, 1)))
-			}))
-			kk := [9]float32{0.7, 0.9, 0.1, 0.95, 0.05, 1 - 3e-5, 3e-3, 0.2, 1e-8}
-			adamw := func(k *impl, p, g, m, v []float32) {
-				if k.adamw == nil {
-					adamwGeneric(p, g, m, v, kk)
-					return
-				}
-				k.adamw(p, g, m, v, kk)
-			}
-			check("adamw", two(func(k *impl, d []float32) {
-				copy(d, xf)
-				m, v := append([]float32(nil), yf...), make([]float32, n)
-				for i := range v {
-					v[i] = yf[i] * yf[i]
-				}
-				adamw(k, d, gf, m, v)
-			}))
-		}
+		vectorKernelsMatch(t, rng, ref, im)
 		// The model's own shapes at full size: the training step's products on all workers, the attention
 		// heads' on one (GemmOn), in both precisions.
 		for _, sh := range append(BenchShapes(), attentionShapes...) {
@@ -166,6 +189,21 @@ func TestAVX2MatchesAVX512(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestGenericKernelsMatchSIMD is the pure-Go set's side of moving a float32 run between kernel paths (its
+// GEMM's is TestGenericGemmMatchesSIMD): its vector and row kernels, the twins that define the results, give
+// the bits of every SIMD path this CPU runs.
+func TestGenericKernelsMatchSIMD(t *testing.T) {
+	rng := rand.New(rand.NewPCG(75, 76))
+	if available()[0] == genericImpl {
+		t.Skip("this CPU runs no SIMD kernel set to compare the pure-Go kernels with")
+	}
+	for _, im := range available() {
+		if im != genericImpl {
+			vectorKernelsMatch(t, rng, im, genericImpl)
 		}
 	}
 }

@@ -45,11 +45,12 @@
 //     registers (_asm/rows16.go), so that both SIMD paths give a training
 //     step the same bits (TestAVX2MatchesAVX512);
 //   - "generic": the same blocking with a micro-kernel and vector kernels in
-//     pure Go (also the only one off amd64); its GEMM fuses each product with
-//     an exactly rounded float32 FMA (fma32.go) and gives the SIMD paths'
-//     bits (TestGenericGemmMatchesSIMD), but its vector kernels do not fuse
-//     their products, so its float32 training step differs from theirs in
-//     the last bits.
+//     pure Go (also the only one off amd64). These are the twins that define
+//     every float32 result: each product the SIMD kernels fuse is an exactly
+//     rounded float32 FMA (fma32.go), each reduction sums in the AVX-512
+//     kernels' 16-lane order, so that a float32 training step gives the same
+//     bits on every path (TestGenericGemmMatchesSIMD,
+//     TestGenericKernelsMatchSIMD).
 //
 // Impl reports the choice, KernelPath names it as the SMALLINIT_KERNEL
 // environment variable (KernelEnv) does, which forces a slower path the CPU

@@ -1,8 +1,8 @@
 package kernel
 
 // Fused row kernels of the model. Each replaces several passes of the vector kernels above (and a Go loop the
-// compiler does not vectorise) by one SIMD pass over the row; the pure-Go twins below define the results, and
-// the SIMD versions agree with them within float32 rounding (they use FMA and sum in lane order).
+// compiler does not vectorise) by one SIMD pass over the row; the pure-Go twins below define the results bit for
+// bit on every path (fused multiply-adds where the SIMD kernels fuse, sums in their 16-lane order; vec.go).
 
 // ExpShiftSum sets dst[i] = exp((src[i] − shift)·scale) and returns Σ dst[i]: the numerator and denominator of
 // a softmax with max-subtraction, softmax(scale·src)[i] = dst[i]/sum for shift = max(src). dst and src may be
@@ -50,48 +50,64 @@ func RMSNormBackward(dx, dy, x, g, dg []float32, rstd float32) {
 	active.rmsNormBack(dx, dy, x, g, dg, rstd, 1/float32(n))
 }
 
+// expShiftSumGeneric defines ExpShiftSum (expShiftSumAVX512's order): each exponential is exp32 of
+// (src[i] − shift)·scale, and the sum runs in 16 lanes (lane l adds elements l, l+16, … in turn; a masked
+// tail leaves the other lanes as they are) before hsum16.
 func expShiftSumGeneric(dst, src []float32, shift, scale float32) float32 {
 	dst = dst[:len(src)]
-	var s float32
+	var acc [lanes]float32
 	for i, v := range src {
 		e := exp32((v - shift) * scale)
 		dst[i] = e
-		s += e
+		acc[i%lanes] += e
 	}
-	return s
+	return hsum16(&acc)
 }
 
+// swigluGeneric defines SwiGLU: σ = 1/(1 + exp32(0 − g)) (0 − g, not −g: a NaN keeps its sign, as in the
+// SIMD kernels) and act = (g·σ)·u.
 func swigluGeneric(act, sig, g, u []float32) {
 	act, sig, u = act[:len(g)], sig[:len(g)], u[:len(g)]
 	for i, a := range g {
-		s := 1 / (1 + exp32(-a))
+		s := 1 / (1 + exp32(0-a))
 		sig[i] = s
 		act[i] = a * s * u[i]
 	}
 }
 
+// swigluBackGeneric defines SwiGLUBackward: gs = g·s, du = dact·gs and dg = (dact·u)·(s + gs·(1 − s)), the
+// last sum one fused multiply-add.
 func swigluBackGeneric(dg, du, dact, g, u, sig []float32) {
 	n := len(g)
 	dg, du, dact, u, sig = dg[:n], du[:n], dact[:n], u[:n], sig[:n]
 	for i, s := range sig {
 		gs := g[i] * s
 		du[i] = dact[i] * gs
-		dg[i] = dact[i] * u[i] * (s + gs*(1-s))
+		dg[i] = dact[i] * u[i] * fma32(gs, 1-s, s)
 	}
 }
 
+// rmsNormBackGeneric defines RMSNormBackward (rmsNormBackAVX512's order): with x̂ = x·rstd, the first pass
+// adds dy·x̂ to dg and accumulates (g·dy)·x̂ in 16 lanes, both fused, the lanes past the row's end of its
+// masked tail computing the same steps on zeros as the masked loads do; m = hsum16 · invN; the second pass
+// sets dx += rstd·(g·dy − x̂·m), both steps fused.
 func rmsNormBackGeneric(dx, dy, x, g, dg []float32, rstd, invN float32) {
 	n := len(x)
 	dx, dy, g, dg = dx[:n], dy[:n], g[:n], dg[:n]
-	var sum float32
+	var acc [lanes]float32
 	for i, v := range x {
 		xh := v * rstd
-		sum += g[i] * dy[i] * xh
-		dg[i] += dy[i] * xh
+		acc[i%lanes] = fma32(g[i]*dy[i], xh, acc[i%lanes])
+		dg[i] = fma32(dy[i], xh, dg[i])
 	}
-	m := sum * invN
+	for i := n; i%lanes != 0; i++ {
+		var zero float32
+		acc[i%lanes] = fma32(zero*zero, zero*rstd, acc[i%lanes])
+	}
+	m := hsum16(&acc) * invN
 	for i, v := range x {
-		dx[i] += rstd * (g[i]*dy[i] - v*rstd*m)
+		xh := v * rstd
+		dx[i] = fma32(rstd, fma32(-xh, m, g[i]*dy[i]), dx[i])
 	}
 }
 

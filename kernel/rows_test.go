@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -107,24 +108,35 @@ func TestRowKernels(t *testing.T) {
 	}
 }
 
-// TestRowKernelsMatchGeneric: every SIMD row kernel agrees with its pure-Go twin on a model-sized row.
-func TestRowKernelsMatchGeneric(t *testing.T) {
-	rng := rand.New(rand.NewPCG(23, 24))
-	const n = 1408
-	x, y, u := randSlice(rng, n), randSlice(rng, n), randSlice(rng, n)
-	for _, im := range available() {
-		a1, s1, a2, s2 := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
-		im.swiglu(a1, s1, x, u)
-		genericImpl.swiglu(a2, s2, x, u)
-		for i := range a1 {
-			if !relClose(a1[i], float64(a2[i]), 0) || !relClose(s1[i], float64(s2[i]), 0) {
-				t.Fatalf("%s SwiGLU i=%d: %v %v, generic %v %v", im.name, i, a1[i], s1[i], a2[i], s2[i])
-			}
+// BenchmarkRowKernels times the fused row kernels of every implementation on a softmax row of T = 256 and an
+// FFN row of d_ff = 1408 (medium).
+func BenchmarkRowKernels(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, n := range []int{256, 1408} {
+		x, y, g, u := randSlice(rng, n), randSlice(rng, n), randSlice(rng, n), randSlice(rng, n)
+		d1, d2, sig := make([]float32, n), make([]float32, n), make([]float32, n)
+		for _, im := range available() {
+			im.swiglu(d1, sig, g, u)
+			b.Run(fmt.Sprintf("ExpShiftSum/%s/%d", im.name, n), func(b *testing.B) {
+				for b.Loop() {
+					im.expShiftSum(d1, x, 0.5, 0.125)
+				}
+			})
+			b.Run(fmt.Sprintf("SwiGLU/%s/%d", im.name, n), func(b *testing.B) {
+				for b.Loop() {
+					im.swiglu(d1, d2, g, u)
+				}
+			})
+			b.Run(fmt.Sprintf("SwiGLUBackward/%s/%d", im.name, n), func(b *testing.B) {
+				for b.Loop() {
+					im.swigluBack(d1, d2, y, g, u, sig)
+				}
+			})
+			b.Run(fmt.Sprintf("RMSNormBackward/%s/%d", im.name, n), func(b *testing.B) {
+				for b.Loop() {
+					im.rmsNormBack(d1, y, x, g, d2, 0.9, 1/float32(n))
+				}
+			})
 		}
-		e1, e2 := make([]float32, n), make([]float32, n)
-		if g, w := im.expShiftSum(e1, x, 1, 1), genericImpl.expShiftSum(e2, x, 1, 1); !relClose(g, float64(w), 0) {
-			t.Errorf("%s ExpShiftSum: %v, generic %v", im.name, g, w)
-		}
-		_ = y
 	}
 }
