@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/smallinit/smallinit/coordcheck"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/override"
 )
@@ -39,7 +40,7 @@ func parseInts(s, flag string) ([]int, error) {
 	return out, nil
 }
 
-// Run runs the coordinate-check plan (package experiment) and prints its table or JSON.
+// Run runs the coordinate-check plan (package coordcheck) and prints its table or JSON.
 func (cmd *coordcheckCmd) Run() error {
 	p, err := loadPlan(cmd.Plan, os.Stderr)
 	if err != nil {
@@ -49,20 +50,17 @@ func (cmd *coordcheckCmd) Run() error {
 		_, err := os.Stdout.Write(p.Text)
 		return err
 	}
-	o := experiment.CoordOptions{Gamma: cmd.Gamma, LR: cmd.LR, Seed: cmd.Seed}
-	if o.Widths, err = parseInts(cmd.Widths, "widths"); err != nil {
-		return err
+	if p.Kind != experiment.KindCoordcheck {
+		return fmt.Errorf("--plan %s: plan %s is a %s plan, not a coordinate check (run it with smallinit study)", cmd.Plan, p.Name, p.Kind)
 	}
-	if o.Steps, err = parseInts(cmd.Steps, "steps"); err != nil {
+	o, err := cmd.options()
+	if err != nil {
 		return err
-	}
-	if o.Sets, err = override.ParseAll(cmd.Set); err != nil {
-		return fmt.Errorf("--set: %w", err)
 	}
 	ctx, stop := interruptible()
 	defer stop()
-	res, err := experiment.Coordcheck(ctx, p, o)
-	var we *experiment.WidthError
+	res, err := coordcheck.Run(ctx, p.Base, p.Coord, o)
+	var we *coordcheck.WidthError
 	if errors.As(err, &we) {
 		return fmt.Errorf("--widths %d (with --set %v): %w", we.Width, cmd.Set, we.Err)
 	} else if err != nil {
@@ -71,5 +69,21 @@ func (cmd *coordcheckCmd) Run() error {
 	if cmd.JSON {
 		return json.NewEncoder(os.Stdout).Encode(res)
 	}
-	return experiment.WriteCoordTable(os.Stdout, res)
+	return coordcheck.WriteTable(os.Stdout, res)
+}
+
+// options are the flags as coordcheck.Options (Validate has checked --widths and --steps).
+func (cmd *coordcheckCmd) options() (coordcheck.Options, error) {
+	o := coordcheck.Options{Gamma: cmd.Gamma, LR: cmd.LR, Seed: cmd.Seed}
+	var err error
+	if o.Widths, err = parseInts(cmd.Widths, "widths"); err != nil {
+		return o, err
+	}
+	if o.Steps, err = parseInts(cmd.Steps, "steps"); err != nil {
+		return o, err
+	}
+	if o.Sets, err = override.ParseAll(cmd.Set); err != nil {
+		return o, fmt.Errorf("--set: %w", err)
+	}
+	return o, nil
 }
