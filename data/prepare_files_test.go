@@ -577,7 +577,7 @@ func TestFormatOptionsNeedTheirInputs(t *testing.T) {
 		})
 	}
 	_, err := PrepareFiles(filepath.Join(t.TempDir(), "out"), PrepareOptions{Inputs: []string{jl}, TextColumn: "body", Vocab: 300})
-	if !errors.Is(err, ErrNoColumn) || !strings.Contains(err.Error(), `b.jsonl line 1: no "body" field (the object has: text)`) {
+	if !errors.Is(err, ErrNoColumn) || !strings.Contains(err.Error(), `b.jsonl line 1: no "body" field (the object has: id, text)`) {
 		t.Errorf("a JSON line without the column: %v, want ErrNoColumn naming the line and its fields", err)
 	}
 }
