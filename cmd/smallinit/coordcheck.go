@@ -15,8 +15,8 @@ import (
 
 type coordcheckCmd struct {
 	Gamma     float64  `help:"γ of the initialisation σ = d_in^(-γ) (default: the plan's, 1)."`
-	Widths    string   `help:"Comma-separated widths d (heads fixed, d_ff follows d; default: the plan's, 64,128,256,512)."`
-	Steps     string   `help:"Comma-separated training steps at which to measure (default: the plan's, 0,1,10)."`
+	Widths    string   `help:"Comma-separated widths d, 2 to ${coord_max_points} of them, each at most ${coord_max_width} (heads fixed, d_ff follows d; default: the plan's, 64,128,256,512)."`
+	Steps     string   `help:"Comma-separated training steps at which to measure, 1 to ${coord_max_points} of them, each 0 to ${coord_max_steps} (default: the plan's, 0,1,10)."`
 	Set       []string `placeholder:"KEY=VALUE" help:"Override a key in the one override language (run-config keys in TOML syntax; a key without a section is a model key): e.g. init.gamma=0.75 or norm_eps=1e-5, on the base recipe (tiny preset, T=64, ε=1e-12); repeatable."`
 	LR        float64  `help:"AdamW learning rate of the few training steps (default: the plan's, 1e-3)."`
 	Seed      uint64   `default:"0" help:"Seed of init and data."`
