@@ -116,7 +116,7 @@ func (cmd *analyzeCmd) Validate() error {
 	if cmd.Probes < 1 || cmd.Probes > diag.MaxProbeWindows {
 		return fmt.Errorf("--probes %d: must be in [1, %d]", cmd.Probes, diag.MaxProbeWindows)
 	}
-	if cmd.ProbeLen == nil {
+	if cmd.ProbeLen == nil || cmd.Tokens == "" { // without --tokens, --probe-len is refused as doing nothing (modeflags.go)
 		return nil
 	}
 	if *cmd.ProbeLen < 2 {
