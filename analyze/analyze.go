@@ -37,8 +37,22 @@ type Analysis struct {
 type Options struct {
 	Tokens   string // token file for the activation metrics and the embedding's frequent tokens ("": weights only)
 	Probes   int    // probe windows of the activation metrics
-	ProbeLen int    // tokens per probe window
+	ProbeLen int    // tokens per probe window, at most the model's context (0: DefaultProbeLen, or the context if shorter)
 	Progress func(done, total int64)
+}
+
+// DefaultProbeLen is the probe windows' length when Options.ProbeLen is 0 (or the model's context, if shorter):
+// the sink rate is defined on 64-token probes (docs/definitions.md §4).
+const DefaultProbeLen = 64
+
+// CheckProbeLen refuses a probe length (Options.ProbeLen; 0 is the default) outside [2, the context of c]: a
+// probe window is one sequence of the model, so a longer one would be cut to the context in silence. The
+// PyTorch side's activations refuse the same lengths.
+func CheckProbeLen(probeLen int, c arch.Config) error {
+	if probeLen != 0 && (probeLen < 2 || probeLen > c.SeqLen) {
+		return fmt.Errorf("probe length %d: must be in [2, %d], the model's context (max_position_embeddings)", probeLen, c.SeqLen)
+	}
+	return nil
 }
 
 // Measure measures the model directory dir. The weight metrics stream the checkpoint matrix by matrix
@@ -46,12 +60,15 @@ type Options struct {
 // model: only with a token file is it loaded, with its context shortened to the probe length and a batch of
 // Probes sequences, so that the activation buffers stay small.
 func Measure(dir string, o Options) (*Analysis, error) {
-	if o.Probes < 1 || o.ProbeLen < 2 {
+	if o.Probes < 1 || o.ProbeLen != 0 && o.ProbeLen < 2 {
 		return nil, fmt.Errorf("%d probes of %d tokens: need at least 1 probe of at least 2 tokens", o.Probes, o.ProbeLen)
 	}
 	c, _, err := model.ReadConfig(dir)
 	if err != nil {
 		return nil, err
+	}
+	if err := CheckProbeLen(o.ProbeLen, c); err != nil {
+		return nil, fmt.Errorf("analyze %s: %w", dir, err)
 	}
 	var toks []int32
 	if o.Tokens != "" {
@@ -72,7 +89,10 @@ func Measure(dir string, o Options) (*Analysis, error) {
 	}
 	a.Classes = diagrec.SummariseClasses(a.Weights)
 	if toks != nil {
-		probeLen := min(o.ProbeLen, c.SeqLen)
+		probeLen := o.ProbeLen
+		if probeLen == 0 {
+			probeLen = min(DefaultProbeLen, c.SeqLen)
+		}
 		ac := c
 		ac.SeqLen = probeLen
 		pool := kernel.NewPool(0)

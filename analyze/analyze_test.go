@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,5 +48,20 @@ func TestMeasureWeightsOnly(t *testing.T) {
 	}
 	if _, err := Measure(dir, Options{Probes: 0, ProbeLen: 8}); err == nil {
 		t.Error("0 probes: no error")
+	}
+	// A probe longer than the context was cut to it in silence (issue 48, 5); the default fits any context.
+	for _, tc := range []struct {
+		probeLen int
+		want     string // "": accepted
+	}{
+		{0, ""}, {2, ""}, {c.SeqLen, ""},
+		{1, "need at least 1 probe of at least 2 tokens"},
+		{c.SeqLen + 1, fmt.Sprintf("probe length %d: must be in [2, %d], the model's context", c.SeqLen+1, c.SeqLen)},
+		{1 << 30, fmt.Sprintf("probe length %d: must be in [2, %d]", 1<<30, c.SeqLen)},
+	} {
+		_, err := Measure(dir, Options{Probes: 1, ProbeLen: tc.probeLen})
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("--probe-len %d: %v, want %q", tc.probeLen, err, tc.want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -168,6 +169,48 @@ func ExpandInputs(paths []string) ([]InputFile, error) {
 		}
 	}
 	return files, nil
+}
+
+// formatOptions are the options of PrepareOptions that apply to some input formats only, as `smallinit data
+// prepare` names them: a row's option does nothing to an input of another format, so PrepareFiles refuses it
+// set when no input has one of its formats (checkFormatOptions). A new per-format option is a row here.
+var formatOptions = []struct {
+	flag    string
+	formats []string
+	given   func(PrepareOptions) (value string, ok bool) // the option's value, and whether it is set (not the default)
+}{
+	{"--doc-sep", []string{FormatText, FormatTextGzip}, func(o PrepareOptions) (string, bool) {
+		return o.DocSep, o.DocSep != "" && o.DocSep != DocSepFile
+	}},
+	{"--text-column", []string{FormatJSONL, FormatJSONLGzip, FormatParquet}, func(o PrepareOptions) (string, bool) {
+		return o.TextColumn, o.TextColumn != "" && o.TextColumn != DefaultTextColumn
+	}},
+}
+
+// checkFormatOptions refuses an option of formatOptions that is set while no input file has one of its
+// formats, naming the option, its value, the formats it reads and the inputs given.
+func checkFormatOptions(files []InputFile, opt PrepareOptions) error {
+	for _, o := range formatOptions {
+		v, ok := o.given(opt)
+		if !ok || slices.ContainsFunc(files, func(f InputFile) bool { return slices.Contains(o.formats, f.Format) }) {
+			continue
+		}
+		exts := make([]string, len(o.formats))
+		for i, f := range o.formats {
+			exts[i] = "." + f
+		}
+		var ins []string
+		for i, f := range files {
+			if i == 3 {
+				ins = append(ins, fmt.Sprintf("... (%d files in all)", len(files)))
+				break
+			}
+			ins = append(ins, fmt.Sprintf("%s is .%s", f.Path, f.Format))
+		}
+		return fmt.Errorf("%s %s: only for %s inputs, and no input is one (%s): here it would do nothing (leave it out)",
+			o.flag, v, strings.Join(exts, ", "), strings.Join(ins, "; "))
+	}
+	return nil
 }
 
 // InputOptions says how to cut an input into documents.
@@ -510,7 +553,7 @@ func jsonText(line []byte, col string) (string, error) {
 	}
 	v, ok := obj[col]
 	if !ok {
-		return "", fmt.Errorf("no %q field", col)
+		return "", &noFieldError{col: col, obj: obj}
 	}
 	s, ok := v.(string)
 	if !ok {
@@ -518,6 +561,26 @@ func jsonText(line []byte, col string) (string, error) {
 	}
 	return s, nil
 }
+
+// noFieldError is a JSON line without the text column: it names the fields the line has, and is ErrNoColumn
+// (errors.Is), so that the command names its --text-column.
+type noFieldError struct {
+	col string
+	obj map[string]any
+}
+
+func (e *noFieldError) Error() string {
+	keys := sortedKeys(e.obj)
+	if len(keys) == 0 {
+		return fmt.Sprintf("no %q field (the object has no fields)", e.col)
+	}
+	if len(keys) > 10 {
+		keys = append(keys[:10], fmt.Sprintf("... (%d in all)", len(e.obj)))
+	}
+	return fmt.Sprintf("no %q field (the object has: %s)", e.col, strings.Join(keys, ", "))
+}
+
+func (e *noFieldError) Is(target error) bool { return target == ErrNoColumn }
 
 // jsonKind names the kind of a decoded JSON value for messages.
 func jsonKind(v any) string {

@@ -2,6 +2,7 @@ package data
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -60,6 +61,18 @@ type ArchiveOptions struct {
 	// Progress, if set, is called from time to time with the stage ("reading", "encoding"), the work done and
 	// its total (bytes).
 	Progress func(stage string, done, total int64)
+	// Context, if set, stops the build when it is cancelled (SIGTERM): between two archives, before and after
+	// the tokenizer's training, or between two chunks of the encoding, all before anything is written; the
+	// error says where it stopped and wraps context.Cause.
+	Context context.Context
+}
+
+// ctx is opt.Context, or a context that is never cancelled.
+func (opt *ArchiveOptions) ctx() context.Context {
+	if opt.Context == nil {
+		return context.Background()
+	}
+	return opt.Context
 }
 
 // ArchiveBuild is what stats.json says about a corpus built by PrepareArchives (Stats.Archives).
@@ -176,9 +189,15 @@ func prepareArchives(dir string, opt ArchiveOptions) (*Stats, error) {
 	if err := ap.read(); err != nil { // 2. and 3.
 		return nil, err
 	}
+	if ctx := opt.ctx(); ctx.Err() != nil {
+		return nil, interrupted(ctx, "after reading the archives, before training the tokenizer")
+	}
 	tok, err := ap.trainTokenizer() // 4.
 	if err != nil {
 		return nil, err
+	}
+	if ctx := opt.ctx(); ctx.Err() != nil {
+		return nil, interrupted(ctx, "after training the tokenizer, before encoding")
 	}
 	if err := ap.encode(tok); err != nil { // 5.
 		return nil, err
@@ -295,6 +314,9 @@ func (ap *archivePrep) read() error {
 	groupOf := map[archGroup]int{}
 	var done int64
 	for i, p := range opt.Inputs {
+		if ctx := opt.ctx(); ctx.Err() != nil {
+			return interrupted(ctx, fmt.Sprintf("while reading the archives, before %s (%d of %d read)", p, i, len(opt.Inputs)))
+		}
 		ps := &build.Packages[i]
 		ap.logf("reading %s (%s %s)...", p, ps.Name, ps.Version)
 		err := readArchive(p, ap.layouts[i], ps, ap.conv, opt.Workers, func(r memberRule, member string, ds []rawDoc) {
@@ -383,7 +405,11 @@ func (ap *archivePrep) encode(tok *tokenizer.Tokenizer) error {
 	for i := range ap.docs {
 		textBytes += int64(ap.docs[i].bytes)
 	}
-	encodeDocs(ap.docs, tok, opt.Workers, func(d int64) { ap.progress("encoding", d, textBytes) })
+	ctx := opt.ctx()
+	encodeDocs(ctx, ap.docs, tok, opt.Workers, func(d int64) { ap.progress("encoding", d, textBytes) })
+	if ctx.Err() != nil {
+		return interrupted(ctx, "while encoding")
+	}
 	ap.progress("encoding", textBytes, textBytes)
 	applyMix(ap.docs, ap.groups, opt.Mix)
 	if err := checkValidationDocs(ap.docs, ap.groups, opt.ValDocs); err != nil {
@@ -583,8 +609,8 @@ func archiveSample(docs []archDoc, limit int64) ([]string, int64) {
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // encodeDocs encodes every document (duplicates too, to count what they would have been), each followed by
-// <|endoftext|>, and drops its text.
-func encodeDocs(docs []archDoc, tok *tokenizer.Tokenizer, workers int, progress func(done int64)) {
+// <|endoftext|>, and drops its text. A cancelled ctx stops the workers before their next chunk.
+func encodeDocs(ctx context.Context, docs []archDoc, tok *tokenizer.Tokenizer, workers int, progress func(done int64)) {
 	const chunk = 256
 	var mu sync.Mutex
 	var done int64
@@ -599,7 +625,7 @@ func encodeDocs(docs []archDoc, tok *tokenizer.Tokenizer, workers int, progress 
 				s := next
 				next += chunk
 				mu.Unlock()
-				if s >= len(docs) {
+				if s >= len(docs) || ctx.Err() != nil { // stopped: the caller returns before anything is written
 					return
 				}
 				var n int64

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -65,6 +66,25 @@ type PrepareOptions struct {
 	// (on disk, so compressed bytes for gzip files) and their total. It is called from a single goroutine,
 	// not the caller's.
 	Progress func(done, total int64)
+	// Context, if set, stops the preparation when it is cancelled (SIGTERM): between two documents of the
+	// tokenizer's sample, after the tokenizer's training, or between two batches of the encoding. The outputs
+	// are then as before (the temporary files removed), and the error, which says where it stopped, wraps
+	// context.Cause. (The tokenizer's training itself runs to its end: it holds no file open.)
+	Context context.Context
+}
+
+// ctx is opt.Context, or a context that is never cancelled.
+func (opt *PrepareOptions) ctx() context.Context {
+	if opt.Context == nil {
+		return context.Background()
+	}
+	return opt.Context
+}
+
+// interrupted is the error of a preparation whose context was cancelled at where: nothing of its outputs is
+// written (their temporary files are removed), so the same call starts over.
+func interrupted(ctx context.Context, where string) error {
+	return fmt.Errorf("prepare: interrupted %s: nothing written (the outputs are as they were; run the same command again to start over): %w", where, context.Cause(ctx))
 }
 
 // FileInputStats are the counts of one input file: InputStats and what only files have.
@@ -231,6 +251,9 @@ func prepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
+	if err := checkFormatOptions(files, opt); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
 	if err := checkWritableDir(dir); err != nil {
 		return nil, err
 	}
@@ -270,6 +293,9 @@ func prepareFiles(dir string, opt PrepareOptions) (*FileStats, error) {
 			return nil, fmt.Errorf("prepare: train tokenizer: %w", err)
 		}
 		logf("trained the tokenizer (%d tokens) in %.1fs", tok.VocabSize(), time.Since(t0).Seconds())
+		if opt.ctx().Err() != nil {
+			return nil, interrupted(opt.ctx(), "after training the tokenizer, before encoding")
+		}
 	}
 	if tok.EOT() < 0 {
 		return nil, fmt.Errorf("prepare: tokenizer %s has no %s token to separate documents", opt.TokenizerFile, tokenizer.EndOfText)
@@ -439,6 +465,10 @@ func trainingSample(files []InputFile, in InputOptions, opt PrepareOptions) ([]s
 			return nil, fmt.Errorf("prepare: %w", err)
 		}
 		for n < opt.TokenizerSample {
+			if opt.ctx().Err() != nil {
+				r.Close()
+				return nil, interrupted(opt.ctx(), fmt.Sprintf("while reading the tokenizer's sample (%s of %s)", humanBytes(n), humanBytes(opt.TokenizerSample)))
+			}
 			d, err := r.Next()
 			if err == io.EOF {
 				break
@@ -601,8 +631,18 @@ func encodeAll(files []InputFile, in InputOptions, opt PrepareOptions, tok *toke
 	var werr error
 	pending := map[int]*encBatch{}
 	next := 0
+	ctx := opt.ctx()
 	for b := range results {
 		if werr != nil {
+			continue
+		}
+		if ctx.Err() != nil { // stopped: the writers are aborted by the caller, nothing is committed
+			var docs int
+			for _, in := range st.Inputs {
+				docs += in.Train.Documents + in.Val.Documents
+			}
+			werr = interrupted(ctx, fmt.Sprintf("while encoding, after %d documents", docs))
+			close(quit)
 			continue
 		}
 		pending[b.seq] = b
@@ -621,7 +661,9 @@ func encodeAll(files []InputFile, in InputOptions, opt PrepareOptions, tok *toke
 		}
 	}
 	rerr := <-readErr
-	if werr != nil {
+	if werr != nil && ctx.Err() != nil {
+		return werr
+	} else if werr != nil {
 		return fmt.Errorf("prepare: %w", werr)
 	}
 	if rerr != nil {

@@ -2,6 +2,7 @@ package data
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -530,5 +531,53 @@ func TestCheckVocabOneBound(t *testing.T) {
 	c := arch.Config{Vocab: MaxVocab + 1, Dim: 16, FFN: 32, Layers: 1, Heads: 2, SeqLen: 16, NormEps: 1e-5, RopeTheta: 10000}
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "vocab_size") {
 		t.Errorf("a model config of vocab_size MaxVocab+1: %v, want it refused", err)
+	}
+}
+
+// TestFormatOptionsNeedTheirInputs: --doc-sep cuts .txt inputs only and --text-column reads .jsonl and .parquet
+// inputs only; set while no input has such a format, each did nothing in silence (issue 48, 5), and is refused
+// naming the option, its value and the inputs, before anything is written. A JSON line without the text column
+// names the fields it has and is ErrNoColumn (the command names --text-column).
+func TestFormatOptionsNeedTheirInputs(t *testing.T) {
+	src := t.TempDir()
+	txt := writeTestFile(t, src, "a.txt", strings.Join(genDocs(8, 1), "\n\n"))
+	jl := writeTestFile(t, src, "b.jsonl", jsonlOf(t, genDocs(8, 2)))
+	jdir := filepath.Join(src, "jdir")
+	writeTestFile(t, jdir, "c.jsonl", jsonlOf(t, genDocs(8, 3)))
+	for _, tc := range []struct {
+		name   string
+		inputs []string
+		opt    PrepareOptions
+		want   string // "": prepared
+	}{
+		{"doc-sep on text", []string{txt}, PrepareOptions{DocSep: DocSepBlank}, ""},
+		{"text-column on JSON lines", []string{jl}, PrepareOptions{TextColumn: "text"}, ""},
+		{"both on both", []string{txt, jl}, PrepareOptions{DocSep: DocSepLine, TextColumn: "text"}, ""},
+		{"text-column on text only", []string{txt}, PrepareOptions{TextColumn: "body"},
+			"--text-column body: only for .jsonl, .jsonl.gz, .parquet inputs, and no input is one (" + txt + " is .txt)"},
+		{"doc-sep on JSON lines only", []string{jl}, PrepareOptions{DocSep: DocSepLine},
+			"--doc-sep line: only for .txt, .txt.gz inputs, and no input is one (" + jl + " is .jsonl)"},
+		{"doc-sep on a directory of JSON lines", []string{jdir}, PrepareOptions{DocSep: DocSepBlank},
+			"--doc-sep blank: only for .txt, .txt.gz inputs, and no input is one (" + filepath.Join(jdir, "c.jsonl") + " is .jsonl)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			opt := tc.opt
+			opt.Inputs, opt.Vocab = tc.inputs, 300
+			_, err := PrepareFiles(out, opt)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if _, serr := os.Stat(out); tc.want != "" && serr == nil {
+				t.Errorf("a refused run created %s", out)
+			}
+		})
+	}
+	_, err := PrepareFiles(filepath.Join(t.TempDir(), "out"), PrepareOptions{Inputs: []string{jl}, TextColumn: "body", Vocab: 300})
+	if !errors.Is(err, ErrNoColumn) || !strings.Contains(err.Error(), `b.jsonl line 1: no "body" field (the object has: id, text)`) {
+		t.Errorf("a JSON line without the column: %v, want ErrNoColumn naming the line and its fields", err)
 	}
 }

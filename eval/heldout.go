@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -49,14 +50,29 @@ func (h HeldOutScore) Nats() (overall float64, byLanguage map[string]float64) {
 // leave up to SeqLen tokens of each file out) nor of the batch. The val_loss lines of a run's metrics.jsonl are
 // another thing, a training-time monitor on the first train.eval_windows windows (train.EvalLoss).
 // Learning rates are selected with ScoreSelection, which cannot read the validation split.
-func ScoreHeldOut(m *model.Model, dir string) (HeldOutScore, error) {
-	return ScoreValidation(m, dir, 0)
+func ScoreHeldOut(ctx context.Context, m *model.Model, dir string) (HeldOutScore, error) {
+	return ScoreValidation(ctx, m, dir, 0)
+}
+
+// MaxWindows bounds a cap on the windows scored per file (ScoreValidation's windows, and every flag and key that
+// sets one: compare --windows, demo --windows, report --compare-windows, a plan's report.compare_windows, a
+// tier's score_windows and ood_windows). 2^24 windows are a billion tokens at a 64-token context, more than any
+// split this toolkit prepares holds, so a cap past it caps nothing: it is a typo, or means 0 (every window).
+const MaxWindows = 1 << 24
+
+// CheckWindows refuses a cap on the windows scored outside [0, MaxWindows], naming the flag or key name.
+func CheckWindows(name string, windows int) error {
+	if windows < 0 || windows > MaxWindows {
+		return fmt.Errorf("%s %d: must be in [0, %d] (0: every window)", name, windows, MaxWindows)
+	}
+	return nil
 }
 
 // ScoreValidation is ScoreHeldOut on at most windows windows of SeqLen targets per file (0: the whole split): a
 // quick look by the same definition, every one of each file's first windows·SeqLen targets scored (bits per
-// byte then use the whole file's bytes per token). Its Source says so.
-func ScoreValidation(m *model.Model, dir string, windows int) (HeldOutScore, error) {
+// byte then use the whole file's bytes per token). Its Source says so. A cancelled ctx stops it between
+// forward passes (ScoreTokens).
+func ScoreValidation(ctx context.Context, m *model.Model, dir string, windows int) (HeldOutScore, error) {
 	st, err := data.ReadStats(dir)
 	if err != nil {
 		return HeldOutScore{}, err
@@ -77,7 +93,7 @@ func ScoreValidation(m *model.Model, dir string, windows int) (HeldOutScore, err
 	if len(langs) > 0 {
 		out.ByLanguage = map[string]SplitScore{}
 		for _, l := range langs {
-			s, ls, err := scoreTokenFile(m, filepath.Join(dir, data.ValLangFile(l)), st.ValByLang[l], windows)
+			s, ls, err := scoreTokenFile(ctx, m, filepath.Join(dir, data.ValLangFile(l)), st.ValByLang[l], windows)
 			if err != nil {
 				return out, err
 			}
@@ -88,7 +104,7 @@ func ScoreValidation(m *model.Model, dir string, windows int) (HeldOutScore, err
 	if len(langs) > 0 && langTokens == st.Val.Tokens {
 		out.Overall = SplitScore{Tokens: n, Bytes: st.Val.Bytes, Loss: sum / float64(n)}
 		out.Overall.BitsPerByte = st.Val.BitsPerByte(out.Overall.Loss)
-	} else if out.Overall, _, err = scoreTokenFile(m, filepath.Join(dir, data.ValFile), st.Val, windows); err != nil {
+	} else if out.Overall, _, err = scoreTokenFile(ctx, m, filepath.Join(dir, data.ValFile), st.Val, windows); err != nil {
 		return out, err
 	}
 	out.Source = fmt.Sprintf("whole validation split, %d tokens", out.Overall.Tokens)
@@ -114,18 +130,18 @@ func ScoreValidation(m *model.Model, dir string, windows int) (HeldOutScore, err
 // ScoreSelection is a model's loss on the LR-selection slice of dir (data.SelectFile, made by
 // data.PrepareSelection): held-out training documents, disjoint from the validation split, which this function
 // never opens. A learning-rate search scores its trials with it and nothing else.
-func ScoreSelection(m *model.Model, dir string) (SplitScore, error) {
+func ScoreSelection(ctx context.Context, m *model.Model, dir string) (SplitScore, error) {
 	if _, err := data.ReadSelectionStats(dir); err != nil {
 		return SplitScore{}, fmt.Errorf("score selection slice: %w (run data.PrepareSelection first)", err)
 	}
-	s, _, err := scoreTokenFile(m, filepath.Join(dir, data.SelectFile), data.SplitStats{}, 0)
+	s, _, err := scoreTokenFile(ctx, m, filepath.Join(dir, data.SelectFile), data.SplitStats{}, 0)
 	return s, err
 }
 
 // scoreTokenFile reads a token file and scores all its tokens (ScoreTokens), or those of its first windows
 // windows when windows > 0; split gives its bytes for bits per byte (the whole file's bytes per token, also
 // under a window cap). It also returns the summed loss.
-func scoreTokenFile(m *model.Model, path string, split data.SplitStats, windows int) (SplitScore, float64, error) {
+func scoreTokenFile(ctx context.Context, m *model.Model, path string, split data.SplitStats, windows int) (SplitScore, float64, error) {
 	toks, err := data.ReadTokens(path, m.Config.Vocab)
 	if err != nil {
 		return SplitScore{}, 0, err
@@ -133,7 +149,7 @@ func scoreTokenFile(m *model.Model, path string, split data.SplitStats, windows 
 	if windows > 0 {
 		toks = toks[:min(len(toks), windows*m.Config.SeqLen+1)]
 	}
-	sum, n, err := ScoreTokens(m, toks, nil)
+	sum, n, err := ScoreTokens(ctx, m, toks, nil)
 	if err != nil {
 		return SplitScore{}, 0, fmt.Errorf("score %s: %w", path, err)
 	}
@@ -151,8 +167,10 @@ func scoreTokenFile(m *model.Model, path string, split data.SplitStats, windows 
 // (lm-evaluation-harness's rolling windows). Unlike train.EvalLoss, a training-time monitor over the first
 // windows, no token is left out. Only the cross-entropy counts (an MoE's auxiliary loss does not).
 // progress, when not nil, is told the windows scored of the total after every forward pass (and 0 first), so
-// that a command scoring a large file can show it moving.
-func ScoreTokens(m *model.Model, toks []int32, progress func(done, total int64)) (sum float64, n int64, err error) {
+// that a command scoring a large file can show it moving. A cancelled ctx (SIGTERM) stops it before the next
+// forward pass with an error saying how far it got that wraps context.Cause(ctx): nothing is returned of a
+// file scored in part, so a caller writes nothing and the next call scores it again.
+func ScoreTokens(ctx context.Context, m *model.Model, toks []int32, progress func(done, total int64)) (sum float64, n int64, err error) {
 	T, B := m.Config.SeqLen, m.Batch()
 	if len(toks) < 2 {
 		return 0, 0, fmt.Errorf("%d tokens: need at least 2 to score one", len(toks))
@@ -174,6 +192,9 @@ func ScoreTokens(m *model.Model, toks []int32, progress func(done, total int64))
 		}
 	}
 	for k := 0; k < nw; k += B {
+		if ctx.Err() != nil {
+			return 0, 0, stopped(ctx, int64(k), total)
+		}
 		b := min(B, nw-k)
 		for i := 0; i < b; i++ {
 			data.Window(toks, k+i, in[i*T:(i+1)*T], tg[i*T:(i+1)*T])
@@ -185,6 +206,9 @@ func ScoreTokens(m *model.Model, toks []int32, progress func(done, total int64))
 		progress(int64(k+b), total)
 	}
 	if rest := len(toks) - 1 - nw*T; rest > 0 {
+		if ctx.Err() != nil {
+			return 0, 0, stopped(ctx, int64(nw), total)
+		}
 		L := min(T, len(toks)-1) // the last window: L inputs ending just before the last token
 		start := len(toks) - 1 - L
 		copy(in, toks[start:start+L])
@@ -196,4 +220,9 @@ func ScoreTokens(m *model.Model, toks []int32, progress func(done, total int64))
 		progress(total, total)
 	}
 	return sum, n, nil
+}
+
+// stopped is ScoreTokens' error for a cancelled ctx after done of total windows.
+func stopped(ctx context.Context, done, total int64) error {
+	return fmt.Errorf("stopped after %d of %d windows, nothing kept of them: %w", done, total, context.Cause(ctx))
 }

@@ -1,6 +1,8 @@
 package eval
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -22,7 +24,7 @@ func TestScoreTokensScoresEveryTarget(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, n := range []int{2, T - 1, T, T + 1, T + 2, 4*T + 1, 7*T + 5, 10*T + 1} {
 		toks := randomTokens(rng, n, V)
-		sum, got, err := ScoreTokens(m, toks, nil)
+		sum, got, err := ScoreTokens(context.Background(), m, toks, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +58,7 @@ func TestScoreTokensScoresEveryTarget(t *testing.T) {
 			t.Errorf("n=%d: sum %v, windows + brute-force tail %v", n, sum, want)
 		}
 	}
-	if _, _, err := ScoreTokens(m, []int32{1}, nil); err == nil {
+	if _, _, err := ScoreTokens(context.Background(), m, []int32{1}, nil); err == nil {
 		t.Error("a single token scored")
 	}
 	// Progress counts windows: 0 first, then after each batch of B, the partial window last, ending at the total.
@@ -65,7 +67,7 @@ func TestScoreTokensScoresEveryTarget(t *testing.T) {
 		want []int64
 	}{{7*T + 1, []int64{0, 3, 6, 7}}, {7*T + 5, []int64{0, 3, 6, 7, 8}}, {T - 1, []int64{0, 1}}} {
 		var got []int64
-		if _, _, err := ScoreTokens(m, randomTokens(rng, c.n, V), func(done, total int64) {
+		if _, _, err := ScoreTokens(context.Background(), m, randomTokens(rng, c.n, V), func(done, total int64) {
 			if total != c.want[len(c.want)-1] {
 				t.Errorf("n=%d: total %d, want %d", c.n, total, c.want[len(c.want)-1])
 			}
@@ -113,12 +115,12 @@ func TestScoreHeldOutWholeSplitByLanguage(t *testing.T) {
 	const V = 64
 	m := testModel(t, V, 16, 4, 3)
 	dir, en, zh, _ := heldOutDir(t, V)
-	h, err := ScoreHeldOut(m, dir)
+	h, err := ScoreHeldOut(context.Background(), m, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	se, ne, _ := ScoreTokens(m, en, nil)
-	sz, nz, _ := ScoreTokens(m, zh, nil)
+	se, ne, _ := ScoreTokens(context.Background(), m, en, nil)
+	sz, nz, _ := ScoreTokens(context.Background(), m, zh, nil)
 	if h.ByLanguage["en"].Tokens != ne || h.ByLanguage["zh"].Tokens != nz || h.Overall.Tokens != ne+nz {
 		t.Fatalf("tokens: %+v", h)
 	}
@@ -144,16 +146,16 @@ func TestScoreHeldOutWholeSplitByLanguage(t *testing.T) {
 	if err := data.WriteStats(dir, st); err != nil {
 		t.Fatal(err)
 	}
-	h, err = ScoreHeldOut(m, dir)
+	h, err = ScoreHeldOut(context.Background(), m, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sv, nv, _ := ScoreTokens(m, append(append([]int32(nil), en...), zh...), nil)
+	sv, nv, _ := ScoreTokens(context.Background(), m, append(append([]int32(nil), en...), zh...), nil)
 	if h.Overall.Tokens != nv || math.Abs(h.Overall.Loss-sv/float64(nv)) > 1e-12 || h.ByLanguage != nil {
 		t.Errorf("val.tok alone: %+v, want %d tokens loss %v", h, nv, sv/float64(nv))
 	}
 	// A model of another vocabulary is refused.
-	if _, err := ScoreHeldOut(testModel(t, 2*V, 16, 4, 3), dir); err == nil {
+	if _, err := ScoreHeldOut(context.Background(), testModel(t, 2*V, 16, 4, 3), dir); err == nil {
 		t.Error("vocabulary mismatch accepted")
 	}
 }
@@ -165,12 +167,12 @@ func TestScoreValidationWindowCap(t *testing.T) {
 	m := testModel(t, V, 16, 4, 3)
 	dir, en, zh, _ := heldOutDir(t, V)
 	T := m.Config.SeqLen
-	h, err := ScoreValidation(m, dir, 2)
+	h, err := ScoreValidation(context.Background(), m, dir, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	se, ne, _ := ScoreTokens(m, en[:2*T+1], nil)
-	sz, nz, _ := ScoreTokens(m, zh[:2*T+1], nil)
+	se, ne, _ := ScoreTokens(context.Background(), m, en[:2*T+1], nil)
+	sz, nz, _ := ScoreTokens(context.Background(), m, zh[:2*T+1], nil)
 	if ne != int64(2*T) || h.ByLanguage["en"].Tokens != ne || h.ByLanguage["zh"].Tokens != nz {
 		t.Fatalf("tokens %+v, want %d per language", h, 2*T)
 	}
@@ -180,11 +182,11 @@ func TestScoreValidationWindowCap(t *testing.T) {
 	if !strings.Contains(h.Source, "first 2 windows") {
 		t.Errorf("source %q does not say the cap", h.Source)
 	}
-	whole, err := ScoreHeldOut(m, dir)
+	whole, err := ScoreHeldOut(context.Background(), m, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	big, err := ScoreValidation(m, dir, 1<<20)
+	big, err := ScoreValidation(context.Background(), m, dir, 1<<20)
 	if err != nil || big.Overall != whole.Overall {
 		t.Errorf("a cap past the end: %+v, %v; want the whole split's %+v", big.Overall, err, whole.Overall)
 	}
@@ -201,18 +203,60 @@ func TestScoreSelectionNeverReadsValidation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := ScoreSelection(m, dir)
+	s, err := ScoreSelection(context.Background(), m, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, n, _ := ScoreTokens(m, sel, nil)
+	sum, n, _ := ScoreTokens(context.Background(), m, sel, nil)
 	if s.Tokens != n || math.Abs(s.Loss-sum/float64(n)) > 1e-12 {
 		t.Errorf("selection score %+v, want %d tokens loss %v", s, n, sum/float64(n))
 	}
 	if err := os.Remove(filepath.Join(dir, data.SelectStatsFile)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ScoreSelection(m, dir); err == nil || !strings.Contains(err.Error(), "PrepareSelection") {
+	if _, err := ScoreSelection(context.Background(), m, dir); err == nil || !strings.Contains(err.Error(), "PrepareSelection") {
 		t.Errorf("unprepared slice: %v", err)
+	}
+}
+
+// TestScoreTokensStops: a context cancelled while a file is scored (SIGTERM inside its windows, issue 48, 4)
+// stops the scoring before the next forward pass, saying how far it got, with an error that is
+// context.Canceled and no partial sum; ScoreValidation passes it on, naming the file.
+func TestScoreTokensStops(t *testing.T) {
+	const V, T, B = 64, 8, 3
+	m := testModel(t, V, T, B, 1)
+	rng := rand.New(rand.NewPCG(2, 2))
+	toks := randomTokens(rng, 10*T+3, V) // 10 windows and a partial one: 11 in all, 4 batches and the tail
+	for _, tc := range []struct {
+		name     string
+		cancelAt int64 // cancel when progress reports this many windows done (-1: cancelled before the call)
+		want     string
+	}{
+		{"before the first window", -1, "stopped after 0 of 11 windows"},
+		{"after the first batch", 3, "stopped after 3 of 11 windows"},
+		{"after the last batch, before the partial window", 10, "stopped after 10 of 11 windows"},
+		{"after the second batch", 6, "stopped after 6 of 11 windows"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancelAt < 0 {
+				cancel()
+			}
+			sum, n, err := ScoreTokens(ctx, m, toks, func(done, total int64) {
+				if done == tc.cancelAt {
+					cancel()
+				}
+			})
+			if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), tc.want) || sum != 0 || n != 0 {
+				t.Errorf("ScoreTokens: %v, %d targets, sum %g; want %q, nothing scored", err, n, sum, tc.want)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir, _, _, _ := heldOutDir(t, V)
+	if _, err := ScoreValidation(ctx, testModel(t, V, 16, 4, 3), dir, 0); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "score "+filepath.Join(dir, "val.")) {
+		t.Errorf("ScoreValidation: %v, want context.Canceled naming the file", err)
 	}
 }

@@ -87,6 +87,9 @@ func (l *LM) ScoreText(ctx context.Context, r io.Reader, maxWindows int, progres
 	rows := 0
 	// forward runs b rows of n positions and scores all but the first skip positions (skip > 0 only with b = 1).
 	forward := func(n, b, skip int) error {
+		if ctx.Err() != nil { // SIGTERM inside a text: stop before the next forward pass
+			return fmt.Errorf("stopped after %d windows: %w", res.Windows, context.Cause(ctx))
+		}
 		if _, err := l.m.ForwardSeq(l.in[:b*n], l.tg[:b*n], n); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/filesum"
 	"github.com/smallinit/smallinit/internal/inputfile"
+	"github.com/smallinit/smallinit/train"
 )
 
 // dataSource is the prepared corpus directory a plan trains on: Options.Data, else the plan's data.dir; "" for
@@ -30,7 +32,9 @@ func (o *Options) dataSource(p *Plan) string {
 // corpus already is reused when its stats.json is src's, byte for byte, and its files are the ones the sums
 // name (or, for a stats.json of a build before the sums, src's own files, hashed now), and refused otherwise.
 // Only regular files are prepared files: a symlink, FIFO or directory in their place is refused naming it.
-func importData(src, dst string, o *Options) (*data.Stats, error) {
+// A cancelled ctx (SIGTERM) stops the copy between two reads with train.ErrInterrupted: dst is not written (the
+// partial copy is removed) and the next call copies again.
+func importData(ctx context.Context, src, dst string, o *Options) (*data.Stats, error) {
 	want, err := inputfile.ReadFile(filepath.Join(src, data.StatsFile), inputfile.MaxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("--data %s: not a prepared corpus (smallinit data prepare --out %s): %w", src, src, err)
@@ -77,8 +81,13 @@ func importData(src, dst string, o *Options) (*data.Stats, error) {
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return nil, err
 	}
-	for _, name := range names {
-		if err := copyFile(filepath.Join(src, name), filepath.Join(tmp, name)); err != nil {
+	for i, name := range names {
+		if err := copyFile(ctx, filepath.Join(src, name), filepath.Join(tmp, name)); err != nil {
+			os.RemoveAll(tmp)
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("--data %s: %w while copying %s (file %d of %d) into %s: nothing written there (the next call copies again): %w",
+					src, train.ErrInterrupted, name, i+1, len(names), dst, context.Cause(ctx))
+			}
 			return nil, fmt.Errorf("--data %s: %w", src, err)
 		}
 	}
@@ -118,8 +127,8 @@ func preparedFiles(dir string) ([]string, error) {
 	return names, nil
 }
 
-// copyFile copies one regular file.
-func copyFile(src, dst string) error {
+// copyFile copies one regular file, stopping between two reads when ctx is cancelled.
+func copyFile(ctx context.Context, src, dst string) error {
 	in, err := inputfile.Open(src, inputfile.NoLimit)
 	if err != nil {
 		return err
@@ -129,7 +138,7 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	if _, err := io.Copy(out, ctxReader{ctx, in}); err != nil {
 		out.Close()
 		return fmt.Errorf("%s: %w", src, err)
 	}
@@ -138,6 +147,19 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// ctxReader reads r until ctx is cancelled, then fails with context.Cause(ctx).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(b []byte) (int, error) {
+	if c.ctx.Err() != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	return c.r.Read(b)
 }
 
 // trainTokens are the tokens the plan's runs draw from: the training split, less the LR-selection slice when the

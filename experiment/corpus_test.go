@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/tokenizer"
+	"github.com/smallinit/smallinit/train"
 )
 
 // TestTrainTokens: a plan that tunes draws from the training split less the LR-selection slice: the slice's own
@@ -147,7 +150,7 @@ func TestImportDataRefusesWhatStatsDoesNotProve(t *testing.T) {
 		src := copyDir(t, good, filepath.Join(t.TempDir(), "src"))
 		tc.spoil(src)
 		dst := filepath.Join(t.TempDir(), "data")
-		_, err := importData(src, dst, &Options{})
+		_, err := importData(context.Background(), src, dst, &Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
 		}
@@ -158,11 +161,11 @@ func TestImportDataRefusesWhatStatsDoesNotProve(t *testing.T) {
 
 	// A changed copy under an unchanged stats.json is not "reusing the corpus".
 	dst := filepath.Join(root, "out", "data")
-	if _, err := importData(good, dst, &Options{}); err != nil {
+	if _, err := importData(context.Background(), good, dst, &Options{}); err != nil {
 		t.Fatal(err)
 	}
 	flip(t, filepath.Join(dst, data.TrainFile))
-	if _, err := importData(good, dst, &Options{}); err == nil || !strings.Contains(err.Error(), filepath.Join(dst, data.TrainFile)) {
+	if _, err := importData(context.Background(), good, dst, &Options{}); err == nil || !strings.Contains(err.Error(), filepath.Join(dst, data.TrainFile)) {
 		t.Errorf("changed copy reused: %v", err)
 	}
 
@@ -171,18 +174,18 @@ func TestImportDataRefusesWhatStatsDoesNotProve(t *testing.T) {
 	editStats(t, old, func(m map[string]any) { delete(m, "sha256") })
 	var log bytes.Buffer
 	dst = filepath.Join(root, "out2", "data")
-	if _, err := importData(old, dst, &Options{Log: &log}); err != nil || !strings.Contains(log.String(), "no sha256 sums") {
+	if _, err := importData(context.Background(), old, dst, &Options{Log: &log}); err != nil || !strings.Contains(log.String(), "no sha256 sums") {
 		t.Fatalf("stats.json without sums: %v; log:\n%s", err, log.String())
 	}
 	flip(t, filepath.Join(dst, data.ValFile))
-	if _, err := importData(old, dst, &Options{}); err == nil || !strings.Contains(err.Error(), filepath.Join(dst, data.ValFile)) {
+	if _, err := importData(context.Background(), old, dst, &Options{}); err == nil || !strings.Contains(err.Error(), filepath.Join(dst, data.ValFile)) {
 		t.Errorf("changed copy of a corpus without sums reused: %v", err)
 	}
 
 	// A leftover OUT/data without stats.json is named with the command that clears it.
 	dst = filepath.Join(root, "out3", "data")
 	os.MkdirAll(dst, 0o755)
-	if _, err := importData(good, dst, &Options{}); err == nil || !strings.Contains(err.Error(), "rm -r "+dst) {
+	if _, err := importData(context.Background(), good, dst, &Options{}); err == nil || !strings.Contains(err.Error(), "rm -r "+dst) {
 		t.Errorf("leftover %s: %v", dst, err)
 	}
 }
@@ -216,7 +219,7 @@ func TestImportDataClearsLeftoverTmp(t *testing.T) {
 		dst := filepath.Join(root, fmt.Sprintf("out%d", i), "data")
 		os.MkdirAll(filepath.Dir(dst), 0o755)
 		leave(dst + ".tmp")
-		if _, err := importData(good, dst, &Options{}); err != nil {
+		if _, err := importData(context.Background(), good, dst, &Options{}); err != nil {
 			t.Errorf("leftover %d: %v", i, err)
 		}
 		if _, err := os.Lstat(dst + ".tmp"); !os.IsNotExist(err) {
@@ -225,6 +228,34 @@ func TestImportDataClearsLeftoverTmp(t *testing.T) {
 		if err := data.Verify(dst, mustStats(t, dst)); err != nil {
 			t.Errorf("leftover %d: the copy: %v", i, err)
 		}
+	}
+}
+
+// TestImportDataStops: SIGTERM while --data is copied into OUT/data (data preparation of a study; issue 48, 4)
+// stops the copy between two reads with train.ErrInterrupted naming the file, removes the partial copy and
+// leaves OUT/data unwritten; the same call then copies the corpus.
+func TestImportDataStops(t *testing.T) {
+	root := t.TempDir()
+	good := preparedCorpus(t, filepath.Join(root, "good"), "hello world, hello there, the world says hello", 270)
+	dst := filepath.Join(root, "out", "data")
+	os.MkdirAll(filepath.Dir(dst), 0o755)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := importData(ctx, good, dst, &Options{})
+	if !errors.Is(err, train.ErrInterrupted) || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "(file 1 of ") ||
+		!strings.Contains(err.Error(), "nothing written there") {
+		t.Errorf("a stopped copy: %v, want ErrInterrupted naming the file", err)
+	}
+	for _, p := range []string{dst, dst + ".tmp"} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("a stopped copy left %s", p)
+		}
+	}
+	if _, err := importData(context.Background(), good, dst, &Options{}); err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+	if err := data.Verify(dst, mustStats(t, dst)); err != nil {
+		t.Errorf("the copy: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -112,7 +113,7 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 		return nil, err
 	}
 	if autoSeeds {
-		if err := chooseSeeds(p, out, &o, tps); err != nil {
+		if err := chooseSeeds(context.Background(), p, out, &o, tps); err != nil {
 			return nil, err
 		}
 		out.Seeds = o.Seeds
@@ -126,7 +127,7 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 			tps = s.ProbeTokensPerS
 		}
 	}
-	e, err := estimate(p, out, &o, tps)
+	e, err := estimate(context.Background(), p, out, &o, tps)
 	if err != nil {
 		return nil, err
 	}

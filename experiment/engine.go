@@ -18,14 +18,22 @@ func (o *Options) engine() train.Engine {
 }
 
 // throughput is the training tokens/s a budget is sized from: the engine's own probe where it has one (the
-// PyTorch engine on its device, train.ThroughputProber), else the Go engine's CPU benchmark of the base model.
-func (o *Options) throughput(base recipe.Config) (float64, error) {
+// PyTorch engine on its device, train.ThroughputProber), else the Go engine's CPU benchmark of the base model
+// (four steps, after which a cancelled ctx stops the sizing).
+func (o *Options) throughput(ctx context.Context, base recipe.Config) (float64, error) {
 	if p, ok := o.engine().(train.ThroughputProber); ok {
-		return p.Throughput(context.Background(), base.Model.Config, base.Train.BatchSize, base.Train.Precision)
+		tps, err := p.Throughput(ctx, base.Model.Config, base.Train.BatchSize, base.Train.Precision)
+		if err != nil && ctx.Err() != nil {
+			return 0, probeStopped(ctx, "the throughput probe")
+		}
+		return tps, err
 	}
 	res, err := train.Benchmark(base.Model.Config, train.BenchOptions{Batch: base.Train.BatchSize, Steps: 3, Warmup: 1, Precision: base.Train.Precision})
 	if err != nil {
 		return 0, err
+	}
+	if ctx.Err() != nil {
+		return 0, probeStopped(ctx, "the throughput probe")
 	}
 	return res.FwdBwdTokensPerS(), nil
 }

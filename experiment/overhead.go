@@ -74,22 +74,33 @@ func probeOverhead(ctx context.Context, p *Plan, out *Outcome, tps float64) (tim
 		return 0, 0, fmt.Errorf("overhead probe: %w", err)
 	}
 	t0 := time.Now()
-	if _, err := train.Start(ctx, c, filepath.Join(dir, "run"), train.Options{Diagnostics: diag.Training}); err != nil {
+	if _, err := train.Start(ctx, c, filepath.Join(dir, "run"), train.Options{Diagnostics: diag.Training}); err != nil && ctx.Err() != nil {
+		return 0, 0, probeStopped(ctx, "the overhead probe's run")
+	} else if err != nil {
 		return 0, 0, fmt.Errorf("overhead probe: %w", err)
 	}
 	wall := time.Since(t0)
 	steps := time.Duration(float64(OverheadProbeSteps*c.Train.BatchSize*T) / (tps * p.Budget.Efficiency) * float64(time.Second))
-	scoreTPS, err := probeScoring(filepath.Join(dir, "run"), tokens((scoreBatch+ScoreProbeWindows)*T+1))
-	if err != nil {
+	scoreTPS, err := probeScoring(ctx, filepath.Join(dir, "run"), tokens((scoreBatch+ScoreProbeWindows)*T+1))
+	if err != nil && ctx.Err() != nil {
+		return 0, 0, probeStopped(ctx, "the scoring probe")
+	} else if err != nil {
 		return 0, 0, fmt.Errorf("scoring probe: %w", err)
 	}
 	return max(wall-steps, 0), scoreTPS, nil
 }
 
+// probeStopped is the error of a sizing probe (what) stopped by ctx (SIGTERM): the probe's run was in a
+// temporary directory, now removed, and nothing of the sizing is written, so the same command probes again.
+func probeStopped(ctx context.Context, what string) error {
+	return fmt.Errorf("%w during the sizing, in %s: nothing of the sizing written (the same command probes again): %w",
+		train.ErrInterrupted, what, context.Cause(ctx))
+}
+
 // probeScoring loads the final model of the run in dir as Score does and returns the forward tokens/s of
 // eval.ScoreTokens on ScoreProbeWindows windows of toks (after one untimed batch); toks holds
 // scoreBatch+ScoreProbeWindows windows and one token.
-func probeScoring(dir string, toks []int32) (float64, error) {
+func probeScoring(ctx context.Context, dir string, toks []int32) (float64, error) {
 	pool := kernel.NewPool(0)
 	defer pool.Close()
 	run, err := train.OpenRun(dir)
@@ -101,12 +112,12 @@ func probeScoring(dir string, toks []int32) (float64, error) {
 		return 0, err
 	}
 	T := m.Config.SeqLen
-	if _, _, err := eval.ScoreTokens(m, toks[:scoreBatch*T+1], nil); err != nil {
+	if _, _, err := eval.ScoreTokens(ctx, m, toks[:scoreBatch*T+1], nil); err != nil {
 		return 0, err
 	}
 	timed := toks[scoreBatch*T : (scoreBatch+ScoreProbeWindows)*T+1]
 	t0 := time.Now()
-	_, n, err := eval.ScoreTokens(m, timed, nil)
+	_, n, err := eval.ScoreTokens(ctx, m, timed, nil)
 	if err != nil {
 		return 0, err
 	}

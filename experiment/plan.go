@@ -12,7 +12,9 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smallinit/smallinit/coordcheck"
 	"github.com/smallinit/smallinit/data"
+	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/recipe"
@@ -22,7 +24,7 @@ import (
 // Plan kinds.
 const (
 	KindTrain      = "train"      // arms × seeds trained to a budget, summarised and reported
-	KindCoordcheck = "coordcheck" // residual ratios against width at a few steps (coordcheck.go)
+	KindCoordcheck = "coordcheck" // residual ratios against width at a few steps (package coordcheck)
 )
 
 // Group data sources: what a group's runs train on.
@@ -46,7 +48,7 @@ type Plan struct {
 	Groups  []Group
 	Summary bool // write summary.json (each run scored on the whole validation split) and print its table
 	Report  ReportSpec
-	Coord   CoordSpec // KindCoordcheck only
+	Coord   coordcheck.Spec // KindCoordcheck only
 	// Tiers are named budgets ([[tier]]): the one a budget selects (TierFor) sets the seeds, the ladder's widths
 	// and the LR sweep's widths, and may declare itself a smoke test. Nil: Seeds and the groups' axes as written.
 	Tiers []Tier
@@ -224,14 +226,6 @@ type ReportSpec struct {
 	CompareWindows int       // validation windows of that comparison (0: all)
 }
 
-// CoordSpec is a coordinate check's widths, steps, learning rate and batch.
-type CoordSpec struct {
-	Widths []int
-	Steps  []int
-	LR     float64
-	Batch  int
-}
-
 // planFile is the TOML layout of a plan file.
 type planFile struct {
 	Name    string         `toml:"name"`
@@ -262,12 +256,7 @@ type planFile struct {
 		Compare        []string `toml:"compare"`
 		CompareWindows int      `toml:"compare_windows"`
 	} `toml:"report"`
-	Coordcheck struct {
-		Widths []int   `toml:"widths"`
-		Steps  []int   `toml:"steps"`
-		LR     float64 `toml:"lr"`
-		Batch  int     `toml:"batch"`
-	} `toml:"coordcheck"`
+	Coordcheck coordcheck.Spec `toml:"coordcheck"`
 	// [[tier]]s are decoded one by one (tierFile), each kept for the study design's keys (study.go).
 	Tier []toml.Primitive `toml:"tier"`
 	// [primaries] and [anchor] are handed on to the study design (study.go); [primaries]'s horizon keys are
@@ -401,7 +390,7 @@ func Parse(text []byte) (*Plan, error) {
 			RefuseBelowMin: f.Budget.RefuseBelowMin, LongMinutes: f.Budget.LongMinutes, LongSeeds: f.Budget.LongSeeds},
 		Data:   DataSpec{Corpus: f.Data.Corpus, Dir: f.Data.Dir, Vocab: f.Data.Vocab, Probes: f.Data.Probes, Selection: f.Data.Selection},
 		Report: ReportSpec{Title: f.Report.Title, Exclude: f.Report.Exclude, CompareWindows: f.Report.CompareWindows},
-		Coord:  CoordSpec{Widths: f.Coordcheck.Widths, Steps: f.Coordcheck.Steps, LR: f.Coordcheck.LR, Batch: f.Coordcheck.Batch},
+		Coord:  f.Coordcheck,
 	}
 	for name, prim := range map[string]toml.Primitive{TablePrimaries: f.Primaries, TableAnchor: f.Anchor} {
 		if md.IsDefined(name) {
@@ -413,9 +402,8 @@ func Parse(text []byte) (*Plan, error) {
 	}
 	switch p.Kind {
 	case KindCoordcheck:
-		c := p.Coord
-		if len(c.Widths) < 2 || len(c.Steps) == 0 || !(c.LR > 0) || c.Batch < 1 {
-			return nil, fmt.Errorf("coordcheck: want at least two widths, a step, lr > 0 and batch ≥ 1 (have %+v)", c)
+		if err := p.Coord.Validate(); err != nil {
+			return nil, err
 		}
 		return p, nil
 	case KindTrain:
@@ -663,6 +651,9 @@ func (p *Plan) parseMembers(where string, fg *groupFile, g *Group) error {
 
 // parseReport checks report.exclude's groups and report.compare's arms, and reads the plan's pairs.
 func (p *Plan) parseReport(f *planFile) error {
+	if err := eval.CheckWindows("report.compare_windows", p.Report.CompareWindows); err != nil {
+		return err
+	}
 	for _, x := range p.Report.Exclude {
 		if !slices.ContainsFunc(p.Groups, func(g Group) bool { return g.Name == x }) {
 			return fmt.Errorf("report.exclude: no group %q", x)

@@ -234,7 +234,7 @@ func (x *Execution) start(ctx context.Context, p *Plan, autoSeeds bool) error {
 		out.Suffix = "-probes"
 	}
 	x.out = out
-	if err := prepareCorpus(p, out, o); err != nil {
+	if err := prepareCorpus(ctx, p, out, o); err != nil {
 		return err
 	}
 	var err error
@@ -281,11 +281,12 @@ func begin(p *Plan, o *Options) (autoSeeds bool, err error) {
 }
 
 // prepareCorpus puts the plan's corpus in OUT/data (a prepared one copied, else the embedded one tokenized)
-// and, for a plan with a probe mix or Options.Probes, the mix in OUT/probes-data.
-func prepareCorpus(p *Plan, out *Outcome, o *Options) error {
+// and, for a plan with a probe mix or Options.Probes, the mix in OUT/probes-data. A cancelled ctx stops the
+// copy (importData).
+func prepareCorpus(ctx context.Context, p *Plan, out *Outcome, o *Options) error {
 	var err error
 	if src := o.dataSource(p); src != "" {
-		out.Stats, err = importData(src, out.DataDir, o)
+		out.Stats, err = importData(ctx, src, out.DataDir, o)
 	} else {
 		out.Stats, err = prepareData(out.DataDir, p.Data.Vocab, o)
 	}
@@ -804,7 +805,7 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 	if out.Suffix != "" || r.group.Data == DataProbes {
 		probeDir = out.ProbeDir
 	}
-	row, err := Score(r.dir, out.DataDir, probeDir, res, o.Windows)
+	row, err := Score(ctx, r.dir, out.DataDir, probeDir, res, o.Windows)
 	if err != nil {
 		return row, err
 	}

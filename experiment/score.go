@@ -21,8 +21,10 @@ const scoreBatch = 16
 // Score scores a finished run's final model on the validation split of dataDir, overall and per language, by
 // eval.ScoreValidation (every token of the whole split, or of the first windows windows of each file when
 // windows > 0: the one validation loss a file or a table shows), and on the probes of probeDir unless it is "".
-// The run's name and recipe values are left for the caller.
-func Score(dir, dataDir, probeDir string, res train.Result, windows int) (summary.Row, error) {
+// The run's name and recipe values are left for the caller. A cancelled ctx stops the scoring between forward
+// passes (eval.ScoreTokens) with an error wrapping train.ErrInterrupted: nothing of the run's score is kept, and
+// the next call scores it again.
+func Score(ctx context.Context, dir, dataDir, probeDir string, res train.Result, windows int) (summary.Row, error) {
 	pool := kernel.NewPool(0)
 	defer pool.Close()
 	run, err := train.OpenRun(dir)
@@ -34,8 +36,10 @@ func Score(dir, dataDir, probeDir string, res train.Result, windows int) (summar
 		return summary.Row{}, err
 	}
 	row := summary.Row{TrainLoss: res.Loss, TokensPerS: res.TokensPerS, Dir: dir, LangLoss: map[string]float64{}, LangBPB: map[string]float64{}}
-	h, err := eval.ScoreValidation(m, dataDir, windows)
-	if err != nil {
+	h, err := eval.ScoreValidation(ctx, m, dataDir, windows)
+	if err != nil && ctx.Err() != nil {
+		return row, fmt.Errorf("%w while scoring %s, nothing of its score kept (the next call scores it again): %w", train.ErrInterrupted, dir, err)
+	} else if err != nil {
 		return row, fmt.Errorf("run %s: %w", dir, err)
 	}
 	row.ValLoss, row.ValBPB = h.Overall.Loss, h.Overall.BitsPerByte
@@ -47,7 +51,7 @@ func Score(dir, dataDir, probeDir string, res train.Result, windows int) (summar
 		if err != nil {
 			return row, err
 		}
-		if row.Probes, err = probes.Score(context.Background(), m, tok, probeDir); err != nil {
+		if row.Probes, err = probes.Score(ctx, m, tok, probeDir); err != nil {
 			return row, fmt.Errorf("run %s: %w", dir, err)
 		}
 	}

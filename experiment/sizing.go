@@ -115,11 +115,11 @@ func size(ctx context.Context, p *Plan, out *Outcome, o *Options, auto bool) (in
 		if o.Task {
 			return 0, fmt.Errorf("the %s tier chooses its seeds within the budget, and no sizing of %s is on record in %s: run the plan once without a task index first, so that every task runs the same seeds", out.Tier.Name, o.Budget, o.Out)
 		}
-		if err := chooseSeeds(p, out, o, 0); err != nil {
+		if err := chooseSeeds(ctx, p, out, o, 0); err != nil {
 			return 0, err
 		}
 	}
-	e, err := estimate(p, out, o, out.probeTPS)
+	e, err := estimate(ctx, p, out, o, out.probeTPS)
 	if err != nil {
 		return 0, err
 	}
@@ -204,8 +204,9 @@ func (e *Estimate) ScoreTime() time.Duration {
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // estimate sizes the budget at tokens/s tps (0: run the throughput probe): the largest steps per run whose
-// main runs and worst-case LR sweep fit the budget's training time.
-func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error) {
+// main runs and worst-case LR sweep fit the budget's training time. A cancelled ctx stops the probes
+// (probeOverhead) with train.ErrInterrupted, before anything of the sizing is written.
+func estimate(ctx context.Context, p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error) {
 	const probeSteps = 100
 	base, err := train.LoadSets("", out.baseSets(p, nil, probeSteps))
 	if err != nil {
@@ -273,12 +274,12 @@ func estimate(p *Plan, out *Outcome, o *Options, tps float64) (*Estimate, error)
 		return n + ln, cost + lc, err
 	}
 	if e.TokensPerS == 0 {
-		if e.TokensPerS, err = o.throughput(base); err != nil {
+		if e.TokensPerS, err = o.throughput(ctx, base); err != nil {
 			return nil, fmt.Errorf("throughput probe: %w", err)
 		}
 	}
 	if e.Overhead, e.ScoreTokensPerS = out.probeOverhead, out.probeScoreTPS; e.Overhead == 0 || e.ScoreTokensPerS == 0 {
-		if e.Overhead, e.ScoreTokensPerS, err = probeOverhead(context.Background(), p, out, e.TokensPerS); err != nil {
+		if e.Overhead, e.ScoreTokensPerS, err = probeOverhead(ctx, p, out, e.TokensPerS); err != nil {
 			return nil, err
 		}
 		out.probeOverhead, out.probeScoreTPS = e.Overhead, e.ScoreTokensPerS
@@ -366,7 +367,7 @@ func durationOfMinutes(m float64) time.Duration { return time.Duration(m * float
 // of the same budget on record ran (so that job-array tasks and resumed studies agree), else the longest prefix
 // of the tier's seeds, at least MinSeeds long, whose expected wall time at the horizon fits the budget, from one
 // throughput probe (tps > 0 skips it). Horizon first, then seeds: the steps are not shortened to buy seeds.
-func chooseSeeds(p *Plan, out *Outcome, o *Options, tps float64) error {
+func chooseSeeds(ctx context.Context, p *Plan, out *Outcome, o *Options, tps float64) error {
 	t := out.Tier
 	if t == nil || t.MinSeeds == 0 || o.Steps > 0 {
 		return nil
@@ -378,7 +379,7 @@ func chooseSeeds(p *Plan, out *Outcome, o *Options, tps float64) error {
 	for n := len(t.Seeds); n >= t.MinSeeds; n-- {
 		try := *o
 		try.Seeds = t.Seeds[:n]
-		e, err := estimate(p, out, &try, tps)
+		e, err := estimate(ctx, p, out, &try, tps)
 		if err != nil {
 			return err
 		}

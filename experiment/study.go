@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -74,9 +75,28 @@ func (p *Plan) DecodeStudyTiers(v any) error {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return fmt.Errorf("unknown key %s", strings.Join(unknown, ", "))
+		design := strings.Join(tomlKeys(rv.Elem().Type().Elem()), ", ")
+		return fmt.Errorf("unknown key %s (a [[tier]] takes %s, and the study design's %s)", strings.Join(unknown, ", "),
+			strings.Join(tomlKeys(reflect.TypeFor[tierFile]()), ", "), cmp.Or(design, "none"))
 	}
 	return nil
+}
+
+// tomlKeys are the TOML keys of a struct type's fields (their toml tags), in field order.
+func tomlKeys(t reflect.Type) []string {
+	var keys []string
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	for i := range t.NumField() {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); k != "" && k != "-" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // HasStudy reports whether the plan file has the study table named table.

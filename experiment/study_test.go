@@ -124,3 +124,38 @@ func TestStopBeforeTheReport(t *testing.T) {
 		t.Errorf("WriteReport after a stop: %v, want ErrInterrupted", err)
 	}
 }
+
+// TestSizingProbeStops: SIGTERM during the sizing probe (issue 48, 4; the probe ran to its end, minutes on a
+// large base model, and then wrote sizing.json) stops it with train.ErrInterrupted saying so, writes no
+// sizing.json and leaves no probe directory; the same call then probes and records the sizing.
+func TestSizingProbeStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: runs the throughput and overhead probes")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the overhead probe's run directory goes
+	out := t.TempDir()
+	p := demoPlan(t)
+	o := Options{Out: out, Budget: 5 * time.Minute, Seeds: []uint64{0}}
+	res := &Outcome{Plan: p, Out: out, DataDir: filepath.Join(out, DataDir), Seeds: o.Seeds}
+	res.Stats = &data.Stats{VocabSize: 256} // sizing reads only the vocabulary of the prepared data
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := size(ctx, p, res, &o, false)
+	if !errors.Is(err, train.ErrInterrupted) || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "during the sizing") {
+		t.Errorf("size after a stop: %v, want ErrInterrupted during the sizing", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, SizingFile)); !os.IsNotExist(err) {
+		t.Errorf("a stopped sizing wrote %s (%v)", SizingFile, err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("a stopped sizing left %s in the temporary directory", left[0].Name())
+	}
+	steps, err := size(context.Background(), p, res, &o, false)
+	if err != nil || steps < p.Budget.MinSteps {
+		t.Fatalf("the same call again: %d steps, %v", steps, err)
+	}
+	if s, err := ReadSizing(filepath.Join(out, SizingFile)); err != nil || s.Steps != steps {
+		t.Errorf("the sizing recorded: %+v, %v; want %d steps", s, err, steps)
+	}
+}

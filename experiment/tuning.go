@@ -243,8 +243,10 @@ func (out *Outcome) scoreTrial(ctx context.Context, dir string, steps int, lr fl
 	if err != nil {
 		return 0, err
 	}
-	s, err := eval.ScoreSelection(m, out.DataDir)
-	if err != nil {
+	s, err := eval.ScoreSelection(ctx, m, out.DataDir)
+	if err != nil && ctx.Err() != nil {
+		return 0, fmt.Errorf("%w while scoring trial %s, nothing of its score kept (the next call scores it again): %w", train.ErrInterrupted, dir, err)
+	} else if err != nil {
 		return 0, err
 	}
 	o.logf("  trial lr %g, %d steps, seed %d: selection loss %.4f\n", lr, steps, seed, s.Loss)

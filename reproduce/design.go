@@ -5,11 +5,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 
 	"github.com/smallinit/smallinit/anchor"
+	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/recipe"
@@ -55,8 +57,8 @@ func parseTierKeys(p *experiment.Plan) (map[string]tierKeys, error) {
 	keys := map[string]tierKeys{}
 	for i, f := range fs {
 		name := p.Tiers[i].Name
-		if f.ScoreWindows < 0 || f.OODWindows < 0 {
-			return nil, fmt.Errorf("tier %d (%s): score_windows %d, ood_windows %d: want ≥ 0 (0: the whole split, the design's default)", i+1, name, f.ScoreWindows, f.OODWindows)
+		if err := errors.Join(eval.CheckWindows("score_windows", f.ScoreWindows), eval.CheckWindows("ood_windows", f.OODWindows)); err != nil {
+			return nil, fmt.Errorf("tier %d (%s): %w (0: the whole split, the design's default)", i+1, name, err)
 		}
 		if f.AnchorSteps < 0 {
 			return nil, fmt.Errorf("tier %d (%s): anchor_steps %d: want ≥ 0", i+1, name, f.AnchorSteps)
@@ -72,6 +74,22 @@ func (d design) keys(t *experiment.Tier) tierKeys {
 		return tierKeys{}
 	}
 	return d.tiers[t.Name]
+}
+
+// CheckKeys checks a plan that `smallinit study` runs without its design: every key of reproduce's in the
+// plan file ([primaries]' hypotheses and priors, [anchor], reproduce's keys of each [[tier]]) is read as
+// reproduce reads it, so that a misspelt key (anchr_steps in a [[tier]]) is refused naming it, as experiment's
+// own unknown keys are, instead of doing nothing. The tiers' values are checked too (they size what study
+// scores); [primaries] and [anchor] are judged and run only by reproduce, which checks their values.
+func CheckKeys(p *experiment.Plan) error {
+	if _, err := parseTierKeys(p); err != nil {
+		return err
+	}
+	if _, err := p.DecodeStudy(experiment.TablePrimaries, &primariesFile{}); err != nil {
+		return err
+	}
+	_, err := p.DecodeStudy(experiment.TableAnchor, &anchorFile{})
+	return err
 }
 
 // designOf reads and checks the plan's study tables.

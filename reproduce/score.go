@@ -81,14 +81,18 @@ func scoreRun(ctx context.Context, dir, dataDir string, sc scoring) (*RunScore, 
 		return nil, err
 	}
 	s := &RunScore{OODWindows: sc.ood, ValWindows: sc.val}
-	if s.HeldOut, err = eval.ScoreValidation(m, dataDir, sc.val); err != nil {
+	if s.HeldOut, err = eval.ScoreValidation(ctx, m, dataDir, sc.val); err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w while scoring %s, nothing of its score kept (the next call scores it again): %w", train.ErrInterrupted, dir, err)
+	} else if err != nil {
 		return nil, fmt.Errorf("run %s: %w", dir, err)
 	}
 	tok, err := tokenizer.Load(filepath.Join(dataDir, data.TokenizerFile))
 	if err != nil {
 		return nil, err
 	}
-	if s.OOD, err = eval.ScoreOOD(context.Background(), eval.NewLM(m, tok, nil), sc.ood); err != nil {
+	if s.OOD, err = eval.ScoreOOD(ctx, eval.NewLM(m, tok, nil), sc.ood); err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w while scoring %s, nothing of its score kept (the next call scores it again): %w", train.ErrInterrupted, dir, err)
+	} else if err != nil {
 		return nil, fmt.Errorf("run %s: %w", dir, err)
 	}
 	s.NormSaturation, s.FirstNormSaturation, s.SinkRate, s.DiagStep, err = mechanism(run)

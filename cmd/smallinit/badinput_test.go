@@ -948,6 +948,10 @@ func studyBadCases() []badCase {
 		flag("empty out", "probes make", []string{`--out ""`}, "--out", ""),
 		flag("empty out", "train", []string{`--out ""`}, "--config", fix("run.toml"), "--out", ""),
 		plan("exclude of no group", []string{`report.exclude: no group "nope"`}, replace("[report]\n", "[report]\nexclude = [\"nope\"]\n")),
+		// Issue 49: a misspelt key of reproduce's in a [[tier]] was ignored where study ran the plan.
+		plan("a misspelt tier key", []string{"plan.toml: unknown key tier.anchr_steps", "the study design's anchor_steps"}, func(s string) string {
+			return s + "\n[[tier]]\nname = \"t\"\nminutes = 5\nanchr_steps = 3\n"
+		}),
 		badCase{name: "data of another vocabulary", cmd: "study", want: []string{"vocabulary of 512", "4096"}, setup: func(t *testing.T, cd string) ([]string, []string) {
 			os.MkdirAll(filepath.Join(cd, "o", "data"), 0o755)
 			b, _ := json.Marshal(data.Stats{Source: "embedded", VocabSize: 512})

@@ -3,7 +3,8 @@
 package main
 
 // Crash tests: `data prepare` and `sweep run` killed with SIGKILL mid-way (no chance to clean up) leave no
-// partial output, and the next run succeeds. They run the binary TestMain builds (badinput_test.go).
+// partial output, and the next run succeeds; `data prepare` stopped with SIGTERM says where, and cleans up.
+// They run the binary TestMain builds (badinput_test.go).
 
 import (
 	"bytes"
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,6 +56,14 @@ func outputs(dir string) map[string]string {
 // command ends first.
 func killWhen(t *testing.T, cmd *exec.Cmd, ready func() bool) {
 	t.Helper()
+	signalWhen(t, cmd, ready, syscall.SIGKILL, time.Minute)
+}
+
+// signalWhen starts cmd, sends it sig as soon as ready reports true and waits, at most within, for it to exit:
+// it returns the command's stderr and its exit error, and fails the test if the command ends before the
+// signal or is still running after within.
+func signalWhen(t *testing.T, cmd *exec.Cmd, ready func() bool, sig syscall.Signal, within time.Duration) (string, error) {
+	t.Helper()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -62,21 +72,27 @@ func killWhen(t *testing.T, cmd *exec.Cmd, ready func() bool) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.After(2 * time.Minute)
-	for {
+	for !ready() {
 		select {
 		case err := <-exited:
-			t.Fatalf("%v ended (%v) before it could be killed mid-way: make its work larger\n%s", cmd.Args, err, stderr.String())
+			t.Fatalf("%v ended (%v) before it could be signalled mid-way: make its work larger\n%s", cmd.Args, err, stderr.String())
 		case <-deadline:
 			cmd.Process.Kill()
-			t.Fatalf("%v: never reached the point to kill it\n%s", cmd.Args, stderr.String())
-		default:
+			t.Fatalf("%v: never reached the point to signal it\n%s", cmd.Args, stderr.String())
+		case <-time.After(time.Millisecond):
 		}
-		if ready() {
-			cmd.Process.Kill()
-			<-exited
-			return
-		}
-		time.Sleep(time.Millisecond)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		return stderr.String(), err
+	case <-time.After(within):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("%v: still running %s after %v\n%s", cmd.Args, within, sig, stderr.String())
+		return "", nil
 	}
 }
 
@@ -114,6 +130,18 @@ func checkPreparedDir(t *testing.T, dir string) {
 	}
 }
 
+// bigPrepare writes a 24 MB corpus of the seed's words and returns it, an output directory and `data prepare`
+// of an input into that directory (with the fixture tokenizer, on one worker: slow enough to be interrupted).
+func bigPrepare(t *testing.T, seed uint64) (big, out string, prepare func(in string) *exec.Cmd) {
+	cd := t.TempDir()
+	big = filepath.Join(cd, "big.jsonl")
+	bigCorpus(t, big, 24, seed)
+	out = filepath.Join(cd, "prepared")
+	return big, out, func(in string) *exec.Cmd {
+		return exec.Command(badBin, "data", "prepare", "--in", in, "--out", out, "--tokenizer", fix("model/tokenizer.json"), "--workers", "1")
+	}
+}
+
 // TestDataPrepareKilled kills `data prepare` with SIGKILL while it encodes: into a fresh directory it leaves
 // none of the outputs, over a complete directory it leaves the old outputs intact, and each time the next run
 // succeeds and removes the killed run's temporary files.
@@ -121,14 +149,7 @@ func TestDataPrepareKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: writes and encodes a 24 MB corpus")
 	}
-	cd := t.TempDir()
-	big := filepath.Join(cd, "big.jsonl")
-	bigCorpus(t, big, 24, 1)
-	out := filepath.Join(cd, "prepared")
-	prepare := func(in string) *exec.Cmd {
-		return exec.Command(badBin, "data", "prepare", "--in", in, "--out", out, "--tokenizer", fix("model/tokenizer.json"), "--workers", "1")
-	}
-
+	big, out, prepare := bigPrepare(t, 1)
 	killWhen(t, prepare(big), encoding(out))
 	for f, s := range outputs(out) {
 		if s != "" {
@@ -144,6 +165,48 @@ func TestDataPrepareKilled(t *testing.T) {
 	killWhen(t, prepare(big), encoding(out))
 	if after := outputs(out); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("killed run over a complete directory changed its outputs")
+	}
+	if b, err := prepare(big).CombinedOutput(); err != nil {
+		t.Fatalf("next run: %v\n%s", err, b)
+	}
+	checkPreparedDir(t, out)
+}
+
+// TestDataPrepareStopped sends `data prepare` SIGTERM while it encodes (issue 48, 4): it stops within seconds
+// saying it was interrupted while encoding, removes its temporary files, leaves a fresh --out absent and a
+// complete one as it was, and the same command then prepares the corpus. (Before, SIGTERM ended it without a
+// word and left its temporary files for the next run to clear.)
+func TestDataPrepareStopped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: writes and encodes a 24 MB corpus")
+	}
+	big, out, prepare := bigPrepare(t, 3)
+	stop := func(what string) {
+		t.Helper()
+		stderr, err := signalWhen(t, prepare(big), encoding(out), syscall.SIGTERM, 10*time.Second)
+		if err == nil || !strings.Contains(stderr, "interrupted while encoding, after") || !strings.Contains(stderr, "nothing written") {
+			t.Errorf("%s: exit %v, want a failure saying where it stopped\n%s", what, err, stderr)
+		}
+		ents, _ := os.ReadDir(out)
+		for _, e := range ents {
+			if strings.Contains(e.Name(), ".tmp") {
+				t.Errorf("%s: temporary file %s left in %s", what, e.Name(), out)
+			}
+		}
+	}
+	stop("fresh --out")
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("fresh --out: %s left behind", out)
+	}
+	if b, err := prepare(fix("corpus.jsonl")).CombinedOutput(); err != nil {
+		t.Fatalf("next run: %v\n%s", err, b)
+	}
+	checkPreparedDir(t, out)
+
+	before := outputs(out)
+	stop("complete --out")
+	if after := outputs(out); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a stopped run over a complete directory changed its outputs")
 	}
 	if b, err := prepare(big).CombinedOutput(); err != nil {
 		t.Fatalf("next run: %v\n%s", err, b)

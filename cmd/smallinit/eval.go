@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,12 +40,15 @@ type evalResult struct {
 }
 
 func (cmd *evalCmd) Run() error {
-	return cmd.run(os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
+	ctx, stop := interruptible()
+	defer stop()
+	return cmd.run(ctx, os.Stdout, os.Stderr, term.IsTerminal(int(os.Stderr.Fd())))
 }
 
 // run scores the file, saying on log what it scores and then how far it is (a bar on a terminal, else a line
-// every progressEvery), and prints the result on stdout.
-func (cmd *evalCmd) run(stdout, log io.Writer, tty bool) error {
+// every progressEvery), and prints the result on stdout. A cancelled ctx (SIGTERM, Ctrl-C) stops it between
+// forward passes, saying how many windows it scored; it prints no result, and writes nothing.
+func (cmd *evalCmd) run(ctx context.Context, stdout, log io.Writer, tty bool) error {
 	if cmd.Batch < 1 {
 		return fmt.Errorf("--batch %d: must be positive", cmd.Batch)
 	}
@@ -60,9 +64,11 @@ func (cmd *evalCmd) run(stdout, log io.Writer, tty bool) error {
 	}
 	fmt.Fprintf(log, "eval: scoring %s on %s: %d tokens in windows of %d, %d windows per forward pass\n", cmd.Model, cmd.Tokens, len(toks), m.Config.SeqLen, cmd.Batch)
 	p := &progress.Count{Log: log, TTY: tty, Desc: "eval", Unit: "windows", Every: cmd.progressEvery}
-	sum, scored, err := eval.ScoreTokens(m, toks, p.Update)
+	sum, scored, err := eval.ScoreTokens(ctx, m, toks, p.Update)
 	p.Finish()
-	if err != nil {
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("eval %s on %s: interrupted, no result (it writes nothing; run it again to score): %w", cmd.Model, cmd.Tokens, err)
+	} else if err != nil {
 		return fmt.Errorf("eval %s on %s: %w", cmd.Model, cmd.Tokens, err)
 	}
 	loss, T := sum/float64(scored), int64(m.Config.SeqLen)

@@ -213,7 +213,7 @@ func TestAnalyzeCmd(t *testing.T) {
 		tokens string
 	}{{"weights only", ""}, {"with tokens", tokFile}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := analyzeCmd{Model: dir, Tokens: tc.tokens, Probes: 16, ProbeLen: 64, JSON: true}
+			cmd := analyzeCmd{Model: dir, Tokens: tc.tokens, Probes: 16, JSON: true}
 			var out bytes.Buffer
 			if err := cmd.run(&out, &bytes.Buffer{}, false); err != nil {
 				t.Fatal(err)
@@ -253,7 +253,7 @@ func TestAnalyzeCmd(t *testing.T) {
 		})
 	}
 	var out bytes.Buffer
-	if err := (&analyzeCmd{Model: dir, Probes: 16, ProbeLen: 64, Tensors: true}).run(&out, &bytes.Buffer{}, false); err != nil {
+	if err := (&analyzeCmd{Model: dir, Probes: 16, Tensors: true}).run(&out, &bytes.Buffer{}, false); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "model.layers.3.mlp.down_proj.weight") || !strings.Contains(out.String(), "stable rank") {

@@ -5,10 +5,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/smallinit/smallinit/arch"
+	"github.com/smallinit/smallinit/coordcheck"
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/recipe"
@@ -41,7 +44,8 @@ type cli struct {
 // vars are the values the flags' tags interpolate (${name}): lists that belong to a package's table.
 func vars() kong.Vars {
 	return kong.Vars{"init_rules": strings.Join(recipe.RuleNames(), ","), "eval_task_names": strings.Join(eval.KindNames(), ", "),
-		"builtin_plans": strings.Join(planNames(), ", ")}
+		"builtin_plans": strings.Join(planNames(), ", "), "coord_max_points": strconv.Itoa(coordcheck.MaxPoints),
+		"coord_max_width": strconv.Itoa(arch.MaxDim), "coord_max_steps": strconv.Itoa(coordcheck.MaxSteps)}
 }
 
 func main() {

@@ -47,7 +47,7 @@ func TestProbeArithmeticLearnt(t *testing.T) {
 	dataDir := filepath.Join(dir, "data")
 	prep := &dataPrepareCmd{In: []string{filepath.Join(probes, "train.txt")}, Out: dataDir, Vocab: intp(512), ValFraction: 0.01,
 		TextColumn: "text", DocSep: "line", SampleMB: ptr(50)}
-	if err := prep.run(io.Discard, io.Discard, false); err != nil {
+	if err := prep.run(context.Background(), io.Discard, io.Discard, false); err != nil {
 		t.Fatal(err)
 	}
 	// Every probe of the fixed-width format is the same number of tokens (with its <|endoftext|>), so a context

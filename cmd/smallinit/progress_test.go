@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -32,7 +33,7 @@ func TestEvalAndCompareSayWhatTheyScoreAndHowFar(t *testing.T) {
 		head string
 	}{
 		{"eval", func(stdout, log *bytes.Buffer) error {
-			return (&evalCmd{Model: dir, Tokens: toks, Batch: 3, progressEvery: 1}).run(stdout, log, false)
+			return (&evalCmd{Model: dir, Tokens: toks, Batch: 3, progressEvery: 1}).run(context.Background(), stdout, log, false)
 		}, fmt.Sprintf("eval: scoring %s on %s: %d tokens in windows of %d", dir, toks, len(ids), T)},
 		{"compare", func(stdout, log *bytes.Buffer) error {
 			return (&compareCmd{A: dir, B: dir, Tokens: toks, Bins: 2, progressEvery: 1}).run(stdout, log, false)

@@ -8,11 +8,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/smallinit/smallinit/analyze"
 	"github.com/smallinit/smallinit/anchor"
+	"github.com/smallinit/smallinit/coordcheck"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
+	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/kernel"
+	"github.com/smallinit/smallinit/model"
 	"github.com/smallinit/smallinit/probes"
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/tokenizer"
@@ -27,6 +31,9 @@ func (cmd *dataPrepareCmd) Validate() error {
 		if err := data.CheckVocab("--vocab", *cmd.Vocab); err != nil {
 			return fmt.Errorf("%w; leave it out for %d", err, tokenizer.DefaultVocabSize)
 		}
+	}
+	if strings.TrimSpace(cmd.TextColumn) == "" { // it fell back to "text" in silence
+		return fmt.Errorf("--text-column %q: name the JSON field or Parquet column that holds the text (leave it out for %q)", cmd.TextColumn, data.DefaultTextColumn)
 	}
 	return inRange("--workers", cmd.Workers, 0, kernel.MaxWorkers, "0: all cores")
 }
@@ -109,6 +116,19 @@ func (cmd *analyzeCmd) Validate() error {
 	if cmd.Probes < 1 || cmd.Probes > diag.MaxProbeWindows {
 		return fmt.Errorf("--probes %d: must be in [1, %d]", cmd.Probes, diag.MaxProbeWindows)
 	}
+	if cmd.ProbeLen == nil || cmd.Tokens == "" { // without --tokens, --probe-len is refused as doing nothing (modeflags.go)
+		return nil
+	}
+	if *cmd.ProbeLen < 2 {
+		return fmt.Errorf("--probe-len %d: must be in [2, the model's context]", *cmd.ProbeLen)
+	}
+	// The upper bound is the model's context, from its config.json (a model that cannot be read is refused by
+	// the analysis itself, naming what is wrong).
+	if c, _, err := model.ReadConfig(cmd.Model); err == nil {
+		if analyze.CheckProbeLen(*cmd.ProbeLen, c) != nil {
+			return fmt.Errorf("--probe-len %d: must be in [2, %d], the context (max_position_embeddings) of --model %s", *cmd.ProbeLen, c.SeqLen, cmd.Model)
+		}
+	}
 	return nil
 }
 
@@ -183,8 +203,9 @@ func (cmd *demoCmd) Validate() error {
 		return emptyOut(cmd.Out)
 	case cmd.Steps < 0 || cmd.Steps > experiment.MaxSteps:
 		return fmt.Errorf("--steps %d: must be in [1, %d], the steps per run a plan may size (leave it out to size --minutes)", cmd.Steps, experiment.MaxSteps)
-	case cmd.Windows < 0:
-		return fmt.Errorf("--windows %d: must be ≥ 0 (0: all)", cmd.Windows)
+	}
+	if err := eval.CheckWindows("--windows", cmd.Windows); err != nil {
+		return err
 	}
 	if err := recipe.CheckSeed("--seed", cmd.Seed); err != nil {
 		return err
@@ -276,7 +297,7 @@ func (c *fitCmd) Validate() error {
 const maxBootstrap = 100_000
 
 func (cmd *compareCmd) Validate() error {
-	return errors.Join(nonNegative("--windows", cmd.Windows), inRange("--bins", cmd.Bins, 1, maxBins, ""))
+	return errors.Join(eval.CheckWindows("--windows", cmd.Windows), inRange("--bins", cmd.Bins, 1, maxBins, ""))
 }
 
 // maxBins bounds compare's difficulty quantiles (and report's --compare-bins): each bin is a table row, and past
@@ -291,7 +312,7 @@ func (cmd *auditCmd) checkZ() error {
 }
 
 func (c *reportCmd) Validate() error {
-	return errors.Join(nonNegative("--compare-windows", c.CompareWindows), inRange("--compare-bins", c.CompareBins, 1, maxBins, ""),
+	return errors.Join(eval.CheckWindows("--compare-windows", c.CompareWindows), inRange("--compare-bins", c.CompareBins, 1, maxBins, ""),
 		inRange("--width", c.Width, 100, maxScreenshotWidth, "pixels"))
 }
 
@@ -307,6 +328,21 @@ func (cmd *coordcheckCmd) Validate() error {
 	if cmd.LR != 0 { // 0: the plan's rate
 		if err := (recipe.Schedule{Kind: recipe.ScheduleConstant, PeakLR: cmd.LR}).Validate(); err != nil {
 			return fmt.Errorf("--lr %g: %w (the range of schedule.lr; 0: the plan's)", cmd.LR, err)
+		}
+	}
+	// --widths and --steps in the bounds of a plan's coordcheck.widths and coordcheck.steps.
+	for _, f := range []struct {
+		flag, s string
+		check   func(string, []int) error
+	}{{"widths", cmd.Widths, coordcheck.CheckWidths}, {"steps", cmd.Steps, coordcheck.CheckSteps}} {
+		xs, err := parseInts(f.s, f.flag)
+		if err != nil {
+			return err
+		}
+		if xs != nil {
+			if err := f.check("--"+f.flag, xs); err != nil {
+				return fmt.Errorf("%w (leave it out for the plan's)", err)
+			}
 		}
 	}
 	return nil

@@ -58,10 +58,10 @@ func TestFlagRanges(t *testing.T) {
 		{[]string{"study", "demo", "--out", dir + "/o", "--steps", "2000000000"}, "--steps 2000000000: must be in [1, 1000000000]"},
 		{[]string{"reproduce", "--out", dir + "/o", "--steps", "2000000000"}, "--steps 2000000000: must be in [1, 1000000000]"},
 		{[]string{"demo", "--out", dir + "/o", "--steps", "2000000000"}, "--steps 2000000000: must be in [1, 1000000000]"},
-		{[]string{"compare", "--a", dir, "--b", dir, "--tokens", bin, "--windows", "-3"}, "--windows -3: must be ≥ 0"},
+		{[]string{"compare", "--a", dir, "--b", dir, "--tokens", bin, "--windows", "-3"}, "--windows -3: must be in [0, 16777216] (0: every window)"},
 		{[]string{"compare", "--a", dir, "--b", dir, "--tokens", bin, "--bins", "100000000"}, "--bins 100000000: must be in [1, 1000]"},
 		{[]string{"audit", "--model", dir, "--z", "-1"}, "--z -1: must be a finite number > 0"},
-		{[]string{"report", dir, "--out", dir + "/r.html", "--compare-windows", "-5"}, "--compare-windows -5: must be ≥ 0"},
+		{[]string{"report", dir, "--out", dir + "/r.html", "--compare-windows", "-5"}, "--compare-windows -5: must be in [0, 16777216]"},
 		{[]string{"report", dir, "--out", dir + "/r.html", "--screenshot", dir + "/s.png", "--width", "-5"}, "--width -5: must be in [100, 16384]"},
 		{[]string{"coordcheck", "--gamma", "-1"}, "--gamma -1: init.gamma"},
 		{[]string{"coordcheck", "--lr", "-1"}, "--lr -1: schedule.lr = -1: must be in (0, 10)"},
@@ -73,6 +73,18 @@ func TestFlagRanges(t *testing.T) {
 		{[]string{"init", "--out", dir + "/m", "--rule", "fixed", "--std", "-1"}, "--std -1: init.std = -1"},
 		{[]string{"anchor", "diagram", "--out", dir + "/a", "--gammas", "-1"}, "--gammas -1: init.gamma = -1"},
 		{[]string{"anchor", "diagram", "--out", dir + "/a", "--lrs", "-1"}, "--lrs -1: schedule.lr = -1"},
+		// Issue 48, 5 (upper bounds): each was accepted, the window counts as "all", the probe length cut to the
+		// model's context, the widths and steps run until memory or patience gave out.
+		{[]string{"coordcheck", "--widths", "64,100000000"}, "--widths 64,100000000: width 100000000 must be in [1, 16777216] (model.hidden_size)"},
+		{[]string{"coordcheck", "--widths", "64"}, "--widths 64: want 2 to 64 widths"},
+		{[]string{"coordcheck", "--widths", "64,128,64"}, "--widths 64,128,64: width 64 given twice"},
+		{[]string{"coordcheck", "--steps", "0,1000000000"}, "--steps 0,1000000000: step 1000000000 must be in [0, 100000]"},
+		{[]string{"compare", "--a", dir, "--b", dir, "--tokens", bin, "--windows", "1000000000"}, "--windows 1000000000: must be in [0, 16777216]"},
+		{[]string{"demo", "--out", dir + "/o", "--windows", "1000000000"}, "--windows 1000000000: must be in [0, 16777216]"},
+		{[]string{"report", dir, "--out", dir + "/r.html", "--compare", "A=" + dir + ",B=" + dir, "--compare-windows", "1000000000"}, "--compare-windows 1000000000: must be in [0, 16777216]"},
+		{[]string{"analyze", "--model", fix("model"), "--tokens", fix("tokens.tok"), "--probe-len", "100000"}, "--probe-len 100000: must be in [2, "},
+		{[]string{"analyze", "--model", fix("model"), "--tokens", fix("tokens.tok"), "--probe-len", "1"}, "--probe-len 1: must be in [2, the model's context]"},
+		{[]string{"data", "prepare", "--out", dir + "/d", "--in", bin, "--text-column", ""}, `--text-column "": name the JSON field or Parquet column`},
 	} {
 		cmd := exec.Command(bin, tc.args...)
 		var stderr bytes.Buffer

@@ -15,6 +15,7 @@ import (
 	"github.com/alecthomas/kong"
 	"golang.org/x/term"
 
+	"github.com/smallinit/smallinit/coordcheck"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/recipe"
@@ -51,7 +52,9 @@ func planNames() []string {
 // loadPlan loads a plan file, a built-in plan (experiment.Load) or a design's plan (designPlans) and, when the
 // name is both a file and a plan, says on log which one it used: a file of that name is run (one that is no
 // readable plan file, such as a directory or a file too large for a plan, is an error); the named plan runs
-// only when nothing has its name.
+// only when nothing has its name. Every key of the file has a reader: the study design's keys (reproduce's, in
+// [primaries], [anchor] and each [[tier]]) are checked by reproduce.CheckKeys, so a misspelt one is refused
+// naming the file and the key, even where study runs the plan without the design.
 func loadPlan(path string, log io.Writer) (*experiment.Plan, error) {
 	load, design := designPlans[path]
 	if _, err := os.Stat(path); design && errors.Is(err, fs.ErrNotExist) {
@@ -61,8 +64,15 @@ func loadPlan(path string, log io.Writer) (*experiment.Plan, error) {
 	if err != nil && design {
 		return nil, fmt.Errorf("%w; ./%s is not a plan file, and the plan %s runs only where no file or directory has its name (rename it, or run from another directory)", err, path, path)
 	}
-	if err != nil || !slices.Contains(planNames(), path) {
-		return p, err
+	if err != nil {
+		return nil, err
+	}
+	// The study design's keys of the file (reproduce's), read by no one when study runs it, are still checked.
+	if err := reproduce.CheckKeys(p); err != nil {
+		return nil, fmt.Errorf("plan %s: %w", path, err)
+	}
+	if !slices.Contains(planNames(), path) {
+		return p, nil
 	}
 	if _, serr := os.Stat(path); serr == nil {
 		fmt.Fprintf(log, "note: running the plan file ./%s, not the built-in plan %s (run from another directory for the built-in)\n", path, path)
@@ -124,11 +134,11 @@ func (cmd *studyCmd) Run(kctx *kong.Context) error {
 	ctx, stop := interruptible()
 	defer stop()
 	if p.Kind == experiment.KindCoordcheck {
-		res, err := experiment.Coordcheck(ctx, p, experiment.CoordOptions{})
+		res, err := coordcheck.Run(ctx, p.Base, p.Coord, coordcheck.Options{})
 		if err != nil {
-			return err
+			return fmt.Errorf("plan %s: %w", p.Name, err)
 		}
-		return experiment.WriteCoordTable(os.Stdout, res)
+		return coordcheck.WriteTable(os.Stdout, res)
 	}
 	out, err := experiment.Run(ctx, p, o)
 	if err != nil {
