@@ -2,6 +2,7 @@ package reproduce
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -163,7 +164,7 @@ func scoreFinishedRuns(out string) (summary.Summary, error) {
 	s := summary.Summary{Data: st}
 	for _, f := range finals {
 		dir := filepath.Dir(f)
-		row, err := experiment.Score(dir, dataDir, "", train.Result{}, 0)
+		row, err := experiment.Score(context.Background(), dir, dataDir, "", train.Result{}, 0)
 		if err != nil {
 			return summary.Summary{}, fmt.Errorf("%s: %w", dir, err)
 		}
