@@ -14,7 +14,8 @@ left. At the deadline (--minutes) every run still going gets SIGTERM: it checkpo
 evaluates every 10% of its steps (and at the end), so a cut run still reports its last validation loss.
 
 Data: --data DIR, a directory `smallinit data prepare` wrote (train.tok, val.tok, tokenizer.json): the H1 result
-trained on the bilingual corpus (docs/data.md, 30M training tokens), where a width-128 run sees 0.61 epochs.
+trained on the bilingual corpus (docs/data.md; v2, 24.2M training tokens, where a width-128 run sees 0.76 epochs
+and the width-256 pair 2.88, so it is not started; v1, 30.0M: 0.61 and 2.32).
 Without --data only a smoke run (--steps) may use the embedded corpus, prepared here with Go. A run that would
 see more than one epoch of the training file is not started (it would measure memorisation, not H1): the plan
 printed first says so, and --plan prints the plan alone.
