@@ -5,50 +5,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/smallinit/smallinit/arch"
 	"github.com/smallinit/smallinit/data"
-	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
 )
-
-// otherEngine is the Go engine under another name and device, with its own throughput probe: an engine whose
-// sizing is not the Go engine's, without torch. It records the run directories it was asked to train.
-type otherEngine struct {
-	train.GoEngine
-	name, device string
-	mu           *sync.Mutex
-	trained      *[]string
-}
-
-func (e otherEngine) Name() string     { return e.name }
-func (e otherEngine) TrainsOn() string { return e.device }
-
-func (e otherEngine) Throughput(context.Context, arch.Config, int, string) (float64, error) {
-	return 4000, nil
-}
-
-func (e otherEngine) StartOrResume(ctx context.Context, c recipe.Config, dir string, o train.Options) (train.Result, error) {
-	e.mu.Lock()
-	*e.trained = append(*e.trained, dir)
-	e.mu.Unlock()
-	return e.GoEngine.StartOrResume(ctx, c, dir, o)
-}
-
-func newOtherEngine(name, device string) (otherEngine, *[]string) {
-	var trained []string
-	return otherEngine{name: name, device: device, mu: &sync.Mutex{}, trained: &trained}, &trained
-}
 
 // TestSizingKeyedByEngineAndDevice: a sizing on record for the budget is reused only under the engine, device
 // and precision its probes were measured under; under another it is refused, naming what differs, the
 // recorded steps (--steps N keeps them) and the file to delete, and the file is left as it was. A sizing
 // written before the key was recorded is the Go engine's. Another budget is sized anew under the new key.
 func TestSizingKeyedByEngineAndDevice(t *testing.T) {
-	gpu, _ := newOtherEngine(train.EngineTorch, "cuda: NVIDIA H100 80GB HBM3")
+	gpu := &probingEngine{tps: 4000, name: train.EngineTorch, device: "cuda: NVIDIA H100 80GB HBM3"}
 	here := train.GoEngine{}.TrainsOn()
 	for _, tc := range []struct {
 		name    string
@@ -121,7 +90,7 @@ func TestSizingProbesWithThePlansEngine(t *testing.T) {
 		t.Skip("short mode: the overhead probe trains a run")
 	}
 	out := t.TempDir()
-	eng, trained := newOtherEngine("other", "npu: Test Accelerator")
+	eng := &probingEngine{tps: 4000, name: "other", device: "npu: Test Accelerator"}
 	p := demoPlan(t)
 	var log strings.Builder
 	o := Options{Out: out, Budget: 600 * time.Millisecond, Seeds: []uint64{0}, Log: &log, Engine: eng}
@@ -129,8 +98,8 @@ func TestSizingProbesWithThePlansEngine(t *testing.T) {
 	if _, err := size(context.Background(), p, res, &o, false); err != nil {
 		t.Fatal(err)
 	}
-	if len(*trained) != 1 || !strings.Contains((*trained)[0], "smallinit-overhead-") {
-		t.Errorf("the engine trained %q; want the overhead probe's one run", *trained)
+	if len(eng.trained) != 1 || !strings.Contains(eng.trained[0], "smallinit-overhead-") {
+		t.Errorf("the engine trained %q; want the overhead probe's one run", eng.trained)
 	}
 	s, err := ReadSizing(filepath.Join(out, SizingFile))
 	if err != nil || s.ProbeKey != (ProbeKey{Engine: "other", Device: "npu: Test Accelerator", Precision: "f32"}) || s.ProbeTokensPerS != 4000 || !(s.ProbeOverheadS > 0) {
@@ -140,7 +109,7 @@ func TestSizingProbesWithThePlansEngine(t *testing.T) {
 		t.Errorf("log %q does not name the engine and device of the probe", log.String())
 	}
 	log.Reset()
-	if _, err := size(context.Background(), p, res, &o, false); err != nil || !strings.Contains(log.String(), "reusing the sizing") || len(*trained) != 1 {
-		t.Errorf("again: %v, log %q, %d runs trained; want the sizing reused, nothing probed", err, log.String(), len(*trained))
+	if _, err := size(context.Background(), p, res, &o, false); err != nil || !strings.Contains(log.String(), "reusing the sizing") || len(eng.trained) != 1 {
+		t.Errorf("again: %v, log %q, %d runs trained; want the sizing reused, nothing probed", err, log.String(), len(eng.trained))
 	}
 }
