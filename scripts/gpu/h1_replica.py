@@ -273,8 +273,8 @@ def main(argv=None) -> int:
     ap.add_argument("--compile", action="store_true", help="pass --compile to every run (torch >= 2)")
     a = ap.parse_args(argv)
     t_start = time.time()
-    end_by = t_start + a.minutes * 60 - 10
-    deadline = end_by - 50  # the final scoring (under a second a model on a GPU, after torch starts), summary, tarball
+    end_by = t_start + a.minutes * 60 - 10  # the summary and tarball need a few seconds
+    deadline = end_by - 15 - min(30.0, a.minutes * 6)  # and the final scoring: torch's start, under 1 s a model on a GPU
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=os.path.join(root, "python") + (":" + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""),
                OMP_NUM_THREADS="1")
