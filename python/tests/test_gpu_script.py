@@ -108,7 +108,7 @@ class TestH1ReplicaScript(unittest.TestCase):
                 f.write(TOK_MAGIC + struct.pack("<IIQ", 1, 2, len(ids)) + ids.numpy().tobytes())
             write_tokens(os.path.join(data, "val.tok"), torch.randint(0, 4096, (3000,), generator=g).tolist())
             r = self.replica("--data", data, "--out", out, "--steps", "9000", "--only", "1", "--probe-seconds", "1",
-                             "--minutes", "1.5", timeout=300)
+                             "--minutes", "1.75", timeout=300)
             with open(os.path.join(out, "summary.json")) as f:
                 doc = json.load(f)
             self.assertTrue(doc["runs"][0]["status"].startswith("cut at the deadline"), doc["runs"][0]["status"])
