@@ -54,8 +54,14 @@ type ProbeKey struct {
 	Precision string `json:"precision,omitempty"`
 }
 
-// probeKey is the key o's probes of p's base model are measured under.
+// probeKey is the key o's probes of p's base model are measured under. The precision does not depend on the
+// corpus: before one is read (out.Stats nil) the plan's vocabulary stands in.
 func (o *Options) probeKey(p *Plan, out *Outcome) (ProbeKey, error) {
+	if out.Stats == nil {
+		withVocab := *out
+		withVocab.Stats = &data.Stats{VocabSize: p.Data.Vocab}
+		out = &withVocab
+	}
 	base, err := train.LoadSets("", out.baseSets(p, nil, OverheadProbeSteps))
 	if err != nil {
 		return ProbeKey{}, fmt.Errorf("plan %s: base recipe: %w", p.Name, err)
