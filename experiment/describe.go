@@ -102,15 +102,27 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 		st = &data.Stats{Source: "embedded", VocabSize: p.Data.Vocab}
 	}
 	out.Stats = st
-	if s, err := ReadSizing(filepath.Join(o.Out, SizingFile)); err == nil && s.matches(&o) {
-		out.probeOverhead = time.Duration(s.ProbeOverheadS * float64(time.Second))
-		out.probeScoreTPS = s.ProbeScoreTokensPerS
-	}
 	if p.Data.Probes {
 		out.ProbeDir = filepath.Join(o.Out, ProbeDataDir)
 	}
 	if p, err = resolvePrecision(p, out, &o, false); err != nil {
 		return nil, err
+	}
+	// The sizing on record: refused when it would size this plan's steps but was measured under another engine,
+	// device or precision (Run refuses it the same way); its probes are reused only under their own key.
+	key, err := o.probeKey(p, out)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(o.Out, SizingFile)
+	rec, err := ReadSizing(path)
+	ours := err == nil && rec.differs(key) == ""
+	if err == nil && !ours && o.Steps == 0 && rec.forBudget(&o) {
+		return nil, rec.check(path, key)
+	}
+	if ours && rec.matches(&o) {
+		out.probeOverhead = time.Duration(rec.ProbeOverheadS * float64(time.Second))
+		out.probeScoreTPS = rec.ProbeScoreTokensPerS
 	}
 	if autoSeeds {
 		if err := chooseSeeds(context.Background(), p, out, &o, tps); err != nil {
@@ -121,10 +133,10 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 			tps = out.probeTPS
 		}
 	}
-	if s, err := ReadSizing(filepath.Join(o.Out, SizingFile)); err == nil && s.matches(&o) && o.Steps == 0 {
-		o.Steps = s.Steps
+	if ours && rec.matches(&o) && o.Steps == 0 {
+		o.Steps = rec.Steps
 		if tps == 0 {
-			tps = s.ProbeTokensPerS
+			tps = rec.ProbeTokensPerS
 		}
 	}
 	e, err := estimate(context.Background(), p, out, &o, tps)

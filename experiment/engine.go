@@ -37,3 +37,14 @@ func (o *Options) throughput(ctx context.Context, base recipe.Config) (float64, 
 	}
 	return res.FwdBwdTokensPerS(), nil
 }
+
+// probeEngine is the engine the overhead probe trains its one run with: the plan's own (so that a run's fixed
+// cost is measured where the runs will pay it: the PyTorch engine's interpreter start, its inputs and its
+// checkpoints on its device), alone in its process (a batch would wait for runs that never come).
+func (o *Options) probeEngine() train.Engine {
+	if t, ok := o.engine().(train.TorchEngine); ok {
+		t.Batch = nil
+		return t
+	}
+	return o.engine()
+}

@@ -1,9 +1,11 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,17 +15,26 @@ import (
 )
 
 // probingEngine is an engine with its own throughput probe (as train.TorchEngine on its device): it records
-// what it was asked to time and answers tps, or err.
+// what it was asked to time and answers tps, or err. It trains through the Go engine under its own name
+// ("probing" unless name is set) and device, recording the run directories it trained.
 type probingEngine struct {
-	tps   float64
-	err   error
-	asked []int // the batch of each probe
+	tps          float64
+	err          error
+	asked        []int // the batch of each probe
+	name, device string
+	mu           sync.Mutex
+	trained      []string
 }
 
-func (*probingEngine) Name() string { return "probing" }
+func (e *probingEngine) Name() string { return cmp.Or(e.name, "probing") }
 
-func (*probingEngine) StartOrResume(context.Context, recipe.Config, string, train.Options) (train.Result, error) {
-	return train.Result{}, errors.New("probingEngine trains nothing")
+func (e *probingEngine) TrainsOn() string { return cmp.Or(e.device, "probe: Test Device") }
+
+func (e *probingEngine) StartOrResume(ctx context.Context, c recipe.Config, dir string, o train.Options) (train.Result, error) {
+	e.mu.Lock()
+	e.trained = append(e.trained, dir)
+	e.mu.Unlock()
+	return train.GoEngine{}.StartOrResume(ctx, c, dir, o)
 }
 
 func (e *probingEngine) Throughput(_ context.Context, c arch.Config, batch int, _ string) (float64, error) {
@@ -60,8 +71,8 @@ set = { "init.gamma" = 1.0 }
 `
 
 // TestBudgetProbesTheEngine: a budget is sized from the throughput of the engine that trains the runs when it
-// has a probe of its own (the PyTorch engine on its device), not from the Go engine's CPU benchmark; the
-// probe's failure is the sizing's error.
+// has a probe of its own (the PyTorch engine on its device), not from the Go engine's CPU benchmark, and the
+// overhead probe's run is trained by that engine; the probe's failure is the sizing's error.
 func TestBudgetProbesTheEngine(t *testing.T) {
 	p, err := Parse([]byte(probePlan))
 	if err != nil {
@@ -77,6 +88,9 @@ func TestBudgetProbesTheEngine(t *testing.T) {
 	}
 	if len(eng.asked) != 1 || eng.asked[0] != 4 {
 		t.Errorf("the engine was asked to time batches %v, want [4] (the base recipe's)", eng.asked)
+	}
+	if len(eng.trained) != 1 || !strings.Contains(eng.trained[0], "smallinit-overhead-") || !(d.Estimate.Overhead > 0) {
+		t.Errorf("the engine trained %q (overhead %s); want the overhead probe's one run, not the Go trainer's", eng.trained, d.Estimate.Overhead)
 	}
 	bad := &probingEngine{err: errors.New("no GPU today")}
 	if _, err := Describe(p, Options{Out: t.TempDir(), Budget: 10 * time.Minute, Engine: bad}, 0); err == nil || !strings.Contains(err.Error(), "no GPU today") {

@@ -29,18 +29,20 @@ const ScoreProbeWindows = 2 * scoreBatch
 // probeOverhead measures the two costs of a run of p's base recipe that its training steps do not: the fixed
 // cost (first result) and the speed of scoring its final model (second, forward tokens/s).
 //
-// The fixed cost is one real run of OverheadProbeSteps steps (the Go trainer, the plan's diagnostics,
-// evaluations and checkpoints, the step-0 and final weights) on random tokens in a temporary directory, less
-// those steps at tps tokens/s (the throughput probe's) and the plan's efficiency. The per-steps keys make the
+// The fixed cost is one real run of OverheadProbeSteps steps (trained by eng, the plan's engine on its device:
+// the plan's diagnostics, evaluations and checkpoints, the step-0 and final weights, and for the PyTorch
+// engine its process's start) on random tokens in a temporary directory, less those steps at tps tokens/s
+// (the same engine's throughput probe) and the plan's efficiency. The per-steps keys make the
 // evaluations, diagnostics and checkpoints of a run a count, not a rate, so this cost does not grow with the
 // steps; at a few dozen steps a run it is most of the wall time.
 //
-// The scoring speed is that run's final model, loaded as Score loads it, scoring ScoreProbeWindows windows by
+// The scoring speed is that run's final model, loaded as Score loads it (scoring is the Go engine's whatever
+// trained the run), scoring ScoreProbeWindows windows by
 // eval.ScoreTokens (the validation and selection scoring's one function), timed. A forward-only pass is not a
 // fixed fraction of forward+backward: on a small model the loss, the batch's memory traffic and the pool's
 // hand-offs weigh more than the FLOPs say, so the estimate charges scoring at this measured rate.
 // (docs/definitions.md has no claim on either: they are the estimate's, not results.)
-func probeOverhead(ctx context.Context, p *Plan, out *Outcome, tps float64) (time.Duration, float64, error) {
+func probeOverhead(ctx context.Context, p *Plan, out *Outcome, eng train.Engine, tps float64) (time.Duration, float64, error) {
 	dir, err := os.MkdirTemp("", "smallinit-overhead-")
 	if err != nil {
 		return 0, 0, fmt.Errorf("overhead probe: %w", err)
@@ -74,10 +76,10 @@ func probeOverhead(ctx context.Context, p *Plan, out *Outcome, tps float64) (tim
 		return 0, 0, fmt.Errorf("overhead probe: %w", err)
 	}
 	t0 := time.Now()
-	if _, err := train.Start(ctx, c, filepath.Join(dir, "run"), train.Options{Diagnostics: diag.Training}); err != nil && ctx.Err() != nil {
+	if _, err := eng.StartOrResume(ctx, c, filepath.Join(dir, "run"), train.Options{Diagnostics: diag.Training}); err != nil && ctx.Err() != nil {
 		return 0, 0, probeStopped(ctx, "the overhead probe's run")
 	} else if err != nil {
-		return 0, 0, fmt.Errorf("overhead probe: %w", err)
+		return 0, 0, fmt.Errorf("overhead probe (engine %s on %s): %w", eng.Name(), eng.TrainsOn(), err)
 	}
 	wall := time.Since(t0)
 	steps := time.Duration(float64(OverheadProbeSteps*c.Train.BatchSize*T) / (tps * p.Budget.Efficiency) * float64(time.Second))

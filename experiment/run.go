@@ -316,7 +316,11 @@ func (x *Execution) Describe() (*Description, error) {
 	do := x.o
 	do.Steps = x.out.Steps
 	tps := 0.0
-	if s, err := ReadSizing(filepath.Join(x.o.Out, SizingFile)); err == nil {
+	key, err := do.probeKey(x.out.Plan, x.out)
+	if err != nil {
+		return nil, err
+	}
+	if s, err := ReadSizing(filepath.Join(x.o.Out, SizingFile)); err == nil && s.differs(key) == "" { // its probe, not another engine's
 		tps = s.ProbeTokensPerS
 	}
 	return Describe(x.out.Plan, do, tps)

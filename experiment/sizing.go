@@ -1,25 +1,29 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
 	"github.com/smallinit/smallinit/internal/runlock"
+	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
 )
 
 // SizingFile (in the output directory) records how a budget was sized, so that a plan run again (after an
 // interrupt, or to add the demo's --probes) resumes the runs it named instead of sizing new ones from a fresh
-// throughput probe, whose runs would have other step counts and so other directories.
+// throughput probe, whose runs would have other step counts and so other directories. It records the engine,
+// device and precision its probes were measured under (ProbeKey): under another it is refused, never reused.
 const SizingFile = "sizing.json"
 
 // Sizing is how a budget was sized: the steps per run its throughput probe gave. Files of builds before the
@@ -36,6 +40,69 @@ type Sizing struct {
 	// ProbeScoreTokensPerS is the scoring probe's forward tokens/s (probeOverhead; 0: not measured, a sizing
 	// written before it existed).
 	ProbeScoreTokensPerS float64 `json:"probe_score_tokens_per_s,omitempty"`
+	// ProbeKey is what the probes were measured under (empty in a sizing written before it was recorded).
+	ProbeKey
+}
+
+// ProbeKey is what a sizing's probes hold for: the engine that trained them, the device it trained on
+// (train.Engine's TrainsOn) and the precision of the base model's matmuls. Under another key the same budget
+// is another number of steps (a GPU trains tens of times faster than this CPU, bf16 faster than f32), so a
+// sizing is reused only under its own key (Sizing.check).
+type ProbeKey struct {
+	Engine    string `json:"engine,omitempty"`
+	Device    string `json:"device,omitempty"`
+	Precision string `json:"precision,omitempty"`
+}
+
+// probeKey is the key o's probes of p's base model are measured under. The precision does not depend on the
+// corpus: before one is read (out.Stats nil) the plan's vocabulary stands in.
+func (o *Options) probeKey(p *Plan, out *Outcome) (ProbeKey, error) {
+	if out.Stats == nil {
+		withVocab := *out
+		withVocab.Stats = &data.Stats{VocabSize: p.Data.Vocab}
+		out = &withVocab
+	}
+	base, err := train.LoadSets("", out.baseSets(p, nil, OverheadProbeSteps))
+	if err != nil {
+		return ProbeKey{}, fmt.Errorf("plan %s: base recipe: %w", p.Name, err)
+	}
+	e := o.engine()
+	return ProbeKey{Engine: e.Name(), Device: e.TrainsOn(), Precision: cmp.Or(base.Train.Precision, kernel.F32.String())}, nil
+}
+
+// differs says how the key k differs from the sizing's ("" when it is the sizing's own). A sizing that records
+// no key was written by a build before the key was recorded, when only the Go engine's probes sized a budget:
+// it is the Go engine's on an unknown device at an unknown precision.
+func (s Sizing) differs(k ProbeKey) string {
+	r := s.ProbeKey
+	if r == (ProbeKey{}) {
+		if k.Engine == train.EngineGo {
+			return ""
+		}
+		return fmt.Sprintf("it records no engine or device (a build before they were recorded, when only the Go engine's probe sized a budget); this one trains with engine %s on %s", k.Engine, k.Device)
+	}
+	var d []string
+	for _, f := range []struct{ what, was, is string }{{"engine", r.Engine, k.Engine}, {"device", r.Device, k.Device}, {"precision", r.Precision, k.Precision}} {
+		if f.was != f.is {
+			d = append(d, fmt.Sprintf("%s %s, not %s", f.what, f.was, f.is))
+		}
+	}
+	if len(d) == 0 {
+		return ""
+	}
+	return "its probes were measured under " + strings.Join(d, "; ")
+}
+
+// check refuses the sizing s at path for the key k when it was measured under another (differs), naming what
+// differs and the ways on: the recorded engine, device and precision resume its runs; --steps with its steps
+// keeps them under this key; deleting it sizes the budget anew (and the runs sized by it are not resumed).
+func (s Sizing) check(path string, k ProbeKey) error {
+	why := s.differs(k)
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: a sizing of %s (%d steps per run) that this study cannot reuse: %s. Run again with the recorded engine, --device and precision to resume its runs; give --steps %d to train its runs here; or delete %s to size the budget on this engine and device (the runs sized by it are then not resumed)",
+		path, s.budget(), s.Steps, why, s.Steps, path)
 }
 
 // ReadSizing reads a sizing file, refusing one that cannot have been written by Run.
@@ -56,11 +123,18 @@ func ReadSizing(path string) (Sizing, error) {
 
 // matches reports whether the sizing was made for this budget and seed count.
 func (s Sizing) matches(o *Options) bool {
-	budget := s.Budget
-	if budget == "" && s.Minutes > 0 {
-		budget = durationOfMinutes(s.Minutes).String()
+	return s.forBudget(o) && (s.Seeds == 0 || s.Seeds == len(o.Seeds))
+}
+
+// forBudget reports whether the sizing was made for o's budget (at any seed count).
+func (s Sizing) forBudget(o *Options) bool { return s.budget() == o.Budget.String() }
+
+// budget is the budget the sizing was made for (a demo's file before the plans gives minutes).
+func (s Sizing) budget() string {
+	if s.Budget == "" && s.Minutes > 0 {
+		return durationOfMinutes(s.Minutes).String()
 	}
-	return budget == o.Budget.String() && (s.Seeds == 0 || s.Seeds == len(o.Seeds))
+	return s.Budget
 }
 
 // sizingLock is the lock file under which one process sizes a budget for every process sharing OUT.
@@ -79,8 +153,17 @@ func size(ctx context.Context, p *Plan, out *Outcome, o *Options, auto bool) (in
 		return o.Steps, nil
 	}
 	path := filepath.Join(o.Out, SizingFile)
+	key, err := o.probeKey(p, out)
+	if err != nil {
+		return 0, err
+	}
 	reuse := func() (int, bool, error) {
 		s, err := ReadSizing(path)
+		if err == nil && s.forBudget(o) {
+			if err := s.check(path, key); err != nil {
+				return 0, false, err
+			}
+		}
 		if err == nil && auto && out.Tier != nil && s.Budget == o.Budget.String() && s.Seeds >= out.Tier.MinSeeds && s.Seeds <= len(out.Tier.Seeds) {
 			o.Seeds = out.Tier.Seeds[:s.Seeds]
 		}
@@ -123,8 +206,8 @@ func size(ctx context.Context, p *Plan, out *Outcome, o *Options, auto bool) (in
 	if err != nil {
 		return 0, err
 	}
-	o.logf("throughput probe: %.0f tokens/s on the base model, so %d runs of %d steps of %d tokens (and an LR sweep of at most %d trial steps) fit %s\n",
-		e.TokensPerS, e.Runs, e.Steps, e.StepTokens, e.TuneSteps, o.Budget)
+	o.logf("throughput probe (engine %s on %s, precision %s): %.0f tokens/s on the base model, so %d runs of %d steps of %d tokens (and an LR sweep of at most %d trial steps) fit %s\n",
+		key.Engine, key.Device, key.Precision, e.TokensPerS, e.Runs, e.Steps, e.StepTokens, e.TuneSteps, o.Budget)
 	if e.Steps < p.Budget.MinSteps {
 		if p.Budget.RefuseBelowMin {
 			return 0, fmt.Errorf("a budget of %s gives only %d steps per run for %d runs (fewer than %d): give a larger budget", o.Budget, e.Steps, e.Runs, p.Budget.MinSteps)
@@ -135,7 +218,7 @@ func size(ctx context.Context, p *Plan, out *Outcome, o *Options, auto bool) (in
 		return 0, fmt.Errorf("a budget of %s gives %d steps per run, more than %d: give a smaller budget or --steps", o.Budget, e.Steps, MaxSteps)
 	}
 	b, _ := json.MarshalIndent(Sizing{Budget: o.Budget.String(), Seeds: len(o.Seeds), Steps: e.Steps, ProbeTokensPerS: e.TokensPerS,
-		ProbeOverheadS: e.Overhead.Seconds(), ProbeScoreTokensPerS: e.ScoreTokensPerS}, "", "  ")
+		ProbeOverheadS: e.Overhead.Seconds(), ProbeScoreTokensPerS: e.ScoreTokensPerS, ProbeKey: key}, "", "  ")
 	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
 		return 0, err
 	}
@@ -279,9 +362,12 @@ func estimate(ctx context.Context, p *Plan, out *Outcome, o *Options, tps float6
 		}
 	}
 	if e.Overhead, e.ScoreTokensPerS = out.probeOverhead, out.probeScoreTPS; e.Overhead == 0 || e.ScoreTokensPerS == 0 {
-		if e.Overhead, e.ScoreTokensPerS, err = probeOverhead(ctx, p, out, e.TokensPerS); err != nil {
+		eng := o.probeEngine()
+		if e.Overhead, e.ScoreTokensPerS, err = probeOverhead(ctx, p, out, eng, e.TokensPerS); err != nil {
 			return nil, err
 		}
+		o.logf("overhead probe (engine %s on %s): %.1f s a run besides its steps; scoring (Go, this CPU) at %.0f tokens/s\n",
+			eng.Name(), eng.TrainsOn(), e.Overhead.Seconds(), e.ScoreTokensPerS)
 		out.probeOverhead, out.probeScoreTPS = e.Overhead, e.ScoreTokensPerS
 	}
 	budgetSteps := o.Budget.Seconds()*e.TokensPerS*p.Budget.Efficiency/float64(e.StepTokens) - extra

@@ -2,6 +2,7 @@ package train
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,10 @@ import (
 type Engine interface {
 	Name() string
 	StartOrResume(ctx context.Context, c recipe.Config, dir string, o Options) (Result, error)
+	// TrainsOn names the device the engine trains on, for the records whose measurements hold only there (a
+	// budget's sizing: a GPU trains tens of times faster than a CPU, one CPU faster than another): the kind
+	// of device and its model, not an index ("cuda: NVIDIA H100 80GB HBM3", "cpu: AMD EPYC …").
+	TrainsOn() string
 }
 
 // Engine names, as EngineOf returns them and `--engine` takes them.
@@ -54,6 +59,9 @@ type GoEngine struct{}
 
 // Name is EngineGo.
 func (GoEngine) Name() string { return EngineGo }
+
+// TrainsOn is this machine's CPU (kernel.CPUModel: its model and the kernel path the Go engine runs).
+func (GoEngine) TrainsOn() string { return "cpu: " + kernel.CPUModel() }
 
 // StartOrResume is StartOrResume, refusing a run directory the PyTorch engine started and has not finished
 // (its checkpoints carry the PyTorch trainer's settings in pytorch.json, which this trainer would ignore).
@@ -85,6 +93,8 @@ type TorchEngine struct {
 	// Batch, when set, trains the new runs of one shape that start together in one process (TorchBatcher);
 	// nil: one process per run.
 	Batch *TorchBatcher
+	// Probe is what Preflight found (it sets it on the engine it returns; zero before): the device TrainsOn names.
+	Probe TorchProbe
 }
 
 // TorchInputDir is the subdirectory of a PyTorch-engine run that holds its model directory and run config.
@@ -95,6 +105,20 @@ const torchLogTail = 8
 
 // Name is EngineTorch.
 func (TorchEngine) Name() string { return EngineTorch }
+
+// TrainsOn is the device Preflight found, by kind and name: "cuda: NVIDIA H100 80GB HBM3" (any index of one
+// model), or on the CPU this machine's (kernel.CPUModel; torch names a CPU only by its architecture). An engine
+// not preflighted says so, with its --device.
+func (e TorchEngine) TrainsOn() string {
+	switch kind, _, _ := strings.Cut(e.Probe.Device, ":"); kind {
+	case "":
+		return fmt.Sprintf("--device %s (not preflighted)", cmp.Or(e.Device, "auto"))
+	case "cpu":
+		return "cpu: " + kernel.CPUModel()
+	default:
+		return kind + ": " + e.Probe.DeviceName
+	}
+}
 
 // StartOrResume trains the run of c in dir through the PyTorch trainer, or reads back a finished run.
 func (e TorchEngine) StartOrResume(ctx context.Context, c recipe.Config, dir string, o Options) (Result, error) {

@@ -69,8 +69,8 @@ sys.exit(main(sys.argv[1:]))
 
 // Preflight checks, before a study writes anything, that the engine's interpreter imports torch and
 // smallinit_torch and that its device exists, and returns the engine with Python set to the interpreter it
-// checked: with Python empty, the first of torchPythons that imports torch. The probe also says whether bf16
-// autocast accumulates in float32 on the device (TorchProbe.BF16).
+// checked (with Python empty, the first of torchPythons that imports torch) and Probe to what it found. The
+// probe also says whether bf16 autocast accumulates in float32 on the device (TorchProbe.BF16).
 func (e TorchEngine) Preflight(ctx context.Context) (TorchEngine, TorchProbe, error) {
 	if e.Device != "" {
 		if err := CheckTorchDevice(e.Device); err != nil {
@@ -88,6 +88,7 @@ func (e TorchEngine) Preflight(ctx context.Context) (TorchEngine, TorchProbe, er
 		p, why, device := f.probe(ctx)
 		switch {
 		case why == "":
+			f.Probe = p
 			return f, p, nil
 		case device: // the interpreter is fine, the device is not
 			return e, p, errors.New(why)

@@ -20,14 +20,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 class TestH1ReplicaScript(unittest.TestCase):
     def test_cpu_smoke_run_reports_every_tenth(self):
         """Two arms of 4 steps on the CPU: both finish, validation losses at every 10% of the steps (here every
-        step), the H1 pair is summarised, and $OUT holds at most 8 files."""
+        step), each final model scored on the whole of each language's validation file and the mixture taken at
+        the training mix (stats.json train_by_lang: en 1000 tokens, zh 3000, so weights 0.25 and 0.75; val.en.tok
+        is val.tok, so its score is the trainer's last validation loss), the H1 pair is summarised on that
+        mixture, and $OUT holds at most 8 files."""
         d = tempfile.mkdtemp()
         try:
             data, out = os.path.join(d, "data"), os.path.join(d, "out")
             os.makedirs(data)
             g = torch.Generator().manual_seed(0)
             write_tokens(os.path.join(data, "train.tok"), torch.randint(0, 4096, (20000,), generator=g).tolist())
-            write_tokens(os.path.join(data, "val.tok"), torch.randint(0, 4096, (3000,), generator=g).tolist())
+            val = torch.randint(0, 4096, (3000,), generator=g).tolist()
+            write_tokens(os.path.join(data, "val.tok"), val)
+            write_tokens(os.path.join(data, "val.en.tok"), val)  # the trainer's whole validation file: a reference
+            write_tokens(os.path.join(data, "val.zh.tok"), torch.randint(0, 100, (2000,), generator=g).tolist())
+            with open(os.path.join(data, "stats.json"), "w") as f:
+                json.dump({"vocab_size": 4096, "train_by_lang": {"en": {"tokens": 1000}, "zh": {"tokens": 3000}}}, f)
             env = dict(os.environ, OUT=out, PYTHON=sys.executable)
             r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu", "h1-replica.sh"), "--device", "cpu",
                                 "--steps", "4", "--only", "2", "--no-256", "--probe-seconds", "1", "--data", data,
@@ -40,6 +48,18 @@ class TestH1ReplicaScript(unittest.TestCase):
             self.assertEqual((doc["precision"], doc["counts"]["done"]), ("f32", 2))
             self.assertEqual([x["name"] for x in doc["runs"]], ["d128-g0.5-lr0.002-s0", "d128-g1-lr0.002-s0"])
             self.assertEqual(len(doc["h1_matched_lr"]), 1)
+            self.assertEqual([(f["lang"], f["file"], f["weight"]) for f in doc["scoring"]["files"]],
+                             [("en", "val.en.tok", 0.25), ("zh", "val.zh.tok", 0.75)])
+            self.assertEqual(doc["scoring"]["failed"], "")
+            for x in doc["runs"]:
+                sc = x["score"]
+                self.assertNotAlmostEqual(sc["en"], sc["zh"], places=3)  # two files scored, not one twice
+                # val.en.tok is val.tok, whose 23 windows the trainer's last validation read (fewer than its 64)
+                self.assertAlmostEqual(sc["en"], x["val_loss"], delta=1e-6 * x["val_loss"])
+                self.assertAlmostEqual(sc["mix"], 0.25 * sc["en"] + 0.75 * sc["zh"], places=12)
+                self.assertEqual(x["h1_loss"], sc["mix"])
+            self.assertEqual(doc["h1_matched_lr"][0]["mean_gain"], doc["runs"][0]["score"]["mix"] - doc["runs"][1]["score"]["mix"])
+            self.assertEqual(doc["h1_matched_lr"][0]["loss"], "the whole split at the training mix")
             with tarfile.open(os.path.join(out, "runs.tar.gz")) as tar:
                 m = tar.extractfile("d128-g1-lr0.002-s0/metrics.jsonl").read().decode()
             evals = [json.loads(l)["step"] for l in m.splitlines() if "val_loss" in json.loads(l)]
@@ -88,7 +108,7 @@ class TestH1ReplicaScript(unittest.TestCase):
                 f.write(TOK_MAGIC + struct.pack("<IIQ", 1, 2, len(ids)) + ids.numpy().tobytes())
             write_tokens(os.path.join(data, "val.tok"), torch.randint(0, 4096, (3000,), generator=g).tolist())
             r = self.replica("--data", data, "--out", out, "--steps", "9000", "--only", "1", "--probe-seconds", "1",
-                             "--minutes", "1.5", timeout=300)
+                             "--minutes", "1.75", timeout=300)
             with open(os.path.join(out, "summary.json")) as f:
                 doc = json.load(f)
             self.assertTrue(doc["runs"][0]["status"].startswith("cut at the deadline"), doc["runs"][0]["status"])

@@ -14,10 +14,19 @@ left. At the deadline (--minutes) every run still going gets SIGTERM: it checkpo
 evaluates every 10% of its steps (and at the end), so a cut run still reports its last validation loss.
 
 Data: --data DIR, a directory `smallinit data prepare` wrote (train.tok, val.tok, tokenizer.json): the H1 result
-trained on the bilingual corpus (docs/data.md, 30M training tokens), where a width-128 run sees 0.61 epochs.
+trained on the bilingual corpus (docs/data.md; v2, 24.2M training tokens, where a width-128 run sees 0.76 epochs
+and the width-256 pair 2.88, so it is not started; v1, 30.0M: 0.61 and 2.32).
 Without --data only a smoke run (--steps) may use the embedded corpus, prepared here with Go. A run that would
 see more than one epoch of the training file is not started (it would measure memorisation, not H1): the plan
 printed first says so, and --plan prints the plan alone.
+
+Scoring: the trainer's validation loss during a run reads the first 64 windows of val.tok only (its
+eval_windows). H1 is read as the Go study reads it (docs/definitions.md §7, "Which loss"): every finished run's
+final model is scored on the whole validation split on the device, per language where the corpus has per-language
+files (stats.json `train_by_lang`, val.LANG.tok), and the mixture at the **training mix**, Σ w·L_lang with w the
+language's share of the training tokens (on the bilingual corpus v2 the validation split is 88% English against
+20% in training, so val.tok's own mixture would weigh English four times over). Without per-language files the
+whole of val.tok is the score. A run whose scoring did not finish falls back to its last validation loss, marked.
 
 Numerics: f32 by default (TF32 matmuls on CUDA), the numerics of the Go runs the result is compared with;
 --precision bf16 is bf16 autocast, refused where the device sums bf16 matmuls in bf16 (device.bf16_problem).
@@ -137,6 +146,69 @@ def last_step(run: str) -> int:
     return ms[-1]["step"] if ms else 0
 
 
+def score_files(data: str) -> "list[tuple[str, str, float]]":
+    """(language, token file, weight) of the final scoring: each language's validation file weighted by its share
+    of the training tokens (stats.json train_by_lang) where the corpus has them all, else val.tok alone."""
+    try:
+        with open(os.path.join(data, "stats.json")) as f:
+            by_lang = json.load(f).get("train_by_lang") or {}
+    except (OSError, ValueError):
+        by_lang = {}
+    files = [(lang, os.path.join(data, f"val.{lang}.tok"), float(s.get("tokens", 0))) for lang, s in sorted(by_lang.items())]
+    total = sum(w for _, _, w in files)
+    if not files or total <= 0 or not all(os.path.isfile(p) for _, p, _ in files):
+        return [("all", os.path.join(data, "val.tok"), 1.0)]
+    return [(lang, p, w / total) for lang, p, w in files]
+
+
+# SCORE scores model directories on token files, every window of each file (windows of T+1 tokens at k*T, as the
+# trainer's validation and Go's data.NumWindows), 64 windows a forward pass, on one device; prints
+# {"MODEL": {"FILE": mean loss}}. Run with the trainer's interpreter: DEVICE FILE... -- MODEL...
+SCORE = r"""
+import json, sys, torch
+from smallinit_torch.data import num_windows, open_tokens
+from smallinit_torch.model import load_model
+a = sys.argv[1:]
+device, files, models = torch.device(a[0]), a[1:a.index("--")], a[a.index("--") + 1:]
+out = {}
+with torch.no_grad():
+    for md in models:
+        c, m = load_model(md, torch.float32)
+        m = m.to(device).eval()
+        T, res = c.max_position_embeddings, {}
+        for f in files:
+            toks = open_tokens(f, c.vocab_size)
+            n, s = num_windows(len(toks), T), torch.zeros((), dtype=torch.float64, device=device)
+            for k0 in range(0, n, 64):
+                ks = list(range(k0, min(k0 + 64, n)))
+                x, y = toks.windows(ks, T, device)
+                s += m(x, y)[1].double() * len(ks)
+            res[f] = float(s) / max(n, 1)
+        out[md] = res
+        del m
+print(json.dumps(out))
+"""
+
+
+def score_runs(py: str, env: dict, device: str, finals: "dict[str, str]", files, timeout: float) -> "tuple[dict, str]":
+    """Each finished run's scores ({name: {"mix": L, lang: L_lang, ...}}) and "" or why scoring failed."""
+    if not finals:
+        return {}, ""
+    cmd = [py, "-c", SCORE, device] + [p for _, p, _ in files] + ["--"] + list(finals.values())
+    try:
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=max(timeout, 5))
+    except subprocess.TimeoutExpired:
+        return {}, f"the final scoring did not finish in {max(timeout, 5):.0f} s"
+    if r.returncode != 0:
+        return {}, "the final scoring failed: " + ((r.stderr.strip().splitlines() or ["no output"])[-1])
+    got = json.loads(r.stdout)
+    out = {}
+    for name, md in finals.items():
+        per = {lang: got[md][p] for lang, p, _ in files}
+        out[name] = dict(per, mix=sum(w * got[md][p] for _, p, w in files))
+    return out, ""
+
+
 def preflight(py: "str | None", device: str, precision: str, env: dict) -> "tuple[str, dict]":
     """The interpreter that imports torch and smallinit_torch and sees device (python -m smallinit_torch preflight),
     and its probe; else SystemExit with one line naming what to fix. bf16 where the probe finds bf16 sums is refused."""
@@ -201,7 +273,8 @@ def main(argv=None) -> int:
     ap.add_argument("--compile", action="store_true", help="pass --compile to every run (torch >= 2)")
     a = ap.parse_args(argv)
     t_start = time.time()
-    deadline = t_start + a.minutes * 60 - 25  # the summary and tarball need a few seconds
+    end_by = t_start + a.minutes * 60 - 10  # the summary and tarball need a few seconds
+    deadline = end_by - 15 - min(30.0, a.minutes * 6)  # and the final scoring: torch's start, under 1 s a model on a GPU
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=os.path.join(root, "python") + (":" + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""),
                OMP_NUM_THREADS="1")
@@ -297,7 +370,13 @@ def main(argv=None) -> int:
             arm["status"] = "done" if p.returncode == 0 else f"failed (exit {p.returncode}): {last_log_line(log.name)}"
         elif p.returncode == 0 and os.path.isfile(os.path.join(run, "final", "config.json")):
             arm["status"] = "done"  # it finished before the SIGTERM reached it
-    return summarise(a, procs, probe, data_what, train_tokens, work, time.time() - t_start, skipped, probe_dev)
+    files = score_files(data)
+    finals = {k: os.path.join(run, "final") for k, (p, log, run, arm) in procs.items() if arm["status"] == "done"}
+    scores, why = score_runs(py, env, a.device, finals, files, end_by - time.time())
+    if why:
+        print(f"h1-replica: {why}; H1 falls back to the runs' last validation loss (64 windows of val.tok)", flush=True)
+    return summarise(a, procs, probe, data_what, train_tokens, work, time.time() - t_start, skipped, probe_dev,
+                     scores=scores, files=files, score_note=why)
 
 
 def last_log_line(path: str) -> str:
@@ -309,28 +388,35 @@ def last_log_line(path: str) -> str:
     return ls[-1] if ls else "(its log is empty)"
 
 
-def summarise(a, procs, probe, data_what, train_tokens, work, wall, skipped=(), probe_dev=None) -> int:
+def summarise(a, procs, probe, data_what, train_tokens, work, wall, skipped=(), probe_dev=None, scores=None, files=(),
+              score_note="") -> int:
+    scores = scores or {}
     rows = []
     for k, (p, log, run, arm) in procs.items():
         ms = read_metrics(run)
         val = [m for m in ms if m.get("val_loss") is not None]
         tps = [m["tokens_per_s"] for m in ms if m.get("tokens_per_s")]
+        sc = scores.get(k)
         rows.append(dict(arm, steps_done=ms[-1]["step"] if ms else 0, val_loss=val[-1]["val_loss"] if val else None,
                          val_step=val[-1]["step"] if val else None, train_loss=next((m["loss"] for m in reversed(ms) if "loss" in m), None),
                          tokens_per_s=sum(tps[1:]) / len(tps[1:]) if len(tps) > 1 else (tps[0] if tps else None),
-                         probe_steps_per_s=probe[k] if math.isfinite(probe.get(k, math.nan)) else None))
-    # H1 at each matched rate: the paired gain L(γ=0.5) − L(γ=1) per seed, width 128, complete runs only
+                         probe_steps_per_s=probe[k] if math.isfinite(probe.get(k, math.nan)) else None,
+                         score=sc, h1_loss=sc["mix"] if sc else (val[-1]["val_loss"] if val else None),
+                         h1_loss_of="the whole split at the training mix" if sc else "the last validation loss (64 windows)"))
+    # H1 at each matched rate: the paired gain L(γ=0.5) − L(γ=1) per seed, width 128, complete runs only, on the
+    # final scoring's training-mix loss (else, where scoring failed, the last validation loss, marked)
     h1 = []
     for lr in sorted({r["lr"] for r in rows if r["width"] == 128}):
-        gains = []
+        gains, of = [], set()
         for seed in sorted({r["seed"] for r in rows}):
             pair = {r["gamma"]: r for r in rows if r["width"] == 128 and r["lr"] == lr and r["seed"] == seed}
-            if 0.5 in pair and 1.0 in pair and all(pair[g]["status"] == "done" and pair[g]["val_loss"] is not None for g in pair):
-                gains.append(pair[0.5]["val_loss"] - pair[1.0]["val_loss"])
+            if 0.5 in pair and 1.0 in pair and all(pair[g]["status"] == "done" and pair[g]["h1_loss"] is not None for g in pair):
+                gains.append(pair[0.5]["h1_loss"] - pair[1.0]["h1_loss"])
+                of |= {pair[g]["h1_loss_of"] for g in pair}
         if gains:
-            h1.append({"lr": lr, "seeds": len(gains), "gains": gains, "mean_gain": sum(gains) / len(gains)})
+            h1.append({"lr": lr, "seeds": len(gains), "gains": gains, "mean_gain": sum(gains) / len(gains), "loss": " and ".join(sorted(of))})
     rows += [dict(arm, steps_done=0, val_loss=None, val_step=None, train_loss=None, tokens_per_s=None,
-                  probe_steps_per_s=None) for arm in skipped]
+                  probe_steps_per_s=None, score=None, h1_loss=None, h1_loss_of=None) for arm in skipped]
     agg = sum(r["tokens_per_s"] or 0 for r in rows if r["status"] == "done")
     kinds = {"done": 0, "cut": 0, "dropped": 0, "failed": 0, "not started": 0, "killed": 0}
     for r in rows:
@@ -338,7 +424,8 @@ def summarise(a, procs, probe, data_what, train_tokens, work, wall, skipped=(), 
     doc = {"device": a.device, "data": data_what, "train_tokens": train_tokens, "wall_s": wall, "minutes": a.minutes,
            "tokens_per_param": a.tokens_per_param, "precision": a.precision, "runs": rows, "h1_matched_lr": h1,
            "aggregate_tokens_per_s_of_finished_runs": agg, "counts": kinds, "torch": (probe_dev or {}).get("torch"),
-           "device_name": (probe_dev or {}).get("device_name")}
+           "device_name": (probe_dev or {}).get("device_name"),
+           "scoring": {"files": [{"lang": l, "file": os.path.basename(p), "weight": w} for l, p, w in files], "failed": score_note}}
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump(doc, f, indent=2)
@@ -346,13 +433,17 @@ def summarise(a, procs, probe, data_what, train_tokens, work, wall, skipped=(), 
           f"Device {a.device}, precision {a.precision}, wall {wall:.0f} s of a {a.minutes:g}-minute budget. Data: {data_what}, "
           f"{train_tokens} training tokens.", "",
           "Runs: " + ", ".join(f"{v} {k}" for k, v in kinds.items() if v) + ".", "",
-          "| run | params | steps | done | epochs | status | val loss (at step) | tokens/s |", "|---|---|---|---|---|---|---|---|"]
+          "Final scoring: " + (", ".join(f"{os.path.basename(p)} (weight {w:.3f})" for _, p, w in files) if files else "none")
+          + ("; " + score_note if score_note else "") + ".", "",
+          "| run | params | steps | done | epochs | status | val loss (at step) | scored: mix" + "".join(f" / {l}" for l, _, _ in files)
+          + " | tokens/s |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         vl = f"{r['val_loss']:.4f} ({r['val_step']})" if r["val_loss"] is not None else "-"
+        sc = " / ".join(f"{r['score'][k]:.4f}" for k in ["mix"] + [l for l, _, _ in files]) if r.get("score") else "-"
         tps = f"{r['tokens_per_s']:.0f}" if r["tokens_per_s"] else "-"
-        md.append(f"| {r['name']} | {r['params']} | {r['steps']} | {r['steps_done']} | {r['epochs']:.2f} | {r['status']} | {vl} | {tps} |")
+        md.append(f"| {r['name']} | {r['params']} | {r['steps']} | {r['steps_done']} | {r['epochs']:.2f} | {r['status']} | {vl} | {sc} | {tps} |")
     md += ["", "H1 at matched learning rates (paired gain L(γ=0.5) − L(γ=1) per seed, finished runs only; positive: γ = 1 better):", ""]
-    md += [f"- lr {h['lr']:g}: mean {h['mean_gain']:+.4f} over {h['seeds']} seed(s) ({', '.join(f'{g:+.4f}' for g in h['gains'])})" for h in h1] or ["- no finished pair"]
+    md += [f"- lr {h['lr']:g}: mean {h['mean_gain']:+.4f} over {h['seeds']} seed(s) ({', '.join(f'{g:+.4f}' for g in h['gains'])}), on {h['loss']}" for h in h1] or ["- no finished pair"]
     md += ["", f"Sum of the finished runs' mean tokens/s (running concurrently): {agg:.0f}.", ""]
     with open(os.path.join(a.out, "summary.md"), "w") as f:
         f.write("\n".join(md))
