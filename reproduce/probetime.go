@@ -52,7 +52,7 @@ func probeScoring(ctx context.Context, d *experiment.Description, probeDir strin
 		return experiment.ScoreWork{}, false, nil
 	}
 	w = experiment.ScoreWork{Name: "probe scoring"}
-	records := 0
+	records, timed := 0, 0
 	for _, f := range []string{probes.TestFile, probes.RecallFile} {
 		b, err := inputfile.ReadFile(filepath.Join(probeDir, f), inputfile.MaxConfig)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -62,7 +62,9 @@ func probeScoring(ctx context.Context, d *experiment.Description, probeDir strin
 		if err != nil {
 			return w, false, err
 		}
-		records += bytes.Count(b, []byte("\n"))
+		n := bytes.Count(b, []byte("\n"))
+		records += n
+		timed += min(n, probeTimeRecords) // ScoreFirst scores the first probeTimeRecords of each file
 	}
 	tok, err := tokenizer.Load(filepath.Join(probeDir, data.TokenizerFile))
 	if err != nil {
@@ -86,12 +88,10 @@ func probeScoring(ctx context.Context, d *experiment.Description, probeDir strin
 		return w, false, fmt.Errorf("probe scoring's model: %w", err)
 	}
 	start := time.Now()
-	s, err := probes.ScoreFirst(ctx, m, tok, probeDir, probeTimeRecords)
-	if err != nil {
+	if _, err := probes.ScoreFirst(ctx, m, tok, probeDir, probeTimeRecords); err != nil {
 		return w, false, err
 	}
 	took := time.Since(start)
-	timed := s.ReasoningCount + s.MemorisationCount
 	if timed == 0 {
 		return w, false, fmt.Errorf("probe scoring: no record of %s scored", probeDir)
 	}

@@ -68,7 +68,9 @@ func TestProbeScoringIsTimedAndCharged(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("probeScoring: %v %v", ok, err)
 	}
-	if w.Time <= 0 || !strings.Contains(w.Text, fmt.Sprintf("5 final models × %d probe records", records)) {
+	// Every file here is shorter than probeTimeRecords: every record is timed, and the time is 5 models' worth.
+	if w.Time <= 0 || !strings.Contains(w.Text, fmt.Sprintf("5 final models × %d probe records", records)) ||
+		!strings.Contains(w.Text, fmt.Sprintf("timed on %d records", records)) {
 		t.Errorf("work %+v: want a positive time for 5 models", w)
 	}
 	d.AddScoring(w)
