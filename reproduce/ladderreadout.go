@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/fit"
+	"github.com/smallinit/smallinit/internal/filesum"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/stats"
 	"github.com/smallinit/smallinit/summary"
@@ -114,12 +116,16 @@ func recipeDiff(a, b []override.Set) string {
 func ReadStudyRuns(outs []string, partial bool) ([]StudyRun, *data.Stats, error) {
 	var runs []StudyRun
 	var st *data.Stats
+	var sums map[string]string
 	for _, out := range outs {
 		path := filepath.Join(out, summary.FileName(""))
 		s, err := summary.Read(path)
+		unscored := false
 		if err != nil && partial && errors.Is(err, fs.ErrNotExist) {
-			path = out
-			s, err = scoreFinishedRuns(out)
+			path, unscored = out, true
+			if s.Data, err = data.ReadStats(filepath.Join(out, experiment.DataDir)); err != nil {
+				err = fmt.Errorf("%s: no summary.json (the study has not ended) and no corpus: %w", out, err)
+			}
 		}
 		if err != nil {
 			return nil, nil, err
@@ -127,10 +133,20 @@ func ReadStudyRuns(outs []string, partial bool) ([]StudyRun, *data.Stats, error)
 		if s.Data == nil {
 			return nil, nil, fmt.Errorf("%s: no corpus statistics (data)", path)
 		}
-		if st == nil {
-			st = s.Data
-		} else if err := sameCorpus(st, s.Data); err != nil {
+		// The corpus is checked before any run is scored: scoring a study's runs takes minutes.
+		ss, err := corpusSums(out, s.Data)
+		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if st == nil {
+			st, sums = s.Data, ss
+		} else if err := sameCorpus(sums, ss); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if unscored {
+			if s.Runs, err = scoreFinishedRuns(out); err != nil {
+				return nil, nil, err
+			}
 		}
 		for _, row := range s.Runs {
 			c, err := train.Load(filepath.Join(row.Dir, "config.toml"), nil)
@@ -148,46 +164,61 @@ func ReadStudyRuns(outs []string, partial bool) ([]StudyRun, *data.Stats, error)
 	return runs, st, nil
 }
 
-// scoreFinishedRuns is the summary a study that has not ended would write of its finished runs: each run
-// directory OUT/GROUP/RUN with a final model scored on the whole validation split of OUT/data as the study's
-// summary scores it (experiment.Score), with the corpus statistics of OUT/data.
-func scoreFinishedRuns(out string) (summary.Summary, error) {
-	dataDir := filepath.Join(out, experiment.DataDir)
-	st, err := data.ReadStats(dataDir)
-	if err != nil {
-		return summary.Summary{}, fmt.Errorf("%s: no summary.json (the study has not ended) and no corpus: %w", out, err)
+// corpusSums are the sha256 sums that identify the corpus a study trained on: those its stats.json records,
+// or, for a corpus prepared before stats.json recorded them (bilingual corpus v2), the sums of the files its
+// copy OUT/data holds (the token files stats.json describes and tokenizer.json), computed here.
+func corpusSums(out string, st *data.Stats) (map[string]string, error) {
+	if len(st.SHA256) > 0 {
+		return st.SHA256, nil
 	}
+	names := []string{data.TrainFile, data.ValFile, data.TokenizerFile}
+	for _, lang := range slices.Sorted(maps.Keys(st.ValByLang)) {
+		names = append(names, data.ValLangFile(lang))
+	}
+	sums := map[string]string{}
+	for _, n := range names {
+		sum, err := filesum.File(filepath.Join(out, experiment.DataDir, n))
+		if err != nil {
+			return nil, fmt.Errorf("its stats.json records no sha256 sums and its corpus copy cannot be summed (%w): cannot show that the directories trained on one corpus", err)
+		}
+		sums[n] = sum
+	}
+	return sums, nil
+}
+
+// scoreFinishedRuns are the rows a study that has not ended would write to its summary for its finished runs:
+// each run directory OUT/GROUP/RUN with a final model scored on the whole validation split of OUT/data as the
+// study's summary scores it (experiment.Score).
+func scoreFinishedRuns(out string) ([]summary.Row, error) {
+	dataDir := filepath.Join(out, experiment.DataDir)
 	finals, err := filepath.Glob(filepath.Join(out, "*", "*", rundir.FinalDir))
 	if err != nil {
-		return summary.Summary{}, err
+		return nil, err
 	}
-	s := summary.Summary{Data: st}
+	var rows []summary.Row
 	for _, f := range finals {
 		dir := filepath.Dir(f)
 		row, err := experiment.Score(context.Background(), dir, dataDir, "", train.Result{}, 0)
 		if err != nil {
-			return summary.Summary{}, fmt.Errorf("%s: %w", dir, err)
+			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
 		row.Run = filepath.Base(dir)
-		s.Runs = append(s.Runs, row)
+		rows = append(rows, row)
 	}
-	if len(s.Runs) == 0 {
-		return summary.Summary{}, fmt.Errorf("%s: no summary.json and no finished run", out)
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: no summary.json and no finished run", out)
 	}
-	return s, nil
+	return rows, nil
 }
 
-// sameCorpus refuses two corpora whose token files differ (by the sums stats.json records).
-func sameCorpus(a, b *data.Stats) error {
-	if a.SHA256 == nil || b.SHA256 == nil {
-		return errors.New("a stats.json without sha256 sums: cannot show that the directories trained on one corpus")
-	}
-	for f, sum := range a.SHA256 {
-		if b.SHA256[f] != sum {
-			return fmt.Errorf("corpus file %s differs (sha256 %s against %s): not one corpus", f, b.SHA256[f], sum)
+// sameCorpus refuses two corpora whose files differ (by their sums, corpusSums).
+func sameCorpus(a, b map[string]string) error {
+	for _, f := range slices.Sorted(maps.Keys(a)) {
+		if b[f] != a[f] {
+			return fmt.Errorf("corpus file %s differs (sha256 %s against %s): not one corpus", f, b[f], a[f])
 		}
 	}
-	if len(a.SHA256) != len(b.SHA256) {
+	if len(a) != len(b) {
 		return errors.New("the corpora's stats.json list different files")
 	}
 	return nil
