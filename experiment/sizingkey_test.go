@@ -90,7 +90,10 @@ func TestSizingProbesWithThePlansEngine(t *testing.T) {
 		t.Skip("short mode: the overhead probe trains a run")
 	}
 	out := t.TempDir()
-	eng := &probingEngine{tps: 4000, name: "other", device: "npu: Test Accelerator"}
+	// The engine's throughput is set far above what the probe's run reaches on any CPU, so that the overhead
+	// (the run's wall time less its steps at that throughput) is measured whatever the machine's load; at 4000
+	// tokens/s a quiet machine trained the probe's 20 steps faster than that and the overhead came out 0.
+	eng := &probingEngine{tps: 4e9, name: "other", device: "npu: Test Accelerator"}
 	p := demoPlan(t)
 	var log strings.Builder
 	o := Options{Out: out, Budget: 600 * time.Millisecond, Seeds: []uint64{0}, Log: &log, Engine: eng}
@@ -102,10 +105,10 @@ func TestSizingProbesWithThePlansEngine(t *testing.T) {
 		t.Errorf("the engine trained %q; want the overhead probe's one run", eng.trained)
 	}
 	s, err := ReadSizing(filepath.Join(out, SizingFile))
-	if err != nil || s.ProbeKey != (ProbeKey{Engine: "other", Device: "npu: Test Accelerator", Precision: "f32"}) || s.ProbeTokensPerS != 4000 || !(s.ProbeOverheadS > 0) {
-		t.Errorf("sizing %+v, %v; want the engine's key, its 4000 tokens/s and a measured overhead", s, err)
+	if err != nil || s.ProbeKey != (ProbeKey{Engine: "other", Device: "npu: Test Accelerator", Precision: "f32"}) || s.ProbeTokensPerS != 4e9 || !(s.ProbeOverheadS > 0) {
+		t.Errorf("sizing %+v, %v; want the engine's key, its 4e9 tokens/s and a measured overhead", s, err)
 	}
-	if !strings.Contains(log.String(), "throughput probe (engine other on npu: Test Accelerator, precision f32): 4000 tokens/s") {
+	if !strings.Contains(log.String(), "throughput probe (engine other on npu: Test Accelerator, precision f32): 4000000000 tokens/s") {
 		t.Errorf("log %q does not name the engine and device of the probe", log.String())
 	}
 	log.Reset()
