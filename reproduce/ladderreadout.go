@@ -82,18 +82,9 @@ func recipeDiff(a, b []override.Set) string {
 	for _, s := range b {
 		bm[s.Key] = s.Value
 	}
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range am {
-			if !yield(k) {
-				return
-			}
-		}
-		for k := range bm {
-			if _, ok := am[k]; !ok && !yield(k) {
-				return
-			}
-		}
-	})
+	both := maps.Clone(am)
+	maps.Copy(both, bm)
+	keys := slices.Sorted(maps.Keys(both))
 	for _, k := range keys {
 		av, aok := am[k]
 		bv, bok := bm[k]
