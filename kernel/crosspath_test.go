@@ -24,10 +24,14 @@ func crossSlice(rng *rand.Rand, n int) []float32 {
 	return s
 }
 
-// bitsDiffer returns the first index where a and b differ in their bits, or -1.
+// bitsDiffer returns the first index where a and b differ in their bits, or -1; a NaN matches any NaN
+// (sameFloat), never a number. A NaN's payload is not part of a kernel's defined result: where two NaNs meet in
+// a product (−0·−Inf times a NaN input in SwiGLUBackward) the hardware keeps its first operand's, and which
+// operand comes first in the pure-Go twin is the Go compiler's choice (the race detector's build swaps them).
+// A run stops at its first non-finite loss or gradient, or skips that step, so no payload reaches a result.
 func bitsDiffer(a, b []float32) int {
 	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+		if !sameFloat(a[i], b[i]) {
 			return i
 		}
 	}
