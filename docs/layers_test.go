@@ -36,7 +36,7 @@ var floors = []floor{
 	{"recipe", true, []string{"arch", "recipe", "diag/diagrec", "train/rundir"}, nil},
 	{"model", true, []string{"model", "model/modeltest"}, nil},
 	{"rules", true, []string{"data", "gammainit", "optim"}, nil},
-	{"loop", true, []string{"coordcheck", "diag", "eval", "probes", "scale", "train"}, nil},
+	{"loop", true, []string{"budget", "coordcheck", "diag", "eval", "probes", "scale", "train"}, nil},
 	{"studies", true, []string{"analyze", "anchor", "audit", "experiment", "report", "reproduce", "summary",
 		"sweep"}, studiesImports},
 	{"commands", false, []string{"cmd/smallinit", "docs", "python"}, nil},

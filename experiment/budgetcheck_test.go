@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/smallinit/smallinit/budget"
 )
 
 // tieredPlan is a plan with the four tiers of the reproduce plan's budgets, the first a smoke test.
@@ -65,8 +67,8 @@ func TestCheckTierBudget(t *testing.T) {
 // --force, with --steps, or within the budget it starts.
 func TestOverBudget(t *testing.T) {
 	p := &Plan{Name: "x"}
-	over := &Description{Budget: 30 * time.Minute, Estimate: &Estimate{Wall: 95 * time.Minute}}
-	within := &Description{Budget: 30 * time.Minute, Estimate: &Estimate{Wall: 25 * time.Minute}}
+	over := &Description{Budget: 30 * time.Minute, Estimate: &budget.Estimate{Wall: 95 * time.Minute}}
+	within := &Description{Budget: 30 * time.Minute, Estimate: &budget.Estimate{Wall: 25 * time.Minute}}
 	err := overBudget(p, over, &Options{})
 	if err == nil || !strings.Contains(err.Error(), "--force") || !strings.Contains(err.Error(), "1h35m") {
 		t.Errorf("over budget: %v", err)

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/data"
 )
 
@@ -22,7 +23,7 @@ type Description struct {
 	Budget   time.Duration
 	Tier     *Tier
 	Seeds    []uint64
-	Estimate *Estimate
+	Estimate *budget.Estimate
 	Arms     []ArmLine
 	Tune     *TuneSpec
 	Extra    []ExtraWork // a study design's (Options.Extra), on Seeds, costed in Estimate.ExtraCost
@@ -114,13 +115,13 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(o.Out, SizingFile)
-	rec, err := ReadSizing(path)
-	ours := err == nil && rec.differs(key) == ""
-	if err == nil && !ours && o.Steps == 0 && rec.forBudget(&o) {
-		return nil, rec.check(path, key)
+	path := filepath.Join(o.Out, budget.SizingFile)
+	rec, err := budget.ReadSizing(path)
+	ours := err == nil && rec.Differs(key) == ""
+	if err == nil && !ours && o.Steps == 0 && rec.For(o.Budget) {
+		return nil, rec.Check(path, key)
 	}
-	if ours && rec.matches(&o) {
+	if ours && rec.Matches(o.Budget, len(o.Seeds)) {
 		out.probeOverhead = time.Duration(rec.ProbeOverheadS * float64(time.Second))
 		out.probeScoreTPS = rec.ProbeScoreTokensPerS
 	}
@@ -133,7 +134,7 @@ func Describe(p *Plan, o Options, tps float64) (*Description, error) {
 			tps = out.probeTPS
 		}
 	}
-	if ours && rec.matches(&o) && o.Steps == 0 {
+	if ours && rec.Matches(o.Budget, len(o.Seeds)) && o.Steps == 0 {
 		o.Steps = rec.Steps
 		if tps == 0 {
 			tps = rec.ProbeTokensPerS
@@ -247,10 +248,8 @@ func (d *Description) Write(w io.Writer) error {
 		fmt.Fprintf(w, "LR sweep (package tune): γ ∈ %v at widths %v, %d-value factor-2 grid around %g extended to bracket the best, successive halving over trials of %v steps, seed %d; trained without the LR-selection slice, scored on it (never the validation split): at most %d trial steps\n",
 			d.Tune.Gammas, d.TuneWidths, d.Tune.Values, d.Tune.Center, d.TuneRungs, d.Tune.Seed, e.TuneSteps)
 	}
-	extra := 0.0
 	for i, x := range d.Extra {
 		c := e.ExtraCost[i]
-		extra += c
 		fmt.Fprintf(w, "%s: %s, on seeds %v; %.0f base-model steps = %.1f min (taken from the budget)\n", x.Name, x.Text, d.Seeds, c,
 			c*float64(e.StepTokens)/(e.TokensPerS*d.Plan.Budget.Efficiency)/60)
 	}
@@ -259,11 +258,7 @@ func (d *Description) Write(w io.Writer) error {
 		scoring += x.Time
 		fmt.Fprintf(w, "%s: %s = %.1f min\n", x.Name, x.Text, x.Time.Minutes())
 	}
-	fmt.Fprintf(w, "time: throughput probe %.0f tokens/s (forward+backward, base model) × efficiency %.3g; training %.0f base-model steps (runs %.1f × %d steps + LR sweep at most %.0f + extra %.0f) × %d tokens = %.1f min; fixed cost per run %.1f s (overhead probe: a %d-step run of the base recipe, its initialisation, evaluations, diagnostics and checkpoints) × %d runs and %d trials = %.1f min; scoring %d forward tokens at %.0f tokens/s (scoring probe: the overhead probe's final model scoring %d windows) = %.1f min%s; expected wall time %s (budget %s)\n",
-		e.TokensPerS, d.Plan.Budget.Efficiency, e.TrainSteps(), e.RunCost, e.Steps, e.TuneCost, extra, e.StepTokens,
-		e.TrainTime(d.Plan.Budget.Efficiency).Minutes(),
-		e.Overhead.Seconds(), OverheadProbeSteps, e.Runs, e.Trials, e.OverheadTime().Minutes(),
-		e.ScoreTokens, e.ScoreTokensPerS, ScoreProbeWindows, e.ScoreTime().Minutes(), scoringText(scoring, len(d.Scoring)), e.Wall.Round(time.Minute), d.Budget)
+	e.WriteTime(w, d.Plan.Budget.Efficiency, d.Budget, scoringText(scoring, len(d.Scoring)))
 	return nil
 }
 

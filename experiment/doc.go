@@ -1,6 +1,6 @@
 // Package experiment owns the studies: a plan is data (a TOML file) — named recipes (arms, in groups) × seeds
-// × a budget — and this package is the one code path that sizes it (a throughput probe on the base recipe,
-// recorded in OUT/sizing.json), runs it (each arm's runs directly, each sweep group through package sweep,
+// × a budget — and this package is the one code path that sizes it (package budget's probes on the base
+// recipe and its time model, recorded in OUT/sizing.json), runs it (each arm's runs directly, each sweep group through package sweep,
 // locally with jobs or one index per scheduler task), summarises it (package summary) and assembles its
 // report (package report). The demo and the coordinate check are built-in plans, embedded from plans/*.toml
 // (the reproduction's plan is its own, in package reproduce); `smallinit demo --print-plan` shows one and

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/tune"
 )
 
@@ -328,7 +329,7 @@ func TestSeedsWithinBudget(t *testing.T) {
 	}
 	// A sizing on record (another process's, or the run being resumed) decides.
 	out := t.TempDir()
-	if err := os.WriteFile(filepath.Join(out, SizingFile), []byte(`{"budget":"30m0s","seeds":5,"steps":4,"probe_tokens_per_s":300}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, budget.SizingFile), []byte(`{"budget":"30m0s","seeds":5,"steps":4,"probe_tokens_per_s":300}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	d, err := Describe(p, Options{Out: out, Budget: 30 * time.Minute}, tps)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
@@ -62,8 +63,8 @@ func parseLadder(f *ladderFile) (*LadderHorizon, error) {
 			return nil, fmt.Errorf("ladder: lrs: %w", err)
 		}
 	}
-	if l.MinSteps < 0 || l.MinSteps > MaxSteps {
-		return nil, fmt.Errorf("ladder: min_steps %d: want 0 … %d", l.MinSteps, MaxSteps)
+	if l.MinSteps < 0 || l.MinSteps > budget.MaxSteps {
+		return nil, fmt.Errorf("ladder: min_steps %d: want 0 … %d", l.MinSteps, budget.MaxSteps)
 	}
 	if !(l.MaxEmbeddingShare >= 0 && l.MaxEmbeddingShare < 1) {
 		return nil, fmt.Errorf("ladder: max_embedding_share %g: want a share in [0, 1) (0: not checked)", l.MaxEmbeddingShare)

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/smallinit/smallinit/arch"
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/internal/dirname"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/recipe"
@@ -20,14 +21,10 @@ import (
 // Bounds of the counts a plan or a command line can set. Each is far above any study this toolkit can train
 // (a run takes minutes) and far below what would exhaust memory or plan for hours; they are checked before
 // anything is allocated, so a typo such as --seeds 4611686018427387904 is an error naming the key.
+// A budget's bounds and the steps per run it may size are package budget's (budget.Max, budget.MaxSteps).
 const (
 	MaxSeeds = 1000 // seeds of one arm
 	MaxArms  = 1000 // arms of a plan (a sweep group's points count one each)
-	// MaxBudgetMinutes caps a budget (about two years), so the duration it becomes cannot overflow.
-	MaxBudgetMinutes = 1e6
-	// MaxSteps caps the steps per run a plan sizes or names (budget.min_steps, the primaries' horizon, a
-	// sizing.json written or read back), so that what one call writes the next call reads.
-	MaxSteps = 1_000_000_000
 )
 
 // CheckSeedCount checks a requested number of seeds (a --seeds flag) against [1, MaxSeeds]; what names the
@@ -57,18 +54,7 @@ func checkSeeds(what string, seeds []uint64) error {
 	return nil
 }
 
-// CheckMinutes checks a budget in minutes: finite, positive and at most MaxBudgetMinutes.
-func CheckMinutes(what string, m float64) error {
-	if !(m > 0) || m > MaxBudgetMinutes {
-		return fmt.Errorf("%s = %g: want minutes in (0, %g]", what, m, MaxBudgetMinutes)
-	}
-	return nil
-}
-
-// MaxBudget is MaxBudgetMinutes as a duration.
-const MaxBudget = time.Duration(MaxBudgetMinutes) * time.Minute
-
-// checkOptions refuses options no run can mean: negative steps or budgets, a budget past MaxBudget, an index
+// checkOptions refuses options no run can mean: negative steps or budgets, a budget past budget.Max, an index
 // below −1 or more runs than MaxRuns.
 func checkOptions(p *Plan, o *Options) error {
 	switch {
@@ -76,8 +62,8 @@ func checkOptions(p *Plan, o *Options) error {
 		return fmt.Errorf("out: an empty directory name (name a directory; . is the working directory)")
 	case o.Steps < 0:
 		return fmt.Errorf("steps %d: must be ≥ 0 (0: size the budget)", o.Steps)
-	case o.Budget < 0 || o.Budget > MaxBudget:
-		return fmt.Errorf("budget %s: want a duration in [0, %s] (0: the plan's)", o.Budget, MaxBudget)
+	case o.Budget < 0 || o.Budget > budget.Max:
+		return fmt.Errorf("budget %s: want a duration in [0, %s] (0: the plan's)", o.Budget, budget.Max)
 	case o.Task && o.Index < 0:
 		return fmt.Errorf("index %d: must be ≥ 0", o.Index)
 	}
@@ -160,7 +146,7 @@ func checkLine(what, s string) error {
 
 // reservedNames are the files and directories a study writes in OUT besides its groups' directories (the
 // "anchor" directory is an evaluator's anchor grid): a group so named would train among them.
-var reservedNames = []string{DataDir, ProbeDataDir, TuneDir, "anchor", SizingFile, sizingLock, summary.File,
+var reservedNames = []string{DataDir, ProbeDataDir, TuneDir, "anchor", budget.SizingFile, budget.SizingLock, summary.File,
 	train.PrecisionFile, train.PackingFile, TrainLogFile, "claims.json", "report.html", PlanFile, PairsFile}
 
 // checkGroupName refuses a group name that is not a safe directory name, or that names one of OUT's own
@@ -203,7 +189,7 @@ func countArms(p *Plan) error {
 		if err := checkSeeds(fmt.Sprintf("tier %s: seeds", t.Name), t.Seeds); err != nil {
 			return err
 		}
-		if err := CheckMinutes(fmt.Sprintf("tier %s: minutes", t.Name), t.Minutes); err != nil {
+		if err := budget.CheckMinutes(fmt.Sprintf("tier %s: minutes", t.Name), t.Minutes); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/train"
@@ -95,7 +96,7 @@ func TestRunRefusesOptions(t *testing.T) {
 		{"empty out", Options{}, "empty directory name"},
 		{"negative steps", Options{Out: dir, Steps: -1}, "steps -1"},
 		{"negative budget", Options{Out: dir, Budget: -time.Minute}, "budget -1m0s"},
-		{"huge budget", Options{Out: dir, Budget: MaxBudget + 1}, "budget"},
+		{"huge budget", Options{Out: dir, Budget: budget.Max + 1}, "budget"},
 		{"negative index", Options{Out: dir, Task: true, Index: -2}, "index -2"},
 		{"no seeds", Options{Out: dir, Seeds: []uint64{}}, "at least one"},
 		{"duplicate seeds", Options{Out: dir, Seeds: []uint64{1, 1}}, "seed 1 is listed twice"},
@@ -169,7 +170,7 @@ func TestSizingShared(t *testing.T) {
 	if probes != 1 {
 		t.Errorf("%d throughput probes, want 1", probes)
 	}
-	if _, err := os.Stat(filepath.Join(out, sizingLock)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(out, budget.SizingLock)); !os.IsNotExist(err) {
 		t.Errorf("sizing lock left behind: %v", err)
 	}
 }

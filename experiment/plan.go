@@ -12,6 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/coordcheck"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
@@ -545,14 +546,14 @@ func (p *Plan) checkTrain(md toml.MetaData) error {
 	if !(p.Budget.Minutes > 0) || !(p.Budget.Efficiency > 0) || p.Budget.Efficiency > 1 || p.Budget.MinSteps < 1 {
 		return fmt.Errorf("budget: want minutes > 0, efficiency in (0, 1] and min_steps ≥ 1")
 	}
-	if p.Budget.MinSteps > MaxSteps {
-		return fmt.Errorf("budget.min_steps = %d: at most %d steps per run", p.Budget.MinSteps, MaxSteps)
+	if p.Budget.MinSteps > budget.MaxSteps {
+		return fmt.Errorf("budget.min_steps = %d: at most %d steps per run", p.Budget.MinSteps, budget.MaxSteps)
 	}
-	if err := CheckMinutes("budget.minutes", p.Budget.Minutes); err != nil {
+	if err := budget.CheckMinutes("budget.minutes", p.Budget.Minutes); err != nil {
 		return err
 	}
 	if p.Budget.LongMinutes != 0 {
-		if err := CheckMinutes("budget.long_minutes", p.Budget.LongMinutes); err != nil {
+		if err := budget.CheckMinutes("budget.long_minutes", p.Budget.LongMinutes); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/smallinit/smallinit/arch"
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/train"
 )
@@ -79,8 +80,8 @@ func (p *Plan) horizonSteps(out *Outcome) (int, int64, error) {
 	}
 	n := c.Model.NonEmbeddingParams()
 	steps := math.Ceil(pr.TokensPerParam * float64(n) / float64(c.Train.BatchSize*c.Model.SeqLen))
-	if steps > MaxSteps {
-		return 0, 0, fmt.Errorf("plan %s: primaries.tokens_per_param %g gives %g steps per run, more than %d", p.Name, pr.TokensPerParam, steps, MaxSteps)
+	if steps > budget.MaxSteps {
+		return 0, 0, fmt.Errorf("plan %s: primaries.tokens_per_param %g gives %g steps per run, more than %d", p.Name, pr.TokensPerParam, steps, budget.MaxSteps)
 	}
 	return int(steps), n, nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/analyze"
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
 	"github.com/smallinit/smallinit/internal/atomicfile"
@@ -320,7 +321,7 @@ func (x *Execution) Describe() (*Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s, err := ReadSizing(filepath.Join(x.o.Out, SizingFile)); err == nil && s.differs(key) == "" { // its probe, not another engine's
+	if s, err := budget.ReadSizing(filepath.Join(x.o.Out, budget.SizingFile)); err == nil && s.Differs(key) == "" { // its probe, not another engine's
 		tps = s.ProbeTokensPerS
 	}
 	return Describe(x.out.Plan, do, tps)

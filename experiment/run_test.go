@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/sweep"
@@ -152,7 +153,7 @@ func TestPackedArmsMatchSerial(t *testing.T) {
 // file of the demo before plans ({"minutes", "steps"}) is read too.
 func TestSizingReused(t *testing.T) {
 	out := t.TempDir()
-	if err := os.WriteFile(filepath.Join(out, SizingFile), []byte(`{"minutes": 5, "steps": 1234}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, budget.SizingFile), []byte(`{"minutes": 5, "steps": 1234}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := demoPlan(t)
@@ -169,22 +170,9 @@ func TestSizingReused(t *testing.T) {
 	if steps, err = size(context.Background(), p, res, &o, false); err != nil || steps != 10 || !strings.Contains(log.String(), "throughput probe") {
 		t.Errorf("another budget: %d steps, %v, log %q; want a fresh probe (at least 10 steps)", steps, err, log.String())
 	}
-	s, err := ReadSizing(filepath.Join(out, SizingFile))
+	s, err := budget.ReadSizing(filepath.Join(out, budget.SizingFile))
 	if err != nil || s.Budget != "600ms" || s.Seeds != 1 || s.Steps != 10 {
 		t.Errorf("sizing file after the new budget: %+v, %v", s, err)
-	}
-}
-
-// TestReadSizingRefusesGarbage: a sizing file that Run cannot have written is refused with its path.
-func TestReadSizingRefusesGarbage(t *testing.T) {
-	dir := t.TempDir()
-	for name, text := range map[string]string{"json": "{", "steps": `{"budget":"2h0m0s","seeds":2,"steps":0}`,
-		"seeds": `{"budget":"2h0m0s","seeds":0,"steps":10}`} {
-		p := filepath.Join(dir, name)
-		os.WriteFile(p, []byte(text), 0o644)
-		if _, err := ReadSizing(p); err == nil || !strings.Contains(err.Error(), p) {
-			t.Errorf("%s: %v, want an error naming %s", name, err, p)
-		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/kernel"
@@ -13,10 +14,6 @@ import (
 	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train"
 )
-
-// scoreBatch is the batch a final model is loaded at for scoring (Score, the LR sweep's selection scoring and
-// the scoring probe): windows scored per forward pass.
-const scoreBatch = 16
 
 // Score scores a finished run's final model on the validation split of dataDir, overall and per language, by
 // eval.ScoreValidation (every token of the whole split, or of the first windows windows of each file when
@@ -31,7 +28,7 @@ func Score(ctx context.Context, dir, dataDir, probeDir string, res train.Result,
 	if err != nil {
 		return summary.Row{}, err
 	}
-	m, err := run.FinalModel(scoreBatch, pool)
+	m, err := run.FinalModel(budget.ScoreBatch, pool)
 	if err != nil {
 		return summary.Row{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/train"
 )
@@ -48,7 +49,7 @@ func TestSizingKeyedByEngineAndDevice(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := t.TempDir()
-			path := filepath.Join(out, SizingFile)
+			path := filepath.Join(out, budget.SizingFile)
 			if err := os.WriteFile(path, []byte(tc.file), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -104,8 +105,8 @@ func TestSizingProbesWithThePlansEngine(t *testing.T) {
 	if len(eng.trained) != 1 || !strings.Contains(eng.trained[0], "smallinit-overhead-") {
 		t.Errorf("the engine trained %q; want the overhead probe's one run", eng.trained)
 	}
-	s, err := ReadSizing(filepath.Join(out, SizingFile))
-	if err != nil || s.ProbeKey != (ProbeKey{Engine: "other", Device: "npu: Test Accelerator", Precision: "f32"}) || s.ProbeTokensPerS != 4e9 || !(s.ProbeOverheadS > 0) {
+	s, err := budget.ReadSizing(filepath.Join(out, budget.SizingFile))
+	if err != nil || s.ProbeKey != (budget.ProbeKey{Engine: "other", Device: "npu: Test Accelerator", Precision: "f32"}) || s.ProbeTokensPerS != 4e9 || !(s.ProbeOverheadS > 0) {
 		t.Errorf("sizing %+v, %v; want the engine's key, its 4e9 tokens/s and a measured overhead", s, err)
 	}
 	if !strings.Contains(log.String(), "throughput probe (engine other on npu: Test Accelerator, precision f32): 4000000000 tokens/s") {

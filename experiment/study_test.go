@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/internal/runlock"
 	"github.com/smallinit/smallinit/train"
@@ -145,8 +146,8 @@ func TestSizingProbeStops(t *testing.T) {
 	if !errors.Is(err, train.ErrInterrupted) || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "during the sizing") {
 		t.Errorf("size after a stop: %v, want ErrInterrupted during the sizing", err)
 	}
-	if _, err := os.Stat(filepath.Join(out, SizingFile)); !os.IsNotExist(err) {
-		t.Errorf("a stopped sizing wrote %s (%v)", SizingFile, err)
+	if _, err := os.Stat(filepath.Join(out, budget.SizingFile)); !os.IsNotExist(err) {
+		t.Errorf("a stopped sizing wrote %s (%v)", budget.SizingFile, err)
 	}
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Errorf("a stopped sizing left %s in the temporary directory", left[0].Name())
@@ -155,7 +156,7 @@ func TestSizingProbeStops(t *testing.T) {
 	if err != nil || steps < p.Budget.MinSteps {
 		t.Fatalf("the same call again: %d steps, %v", steps, err)
 	}
-	if s, err := ReadSizing(filepath.Join(out, SizingFile)); err != nil || s.Steps != steps {
+	if s, err := budget.ReadSizing(filepath.Join(out, budget.SizingFile)); err != nil || s.Steps != steps {
 		t.Errorf("the sizing recorded: %+v, %v; want %d steps", s, err, steps)
 	}
 }

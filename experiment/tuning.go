@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/arch"
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/internal/atomicfile"
@@ -239,7 +240,7 @@ func (out *Outcome) scoreTrial(ctx context.Context, dir string, steps int, lr fl
 	}
 	pool := kernel.NewPool(0)
 	defer pool.Close()
-	m, err := r.FinalModel(scoreBatch, pool)
+	m, err := r.FinalModel(budget.ScoreBatch, pool)
 	if err != nil {
 		return 0, err
 	}

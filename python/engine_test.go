@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/arch"
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/report"
 	"github.com/smallinit/smallinit/summary"
@@ -246,8 +247,8 @@ func TestTorchEngineSizesItsOwnBudget(t *testing.T) {
 			t.Errorf("log does not say %q:\n%s", w, log.String())
 		}
 	}
-	s, err := experiment.ReadSizing(filepath.Join(out, experiment.SizingFile))
-	if err != nil || s.ProbeKey != (experiment.ProbeKey{Engine: train.EngineTorch, Device: device, Precision: "f32"}) || !(s.ProbeOverheadS > 0) {
+	s, err := budget.ReadSizing(filepath.Join(out, budget.SizingFile))
+	if err != nil || s.ProbeKey != (budget.ProbeKey{Engine: train.EngineTorch, Device: device, Precision: "f32"}) || !(s.ProbeOverheadS > 0) {
 		t.Errorf("sizing %+v, %v; want the torch engine's key and a measured overhead", s, err)
 	}
 	o.Engine = nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/model/modeltest"
@@ -48,7 +49,7 @@ func TestProbeScoringIsTimedAndCharged(t *testing.T) {
 		{Name: "probes", Role: string(RoleProbes)}, {Name: "pilot", Role: string(RolePilot)}},
 		Base: []override.Set{{Key: "model.preset", Value: "tiny"}, {Key: "model.num_hidden_layers", Value: int64(1)}}}
 	desc := func() *experiment.Description {
-		return &experiment.Description{Plan: plan, Estimate: &experiment.Estimate{}, Arms: []experiment.ArmLine{
+		return &experiment.Description{Plan: plan, Estimate: &budget.Estimate{}, Arms: []experiment.ArmLine{
 			{Group: "gamma", Arm: "gamma0.5", Seeds: []uint64{0, 1}, Width: 32},
 			{Group: "probes", Arm: "gamma0.5", Seeds: []uint64{0, 1}, Width: 32},
 			{Group: "probes", Arm: "gamma1", Seeds: []uint64{0, 1}, Width: 32},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/smallinit/smallinit/analyze"
 	"github.com/smallinit/smallinit/anchor"
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/coordcheck"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/diag"
@@ -165,18 +166,18 @@ func joinNegativeValues(args []string) []string {
 }
 
 // studyFlags checks the flags study and reproduce share: --seeds (0: the plan's), --steps (0: size the
-// budget), --budget (given: in (0, MaxBudget]; left out: the plan's) and --index (−1: every run).
-func studyFlags(seeds, steps int, budget time.Duration, budgetGiven bool, index int) error {
+// budget), --budget (given: in (0, budget.Max]; left out: the plan's) and --index (−1: every run).
+func studyFlags(seeds, steps int, wall time.Duration, wallGiven bool, index int) error {
 	if seeds != 0 {
 		if err := experiment.CheckSeedCount("--seeds", seeds); err != nil {
 			return fmt.Errorf("%w (leave it out for the plan's)", err)
 		}
 	}
 	switch {
-	case steps < 0 || steps > experiment.MaxSteps:
-		return fmt.Errorf("--steps %d: must be in [1, %d], the steps per run a plan may size (leave it out to size the budget)", steps, experiment.MaxSteps)
-	case budget < 0 || budget > experiment.MaxBudget || budgetGiven && budget == 0:
-		return fmt.Errorf("--budget %s: want a duration in (0, %s] (leave it out for the plan's)", budget, experiment.MaxBudget)
+	case steps < 0 || steps > budget.MaxSteps:
+		return fmt.Errorf("--steps %d: must be in [1, %d], the steps per run a plan may size (leave it out to size the budget)", steps, budget.MaxSteps)
+	case wall < 0 || wall > budget.Max || wallGiven && wall == 0:
+		return fmt.Errorf("--budget %s: want a duration in (0, %s] (leave it out for the plan's)", wall, budget.Max)
 	case index < -1:
 		return fmt.Errorf("--index %d: want a run index ≥ 0 (or −1: every run)", index)
 	}
@@ -201,8 +202,8 @@ func (cmd *demoCmd) Validate() error {
 	switch {
 	case cmd.Out == "":
 		return emptyOut(cmd.Out)
-	case cmd.Steps < 0 || cmd.Steps > experiment.MaxSteps:
-		return fmt.Errorf("--steps %d: must be in [1, %d], the steps per run a plan may size (leave it out to size --minutes)", cmd.Steps, experiment.MaxSteps)
+	case cmd.Steps < 0 || cmd.Steps > budget.MaxSteps:
+		return fmt.Errorf("--steps %d: must be in [1, %d], the steps per run a plan may size (leave it out to size --minutes)", cmd.Steps, budget.MaxSteps)
 	}
 	if err := eval.CheckWindows("--windows", cmd.Windows); err != nil {
 		return err
@@ -211,7 +212,7 @@ func (cmd *demoCmd) Validate() error {
 		return err
 	}
 	if cmd.Steps == 0 {
-		if err := experiment.CheckMinutes("--minutes", cmd.Minutes); err != nil {
+		if err := budget.CheckMinutes("--minutes", cmd.Minutes); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/smallinit/smallinit/anchor"
+	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/experiment"
@@ -76,7 +77,7 @@ var readers = []reader{
 	{"coordcheck.json", false, func(p string) error { _, err := report.ReadCoordcheck(p); return err }},
 	// The state and records of studies, sweeps and anchor diagrams, read again when they resume.
 	{"plan.toml", false, func(p string) error { _, err := experiment.Load(p); return err }},
-	{"sizing.json", false, func(p string) error { _, err := experiment.ReadSizing(p); return err }},
+	{"sizing.json", false, func(p string) error { _, err := budget.ReadSizing(p); return err }},
 	{"summary.json", false, func(p string) error { _, err := summary.Read(p); return err }},
 	{"select.json", true, func(dir string) error { _, err := data.ReadSelectionStats(dir); return err }},
 	{"plan.json", true, func(dir string) error { _, err := sweep.ReadPlan(dir); return err }},
