@@ -2,7 +2,9 @@
 // model directory: the weight metrics of every matrix and their class summaries (package diag's, with the
 // checkpoint streamed by package scale, so any size works) and, on probe windows of a token file, the
 // activation metrics. It also makes the model computations of a report (the row-cosine heatmaps and the
-// comparison of two models), which package report, reading files only, takes as data: MakeReport.
+// comparison of two models), which package report, reading files only, takes as data: MakeReport. And it scores
+// a finished run's final model for the studies: the summary's row of the run on the validation split and the
+// probes (Score), and an LR trial's loss on the LR-selection slice (SelectionScore).
 //
 //	a, err := analyze.Measure("model-dir", analyze.Options{Tokens: "val.tok", Probes: 16, ProbeLen: 64})
 //	a.WriteText(os.Stdout, false)

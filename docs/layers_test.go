@@ -47,12 +47,12 @@ var floors = []floor{
 // drawn is a line to remove. Written from the imports of 2026-12-07 and kept by hand; imports of lower floors
 // are the floors' business, not this list's.
 var studiesImports = map[string][]string{
-	"analyze":    {"report"},
+	"analyze":    {"report", "summary"}, // Score: a run's summary row, computed from its final model
 	"anchor":     {"report"},
 	"audit":      {},
 	"experiment": {"analyze", "report", "summary", "sweep"},
 	"report":     {"summary"},
-	"reproduce":  {"anchor", "experiment", "report", "summary"},
+	"reproduce":  {"analyze", "anchor", "experiment", "report", "summary"}, // analyze: the ladder readout scores finished runs (analyze.Score)
 	"summary":    {},
 	"sweep":      {},
 }

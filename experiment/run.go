@@ -810,7 +810,7 @@ func runArm(ctx context.Context, r planRun, i, n int, out *Outcome, o *Options, 
 	if out.Suffix != "" || r.group.Data == DataProbes {
 		probeDir = out.ProbeDir
 	}
-	row, err := Score(ctx, r.dir, out.DataDir, probeDir, res, o.Windows)
+	row, err := analyze.Score(ctx, r.dir, out.DataDir, probeDir, res, o.Windows)
 	if err != nil {
 		return row, err
 	}

@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/data"
-	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/train"
 )
@@ -28,8 +26,7 @@ func (o *Options) probeKey(p *Plan, out *Outcome) (budget.ProbeKey, error) {
 	if err != nil {
 		return budget.ProbeKey{}, fmt.Errorf("plan %s: base recipe: %w", p.Name, err)
 	}
-	e := o.engine()
-	return budget.ProbeKey{Engine: e.Name(), Device: e.TrainsOn(), Precision: cmp.Or(base.Train.Precision, kernel.F32.String())}, nil
+	return budget.KeyOf(o.engine(), base), nil
 }
 
 // size returns the steps per run: Options.Steps, the sizing file's for the same budget, or a throughput

@@ -10,13 +10,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/smallinit/smallinit/analyze"
 	"github.com/smallinit/smallinit/arch"
-	"github.com/smallinit/smallinit/budget"
 	"github.com/smallinit/smallinit/data"
-	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/internal/inputfile"
-	"github.com/smallinit/smallinit/kernel"
 	"github.com/smallinit/smallinit/override"
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/stats"
@@ -217,8 +215,8 @@ func (out *Outcome) trialAt(ctx context.Context, p *Plan, key string, gamma floa
 }
 
 // scoreTrial trains a trial's run in dir with run (or resumes it, or reads it back) and returns its loss on the
-// selection slice, cached in the run directory (train.SelectionScore); +Inf when it diverged (or, for a branch,
-// when its trunk diverged before the branch point).
+// selection slice (analyze.SelectionScore, recorded in the run directory); +Inf when it diverged (or, for a
+// branch, when its trunk diverged before the branch point).
 func (out *Outcome) scoreTrial(ctx context.Context, dir string, steps int, lr float64, seed uint64, o *Options, run func() error) (float64, error) {
 	if err := run(); errors.Is(err, train.ErrConfigDiffers) || errors.Is(err, train.ErrAbandoned) {
 		return 0, fmt.Errorf("LR sweep trial: %w", err)
@@ -228,30 +226,19 @@ func (out *Outcome) scoreTrial(ctx context.Context, dir string, steps int, lr fl
 		}
 		// A diverged trial (non-finite loss) is the worst trial, not the end of the sweep.
 		o.logf("trial lr %g, %d steps, seed %d: %v (counted as diverged)\n", lr, steps, seed, err)
-		return mustCache(dir, eval.SplitScore{Loss: math.Inf(1)})
+		return math.Inf(1), nil
 	}
-	r, err := train.OpenRun(dir)
+	s, fresh, err := analyze.SelectionScore(ctx, dir, out.DataDir)
 	if err != nil {
 		return 0, err
 	}
-	var cached eval.SplitScore
-	if r.ReadScore(train.SelectionScore, &cached) {
-		return cached.Loss, nil
+	if fresh {
+		o.logf("  trial lr %g, %d steps, seed %d: selection loss %.4f\n", lr, steps, seed, s.Loss)
 	}
-	pool := kernel.NewPool(0)
-	defer pool.Close()
-	m, err := r.FinalModel(budget.ScoreBatch, pool)
-	if err != nil {
-		return 0, err
+	if math.IsNaN(s.Loss) || math.IsInf(s.Loss, 0) {
+		return math.Inf(1), nil
 	}
-	s, err := eval.ScoreSelection(ctx, m, out.DataDir)
-	if err != nil && ctx.Err() != nil {
-		return 0, fmt.Errorf("%w while scoring trial %s, nothing of its score kept (the next call scores it again): %w", train.ErrInterrupted, dir, err)
-	} else if err != nil {
-		return 0, err
-	}
-	o.logf("  trial lr %g, %d steps, seed %d: selection loss %.4f\n", lr, steps, seed, s.Loss)
-	return mustCache(dir, s)
+	return s.Loss, nil
 }
 
 // trialPoll is how often a trial that another process trains (a concurrent study on the same OUT) is tried again.
@@ -286,22 +273,6 @@ func waitBusy(ctx context.Context, o *Options, dir string, run func() error) err
 		case <-time.After(trialPoll):
 		}
 	}
-}
-
-// mustCache records a trial's finite selection score in its run directory (train.SelectionScore) and returns its loss. A diverged
-// trial (+Inf) is not cached: its run directory is, and resuming it diverges again.
-func mustCache(dir string, s eval.SplitScore) (float64, error) {
-	if math.IsNaN(s.Loss) || math.IsInf(s.Loss, 0) {
-		return math.Inf(1), nil
-	}
-	run, err := train.OpenRun(dir)
-	if err != nil {
-		return 0, err
-	}
-	if err := run.WriteScore(train.SelectionScore, s); err != nil {
-		return 0, err
-	}
-	return s.Loss, nil
 }
 
 // vetoed reports whether a trial's spike statistic exceeds the plan's primaries.spike_threshold (never without

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/smallinit/smallinit/analyze"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/fit"
@@ -179,7 +180,7 @@ func corpusSums(out string, st *data.Stats) (map[string]string, error) {
 
 // scoreFinishedRuns are the rows a study that has not ended would write to its summary for its finished runs:
 // each run directory OUT/GROUP/RUN with a final model scored on the whole validation split of OUT/data as the
-// study's summary scores it (experiment.Score).
+// study's summary scores it (analyze.Score).
 func scoreFinishedRuns(out string) ([]summary.Row, error) {
 	dataDir := filepath.Join(out, experiment.DataDir)
 	finals, err := filepath.Glob(filepath.Join(out, "*", "*", rundir.FinalDir))
@@ -189,7 +190,7 @@ func scoreFinishedRuns(out string) ([]summary.Row, error) {
 	var rows []summary.Row
 	for _, f := range finals {
 		dir := filepath.Dir(f)
-		row, err := experiment.Score(context.Background(), dir, dataDir, "", train.Result{}, 0)
+		row, err := analyze.Score(context.Background(), dir, dataDir, "", train.Result{}, 0)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
