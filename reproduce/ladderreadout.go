@@ -386,8 +386,10 @@ type StudyVerdict struct {
 	Claims      []Claim      `json:"claims"`
 	EffSizeLine *LineEffSize `json:"effective_size_line,omitempty"`
 	// EffSizeLineError says why the line gave no reading (fewer than 3 rungs, a γ = 0.5 loss that does not fall).
-	EffSizeLineError string     `json:"effective_size_line_error,omitempty"`
-	Runs             []StudyRun `json:"runs"`
+	EffSizeLineError string `json:"effective_size_line_error,omitempty"`
+	// Languages is the family of language secondaries (nil: a corpus of one language).
+	Languages *LanguageFamily `json:"languages,omitempty"`
+	Runs      []StudyRun      `json:"runs"`
 	// LeftOut names the runs of outs that are not of the plan's groups (another family's controls), with why.
 	LeftOut []string `json:"left_out,omitempty"`
 }
@@ -418,11 +420,21 @@ func planRuns(p *experiment.Plan, all []StudyRun) (runs []StudyRun, left []strin
 	return runs, left, nil
 }
 
-// JudgeStudies judges plan p's primaries on the finished runs of outs (ReadStudyRuns, LadderEvidence; partial:
-// a study that has not ended is read from its finished runs, scored here): each γ
+// JudgeOptions are how JudgeStudies reads: Bootstrap resamples for the effective sizes; Partial reads a study
+// that has not ended from its finished runs, scored here; OODWindows > −1 scores the primaries' γ arms on the
+// out-of-distribution texts (that many windows per text, 0: each whole; −1: not scored), cached in each run;
+// Log, when set, gets a line per model scored.
+type JudgeOptions struct {
+	Bootstrap  int
+	Partial    bool
+	OODWindows int
+	Log        io.Writer
+}
+
+// JudgeStudies judges plan p's primaries on the finished runs of outs (ReadStudyRuns, LadderEvidence): each γ
 // at the rate its runs have at the primaries' width (one rate per γ there, else an error), every other rate
-// (a rate check) left out; bootstrap resamples for the effective sizes.
-func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int, partial bool) (*StudyVerdict, error) {
+// (a rate check) left out; then the family of language secondaries (judgeLanguages).
+func JudgeStudies(p *experiment.Plan, outs []string, o JudgeOptions) (*StudyVerdict, error) {
 	spec, err := parsePrimaries(p)
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", p.Name, err)
@@ -430,7 +442,7 @@ func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int, partial bool
 	if spec == nil || p.Horizon == nil {
 		return nil, fmt.Errorf("plan %s has no [primaries] with a width: nothing to judge", p.Name)
 	}
-	all, st, err := ReadStudyRuns(outs, partial)
+	all, st, err := ReadStudyRuns(outs, o.Partial)
 	if err != nil {
 		return nil, err
 	}
@@ -454,8 +466,14 @@ func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int, partial bool
 	if err != nil {
 		return nil, err
 	}
-	v := &StudyVerdict{Plan: p.Name, Outs: outs, Inputs: ev, Claims: judgePrimaries(ev, bootstrap), Runs: runs, LeftOut: left}
-	if le, err := lineEffectiveSize(ev.Ladder, width, bootstrap); err != nil {
+	if o.OODWindows >= 0 {
+		if err := addOOD(ev, runs, lrs, o); err != nil {
+			return nil, err
+		}
+	}
+	v := &StudyVerdict{Plan: p.Name, Outs: outs, Inputs: ev, Claims: judgePrimaries(ev, o.Bootstrap), Runs: runs, LeftOut: left}
+	v.Languages = judgeLanguages(ev, o.OODWindows)
+	if le, err := lineEffectiveSize(ev.Ladder, width, o.Bootstrap); err != nil {
 		v.EffSizeLineError = err.Error()
 	} else {
 		v.EffSizeLine = &le
@@ -485,8 +503,46 @@ func (v *StudyVerdict) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "γ = 1's effective model size: not read (%s)\n\n", v.EffSizeLineError)
 	}
+	if v.Languages != nil {
+		v.Languages.WriteText(w)
+	}
 	res := &Result{Claims: v.Claims}
 	return res.writeClaimTable(w)
+}
+
+// addOOD scores the final models of ev's γ arms (the runs at the primaries' width and rates lrs) on the
+// out-of-distribution texts (scoreOOD, with the tokenizer of each run's study output directory) and records
+// each seed's bits per byte in its arm.
+func addOOD(ev *Evidence, runs []StudyRun, lrs map[float64]float64, o JudgeOptions) error {
+	var todo []StudyRun
+	for _, r := range runs {
+		if r.Width == ev.Width && math.Abs(r.LR-lrs[r.Gamma]) <= 1e-12*r.LR {
+			todo = append(todo, r)
+		}
+	}
+	for i, r := range todo {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "out-of-distribution texts %d/%d: %s\n", i+1, len(todo), r.Dir)
+		}
+		out := filepath.Dir(filepath.Dir(r.Dir)) // a study writes OUT/GROUP/RUN
+		texts, err := scoreOOD(context.Background(), r.Dir, filepath.Join(out, experiment.DataDir), o.OODWindows)
+		if err != nil {
+			return err
+		}
+		a := ev.gammaArm(r.Gamma)
+		if a == nil {
+			continue
+		}
+		if a.OOD == nil {
+			a.OOD = map[int]map[string]float64{}
+		}
+		bpb := map[string]float64{}
+		for _, t := range texts {
+			bpb[t.Name] = t.BitsPerByte()
+		}
+		a.OOD[r.Seed] = bpb
+	}
+	return nil
 }
 
 func fmtResiduals(r []float64) string {

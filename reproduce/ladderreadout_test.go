@@ -307,6 +307,31 @@ set = { "init.gamma" = 1.0 }
 			t.Errorf("run %s scored %v %v, the summary's %v %v", r.Dir, r.ValLoss, r.LangLoss, w.ValLoss, w.LangLoss)
 		}
 	}
+	// The out-of-distribution score is cached in the run at its window count: read back as written, scored again
+	// at another count.
+	dir, dataDir := part[0].Dir, filepath.Join(out, experiment.DataDir)
+	first, err := scoreOOD(context.Background(), dir, dataDir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c oodCache
+	run, err := train.OpenRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.ReadScore(train.OODScore, &c) || c.Windows != 1 || len(c.Texts) != len(first) || len(first) != 3 {
+		t.Fatalf("cache %+v after scoring %d texts at 1 window", c, len(first))
+	}
+	c.Texts[0].LossMean = 42 // a mark: a cached read returns it, a fresh score does not
+	if err := run.WriteScore(train.OODScore, c); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := scoreOOD(context.Background(), dir, dataDir, 1); err != nil || again[0].LossMean != 42 || again[1].LossMean != first[1].LossMean || again[1].Bytes != first[1].Bytes {
+		t.Errorf("the same window count: %v %v, want the cache read back", again, err)
+	}
+	if other, err := scoreOOD(context.Background(), dir, dataDir, 2); err != nil || other[0].LossMean == 42 || other[0].Tokens <= first[0].Tokens {
+		t.Errorf("2 windows: %v %v, want a fresh score over more tokens than 1 window's %d", other, err, first[0].Tokens)
+	}
 	empty := t.TempDir()
 	if _, _, err := ReadStudyRuns([]string{empty}, true); err == nil || !strings.Contains(err.Error(), empty) || !strings.Contains(err.Error(), "has not ended") {
 		t.Errorf("an empty directory: %v, want it named", err)

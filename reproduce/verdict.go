@@ -51,6 +51,8 @@ type Test struct {
 	Decisive bool           `json:"decisive"` // the verdict reads it (else it is reported beside)
 	Estimate stats.Estimate `json:"estimate"` // mean over seeds with its t-interval at level Estimate.Alpha
 	PHolm    *float64       `json:"p_holm,omitempty"`
+	// PBonferroni is the p-value Bonferroni-adjusted over a family of secondaries (LanguageFamily; nil outside one).
+	PBonferroni *float64 `json:"p_bonferroni,omitempty"`
 	// Delta is the smallest effect of interest in the comparison's units (0: none stated, so "no meaningful
 	// effect" cannot be reached); PTOST the two one-sided tests' p-value of the mean lying inside ±Delta.
 	Delta float64  `json:"delta,omitempty"`
@@ -248,6 +250,9 @@ func (c *claimTests) text() string {
 		}
 		if t.PHolm != nil {
 			s += fmt.Sprintf(", p_Holm %.3g", *t.PHolm)
+		}
+		if t.PBonferroni != nil {
+			s += fmt.Sprintf(", p_Bonferroni %.3g", *t.PBonferroni)
 		}
 		if t.PSignFlip != nil {
 			s += fmt.Sprintf(", sign-flip p %.3g", *t.PSignFlip)

@@ -17,6 +17,7 @@ type ScoreFile string
 const (
 	SelectionScore ScoreFile = "selection_score.json" // an LR-sweep trial's loss on the selection slice
 	VerdictScore   ScoreFile = "verdict_score.json"   // a reproduction run's held-out, OOD and mechanism score
+	OODScore       ScoreFile = "ood_score.json"       // a study run's out-of-distribution texts, as `judge` scores them
 )
 
 // ReadScore reads the run's score cache name into v and reports whether it could: a missing, unreadable or

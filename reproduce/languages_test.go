@@ -1,0 +1,92 @@
+package reproduce
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// bilingualLadder is a world with a known answer per language: the γ = 0.5 loss on each language is a + b·ln N
+// plus seed noise of SD sd; γ = 1's English loss equals it (a gain of 0 at every width) and its Chinese loss is
+// lower by 0.04 + 0.05·ln(N/N₁₂₈), so that H1 on Chinese is +0.04, H2 on Chinese 0.05 nats per ln N, and both are
+// 0 on English. widths lists the rungs read (seeds 0-4 each, 0-6 at width 128).
+func bilingualLadder(sd float64, widths []int) []StudyRun {
+	ns := map[int]float64{80: 374480, 96: 480096, 112: 681968, 128: 918656, 144: 1079568}
+	const a, b = 8.0, -0.25
+	rng := rand.New(rand.NewPCG(11, 12))
+	var runs []StudyRun
+	for _, w := range widths {
+		n := ns[w]
+		for s := range verdictSeeds[w] {
+			l05 := map[string]float64{"en": a + b*math.Log(n) + sd*rng.NormFloat64(), "zh": a + b*math.Log(n) + sd*rng.NormFloat64()}
+			l1 := map[string]float64{"en": a + b*math.Log(n) + sd*rng.NormFloat64(),
+				"zh": a + b*math.Log(n) - 0.04 - 0.05*math.Log(n/ns[128]) + sd*rng.NormFloat64()}
+			mix := func(l map[string]float64) float64 { return 0.2*l["en"] + 0.8*l["zh"] }
+			runs = append(runs,
+				StudyRun{Gamma: 0.5, Width: w, N: n, LR: 2e-3, Seed: s, Loss: Loss{Overall: mix(l05), ByLanguage: l05}},
+				StudyRun{Gamma: 1, Width: w, N: n, LR: 5e-4, Seed: s, Loss: Loss{Overall: mix(l1), ByLanguage: l1}})
+		}
+	}
+	return runs
+}
+
+// TestLanguageFamilyRecoversAKnownWorld: on a world where γ = 1 gains on Chinese only, and more with N, the
+// family of 4 (H1 and H2 on each language) finds H1 and H2 supported on Chinese near the built values and
+// neither on English, each interval at α/4 with its p-value Bonferroni-adjusted; with the width-128 rung alone
+// H2 waits for the ladder but stays in the family (M is still 4).
+func TestLanguageFamilyRecoversAKnownWorld(t *testing.T) {
+	spec := &Primaries{Alpha: 0.05, Delta: 0.0193, MinWidths: 4, MinSpan: 1.5}
+	ev, err := LadderEvidence(bilingualLadder(0.004, []int{80, 96, 112, 128, 144}), 128, verdictLRs, "synthetic", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := judgeLanguages(ev, 0)
+	if f == nil || f.M != 4 || len(f.Tests) != 4 || len(f.Waiting) != 0 {
+		t.Fatalf("family %+v, want 4 members and none waiting", f)
+	}
+	want := []struct {
+		name     string
+		mean     float64
+		decision string
+		n        int
+	}{
+		{"H1 on en", 0, "", 7},
+		{"H1 on zh", 0.04, Supported, 7},
+		{"H2 on en", 0, "", 5},
+		{"H2 on zh", 0.05, Supported, 5},
+	}
+	for i, w := range want {
+		got := f.Tests[i]
+		e := got.Estimate
+		if !strings.HasPrefix(got.Name, w.name) || e.N != w.n || math.Abs(e.Alpha-0.0125) > 1e-15 || !(e.Lo <= w.mean && w.mean <= e.Hi) {
+			t.Errorf("%s: %q over %d seeds at α %g, interval [%.4f, %.4f]; want %d seeds at α 0.0125 covering %.3f", w.name, got.Name, e.N, e.Alpha, e.Lo, e.Hi, w.n, w.mean)
+		}
+		if w.decision != "" && got.Decision != w.decision {
+			t.Errorf("%s: %s, want %s", w.name, got.Decision, w.decision)
+		}
+		if w.decision == "" && got.Decision == Supported {
+			t.Errorf("%s: supported, built with no gain", w.name)
+		}
+		if got.PBonferroni == nil || math.Abs(*got.PBonferroni-math.Min(1, 4*e.P)) > 1e-15 {
+			t.Errorf("%s: p_Bonferroni %v, want 4 × %g", w.name, got.PBonferroni, e.P)
+		}
+	}
+
+	ev, err = LadderEvidence(bilingualLadder(0.004, []int{128}), 128, verdictLRs, "synthetic", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = judgeLanguages(ev, 0)
+	if f.M != 4 || len(f.Waiting) != 2 || f.Tests[1].Decision != Supported || f.Tests[3].Decision != Inconclusive || f.Tests[3].Estimate.N != 0 {
+		t.Errorf("width 128 alone: M %d, waiting %q, H1 zh %s, H2 zh %s over %d seeds; want 4, H2 waiting on both, H1 supported",
+			f.M, f.Waiting, f.Tests[1].Decision, f.Tests[3].Decision, f.Tests[3].Estimate.N)
+	}
+	var b strings.Builder
+	f.WriteText(&b)
+	for _, s := range []string{"one family of 4, Bonferroni at α = 0.05, each interval at 98.75%", "H1 on zh", "p_Bonferroni", "waiting: H2 on en"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("the family's text lacks %q:\n%s", s, b.String())
+		}
+	}
+}
