@@ -44,8 +44,8 @@ type StudyRun struct {
 	// Loss.Overall is the loss at the training mix; Loss.ByLanguage each language's validation loss.
 	Loss Loss `json:"loss"`
 	// recipe is the run's config less the keys a ladder varies (recipeVaries): what every run a verdict reads
-	// must share.
-	recipe []override.Set
+	// must share; config is the whole config, as override sets (a contrast's Selector reads it).
+	recipe, config []override.Set
 }
 
 // recipeVaries are the config keys in which runs of one verdict may differ: the arm (γ, rate), the seed, the
@@ -148,7 +148,7 @@ func ReadStudyRuns(outs []string, partial bool) ([]StudyRun, *data.Stats, error)
 			if !ok || math.IsNaN(mix) {
 				return nil, nil, fmt.Errorf("%s: run %s: no loss at the training mix (per-language losses %v)", path, row.Run, row.LangLoss)
 			}
-			runs = append(runs, StudyRun{Dir: row.Dir, Group: filepath.Base(filepath.Dir(row.Dir)), recipe: recipeOf(c), Gamma: c.Init.Gamma, Width: c.Model.Dim, N: float64(c.Model.NonEmbeddingParams()),
+			runs = append(runs, StudyRun{Dir: row.Dir, Group: filepath.Base(filepath.Dir(row.Dir)), recipe: recipeOf(c), config: override.Struct(c), Gamma: c.Init.Gamma, Width: c.Model.Dim, N: float64(c.Model.NonEmbeddingParams()),
 				LR: c.Schedule.PeakLR, Seed: int(c.Seed), Loss: Loss{Overall: mix, ByLanguage: row.LangLoss}})
 		}
 	}
