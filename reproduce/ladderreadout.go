@@ -101,10 +101,11 @@ func recipeDiff(a, b []override.Set) string {
 }
 
 // ReadStudyRuns reads the finished runs of study output directories (OUT/summary.json and each run's
-// config.toml). Every directory must hold the same corpus (the sha256 sums its stats.json records), since the
+// config.toml); with partial, a directory without a summary has its finished runs scored here, a line per run
+// to log (nil: none). Every directory must hold the same corpus (the sha256 sums its stats.json records), since the
 // runs are compared across them; a run without per-language losses, or a corpus of one language, is an error:
 // the readout is at the training mix.
-func ReadStudyRuns(outs []string, partial bool) ([]StudyRun, *data.Stats, error) {
+func ReadStudyRuns(outs []string, partial bool, log io.Writer) ([]StudyRun, *data.Stats, error) {
 	var runs []StudyRun
 	var st *data.Stats
 	var sums map[string]string
@@ -135,7 +136,7 @@ func ReadStudyRuns(outs []string, partial bool) ([]StudyRun, *data.Stats, error)
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if unscored {
-			if s.Runs, err = scoreFinishedRuns(out); err != nil {
+			if s.Runs, err = scoreFinishedRuns(out, log); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -180,15 +181,18 @@ func corpusSums(out string, st *data.Stats) (map[string]string, error) {
 // scoreFinishedRuns are the rows a study that has not ended would write to its summary for its finished runs:
 // each run directory OUT/GROUP/RUN with a final model scored on the whole validation split of OUT/data as the
 // study's summary scores it (experiment.Score).
-func scoreFinishedRuns(out string) ([]summary.Row, error) {
+func scoreFinishedRuns(out string, log io.Writer) ([]summary.Row, error) {
 	dataDir := filepath.Join(out, experiment.DataDir)
 	finals, err := filepath.Glob(filepath.Join(out, "*", "*", rundir.FinalDir))
 	if err != nil {
 		return nil, err
 	}
 	var rows []summary.Row
-	for _, f := range finals {
+	for i, f := range finals {
 		dir := filepath.Dir(f)
+		if log != nil {
+			fmt.Fprintf(log, "scoring %d/%d on the whole validation split: %s\n", i+1, len(finals), dir)
+		}
 		row, err := experiment.Score(context.Background(), dir, dataDir, "", train.Result{}, 0)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
@@ -442,7 +446,7 @@ func JudgeStudies(p *experiment.Plan, outs []string, o JudgeOptions) (*StudyVerd
 	if spec == nil || p.Horizon == nil {
 		return nil, fmt.Errorf("plan %s has no [primaries] with a width: nothing to judge", p.Name)
 	}
-	all, st, err := ReadStudyRuns(outs, o.Partial)
+	all, st, err := ReadStudyRuns(outs, o.Partial, o.Log)
 	if err != nil {
 		return nil, err
 	}

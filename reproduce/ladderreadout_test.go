@@ -152,7 +152,7 @@ func TestReadStudyRuns(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	write(a, 64, 3, map[string]float64{"en": 5, "zh": 4}, st)
 	write(b, 96, 5, map[string]float64{"en": 6, "zh": 3}, st)
-	runs, _, err := ReadStudyRuns([]string{a, b}, false)
+	runs, _, err := ReadStudyRuns([]string{a, b}, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestReadStudyRuns(t *testing.T) {
 	other := *st
 	other.SHA256 = map[string]string{"train.tok": "cc", "val.tok": "bb"}
 	write(b, 96, 5, map[string]float64{"en": 6, "zh": 3}, &other)
-	if _, _, err := ReadStudyRuns([]string{a, b}, false); err == nil || !strings.Contains(err.Error(), "train.tok differs") {
+	if _, _, err := ReadStudyRuns([]string{a, b}, false, nil); err == nil || !strings.Contains(err.Error(), "train.tok differs") {
 		t.Errorf("two corpora: %v, want refused naming the file", err)
 	}
 }
@@ -287,10 +287,10 @@ set = { "init.gamma" = 1.0 }
 	if err := os.Remove(filepath.Join(out, summary.FileName(""))); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ReadStudyRuns([]string{out}, false); err == nil {
+	if _, _, err := ReadStudyRuns([]string{out}, false, nil); err == nil {
 		t.Fatal("no summary.json without partial: read anyway")
 	}
-	part, err := scoreFinishedRuns(out)
+	part, err := scoreFinishedRuns(out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ set = { "init.gamma" = 1.0 }
 		t.Errorf("2 windows: %v %v, want a fresh score over more tokens than 1 window's %d", other, err, first[0].Tokens)
 	}
 	empty := t.TempDir()
-	if _, _, err := ReadStudyRuns([]string{empty}, true); err == nil || !strings.Contains(err.Error(), empty) || !strings.Contains(err.Error(), "has not ended") {
+	if _, _, err := ReadStudyRuns([]string{empty}, true, nil); err == nil || !strings.Contains(err.Error(), empty) || !strings.Contains(err.Error(), "has not ended") {
 		t.Errorf("an empty directory: %v, want it named", err)
 	}
 }

@@ -42,7 +42,7 @@ func (c *contrastCmd) run(w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--b: %w", err)
 	}
-	runs, _, err := reproduce.ReadStudyRuns(c.Outs, c.Partial)
+	runs, _, err := reproduce.ReadStudyRuns(c.Outs, c.Partial, os.Stderr)
 	if err != nil {
 		return err
 	}
