@@ -432,7 +432,10 @@ type JudgeOptions struct {
 	Bootstrap  int
 	Partial    bool
 	OODWindows int
-	Log        io.Writer
+	// HeldOut are the corpus's npm archives, whose held-out text (ReadHeldOutText) the primaries' γ arms are
+	// scored on by source, each document whole (none: not scored).
+	HeldOut []string
+	Log     io.Writer
 }
 
 // JudgeStudies judges plan p's primaries on the finished runs of outs (ReadStudyRuns, LadderEvidence): each γ
@@ -449,6 +452,12 @@ func JudgeStudies(p *experiment.Plan, outs []string, o JudgeOptions) (*StudyVerd
 	all, st, err := ReadStudyRuns(outs, o.Partial, o.Log)
 	if err != nil {
 		return nil, err
+	}
+	var text *HeldOutText
+	if len(o.HeldOut) > 0 { // read and checked before any model is scored
+		if text, err = ReadHeldOutText(st, o.HeldOut); err != nil {
+			return nil, err
+		}
 	}
 	runs, left, err := planRuns(p, all)
 	if err != nil {
@@ -472,6 +481,11 @@ func JudgeStudies(p *experiment.Plan, outs []string, o JudgeOptions) (*StudyVerd
 	}
 	if o.OODWindows >= 0 {
 		if err := addOOD(ev, runs, lrs, o); err != nil {
+			return nil, err
+		}
+	}
+	if text != nil {
+		if err := addHeldOut(ev, runs, lrs, text, o.Log); err != nil {
 			return nil, err
 		}
 	}
@@ -514,10 +528,11 @@ func (v *StudyVerdict) WriteText(w io.Writer) error {
 	return res.writeClaimTable(w)
 }
 
-// addOOD scores the final models of ev's γ arms (the runs at the primaries' width and rates lrs) on the
-// out-of-distribution texts (scoreOOD, with the tokenizer of each run's study output directory) and records
-// each seed's bits per byte in its arm.
-func addOOD(ev *Evidence, runs []StudyRun, lrs map[float64]float64, o JudgeOptions) error {
+// scoreArms scores the final models of ev's γ arms (the runs at the primaries' width and rates lrs) with score
+// (given the run and its study's prepared directory OUT/data) and records each seed's bits per byte per text in
+// its arm's map that field picks; what names the scores in the log's lines.
+func scoreArms(ev *Evidence, runs []StudyRun, lrs map[float64]float64, log io.Writer, what string,
+	score func(r StudyRun, dataDir string) (map[string]float64, error), field func(*ArmEvidence) *map[int]map[string]float64) error {
 	var todo []StudyRun
 	for _, r := range runs {
 		if r.Width == ev.Width && math.Abs(r.LR-lrs[r.Gamma]) <= 1e-12*r.LR {
@@ -525,11 +540,11 @@ func addOOD(ev *Evidence, runs []StudyRun, lrs map[float64]float64, o JudgeOptio
 		}
 	}
 	for i, r := range todo {
-		if o.Log != nil {
-			fmt.Fprintf(o.Log, "out-of-distribution texts %d/%d: %s\n", i+1, len(todo), r.Dir)
+		if log != nil {
+			fmt.Fprintf(log, "%s %d/%d: %s\n", what, i+1, len(todo), r.Dir)
 		}
 		out := filepath.Dir(filepath.Dir(r.Dir)) // a study writes OUT/GROUP/RUN
-		texts, err := scoreOOD(context.Background(), r.Dir, filepath.Join(out, experiment.DataDir), o.OODWindows)
+		bpb, err := score(r, filepath.Join(out, experiment.DataDir))
 		if err != nil {
 			return err
 		}
@@ -537,16 +552,38 @@ func addOOD(ev *Evidence, runs []StudyRun, lrs map[float64]float64, o JudgeOptio
 		if a == nil {
 			continue
 		}
-		if a.OOD == nil {
-			a.OOD = map[int]map[string]float64{}
+		m := field(a)
+		if *m == nil {
+			*m = map[int]map[string]float64{}
 		}
+		(*m)[r.Seed] = bpb
+	}
+	return nil
+}
+
+// addOOD scores ev's γ arms on the out-of-distribution texts (scoreOOD at o.OODWindows) into ArmEvidence.OOD.
+func addOOD(ev *Evidence, runs []StudyRun, lrs map[float64]float64, o JudgeOptions) error {
+	return scoreArms(ev, runs, lrs, o.Log, "out-of-distribution texts", func(r StudyRun, dataDir string) (map[string]float64, error) {
+		texts, err := scoreOOD(context.Background(), r.Dir, dataDir, o.OODWindows)
 		bpb := map[string]float64{}
 		for _, t := range texts {
 			bpb[t.Name] = t.BitsPerByte()
 		}
-		a.OOD[r.Seed] = bpb
-	}
-	return nil
+		return bpb, err
+	}, func(a *ArmEvidence) *map[int]map[string]float64 { return &a.OOD })
+}
+
+// addHeldOut scores ev's γ arms on the corpus's held-out text by source (scoreHeldOutText) into
+// ArmEvidence.HeldOut.
+func addHeldOut(ev *Evidence, runs []StudyRun, lrs map[float64]float64, text *HeldOutText, log io.Writer) error {
+	return scoreArms(ev, runs, lrs, log, "held-out text", func(r StudyRun, dataDir string) (map[string]float64, error) {
+		sources, err := scoreHeldOutText(context.Background(), r.Dir, dataDir, text)
+		bpb := map[string]float64{}
+		for _, s := range sources {
+			bpb[s.Source] = s.BitsPerByte()
+		}
+		return bpb, err
+	}, func(a *ArmEvidence) *map[int]map[string]float64 { return &a.HeldOut })
 }
 
 func fmtResiduals(r []float64) string {

@@ -332,6 +332,32 @@ set = { "init.gamma" = 1.0 }
 	if other, err := scoreOOD(context.Background(), dir, dataDir, 2); err != nil || other[0].LossMean == 42 || other[0].Tokens <= first[0].Tokens {
 		t.Errorf("2 windows: %v %v, want a fresh score over more tokens than 1 window's %d", other, err, first[0].Tokens)
 	}
+	// The held-out text's score is cached in the run for its documents: read back as written, scored again for
+	// other documents.
+	held := &HeldOutText{Digest: "one", Docs: []data.HeldOutDoc{{Source: "sotu", Lang: "en", Text: "Madam Speaker, the state of our union is strong."},
+		{Source: "songci", Lang: "zh", Text: "寒蝉凄切，对长亭晚，骤雨初歇。"}, {Source: "sotu", Lang: "en", Text: "And so, my fellow Americans."}}}
+	hs, err := scoreHeldOutText(context.Background(), dir, dataDir, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 2 || hs[0].Source != "sotu" || hs[0].Documents != 2 || hs[1].Documents != 1 || hs[0].Tokens <= 0 || !(hs[0].BitsPerByte() > 0) {
+		t.Fatalf("held-out scores %+v, want sotu (2 documents) then songci (1), each scored", hs)
+	}
+	var hc heldOutCache
+	if !run.ReadScore(train.HeldOutTextScore, &hc) || hc.Digest != "one" {
+		t.Fatalf("held-out cache %+v", hc)
+	}
+	hc.Sources[0].Nats = 42
+	if err := run.WriteScore(train.HeldOutTextScore, hc); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := scoreHeldOutText(context.Background(), dir, dataDir, held); err != nil || again[0].Nats != 42 {
+		t.Errorf("the same documents: %+v %v, want the cache read back", again, err)
+	}
+	held.Digest = "two"
+	if other, err := scoreHeldOutText(context.Background(), dir, dataDir, held); err != nil || other[0].Nats == 42 || other[0].Nats != hs[0].Nats {
+		t.Errorf("other documents: %+v %v, want a fresh score (%g)", other, err, hs[0].Nats)
+	}
 	empty := t.TempDir()
 	if _, _, err := ReadStudyRuns([]string{empty}, true, nil); err == nil || !strings.Contains(err.Error(), empty) || !strings.Contains(err.Error(), "has not ended") {
 		t.Errorf("an empty directory: %v, want it named", err)

