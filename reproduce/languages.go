@@ -32,6 +32,9 @@ type LanguageFamily struct {
 	OODWindows int    `json:"ood_windows"`
 	// HeldOut is the same for each source of the corpus's held-out text (HeldOutText), every document whole.
 	HeldOut []Test `json:"held_out,omitempty"`
+	// Rungs are the ladder's gains on each language, rung by rung (what H2's slopes summarise), t-intervals at
+	// 95% unadjusted, reported; none for a ladder of one rung (its gain is H1's).
+	Rungs []Test `json:"rungs,omitempty"`
 }
 
 // inLanguage is arm a with each seed's overall loss replaced by its loss on lang (a seed without it left out), so
@@ -106,6 +109,17 @@ func judgeLanguages(ev *Evidence, oodWindows int) *LanguageFamily {
 		t.measure(FamilyAlpha)
 		return t
 	}
+	if len(ev.Ladder) >= 2 {
+		for _, r := range ev.Ladder {
+			for _, lang := range langs {
+				d := gain(r.G05.Language(lang), r.G1.Language(lang))
+				t := Test{Name: fmt.Sprintf("gain on %s at width %d (N = %.0f)", lang, r.Width, r.N), Delta: spec.DeltaH1(),
+					Estimate: stats.Estimate{Seeds: d.Seeds, Values: d.Values}}
+				t.measure(FamilyAlpha)
+				f.Rungs = append(f.Rungs, t)
+			}
+		}
+	}
 	for _, text := range heldOutSources(g05, g1) {
 		f.HeldOut = append(f.HeldOut, reported("held-out "+text, gain(g05.HeldOutSource(text), g1.HeldOutSource(text))))
 	}
@@ -124,6 +138,12 @@ func (f *LanguageFamily) WriteText(w io.Writer) {
 	}
 	for _, s := range f.Waiting {
 		fmt.Fprintf(w, "  waiting: %s\n", s)
+	}
+	if len(f.Rungs) > 0 {
+		fmt.Fprintf(w, "The ladder's gains on each language, rung by rung (reported, not judged):\n")
+		for _, t := range f.Rungs {
+			fmt.Fprintf(w, "  %s\n", strings.TrimSuffix((&claimTests{tests: []Test{t}}).text(), " [reported]"))
+		}
 	}
 	if len(f.HeldOut) > 0 {
 		fmt.Fprintf(w, "The corpus's held-out text by source, each document whole (reported, not judged; positive: γ = 1 lower):\n")

@@ -76,11 +76,20 @@ func TestLanguageFamilyRecoversAKnownWorld(t *testing.T) {
 		}
 	}
 
+	if len(f.Rungs) != 10 || !strings.HasPrefix(f.Rungs[1].Name, "gain on zh at width 80") {
+		t.Errorf("%d rung readings (first zh: %q), want 5 rungs × 2 languages", len(f.Rungs), f.Rungs[1].Name)
+	} else if e := f.Rungs[9].Estimate; !(e.Lo <= 0.04+0.05*math.Log(1079568.0/918656) && 0.04+0.05*math.Log(1079568.0/918656) <= e.Hi) {
+		t.Errorf("zh at width 144: [%.4f, %.4f], built as %.4f", e.Lo, e.Hi, 0.04+0.05*math.Log(1079568.0/918656))
+	}
+
 	ev, err = LadderEvidence(bilingualLadder(0.004, []int{128}), 128, verdictLRs, "synthetic", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f = judgeLanguages(ev, 0)
+	if len(f.Rungs) != 0 {
+		t.Errorf("one rung: %d rung readings, want none (its gain is H1's)", len(f.Rungs))
+	}
 	if f.M != 4 || len(f.Waiting) != 2 || f.Tests[1].Decision != Supported || f.Tests[3].Decision != Inconclusive || f.Tests[3].Estimate.N != 0 {
 		t.Errorf("width 128 alone: M %d, waiting %q, H1 zh %s, H2 zh %s over %d seeds; want 4, H2 waiting on both, H1 supported",
 			f.M, f.Waiting, f.Tests[1].Decision, f.Tests[3].Decision, f.Tests[3].Estimate.N)
