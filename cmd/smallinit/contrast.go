@@ -17,7 +17,7 @@ type contrastCmd struct {
 	Outs    []string `arg:"" type:"existingdir" name:"out" help:"Study output directories whose finished runs are read; they must hold one corpus (by the sha256 sums of their stats.json)."`
 	A       string   `required:"" placeholder:"KEY=VALUE,..." help:"Arm A: the config values its runs hold (e.g. group=main,init.gamma=0.5); the pseudo-key group is the plan group (OUT/GROUP/RUN)."`
 	B       string   `required:"" placeholder:"KEY=VALUE,..." help:"Arm B, chosen as --a. Printed: L(A) − L(B), positive where B is lower."`
-	Vary    []string `placeholder:"KEY" help:"Config keys the arms may differ in; a difference in any other is refused, naming it (default: any, each printed)."`
+	Vary    []string `placeholder:"KEY" help:"Config keys the arms may differ in (repeat the flag or separate them by commas); a difference in any other is refused, naming it (default: any, each printed)."`
 	Alpha   float64  `default:"0.05" help:"Level of the t-intervals and tests (unadjusted: a secondary)."`
 	Delta   float64  `default:"0" help:"Smallest effect of interest in nats for the two one-sided tests (0: none)."`
 	Partial bool     `help:"Read a study that has not ended (no summary.json) from its finished runs, each scored here on the whole validation split as the study's summary would."`
