@@ -6,14 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/smallinit/smallinit/data"
-	"github.com/smallinit/smallinit/eval"
-	"github.com/smallinit/smallinit/kernel"
-	"github.com/smallinit/smallinit/tokenizer"
 	"github.com/smallinit/smallinit/train"
 )
 
@@ -91,17 +87,11 @@ func scoreHeldOutText(ctx context.Context, dir, dataDir string, text *HeldOutTex
 	if run.ReadScore(train.HeldOutTextScore, &cached) && cached.Digest == text.Digest && len(cached.Sources) > 0 {
 		return cached.Sources, nil
 	}
-	pool := kernel.NewPool(0)
-	defer pool.Close()
-	m, err := run.FinalModel(16, pool)
+	lm, done, err := finalLM(run, dataDir)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizer.Load(filepath.Join(dataDir, data.TokenizerFile))
-	if err != nil {
-		return nil, err
-	}
-	lm := eval.NewLM(m, tok, nil)
+	defer done()
 	var out []SourceScore
 	at := map[string]int{}
 	for _, d := range text.Docs {

@@ -96,12 +96,7 @@ func judgeLanguages(ev *Evidence, oodWindows int) *LanguageFamily {
 			t.PTOST = &q
 		}
 		t.Decision = decide(t.Estimate, t.Delta, pOr1(t.PTOST), p, p, f.Alpha)
-		switch t.Decision {
-		case Supported:
-			t.Result = 1
-		case Contradicted:
-			t.Result = -1
-		}
+		t.Result = resultOf(t.Decision)
 		t.RestsOnOneSeed = t.fragile(t.Decision, alpha)
 	}
 	reported := func(name string, d stats.Diff) Test {

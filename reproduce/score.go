@@ -125,17 +125,12 @@ func scoreOOD(ctx context.Context, dir, dataDir string, windows int) ([]eval.OOD
 	if run.ReadScore(train.OODScore, &cached) && cached.Windows == windows && len(cached.Texts) == len(ood.Texts()) && cached.Texts[0].Tokens > 0 {
 		return cached.Texts, nil
 	}
-	pool := kernel.NewPool(0)
-	defer pool.Close()
-	m, err := run.FinalModel(16, pool)
+	lm, done, err := finalLM(run, dataDir)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizer.Load(filepath.Join(dataDir, data.TokenizerFile))
-	if err != nil {
-		return nil, err
-	}
-	texts, err := eval.ScoreOOD(ctx, eval.NewLM(m, tok, nil), windows)
+	defer done()
+	texts, err := eval.ScoreOOD(ctx, lm, windows)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", dir, err)
 	}
@@ -143,6 +138,21 @@ func scoreOOD(ctx context.Context, dir, dataDir string, windows int) ([]eval.OOD
 		return nil, err
 	}
 	return texts, nil
+}
+
+// finalLM is the final model of run with the tokenizer of the prepared directory dataDir, on a kernel pool of its
+// own that done releases.
+func finalLM(run *train.Run, dataDir string) (lm *eval.LM, done func(), err error) {
+	pool := kernel.NewPool(0)
+	m, err := run.FinalModel(16, pool)
+	if err == nil {
+		var tok *tokenizer.Tokenizer
+		if tok, err = tokenizer.Load(filepath.Join(dataDir, data.TokenizerFile)); err == nil {
+			return eval.NewLM(m, tok, nil), pool.Close, nil
+		}
+	}
+	pool.Close()
+	return nil, nil, err
 }
 
 // mechanism reads the last diagnostics record of run with activation metrics: the mean norm saturation over

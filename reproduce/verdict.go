@@ -117,6 +117,17 @@ func decide(e stats.Estimate, delta, pTOST, pFor, pAgainst, alpha float64) strin
 	return Inconclusive
 }
 
+// resultOf is a decision's Test.Result: +1 supported, −1 contradicted, 0 otherwise.
+func resultOf(decision string) int {
+	switch decision {
+	case Supported:
+		return 1
+	case Contradicted:
+		return -1
+	}
+	return 0
+}
+
 // measure fills a comparison's estimate at level alpha, its TOST and sign-flip p-values and its
 // leave-one-seed-out means.
 func (t *Test) measure(alpha float64) {

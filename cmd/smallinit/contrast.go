@@ -1,12 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 
-	"github.com/smallinit/smallinit/internal/atomicfile"
 	"github.com/smallinit/smallinit/reproduce"
 )
 
@@ -51,16 +49,5 @@ func (c *contrastCmd) run(w io.Writer) error {
 		return err
 	}
 	ct.WriteText(w)
-	if c.Record == "" {
-		return nil
-	}
-	out, err := json.MarshalIndent(ct, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.Write(c.Record, append(out, '\n')); err != nil {
-		return fmt.Errorf("--record %s: %w", c.Record, err)
-	}
-	fmt.Fprintf(w, "\nwrote %s\n", c.Record)
-	return nil
+	return writeRecord(w, c.Record, ct)
 }

@@ -44,16 +44,21 @@ func (c *judgeCmd) run(w io.Writer) error {
 	if err := v.WriteText(w); err != nil {
 		return err
 	}
-	if c.Record == "" {
+	return writeRecord(w, c.Record, v)
+}
+
+// writeRecord writes v as indented JSON to path (--record; "": nothing), atomically, and says so on w.
+func writeRecord(w io.Writer, path string, v any) error {
+	if path == "" {
 		return nil
 	}
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(c.Record, append(b, '\n')); err != nil {
-		return fmt.Errorf("--record %s: %w", c.Record, err)
+	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
+		return fmt.Errorf("--record %s: %w", path, err)
 	}
-	fmt.Fprintf(w, "\nwrote %s\n", c.Record)
+	fmt.Fprintf(w, "\nwrote %s\n", path)
 	return nil
 }
