@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/experiment"
@@ -43,6 +44,9 @@ type StudyRun struct {
 	Seed  int     `json:"seed"`
 	// Loss.Overall is the loss at the training mix; Loss.ByLanguage each language's validation loss.
 	Loss Loss `json:"loss"`
+	// Started and Finished are when the run trained (runTimeOf: its directory's file times).
+	Started  *time.Time `json:"started,omitempty"`
+	Finished *time.Time `json:"finished,omitempty"`
 	// recipe is the run's config less the keys a ladder varies (recipeVaries): what every run a verdict reads
 	// must share; config is the whole config, as override sets (a contrast's Selector reads it).
 	recipe, config []override.Set
@@ -149,7 +153,11 @@ func ReadStudyRuns(outs []string, partial bool, log io.Writer) ([]StudyRun, *dat
 			if !ok || math.IsNaN(mix) {
 				return nil, nil, fmt.Errorf("%s: run %s: no loss at the training mix (per-language losses %v)", path, row.Run, row.LangLoss)
 			}
-			runs = append(runs, StudyRun{Dir: row.Dir, Group: filepath.Base(filepath.Dir(row.Dir)), recipe: recipeOf(c), config: override.Struct(c), Gamma: c.Init.Gamma, Width: c.Model.Dim, N: float64(c.Model.NonEmbeddingParams()),
+			rt, err := runTimeOf(row.Dir)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: run %s: %w", path, row.Run, err)
+			}
+			runs = append(runs, StudyRun{Dir: row.Dir, Started: rt.Started, Finished: rt.Finished, Group: filepath.Base(filepath.Dir(row.Dir)), recipe: recipeOf(c), config: override.Struct(c), Gamma: c.Init.Gamma, Width: c.Model.Dim, N: float64(c.Model.NonEmbeddingParams()),
 				LR: c.Schedule.PeakLR, Seed: int(c.Seed), Loss: Loss{Overall: mix, ByLanguage: row.LangLoss}})
 		}
 	}

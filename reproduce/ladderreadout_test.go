@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/experiment"
@@ -16,6 +17,7 @@ import (
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // syntheticLadder is a world with a known answer: at every width the γ = 0.5 loss is a + b·ln N plus seed noise
@@ -152,9 +154,29 @@ func TestReadStudyRuns(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	write(a, 64, 3, map[string]float64{"en": 5, "zh": 4}, st)
 	write(b, 96, 5, map[string]float64{"en": 6, "zh": 3}, st)
+	// Run a started when it drew its weights (init.json) and finished when it wrote final/config.json; run b has
+	// neither, so neither time is stated.
+	started, finished := time.Date(2026, 12, 7, 2, 32, 0, 0, time.UTC), time.Date(2026, 12, 7, 3, 1, 5, 0, time.UTC)
+	for _, f := range []struct {
+		path string
+		at   time.Time
+	}{{filepath.Join(a, "main", "run", rundir.InitFile), started}, {filepath.Join(a, "main", "run", rundir.FinalDir, "config.json"), finished}} {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.path, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(f.path, f.at, f.at); err != nil {
+			t.Fatal(err)
+		}
+	}
 	runs, _, err := ReadStudyRuns([]string{a, b}, false, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r := runs[0]; r.Started == nil || !r.Started.Equal(started) || r.Finished == nil || !r.Finished.Equal(finished) || runs[1].Started != nil || runs[1].Finished != nil {
+		t.Errorf("run times %v-%v and %v-%v, want %v-%v and none", r.Started, r.Finished, runs[1].Started, runs[1].Finished, started, finished)
 	}
 	if len(runs) != 2 || runs[0].Width != 64 || runs[0].Seed != 3 || runs[1].Width != 96 || runs[1].Seed != 5 || runs[0].N <= 0 {
 		t.Fatalf("runs %+v", runs)
