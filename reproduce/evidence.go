@@ -87,6 +87,9 @@ type ArmEvidence struct {
 	// OOD is, per seed, the bits per byte on each out-of-distribution text (corpus/ood), reported beside the
 	// verdicts (generalisation), not judged.
 	OOD map[int]map[string]float64 `json:"ood_bits_per_byte,omitempty"`
+	// HeldOut is, per seed, the bits per byte on each source of the corpus's held-out text (HeldOutText),
+	// reported beside the verdicts, not judged.
+	HeldOut map[int]map[string]float64 `json:"held_out_bits_per_byte,omitempty"`
 	// Spike is, per seed, the training loss's largest rise over its running minimum (stats.Spike); Plateau the
 	// relative spread of its mean stable rank over the last 3 diagnostics (stats.TailSpread). A seed without
 	// the record is absent.
@@ -180,14 +183,37 @@ func (a *ArmEvidence) OODText(name string) stats.BySeed {
 	return out
 }
 
+// HeldOutSource is the arm's bits per byte on one source of the held-out text per seed.
+func (a *ArmEvidence) HeldOutSource(name string) stats.BySeed {
+	out := stats.BySeed{}
+	if a != nil {
+		for s, m := range a.HeldOut {
+			if v, ok := m[name]; ok {
+				out[s] = v
+			}
+		}
+	}
+	return out
+}
+
 // oodTexts lists the out-of-distribution texts any seed of the arms was scored on, sorted.
 func oodTexts(arms ...*ArmEvidence) []string {
+	return scoredNames(func(a *ArmEvidence) map[int]map[string]float64 { return a.OOD }, arms)
+}
+
+// heldOutSources lists the held-out sources any seed of the arms was scored on, sorted.
+func heldOutSources(arms ...*ArmEvidence) []string {
+	return scoredNames(func(a *ArmEvidence) map[int]map[string]float64 { return a.HeldOut }, arms)
+}
+
+// scoredNames lists the names any seed of the arms has in the per-seed map field gives, sorted.
+func scoredNames(field func(*ArmEvidence) map[int]map[string]float64, arms []*ArmEvidence) []string {
 	var out []string
 	for _, a := range arms {
 		if a == nil {
 			continue
 		}
-		for _, m := range a.OOD {
+		for _, m := range field(a) {
 			for k := range m {
 				if !slices.Contains(out, k) {
 					out = append(out, k)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/smallinit/smallinit/analyze"
 	"github.com/smallinit/smallinit/data"
@@ -44,9 +45,12 @@ type StudyRun struct {
 	Seed  int     `json:"seed"`
 	// Loss.Overall is the loss at the training mix; Loss.ByLanguage each language's validation loss.
 	Loss Loss `json:"loss"`
+	// Started and Finished are when the run trained (runTimeOf: its directory's file times).
+	Started  *time.Time `json:"started,omitempty"`
+	Finished *time.Time `json:"finished,omitempty"`
 	// recipe is the run's config less the keys a ladder varies (recipeVaries): what every run a verdict reads
-	// must share.
-	recipe []override.Set
+	// must share; config is the whole config, as override sets (a contrast's Selector reads it).
+	recipe, config []override.Set
 }
 
 // recipeVaries are the config keys in which runs of one verdict may differ: the arm (γ, rate), the seed, the
@@ -102,10 +106,11 @@ func recipeDiff(a, b []override.Set) string {
 }
 
 // ReadStudyRuns reads the finished runs of study output directories (OUT/summary.json and each run's
-// config.toml). Every directory must hold the same corpus (the sha256 sums its stats.json records), since the
+// config.toml); with partial, a directory without a summary has its finished runs scored here, a line per run
+// to log (nil: none). Every directory must hold the same corpus (the sha256 sums its stats.json records), since the
 // runs are compared across them; a run without per-language losses, or a corpus of one language, is an error:
 // the readout is at the training mix.
-func ReadStudyRuns(outs []string, partial bool) ([]StudyRun, *data.Stats, error) {
+func ReadStudyRuns(outs []string, partial bool, log io.Writer) ([]StudyRun, *data.Stats, error) {
 	var runs []StudyRun
 	var st *data.Stats
 	var sums map[string]string
@@ -136,7 +141,7 @@ func ReadStudyRuns(outs []string, partial bool) ([]StudyRun, *data.Stats, error)
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if unscored {
-			if s.Runs, err = scoreFinishedRuns(out); err != nil {
+			if s.Runs, err = scoreFinishedRuns(out, log); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -149,7 +154,11 @@ func ReadStudyRuns(outs []string, partial bool) ([]StudyRun, *data.Stats, error)
 			if !ok || math.IsNaN(mix) {
 				return nil, nil, fmt.Errorf("%s: run %s: no loss at the training mix (per-language losses %v)", path, row.Run, row.LangLoss)
 			}
-			runs = append(runs, StudyRun{Dir: row.Dir, Group: filepath.Base(filepath.Dir(row.Dir)), recipe: recipeOf(c), Gamma: c.Init.Gamma, Width: c.Model.Dim, N: float64(c.Model.NonEmbeddingParams()),
+			rt, err := runTimeOf(row.Dir)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: run %s: %w", path, row.Run, err)
+			}
+			runs = append(runs, StudyRun{Dir: row.Dir, Started: rt.Started, Finished: rt.Finished, Group: filepath.Base(filepath.Dir(row.Dir)), recipe: recipeOf(c), config: override.Struct(c), Gamma: c.Init.Gamma, Width: c.Model.Dim, N: float64(c.Model.NonEmbeddingParams()),
 				LR: c.Schedule.PeakLR, Seed: int(c.Seed), Loss: Loss{Overall: mix, ByLanguage: row.LangLoss}})
 		}
 	}
@@ -181,15 +190,18 @@ func corpusSums(out string, st *data.Stats) (map[string]string, error) {
 // scoreFinishedRuns are the rows a study that has not ended would write to its summary for its finished runs:
 // each run directory OUT/GROUP/RUN with a final model scored on the whole validation split of OUT/data as the
 // study's summary scores it (analyze.Score).
-func scoreFinishedRuns(out string) ([]summary.Row, error) {
+func scoreFinishedRuns(out string, log io.Writer) ([]summary.Row, error) {
 	dataDir := filepath.Join(out, experiment.DataDir)
 	finals, err := filepath.Glob(filepath.Join(out, "*", "*", rundir.FinalDir))
 	if err != nil {
 		return nil, err
 	}
 	var rows []summary.Row
-	for _, f := range finals {
+	for i, f := range finals {
 		dir := filepath.Dir(f)
+		if log != nil {
+			fmt.Fprintf(log, "scoring %d/%d on the whole validation split: %s\n", i+1, len(finals), dir)
+		}
 		row, err := analyze.Score(context.Background(), dir, dataDir, "", train.Result{}, 0)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
@@ -387,8 +399,10 @@ type StudyVerdict struct {
 	Claims      []Claim      `json:"claims"`
 	EffSizeLine *LineEffSize `json:"effective_size_line,omitempty"`
 	// EffSizeLineError says why the line gave no reading (fewer than 3 rungs, a γ = 0.5 loss that does not fall).
-	EffSizeLineError string     `json:"effective_size_line_error,omitempty"`
-	Runs             []StudyRun `json:"runs"`
+	EffSizeLineError string `json:"effective_size_line_error,omitempty"`
+	// Languages is the family of language secondaries (nil: a corpus of one language).
+	Languages *LanguageFamily `json:"languages,omitempty"`
+	Runs      []StudyRun      `json:"runs"`
 	// LeftOut names the runs of outs that are not of the plan's groups (another family's controls), with why.
 	LeftOut []string `json:"left_out,omitempty"`
 }
@@ -419,11 +433,24 @@ func planRuns(p *experiment.Plan, all []StudyRun) (runs []StudyRun, left []strin
 	return runs, left, nil
 }
 
-// JudgeStudies judges plan p's primaries on the finished runs of outs (ReadStudyRuns, LadderEvidence; partial:
-// a study that has not ended is read from its finished runs, scored here): each γ
+// JudgeOptions are how JudgeStudies reads: Bootstrap resamples for the effective sizes; Partial reads a study
+// that has not ended from its finished runs, scored here; OODWindows > −1 scores the primaries' γ arms on the
+// out-of-distribution texts (that many windows per text, 0: each whole; −1: not scored), cached in each run;
+// Log, when set, gets a line per model scored.
+type JudgeOptions struct {
+	Bootstrap  int
+	Partial    bool
+	OODWindows int
+	// HeldOut are the corpus's npm archives, whose held-out text (ReadHeldOutText) the primaries' γ arms are
+	// scored on by source, each document whole (none: not scored).
+	HeldOut []string
+	Log     io.Writer
+}
+
+// JudgeStudies judges plan p's primaries on the finished runs of outs (ReadStudyRuns, LadderEvidence): each γ
 // at the rate its runs have at the primaries' width (one rate per γ there, else an error), every other rate
-// (a rate check) left out; bootstrap resamples for the effective sizes.
-func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int, partial bool) (*StudyVerdict, error) {
+// (a rate check) left out; then the family of language secondaries (judgeLanguages).
+func JudgeStudies(p *experiment.Plan, outs []string, o JudgeOptions) (*StudyVerdict, error) {
 	spec, err := parsePrimaries(p)
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", p.Name, err)
@@ -431,9 +458,15 @@ func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int, partial bool
 	if spec == nil || p.Horizon == nil {
 		return nil, fmt.Errorf("plan %s has no [primaries] with a width: nothing to judge", p.Name)
 	}
-	all, st, err := ReadStudyRuns(outs, partial)
+	all, st, err := ReadStudyRuns(outs, o.Partial, o.Log)
 	if err != nil {
 		return nil, err
+	}
+	var text *HeldOutText
+	if len(o.HeldOut) > 0 { // read and checked before any model is scored
+		if text, err = ReadHeldOutText(st, o.HeldOut); err != nil {
+			return nil, err
+		}
 	}
 	runs, left, err := planRuns(p, all)
 	if err != nil {
@@ -455,8 +488,19 @@ func JudgeStudies(p *experiment.Plan, outs []string, bootstrap int, partial bool
 	if err != nil {
 		return nil, err
 	}
-	v := &StudyVerdict{Plan: p.Name, Outs: outs, Inputs: ev, Claims: judgePrimaries(ev, bootstrap), Runs: runs, LeftOut: left}
-	if le, err := lineEffectiveSize(ev.Ladder, width, bootstrap); err != nil {
+	if o.OODWindows >= 0 {
+		if err := addOOD(ev, runs, lrs, o); err != nil {
+			return nil, err
+		}
+	}
+	if text != nil {
+		if err := addHeldOut(ev, runs, lrs, text, o.Log); err != nil {
+			return nil, err
+		}
+	}
+	v := &StudyVerdict{Plan: p.Name, Outs: outs, Inputs: ev, Claims: judgePrimaries(ev, o.Bootstrap), Runs: runs, LeftOut: left}
+	v.Languages = judgeLanguages(ev, o.OODWindows)
+	if le, err := lineEffectiveSize(ev.Ladder, width, o.Bootstrap); err != nil {
 		v.EffSizeLineError = err.Error()
 	} else {
 		v.EffSizeLine = &le
@@ -486,8 +530,69 @@ func (v *StudyVerdict) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "γ = 1's effective model size: not read (%s)\n\n", v.EffSizeLineError)
 	}
+	if v.Languages != nil {
+		v.Languages.WriteText(w)
+	}
 	res := &Result{Claims: v.Claims}
 	return res.writeClaimTable(w)
+}
+
+// scoreArms scores the final models of ev's γ arms (the runs at the primaries' width and rates lrs) with score
+// (given the run and its study's prepared directory OUT/data) and records each seed's bits per byte per text in
+// its arm's map that field picks; what names the scores in the log's lines.
+func scoreArms(ev *Evidence, runs []StudyRun, lrs map[float64]float64, log io.Writer, what string,
+	score func(r StudyRun, dataDir string) (map[string]float64, error), field func(*ArmEvidence) *map[int]map[string]float64) error {
+	var todo []StudyRun
+	for _, r := range runs {
+		if r.Width == ev.Width && math.Abs(r.LR-lrs[r.Gamma]) <= 1e-12*r.LR {
+			todo = append(todo, r)
+		}
+	}
+	for i, r := range todo {
+		if log != nil {
+			fmt.Fprintf(log, "%s %d/%d: %s\n", what, i+1, len(todo), r.Dir)
+		}
+		out := filepath.Dir(filepath.Dir(r.Dir)) // a study writes OUT/GROUP/RUN
+		bpb, err := score(r, filepath.Join(out, experiment.DataDir))
+		if err != nil {
+			return err
+		}
+		a := ev.gammaArm(r.Gamma)
+		if a == nil {
+			continue
+		}
+		m := field(a)
+		if *m == nil {
+			*m = map[int]map[string]float64{}
+		}
+		(*m)[r.Seed] = bpb
+	}
+	return nil
+}
+
+// addOOD scores ev's γ arms on the out-of-distribution texts (scoreOOD at o.OODWindows) into ArmEvidence.OOD.
+func addOOD(ev *Evidence, runs []StudyRun, lrs map[float64]float64, o JudgeOptions) error {
+	return scoreArms(ev, runs, lrs, o.Log, "out-of-distribution texts", func(r StudyRun, dataDir string) (map[string]float64, error) {
+		texts, err := scoreOOD(context.Background(), r.Dir, dataDir, o.OODWindows)
+		bpb := map[string]float64{}
+		for _, t := range texts {
+			bpb[t.Name] = t.BitsPerByte()
+		}
+		return bpb, err
+	}, func(a *ArmEvidence) *map[int]map[string]float64 { return &a.OOD })
+}
+
+// addHeldOut scores ev's γ arms on the corpus's held-out text by source (scoreHeldOutText) into
+// ArmEvidence.HeldOut.
+func addHeldOut(ev *Evidence, runs []StudyRun, lrs map[float64]float64, text *HeldOutText, log io.Writer) error {
+	return scoreArms(ev, runs, lrs, log, "held-out text", func(r StudyRun, dataDir string) (map[string]float64, error) {
+		sources, err := scoreHeldOutText(context.Background(), r.Dir, dataDir, text)
+		bpb := map[string]float64{}
+		for _, s := range sources {
+			bpb[s.Source] = s.BitsPerByte()
+		}
+		return bpb, err
+	}, func(a *ArmEvidence) *map[int]map[string]float64 { return &a.HeldOut })
 }
 
 func fmtResiduals(r []float64) string {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/experiment"
@@ -16,6 +17,7 @@ import (
 	"github.com/smallinit/smallinit/recipe"
 	"github.com/smallinit/smallinit/summary"
 	"github.com/smallinit/smallinit/train"
+	"github.com/smallinit/smallinit/train/rundir"
 )
 
 // syntheticLadder is a world with a known answer: at every width the γ = 0.5 loss is a + b·ln N plus seed noise
@@ -152,9 +154,29 @@ func TestReadStudyRuns(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	write(a, 64, 3, map[string]float64{"en": 5, "zh": 4}, st)
 	write(b, 96, 5, map[string]float64{"en": 6, "zh": 3}, st)
-	runs, _, err := ReadStudyRuns([]string{a, b}, false)
+	// Run a started when it drew its weights (init.json) and finished when it wrote final/config.json; run b has
+	// neither, so neither time is stated.
+	started, finished := time.Date(2026, 12, 7, 2, 32, 0, 0, time.UTC), time.Date(2026, 12, 7, 3, 1, 5, 0, time.UTC)
+	for _, f := range []struct {
+		path string
+		at   time.Time
+	}{{filepath.Join(a, "main", "run", rundir.InitFile), started}, {filepath.Join(a, "main", "run", rundir.FinalDir, "config.json"), finished}} {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.path, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(f.path, f.at, f.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, _, err := ReadStudyRuns([]string{a, b}, false, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r := runs[0]; r.Started == nil || !r.Started.Equal(started) || r.Finished == nil || !r.Finished.Equal(finished) || runs[1].Started != nil || runs[1].Finished != nil {
+		t.Errorf("run times %v-%v and %v-%v, want %v-%v and none", r.Started, r.Finished, runs[1].Started, runs[1].Finished, started, finished)
 	}
 	if len(runs) != 2 || runs[0].Width != 64 || runs[0].Seed != 3 || runs[1].Width != 96 || runs[1].Seed != 5 || runs[0].N <= 0 {
 		t.Fatalf("runs %+v", runs)
@@ -165,7 +187,7 @@ func TestReadStudyRuns(t *testing.T) {
 	other := *st
 	other.SHA256 = map[string]string{"train.tok": "cc", "val.tok": "bb"}
 	write(b, 96, 5, map[string]float64{"en": 6, "zh": 3}, &other)
-	if _, _, err := ReadStudyRuns([]string{a, b}, false); err == nil || !strings.Contains(err.Error(), "train.tok differs") {
+	if _, _, err := ReadStudyRuns([]string{a, b}, false, nil); err == nil || !strings.Contains(err.Error(), "train.tok differs") {
 		t.Errorf("two corpora: %v, want refused naming the file", err)
 	}
 }
@@ -287,10 +309,10 @@ set = { "init.gamma" = 1.0 }
 	if err := os.Remove(filepath.Join(out, summary.FileName(""))); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ReadStudyRuns([]string{out}, false); err == nil {
+	if _, _, err := ReadStudyRuns([]string{out}, false, nil); err == nil {
 		t.Fatal("no summary.json without partial: read anyway")
 	}
-	part, err := scoreFinishedRuns(out)
+	part, err := scoreFinishedRuns(out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,8 +329,59 @@ set = { "init.gamma" = 1.0 }
 			t.Errorf("run %s scored %v %v, the summary's %v %v", r.Dir, r.ValLoss, r.LangLoss, w.ValLoss, w.LangLoss)
 		}
 	}
+	// The out-of-distribution score is cached in the run at its window count: read back as written, scored again
+	// at another count.
+	dir, dataDir := part[0].Dir, filepath.Join(out, experiment.DataDir)
+	first, err := scoreOOD(context.Background(), dir, dataDir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c oodCache
+	run, err := train.OpenRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.ReadScore(train.OODScore, &c) || c.Windows != 1 || len(c.Texts) != len(first) || len(first) != 3 {
+		t.Fatalf("cache %+v after scoring %d texts at 1 window", c, len(first))
+	}
+	c.Texts[0].LossMean = 42 // a mark: a cached read returns it, a fresh score does not
+	if err := run.WriteScore(train.OODScore, c); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := scoreOOD(context.Background(), dir, dataDir, 1); err != nil || again[0].LossMean != 42 || again[1].LossMean != first[1].LossMean || again[1].Bytes != first[1].Bytes {
+		t.Errorf("the same window count: %v %v, want the cache read back", again, err)
+	}
+	if other, err := scoreOOD(context.Background(), dir, dataDir, 2); err != nil || other[0].LossMean == 42 || other[0].Tokens <= first[0].Tokens {
+		t.Errorf("2 windows: %v %v, want a fresh score over more tokens than 1 window's %d", other, err, first[0].Tokens)
+	}
+	// The held-out text's score is cached in the run for its documents: read back as written, scored again for
+	// other documents.
+	held := &HeldOutText{Digest: "one", Docs: []data.HeldOutDoc{{Source: "sotu", Lang: "en", Text: "Madam Speaker, the state of our union is strong."},
+		{Source: "songci", Lang: "zh", Text: "寒蝉凄切，对长亭晚，骤雨初歇。"}, {Source: "sotu", Lang: "en", Text: "And so, my fellow Americans."}}}
+	hs, err := scoreHeldOutText(context.Background(), dir, dataDir, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 2 || hs[0].Source != "sotu" || hs[0].Documents != 2 || hs[1].Documents != 1 || hs[0].Tokens <= 0 || !(hs[0].BitsPerByte() > 0) {
+		t.Fatalf("held-out scores %+v, want sotu (2 documents) then songci (1), each scored", hs)
+	}
+	var hc heldOutCache
+	if !run.ReadScore(train.HeldOutTextScore, &hc) || hc.Digest != "one" {
+		t.Fatalf("held-out cache %+v", hc)
+	}
+	hc.Sources[0].Nats = 42
+	if err := run.WriteScore(train.HeldOutTextScore, hc); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := scoreHeldOutText(context.Background(), dir, dataDir, held); err != nil || again[0].Nats != 42 {
+		t.Errorf("the same documents: %+v %v, want the cache read back", again, err)
+	}
+	held.Digest = "two"
+	if other, err := scoreHeldOutText(context.Background(), dir, dataDir, held); err != nil || other[0].Nats == 42 || other[0].Nats != hs[0].Nats {
+		t.Errorf("other documents: %+v %v, want a fresh score (%g)", other, err, hs[0].Nats)
+	}
 	empty := t.TempDir()
-	if _, _, err := ReadStudyRuns([]string{empty}, true); err == nil || !strings.Contains(err.Error(), empty) || !strings.Contains(err.Error(), "has not ended") {
+	if _, _, err := ReadStudyRuns([]string{empty}, true, nil); err == nil || !strings.Contains(err.Error(), empty) || !strings.Contains(err.Error(), "has not ended") {
 		t.Errorf("an empty directory: %v, want it named", err)
 	}
 }

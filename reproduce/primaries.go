@@ -73,12 +73,7 @@ func judgePrimaries(ev *Evidence, bootstrap int) []Claim {
 			t.PTOST = &q
 		}
 		t.Decision = decide(t.Estimate, t.Delta, pOr1(t.PTOST), p, p, spec.Alpha)
-		switch t.Decision {
-		case Supported:
-			t.Result = 1
-		case Contradicted:
-			t.Result = -1
-		}
+		t.Result = resultOf(t.Decision)
 		t.RestsOnOneSeed = t.fragile(t.Decision, spec.Alpha/2)
 	}
 

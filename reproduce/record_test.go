@@ -220,3 +220,54 @@ func TestRecordedClaimsParse(t *testing.T) {
 		t.Errorf("the 8 h record's amendment: %v, %v; want 2026-12-04T11:51:00Z", a.Time, err)
 	}
 }
+
+// recordedStudies are the committed study verdicts (`smallinit judge … --record`) this build judges again from
+// their inputs.
+var recordedStudies = []string{
+	"2026-12-07-verdict-20tpp-h1-interim.json",
+	"2026-12-07-verdict-20tpp-family-c-interim.json",
+}
+
+// TestRecordedStudyVerdictsRejudge: each committed study verdict's claims, and its language family where it has
+// one, are what this build gives from the file's own inputs (the per-seed losses it records).
+func TestRecordedStudyVerdictsRejudge(t *testing.T) {
+	for _, name := range recordedStudies {
+		path := filepath.Join("..", "docs", "results", name)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v StudyVerdict
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if v.Inputs == nil || len(v.Claims) != 2 {
+			t.Fatalf("%s: no inputs or not 2 claims", path)
+		}
+		for i, c := range judgePrimaries(v.Inputs, 1000) {
+			if have := v.Claims[i]; have.Verdict != c.Verdict || have.Evidence != c.Evidence {
+				t.Errorf("%s: %s as recorded:\n  %s: %s\nas judged now:\n  %s: %s", path, c.ID, have.Verdict, have.Evidence, c.Verdict, c.Evidence)
+			}
+		}
+		if v.Languages == nil {
+			continue
+		}
+		// Both sides as the record holds them: a number the family could not compute (H2 before the ladder) is
+		// written as null and read back as 0.
+		var again LanguageFamily
+		if b, err := json.Marshal(judgeLanguages(v.Inputs, v.Languages.OODWindows)); err != nil || json.Unmarshal(b, &again) != nil {
+			t.Fatal(err)
+		}
+		got, err := json.Marshal(again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(v.Languages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s: the language family as recorded:\n  %s\nas judged now:\n  %s", path, want, got)
+		}
+	}
+}

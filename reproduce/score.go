@@ -10,6 +10,7 @@ import (
 	"github.com/smallinit/smallinit/internal/finitejson"
 	"github.com/smallinit/smallinit/train/rundir"
 
+	"github.com/smallinit/smallinit/corpus/ood"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/eval"
 	"github.com/smallinit/smallinit/kernel"
@@ -103,6 +104,55 @@ func scoreRun(ctx context.Context, dir, dataDir string, sc scoring) (*RunScore, 
 		return nil, err
 	}
 	return s, nil
+}
+
+// oodCache is a run's out-of-distribution score cache (train.OODScore): each text's score at Windows windows of
+// the model's context (0: whole).
+type oodCache struct {
+	Windows int             `json:"windows"`
+	Texts   []eval.OODScore `json:"texts"`
+}
+
+// scoreOOD scores the final model of the run in dir on the out-of-distribution texts (eval.ScoreOOD, windows per
+// text, 0: each whole) with the tokenizer of the prepared directory dataDir, cached in the run directory: a
+// cache of another window count is scored again.
+func scoreOOD(ctx context.Context, dir, dataDir string, windows int) ([]eval.OODScore, error) {
+	run, err := train.OpenRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	var cached oodCache
+	if run.ReadScore(train.OODScore, &cached) && cached.Windows == windows && len(cached.Texts) == len(ood.Texts()) && cached.Texts[0].Tokens > 0 {
+		return cached.Texts, nil
+	}
+	lm, done, err := finalLM(run, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	texts, err := eval.ScoreOOD(ctx, lm, windows)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", dir, err)
+	}
+	if err := run.WriteScore(train.OODScore, oodCache{Windows: windows, Texts: texts}); err != nil {
+		return nil, err
+	}
+	return texts, nil
+}
+
+// finalLM is the final model of run with the tokenizer of the prepared directory dataDir, on a kernel pool of its
+// own that done releases.
+func finalLM(run *train.Run, dataDir string) (lm *eval.LM, done func(), err error) {
+	pool := kernel.NewPool(0)
+	m, err := run.FinalModel(16, pool)
+	if err == nil {
+		var tok *tokenizer.Tokenizer
+		if tok, err = tokenizer.Load(filepath.Join(dataDir, data.TokenizerFile)); err == nil {
+			return eval.NewLM(m, tok, nil), pool.Close, nil
+		}
+	}
+	pool.Close()
+	return nil, nil, err
 }
 
 // mechanism reads the last diagnostics record of run with activation metrics: the mean norm saturation over

@@ -51,6 +51,8 @@ type Test struct {
 	Decisive bool           `json:"decisive"` // the verdict reads it (else it is reported beside)
 	Estimate stats.Estimate `json:"estimate"` // mean over seeds with its t-interval at level Estimate.Alpha
 	PHolm    *float64       `json:"p_holm,omitempty"`
+	// PBonferroni is the p-value Bonferroni-adjusted over a family of secondaries (LanguageFamily; nil outside one).
+	PBonferroni *float64 `json:"p_bonferroni,omitempty"`
 	// Delta is the smallest effect of interest in the comparison's units (0: none stated, so "no meaningful
 	// effect" cannot be reached); PTOST the two one-sided tests' p-value of the mean lying inside ±Delta.
 	Delta float64  `json:"delta,omitempty"`
@@ -113,6 +115,17 @@ func decide(e stats.Estimate, delta, pTOST, pFor, pAgainst, alpha float64) strin
 		return Contradicted
 	}
 	return Inconclusive
+}
+
+// resultOf is a decision's Test.Result: +1 supported, −1 contradicted, 0 otherwise.
+func resultOf(decision string) int {
+	switch decision {
+	case Supported:
+		return 1
+	case Contradicted:
+		return -1
+	}
+	return 0
 }
 
 // measure fills a comparison's estimate at level alpha, its TOST and sign-flip p-values and its
@@ -248,6 +261,9 @@ func (c *claimTests) text() string {
 		}
 		if t.PHolm != nil {
 			s += fmt.Sprintf(", p_Holm %.3g", *t.PHolm)
+		}
+		if t.PBonferroni != nil {
+			s += fmt.Sprintf(", p_Bonferroni %.3g", *t.PBonferroni)
 		}
 		if t.PSignFlip != nil {
 			s += fmt.Sprintf(", sign-flip p %.3g", *t.PSignFlip)

@@ -17,6 +17,7 @@ func TestJudgeRefusesBadInput(t *testing.T) {
 		{judgeCmd{Plan: "verdict-20tpp-ladder", Outs: []string{dir}, Bootstrap: 10}, filepath.Join(dir, "summary.json")},
 		{judgeCmd{Plan: "demo", Outs: []string{dir}, Bootstrap: 10}, "no [primaries]"},
 		{judgeCmd{Plan: "verdict-20tpp-ladder", Outs: []string{dir}, Bootstrap: -1}, "--bootstrap -1"},
+		{judgeCmd{Plan: "verdict-20tpp-ladder", Outs: []string{dir}, Bootstrap: 10, OODWindows: -2}, "--ood-windows -2"},
 	} {
 		err := tc.cmd.run(io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -39,6 +39,7 @@ type cli struct {
 	Coordcheck coordcheckCmd `cmd:"" help:"Residual ratio against width at init and after a few steps (μP-style coordinate check)."`
 	Study      studyCmd      `cmd:"" help:"Run a plan file (arms × seeds × a budget, in TOML) with the demo's and reproduce's machinery: sizing, resumable runs, summary, report."`
 	Judge      judgeCmd      `cmd:"" help:"Judge a plan's primaries (H1, H2, γ = 1's effective size) on the runs that study trained into one or more output directories."`
+	Contrast   contrastCmd   `cmd:"" help:"L(A) − L(B) paired by seed for two arms chosen by config values among the runs of study output directories (at the training mix and per language)."`
 }
 
 // vars are the values the flags' tags interpolate (${name}): lists that belong to a package's table.
