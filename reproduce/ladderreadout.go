@@ -464,8 +464,14 @@ func JudgeStudies(p *experiment.Plan, outs []string, o JudgeOptions) (*StudyVerd
 	}
 	var text *HeldOutText
 	if len(o.HeldOut) > 0 { // read and checked before any model is scored
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "reading the held-out text of %d archives (a minute for the bilingual corpus's)\n", len(o.HeldOut))
+		}
 		if text, err = ReadHeldOutText(st, o.HeldOut); err != nil {
 			return nil, err
+		}
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "held-out text: %d documents\n", len(text.Docs))
 		}
 	}
 	runs, left, err := planRuns(p, all)
