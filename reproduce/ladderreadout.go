@@ -458,12 +458,13 @@ func JudgeStudies(p *experiment.Plan, outs []string, o JudgeOptions) (*StudyVerd
 	if spec == nil || p.Horizon == nil {
 		return nil, fmt.Errorf("plan %s has no [primaries] with a width: nothing to judge", p.Name)
 	}
-	all, st, err := ReadStudyRuns(outs, o.Partial, o.Log)
-	if err != nil {
-		return nil, err
-	}
 	var text *HeldOutText
-	if len(o.HeldOut) > 0 { // read and checked before any model is scored
+	if len(o.HeldOut) > 0 { // read and checked against the corpus before any model is scored
+		// The first directory's corpus: ReadStudyRuns then holds every other to it by the files' sums.
+		st, err := data.ReadStats(filepath.Join(outs[0], experiment.DataDir))
+		if err != nil {
+			return nil, fmt.Errorf("--held-out: %s: %w", outs[0], err)
+		}
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, "reading the held-out text of %d archives (a minute for the bilingual corpus's)\n", len(o.HeldOut))
 		}
@@ -473,6 +474,10 @@ func JudgeStudies(p *experiment.Plan, outs []string, o JudgeOptions) (*StudyVerd
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, "held-out text: %d documents\n", len(text.Docs))
 		}
+	}
+	all, st, err := ReadStudyRuns(outs, o.Partial, o.Log)
+	if err != nil {
+		return nil, err
 	}
 	runs, left, err := planRuns(p, all)
 	if err != nil {

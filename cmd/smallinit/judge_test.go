@@ -18,6 +18,8 @@ func TestJudgeRefusesBadInput(t *testing.T) {
 		{judgeCmd{Plan: "demo", Outs: []string{dir}, Bootstrap: 10}, "no [primaries]"},
 		{judgeCmd{Plan: "verdict-20tpp-ladder", Outs: []string{dir}, Bootstrap: -1}, "--bootstrap -1"},
 		{judgeCmd{Plan: "verdict-20tpp-ladder", Outs: []string{dir}, Bootstrap: 10, OODWindows: -2}, "--ood-windows -2"},
+		// The held-out archives are checked against the corpus before anything is read or scored.
+		{judgeCmd{Plan: "verdict-20tpp-ladder", Outs: []string{dir}, Bootstrap: 10, Partial: true, HeldOut: []string{"sotu.tgz"}}, "--held-out: " + dir},
 	} {
 		err := tc.cmd.run(io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
