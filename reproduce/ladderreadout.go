@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/smallinit/smallinit/analyze"
 	"github.com/smallinit/smallinit/data"
 	"github.com/smallinit/smallinit/experiment"
 	"github.com/smallinit/smallinit/fit"
@@ -141,7 +140,7 @@ func ReadStudyRuns(outs []string, partial bool, log io.Writer) ([]StudyRun, *dat
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if unscored {
-			if s.Runs, err = scoreFinishedRuns(out, log); err != nil {
+			if s.Runs, err = scoreFinishedRuns(out, ss, log); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -188,29 +187,39 @@ func corpusSums(out string, st *data.Stats) (map[string]string, error) {
 }
 
 // scoreFinishedRuns are the rows a study that has not ended would write to its summary for its finished runs:
-// each run directory OUT/GROUP/RUN with a final model scored on the whole validation split of OUT/data as the
-// study's summary scores it (analyze.Score).
-func scoreFinishedRuns(out string, log io.Writer) ([]summary.Row, error) {
+// each run directory OUT/GROUP/RUN with a final model scored on the whole validation split of OUT/data (whose
+// corpus has the file sums sums) as the study's summary scores it (analyze.Score); a run scored by an earlier
+// partial readout is read from its cache (scoreFinishedRun).
+func scoreFinishedRuns(out string, sums map[string]string, log io.Writer) ([]summary.Row, error) {
 	dataDir := filepath.Join(out, experiment.DataDir)
 	finals, err := filepath.Glob(filepath.Join(out, "*", "*", rundir.FinalDir))
 	if err != nil {
 		return nil, err
 	}
+	corpus := corpusDigest(sums)
 	var rows []summary.Row
+	cached := 0
 	for i, f := range finals {
 		dir := filepath.Dir(f)
+		var announce func()
 		if log != nil {
-			fmt.Fprintf(log, "scoring %d/%d on the whole validation split: %s\n", i+1, len(finals), dir)
+			announce = func() { fmt.Fprintf(log, "scoring %d/%d on the whole validation split: %s\n", i+1, len(finals), dir) }
 		}
-		row, err := analyze.Score(context.Background(), dir, dataDir, "", train.Result{}, 0)
+		row, fresh, err := scoreFinishedRun(context.Background(), dir, dataDir, corpus, announce)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		if !fresh {
+			cached++
 		}
 		row.Run = filepath.Base(dir)
 		rows = append(rows, row)
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("%s: no summary.json and no finished run", out)
+	}
+	if log != nil && cached > 0 {
+		fmt.Fprintf(log, "%s: %d of %d finished runs read from their validation score cache (%s)\n", out, cached, len(rows), train.ValidationScore)
 	}
 	return rows, nil
 }

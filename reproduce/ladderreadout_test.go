@@ -312,7 +312,15 @@ set = { "init.gamma" = 1.0 }
 	if _, _, err := ReadStudyRuns([]string{out}, false, nil); err == nil {
 		t.Fatal("no summary.json without partial: read anyway")
 	}
-	part, err := scoreFinishedRuns(out, nil)
+	st, err := data.ReadStats(filepath.Join(out, experiment.DataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums, err := corpusSums(out, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := scoreFinishedRuns(out, sums, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,9 +337,10 @@ set = { "init.gamma" = 1.0 }
 			t.Errorf("run %s scored %v %v, the summary's %v %v", r.Dir, r.ValLoss, r.LangLoss, w.ValLoss, w.LangLoss)
 		}
 	}
+	dir, dataDir := part[0].Dir, filepath.Join(out, experiment.DataDir)
+	checkValidationCache(t, dir, dataDir, sums, part[0])
 	// The out-of-distribution score is cached in the run at its window count: read back as written, scored again
 	// at another count.
-	dir, dataDir := part[0].Dir, filepath.Join(out, experiment.DataDir)
 	first, err := scoreOOD(context.Background(), dir, dataDir, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -429,5 +438,49 @@ func TestCorpusSumsOfAnEarlierBuild(t *testing.T) {
 	}
 	if _, err := corpusSums(t.TempDir(), st); err == nil || !strings.Contains(err.Error(), "records no sha256 sums") {
 		t.Errorf("no copy to sum: %v", err)
+	}
+}
+
+// checkValidationCache: the partial readout's score of the run in dir (want, scored on the corpus of sums) is
+// cached in the run and read back without scoring; a cache for another corpus or other final weights is scored
+// again, and a cache made to differ is what the next read returns (so the read comes from the cache).
+func checkValidationCache(t *testing.T, dir, dataDir string, sums map[string]string, want summary.Row) {
+	t.Helper()
+	run, err := train.OpenRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c validationCache
+	if !run.ReadScore(train.ValidationScore, &c) || c.ValLoss != want.ValLoss || c.LangLoss["zh"] != want.LangLoss["zh"] || c.Corpus != corpusDigest(sums) {
+		t.Fatalf("validation cache %+v after scoring %v %v", c, want.ValLoss, want.LangLoss)
+	}
+	marked := c
+	marked.ValLoss = 123.5
+	if err := run.WriteScore(train.ValidationScore, marked); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		cache    validationCache
+		fresh    bool
+		wantLoss float64
+	}{
+		{"the same final model and corpus: read back", marked, false, 123.5},
+		{"another corpus: scored again", func() validationCache { m := marked; m.Corpus = "other"; return m }(), true, want.ValLoss},
+		{"other final weights: scored again", func() validationCache { m := marked; m.Model = "other"; return m }(), true, want.ValLoss},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := run.WriteScore(train.ValidationScore, tc.cache); err != nil {
+				t.Fatal(err)
+			}
+			announced := false
+			row, fresh, err := scoreFinishedRun(context.Background(), dir, dataDir, corpusDigest(sums), func() { announced = true })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fresh != tc.fresh || announced != tc.fresh || row.ValLoss != tc.wantLoss {
+				t.Errorf("fresh %v (announced %v), loss %v; want fresh %v, loss %v", fresh, announced, row.ValLoss, tc.fresh, tc.wantLoss)
+			}
+		})
 	}
 }

@@ -15,10 +15,11 @@ type ScoreFile string
 
 // The score caches a run directory may hold.
 const (
-	SelectionScore   ScoreFile = "selection_score.json" // an LR-sweep trial's loss on the selection slice
-	VerdictScore     ScoreFile = "verdict_score.json"   // a reproduction run's held-out, OOD and mechanism score
-	OODScore         ScoreFile = "ood_score.json"       // a study run's out-of-distribution texts, as `judge` scores them
-	HeldOutTextScore ScoreFile = "held_out_score.json"  // a study run's score on its corpus's held-out text (judge --held-out)
+	SelectionScore   ScoreFile = "selection_score.json"  // an LR-sweep trial's loss on the selection slice
+	VerdictScore     ScoreFile = "verdict_score.json"    // a reproduction run's held-out, OOD and mechanism score
+	OODScore         ScoreFile = "ood_score.json"        // a study run's out-of-distribution texts, as `judge` scores them
+	HeldOutTextScore ScoreFile = "held_out_score.json"   // a study run's score on its corpus's held-out text (judge --held-out)
+	ValidationScore  ScoreFile = "validation_score.json" // a finished study run's whole-validation score, as a partial readout scores it
 )
 
 // ReadScore reads the run's score cache name into v and reports whether it could: a missing, unreadable or

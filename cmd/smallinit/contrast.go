@@ -18,7 +18,7 @@ type contrastCmd struct {
 	Vary    []string `placeholder:"KEY" help:"Config keys the arms may differ in (repeat the flag or separate them by commas); a difference in any other is refused, naming it (default: any, each printed)."`
 	Alpha   float64  `default:"0.05" help:"Level of the t-intervals and tests (unadjusted: a secondary)."`
 	Delta   float64  `default:"0" help:"Smallest effect of interest in nats for the two one-sided tests (0: none)."`
-	Partial bool     `help:"Read a study that has not ended (no summary.json) from its finished runs, each scored here on the whole validation split as the study's summary would."`
+	Partial bool     `help:"Read a study that has not ended (no summary.json) from its finished runs, each scored here on the whole validation split as the study's summary would (cached in each run as validation_score.json)."`
 	Record  string   `type:"path" placeholder:"FILE" help:"Also write the contrast (arms, runs, differences, readings) as JSON to FILE (atomically)."`
 }
 

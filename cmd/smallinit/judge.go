@@ -18,7 +18,7 @@ type judgeCmd struct {
 	Outs       []string `arg:"" type:"existingdir" name:"out" help:"Study output directories (each with summary.json) whose finished runs are read; they must hold one corpus (by the sha256 sums of their stats.json)."`
 	Bootstrap  int      `default:"10000" help:"Bootstrap resamples of seeds for the effective sizes' 95% intervals."`
 	Record     string   `type:"path" placeholder:"FILE" help:"Also write the verdict (inputs, claims, effective size, runs) as JSON to FILE (atomically)."`
-	Partial    bool     `help:"Read a study that has not ended (no summary.json) from its finished runs, each scored here on the whole validation split as the study's summary would: an interim readout."`
+	Partial    bool     `help:"Read a study that has not ended (no summary.json) from its finished runs, each scored here on the whole validation split as the study's summary would (cached in each run as validation_score.json): an interim readout."`
 	HeldOut    []string `name:"held-out" type:"existingfile" placeholder:"ARCHIVE" help:"The npm archives the corpus was built from (docs/data.md), every one and no other; repeat the flag or separate them by commas: the primaries' γ arms are also scored on the corpus's held-out text, by source, each document whole (issue 44's family C; cached in each run as held_out_score.json)."`
 	OODWindows int      `name:"ood-windows" default:"0" help:"Score the primaries' γ arms on the embedded out-of-distribution texts (corpus/ood), this many windows of the model's context per text (0: each text whole; −1: not scored). Scores are cached in each run directory (ood_score.json)."`
 }
