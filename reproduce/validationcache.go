@@ -63,16 +63,17 @@ func scoreFinishedRun(ctx context.Context, dir, dataDir, corpus string, announce
 	if row, err = analyze.Score(ctx, dir, dataDir, "", train.Result{}, 0); err != nil {
 		return row, true, err
 	}
-	if !finite(row.ValLoss, row.ValBPB) || !finite(slices.Collect(maps.Values(row.LangLoss))...) || !finite(slices.Collect(maps.Values(row.LangBPB))...) {
-		return row, true, nil // a diverged model's score is not kept (JSON has no NaN): it is scored again, and diverges again
+	if !scoreFinite(row) {
+		return row, true, nil // a diverged model's score is not kept (JSON has no NaN): scored again, it diverges again
 	}
 	c = validationCache{Model: model, Corpus: corpus, ValLoss: row.ValLoss, ValBPB: row.ValBPB, LangLoss: row.LangLoss, LangBPB: row.LangBPB}
 	return row, true, run.WriteScore(train.ValidationScore, c)
 }
 
-// finite reports whether every value is a finite number.
-func finite(vs ...float64) bool {
-	for _, v := range vs {
+// scoreFinite reports whether every loss and bits-per-byte of row is a finite number.
+func scoreFinite(row summary.Row) bool {
+	vs := append([]float64{row.ValLoss, row.ValBPB}, slices.Collect(maps.Values(row.LangLoss))...)
+	for _, v := range append(vs, slices.Collect(maps.Values(row.LangBPB))...) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return false
 		}
