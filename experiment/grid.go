@@ -42,14 +42,12 @@ func runGrid(ctx context.Context, p *Plan, out *Outcome, o *Options) (map[string
 			gopts := p.Tune.gridOptions(p, i == 0, g)
 			o.logf("\n== learning-rate grid γ = %g, width %d: rates %v on seeds %v, %d steps each (the full horizon), spike threshold %g\n",
 				g, w, gopts.LRs, gopts.Seeds, steps, gopts.SpikeThreshold)
-			var hz []HorizonTrial
-			r, err := tune.SelectGrid(gopts, func(lr float64, seed uint64) (float64, float64, error) {
-				return out.trial(ctx, p, g, w, steps, lr, seed, o, &hz)
-			})
+			hz := &horizonTrials{}
+			r, err := out.selectGrid(ctx, p, key, g, w, steps, gopts, o, hz)
 			if err != nil {
 				return nil, fmt.Errorf("learning-rate grid %s: %w", key, err)
 			}
-			t := Tuned{Gamma: g, Width: w, Grid: &r, Horizons: hz,
+			t := Tuned{Gamma: g, Width: w, Grid: &r, Horizons: hz.sorted(),
 				Result: tune.Result{LR: r.LR, Loss: r.Loss, Bracketed: r.Bracketed, Steps: steps * len(r.Trials)}}
 			for _, tr := range r.Trials {
 				t.Result.Curve = append(t.Result.Curve, tune.Point{LR: tr.LR, Steps: steps, Loss: tr.Loss})

@@ -1,11 +1,15 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -266,6 +270,53 @@ func TestFullGridEndToEnd(t *testing.T) {
 	}
 	if again.Tuned[tuneKey(1, 32)].Result.LR != tuned.Result.LR {
 		t.Error("the second run chose another rate")
+	}
+}
+
+// TestFullGridPacked: a full-horizon grid whose trials train two at a time (Options.Jobs) chooses what one at a
+// time chooses, from the same bits: every trial's selection loss, and its final weights byte for byte.
+func TestFullGridPacked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: trains 8 trials and 2 runs")
+	}
+	text := strings.NewReplacer("tune_widths = [32, 16]", "tune_widths = [32]", `groups = ["gamma", "sizes"]`, `groups = ["gamma"]`,
+		"gammas = [0.5, 1]\nanchor", "gammas = [1]\nanchor", "seeds = [0, 1]\nwidths = [16]", "seeds = [0]\nwidths = [16]").Replace(fullPlan)
+	var got [2]Tuned
+	var outs [2]string
+	for i, jobs := range []int{1, 2} {
+		p, err := Parse([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs[i] = t.TempDir()
+		var log strings.Builder
+		if _, err := Run(context.Background(), p, Options{Out: outs[i], Budget: 30 * time.Minute, Steps: 4, Windows: 4, Jobs: jobs, Log: &log}); err != nil {
+			t.Fatalf("jobs %d: %v\n%s", jobs, err, log.String())
+		}
+		if packed := strings.Contains(log.String(), "2 trials at a time with"); packed != (jobs == 2 && runtime.NumCPU() > 1) {
+			t.Errorf("jobs %d: the log says packed %v; log:\n%s", jobs, packed, log.String())
+		}
+		b, err := os.ReadFile(filepath.Join(outs[i], TuneDir, tuneKey(1, 32)+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &got[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got[0].Grid == nil || len(got[0].Grid.Trials) != 4 {
+		t.Fatalf("grid %+v, want 2 rates × 2 seeds", got[0].Grid)
+	}
+	if !reflect.DeepEqual(got[0].Grid, got[1].Grid) || got[0].Result.LR != got[1].Result.LR {
+		t.Errorf("two at a time:\n%+v\none at a time:\n%+v", got[1].Grid, got[0].Grid)
+	}
+	for _, tr := range got[0].Grid.Trials {
+		name := filepath.Join(TuneDir, tuneKey(1, 32), fmt.Sprintf("lr%g-4steps-seed%d", tr.LR, tr.Seed), "final", "model.safetensors")
+		a, errA := os.ReadFile(filepath.Join(outs[0], name))
+		b, errB := os.ReadFile(filepath.Join(outs[1], name))
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s: the weights differ between one and two at a time (%v, %v)", name, errA, errB)
+		}
 	}
 }
 

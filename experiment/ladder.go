@@ -195,9 +195,7 @@ func runLadderGrid(ctx context.Context, p *Plan, out *Outcome, o *Options, res m
 			gopts := p.ladderGridOptions()
 			o.logf("\n== ladder learning-rate grid γ = %g, width %d at %g tokens per parameter: rates %v on seeds %v, %d steps each, spike threshold %g\n",
 				g, w, l.TokensPerParam, gopts.LRs, gopts.Seeds, steps, gopts.SpikeThreshold)
-			r, err := tune.SelectGrid(gopts, func(lr float64, seed uint64) (float64, float64, error) {
-				return out.trialAt(ctx, p, key, g, w, steps, lr, seed, o, nil)
-			})
+			r, err := out.selectGrid(ctx, p, key, g, w, steps, gopts, o, nil)
 			if err != nil {
 				return fmt.Errorf("ladder learning-rate grid %s: %w", key, err)
 			}

@@ -52,7 +52,7 @@ type Options struct {
 	Probes    bool
 	ProbeTest int // held-out (and recalled) probes per kind of the mix (0: 100)
 	Windows   int // validation windows per file the summary scores (0: all)
-	Jobs      int // runs of a group trained at once, arms or sweep (≤ 1 but sweep.AutoJobs: one at a time; AutoJobs: measured)
+	Jobs      int // runs of a group trained at once, arms or sweep, and trials of a full-horizon grid (≤ 1 but sweep.AutoJobs: one at a time; AutoJobs: measured)
 	// Engine trains each run: nil is the Go engine; train.TorchEngine the PyTorch trainer (see engine.go).
 	Engine train.Engine
 	// EngineInfo, when set, is recorded in summary.json (the PyTorch engine's interpreter, torch and device).
@@ -696,27 +696,12 @@ func runSweep(ctx context.Context, g *Group, runs []planRun, out *Outcome, o *Op
 // order of idx either way, so that the summary does not depend on the packing (and neither do the weights:
 // the kernels' results do not depend on the thread count).
 func runArms(ctx context.Context, runs []planRun, idx []int, out *Outcome, o *Options) ([]summary.Row, error) {
-	jobs := o.Jobs
-	if jobs == sweep.AutoJobs {
-		jobs = 1
-		if !o.Task && len(idx) > 1 && runtime.NumCPU() > 1 {
-			pk, err := train.PackingFor(filepath.Join(o.Out, train.PackingFile), runs[idx[0]].cfg, runtime.NumCPU(), o.Log)
-			if err != nil {
-				return nil, err
-			}
-			jobs = pk.Jobs
-		}
+	jobs, threads, o, err := o.pack(runs[idx[0]].cfg, len(idx))
+	if err != nil {
+		return nil, err
 	}
-	jobs = max(1, min(jobs, len(idx)))
 	rows := make([]summary.Row, len(idx))
-	threads := 0 // one at a time: all cores, its log and progress on Log
 	if jobs > 1 {
-		threads = max(1, runtime.NumCPU()/jobs)
-		po := *o // the packed runs share Log: one line at a time
-		if o.Log != nil {
-			po.Log = &lockedWriter{w: o.Log}
-		}
-		o = &po
 		o.logf("\n%s: %d runs, %d at a time with %d threads each (logs in each run's %s)\n", runs[idx[0]].group.Name, len(idx), jobs, threads, TrainLogFile)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -734,6 +719,32 @@ func runArms(ctx context.Context, runs []planRun, idx []int, out *Outcome, o *Op
 		return nil, err
 	}
 	return rows, context.Cause(ctx)
+}
+
+// pack is how many of n runs of recipe cfg train at once (Options.Jobs; AutoJobs: as OUT/packing.json chooses,
+// see train.PackingFor) and with how many threads each (0: one at a time on all cores), and the options they
+// share: with jobs > 1 a copy of o whose Log takes one write at a time.
+func (o *Options) pack(cfg recipe.Config, n int) (jobs, threads int, po *Options, err error) {
+	jobs = o.Jobs
+	if jobs == sweep.AutoJobs {
+		jobs = 1
+		if !o.Task && n > 1 && runtime.NumCPU() > 1 {
+			pk, err := train.PackingFor(filepath.Join(o.Out, train.PackingFile), cfg, runtime.NumCPU(), o.Log)
+			if err != nil {
+				return 0, 0, nil, err
+			}
+			jobs = pk.Jobs
+		}
+	}
+	jobs = max(1, min(jobs, n))
+	if jobs == 1 {
+		return 1, 0, o, nil
+	}
+	c := *o // the packed runs share Log: one line at a time
+	if o.Log != nil {
+		c.Log = &lockedWriter{w: o.Log}
+	}
+	return jobs, max(1, runtime.NumCPU()/jobs), &c, nil
 }
 
 // overBudget refuses to start a plan the budget sized (no --steps) whose expected wall time is over that budget,

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/smallinit/smallinit/analyze"
@@ -166,17 +169,72 @@ func trialDir(o *Options, p *Plan, key string, steps int, lr float64, seed uint6
 //
 // Under a horizon series (full-horizon trials only) the trial is a WSD trunk, and each of its cooldown branches
 // is trained after it and scored on the slice too, appended to hz.
-func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, steps int, lr float64, seed uint64, o *Options, hz *[]HorizonTrial) (loss, spike float64, err error) {
-	return out.trialAt(ctx, p, tuneKey(gamma, width), gamma, width, steps, lr, seed, o, hz)
+func (out *Outcome) trial(ctx context.Context, p *Plan, gamma float64, width, steps int, lr float64, seed uint64, o *Options, hz *horizonTrials) (loss, spike float64, err error) {
+	return out.trialAt(ctx, p, tuneKey(gamma, width), gamma, width, steps, lr, seed, 0, o, hz)
+}
+
+// horizonTrials collects a grid's cooldown branches as its trials end, from concurrent trials.
+type horizonTrials struct {
+	mu   sync.Mutex
+	list []HorizonTrial
+}
+
+func (h *horizonTrials) add(t HorizonTrial) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.list = append(h.list, t)
+}
+
+// sorted are the branches by horizon, rate and seed: the order does not depend on which trial ended first.
+func (h *horizonTrials) sorted() []HorizonTrial {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := slices.Clone(h.list)
+	slices.SortStableFunc(s, func(a, b HorizonTrial) int {
+		return cmp.Or(cmp.Compare(a.Horizon, b.Horizon), cmp.Compare(a.LR, b.LR), cmp.Compare(a.Seed, b.Seed))
+	})
+	return s
+}
+
+// selectGrid runs the full-horizon grid gopts of γ at width in the grid named key (tune.SelectGrid), its trials
+// packed as a group's runs are (Options.pack: Options.Jobs at once, cores/jobs threads each; the kernels' results
+// do not depend on the thread count, so neither does the grid's). The first trial that fails stops the others
+// (each keeps its checkpoints: the next call resumes them). hz (nil: none) collects the cooldown branches.
+func (out *Outcome) selectGrid(ctx context.Context, p *Plan, key string, gamma float64, width, steps int, gopts tune.GridOptions, o *Options, hz *horizonTrials) (tune.GridResult, error) {
+	cfg, err := train.LoadSets("", out.trialSets(p, gamma, width, steps, gopts.LRs[0], gopts.Seeds[0]))
+	if err != nil {
+		return tune.GridResult{}, fmt.Errorf("trial recipe: %w", err)
+	}
+	jobs, threads, o, err := o.pack(cfg, len(gopts.LRs)*len(gopts.Seeds))
+	if err != nil {
+		return tune.GridResult{}, err
+	}
+	if jobs > 1 {
+		o.logf("%d trials at a time with %d threads each\n", jobs, threads)
+	}
+	gopts.Jobs = jobs
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r, err := tune.SelectGrid(gopts, func(lr float64, seed uint64) (float64, float64, error) {
+		loss, spike, err := out.trialAt(ctx, p, key, gamma, width, steps, lr, seed, threads, o, hz)
+		if err != nil {
+			cancel(err)
+		}
+		return loss, spike, err
+	})
+	return r, err
 }
 
 // trialAt is trial in the grid named key; a ladder grid's key (ladderTuneKey) makes the trial a single-horizon
-// run at the ladder's horizon (Plan.singleHorizon).
-func (out *Outcome) trialAt(ctx context.Context, p *Plan, key string, gamma float64, width, steps int, lr float64, seed uint64, o *Options, hz *[]HorizonTrial) (loss, spike float64, err error) {
+// run at the ladder's horizon (Plan.singleHorizon). threads > 0 sets train.threads (unless the recipe sets it).
+func (out *Outcome) trialAt(ctx context.Context, p *Plan, key string, gamma float64, width, steps int, lr float64, seed uint64, threads int, o *Options, hz *horizonTrials) (loss, spike float64, err error) {
 	dir := trialDir(o, p, key, steps, lr, seed)
 	cfg, err := train.LoadSets("", out.trialSets(p, gamma, width, steps, lr, seed))
 	if err != nil {
 		return 0, 0, fmt.Errorf("trial recipe: %w", err)
+	}
+	if threads > 0 && cfg.Train.Threads == 0 {
+		cfg.Train.Threads = threads
 	}
 	var branches []branchRun
 	if key != tuneKey(gamma, width) {
@@ -200,16 +258,18 @@ func (out *Outcome) trialAt(ctx context.Context, p *Plan, key string, gamma floa
 		}
 	}
 	for _, b := range branches {
-		bl, err := out.scoreTrial(ctx, b.dir, b.cfg.TotalSteps(), lr, seed, o, func() error {
+		bc := b.cfg
+		bc.Train.Threads = cfg.Train.Threads
+		bl, err := out.scoreTrial(ctx, b.dir, bc.TotalSteps(), lr, seed, o, func() error {
 			return waitBusy(ctx, o, b.dir, func() error {
-				_, err := train.StartOrResumeBranch(ctx, b.cfg, b.dir, dir, train.Options{})
+				_, err := train.StartOrResumeBranch(ctx, bc, b.dir, dir, train.Options{})
 				return err
 			})
 		})
 		if err != nil {
 			return 0, 0, err
 		}
-		*hz = append(*hz, HorizonTrial{Horizon: b.horizon, LR: lr, Seed: seed, Steps: b.cfg.TotalSteps(), Loss: bl, Dir: b.dir})
+		hz.add(HorizonTrial{Horizon: b.horizon, LR: lr, Seed: seed, Steps: bc.TotalSteps(), Loss: bl, Dir: b.dir})
 	}
 	return loss, spike, nil
 }

@@ -2,14 +2,18 @@ package tune
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/smallinit/smallinit/internal/workers"
 )
 
 // SeedTrainer trains one arm at peak learning rate lr on one seed for the full horizon and returns its loss on
 // the LR-selection slice and its spike statistic (stats.Spike of its training loss). A diverged run may return
-// a non-finite loss: that trial counts as the worst, not as an error. An error stops the search.
+// a non-finite loss: that trial counts as the worst, not as an error. An error stops the search. With
+// GridOptions.Jobs > 1 it is called from that many goroutines at once, each call with another (lr, seed).
 type SeedTrainer func(lr float64, seed uint64) (loss, spike float64, err error)
 
 // GridOptions configure SelectGrid: every learning rate of LRs (increasing, factor-spaced) trained at the full
@@ -23,6 +27,10 @@ type GridOptions struct {
 	// Extend is how many rates SelectGrid may add beyond an edge of LRs, one factor (LRs[1]/LRs[0]) at a time,
 	// while the best rate lies at that edge (0: none; the result then says it is not bracketed).
 	Extend int
+	// Jobs is how many trials train at once (0 or 1: one at a time): every (rate, seed) of LRs at once, then
+	// each extension's seeds at once. The result does not depend on it: each trial's loss is kept by its rate
+	// and seed, and a rate's mean sums its seeds in the order of Seeds.
+	Jobs int
 }
 
 // MinGridSeeds is the fewest seeds a full-horizon grid tunes on: one seed cannot tell a spike from a rate.
@@ -39,6 +47,8 @@ func (o GridOptions) Validate() error {
 		return fmt.Errorf("tune: spike threshold %g: want a finite value ≥ 0", o.SpikeThreshold)
 	case o.Extend < 0 || o.Extend > 8:
 		return fmt.Errorf("tune: extend %d: want 0 … 8", o.Extend)
+	case o.Jobs < 0:
+		return fmt.Errorf("tune: jobs %d: want ≥ 0", o.Jobs)
 	}
 	for i, lr := range o.LRs {
 		if !(lr > 0) || math.IsInf(lr, 0) {
@@ -100,7 +110,8 @@ func (r GridResult) RateLoss(lr float64) (float64, bool) {
 // SelectGrid trains every rate of the grid on every seed and picks the rate with the lowest mean selection
 // loss among those that neither spiked nor diverged on any seed. While the best lies at an edge of the grid it
 // adds the next rate beyond that edge, up to Extend rates. Ties go to the smaller rate. Every rate vetoed is an
-// error: no rate at this horizon trains stably.
+// error: no rate at this horizon trains stably. Jobs trials train at once; the first error (in rate, then seed
+// order) stops the search once the trials in flight return.
 func SelectGrid(o GridOptions, train SeedTrainer) (GridResult, error) {
 	if err := o.Validate(); err != nil {
 		return GridResult{}, err
@@ -109,31 +120,48 @@ func SelectGrid(o GridOptions, train SeedTrainer) (GridResult, error) {
 	factor := o.LRs[1] / o.LRs[0]
 	rates := slices.Clone(o.LRs)
 	byRate := map[float64]*GridRate{}
-	trainRate := func(lr float64) error {
-		g := &GridRate{LR: lr}
-		sum := 0.0
-		for _, seed := range o.Seeds {
+	// trainRates trains every seed of every rate of lrs, Jobs at a time, and records them by rate.
+	trainRates := func(lrs ...float64) error {
+		n := len(lrs) * len(o.Seeds)
+		trials := make([]GridTrial, n)
+		errs := make([]error, n)
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		workers.Each(ctx, n, o.Jobs, func(i int) {
+			lr, seed := lrs[i/len(o.Seeds)], o.Seeds[i%len(o.Seeds)]
 			loss, spike, err := train(lr, seed)
 			if err != nil {
-				return fmt.Errorf("tune: lr %g, seed %d: %w", lr, seed, err)
+				errs[i] = fmt.Errorf("tune: lr %g, seed %d: %w", lr, seed, err)
+				stop()
+				return
 			}
 			if math.IsNaN(loss) || math.IsInf(loss, 0) {
 				loss = math.Inf(1)
 			}
-			res.Trials = append(res.Trials, GridTrial{LR: lr, Seed: seed, Loss: loss, Spike: spike})
-			sum += loss
-			if math.IsInf(loss, 1) || (o.SpikeThreshold > 0 && spike > o.SpikeThreshold) {
-				g.Vetoed = true
+			trials[i] = GridTrial{LR: lr, Seed: seed, Loss: loss, Spike: spike}
+		})
+		for _, err := range errs {
+			if err != nil {
+				return err
 			}
 		}
-		g.Loss = sum / float64(len(o.Seeds))
-		byRate[lr] = g
+		for k, lr := range lrs {
+			g := &GridRate{LR: lr}
+			sum := 0.0
+			for _, t := range trials[k*len(o.Seeds) : (k+1)*len(o.Seeds)] {
+				res.Trials = append(res.Trials, t)
+				sum += t.Loss
+				if math.IsInf(t.Loss, 1) || (o.SpikeThreshold > 0 && t.Spike > o.SpikeThreshold) {
+					g.Vetoed = true
+				}
+			}
+			g.Loss = sum / float64(len(o.Seeds))
+			byRate[lr] = g
+		}
 		return nil
 	}
-	for _, lr := range rates {
-		if err := trainRate(lr); err != nil {
-			return res, err
-		}
+	if err := trainRates(rates...); err != nil {
+		return res, err
 	}
 	best := func() int {
 		b := -1
@@ -163,7 +191,7 @@ func SelectGrid(o GridOptions, train SeedTrainer) (GridResult, error) {
 		if next == 0 {
 			break
 		}
-		if err := trainRate(next); err != nil {
+		if err := trainRates(next); err != nil {
 			return res, err
 		}
 	}

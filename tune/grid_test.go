@@ -2,16 +2,21 @@ package tune
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // bowl is a synthetic world with a known answer: the selection loss is a parabola in log2(lr) with its
 // minimum at best, plus a per-seed offset; rates at or above spikeAt spike on seed 1 only.
-func bowl(best, spikeAt float64, calls *int) SeedTrainer {
+func bowl(best, spikeAt float64, calls *atomic.Int64) SeedTrainer {
 	return func(lr float64, seed uint64) (float64, float64, error) {
-		*calls++
+		calls.Add(1)
 		x := math.Log2(lr / best)
 		spike := 0.05
 		if lr >= spikeAt*(1-1e-9) && seed == 1 {
@@ -43,9 +48,9 @@ func TestSelectGrid(t *testing.T) {
 		{name: "every rate vetoed", best: 2e-3, spikeAt: 1e-4, threshold: 0.5, trials: 6, err: "no rate trains stably"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			calls := 0
+			var calls atomic.Int64
 			r, err := SelectGrid(GridOptions{LRs: lrs, Seeds: []uint64{0, 1}, SpikeThreshold: tc.threshold, Extend: tc.extend}, bowl(tc.best, tc.spikeAt, &calls))
-			if calls != tc.trials {
+			if calls := int(calls.Load()); calls != tc.trials {
 				t.Errorf("%d trials, want %d", calls, tc.trials)
 			}
 			if tc.err != "" {
@@ -67,6 +72,69 @@ func TestSelectGrid(t *testing.T) {
 				t.Errorf("trials %+v: want %d sorted by rate", r.Trials, tc.trials)
 			}
 		})
+	}
+}
+
+// TestSelectGridJobs: trials trained several at once give the result of one at a time, field for field, and
+// really overlap; the first failing trial's error (in rate, then seed order) is the grid's.
+func TestSelectGridJobs(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		best      float64
+		extend    int
+		jobs      int
+		inFlight  int64 // the most trials at once the grid must reach
+		seeds     []uint64
+		lrs       []float64
+		threshold float64
+	}{
+		{name: "interior best, 2 at once", best: 2e-3, jobs: 2, inFlight: 2, seeds: []uint64{0, 1}, lrs: []float64{1e-3, 2e-3, 4e-3}},
+		{name: "interior best, every trial at once", best: 2e-3, jobs: 6, inFlight: 6, seeds: []uint64{0, 1}, lrs: []float64{1e-3, 2e-3, 4e-3}},
+		{name: "edge best extends, 3 seeds, 4 at once", best: 1.6e-2, extend: 2, jobs: 4, inFlight: 4, seeds: []uint64{0, 1, 2}, lrs: []float64{1e-3, 2e-3, 4e-3}},
+		{name: "low edge with a veto, 3 at once", best: 2.5e-4, extend: 2, jobs: 3, inFlight: 3, seeds: []uint64{0, 1}, lrs: []float64{1e-3, 2e-3, 4e-3}, threshold: 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var seq atomic.Int64
+			o := GridOptions{LRs: tc.lrs, Seeds: tc.seeds, SpikeThreshold: tc.threshold, Extend: tc.extend}
+			want, err := SelectGrid(o, bowl(tc.best, 4e-3, &seq))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls, now, most atomic.Int64
+			var mu sync.Mutex
+			inner := bowl(tc.best, 4e-3, &calls)
+			o.Jobs = tc.jobs
+			got, err := SelectGrid(o, func(lr float64, seed uint64) (float64, float64, error) {
+				n := now.Add(1)
+				mu.Lock()
+				most.Store(max(most.Load(), n))
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond) // long enough for the other workers to pick up their trials
+				defer now.Add(-1)
+				return inner(lr, seed)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%d at once:\n%+v\nwant (one at a time)\n%+v", tc.jobs, got, want)
+			}
+			if calls.Load() != seq.Load() {
+				t.Errorf("%d trials, want %d", calls.Load(), seq.Load())
+			}
+			if most.Load() != tc.inFlight {
+				t.Errorf("at most %d trials at once, want %d", most.Load(), tc.inFlight)
+			}
+		})
+	}
+	_, err := SelectGrid(GridOptions{LRs: []float64{1e-3, 2e-3}, Seeds: []uint64{0, 1}, Jobs: 4}, func(lr float64, seed uint64) (float64, float64, error) {
+		if seed == 1 {
+			return 0, 0, fmt.Errorf("disk full at %g", lr)
+		}
+		return 3, 0, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "lr 0.001, seed 1: disk full at 0.001") {
+		t.Errorf("err %v, want the first failing trial's (lr 0.001, seed 1)", err)
 	}
 }
 
@@ -103,6 +171,7 @@ func TestGridOptionsValidate(t *testing.T) {
 		{GridOptions{LRs: []float64{1e-3, 2e-3}, Seeds: []uint64{0, 0}}, "twice"},
 		{GridOptions{LRs: []float64{1e-3, 2e-3}, Seeds: []uint64{0, 1}, SpikeThreshold: math.Inf(1)}, "spike threshold"},
 		{GridOptions{LRs: []float64{1e-3, 2e-3}, Seeds: []uint64{0, 1}, Extend: -1}, "extend"},
+		{GridOptions{LRs: []float64{1e-3, 2e-3}, Seeds: []uint64{0, 1}, Jobs: -1}, "jobs"},
 	} {
 		if err := tc.o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err %v, want %q", tc.o, err, tc.want)

@@ -29,7 +29,7 @@ type studyCmd struct {
 	Budget    budgetOrPlans `placeholder:"DURATION" help:"Wall-clock budget for all runs (e.g. 30m, 2h; default: the plan's); sets the steps per run."`
 	Steps     int           `help:"Steps per run (overrides --budget)."`
 	Seeds     int           `help:"Seeds per arm, 0 … N−1 (default: the plan's)."`
-	Jobs      jobsFlag      `default:"auto" help:"Runs of a sweep trained at once (they share the cores), or auto: a packing probe on the largest run's model measures one run on all cores against one run per core and keeps the faster (recorded in each sweep's packing.json)."`
+	Jobs      jobsFlag      `default:"auto" help:"Runs of a sweep, and trials of a full-horizon learning-rate grid, trained at once (they share the cores; the results do not depend on it), or auto: a packing probe on the largest run's model measures one run on all cores against one run per core and keeps the faster (recorded in each sweep's packing.json)."`
 	Index     int           `default:"-1" help:"Run only the run with this index of the whole plan (one task of a job array); no summary or report. −1: every run."`
 	PrintPlan bool          `help:"Print the plan (TOML) and, for a training plan, what it would run here (arms, steps, the corpus and the epochs each run sees, the expected wall time, as TOML comments), and exit."`
 	Data      string        `type:"path" placeholder:"DIR" help:"A corpus prepared by smallinit data prepare to train on instead of the plan's (data.dir, else the embedded corpus); copied into OUT/data once."`
