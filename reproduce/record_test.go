@@ -226,6 +226,7 @@ func TestRecordedClaimsParse(t *testing.T) {
 var recordedStudies = []string{
 	"2026-12-07-verdict-20tpp-h1-interim.json",
 	"2026-12-07-verdict-20tpp-family-c-interim.json",
+	"2026-12-07-verdict-20tpp-cosine.json",
 }
 
 // TestRecordedStudyVerdictsRejudge: each committed study verdict's claims, and its language family where it has
