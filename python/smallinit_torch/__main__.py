@@ -15,6 +15,10 @@ def main():
         print(__doc__)
         return
     cmd, rest = argv[0], argv[1:]
+    if cmd in ("train", "train-batch") and "--lock-held" in rest:
+        # Before torch loads (seconds under load): a parent killed meanwhile must not leave this trainer running.
+        from .runlock import die_with_parent
+        die_with_parent()
     if cmd == "train":
         from .train import main as train_main
         train_main(rest)

@@ -45,8 +45,9 @@ from .device import features, parse_device, sdpa
 from .kernels import KERNELS
 from .model import Llama, attention_manual, check_memory, load_weights, read_config, rotate_half
 from .runconfig import load_run_config, lr_at, resolve_model, total_steps
+from .runlock import die_with_parent
 from .safetensors import read_model_weights, write_file_atomic
-from .train import (Owner, Stop, Stopped, check_log, checkpoint_name, die_with_parent, exit_on_errors, initialise,
+from .train import (Owner, Stop, Stopped, check_log, checkpoint_name, exit_on_errors, initialise,
                     list_checkpoints, metrics_line, read_moments, read_pytorch_json, read_state, start_run_dir, truncate,
                     write_checkpoint, write_model_dir)
 

@@ -18,7 +18,9 @@ import datetime
 import json
 import os
 import secrets
+import signal
 import socket
+import sys
 import threading
 import time
 
@@ -176,3 +178,19 @@ class LockWatch:
 
     def release(self) -> None:
         self._hb.stop()
+
+
+def die_with_parent() -> None:
+    """On Linux, have the kernel SIGKILL this process when its parent dies (prctl PR_SET_PDEATHSIG), so that a
+    killed study or spawner leaves no trainer writing into its run; and if the parent is gone already, exit.
+    It imports nothing heavy, so that `python -m smallinit_torch train --lock-held` sets it before torch loads
+    (seconds under load, during which a killed parent would otherwise leave the trainer running)."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if parent == 1 or os.getppid() != parent:
+        os._exit(1)

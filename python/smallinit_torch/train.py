@@ -53,7 +53,7 @@ from .files import MAX_TENSORS, USER_ERRORS, error_line, open_regular, read_json
 from .init import gamma_init_, std_for
 from .model import Llama, balance_routers, check_memory, load_weights, read_config, reset_router_loads
 from .runconfig import defaults, encode_toml, load_run_config, lr_at, resolve_model, total_steps  # noqa: F401
-from .runlock import LockWatch, RunLock
+from .runlock import LockWatch, RunLock, die_with_parent
 from .safetensors import read_model_weights, read_safetensors, sync_dir, write_file_atomic, write_safetensors
 
 
@@ -298,20 +298,6 @@ class Stop:
 class LockLost(ValueError):
     """The run's lock was taken over, or the parent that held it for this trainer died: the run stops at once,
     without a checkpoint (its directory has another owner, whose checkpoints this one's pruning could delete)."""
-
-
-def die_with_parent() -> None:
-    """On Linux, have the kernel SIGKILL this process when its parent dies (prctl PR_SET_PDEATHSIG), so that a
-    killed study or spawner leaves no trainer writing into its run; and if the parent is gone already, exit."""
-    parent = os.getppid()
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-        except (OSError, AttributeError):
-            pass
-    if parent == 1 or os.getppid() != parent:
-        os._exit(1)
 
 
 class Stopped(Exception):
