@@ -157,8 +157,16 @@ func ReadConfig(dir string) (arch.Config, json.RawMessage, error) {
 		if rs.RopeType == "" {
 			rs.RopeType = rs.Type // configs older than transformers 4.45 name it "type"
 		}
-		if rs.RopeType == "default" {
+		switch rs.RopeType {
+		case "":
+			return bad("rope_scaling = %s names no rope_type (nor type): which scaling is meant is unknown", fc.RopeScaling)
+		case "default":
 			rs = ropeScalingJSON{}
+		case arch.RopeLlama3:
+		default:
+			// Only llama3 reads these three; a config that carries them for another scaling (yarn and
+			// longrope configs do) loads as the scaling it names, and the model is the same without them.
+			rs.LowFreqFactor, rs.HighFreqFactor, rs.OriginalMaxPositionEmbeddings = 0, 0, 0
 		}
 	}
 	// Sliding-window attention (Mistral 7B v0.1; Qwen2 and Qwen3 with use_sliding_window) lets a query see only

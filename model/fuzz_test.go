@@ -45,6 +45,9 @@ func configSeeds(f *testing.F) [][]byte {
 	out = append(out,
 		[]byte(`{"model_type":"qwen3","vocab_size":16,"hidden_size":8,"intermediate_size":16,"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":2,"max_position_embeddings":6,"rms_norm_eps":1e-6,"rope_theta":1000000,"tie_word_embeddings":true,"rope_scaling":null}`),
 		[]byte(`{"vocab_size":16777216,"hidden_size":512,"intermediate_size":16,"num_hidden_layers":2,"num_attention_heads":2,"max_position_embeddings":16777216,"rms_norm_eps":1e-5}`),
+		// rope_scaling fields that the scaling does not read, and no scaling named (found by the fuzzer).
+		[]byte(`{"vocab_size":6,"hidden_size":8,"intermediate_size":6,"num_hidden_layers":2,"num_attention_heads":2,"max_position_embeddings":6,"rms_norm_eps":0.01,"rope_theta":10,"rope_scaling":{"original_max_position_embeddings":1000}}`),
+		[]byte(`{"vocab_size":6,"hidden_size":8,"intermediate_size":6,"num_hidden_layers":2,"num_attention_heads":2,"max_position_embeddings":6,"rms_norm_eps":0.01,"rope_theta":10,"rope_scaling":{"type":"linear","factor":2,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":1000}}`),
 		[]byte(`{"vocab_size":-1}`),
 		[]byte(`{"hidden_size":1e400}`),
 		[]byte(`{"num_experts":1024,"num_experts_per_tok":1024,"moe_intermediate_size":1048576}`),
