@@ -159,7 +159,10 @@ func ReadConfig(dir string) (arch.Config, json.RawMessage, error) {
 		}
 		switch rs.RopeType {
 		case "":
-			return bad("rope_scaling = %s names no rope_type (nor type): which scaling is meant is unknown", fc.RopeScaling)
+			if rs != (ropeScalingJSON{}) {
+				return bad("rope_scaling = %s names no rope_type (nor type): which scaling is meant is unknown", fc.RopeScaling)
+			}
+			// An object with none of the fields, like null: plain RoPE.
 		case "default":
 			rs = ropeScalingJSON{}
 		case arch.RopeLlama3:

@@ -190,6 +190,42 @@ func TestReadConfigSlidingWindow(t *testing.T) {
 	}
 }
 
+// TestReadConfigRopeScaling: rope_scaling read as python/smallinit_torch/model.py's Config reads it (its
+// tests/test_config.py is the twin): null, an empty object and "default" are plain RoPE, and llama3's three
+// fields are kept for llama3 only (a config of another scaling that carries them loads without them).
+func TestReadConfigRopeScaling(t *testing.T) {
+	llama3 := `"factor": 8, "low_freq_factor": 1, "high_freq_factor": 4, "original_max_position_embeddings": 1000`
+	for _, tc := range []struct {
+		name, rs string
+		want     arch.Config // only its rope fields are compared
+	}{
+		{"null", `null`, arch.Config{}},
+		{"empty object", `{}`, arch.Config{}},
+		{"default", `{"rope_type": "default", "factor": 2}`, arch.Config{}},
+		{"linear with llama3's fields", `{"type": "linear", ` + llama3 + `}`, arch.Config{RopeScaling: arch.RopeLinear, RopeFactor: 8}},
+		{"llama3", `{"rope_type": "llama3", ` + llama3 + `}`, arch.Config{RopeScaling: arch.RopeLlama3, RopeFactor: 8,
+			RopeLowFreqFactor: 1, RopeHighFreqFactor: 4, RopeOriginalSeqLen: 1000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := `{"vocab_size": 32, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
+				"num_attention_heads": 4, "max_position_embeddings": 64, "rms_norm_eps": 1e-05, "rope_scaling": ` + tc.rs + `}`
+			if err := os.WriteFile(filepath.Join(dir, arch.ConfigFile), []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, _, err := ReadConfig(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := arch.Config{RopeScaling: c.RopeScaling, RopeFactor: c.RopeFactor, RopeLowFreqFactor: c.RopeLowFreqFactor,
+				RopeHighFreqFactor: c.RopeHighFreqFactor, RopeOriginalSeqLen: c.RopeOriginalSeqLen}
+			if got != tc.want {
+				t.Errorf("rope fields %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestLoadHuggingFaceGQACheckpoints: checkpoints laid out as Hugging Face writes them — config.json with the
 // fields (and extra keys) of real Llama-3, Mistral, Qwen2, Qwen2-MoE and Qwen3 configs, tensors named and shaped from
 // those architectures' definitions (not from Config.Tensors), in bfloat16 — load with grouped-query attention

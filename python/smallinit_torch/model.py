@@ -105,7 +105,10 @@ class Config:
         # original_max_position_embeddings); absent, null or "default": plain RoPE. None, or the dict of its fields.
         rs = d.get("rope_scaling") or {}
         _check(isinstance(rs, dict), f"rope_scaling = {rs!r}: want an object")
-        rope_type = rs.get("rope_type") or rs.get("type") or "default"
+        rope_type = rs.get("rope_type") or rs.get("type")
+        _check(rope_type or not any(k in rs for k in ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")),
+               f"rope_scaling = {rs!r} names no rope_type (nor type): which scaling is meant is unknown")
+        rope_type = rope_type or "default"
         _check(rope_type in ("default", "linear", "llama3"),
                f"rope_scaling rope_type {rope_type!r} is not supported (supported: 'linear', 'llama3', or none/'default')")
         self.rope_scaling = None
